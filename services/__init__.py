@@ -1,0 +1,1 @@
+"""Aurora's processes, one package each; they share only `shared/` and NATS."""

@@ -1,0 +1,1 @@
+"""The event-bridge: raw signals in, validated AMP events out."""

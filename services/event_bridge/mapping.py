@@ -1,0 +1,219 @@
+"""Pure mapping of one raw signal to one AMP event, or to the reason it is rejected.
+
+The bridge only converts: it makes no reply decision and invents nothing. Platform signals
+become platform event types (`app.*`, `tool.*` …); a third-party notification is kept verbatim
+under `notification.<method>`; a native `aurora/event` is completed and checked.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from shared.clock import is_past
+from shared.contracts.envelope import (
+    METHOD_EVENT,
+    PROTOCOL,
+    Actor,
+    EventEnvelope,
+    EventPayload,
+    EventSubject,
+    Header,
+    Source,
+    Trace,
+)
+from shared.contracts.signals import (
+    LifecycleSignal,
+    ListChangedSignal,
+    NativeEventSignal,
+    NotificationSignal,
+    ResourceReadSignal,
+    Signal,
+    SignalBase,
+    ToolResultSignal,
+)
+from shared.contracts.validation import NativeEvent, is_reserved_type, validate_native_event
+from shared.errors import EnvelopeError, SubjectError
+from shared.subjects import app_token
+
+# Native events without a message_id get one derived from the signal id, so that a signal
+# delivered twice always yields the same event id (and JetStream drops the copy).
+_NATIVE_ID_NAMESPACE = uuid.UUID("6f1f3c1e-2b0e-4d55-9b53-a0a5d6c1a001")
+_UNSAFE = re.compile(r"[^a-z0-9_]+")
+
+
+@dataclass(frozen=True)
+class Rejected:
+    """Why a signal cannot become an event; the bridge dead-letters it with this reason."""
+
+    reason: str
+
+
+def map_signal(
+    signal: Signal, *, subject_app_token: str, now: datetime | None = None
+) -> EventEnvelope | Rejected:
+    """Turn `signal`, received on a subject naming `subject_app_token`, into an event."""
+    try:
+        if app_token(signal.app) != subject_app_token:
+            return Rejected(
+                f"impersonation: signal for app {signal.app!r} arrived on the subject of "
+                f"{subject_app_token!r}"
+            )
+    except SubjectError as exc:
+        return Rejected(str(exc))
+    if isinstance(signal, NativeEventSignal):
+        return _native(signal, now)
+    return _platform_event(signal, _payload_of(signal))
+
+
+def event_type_of(signal: SignalBase) -> str:
+    """The stable event type a platform signal becomes (not used for native events)."""
+    if isinstance(signal, LifecycleSignal):
+        return f"app.{signal.state}"
+    if isinstance(signal, ListChangedSignal):
+        return f"{signal.list}.list_changed"
+    if isinstance(signal, ToolResultSignal):
+        return f"tool.{signal.outcome}"
+    if isinstance(signal, ResourceReadSignal):
+        return "resource.read"
+    if isinstance(signal, NotificationSignal):
+        return notification_type(signal.method)
+    raise TypeError(f"no platform event type for {type(signal).__name__}")
+
+
+def notification_type(method: str) -> str:
+    """`notifications/acme/ping` → `notification.acme.ping`, each part made token-safe."""
+    parts = [p for p in method.split("/") if p]
+    if parts and parts[0] == "notifications":
+        parts = parts[1:]
+    tokens = [_UNSAFE.sub("_", p.lower()).strip("_") for p in parts]
+    tokens = [t for t in tokens if t] or ["unknown"]
+    return "notification." + ".".join(tokens)
+
+
+def _payload_of(signal: Signal) -> EventPayload:
+    event_type = event_type_of(signal)
+    if isinstance(signal, LifecycleSignal):
+        data: dict[str, Any] = {"state": signal.state, "reason": signal.reason}
+        if signal.exit_code is not None:
+            data["exit_code"] = signal.exit_code
+        if signal.detail:
+            data["detail"] = signal.detail
+        return EventPayload(
+            type=event_type,
+            summary=f"app {signal.app} {signal.state.replace('_', ' ')}"
+            + (f": {signal.reason}" if signal.reason else ""),
+            data=data,
+            subject=EventSubject(kind="app", id=f"{signal.app}/{signal.instance}"),
+        )
+    if isinstance(signal, ListChangedSignal):
+        return EventPayload(
+            type=event_type,
+            summary=f"app {signal.app} changed its {signal.list} list",
+            data={"list": signal.list},
+            subject=EventSubject(kind="app", id=f"{signal.app}/{signal.instance}"),
+        )
+    if isinstance(signal, ToolResultSignal):
+        return EventPayload(
+            type=event_type,
+            session_id=signal.session_id,
+            summary=f"tool {signal.tool} {signal.outcome} ({signal.status})",
+            data={
+                "tool": signal.tool,
+                "status": signal.status,
+                "duration_ms": signal.duration_ms,
+                "call_id": signal.call_id,
+                "run_id": signal.run_id,
+                "task_id": signal.task_id,
+                "agent": signal.agent,
+                "error": signal.error,
+            },
+            subject=EventSubject(kind="tool", id=signal.tool),
+            synthetic=signal.synthetic,
+        )
+    if isinstance(signal, ResourceReadSignal):
+        return EventPayload(
+            type=event_type,
+            summary=f"resource {signal.uri} read",
+            data={"uri": signal.uri, "mime_type": signal.mime_type, "size": signal.size,
+                  "text": signal.text},
+            subject=EventSubject(kind="resource", id=signal.uri),
+        )
+    assert isinstance(signal, NotificationSignal)
+    # Conservative: the method and params are kept verbatim; nothing is inferred from them.
+    return EventPayload(
+        type=event_type,
+        data={"method": signal.method, "params": signal.params},
+        source_event_type=signal.method,
+    )
+
+
+def _platform_event(signal: SignalBase, payload: EventPayload) -> EventEnvelope:
+    return EventEnvelope(
+        header=Header(
+            protocol=PROTOCOL,
+            method=METHOD_EVENT,
+            message_id=signal.signal_id,
+            timestamp=signal.observed_at,
+            source=Source(app=signal.app, instance=signal.instance),
+            trace=signal.trace,
+        ),
+        payload=payload,
+    )
+
+
+def _native(signal: NativeEventSignal, now: datetime | None) -> EventEnvelope | Rejected:
+    if not isinstance(signal.event, dict):
+        return Rejected("aurora/event params must be a JSON object with header and payload")
+    try:
+        native = validate_native_event(signal.event)
+    except EnvelopeError as exc:
+        return Rejected(f"invalid aurora/event: {exc}")
+    claimed = native.header.source
+    if claimed is not None and (claimed.app != signal.app or claimed.instance != signal.instance):
+        return Rejected(
+            f"impersonation: app {signal.app!r} (instance {signal.instance!r}) sent an event "
+            f"claiming source {claimed.app!r} (instance {claimed.instance!r})"
+        )
+    if is_reserved_type(native.payload.type):
+        return Rejected(f"reserved type: apps may not emit {native.payload.type!r}")
+    if native.payload.expire_at is not None and is_past(native.payload.expire_at, now=now):
+        return Rejected(f"expired: expire_at {native.payload.expire_at} has passed")
+    return _complete(signal, native)
+
+
+def _complete(signal: NativeEventSignal, native: NativeEvent) -> EventEnvelope:
+    header, body = native.header, native.payload
+    trace = (
+        Trace(traceparent=header.trace.traceparent, tracestate=header.trace.tracestate)
+        if header.trace is not None
+        else signal.trace
+    )
+    return EventEnvelope(
+        header=Header(
+            protocol=PROTOCOL,
+            method=METHOD_EVENT,
+            message_id=header.message_id or str(uuid.uuid5(_NATIVE_ID_NAMESPACE, signal.signal_id)),
+            timestamp=header.timestamp or signal.observed_at,
+            source=Source(app=signal.app, instance=signal.instance),
+            trace=trace,
+        ),
+        payload=EventPayload(
+            type=body.type,
+            session_id=body.session_id,
+            summary=body.summary,
+            data=body.data,
+            expire_at=body.expire_at,
+            bot=body.bot,
+            workspace=body.workspace,
+            conversation=body.conversation,
+            actor=Actor(id=body.actor.id, kind=body.actor.kind) if body.actor else None,
+            subject=EventSubject(kind=body.subject.kind, id=body.subject.id) if body.subject else None,
+            source_event_type=body.source_event_type,
+            raw_ref=body.raw_ref,
+            synthetic=body.synthetic,
+        ),
+    )

@@ -1,0 +1,1 @@
+"""Aurora's shared library: the contracts and helpers every service uses."""

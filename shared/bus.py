@@ -1,0 +1,47 @@
+"""Connecting to NATS the same way in every process: env credentials, reconnect forever."""
+
+from __future__ import annotations
+
+import nats
+from nats.aio.client import Client as NATS
+
+from shared.logs import get_logger
+from shared.settings import NatsSettings
+
+log = get_logger("aurora.bus")
+
+
+async def connect(settings: NatsSettings, *, name: str, connect_timeout: float = 5.0) -> NATS:
+    """Connect with credentials from the settings; once connected, reconnect forever.
+
+    The first connection is retried too (a service may start before nats-server is ready),
+    so `docker compose up` and `make dev` need no start-up ordering beyond a health check.
+    """
+
+    async def on_error(exc: Exception) -> None:
+        log.warning("nats error", error=str(exc))
+
+    async def on_disconnected() -> None:
+        log.warning("nats disconnected")
+
+    async def on_reconnected() -> None:
+        log.info("nats reconnected")
+
+    options: dict[str, object] = {
+        "servers": settings.servers,
+        "name": name,
+        "connect_timeout": connect_timeout,
+        "allow_reconnect": True,
+        "max_reconnect_attempts": -1,
+        "reconnect_time_wait": 1.0,
+        "retry_on_failed_connect": True,
+        "error_cb": on_error,
+        "disconnected_cb": on_disconnected,
+        "reconnected_cb": on_reconnected,
+    }
+    if settings.creds is not None:
+        options["user_credentials"] = str(settings.creds)
+    if settings.user is not None:
+        options["user"] = settings.user
+        options["password"] = settings.password
+    return await nats.connect(**options)  # type: ignore[arg-type]

@@ -1,0 +1,125 @@
+"""Raw signals the supervisor, gateway and CLI publish on `amp.sig.<app>.<kind>` for the bridge.
+
+A signal is what was observed, not yet an event: the event-bridge alone turns signals into AMP
+events. `signal_id` is chosen once by the publisher and makes every later step idempotent (it
+becomes `Nats-Msg-Id` on the signal stream and the event's `message_id` where the platform
+produces the event).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from shared.contracts.envelope import Trace
+
+LifecycleState = Literal[
+    "connected",
+    "disconnected",
+    "init_failed",
+    "process_started",
+    "process_exited",
+    "process_restarting",
+    "process_gave_up",
+]
+ListName = Literal["tools", "resources", "prompts"]
+ToolOutcome = Literal["succeeded", "failed", "timeout"]
+
+
+class SignalBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="kind"):
+    signal_id: str
+    app: str
+    instance: str = "default"
+    observed_at: str
+    trace: Trace | None = None
+
+
+class LifecycleSignal(SignalBase, frozen=True, kw_only=True, tag="lifecycle"):
+    """An app's MCP session or process changed state."""
+
+    state: LifecycleState
+    reason: str | None = None
+    exit_code: int | None = None
+    detail: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class ListChangedSignal(SignalBase, frozen=True, kw_only=True, tag="list_changed"):
+    """`notifications/{tools,resources,prompts}/list_changed` arrived from an app."""
+
+    list: ListName
+
+
+class ToolResultSignal(SignalBase, frozen=True, kw_only=True, tag="tool_result"):
+    """A tool call finished (or timed out); the outcome, never the full output."""
+
+    tool: str
+    outcome: ToolOutcome
+    status: str
+    duration_ms: float
+    call_id: str | None = None
+    run_id: str | None = None
+    task_id: str | None = None
+    agent: str | None = None
+    session_id: str | None = None
+    error: dict[str, Any] | None = None
+    synthetic: bool = False
+
+
+class ResourceReadSignal(SignalBase, frozen=True, kw_only=True, tag="resource_read"):
+    """A resource was read through the gateway and the app's config asks to publish it."""
+
+    uri: str
+    mime_type: str | None = None
+    size: int | None = None
+    text: str | None = None
+
+
+class NotificationSignal(SignalBase, frozen=True, kw_only=True, tag="notification"):
+    """Any other notification an app sent, kept verbatim for conservative mapping."""
+
+    method: str
+    params: dict[str, Any] | None = None
+
+
+class NativeEventSignal(SignalBase, frozen=True, kw_only=True, tag="native_event"):
+    """An `aurora/event` notification's params, exactly as the app sent them."""
+
+    event: Any
+
+
+Signal = (
+    LifecycleSignal
+    | ListChangedSignal
+    | ToolResultSignal
+    | ResourceReadSignal
+    | NotificationSignal
+    | NativeEventSignal
+)
+
+SIGNAL_TYPES: tuple[type[SignalBase], ...] = (
+    LifecycleSignal,
+    ListChangedSignal,
+    ToolResultSignal,
+    ResourceReadSignal,
+    NotificationSignal,
+    NativeEventSignal,
+)
+
+_decoder = msgspec.json.Decoder(Signal)
+_encoder = msgspec.json.Encoder()
+
+
+def signal_kind(signal: SignalBase) -> str:
+    kind = type(signal).__struct_config__.tag
+    assert isinstance(kind, str)
+    return kind
+
+
+def encode_signal(signal: SignalBase) -> bytes:
+    return _encoder.encode(signal)
+
+
+def decode_signal(data: bytes) -> Signal:
+    """Decode a signal; raises msgspec.ValidationError / DecodeError naming the bad field."""
+    return _decoder.decode(data)

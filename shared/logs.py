@@ -1,0 +1,60 @@
+"""Structured JSON logs: one object per line with the service name and key=value fields."""
+
+from __future__ import annotations
+
+import json
+import logging
+import sys
+from collections.abc import MutableMapping
+from typing import Any
+
+_RESERVED = {"exc_info", "stack_info", "stacklevel", "extra"}
+
+
+class JsonFormatter(logging.Formatter):
+    def __init__(self, service: str) -> None:
+        super().__init__()
+        self.service = service
+
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "ts": self.formatTime(record, "%Y-%m-%dT%H:%M:%S") + f".{int(record.msecs):03d}Z",
+            "level": record.levelname.lower(),
+            "service": self.service,
+            "logger": record.name,
+            "msg": record.getMessage(),
+        }
+        entry.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+class Log(logging.LoggerAdapter[logging.Logger]):
+    """`log.info("published", subject=s, app=a)`: keyword arguments become JSON fields."""
+
+    def process(self, msg: Any, kwargs: MutableMapping[str, Any]) -> tuple[Any, MutableMapping[str, Any]]:
+        fields = {key: kwargs.pop(key) for key in list(kwargs) if key not in _RESERVED}
+        extra = dict(kwargs.get("extra") or {})
+        extra["fields"] = {**extra.get("fields", {}), **fields}
+        kwargs["extra"] = extra
+        return msg, kwargs
+
+
+def configure_logging(service: str, level: str = "INFO") -> None:
+    import logging as _logging
+    import time
+
+    handler = _logging.StreamHandler(sys.stderr)
+    formatter = JsonFormatter(service)
+    formatter.converter = time.gmtime
+    handler.setFormatter(formatter)
+    root = _logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    # nats-py logs every reconnect attempt at error level; the service logs its own summary.
+    _logging.getLogger("nats").setLevel("WARNING")
+
+
+def get_logger(name: str) -> Log:
+    return Log(logging.getLogger(name), {})

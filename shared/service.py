@@ -1,0 +1,57 @@
+"""The common life of a service process: settings, logs, tracing, NATS, stop on SIGTERM/SIGINT."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+
+from nats.aio.client import Client as NATS
+
+from shared.bus import connect
+from shared.errors import AuroraError
+from shared.logs import configure_logging, get_logger
+from shared.settings import Settings, load_settings
+from shared.telemetry import setup_tracing
+
+ServiceMain = Callable[[Settings, NATS, asyncio.Event], Awaitable[None]]
+
+
+def run_service(name: str, main: ServiceMain) -> None:
+    """Run `main(settings, nc, stop)` until SIGTERM/SIGINT sets `stop`, then drain NATS.
+
+    A configuration error exits with status 2 and a one-line message; nothing is retried,
+    so a bad config never becomes a crash loop hidden in logs.
+    """
+    try:
+        settings = load_settings()
+    except AuroraError as exc:
+        print(f"aurora-{name}: configuration error: {exc}", file=sys.stderr)
+        raise SystemExit(2) from exc
+    configure_logging(name, settings.log_level)
+    setup_tracing(name)
+    try:
+        asyncio.run(_serve(name, settings, main))
+    except AuroraError as exc:
+        get_logger(name).error("start-up failed", error=str(exc))
+        print(f"aurora-{name}: {exc}", file=sys.stderr)
+        raise SystemExit(1) from exc
+
+
+async def _serve(name: str, settings: Settings, main: ServiceMain) -> None:
+    log = get_logger(name)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, stop.set)
+    nc = await connect(settings.nats, name=f"aurora-{name}")
+    log.info("started", nats=settings.nats.url, prefix=settings.subjects.prefix)
+    try:
+        await main(settings, nc, stop)
+    finally:
+        if nc.is_connected:
+            await nc.drain()
+        else:
+            await nc.close()
+        log.info("stopped")

@@ -1,0 +1,24 @@
+"""Publishing raw signals for the event-bridge (used by supervisor, gateway and CLI)."""
+
+from __future__ import annotations
+
+import uuid
+
+from nats.js import JetStreamContext
+from nats.js.api import PubAck
+
+from shared.contracts.signals import SignalBase, encode_signal, signal_kind
+from shared.subjects import Subjects
+from shared.telemetry import inject_headers
+
+
+def new_signal_id() -> str:
+    return str(uuid.uuid4())
+
+
+async def publish_signal(js: JetStreamContext, subjects: Subjects, signal: SignalBase) -> PubAck:
+    """Publish once-only: the signal id is the JetStream de-duplication id."""
+    headers = inject_headers({"Nats-Msg-Id": signal.signal_id})
+    return await js.publish(
+        subjects.signal(signal.app, signal_kind(signal)), encode_signal(signal), headers=headers
+    )

@@ -1,0 +1,158 @@
+"""Idempotent creation of the JetStream streams, consumers and buckets Aurora needs.
+
+Streams hold data, so an existing stream that differs from what Aurora needs is a clear error
+(`StreamConfigConflict`), never silently changed. A service's own durable consumer is its
+private cursor: a differing consumer config is updated in place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from nats.js import JetStreamContext
+from nats.js.api import (
+    ConsumerConfig,
+    DiscardPolicy,
+    KeyValueConfig,
+    RetentionPolicy,
+    StorageType,
+    StreamConfig,
+)
+from nats.js.errors import BucketNotFoundError, NotFoundError
+from nats.js.kv import KeyValue
+
+from shared.errors import StreamConfigConflict
+from shared.subjects import Subjects
+
+DAY = 24 * 3600.0
+
+
+@dataclass(frozen=True)
+class StreamSpec:
+    name: str
+    subjects: tuple[str, ...]
+    retention: RetentionPolicy = RetentionPolicy.LIMITS
+    max_age: float = 0.0
+    duplicate_window: float = 120.0
+    max_msg_size: int = -1
+    description: str = ""
+
+    def config(self) -> StreamConfig:
+        return StreamConfig(
+            name=self.name,
+            description=self.description or None,
+            subjects=list(self.subjects),
+            retention=self.retention,
+            storage=StorageType.FILE,
+            discard=DiscardPolicy.OLD,
+            max_age=self.max_age,
+            duplicate_window=self.duplicate_window,
+            max_msg_size=self.max_msg_size,
+        )
+
+
+@dataclass(frozen=True)
+class BucketSpec:
+    name: str
+    history: int = 1
+    ttl: float = 0.0
+    description: str = ""
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def events_stream(subjects: Subjects) -> StreamSpec:
+    return StreamSpec(
+        name=subjects.stream("EVENTS"),
+        subjects=(subjects.events_all,),
+        max_age=7 * DAY,
+        duplicate_window=600.0,
+        description="AMP events: the inbox external consumers subscribe to",
+    )
+
+
+def signals_stream(subjects: Subjects) -> StreamSpec:
+    return StreamSpec(
+        name=subjects.stream("SIGNALS"),
+        subjects=(subjects.signals_all,),
+        retention=RetentionPolicy.WORK_QUEUE,
+        duplicate_window=600.0,
+        description="raw signals from supervisor and gateway, consumed by the event-bridge",
+    )
+
+
+def dlq_stream(subjects: Subjects) -> StreamSpec:
+    return StreamSpec(
+        name=subjects.stream("DLQ"),
+        subjects=(subjects.dlq_all,),
+        max_age=30 * DAY,
+        description="what could not be processed, with the reason in headers",
+    )
+
+
+def fabric_streams(subjects: Subjects) -> list[StreamSpec]:
+    return [events_stream(subjects), signals_stream(subjects), dlq_stream(subjects)]
+
+
+def _differences(wanted: StreamConfig, actual: StreamConfig) -> list[str]:
+    checks = {
+        "subjects": (sorted(wanted.subjects or []), sorted(actual.subjects or [])),
+        "retention": (wanted.retention, actual.retention),
+        "storage": (wanted.storage, actual.storage),
+        "max_age": (float(wanted.max_age or 0), float(actual.max_age or 0)),
+        "duplicate_window": (float(wanted.duplicate_window or 0), float(actual.duplicate_window or 0)),
+        "max_msg_size": (wanted.max_msg_size or -1, actual.max_msg_size or -1),
+    }
+    return [f"{name}: wanted {w!r}, found {a!r}" for name, (w, a) in checks.items() if w != a]
+
+
+async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
+    """Create the stream, or check that the existing one matches; a mismatch is an error."""
+    wanted = spec.config()
+    try:
+        info = await js.stream_info(spec.name)
+    except NotFoundError:
+        await js.add_stream(config=wanted)
+        return
+    problems = _differences(wanted, info.config)
+    if problems:
+        raise StreamConfigConflict(
+            f"stream {spec.name} exists with another configuration ({'; '.join(problems)}); "
+            "Aurora will not change a stream that holds data: migrate or delete it deliberately"
+        )
+
+
+async def ensure_streams(js: JetStreamContext, specs: list[StreamSpec]) -> None:
+    for spec in specs:
+        await ensure_stream(js, spec)
+
+
+async def ensure_consumer(js: JetStreamContext, stream: str, config: ConsumerConfig) -> None:
+    """Create a durable consumer, or bring an existing one to this configuration (the server
+    treats a durable create as create-or-update and refuses only fields it cannot change)."""
+    assert config.durable_name, "Aurora's consumers are durable"
+    await js.add_consumer(stream, config=config)
+
+
+async def ensure_bucket(js: JetStreamContext, spec: BucketSpec) -> KeyValue:
+    """Open a KV bucket, creating it if needed; an existing one must keep its history and ttl."""
+    try:
+        kv = await js.key_value(spec.name)
+    except BucketNotFoundError:
+        return await js.create_key_value(
+            config=KeyValueConfig(
+                bucket=spec.name,
+                description=spec.description or None,
+                history=spec.history,
+                ttl=spec.ttl or None,
+                storage=StorageType.FILE,
+            )
+        )
+    status = await kv.status()
+    found_history = status.history or 1
+    found_ttl = float(status.ttl or 0)
+    if found_history != spec.history or found_ttl != float(spec.ttl):
+        raise StreamConfigConflict(
+            f"bucket {spec.name} exists with history={found_history}, ttl={found_ttl}; "
+            f"Aurora needs history={spec.history}, ttl={spec.ttl}"
+        )
+    return kv

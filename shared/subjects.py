@@ -1,0 +1,106 @@
+"""NATS subject names: app ids become tokens, and every subject hangs off one configurable prefix."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from shared.errors import SubjectError
+
+_TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
+
+
+def app_token(app_id: str) -> str:
+    """`im.polaris.qq` → `im_polaris_qq`: subject tokens cannot contain dots."""
+    token = app_id.replace(".", "_")
+    if not _TOKEN.fullmatch(token):
+        raise SubjectError(
+            f"app id {app_id!r} cannot become a subject token: use letters, digits, '.', '_', '-'"
+        )
+    return token
+
+
+def check_unique_tokens(app_ids: Iterable[str]) -> dict[str, str]:
+    """Map token → app id; two app ids mapping to one token is an error naming both."""
+    seen: dict[str, str] = {}
+    for app_id in app_ids:
+        token = app_token(app_id)
+        if token in seen and seen[token] != app_id:
+            raise SubjectError(
+                f"apps {seen[token]!r} and {app_id!r} map to the same subject token {token!r}; "
+                "rename one of them"
+            )
+        seen[token] = app_id
+    return seen
+
+
+def check_token(value: str, what: str) -> str:
+    if not _TOKEN.fullmatch(value):
+        raise SubjectError(f"{what} {value!r} must be one subject token: letters, digits, '_', '-'")
+    return value
+
+
+@dataclass(frozen=True)
+class Subjects:
+    """Every subject Aurora uses, under one prefix (default `amp`)."""
+
+    prefix: str = "amp"
+
+    def __post_init__(self) -> None:
+        check_token(self.prefix, "subject prefix")
+
+    # events: the inbox external consumers subscribe to
+    def event(self, app_id: str, event_type: str) -> str:
+        return f"{self.prefix}.evt.{app_token(app_id)}.{event_type}"
+
+    @property
+    def events_all(self) -> str:
+        return f"{self.prefix}.evt.>"
+
+    # raw signals for the bridge
+    def signal(self, app_id: str, kind: str) -> str:
+        return f"{self.prefix}.sig.{app_token(app_id)}.{check_token(kind, 'signal kind')}"
+
+    @property
+    def signals_all(self) -> str:
+        return f"{self.prefix}.sig.>"
+
+    # MCP JSON-RPC relayed between gateway and supervisor
+    def mcp(self, app_id: str, instance: str, direction: str) -> str:
+        if direction not in ("c2s", "s2c"):
+            raise SubjectError(f"MCP direction must be c2s or s2c, not {direction!r}")
+        return f"{self.prefix}.mcp.{app_token(app_id)}.{check_token(instance, 'instance')}.{direction}"
+
+    @property
+    def tool_call(self) -> str:
+        return f"{self.prefix}.tool.call"
+
+    def run(self, target_type: str, target_id: str) -> str:
+        return f"{self.prefix}.run.{check_token(target_type, 'target type')}.{app_token(target_id)}"
+
+    @property
+    def runs_all(self) -> str:
+        return f"{self.prefix}.run.>"
+
+    def audit(self, app_id: str) -> str:
+        return f"{self.prefix}.audit.{app_token(app_id)}"
+
+    @property
+    def audit_all(self) -> str:
+        return f"{self.prefix}.audit.>"
+
+    def dlq(self, stage: str) -> str:
+        return f"{self.prefix}.dlq.{check_token(stage, 'dead-letter stage')}"
+
+    @property
+    def dlq_all(self) -> str:
+        return f"{self.prefix}.dlq.>"
+
+    def admin(self, area: str, verb: str) -> str:
+        return f"{self.prefix}.admin.{check_token(area, 'admin area')}.{check_token(verb, 'admin verb')}"
+
+    def stream(self, suffix: str) -> str:
+        """Stream and bucket names follow the prefix (`amp` → `AMP_EVENTS`) so that several
+        Aurora installations (or test runs) can share one NATS account without colliding."""
+        return f"{self.prefix.upper().replace('-', '_')}_{suffix}"

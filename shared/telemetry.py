@@ -1,0 +1,60 @@
+"""OpenTelemetry set-up and W3C trace context carried in NATS headers and in the envelope."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+from opentelemetry import context as otel_context
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, ConsoleSpanExporter
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+
+from shared.contracts.envelope import Trace
+
+_propagator = TraceContextTextMapPropagator()
+_configured = False
+
+
+def setup_tracing(service: str) -> trace.Tracer:
+    """Install a tracer provider once per process; spans go to the console only when
+    AURORA_TRACE_CONSOLE=1 (an OTLP exporter can be added by the deployment)."""
+    global _configured
+    if not _configured:
+        provider = TracerProvider(resource=Resource.create({"service.name": f"aurora-{service}"}))
+        if os.environ.get("AURORA_TRACE_CONSOLE") == "1":
+            provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
+        trace.set_tracer_provider(provider)
+        _configured = True
+    return trace.get_tracer(f"aurora.{service}")
+
+
+def inject_headers(headers: dict[str, str] | None = None, ctx: Context | None = None) -> dict[str, str]:
+    """Add `traceparent` (and `tracestate`) of the current span to NATS headers."""
+    carrier: dict[str, str] = dict(headers or {})
+    _propagator.inject(carrier, context=ctx)
+    return carrier
+
+
+def extract_context(headers: Mapping[str, str] | None) -> Context:
+    """The trace context a message carried in its NATS headers (or an empty one)."""
+    return _propagator.extract(dict(headers or {}))
+
+
+def envelope_trace(ctx: Context | None = None) -> Trace | None:
+    carrier = inject_headers({}, ctx)
+    if "traceparent" not in carrier:
+        return None
+    return Trace(traceparent=carrier["traceparent"], tracestate=carrier.get("tracestate"))
+
+
+def context_from_trace(value: Trace | None) -> Context:
+    if value is None or value.traceparent is None:
+        return otel_context.get_current()
+    carrier = {"traceparent": value.traceparent}
+    if value.tracestate:
+        carrier["tracestate"] = value.tracestate
+    return _propagator.extract(carrier)

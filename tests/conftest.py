@@ -1,0 +1,63 @@
+"""Shared fixtures: a real nats-server per test, a connected client, service processes."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import nats
+import pytest
+from nats.aio.client import Client as NATS
+
+from shared.subjects import Subjects
+from tests.harness.broker import Broker, docker_reachable, start_broker
+from tests.harness.processes import ServiceProcess, service_env
+
+_USE_DOCKER = docker_reachable()
+
+
+@pytest.fixture
+def broker(tmp_path: Path) -> Iterator[Broker]:
+    """A fresh nats-server with JetStream and a temporary store, stopped after the test."""
+    server = start_broker(tmp_path / "jetstream", tmp_path / "nats-server.log", use_docker=_USE_DOCKER)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def nats_url(broker: Broker) -> str:
+    return broker.url
+
+
+@pytest.fixture
+async def nc(nats_url: str) -> AsyncIterator[NATS]:
+    client = await nats.connect(nats_url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+@pytest.fixture
+def subjects() -> Subjects:
+    return Subjects("amp")
+
+
+@pytest.fixture
+def spawn(tmp_path: Path, nats_url: str) -> Iterator[object]:
+    """`spawn("services.event_bridge", tag="bridge-1", **env)` starts a real service process."""
+    started: list[ServiceProcess] = []
+    log_dir = tmp_path / "logs"
+    log_dir.mkdir(exist_ok=True)
+
+    def start(module: str, tag: str | None = None, args: list[str] | None = None,
+              **env: str) -> ServiceProcess:
+        process = ServiceProcess(module, service_env(nats_url, **env), log_dir, tag, args).start()
+        started.append(process)
+        return process
+
+    yield start
+    for process in started:
+        process.terminate(timeout=10)

@@ -1,0 +1,1 @@
+"""Test harness: a real nats-server per test and real service processes."""

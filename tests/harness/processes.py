@@ -1,0 +1,100 @@
+"""Starting Aurora's service processes for tests, with logs kept for the failure report."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import IO
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class ServiceProcess:
+    """One `python -m services.<name>` process; its stderr/stdout go to a log file."""
+
+    def __init__(self, module: str, env: dict[str, str], log_dir: Path, tag: str | None = None,
+                 args: list[str] | None = None) -> None:
+        self.module = module
+        self.env = env
+        self.args = args or []
+        self.log_path = log_dir / f"{tag or module.replace('.', '_')}.log"
+        self._process: subprocess.Popen[bytes] | None = None
+        self._log: IO[bytes] | None = None
+
+    def start(self) -> ServiceProcess:
+        self._close_log()
+        self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in _close_log
+        self._process = subprocess.Popen(
+            [sys.executable, "-m", self.module, *self.args],
+            cwd=REPO,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        return self
+
+    @property
+    def pid(self) -> int:
+        assert self._process is not None
+        return self._process.pid
+
+    def alive(self) -> bool:
+        return self._process is not None and self._process.poll() is None
+
+    def returncode(self) -> int | None:
+        return None if self._process is None else self._process.poll()
+
+    def kill(self) -> None:
+        """SIGKILL, like a crash: no clean-up runs."""
+        if self.alive():
+            assert self._process is not None
+            os.killpg(self._process.pid, signal.SIGKILL)
+            self._process.wait()
+        self._close_log()
+
+    def _close_log(self) -> None:
+        if self._log is not None:
+            self._log.close()
+            self._log = None
+
+    def terminate(self, timeout: float = 15.0) -> int | None:
+        if not self.alive():
+            return self.returncode()
+        assert self._process is not None
+        self._process.send_signal(signal.SIGTERM)
+        try:
+            return self._process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self.returncode()
+        finally:
+            self._close_log()
+
+    def wait(self, timeout: float) -> int:
+        assert self._process is not None
+        return self._process.wait(timeout)
+
+    def logs(self) -> str:
+        return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
+
+    def wait_for_log(self, needle: str, timeout: float = 20.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if needle in self.logs():
+                return
+            if not self.alive():
+                raise AssertionError(f"{self.module} exited ({self.returncode()}):\n{self.logs()}")
+            time.sleep(0.05)
+        raise AssertionError(f"{self.module} never logged {needle!r}:\n{self.logs()}")
+
+
+def service_env(nats_url: str, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NATS_", "AURORA_"))}
+    env.update({"NATS_URL": nats_url, "PYTHONUNBUFFERED": "1", "AURORA_LOG_LEVEL": "INFO"})
+    env.update(extra)
+    return env
