@@ -93,6 +93,11 @@ def fabric_streams(subjects: Subjects) -> list[StreamSpec]:
     return [events_stream(subjects), signals_stream(subjects), dlq_stream(subjects)]
 
 
+def apps_bucket(subjects: Subjects) -> BucketSpec:
+    """Health of every app: `proc.<app>.<instance>` (supervisor), `sess.<app>.<instance>` (gateway)."""
+    return BucketSpec(name=subjects.stream("APPS"), history=5, description="app health")
+
+
 def _differences(wanted: StreamConfig, actual: StreamConfig) -> list[str]:
     checks = {
         "subjects": (sorted(wanted.subjects or []), sorted(actual.subjects or [])),

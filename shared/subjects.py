@@ -66,11 +66,15 @@ class Subjects:
     def signals_all(self) -> str:
         return f"{self.prefix}.sig.>"
 
-    # MCP JSON-RPC relayed between gateway and supervisor
+    # MCP JSON-RPC relayed between gateway and supervisor, and their control channels
     def mcp(self, app_id: str, instance: str, direction: str) -> str:
-        if direction not in ("c2s", "s2c"):
-            raise SubjectError(f"MCP direction must be c2s or s2c, not {direction!r}")
+        if direction not in ("c2s", "s2c", "proc", "sess"):
+            raise SubjectError(f"MCP channel must be c2s, s2c, proc or sess, not {direction!r}")
         return f"{self.prefix}.mcp.{app_token(app_id)}.{check_token(instance, 'instance')}.{direction}"
+
+    @property
+    def mcp_all(self) -> str:
+        return f"{self.prefix}.mcp.>"
 
     @property
     def tool_call(self) -> str:

@@ -1,0 +1,161 @@
+"""`apps/config.yml`: which apps Aurora connects, and how. Read by the supervisor and the gateway.
+
+The format is the seed's (`apps.<name>.enabled`, `startup`, `mcp.{enabled, transport, command,
+env, health_timeout_seconds}`) plus `package` (the tool prefix and the app's id on the wire),
+`instance`, `governance`, `mcp.{cwd, url, headers}` and a restart policy. Unknown keys and wrong
+types are errors naming the file, the app and the field.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from shared.errors import ConfigError
+from shared.subjects import check_unique_tokens
+
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+PACKAGE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+
+class RestartPolicy(_Strict):
+    backoff_initial_seconds: Annotated[float, Field(gt=0)] = 0.5
+    backoff_max_seconds: Annotated[float, Field(gt=0)] = 30.0
+    # A crash loop: more than `max_restarts` restarts within `window_seconds` → give up.
+    max_restarts: Annotated[int, Field(ge=0)] = 5
+    window_seconds: Annotated[float, Field(gt=0)] = 60.0
+
+
+class McpConfig(_Strict):
+    enabled: bool = True
+    transport: Literal["stdio", "streamable_http"] = "stdio"
+    command: list[str] | None = None
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    health_timeout_seconds: Annotated[float, Field(gt=0)] = 10.0
+    call_timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
+    publish_resource_reads: bool = False
+
+    @model_validator(mode="after")
+    def _transport_fields(self) -> McpConfig:
+        if self.enabled and self.transport == "stdio" and not self.command:
+            raise ValueError("transport stdio needs mcp.command (a list: program and arguments)")
+        if self.enabled and self.transport == "streamable_http" and not self.url:
+            raise ValueError("transport streamable_http needs mcp.url")
+        return self
+
+
+class AppConfig(_Strict):
+    name: str
+    enabled: bool = True
+    package: Annotated[str, Field(pattern=PACKAGE_PATTERN)] | None = None
+    instance: Annotated[str, Field(pattern=r"^[A-Za-z0-9_-]{1,64}$")] = "default"
+    governance: Literal["auto", "review"] = "auto"
+    startup: dict[str, Any] = Field(default_factory=dict)
+    mcp: McpConfig = Field(default_factory=McpConfig)
+    restart: RestartPolicy = Field(default_factory=RestartPolicy)
+
+    @property
+    def app_id(self) -> str:
+        """The app's identity on the wire and its tool prefix (defaults to its name)."""
+        return self.package or self.name
+
+    @property
+    def is_stdio(self) -> bool:
+        return self.mcp.enabled and self.mcp.transport == "stdio"
+
+
+class AppsConfig(_Strict):
+    apps: dict[str, AppConfig] = Field(default_factory=dict)
+    source: str = "<memory>"
+
+    def enabled(self) -> list[AppConfig]:
+        return [app for app in self.apps.values() if app.enabled and app.mcp.enabled]
+
+    def get(self, app_id: str) -> AppConfig | None:
+        return next((a for a in self.apps.values() if a.app_id == app_id), None)
+
+
+def expand_env(value: str, env: dict[str, str] | os._Environ[str] | None = None) -> str:
+    """`Bearer ${NOTES_TOKEN}` → the value from the environment; a missing one is an error."""
+    source = os.environ if env is None else env
+
+    def lookup(match: re.Match[str]) -> str:
+        name = match.group(1)
+        if name not in source:
+            raise ConfigError(f"environment variable {name} is not set", field=name)
+        return source[name]
+
+    return _ENV_REF.sub(lookup, value)
+
+
+def load_apps_config(path: Path) -> AppsConfig:
+    """Read and validate the file; every problem is a ConfigError naming file, app and field."""
+    file = str(path)
+    try:
+        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError("apps config file not found", file=file) from exc
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"not valid YAML: {exc}", file=file) from exc
+    return parse_apps_config(raw, source=file)
+
+
+def parse_apps_config(raw: Any, *, source: str = "<memory>") -> AppsConfig:
+    if raw is None:
+        raw = {}
+    if not isinstance(raw, dict):
+        raise ConfigError("the top level must be a mapping with an `apps:` key", file=source)
+    unknown = set(raw) - {"apps"}
+    if unknown:
+        raise ConfigError(f"unknown top-level key(s): {', '.join(sorted(unknown))}", file=source,
+                          field=sorted(unknown)[0])
+    apps_raw = raw.get("apps") or {}
+    if not isinstance(apps_raw, dict):
+        raise ConfigError("`apps` must be a mapping of app name to settings", file=source, field="apps")
+    apps: dict[str, AppConfig] = {}
+    for name, body in apps_raw.items():
+        if not isinstance(body, dict):
+            raise ConfigError("app settings must be a mapping", file=source, app=str(name))
+        try:
+            apps[str(name)] = AppConfig.model_validate({"name": str(name), **body})
+        except ValidationError as exc:
+            first = exc.errors(include_url=False)[0]
+            field = ".".join(str(p) for p in first["loc"]) or None
+            reasons = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or '(app)'}: {e['msg']}"
+                for e in exc.errors(include_url=False)
+            )
+            raise ConfigError(f"invalid app settings: {reasons}", file=source, app=str(name),
+                              field=field) from exc
+    config = AppsConfig(apps=apps, source=source)
+    _check_identities(config)
+    return config
+
+
+def _check_identities(config: AppsConfig) -> None:
+    seen: dict[tuple[str, str], str] = {}
+    for app in config.enabled():
+        key = (app.app_id, app.instance)
+        if key in seen:
+            raise ConfigError(
+                f"apps {seen[key]!r} and {app.name!r} both use package {app.app_id!r} "
+                f"with instance {app.instance!r}",
+                file=config.source, app=app.name, field="package",
+            )
+        seen[key] = app.name
+    try:
+        check_unique_tokens({app.app_id for app in config.enabled()})
+    except Exception as exc:
+        raise ConfigError(str(exc), file=config.source, field="package") from exc
