@@ -1,0 +1,164 @@
+"""Test MCP app over stdio (lowlevel Server, raw arguments): echo, slow, crash, fail and counter tools."""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import sys
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPError
+
+SERVER_NAME = "aurora-test-echo"
+STARTUP: dict[str, Any] = json.loads(os.environ.get("AURORA_APP_STARTUP") or "{}")
+
+READ_ONLY = types.ToolAnnotations(read_only_hint=True)
+WRITE = types.ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
+
+
+def _schema(properties: dict[str, Any], required: list[str] | None = None) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": required or []}
+
+
+TOOLS = [
+    types.Tool(
+        name="echo",
+        description="Return the exact arguments received, as structured content and as JSON text.",
+        input_schema={
+            "type": "object",
+            "properties": {"value": {"description": "Any JSON value"}, "payload": {"type": "object"}},
+            "additionalProperties": True,
+        },
+        annotations=READ_ONLY,
+    ),
+    types.Tool(
+        name="slow",
+        description="Sleep `seconds`, then answer.",
+        input_schema=_schema({"seconds": {"type": "number"}}, ["seconds"]),
+        annotations=READ_ONLY,
+    ),
+    types.Tool(
+        name="crash",
+        description="Kill this server process mid-call (exit code 3).",
+        input_schema=_schema({}),
+        annotations=types.ToolAnnotations(destructive_hint=True),
+    ),
+    types.Tool(
+        name="fail", description="Return an is_error result.", input_schema=_schema({}), annotations=READ_ONLY
+    ),
+    types.Tool(
+        name="unannotated_write",
+        description="A write tool without annotations.",
+        input_schema=_schema({"x": {"type": "integer"}}, ["x"]),
+    ),
+    types.Tool(
+        name="counter_increment",
+        description="Increment the per-key counter in $ECHO_COUNTER_FILE.",
+        input_schema=_schema({"key": {"type": "string"}}, ["key"]),
+        annotations=WRITE,
+    ),
+    types.Tool(
+        name="counter_get",
+        description="Read the per-key counter in $ECHO_COUNTER_FILE.",
+        input_schema=_schema({"key": {"type": "string"}}, ["key"]),
+        annotations=READ_ONLY,
+    ),
+    types.Tool(
+        name="get_startup",
+        description="Return the parsed AURORA_APP_STARTUP and this process id.",
+        input_schema=_schema({}),
+        annotations=READ_ONLY,
+    ),
+]
+
+
+def _result(data: dict[str, Any], *, is_error: bool = False) -> types.CallToolResult:
+    text = json.dumps(data, separators=(",", ":"), sort_keys=True)
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)], structured_content=data, is_error=is_error
+    )
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
+
+
+def _counter(key: str, increment: bool) -> int:
+    """Append-only counter file: one JSON line per increment, under an exclusive flock (multi-process safe)."""
+    path = os.environ.get("ECHO_COUNTER_FILE") or STARTUP.get("counter_file")
+    if not path:
+        raise ValueError("ECHO_COUNTER_FILE is not set")
+    with open(path, "a+", encoding="utf-8") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            if increment:
+                f.write(json.dumps({"key": key, "pid": os.getpid()}) + "\n")
+                f.flush()
+                os.fsync(f.fileno())
+            f.seek(0)
+            return sum(1 for line in f if line.strip() and json.loads(line)["key"] == key)
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+async def list_tools(
+    ctx: ServerRequestContext[Any], params: types.PaginatedRequestParams | None
+) -> types.ListToolsResult:
+    return types.ListToolsResult(tools=TOOLS)
+
+
+async def call_tool(
+    ctx: ServerRequestContext[Any], params: types.CallToolRequestParams
+) -> types.CallToolResult:
+    args = params.arguments or {}
+    match params.name:
+        case "echo":
+            return _result(args)
+        case "slow":
+            seconds = args.get("seconds")
+            if not isinstance(seconds, int | float) or isinstance(seconds, bool) or seconds < 0:
+                return _error("seconds must be a non-negative number")
+            await anyio.sleep(seconds)
+            return _result({"slept": seconds})
+        case "crash":
+            sys.stderr.write("echo_app: crash requested, exiting with 3\n")
+            sys.stderr.flush()
+            os._exit(3)
+        case "fail":
+            return _error("intentional failure")
+        case "unannotated_write":
+            x = args.get("x")
+            if not isinstance(x, int) or isinstance(x, bool):
+                return _error("x must be an integer")
+            return _result({"x": x, "written": True})
+        case "counter_increment" | "counter_get":
+            key = args.get("key")
+            if not isinstance(key, str):
+                return _error("key must be a string")
+            try:
+                count = await anyio.to_thread.run_sync(_counter, key, params.name == "counter_increment")
+            except (OSError, ValueError) as exc:
+                return _error(f"counter unavailable: {exc}")
+            return _result({"key": key, "count": count})
+        case "get_startup":
+            return _result({"startup": STARTUP, "pid": os.getpid()})
+    raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
+
+
+server = Server(SERVER_NAME, version="0.1.0", on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+async def main() -> None:
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+if __name__ == "__main__":
+    anyio.run(main)
