@@ -36,7 +36,7 @@ def reply_json(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, default=str).encode()
 
 
-def _wrap(verb: str, handler: AdminHandler) -> Callable[[Request], Awaitable[None]]:
+def wrap_handler(verb: str, handler: AdminHandler) -> Callable[[Request], Awaitable[None]]:
     async def handle(request: Request) -> None:
         try:
             body = json.loads(request.data) if request.data else {}
@@ -80,7 +80,7 @@ async def start_admin_service(
         await service.add_endpoint(
             name=f"{area}-{verb}".replace("_", "-"),
             subject=subjects.admin(area, verb),
-            handler=_wrap(verb, handler),
+            handler=wrap_handler(verb, handler),
         )
     return service
 

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import nats
+import nats.errors
 from nats.aio.client import Client as NATS
 
 from shared.logs import get_logger
@@ -34,7 +37,6 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
         "allow_reconnect": True,
         "max_reconnect_attempts": -1,
         "reconnect_time_wait": 1.0,
-        "retry_on_failed_connect": True,
         "error_cb": on_error,
         "disconnected_cb": on_disconnected,
         "reconnected_cb": on_reconnected,
@@ -44,4 +46,11 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
     if settings.user is not None:
         options["user"] = settings.user
         options["password"] = settings.password
-    return await nats.connect(**options)  # type: ignore[arg-type]
+    delay = 0.2
+    while True:
+        try:
+            return await nats.connect(**options)  # type: ignore[arg-type]
+        except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
+            log.warning("nats not reachable yet; retrying", servers=settings.servers, error=str(exc))
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
