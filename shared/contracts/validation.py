@@ -13,6 +13,7 @@ import re
 from datetime import datetime
 from typing import Annotated, Any, Literal
 
+import msgspec
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 from shared.errors import EnvelopeError
@@ -24,17 +25,25 @@ MESSAGE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 RESERVED_EVENT_PREFIXES = ("tool.", "app.", "task.", "approval.", "route.", "system.")
 
 
-def _aware_timestamp(value: str) -> str:
+# RFC 3339 (what every consumer's parser reads), not the whole of ISO 8601 that Python's
+# fromisoformat also takes (week dates, basic format without separators).
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})?$")
+
+
+def check_timestamp(value: str) -> str:
+    """`value` if it is an RFC 3339 timestamp with a UTC offset, else ValueError saying why."""
     try:
+        if not _RFC3339.fullmatch(value):
+            raise ValueError(value)
         parsed = datetime.fromisoformat(value)
     except ValueError as exc:
-        raise ValueError("must be an ISO 8601 / RFC 3339 timestamp") from exc
+        raise ValueError("must be an RFC 3339 timestamp, e.g. 2026-06-19T12:00:00+08:00") from exc
     if parsed.tzinfo is None:
         raise ValueError("must carry a UTC offset, e.g. +08:00 or Z")
     return value
 
 
-Timestamp = Annotated[str, AfterValidator(_aware_timestamp)]
+Timestamp = Annotated[str, AfterValidator(check_timestamp)]
 AppId = Annotated[str, Field(pattern=APP_ID_PATTERN)]
 MessageId = Annotated[str, Field(pattern=MESSAGE_ID_PATTERN)]
 EventType = Annotated[str, Field(pattern=EVENT_TYPE_PATTERN, max_length=128)]
@@ -129,7 +138,7 @@ def problems_of(error: ValidationError) -> list[tuple[str, str]]:
 def validate_event(raw: bytes | str | dict[str, Any]) -> AmpEvent:
     """Parse and strictly validate a complete event; raise EnvelopeError naming each field."""
     try:
-        return AmpEvent.model_validate_json(_as_json(raw))
+        return AmpEvent.model_validate(_standard_json(raw))
     except ValidationError as exc:
         raise EnvelopeError(problems_of(exc)) from exc
 
@@ -137,19 +146,33 @@ def validate_event(raw: bytes | str | dict[str, Any]) -> AmpEvent:
 def validate_native_event(raw: bytes | str | dict[str, Any]) -> NativeEvent:
     """Parse and strictly validate a native app's (possibly partial) `aurora/event`."""
     try:
-        return NativeEvent.model_validate_json(_as_json(raw))
+        return NativeEvent.model_validate(_standard_json(raw))
     except ValidationError as exc:
         raise EnvelopeError(problems_of(exc)) from exc
 
 
-def _as_json(raw: bytes | str | dict[str, Any]) -> bytes | str:
-    # Dicts are validated through the JSON path too: the wire is the contract, and strict mode
-    # means the same thing for both.
-    return json.dumps(raw) if isinstance(raw, dict) else raw
+_json_decoder = msgspec.json.Decoder()
+
+
+def _standard_json(raw: bytes | str | dict[str, Any]) -> Any:
+    """Parse as standard JSON, the only thing the hot path (msgspec) reads.
+
+    pydantic's own JSON parser also takes `NaN`, `Infinity` and numbers beyond float range,
+    which msgspec refuses and would re-encode as `null`: an envelope accepted here must read
+    the same everywhere. Dicts go through JSON too, so they mean exactly what they would on the
+    wire. Strict validation of the parsed value is then the same as strict JSON validation.
+    """
+    try:
+        if isinstance(raw, dict):
+            raw = json.dumps(raw, allow_nan=False)
+        return _json_decoder.decode(raw)
+    except (ValueError, TypeError, RecursionError) as exc:  # msgspec errors are ValueErrors
+        raise EnvelopeError([("(root)", f"not standard JSON: {exc}")]) from exc
 
 
 def is_reserved_type(event_type: str) -> bool:
-    return event_type.startswith(RESERVED_EVENT_PREFIXES)
+    """`tool.x`, and the bare namespace `tool` too: the whole namespace is the platform's."""
+    return (event_type + ".").startswith(RESERVED_EVENT_PREFIXES)
 
 
 def event_type_pattern() -> re.Pattern[str]:
