@@ -35,7 +35,15 @@ from shared.contracts.signals import (
     SignalBase,
     ToolResultSignal,
 )
-from shared.contracts.validation import NativeEvent, is_reserved_type, validate_native_event
+from shared.contracts.validation import (
+    APP_ID_PATTERN,
+    MESSAGE_ID_PATTERN,
+    NativeEvent,
+    check_timestamp,
+    event_type_pattern,
+    is_reserved_type,
+    validate_native_event,
+)
 from shared.errors import EnvelopeError, SubjectError
 from shared.subjects import app_token
 
@@ -43,6 +51,10 @@ from shared.subjects import app_token
 # delivered twice always yields the same event id (and JetStream drops the copy).
 _NATIVE_ID_NAMESPACE = uuid.UUID("6f1f3c1e-2b0e-4d55-9b53-a0a5d6c1a001")
 _UNSAFE = re.compile(r"[^a-z0-9_]+")
+_APP_ID = re.compile(APP_ID_PATTERN)
+_MESSAGE_ID = re.compile(MESSAGE_ID_PATTERN)
+_EVENT_TYPE = event_type_pattern()
+_MAX_TYPE_LENGTH = 128
 
 
 @dataclass(frozen=True)
@@ -56,6 +68,9 @@ def map_signal(
     signal: Signal, *, subject_app_token: str, now: datetime | None = None
 ) -> EventEnvelope | Rejected:
     """Turn `signal`, received on a subject naming `subject_app_token`, into an event."""
+    problem = _header_problem(signal)
+    if problem is not None:
+        return Rejected(f"invalid signal: {problem}")
     try:
         if app_token(signal.app) != subject_app_token:
             return Rejected(
@@ -66,7 +81,37 @@ def map_signal(
         return Rejected(str(exc))
     if isinstance(signal, NativeEventSignal):
         return _native(signal, now)
+    problem = _payload_problem(signal)
+    if problem is not None:
+        return Rejected(f"invalid signal: {problem}")
     return _platform_event(signal, _payload_of(signal))
+
+
+def _header_problem(signal: SignalBase) -> str | None:
+    """The signal's fields that become the event's header must already be valid there: the
+    platform's events are built without the edge models, so they are checked here, cheaply."""
+    if not _MESSAGE_ID.fullmatch(signal.signal_id):
+        return f"signal_id {signal.signal_id[:140]!r} is not a valid message id"
+    if not _APP_ID.fullmatch(signal.app):
+        return f"app {signal.app[:140]!r} is not a valid app id"
+    if not 1 <= len(signal.instance) <= 64:
+        return f"instance {signal.instance[:80]!r} must have 1 to 64 characters"
+    try:
+        check_timestamp(signal.observed_at)
+    except ValueError as exc:
+        return f"observed_at {signal.observed_at[:60]!r}: {exc}"
+    return None
+
+
+def _payload_problem(signal: SignalBase) -> str | None:
+    if isinstance(signal, ToolResultSignal) and not signal.tool:
+        return "tool must not be empty"
+    if isinstance(signal, ResourceReadSignal) and not signal.uri:
+        return "uri must not be empty"
+    event_type = event_type_of(signal)
+    if len(event_type) > _MAX_TYPE_LENGTH or not _EVENT_TYPE.fullmatch(event_type):
+        return f"it would become the invalid event type {event_type[:140]!r}"
+    return None
 
 
 def event_type_of(signal: SignalBase) -> str:
