@@ -1,0 +1,105 @@
+"""One-way imports: `shared` at the bottom, services on top of it and never on each other."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _modules(package: str) -> list[Path]:
+    return sorted(p for p in (REPO / package).rglob("*.py") if ".venv" not in p.parts)
+
+
+def _module_name(path: Path, root: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path, root: Path = REPO) -> set[str]:
+    """Every absolute module name `path` imports (relative imports resolved), at any depth,
+    including imports inside functions and `if TYPE_CHECKING:` blocks."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = _module_name(path, root).split(".")
+    if path.name != "__init__.py":
+        package = package[:-1]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                module = ".".join([*base, node.module] if node.module else base)
+            else:
+                module = node.module or ""
+            found.add(module)
+            found.update(f"{module}.{alias.name}" for alias in node.names)
+        elif (isinstance(node, ast.Call) and isinstance(node.func, ast.Name | ast.Attribute)
+              and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module"
+              and node.args and isinstance(node.args[0], ast.Constant)
+              and isinstance(node.args[0].value, str)):
+            found.add(node.args[0].value)
+    return found
+
+
+def _starts(module: str, prefix: str) -> bool:
+    return module == prefix or module.startswith(prefix + ".")
+
+
+SHARED = _modules("shared")
+SERVICES = _modules("services")
+
+
+def test_there_is_something_to_check() -> None:
+    assert len(SHARED) > 5 and any("event_bridge" in str(p) for p in SERVICES)
+
+
+@pytest.mark.parametrize("path", SHARED, ids=lambda p: str(p.relative_to(REPO)))
+def test_shared_imports_no_service_cli_or_test(path: Path) -> None:
+    bad = {m for m in imports_of(path)
+           if any(_starts(m, top) for top in ("services", "aurora_cli", "tests", "apps"))}
+    assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
+
+
+@pytest.mark.parametrize("path", SERVICES, ids=lambda p: str(p.relative_to(REPO)))
+def test_a_service_imports_only_itself_and_shared(path: Path) -> None:
+    parts = path.relative_to(REPO).parts
+    own = f"services.{parts[1]}" if len(parts) > 2 else None
+
+    def forbidden(module: str) -> bool:
+        if _starts(module, "tests") or _starts(module, "aurora_cli"):
+            return True
+        another_service = _starts(module, "services") and module != "services"
+        return another_service and (own is None or not _starts(module, own))
+
+    bad = {module for module in imports_of(path) if forbidden(module)}
+    assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
+
+
+def _write(tmp: Path, rel: str, source: str) -> Path:
+    path = tmp / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source)
+    return path
+
+
+def test_the_import_parser_sees_every_form(tmp_path: Path) -> None:
+    """The checker itself must be able to fail: it finds imports however they are written."""
+    path = _write(tmp_path, "services/router/engine.py", (
+        "import services.runner.loop\n"
+        "from services.mcp_gateway import pool\n"
+        "from . import rules\n"
+        "from ..runner import worker\n"
+        "def later():\n"
+        "    from tests.harness import broker\n"
+        "    importlib.import_module('aurora_cli.main')\n"
+    ))
+    assert {"services.runner.loop", "services.mcp_gateway.pool", "services.router.rules",
+            "services.runner.worker", "tests.harness.broker",
+            "aurora_cli.main"} <= imports_of(path, tmp_path)
