@@ -7,6 +7,7 @@ private cursor: a differing consumer config is updated in place.
 
 from __future__ import annotations
 
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 from nats.js import JetStreamContext
@@ -14,17 +15,20 @@ from nats.js.api import (
     ConsumerConfig,
     DiscardPolicy,
     KeyValueConfig,
+    ObjectStoreConfig,
     RetentionPolicy,
     StorageType,
     StreamConfig,
 )
-from nats.js.errors import BucketNotFoundError, NotFoundError
+from nats.js.errors import BadRequestError, BucketNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
+from nats.js.object_store import ObjectStore
 
 from shared.errors import StreamConfigConflict
 from shared.subjects import Subjects
 
 DAY = 24 * 3600.0
+_SUBJECTS_OVERLAP = 10065  # JetStream's err_code for "subjects overlap with an existing stream"
 
 
 @dataclass(frozen=True)
@@ -116,7 +120,16 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
     try:
         info = await js.stream_info(spec.name)
     except NotFoundError:
-        await js.add_stream(config=wanted)
+        try:
+            await js.add_stream(config=wanted)
+        except BadRequestError as exc:
+            if exc.err_code != _SUBJECTS_OVERLAP:
+                raise
+            owners = await _owners(js, spec.subjects)
+            raise StreamConfigConflict(
+                f"stream {spec.name} cannot be created: its subjects {list(spec.subjects)} overlap "
+                f"with existing stream(s) {owners or '?'}; remove or narrow those deliberately"
+            ) from exc
         return
     problems = _differences(wanted, info.config)
     if problems:
@@ -124,6 +137,14 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
             f"stream {spec.name} exists with another configuration ({'; '.join(problems)}); "
             "Aurora will not change a stream that holds data: migrate or delete it deliberately"
         )
+
+
+async def _owners(js: JetStreamContext, subjects: tuple[str, ...]) -> list[str]:
+    owners: list[str] = []
+    for subject in subjects:
+        with suppress(Exception):  # only to word the error better; the conflict stands anyway
+            owners.append(await js.find_stream_name_by_subject(subject))
+    return sorted(set(owners))
 
 
 async def ensure_streams(js: JetStreamContext, specs: list[StreamSpec]) -> None:
@@ -161,3 +182,52 @@ async def ensure_bucket(js: JetStreamContext, spec: BucketSpec) -> KeyValue:
             f"Aurora needs history={spec.history}, ttl={spec.ttl}"
         )
     return kv
+
+
+# --- routing: runs, bindings, agents, pipelines, route traces, large run events -------------
+
+
+def runs_stream(subjects: Subjects) -> StreamSpec:
+    """Routed runs: a work queue; `Nats-Msg-Id` = run id, so a redelivered event adds no run."""
+    return StreamSpec(
+        name=subjects.stream("RUNS"),
+        subjects=(subjects.runs_all,),
+        retention=RetentionPolicy.WORK_QUEUE,
+        duplicate_window=600.0,
+        description="routed runs for pipelines and agents, consumed by runners",
+    )
+
+
+def bindings_bucket(subjects: Subjects) -> BucketSpec:
+    return BucketSpec(name=subjects.stream("BINDINGS"), history=5, description="event bindings")
+
+
+def agents_bucket(subjects: Subjects) -> BucketSpec:
+    return BucketSpec(name=subjects.stream("AGENTS"), history=5, description="agent specs")
+
+
+def pipelines_bucket(subjects: Subjects) -> BucketSpec:
+    return BucketSpec(name=subjects.stream("PIPELINES"), history=5, description="pipeline specs")
+
+
+def routes_bucket(subjects: Subjects) -> BucketSpec:
+    """One route trace per event, keyed by message id; kept as long as the events."""
+    return BucketSpec(name=subjects.stream("ROUTES"), ttl=7 * DAY, description="route traces")
+
+
+def run_events_store(subjects: Subjects) -> BucketSpec:
+    """Object Store for events too large to travel inline in a run."""
+    return BucketSpec(name=subjects.stream("RUN_EVENTS"), ttl=7 * DAY,
+                      description="large events referenced by runs")
+
+
+async def ensure_object_store(js: JetStreamContext, spec: BucketSpec) -> ObjectStore:
+    """Open an Object Store bucket, creating it if needed."""
+    try:
+        return await js.object_store(spec.name)
+    except BucketNotFoundError:
+        return await js.create_object_store(
+            spec.name,
+            config=ObjectStoreConfig(description=spec.description or None, ttl=spec.ttl or None,
+                                     storage=StorageType.FILE),
+        )
