@@ -10,12 +10,14 @@ terminated, so it is never redelivered forever.
 from __future__ import annotations
 
 import asyncio
+from contextlib import suppress
 from dataclasses import dataclass, field
 
 import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 
 from services.event_bridge.mapping import Rejected, map_signal
@@ -63,7 +65,7 @@ class EventBridge:
         self._config = config or BridgeConfig()
         self._signals_stream = signals_stream(subjects).name
         self.stats = BridgeStats()
-        self._sub: object | None = None
+        self._sub: JetStreamContext.PullSubscription | None = None
 
     async def start(self) -> None:
         cfg = self._config
@@ -88,17 +90,33 @@ class EventBridge:
         if self._sub is None:
             raise RuntimeError("EventBridge.run() called before start()")
         sub = self._sub
-        while not stop.is_set():
-            try:
-                msgs = await sub.fetch(self._config.batch, timeout=self._config.fetch_timeout)  # type: ignore[attr-defined]
-            except (TimeoutError, NatsTimeoutError):
-                continue
-            except Exception as exc:  # connection trouble: nats-py reconnects, we try again
-                self.stats.last_error = f"fetch: {exc}"
-                log.warning("fetch failed", error=str(exc))
-                await asyncio.sleep(0.5)
-                continue
-            await self.process(msgs)
+        try:
+            while not stop.is_set():
+                try:
+                    msgs = await sub.fetch(self._config.batch, timeout=self._config.fetch_timeout)
+                except (TimeoutError, NatsTimeoutError):
+                    continue
+                except Exception as exc:  # connection trouble: nats-py reconnects, we try again
+                    self.stats.last_error = f"fetch: {exc}"
+                    log.warning("fetch failed", error=str(exc))
+                    await asyncio.sleep(0.5)
+                    continue
+                await self.process(msgs)
+        finally:
+            await self.stop()
+
+    async def stop(self) -> None:
+        """Let go of the pull subscription; idempotent.
+
+        Unsubscribed here rather than left to `nc.drain()`: nats-py's drain waits until every
+        message queued on a subscription is marked done, which `fetch()` never does for the
+        status replies it leaves behind, so the process would hang on SIGTERM until the drain
+        timeout. Whatever was fetched but not acked is redelivered after the ack wait.
+        """
+        sub, self._sub = self._sub, None
+        if sub is not None:
+            with suppress(Exception):
+                await sub.unsubscribe()
 
     async def process(self, msgs: list[Msg]) -> None:
         pending: list[tuple[Msg, asyncio.Future[PubAck]]] = []
