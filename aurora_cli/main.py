@@ -1,0 +1,27 @@
+"""`aurora`: the operator CLI. Each area's commands live in `aurora_cli/commands/<area>.py`."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(
+    name="aurora",
+    help="Operate an Aurora platform: events, apps, tools, routes, runs.",
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,
+)
+
+
+def _register() -> None:
+    # One line per area; each module exposes `app: typer.Typer` (or `register(app)`).
+    from aurora_cli.commands import dev, events, streams
+
+    app.add_typer(events.app, name="events")
+    streams.register(app)
+    dev.register(app)
+
+
+_register()
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,153 @@
+"""Shared CLI plumbing: exact JSON output, rich tables, one-line errors, and the NATS connection.
+
+Every command follows one shape: parse and validate its arguments (raising `CliError`),
+then `run(coro)`; `run` turns every expected failure (bad input, NATS unreachable, a missing
+stream, an Aurora error) into `error: <one line>` on stderr and a non-zero exit, never a
+traceback. With `--json`, stdout carries JSON only; messages for humans go to stderr.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, NoReturn, TypeVar
+
+import nats
+import typer
+from nats.aio.client import Client as NATS
+from nats.errors import Error as NatsError
+from rich.console import Console
+from rich.table import Table
+
+from shared.errors import AuroraError
+from shared.settings import NatsSettings, Settings, load_settings
+
+T = TypeVar("T")
+
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+stdout = Console(highlight=False, soft_wrap=True)
+stderr = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+class CliError(AuroraError):
+    """A failure the user can act on; `run` prints it as one line and exits with `exit_code`."""
+
+    def __init__(self, message: str, *, exit_code: int = EXIT_FAILURE) -> None:
+        super().__init__(message)
+        self.exit_code = exit_code
+
+
+def fail(message: str, exit_code: int = EXIT_FAILURE) -> NoReturn:
+    """Print `error: message` (one line) on stderr and exit non-zero."""
+    one_line = " ".join(str(message).split())
+    print(f"error: {one_line}", file=sys.stderr, flush=True)
+    raise typer.Exit(exit_code)
+
+
+def json_line(value: Any) -> str:
+    """One line of JSON, UTF-8 text kept readable (`你好`, not `\\u4f60\\u597d`)."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+def print_json(value: Any) -> None:
+    """Write exactly one JSON document and a newline to stdout (no rich markup, no wrapping)."""
+    sys.stdout.write(json_line(value) + "\n")
+    sys.stdout.flush()
+
+
+def note(message: str) -> None:
+    """A message for the human at the terminal: stderr, so stdout stays clean for pipes."""
+    stderr.print(message, markup=False)
+
+
+def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
+    """A rich table; numbers are right-aligned, `None` shows as an empty cell."""
+    numeric = [bool(rows) and all(isinstance(row[i], int | float) or row[i] is None for row in rows)
+               for i in range(len(columns))]
+    result = Table(title=title, title_justify="left", header_style="bold")
+    for name, is_number in zip(columns, numeric, strict=True):
+        result.add_column(name, justify="right" if is_number else "left")
+    for row in rows:
+        result.add_row(*("" if cell is None else str(cell) for cell in row))
+    return result
+
+
+@contextmanager
+def cli_errors() -> Iterator[None]:
+    """Turn a `CliError` (or any AuroraError) raised inside into a one-line error exit."""
+    try:
+        yield
+    except CliError as exc:
+        fail(str(exc), exc.exit_code)
+    except AuroraError as exc:
+        fail(str(exc))
+
+
+def run(coro: Coroutine[Any, Any, T]) -> T:
+    """Run a command's coroutine; map every expected failure to a one-line error exit."""
+    try:
+        with cli_errors():
+            return asyncio.run(coro)
+    except KeyboardInterrupt:
+        raise typer.Exit(130) from None
+    except (NatsError, OSError, TimeoutError) as exc:
+        fail(f"NATS request failed: {describe(exc)}")
+
+
+def describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    name = type(exc).__name__
+    return f"{name}: {text}" if text and text != name else name
+
+
+def settings_or_fail() -> Settings:
+    """The environment's settings (NATS_URL …); a bad value is a one-line error."""
+    try:
+        return load_settings()
+    except AuroraError as exc:
+        fail(f"configuration: {exc}")
+
+
+@asynccontextmanager
+async def connected(settings: NatsSettings, *, timeout: float = 3.0) -> AsyncIterator[NATS]:
+    """A short-lived NATS connection for one command.
+
+    Unlike the services (which wait for NATS forever), a CLI command must fail fast with a
+    clear message when nobody is listening.
+    """
+    options: dict[str, Any] = {
+        "servers": settings.servers,
+        "name": "aurora-cli",
+        "connect_timeout": timeout,
+        "allow_reconnect": False,
+        "max_reconnect_attempts": 0,
+    }
+    if settings.creds is not None:
+        options["user_credentials"] = str(settings.creds)
+    if settings.user is not None:
+        options["user"] = settings.user
+        options["password"] = settings.password
+
+    async def quiet(_: Exception) -> None:  # the failure is reported once, below
+        return None
+
+    options["error_cb"] = quiet
+    try:
+        nc = await nats.connect(**options)
+    except Exception as exc:
+        raise CliError(
+            f"cannot connect to NATS at {settings.url} ({describe(exc)}); "
+            "is the stack running (`make dev`) and NATS_URL right?"
+        ) from exc
+    try:
+        yield nc
+    finally:
+        if nc.is_connected:
+            await nc.drain()
+        else:
+            await nc.close()
