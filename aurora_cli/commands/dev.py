@@ -1,0 +1,62 @@
+"""`aurora dev`: the whole stack on this machine (embedded nats-server, every service), no Docker."""
+
+from __future__ import annotations
+
+import signal
+import sys
+import threading
+from pathlib import Path
+from types import FrameType
+from typing import Annotated
+
+import typer
+
+from aurora_cli.devstack import DevStack
+from aurora_cli.output import cli_errors
+
+
+def register(app: typer.Typer) -> None:
+    app.command(name="dev")(dev)
+
+
+def dev(
+    data_dir: Annotated[Path, typer.Option(
+        "--data-dir", help="JetStream store and logs live here; kept between runs.")] = Path("var/dev"),
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="NATS client port.")] = 4222,
+) -> None:
+    """Run nats-server and every service until Ctrl-C; logs go to the terminal and <data-dir>/logs/."""
+    stack = DevStack(data_dir, port=port)
+    stop = threading.Event()
+    force = threading.Event()
+
+    def on_signal(signum: int, _: FrameType | None) -> None:
+        if stop.is_set():  # a second Ctrl-C: do not wait for graceful shutdowns
+            force.set()
+        stop.set()
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        with cli_errors():
+            stack.start(stop)
+        if not stop.is_set():
+            stack.console.print(stack.banner(_aurora_command()), markup=False)
+            stack.wait(stop)
+    finally:
+        stack.stop(force=force.is_set())
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+    if stack.unexpected_exits:
+        stack.alert(f"stopped; these exited on their own while running: {', '.join(stack.unexpected_exits)}")
+        raise typer.Exit(1)
+    stack.console.print("Aurora dev stack stopped.", markup=False)
+
+
+def _aurora_command() -> str:
+    """How to call the CLI from here: the venv's `aurora`, relative when it is below the cwd."""
+    beside = Path(sys.executable).parent / "aurora"
+    if not beside.exists():
+        return "aurora"
+    try:
+        return str(beside.relative_to(Path.cwd()))
+    except ValueError:
+        return str(beside)

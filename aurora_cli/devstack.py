@@ -1,0 +1,355 @@
+"""The local stack behind `aurora dev`: an embedded nats-server plus every service, no Docker.
+
+Start order follows the dependencies (nats → bridge → supervisor → gateway → router → runner);
+stop order is the seed's shutdown order, the exact reverse: the runners first, NATS last.
+Each service runs as `python -m services.<name>` in its own session (so the terminal's Ctrl-C
+reaches only this launcher, which then stops them in order); its output is written raw to
+`<data-dir>/logs/<service>.log` and shown on the terminal, prefixed and made readable.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from rich.console import Console
+from rich.text import Text
+
+from aurora_cli.localnats import LocalNats, NatsServerError, nats_server_binary
+from shared.errors import AuroraError
+
+# Dependency order. A service folder that is not listed here starts after these, by name.
+START_ORDER = ("event_bridge", "app_supervisor", "mcp_gateway", "router", "runner")
+COLORS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
+READY_MESSAGE = "started"  # what `shared.service.run_service` logs once connected
+_LOG_KEYS_SHOWN_ELSEWHERE = ("ts", "level", "service", "logger", "msg")
+
+
+class DevStackError(AuroraError):
+    """The local stack cannot start (port taken, nats-server missing …)."""
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """One process of the stack: `name` is the folder under services/, `argv` the command."""
+
+    name: str
+    argv: tuple[str, ...]
+
+    @property
+    def label(self) -> str:
+        return self.name.replace("_", "-")
+
+
+def services_root() -> Path:
+    """The `services/` package folder of this checkout or installation."""
+    spec = importlib.util.find_spec("services")
+    if spec is None or not spec.submodule_search_locations:
+        raise DevStackError("the `services` package cannot be found: run `make install`")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def discover_services(root: Path | None = None) -> list[str]:
+    """Every `services/<name>/__main__.py`, in dependency (start) order."""
+    base = root if root is not None else services_root()
+    names = [p.parent.name for p in base.glob("*/__main__.py") if not p.parent.name.startswith(("_", "."))]
+
+    def rank(name: str) -> tuple[int, str]:
+        return (START_ORDER.index(name) if name in START_ORDER else len(START_ORDER), name)
+
+    return sorted(names, key=rank)
+
+
+def service_specs(names: Sequence[str], python: str = sys.executable) -> list[ServiceSpec]:
+    return [ServiceSpec(name, (python, "-m", f"services.{name}")) for name in names]
+
+
+def format_log_line(line: str) -> str:
+    """A JSON log line as `HH:MM:SS.mmm level message key=value …`; anything else unchanged."""
+    text = line.rstrip("\r\n")
+    try:
+        entry = json.loads(text)
+    except ValueError:
+        return text
+    if not isinstance(entry, dict) or "msg" not in entry:
+        return text
+    clock = str(entry.get("ts", ""))[11:23]
+    fields = " ".join(
+        f"{key}={_field(value)}" for key, value in entry.items() if key not in _LOG_KEYS_SHOWN_ELSEWHERE
+    )
+    parts = [clock, f"{entry.get('level', '')!s:<7}", str(entry["msg"]), fields]
+    return " ".join(part for part in parts if part).rstrip()
+
+
+def _field(value: Any) -> str:
+    if isinstance(value, str):
+        return value if value and " " not in value else json.dumps(value, ensure_ascii=False)
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def port_is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+class SessionNats(LocalNats):
+    """LocalNats in its own session, like the services.
+
+    The terminal sends Ctrl-C to its whole foreground process group; a nats-server in that
+    group would die at once, before the services had drained, breaking the shutdown order.
+    (LocalNats has no option for this; this override is the only difference.)
+    """
+
+    def start(self, timeout: float = 10.0) -> None:
+        if self.running:
+            return
+        self.store_dir.mkdir(parents=True, exist_ok=True)
+        args = [str(nats_server_binary()), "-js", "-sd", str(self.store_dir), "-a", self.host,
+                "-p", str(self.port)]
+        if self.config_file is not None:
+            args += ["-c", str(self.config_file)]
+        self._log = open(self.log_file, "ab") if self.log_file else None  # noqa: SIM115
+        self._process = process = subprocess.Popen(
+            args, stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                self._process = None
+                raise NatsServerError(
+                    f"nats-server exited with {process.returncode} on port {self.port}; see {self.log_file}"
+                )
+            try:
+                with socket.create_connection((self.host, self.port), timeout=0.2):
+                    return
+            except OSError:
+                time.sleep(0.05)
+        self.stop()
+        raise NatsServerError(f"nats-server did not listen on {self.url} within {timeout}s")
+
+
+@dataclass
+class _Running:
+    spec: ServiceSpec
+    process: subprocess.Popen[bytes]
+    log: IO[bytes]
+    color: str
+    ready: threading.Event = field(default_factory=threading.Event)
+    reader: threading.Thread | None = None
+    reported_exit: bool = False
+
+
+class DevStack:
+    """NATS and the services as child processes; `start()`, `wait(stop)`, `stop()`.
+
+    `stop()` is idempotent and safe after a partial start. `unexpected_exits` names every
+    service that exited while nobody asked it to.
+    """
+
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        port: int = 4222,
+        host: str = "127.0.0.1",
+        specs: Sequence[ServiceSpec] | None = None,
+        console: Console | None = None,
+        env: Mapping[str, str] | None = None,
+        ready_timeout: float = 30.0,
+        stop_timeout: float = 10.0,
+        cwd: Path | None = None,
+    ) -> None:
+        self.data_dir = data_dir.resolve()
+        self.logs_dir = self.data_dir / "logs"
+        self.port = port
+        self.host = host
+        self.specs = list(specs) if specs is not None else service_specs(discover_services())
+        self.console = console or Console(highlight=False, soft_wrap=True)
+        self.ready_timeout = ready_timeout
+        self.stop_timeout = stop_timeout
+        self.cwd = cwd or services_root().parent
+        self.nats = SessionNats(self.data_dir / "jetstream", port=port, host=host,
+                              log_file=self.logs_dir / "nats.log")
+        self._base_env = dict(os.environ if env is None else env)
+        self._running: list[_Running] = []
+        self._print_lock = threading.Lock()
+        self._stopping = False
+        self.unexpected_exits: list[str] = []
+        self.stop_order: list[str] = []
+
+    @property
+    def url(self) -> str:
+        return self.nats.url
+
+    # ------------------------------------------------------------------ start
+
+    def start(self, stop: threading.Event | None = None) -> None:
+        """NATS first, then each service in order, each given time to say it started."""
+        self.logs_dir.mkdir(parents=True, exist_ok=True)
+        if not port_is_free(self.host, self.port):
+            raise DevStackError(
+                f"port {self.port} on {self.host} is in use: is another `aurora dev` or nats-server "
+                "running? Stop it or choose another with --port"
+            )
+        self.say("nats", "bold", f"starting nats-server on {self.url} (store {self.nats.store_dir})")
+        self.nats.start()
+        for index, spec in enumerate(self.specs):
+            if stop is not None and stop.is_set():
+                return
+            self._start_service(spec, COLORS[index % len(COLORS)], stop)
+
+    def _child_env(self) -> dict[str, str]:
+        env = {k: v for k, v in self._base_env.items() if k not in ("NATS_CREDS", "NATS_USER", "NATS_PASSWORD")}
+        env.update({"NATS_URL": self.url, "PYTHONUNBUFFERED": "1"})
+        return env
+
+    def _start_service(self, spec: ServiceSpec, color: str, stop: threading.Event | None) -> None:
+        log = open(self.logs_dir / f"{spec.label}.log", "ab")  # noqa: SIM115 - closed in stop()
+        try:
+            process = subprocess.Popen(
+                list(spec.argv), cwd=self.cwd, env=self._child_env(), stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+            )
+        except OSError as exc:
+            log.close()
+            self.alert(f"{spec.label} could not be started: {exc}")
+            self.unexpected_exits.append(spec.label)
+            return
+        running = _Running(spec, process, log, color)
+        running.reader = threading.Thread(target=self._pump, args=(running,), name=f"log-{spec.label}",
+                                          daemon=True)
+        running.reader.start()
+        self._running.append(running)
+        deadline = time.monotonic() + self.ready_timeout
+        while not running.ready.wait(0.05):
+            if process.poll() is not None or (stop is not None and stop.is_set()):
+                break
+            if time.monotonic() > deadline:
+                self.alert(f"{spec.label} did not log {READY_MESSAGE!r} within {self.ready_timeout:.0f}s; "
+                           "going on")
+                break
+        self.check()
+
+    def _pump(self, running: _Running) -> None:
+        """Copy a service's output to its log file and, made readable, to the terminal."""
+        stream = running.process.stdout
+        assert stream is not None
+        for raw in iter(stream.readline, b""):
+            running.log.write(raw)
+            running.log.flush()
+            line = raw.decode("utf-8", errors="replace")
+            if _is_ready_line(line):
+                running.ready.set()
+            self.say(running.spec.label, running.color, format_log_line(line))
+        stream.close()
+
+    # ------------------------------------------------------------------ run
+
+    def check(self) -> None:
+        """Report, once and loudly, every process that exited on its own."""
+        if self._stopping:
+            return
+        for running in self._running:
+            code = running.process.poll()
+            if code is not None and not running.reported_exit:
+                running.reported_exit = True
+                self.unexpected_exits.append(running.spec.label)
+                self.alert(f"{running.spec.label} exited on its own with code {code}; the others keep "
+                           f"running. Its log: {self.logs_dir / (running.spec.label + '.log')}")
+        if not self.nats.running and "nats" not in self.unexpected_exits:
+            self.unexpected_exits.append("nats")
+            self.alert(f"nats-server exited on its own; its log: {self.logs_dir / 'nats.log'}")
+
+    def wait(self, stop: threading.Event, poll: float = 0.2) -> None:
+        """Watch the processes until `stop` is set (by Ctrl-C or SIGTERM)."""
+        while not stop.wait(poll):
+            self.check()
+
+    # ------------------------------------------------------------------ stop
+
+    def stop(self, *, force: bool = False) -> None:
+        """Stop the services in reverse start order (SIGTERM, then SIGKILL after the grace
+        period), then nats-server; idempotent."""
+        self._stopping = True
+        for running in reversed(self._running):
+            label = running.spec.label
+            if running.process.poll() is None:
+                self.say(label, running.color, "stopping")
+                self._terminate(running.process, 0.0 if force else self.stop_timeout, label)
+            self.stop_order.append(label)
+            _kill_group(running.process.pid)  # children a service left behind
+            if running.reader is not None:
+                running.reader.join(timeout=2.0)
+            running.log.close()
+        self._running.clear()
+        if self.nats.running:
+            self.say("nats", "bold", "stopping nats-server")
+            self.nats.stop(timeout=1.0 if force else self.stop_timeout)
+        if "nats" not in self.stop_order:
+            self.stop_order.append("nats")
+
+    def _terminate(self, process: subprocess.Popen[bytes], grace: float, label: str) -> None:
+        try:
+            process.send_signal(signal.SIGTERM)
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            self.alert(f"{label} did not stop within {grace:.0f}s; killing it")
+            _kill_group(process.pid)
+            process.wait()
+
+    # ------------------------------------------------------------------ output
+
+    def say(self, label: str, style: str, message: str) -> None:
+        text = Text.assemble((f"{label:>14} │ ", style), message)
+        with self._print_lock:
+            self.console.print(text)
+
+    def alert(self, message: str) -> None:
+        with self._print_lock:
+            self.console.print(Text(f"!!! {message}", style="bold red"))
+
+    def banner(self, aurora: str = "aurora") -> str:
+        env = "" if self.port == 4222 and self.host == "127.0.0.1" else f"NATS_URL={self.url} "
+        names = ", ".join(r.spec.label for r in self._running if r.process.poll() is None) or "none"
+        return "\n".join([
+            "Aurora dev stack is up",
+            f"  NATS      {self.url}   (JetStream store {self.nats.store_dir})",
+            f"  services  {names}",
+            f"  logs      {self.logs_dir}/",
+            "Try, in another terminal:",
+            f"  {env}{aurora} events tail",
+            f"  {env}{aurora} events emit message.received --app im.polaris.qq --data '{{\"text\":\"你好\"}}'",
+            f"  {env}{aurora} streams",
+            "Ctrl-C stops everything.",
+        ])
+
+
+def _is_ready_line(line: str) -> bool:
+    try:
+        entry = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(entry, dict) and entry.get("msg") == READY_MESSAGE
+
+
+def _kill_group(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pid, signal.SIGKILL)
