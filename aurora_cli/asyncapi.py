@@ -1,0 +1,378 @@
+"""The AsyncAPI 3.0 document of every Aurora subject and message, generated from the models.
+
+`python -m aurora_cli.asyncapi --write` (`make asyncapi`) writes `docs/asyncapi.yaml` and one
+standalone JSON Schema per message under `docs/schemas/`; `--check` fails when they are stale.
+
+Everything below the catalog is mechanical. To document a new contract, add one `Message`
+line (its payload type) and name it in a `Channel`; to say who uses a channel, add one `Op`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+from pydantic import BaseModel
+
+from shared import deadletter
+from shared.contracts.envelope import Header
+from shared.contracts.mcp_relay import ProcessEvent, RestartRequest, SessionEvent
+from shared.contracts.signals import SIGNAL_TYPES, Signal
+from shared.contracts.validation import AmpEvent, NativeEvent
+from shared.subjects import Subjects
+
+VERSION = "0.1.0"
+REF = "#/components/schemas/{name}"
+DOCS = Path(__file__).resolve().parents[1] / "docs"
+
+
+class GenericEnvelope(msgspec.Struct, frozen=True, kw_only=True):
+    """An AMP envelope whose payload contract is not yet a model in `shared/contracts`
+    (ARCHITECTURE §3 describes it); replace it by the real type once that exists."""
+
+    header: Header
+    payload: dict[str, Any]
+
+
+class AdminError(msgspec.Struct, frozen=True, kw_only=True):
+    """What every admin endpoint answers on failure (never a stack trace)."""
+
+    error: dict[str, str]
+
+
+# --------------------------------------------------------------------------- catalog
+
+@dataclass(frozen=True)
+class Message:
+    name: str
+    model: Any  # a pydantic model class, a msgspec type, or a ready JSON Schema dict
+    summary: str
+    headers: dict[str, str] | None = None  # NATS header → description
+    content_type: str = "application/json"
+
+
+@dataclass(frozen=True)
+class Channel:
+    key: str
+    address: Callable[[str], str | None]  # prefix → address template (None: a dynamic inbox)
+    description: str
+    messages: tuple[str, ...]
+    parameters: dict[str, dict[str, Any]] | None = None
+    stream: str | None = None  # JetStream stream suffix (AMP_<suffix>) or None for core NATS
+
+
+@dataclass(frozen=True)
+class Op:
+    service: str
+    action: str  # "send" | "receive"
+    channel: str
+    summary: str
+    reply: str | None = None  # channel key of the reply, for request/reply
+
+
+_SIGNAL_KINDS = [str(t.__struct_config__.tag) for t in SIGNAL_TYPES]
+_TRACE = "W3C trace context of the producer"
+_JSONRPC: dict[str, Any] = {
+    "title": "JsonRpcMessage",
+    "description": "One MCP JSON-RPC 2.0 message (request, response or notification), bytes as the app wrote them.",
+    "type": "object",
+    "properties": {"jsonrpc": {"const": "2.0"}, "id": {"type": ["string", "integer"]},
+                   "method": {"type": "string"}, "params": {"type": "object"}, "result": {},
+                   "error": {"type": "object"}},
+    "required": ["jsonrpc"],
+}
+_ANY_BYTES: dict[str, Any] = {"title": "OriginalBytes",
+                              "description": "The original message, byte for byte (often not valid input)."}
+_ANY_JSON_OBJECT: dict[str, Any] = {"title": "AdminRequest", "type": "object",
+                                    "description": "The endpoint's JSON request body."}
+
+MESSAGES: tuple[Message, ...] = (
+    Message("AmpEvent", AmpEvent, "A complete, validated AMP event (`aurora/event`).",
+            {"Nats-Msg-Id": "the event's header.message_id (JetStream de-duplication)", "traceparent": _TRACE}),
+    *(Message(t.__name__, t, (t.__doc__ or "").strip().splitlines()[0],
+              {"Nats-Msg-Id": "the signal_id (de-duplication)", "traceparent": _TRACE}) for t in SIGNAL_TYPES),
+    Message("NativeEvent", NativeEvent, "An `aurora/event` as a native app sends it (the `event` of a "
+            "native_event signal), before the bridge completes it."),
+    Message("McpJsonRpc", _JSONRPC, "An MCP JSON-RPC message relayed between gateway and supervisor."),
+    Message("ProcessEvent", ProcessEvent, "An app process changed state (supervisor → gateway)."),
+    Message("SessionEvent", SessionEvent, "An app's MCP session changed state (gateway → supervisor)."),
+    Message("ToolCallRequest", GenericEnvelope, "A tool call (header.method `tools/call`); payload: "
+            "tool, arguments, context (ARCHITECTURE §3)."),
+    Message("ToolCallResult", GenericEnvelope, "The reply to every tool call (header.method `tools/result`); "
+            "payload: status, content, structured, error, duration_ms."),
+    Message("Run", GenericEnvelope, "A routed run (header.method `agent/run` | `pipeline/run`, "
+            "message_id = run_id).", {"Nats-Msg-Id": "the run_id"}),
+    Message("AuditRecord", GenericEnvelope, "One record per tool call."),
+    Message("DeadLetter", _ANY_BYTES, "What a stage could not process: the original bytes, the reason in headers.",
+            {deadletter.REASON: "why it was rejected", deadletter.STAGE: "the stage that rejected it",
+             deadletter.ORIGINAL_SUBJECT: "where it was received", deadletter.ORIGINAL_STREAM: "its stream",
+             deadletter.ORIGINAL_SEQUENCE: "its stream sequence", deadletter.AT: "when (RFC 3339)",
+             "Nats-Msg-Id": "dlq:<stage>:<stream>:<sequence>, so a retried stage adds no second copy"},
+            content_type="application/octet-stream"),
+    Message("AdminRequest", _ANY_JSON_OBJECT, "An admin request (NATS micro endpoint)."),
+    Message("RestartRequest", RestartRequest, "Gateway → supervisor: restart an app's process."),
+    Message("AdminReply", {"title": "AdminReply", "description": "The endpoint's JSON answer."},
+            "An admin reply."),
+    Message("AdminError", AdminError, "An admin endpoint's error answer.",
+            {"Nats-Service-Error-Code": "the error code", "Nats-Service-Error": "the message"}),
+)
+
+_APP = {"description": "app id as a subject token (`im.polaris.qq` → `im_polaris_qq`)"}
+_INSTANCE = {"description": "app instance (default `default`)"}
+
+CHANNELS: tuple[Channel, ...] = (
+    Channel("events", lambda p: f"{p}.evt.{{app}}.{{type}}",
+            "AMP events: the inbox external consumers subscribe to (`amp.evt.>`, `amp.evt.*.message.>`). "
+            "`{type}` is the dotted event type and may span several tokens.",
+            ("AmpEvent",), {"app": _APP, "type": {"description": "event type, e.g. message.received"}}, "EVENTS"),
+    Channel("signals", lambda p: f"{p}.sig.{{app}}.{{kind}}",
+            "Raw signals from supervisor, gateway and CLI; only the event-bridge turns them into events.",
+            tuple(t.__name__ for t in SIGNAL_TYPES),
+            {"app": _APP, "kind": {"description": "signal kind", "enum": _SIGNAL_KINDS}}, "SIGNALS"),
+    Channel("mcpClientToServer", lambda p: f"{p}.mcp.{{app}}.{{instance}}.c2s",
+            "MCP JSON-RPC from the gateway's session to the app's stdin.", ("McpJsonRpc",),
+            {"app": _APP, "instance": _INSTANCE}),
+    Channel("mcpServerToClient", lambda p: f"{p}.mcp.{{app}}.{{instance}}.s2c",
+            "MCP JSON-RPC from the app's stdout to the gateway's session.", ("McpJsonRpc",),
+            {"app": _APP, "instance": _INSTANCE}),
+    Channel("mcpProcess", lambda p: f"{p}.mcp.{{app}}.{{instance}}.proc",
+            "Process lifecycle of a stdio app, from the supervisor.", ("ProcessEvent",),
+            {"app": _APP, "instance": _INSTANCE}),
+    Channel("mcpSession", lambda p: f"{p}.mcp.{{app}}.{{instance}}.sess",
+            "MCP session lifecycle, from the gateway.", ("SessionEvent",), {"app": _APP, "instance": _INSTANCE}),
+    Channel("toolCall", lambda p: f"{p}.tool.call",
+            "Tool invocation, request/reply, queue group of gateways.", ("ToolCallRequest",)),
+    Channel("toolCallReply", lambda p: None, "The caller's reply inbox for a tool call.", ("ToolCallResult",)),
+    Channel("runs", lambda p: f"{p}.run.{{target_type}}.{{target_id}}", "Routed runs: a work queue for runners.",
+            ("Run",), {"target_type": {"enum": ["agent", "pipeline"]},
+                       "target_id": {"description": "agent or pipeline id as a token"}}, "RUNS"),
+    Channel("audit", lambda p: f"{p}.audit.{{app}}", "One audit record per tool call.", ("AuditRecord",),
+            {"app": _APP}, "AUDIT"),
+    Channel("deadLetters", lambda p: f"{p}.dlq.{{stage}}", "Dead letters, with the reason in headers.",
+            ("DeadLetter",), {"stage": {"description": "the stage that gave up, e.g. event_bridge"}}, "DLQ"),
+    Channel("admin", lambda p: f"{p}.admin.{{area}}.{{verb}}",
+            "Admin API: NATS micro services (discoverable with $SRV.PING/INFO/STATS), JSON in and out.",
+            ("AdminRequest", "RestartRequest"),
+            {"area": {"description": "service area, e.g. event_bridge, supervisor"},
+             "verb": {"description": "e.g. health, restart"}}),
+    Channel("adminReply", lambda p: None, "The caller's reply inbox for an admin request.",
+            ("AdminReply", "AdminError")),
+)
+
+OPERATIONS: tuple[Op, ...] = (
+    Op("app-supervisor", "send", "signals", "Process lifecycle signals."),
+    Op("app-supervisor", "receive", "mcpClientToServer", "Write JSON-RPC to the app's stdin."),
+    Op("app-supervisor", "send", "mcpServerToClient", "Relay the app's stdout lines."),
+    Op("app-supervisor", "send", "mcpProcess", "Announce process generations and exits."),
+    Op("app-supervisor", "receive", "mcpSession", "Stop a process only after its session closed."),
+    Op("app-supervisor", "receive", "admin", "supervisor.* admin endpoints (restart).", reply="adminReply"),
+    Op("mcp-gateway", "send", "signals", "Session lifecycle, list_changed, tool results, notifications."),
+    Op("mcp-gateway", "send", "mcpClientToServer", "Speak MCP to stdio apps."),
+    Op("mcp-gateway", "receive", "mcpServerToClient", "Read MCP from stdio apps."),
+    Op("mcp-gateway", "receive", "mcpProcess", "Re-initialize on a new process generation."),
+    Op("mcp-gateway", "send", "mcpSession", "Announce session state."),
+    Op("mcp-gateway", "receive", "toolCall", "Authorize, execute, classify and audit tool calls.",
+       reply="toolCallReply"),
+    Op("mcp-gateway", "send", "audit", "Record each tool call."),
+    Op("event-bridge", "receive", "signals", "Durable pull consumer shared by every bridge."),
+    Op("event-bridge", "send", "events", "Validated events, Nats-Msg-Id = message_id."),
+    Op("event-bridge", "send", "deadLetters", "Invalid signals with the reason."),
+    Op("event-bridge", "receive", "admin", "event_bridge.health", reply="adminReply"),
+    Op("router", "receive", "events", "Match bindings, pick exactly one target."),
+    Op("router", "send", "runs", "Dispatch a run."),
+    Op("runner", "receive", "runs", "Pull runs and drive agents or pipelines."),
+    Op("runner", "send", "toolCall", "Call tools, only through the gateway.", reply="toolCallReply"),
+    Op("aurora-cli", "send", "signals", "`aurora events emit`: a native event on the signal path."),
+    Op("aurora-cli", "receive", "events", "`aurora events tail`."),
+    Op("external-consumer", "receive", "events", "Any NATS client subscribing to amp.evt.>."),
+)
+
+
+# --------------------------------------------------------------------------- schemas
+
+def _schema(model: Any) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(payload schema, its named components) with refs into `#/components/schemas`."""
+    if isinstance(model, dict):
+        return copy.deepcopy(model), {}
+    if isinstance(model, type) and issubclass(model, BaseModel):
+        schema = model.model_json_schema(ref_template=REF.replace("{name}", "{model}"))
+        return schema, schema.pop("$defs", {})
+    (schema,), components = msgspec.json.schema_components([model], ref_template=REF)
+    return schema, components
+
+
+def standalone_schema(model: Any) -> dict[str, Any]:
+    """A self-contained JSON Schema (2020-12) for `docs/schemas/`."""
+    if isinstance(model, dict):
+        schema = copy.deepcopy(model)
+    elif isinstance(model, type) and issubclass(model, BaseModel):
+        schema = model.model_json_schema()
+    else:
+        schema = msgspec.json.schema(model)
+    return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
+
+
+def _add_components(target: dict[str, Any], new: dict[str, Any]) -> None:
+    for name, schema in new.items():
+        if name in target and target[name] != schema:
+            raise ValueError(f"two different schemas are both called {name!r}; rename one model")
+        target[name] = schema
+
+
+def _kebab(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "-", name).lower()
+
+
+# --------------------------------------------------------------------------- document
+
+def build_document(prefix: str = "amp") -> dict[str, Any]:
+    Subjects(prefix)  # the same validation as at run time
+    schemas: dict[str, Any] = {}
+    messages: dict[str, Any] = {}
+    for message in MESSAGES:
+        payload, components = _schema(message.model)
+        _add_components(schemas, components)
+        if "$ref" in payload and len(payload) == 1:
+            ref = payload
+        else:
+            _add_components(schemas, {message.name: payload})
+            ref = {"$ref": REF.format(name=message.name)}
+        entry: dict[str, Any] = {"name": message.name, "title": message.name, "summary": message.summary,
+                                 "contentType": message.content_type, "payload": ref}
+        if message.headers:
+            entry["headers"] = {"type": "object", "properties": {
+                key: {"type": "string", "description": text} for key, text in message.headers.items()}}
+        messages[message.name] = entry
+    channels = {c.key: _channel(c, prefix) for c in CHANNELS}
+    operations = {_op_id(op): _operation(op, channels) for op in OPERATIONS}
+    return {
+        "asyncapi": "3.0.0",
+        "info": {
+            "title": "Aurora AMP fabric",
+            "version": VERSION,
+            "description": "Every NATS subject Aurora's processes exchange AMP envelopes on. Generated by "
+                           "`make asyncapi` from shared/contracts; do not edit by hand. Subjects are shown under "
+                           f"the default prefix `{prefix}` (AURORA_SUBJECT_PREFIX); streams follow it "
+                           f"(`{Subjects(prefix).stream('EVENTS')}`).",
+        },
+        "defaultContentType": "application/json",
+        "servers": {
+            "local": {"host": "127.0.0.1:4222", "protocol": "nats", "description": "`make dev`"},
+            "compose": {"host": "nats:4222", "protocol": "nats", "description": "`docker compose up`"},
+        },
+        "channels": channels,
+        "operations": operations,
+        "components": {"messages": messages, "schemas": schemas},
+    }
+
+
+def _channel(channel: Channel, prefix: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "address": channel.address(prefix),
+        "description": channel.description,
+        "messages": {name: {"$ref": f"#/components/messages/{name}"} for name in channel.messages},
+    }
+    if channel.parameters:
+        entry["parameters"] = channel.parameters
+    if channel.stream:
+        entry["x-aurora-stream"] = Subjects(prefix).stream(channel.stream)
+    return entry
+
+
+def _op_id(op: Op) -> str:
+    return f"{op.service.replace('-', '_')}__{op.action}__{op.channel}"
+
+
+def _operation(op: Op, channels: dict[str, Any]) -> dict[str, Any]:
+    if op.channel not in channels or (op.reply is not None and op.reply not in channels):
+        raise ValueError(f"operation {_op_id(op)} names an unknown channel")
+    entry: dict[str, Any] = {
+        "action": op.action,
+        "channel": {"$ref": f"#/channels/{op.channel}"},
+        "summary": op.summary,
+        "messages": [{"$ref": f"#/channels/{op.channel}/messages/{m}"} for m in channels[op.channel]["messages"]],
+        "tags": [{"name": op.service}],
+    }
+    if op.reply is not None:
+        entry["reply"] = {"channel": {"$ref": f"#/channels/{op.reply}"},
+                          "messages": [{"$ref": f"#/channels/{op.reply}/messages/{m}"}
+                                       for m in channels[op.reply]["messages"]]}
+    return entry
+
+
+class _PlainDumper(yaml.SafeDumper):
+    """No `&id001` anchors: a shared dict is written out in full wherever it is used."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
+
+
+def render_yaml(document: dict[str, Any]) -> str:
+    header = "# Generated by `make asyncapi` (python -m aurora_cli.asyncapi --write). Do not edit.\n"
+    return header + yaml.dump(document, Dumper=_PlainDumper, sort_keys=True, allow_unicode=True, width=110)
+
+
+def schema_files() -> dict[str, str]:
+    """`docs/schemas/<name>.json` for every message, plus the union of all signals."""
+    files = {f"{_kebab(m.name)}.json": standalone_schema(m.model) for m in MESSAGES}
+    files["signal.json"] = standalone_schema(Signal)
+    return {name: json.dumps(schema, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+            for name, schema in sorted(files.items())}
+
+
+def expected_files() -> dict[str, str]:
+    """Every generated file, relative to `docs/`, and its exact content."""
+    return {"asyncapi.yaml": render_yaml(build_document()),
+            **{f"schemas/{name}": text for name, text in schema_files().items()}}
+
+
+def stale_files(docs: Path = DOCS) -> list[str]:
+    """Generated files that are missing, different, or no longer generated."""
+    expected = expected_files()
+    stale = [name for name, text in expected.items()
+             if not (docs / name).is_file() or (docs / name).read_text(encoding="utf-8") != text]
+    present = {f"schemas/{p.name}" for p in (docs / "schemas").glob("*.json")}
+    return sorted(stale + sorted(present - expected.keys()))
+
+
+def write(docs: Path = DOCS) -> list[str]:
+    expected = expected_files()
+    (docs / "schemas").mkdir(parents=True, exist_ok=True)
+    for leftover in (docs / "schemas").glob("*.json"):
+        if f"schemas/{leftover.name}" not in expected:
+            leftover.unlink()
+    for name, text in expected.items():
+        (docs / name).write_text(text, encoding="utf-8")
+    return sorted(expected)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m aurora_cli.asyncapi", description=__doc__)
+    mode = parser.add_mutually_exclusive_group()
+    mode.add_argument("--write", action="store_true", help="write docs/asyncapi.yaml and docs/schemas/")
+    mode.add_argument("--check", action="store_true", help="exit 1 when the files are out of date")
+    args = parser.parse_args(argv)
+    if args.write:
+        for name in write():
+            print(f"wrote docs/{name}")
+        return 0
+    if args.check:
+        stale = stale_files()
+        for name in stale:
+            print(f"out of date: docs/{name} (run `make asyncapi`)", file=sys.stderr)
+        return 1 if stale else 0
+    sys.stdout.write(render_yaml(build_document()))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
