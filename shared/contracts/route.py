@@ -1,0 +1,61 @@
+"""Routing outcomes: the route trace kept for every event and the dry-run answer.
+
+Every event the router consumes ends in exactly one status. The trace is kept in a KV bucket
+under the event's message id (see `services.router.traces` for the key encoding).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from shared.contracts.run import RunTarget
+
+RouteStatus = Literal[
+    "dispatched", "discarded", "route_not_found", "processor_not_found",
+    "processor_disabled", "processor_incompatible", "invalid_event", "expired",
+]
+ROUTE_STATUSES: tuple[RouteStatus, ...] = (
+    "dispatched", "discarded", "route_not_found", "processor_not_found",
+    "processor_disabled", "processor_incompatible", "invalid_event", "expired",
+)
+
+
+class RouteStep(msgspec.Struct, frozen=True, kw_only=True):
+    """What one binding did with the event: passed (matched) or why not."""
+
+    binding_id: str
+    passed: bool
+    reason: str
+
+
+class RouteTrace(msgspec.Struct, frozen=True, kw_only=True):
+    """The record of how one event was routed.
+
+    `steps` lists the bindings whose pattern matched the event, in rank order, up to the chosen
+    one; bindings whose pattern did not match are only counted (`dry_run` explains all of them).
+    """
+
+    message_id: str
+    status: RouteStatus
+    binding_id: str | None = None
+    target: RunTarget | None = None
+    run_id: str | None = None
+    steps: tuple[RouteStep, ...] = ()
+    reason: str | None = None
+    event_type: str | None = None
+    source_app: str | None = None
+    synthetic: bool = False
+    at: str
+    router: str | None = None
+
+
+class DryRunReply(msgspec.Struct, frozen=True, kw_only=True):
+    """The answer of `amp.admin.router.dry_run`: what would happen, and why, for every binding."""
+
+    status: RouteStatus
+    binding_id: str | None = None
+    target: RunTarget | None = None
+    steps: tuple[RouteStep, ...] = ()
+    reason: str | None = None

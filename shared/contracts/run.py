@@ -1,0 +1,82 @@
+"""A run on the wire: what the router publishes on `amp.run.<pipeline|agent>.<id>`.
+
+The envelope header is an AMP header with `method` `agent/run` or `pipeline/run` and
+`message_id` = `run_id`. The event travels inline, or — when its encoding is larger than the
+router's limit — in the JetStream Object Store, referenced by `event_ref`. The delivery
+context carries the reply target frozen from the event (or none: nobody guesses one).
+
+`RunPayload` is generic in the event's type so the router can inline the original event bytes
+(`RunPayload[msgspec.Raw]`) without re-encoding, while readers decode `RunEnvelope`.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Generic, Literal, TypeVar
+
+import msgspec
+
+from shared.contracts.envelope import Envelope, EventEnvelope
+
+METHOD_AGENT_RUN = "agent/run"
+METHOD_PIPELINE_RUN = "pipeline/run"
+RunTargetType = Literal["pipeline", "agent"]
+
+# Fixed namespace: run ids are uuid5(namespace, "<event message_id>\n<binding id>").
+RUN_ID_NAMESPACE = uuid.UUID("8f0e6a52-4c1d-5b7e-9a43-2d6c1f0b7e15")
+
+
+def run_id_for(event_message_id: str, binding_id: str) -> str:
+    """The same event routed by the same binding is always the same run."""
+    return str(uuid.uuid5(RUN_ID_NAMESPACE, f"{event_message_id}\n{binding_id}"))
+
+
+def method_for(target_type: RunTargetType) -> str:
+    return METHOD_AGENT_RUN if target_type == "agent" else METHOD_PIPELINE_RUN
+
+
+class RunTarget(msgspec.Struct, frozen=True, kw_only=True):
+    type: RunTargetType
+    id: str
+
+
+class ObjectRef(msgspec.Struct, frozen=True, kw_only=True):
+    """Where a large event is kept: an object in a JetStream Object Store bucket."""
+
+    bucket: str
+    name: str
+    size: int
+
+
+class ReplyTarget(msgspec.Struct, frozen=True, kw_only=True):
+    """Where `event_*` delivery tools answer, frozen from the event that caused the run."""
+
+    app: str
+    instance: str = "default"
+    bot: str | None = None
+    workspace: str | None = None
+    session_id: str | None = None
+    conversation: str | None = None
+    message_id: str | None = None  # the message the event is about, when its subject is one
+
+
+class DeliveryContext(msgspec.Struct, frozen=True, kw_only=True):
+    reply_target: ReplyTarget | None = None
+    capabilities: tuple[str, ...] = ()
+
+
+E = TypeVar("E")
+
+
+class RunPayload(msgspec.Struct, Generic[E], frozen=True, kw_only=True):
+    run_id: str
+    target: RunTarget
+    binding_id: str
+    event: E | None = None
+    event_ref: ObjectRef | None = None
+    delivery: DeliveryContext = msgspec.field(default_factory=DeliveryContext)
+    synthetic: bool = False
+
+
+RunEnvelope = Envelope[RunPayload[EventEnvelope]]
+"""A run as its consumers read it."""
