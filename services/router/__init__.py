@@ -1,0 +1,1 @@
+"""The router: picks exactly one pipeline or agent for every event and dispatches a run."""

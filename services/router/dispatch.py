@@ -1,0 +1,76 @@
+"""Turning a routing decision into a run on the wire (pure: bytes in, bytes out).
+
+The event is inlined as the exact bytes that arrived (already validated), so a run never
+re-encodes its event; above `inline_limit` it is referenced in the Object Store instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import msgspec
+
+from shared.contracts.envelope import Envelope, Header, Source, Trace
+from shared.contracts.run import (
+    DeliveryContext,
+    ObjectRef,
+    ReplyTarget,
+    RunPayload,
+    RunTarget,
+    method_for,
+    run_id_for,
+)
+from shared.contracts.validation import AmpEvent
+
+ROUTER_APP = "aurora.router"
+_encoder = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True, slots=True)
+class RunMessage:
+    """A run ready to publish; when `offload` is set, those bytes go to the Object Store first."""
+
+    run_id: str
+    subject: str
+    data: bytes
+    offload: ObjectRef | None
+
+
+def reply_target(event: AmpEvent) -> ReplyTarget | None:
+    """The reply target frozen from the event: only where the event names a session or a
+    conversation. An event without one gets none — nobody guesses where to answer."""
+    p = event.payload
+    if p.session_id is None and p.conversation is None:
+        return None
+    source = event.header.source
+    return ReplyTarget(
+        app=source.app, instance=source.instance, bot=p.bot, workspace=p.workspace,
+        session_id=p.session_id, conversation=p.conversation,
+        message_id=p.subject.id if p.subject is not None and p.subject.kind == "message" else None,
+    )
+
+
+def build_run(event: AmpEvent, raw: bytes, *, binding_id: str, target: RunTarget, subject: str,
+              timestamp: str, router_instance: str, inline_limit: int, store_bucket: str,
+              capabilities: tuple[str, ...] = ()) -> RunMessage:
+    header = event.header
+    run_id = run_id_for(header.message_id, binding_id)
+    offload = None
+    inline: msgspec.Raw | None = msgspec.Raw(raw)
+    if len(raw) > inline_limit:
+        offload = ObjectRef(bucket=store_bucket, name=header.message_id, size=len(raw))
+        inline = None
+    trace = header.trace
+    run = Envelope(
+        header=Header(
+            method=method_for(target.type), message_id=run_id, timestamp=timestamp,
+            source=Source(app=ROUTER_APP, instance=router_instance),
+            trace=Trace(traceparent=trace.traceparent, tracestate=trace.tracestate) if trace else None,
+        ),
+        payload=RunPayload[msgspec.Raw](
+            run_id=run_id, target=target, binding_id=binding_id, event=inline, event_ref=offload,
+            delivery=DeliveryContext(reply_target=reply_target(event), capabilities=capabilities),
+            synthetic=event.payload.synthetic,
+        ),
+    )
+    return RunMessage(run_id=run_id, subject=subject, data=_encoder.encode(run), offload=offload)

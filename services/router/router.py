@@ -1,0 +1,260 @@
+"""The routing loop: pull events, decide, publish runs and traces, ack what JetStream stored.
+
+Per batch: every event is validated and routed in memory; large events go to the Object Store;
+invalid ones are dead-lettered; then every run (`Nats-Msg-Id` = run id) and every trace is
+published without waiting, and the batch waits once for all the acknowledgements. An event
+is acked only when its run and its trace were both stored. A crash anywhere redelivers the
+event to another router: it routes to the same run id, JetStream drops the copy, and the trace
+is written again — nothing lost, nothing doubled.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
+
+from services.router.catalog import Catalog
+from services.router.dispatch import RunMessage, build_run
+from services.router.selection import decide
+from services.router.stores import RouterStores
+from services.router.traces import encode_trace, kv_subject, trace_key
+from shared.contracts.route import RouteTrace
+from shared.contracts.run import RunTarget
+from shared.contracts.validation import validate_event
+from shared.deadletter import dead_letter
+from shared.errors import EnvelopeError
+from shared.logs import get_logger
+from shared.streams import events_stream
+from shared.subjects import Subjects
+
+log = get_logger("aurora.router")
+STAGE = "router"
+
+
+@dataclass(frozen=True)
+class RouterConfig:
+    durable: str = "router"
+    batch: int = 256
+    fetch_timeout: float = 1.0
+    publish_timeout: float = 10.0
+    max_deliver: int = 10
+    backoff: tuple[float, ...] = (2.0, 5.0, 15.0, 30.0, 60.0)
+    max_ack_pending: int = 8192
+    inline_limit: int = 256 * 1024
+    instance: str = "router"
+
+
+@dataclass
+class RouterStats:
+    received: int = 0
+    statuses: Counter[str] = field(default_factory=Counter)
+    dead_lettered: int = 0
+    retried: int = 0
+    last_error: str | None = None
+
+
+@dataclass(slots=True)
+class _Work:
+    msg: Msg
+    key: str
+    trace: bytes
+    run: RunMessage | None = None
+    invalid: str | None = None
+    error: str | None = None
+
+
+class Router:
+    """Consumes the events stream with a durable pull consumer shared by every router."""
+
+    def __init__(self, nc: NATS, subjects: Subjects, catalog: Catalog, stores: RouterStores,
+                 config: RouterConfig | None = None,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self._js = nc.jetstream()
+        self._subjects = subjects
+        self._catalog = catalog
+        self._stores = stores
+        self._config = config or RouterConfig()
+        self._clock = clock
+        self._events_stream = events_stream(subjects).name
+        self._run_subjects: dict[RunTarget, str] = {}
+        self._sub: object | None = None
+        self.stats = RouterStats()
+
+    async def start(self) -> None:
+        cfg = self._config
+        await self._js.add_consumer(
+            self._events_stream,
+            config=ConsumerConfig(
+                durable_name=cfg.durable,
+                description="router: events to runs",
+                deliver_policy=DeliverPolicy.ALL,
+                ack_policy=AckPolicy.EXPLICIT,
+                max_deliver=cfg.max_deliver,
+                backoff=list(cfg.backoff),
+                max_ack_pending=cfg.max_ack_pending,
+                filter_subject=self._subjects.events_all,
+            ),
+        )
+        self._sub = await self._js.pull_subscribe_bind(cfg.durable, stream=self._events_stream)
+
+    async def stop(self) -> None:
+        """Drop the pull subscription: a status message left in its queue would otherwise hold
+        up `nc.drain()` until it times out."""
+        sub, self._sub = self._sub, None
+        if sub is not None:
+            await sub.unsubscribe()  # type: ignore[attr-defined]
+
+    async def run(self, stop: asyncio.Event) -> None:
+        if self._sub is None:
+            raise RuntimeError("Router.run() called before start()")
+        sub = self._sub
+        while not stop.is_set():
+            try:
+                msgs = await sub.fetch(self._config.batch, timeout=self._config.fetch_timeout)  # type: ignore[attr-defined]
+            except (TimeoutError, NatsTimeoutError):
+                continue
+            except Exception as exc:  # connection trouble: nats-py reconnects, we try again
+                self.stats.last_error = f"fetch: {exc}"
+                log.warning("fetch failed", error=str(exc))
+                await asyncio.sleep(0.5)
+                continue
+            await self.process(msgs)
+
+    async def process(self, msgs: list[Msg]) -> None:
+        now = self._clock()
+        at = now.isoformat(timespec="milliseconds")
+        work = [self._route(msg, now, at) for msg in msgs]
+        for item in work:  # rare paths first, one by one
+            if item.run is not None and item.run.offload is not None:
+                await self._offload(item)
+            elif item.invalid is not None:
+                await self._dead_letter(item)
+        pending: list[tuple[_Work, asyncio.Future[PubAck]]] = []
+        publish = self._js.publish_async
+        routes = self._stores.routes_bucket
+        for item in work:
+            if item.error is not None:
+                continue
+            if item.run is not None:
+                headers = {"Nats-Msg-Id": item.run.run_id}
+                pending.append((item, await publish(item.run.subject, item.run.data, headers=headers)))
+            pending.append((item, await publish(kv_subject(routes, item.key), item.trace)))
+        if pending:
+            await asyncio.wait([future for _, future in pending], timeout=self._config.publish_timeout)
+        for item, future in pending:
+            if item.error is None and (not future.done() or future.cancelled() or future.exception()):
+                problem = "timed out" if not future.done() or future.cancelled() else future.exception()
+                item.error = f"publishing failed: {problem}"
+        for item in work:
+            if item.error is not None:
+                await self._retry_later(item.msg, item.error)
+            elif item.invalid is not None:
+                await item.msg.term()
+            else:
+                await item.msg.ack()
+
+    def _route(self, msg: Msg, now: datetime, at: str) -> _Work:
+        self.stats.received += 1
+        raw = msg.data
+        try:
+            event = validate_event(raw)
+        except EnvelopeError as exc:
+            message_id = _fallback_id(msg)
+            reason = f"invalid event: {exc}"[:1000]
+            self.stats.statuses["invalid_event"] += 1
+            trace = RouteTrace(message_id=message_id, status="invalid_event", reason=reason, at=at,
+                               router=self._config.instance)
+            return _Work(msg=msg, key=trace_key(message_id), trace=encode_trace(trace), invalid=reason)
+        decision = decide(event, self._catalog.table, self._catalog, now=now)
+        run: RunMessage | None = None
+        if decision.status == "dispatched":
+            assert decision.target is not None and decision.binding_id is not None
+            run = build_run(
+                event, raw, binding_id=decision.binding_id, target=decision.target,
+                subject=self._run_subject(decision.target), timestamp=at,
+                router_instance=self._config.instance, inline_limit=self._config.inline_limit,
+                store_bucket=self._stores.run_events_bucket,
+            )
+        self.stats.statuses[decision.status] += 1
+        header, payload = event.header, event.payload
+        trace = RouteTrace(
+            message_id=header.message_id, status=decision.status, binding_id=decision.binding_id,
+            target=decision.target, run_id=run.run_id if run else None, steps=decision.steps,
+            reason=decision.reason, event_type=payload.type, source_app=header.source.app,
+            synthetic=payload.synthetic, at=at, router=self._config.instance,
+        )
+        return _Work(msg=msg, key=trace_key(header.message_id), trace=encode_trace(trace), run=run)
+
+    def _run_subject(self, target: RunTarget) -> str:
+        subject = self._run_subjects.get(target)
+        if subject is None:
+            subject = self._run_subjects[target] = self._subjects.run(target.type, target.id)
+        return subject
+
+    async def _offload(self, item: _Work) -> None:
+        assert item.run is not None and item.run.offload is not None
+        try:
+            await self._stores.run_events.put(item.run.offload.name, item.msg.data)
+        except Exception as exc:
+            item.error = f"storing the large event failed: {exc}"
+
+    async def _dead_letter(self, item: _Work) -> None:
+        meta = item.msg.metadata
+        try:
+            await dead_letter(
+                self._js, self._subjects, stage=STAGE, data=item.msg.data,
+                reason=item.invalid or "invalid event", original_subject=item.msg.subject,
+                stream=meta.stream, sequence=meta.sequence.stream,
+            )
+        except Exception as exc:
+            item.error = f"dead-lettering failed: {exc}"
+            return
+        self.stats.dead_lettered += 1
+        log.info("event dead-lettered", subject=item.msg.subject, reason=item.invalid)
+
+    async def _retry_later(self, msg: Msg, error: str) -> None:
+        self.stats.last_error = error
+        self.stats.retried += 1
+        delivered = msg.metadata.num_delivered
+        if delivered >= self._config.max_deliver:
+            meta = msg.metadata
+            try:
+                await dead_letter(
+                    self._js, self._subjects, stage=STAGE, data=msg.data,
+                    reason=f"gave up after {delivered} deliveries: {error}",
+                    original_subject=msg.subject, stream=meta.stream, sequence=meta.sequence.stream,
+                )
+            except Exception as exc:
+                log.warning("dead-lettering failed", subject=msg.subject, error=str(exc))
+                await msg.nak(delay=30.0)
+                return
+            self.stats.dead_lettered += 1
+            await msg.term()
+            return
+        log.warning("event will be retried", subject=msg.subject, error=error, delivered=delivered)
+        await msg.nak(delay=min(2.0 * delivered, 30.0))
+
+
+def _fallback_id(msg: Msg) -> str:
+    """A trace key for an event too broken to trust: its header id, its stored id, or its
+    stream position."""
+    try:
+        value = json.loads(msg.data)["header"]["message_id"]
+        if isinstance(value, str) and 0 < len(value) <= 128:
+            return value
+    except (ValueError, TypeError, KeyError):
+        pass
+    stored = (msg.headers or {}).get("Nats-Msg-Id")
+    if stored:
+        return stored
+    meta = msg.metadata
+    return f"{meta.stream}:{meta.sequence.stream}"

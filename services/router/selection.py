@@ -1,0 +1,220 @@
+"""Choosing exactly one binding for an event, and checking its target (pure, no I/O).
+
+Order of decision:
+1. an event past its `expire_at` is `expired`;
+2. candidates are the bindings whose pattern matches, ranked by priority (high first), then
+   pattern specificity (exact > longer prefix > shorter prefix > `*`), then more filters, then
+   the earlier id; the first enabled one whose filters all hold is chosen (`route_not_found`
+   when none does);
+3. the chosen binding's target decides the rest: `discarded`; a missing target is
+   `processor_not_found`; a pipeline takes only `message.*` and an agent only the event
+   patterns it declares (`processor_incompatible`, never a silent fall-through to the next
+   binding); a disabled target is `processor_disabled`; otherwise `dispatched`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Protocol
+
+from services.router.filters import CompiledFilter, compile_filter
+from shared.clock import parse_iso
+from shared.contracts.agent import AgentRouting
+from shared.contracts.binding import PIPELINE_EVENTS, Binding
+from shared.contracts.event_pattern import describe, matches, specificity
+from shared.contracts.pipeline import PipelineRouting
+from shared.contracts.route import RouteStatus, RouteStep
+from shared.contracts.run import RunTarget
+from shared.contracts.validation import AmpEvent
+
+RankKey = tuple[int, int, int, int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class RankedBinding:
+    binding: Binding
+    filters: tuple[CompiledFilter, ...]
+    key: RankKey
+
+    @property
+    def id(self) -> str:
+        return self.binding.id
+
+    def failure(self, event: AmpEvent, *, all_filters: bool = False) -> str | None:
+        """None when the binding takes the event (pattern already matched), else why not."""
+        if not self.binding.enabled:
+            return "disabled"
+        reasons: list[str] = []
+        for spec in self.filters:
+            reason = spec.failure(event)
+            if reason is not None:
+                if not all_filters:
+                    return reason
+                reasons.append(reason)
+        return "; ".join(reasons) or None
+
+    def summary(self) -> str:
+        b = self.binding
+        return f"priority {b.priority}, {describe(b.event_pattern)} pattern {b.event_pattern!r}, " \
+               f"{len(b.filters)} filter(s)"
+
+
+def rank(binding: Binding) -> RankedBinding:
+    spec_rank, spec_len = specificity(binding.event_pattern)
+    key = (-binding.priority, -spec_rank, -spec_len, -len(binding.filters), binding.id)
+    filters = tuple(compile_filter(n, f) for n, f in enumerate(binding.filters, start=1))
+    return RankedBinding(binding=binding, filters=filters, key=key)
+
+
+class RouteTable:
+    """The bindings, compiled and ranked once; candidates per event type are cached."""
+
+    def __init__(self, bindings: Iterable[Binding]) -> None:
+        self.ranked: tuple[RankedBinding, ...] = tuple(sorted((rank(b) for b in bindings), key=_key))
+        self._candidates: dict[str, tuple[RankedBinding, ...]] = {}
+
+    def __len__(self) -> int:
+        return len(self.ranked)
+
+    def candidates(self, event_type: str) -> tuple[RankedBinding, ...]:
+        found = self._candidates.get(event_type)
+        if found is None:
+            found = tuple(r for r in self.ranked if matches(r.binding.event_pattern, event_type))
+            if len(self._candidates) < 4096:  # event types are few; bound it anyway
+                self._candidates[event_type] = found
+        return found
+
+
+def _key(ranked: RankedBinding) -> RankKey:
+    return ranked.key
+
+
+class Processors(Protocol):
+    """Where the router looks up targets (the live agents and pipelines buckets)."""
+
+    def agent(self, agent_id: str) -> AgentRouting | None: ...
+
+    def pipeline(self, pipeline_id: str) -> PipelineRouting | None: ...
+
+
+@dataclass(frozen=True)
+class StaticProcessors:
+    agents: Mapping[str, AgentRouting] = field(default_factory=dict)
+    pipelines: Mapping[str, PipelineRouting] = field(default_factory=dict)
+
+    def agent(self, agent_id: str) -> AgentRouting | None:
+        return self.agents.get(agent_id)
+
+    def pipeline(self, pipeline_id: str) -> PipelineRouting | None:
+        return self.pipelines.get(pipeline_id)
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    status: RouteStatus
+    binding_id: str | None = None
+    target: RunTarget | None = None
+    steps: tuple[RouteStep, ...] = ()
+    reason: str | None = None
+
+
+def decide(event: AmpEvent, table: RouteTable, processors: Processors, *, now: datetime,
+           explain: bool = False) -> Decision:
+    """Route one event. With `explain`, every binding gets a step (dry-run); without, only the
+    candidates examined up to the chosen one (the trace of the hot path)."""
+    payload = event.payload
+    if payload.expire_at is not None and parse_iso(payload.expire_at) <= now:
+        return Decision(status="expired", reason=f"expired at {payload.expire_at}")
+    if explain:
+        chosen, steps = _explain(event, table)
+    else:
+        chosen, steps = _first(event, table)
+    if chosen is None:
+        return Decision(status="route_not_found", steps=steps,
+                        reason=f"no enabled binding takes {payload.type!r}")
+    return _resolve(event, chosen, processors, steps)
+
+
+def _first(event: AmpEvent, table: RouteTable) -> tuple[RankedBinding | None, tuple[RouteStep, ...]]:
+    steps: list[RouteStep] = []
+    for candidate in table.candidates(event.payload.type):
+        reason = candidate.failure(event)
+        if reason is None:
+            steps.append(RouteStep(binding_id=candidate.id, passed=True,
+                                   reason=f"chosen: {candidate.summary()}"))
+            return candidate, tuple(steps)
+        steps.append(RouteStep(binding_id=candidate.id, passed=False, reason=reason))
+    return None, tuple(steps)
+
+
+def _explain(event: AmpEvent, table: RouteTable) -> tuple[RankedBinding | None, tuple[RouteStep, ...]]:
+    event_type = event.payload.type
+    chosen: RankedBinding | None = None
+    steps: list[RouteStep] = []
+    for ranked in table.ranked:
+        pattern = ranked.binding.event_pattern
+        if not matches(pattern, event_type):
+            reason: str | None = f"event_pattern {pattern!r} does not match {event_type!r}"
+            if not ranked.binding.enabled:
+                reason = f"disabled; {reason}"
+        else:
+            reason = ranked.failure(event, all_filters=True)
+        if reason is not None:
+            steps.append(RouteStep(binding_id=ranked.id, passed=False, reason=reason))
+        elif chosen is None:
+            chosen = ranked
+            steps.append(RouteStep(binding_id=ranked.id, passed=True,
+                                   reason=f"chosen: {ranked.summary()}"))
+        else:
+            steps.append(RouteStep(binding_id=ranked.id, passed=True,
+                                   reason=f"matched, but {chosen.id!r} ranks higher: "
+                                          f"{_outranked_because(chosen, ranked)}"))
+    return chosen, tuple(steps)
+
+
+def _outranked_because(winner: RankedBinding, loser: RankedBinding) -> str:
+    w, l_ = winner.binding, loser.binding
+    if w.priority != l_.priority:
+        return f"higher priority ({w.priority} > {l_.priority})"
+    if winner.key[1:3] != loser.key[1:3]:
+        return f"more specific pattern ({w.event_pattern!r} over {l_.event_pattern!r})"
+    if len(w.filters) != len(l_.filters):
+        return f"more filters ({len(w.filters)} > {len(l_.filters)})"
+    return f"earlier id ({w.id!r} < {l_.id!r})"
+
+
+def _resolve(event: AmpEvent, chosen: RankedBinding, processors: Processors,
+             steps: tuple[RouteStep, ...]) -> Decision:
+    binding = chosen.binding
+    if binding.target_type == "discard":
+        return Decision(status="discarded", binding_id=binding.id, steps=steps,
+                        reason=f"binding {binding.id!r} discards the event")
+    assert binding.target_id is not None  # the Binding model guarantees it for pipeline|agent
+    target = RunTarget(type=binding.target_type, id=binding.target_id)
+    event_type = event.payload.type
+
+    def outcome(status: RouteStatus, reason: str | None = None) -> Decision:
+        return Decision(status=status, binding_id=binding.id, target=target, steps=steps, reason=reason)
+
+    if binding.target_type == "pipeline":
+        pipeline = processors.pipeline(binding.target_id)
+        if pipeline is None:
+            return outcome("processor_not_found", f"pipeline {binding.target_id!r} does not exist")
+        if not event_type.startswith(PIPELINE_EVENTS):
+            return outcome("processor_incompatible",
+                           f"pipelines take only message.* events, not {event_type!r}")
+        if not pipeline.enabled:
+            return outcome("processor_disabled", f"pipeline {binding.target_id!r} is disabled")
+        return outcome("dispatched")
+    agent = processors.agent(binding.target_id)
+    if agent is None:
+        return outcome("processor_not_found", f"agent {binding.target_id!r} does not exist")
+    if not agent.accepts(event_type):
+        return outcome("processor_incompatible",
+                       f"agent {binding.target_id!r} declares events {list(agent.events)}, "
+                       f"not {event_type!r}")
+    if not agent.enabled:
+        return outcome("processor_disabled", f"agent {binding.target_id!r} is disabled")
+    return outcome("dispatched")

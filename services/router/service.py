@@ -1,0 +1,84 @@
+"""The router's parts wired together: stores, catalog, routing loop and admin endpoints.
+
+`__main__` runs one `RouterService` per process; tests run it in-process against a real NATS.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from nats.aio.client import Client as NATS
+from nats.micro.service import Service
+
+from services.router.admin import RouterAdmin
+from services.router.catalog import Catalog
+from services.router.config import RouterSettings
+from services.router.resource_admin import ResourceAdmin
+from services.router.router import Router, RouterStats
+from services.router.stores import RouterStores, open_stores
+from shared.admin import start_admin_service
+from shared.logs import get_logger
+from shared.resources import kind_of
+from shared.subjects import Subjects
+
+VERSION = "0.1.0"
+log = get_logger("aurora.router")
+
+
+class RouterService:
+    def __init__(self, nc: NATS, subjects: Subjects, settings: RouterSettings) -> None:
+        self._nc = nc
+        self._subjects = subjects
+        self._settings = settings
+        self._stores: RouterStores | None = None
+        self._catalog: Catalog | None = None
+        self._router: Router | None = None
+        self._services: list[Service] = []
+
+    @property
+    def stats(self) -> RouterStats:
+        if self._router is None:
+            raise RuntimeError("RouterService used before start()")
+        return self._router.stats
+
+    async def start(self) -> None:
+        if self._router is not None:
+            return
+        nc, subjects, options = self._nc, self._subjects, self._settings
+        stores = self._stores = await open_stores(nc.jetstream(), subjects)
+        catalog = self._catalog = Catalog(stores.bindings, stores.agents, stores.pipelines)
+        await catalog.start()
+        router = Router(nc, subjects, catalog, stores, options.router)
+        await router.start()
+        self._router = router
+        admin = RouterAdmin(stores, router.stats, catalog.counts, instance=options.router.instance)
+        self._services.append(await start_admin_service(
+            nc, subjects, name="aurora-router", area="router", version=VERSION,
+            endpoints=admin.endpoints(), description="routes each event to one pipeline or agent",
+        ))
+        resources = [ResourceAdmin(kind_of("Binding"), stores.bindings),
+                     ResourceAdmin(kind_of("Pipeline"), stores.pipelines)]
+        if options.serve_agents:
+            resources.append(ResourceAdmin(kind_of("Agent"), stores.agents))
+        for resource in resources:
+            self._services.append(await start_admin_service(
+                nc, subjects, name=f"aurora-{resource.kind.area}", area=resource.kind.area,
+                version=VERSION, endpoints=resource.endpoints(),
+                description=f"{resource.kind.kind} resources, served by the router",
+            ))
+        log.info("ready", instance=options.router.instance, catalog=catalog.counts())
+
+    async def run(self, stop: asyncio.Event) -> None:
+        if self._router is None:
+            raise RuntimeError("RouterService.run() called before start()")
+        await self._router.run(stop)
+
+    async def stop(self) -> None:
+        services, self._services = self._services, []
+        for service in services:
+            await service.stop()
+        if self._router is not None:
+            await self._router.stop()
+        if self._catalog is not None:
+            await self._catalog.stop()
+        self._router = None

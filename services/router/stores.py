@@ -1,0 +1,49 @@
+"""The JetStream streams, buckets and Object Store the router works with, opened idempotently."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nats.js import JetStreamContext
+from nats.js.kv import KeyValue
+from nats.js.object_store import ObjectStore
+
+from shared.streams import (
+    agents_bucket,
+    bindings_bucket,
+    ensure_bucket,
+    ensure_object_store,
+    ensure_streams,
+    fabric_streams,
+    pipelines_bucket,
+    routes_bucket,
+    run_events_store,
+    runs_stream,
+)
+from shared.subjects import Subjects
+
+
+@dataclass(frozen=True)
+class RouterStores:
+    bindings: KeyValue
+    agents: KeyValue
+    pipelines: KeyValue
+    routes: KeyValue
+    routes_bucket: str
+    run_events: ObjectStore
+    run_events_bucket: str
+
+
+async def open_stores(js: JetStreamContext, subjects: Subjects) -> RouterStores:
+    await ensure_streams(js, [*fabric_streams(subjects), runs_stream(subjects)])
+    routes = routes_bucket(subjects)
+    events = run_events_store(subjects)
+    return RouterStores(
+        bindings=await ensure_bucket(js, bindings_bucket(subjects)),
+        agents=await ensure_bucket(js, agents_bucket(subjects)),
+        pipelines=await ensure_bucket(js, pipelines_bucket(subjects)),
+        routes=await ensure_bucket(js, routes),
+        routes_bucket=routes.name,
+        run_events=await ensure_object_store(js, events),
+        run_events_bucket=events.name,
+    )

@@ -1,0 +1,93 @@
+"""Helpers for router tests against a real nats-server."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from contextlib import asynccontextmanager
+from typing import Any
+
+import msgspec
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig
+
+from services.router.config import RouterSettings
+from services.router.router import RouterConfig
+from services.router.service import RouterService
+from shared.admin import admin_request
+from shared.contracts.run import RunEnvelope
+from shared.subjects import Subjects
+
+
+@asynccontextmanager
+async def running_router(nc: NATS, subjects: Subjects, **config: Any) -> AsyncIterator[RouterService]:
+    """A RouterService in this process, routing until the block ends."""
+    config.setdefault("fetch_timeout", 0.2)
+    service = RouterService(nc, subjects, RouterSettings(router=RouterConfig(instance="test", **config)))
+    await service.start()
+    stop = asyncio.Event()
+    task = asyncio.create_task(service.run(stop), name="test-router")
+    try:
+        yield service
+    finally:
+        stop.set()
+        await task
+        await service.stop()
+
+
+async def apply(nc: NATS, subjects: Subjects, area: str, document: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = await admin_request(nc, subjects, area, "apply", {"document": document})
+    return result
+
+
+async def publish_events(js: JetStreamContext, subjects: Subjects, docs: Iterable[dict[str, Any]],
+                         *, window: int = 1000) -> None:
+    """Straight into AMP_EVENTS, pipelined, with `Nats-Msg-Id` = message id like the bridge."""
+    pending = []
+    for doc in docs:
+        subject = subjects.event(doc["header"]["source"]["app"], doc["payload"]["type"])
+        pending.append(await js.publish_async(subject, json.dumps(doc).encode(),
+                                              headers={"Nats-Msg-Id": doc["header"]["message_id"]}))
+        if len(pending) >= window:
+            await asyncio.gather(*pending)
+            pending.clear()
+    await asyncio.gather(*pending)
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 20.0,
+                     what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if await check():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{what} not reached within {timeout}s")
+
+
+async def stream_count(js: JetStreamContext, stream: str) -> int:
+    return int((await js.stream_info(stream)).state.messages)
+
+
+async def drain_runs(js: JetStreamContext, subjects: Subjects, expected: int,
+                     durable: str = "test-runs") -> list[tuple[Msg, RunEnvelope]]:
+    """Take every run out of AMP_RUNS, as a runner would (the stream is a work queue)."""
+    stream = subjects.stream("RUNS")
+    await js.add_consumer(stream, config=ConsumerConfig(
+        durable_name=durable, ack_policy=AckPolicy.EXPLICIT, max_ack_pending=-1))
+    sub = await js.pull_subscribe_bind(durable, stream=stream)
+    runs: list[tuple[Msg, RunEnvelope]] = []
+    decoder = msgspec.json.Decoder(RunEnvelope)
+    while len(runs) < expected:
+        try:
+            batch = await sub.fetch(min(1000, expected - len(runs)), timeout=2)
+        except (TimeoutError, NatsTimeoutError):
+            break
+        for msg in batch:
+            runs.append((msg, decoder.decode(msg.data)))
+            await msg.ack()
+    return runs
