@@ -14,11 +14,13 @@ app = typer.Typer(
 
 def _register() -> None:
     # One line per area; each module exposes `app: typer.Typer` (or `register(app)`).
-    from aurora_cli.commands import dev, events, streams
+    from aurora_cli.commands import apply, dev, events, route, streams
 
     app.add_typer(events.app, name="events")
     streams.register(app)
     dev.register(app)
+    apply.register(app)
+    app.add_typer(route.app, name="route")
 
 
 _register()

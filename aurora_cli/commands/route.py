@@ -1,0 +1,148 @@
+"""`aurora route dry-run` and `aurora route trace`: why an event goes where it goes."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
+
+from aurora_cli.commands.apply import DocumentErrors, read_yaml_documents
+from aurora_cli.output import CliError, cli_errors, connected, note, print_json, run, settings_or_fail, stdout
+from shared.admin import AdminRequestError, admin_request
+from shared.clock import now_iso
+from shared.contracts.binding import Binding
+from shared.contracts.resource import ResourceError, parse_resource
+from shared.settings import Settings
+
+app = typer.Typer(help="Explain routing: dry runs and route traces.", no_args_is_help=True)
+
+DEFAULT_SOURCE = {"app": "aurora.cli", "instance": "default"}
+
+
+def complete_event(doc: Any, source: str) -> dict[str, Any]:
+    """An event for a dry run: a whole envelope, or just its payload; missing header fields are
+    filled (id, time, protocol) so a hand-written file stays short."""
+    if not isinstance(doc, dict):
+        raise CliError(f"{source}: the event must be a JSON object")
+    if "payload" not in doc and "type" in doc:
+        doc = {"payload": doc}
+    header = dict(doc.get("header") or {})
+    header.setdefault("protocol", "amp/1.0")
+    header.setdefault("method", "aurora/event")
+    header.setdefault("message_id", f"dry-run-{uuid.uuid4()}")
+    header.setdefault("timestamp", now_iso())
+    if "source" not in header:
+        note(f"{source}: header.source not given; the dry run uses app {DEFAULT_SOURCE['app']}")
+        header["source"] = DEFAULT_SOURCE
+    return {**doc, "header": header}
+
+
+def load_event(path: Path) -> dict[str, Any]:
+    try:
+        return complete_event(json.loads(path.read_text(encoding="utf-8")), str(path))
+    except OSError as exc:
+        raise CliError(f"{path}: cannot read: {exc.strerror or exc}") from exc
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{path}: not JSON: {exc}") from exc
+
+
+def load_drafts(path: Path) -> list[dict[str, Any]]:
+    """Draft bindings for a dry run, each checked here so errors name the file and document."""
+    problems: list[str] = []
+    drafts: list[dict[str, Any]] = []
+    for index, doc in read_yaml_documents(path):
+        where = f"{path}: document {index}"
+        if not isinstance(doc, dict):
+            problems.append(f"{where}: expected a Binding mapping")
+            continue
+        doc = {"kind": "Binding", **doc}
+        where += f" (Binding {doc.get('id')})"
+        try:
+            parse_resource(Binding, doc)
+        except ResourceError as exc:
+            problems.extend(f"{where}: field {field}: {reason}" for field, reason in exc.problems)
+            continue
+        drafts.append(doc)
+    if problems:
+        raise DocumentErrors(problems)
+    return drafts
+
+
+async def _ask(settings: Settings, verb: str, body: dict[str, Any]) -> Any:
+    async with connected(settings.nats) as nc:
+        try:
+            return await admin_request(nc, settings.subjects, "router", verb, body)
+        except AdminRequestError as exc:
+            raise CliError(str(exc)) from exc
+        except NoRespondersError as exc:
+            raise CliError(f"no router answers router.{verb}: is the router running?") from exc
+        except (NatsTimeoutError, TimeoutError) as exc:
+            raise CliError(f"the router did not answer router.{verb} in time") from exc
+
+
+@app.command("dry-run")
+def dry_run(
+    event: Annotated[Path, typer.Option("--event", help="The event as JSON (an envelope or a payload).")],
+    bindings: Annotated[Path | None, typer.Option(
+        "--bindings", help="Draft bindings (YAML documents) to use instead of the saved ones.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the router's answer as JSON.")] = False,
+) -> None:
+    """Which binding and target an event would get, and why not the others; dispatches nothing."""
+    settings = settings_or_fail()
+    with cli_errors():
+        body: dict[str, Any] = {"event": load_event(event)}
+        if bindings is not None:
+            try:
+                body["bindings"] = load_drafts(bindings)
+            except DocumentErrors as exc:
+                for problem in exc.problems:
+                    print(f"error: {problem}", flush=True, file=sys.stderr)
+                raise typer.Exit(1) from exc
+    reply = run(_ask(settings, "dry_run", body))
+    if as_json:
+        print_json(reply)
+        return
+    target = reply.get("target")
+    stdout.print(f"status:  {reply.get('status')}", markup=False)
+    stdout.print(f"binding: {reply.get('binding_id') or '-'}", markup=False)
+    stdout.print(f"target:  {target['type'] + '/' + target['id'] if target else '-'}", markup=False)
+    if reply.get("reason"):
+        stdout.print(f"reason:  {reply['reason']}", markup=False)
+    for step in reply.get("steps") or []:
+        mark = "✓" if step.get("passed") else "✗"
+        stdout.print(f"  {mark} {step.get('binding_id')}: {step.get('reason')}", markup=False)
+
+
+@app.command("trace")
+def trace(
+    message_id: Annotated[str, typer.Argument(metavar="MESSAGE_ID", help="The event's message id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the trace as JSON.")] = False,
+) -> None:
+    """How the router routed one event: status, binding, target, run and the bindings it tried."""
+    settings = settings_or_fail()
+    found = run(_ask(settings, "trace", {"message_id": message_id}))
+    if as_json:
+        print_json(found)
+        return
+    target = found.get("target")
+    rows = [
+        ("event", f"{found.get('message_id')} ({found.get('event_type') or '?'} from "
+                  f"{found.get('source_app') or '?'}{', synthetic' if found.get('synthetic') else ''})"),
+        ("status", found.get("status")),
+        ("binding", found.get("binding_id") or "-"),
+        ("target", f"{target['type']}/{target['id']}" if target else "-"),
+        ("run", found.get("run_id") or "-"),
+        ("reason", found.get("reason") or "-"),
+        ("at", f"{found.get('at')} by {found.get('router') or '?'}"),
+    ]
+    for name, value in rows:
+        stdout.print(f"{name + ':':<9}{value}", markup=False)
+    for step in found.get("steps") or []:
+        mark = "✓" if step.get("passed") else "✗"
+        stdout.print(f"  {mark} {step.get('binding_id')}: {step.get('reason')}", markup=False)

@@ -1,0 +1,154 @@
+"""`aurora apply / get / route` as an operator runs them: a subprocess against a real router."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from nats.aio.client import Client as NATS
+
+from shared.subjects import Subjects
+from tests.harness.processes import REPO, service_env
+from tests.integration.router.helpers import eventually, publish_events
+from tests.unit.router.factories import event_doc
+
+RESOURCES = """\
+kind: Agent
+id: greeter
+agent_kind: playbook
+events: ["group.*"]
+tools: [im.polaris.qq.send_message]
+---
+kind: Agent
+id: chat
+agent_kind: llm
+events: ["message.*"]
+---
+kind: Binding
+id: welcome-new-members
+event_pattern: group.member_joined
+filters:
+  - {field: source.app, op: eq, value: im.polaris.qq}
+target_type: agent
+target_id: greeter
+priority: 10
+---
+kind: Binding
+id: chat
+event_pattern: message.received
+target_type: agent
+target_id: chat
+"""
+
+
+async def aurora(nats_url: str, *args: str) -> tuple[int, str, str]:
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "aurora_cli.main", *args, cwd=REPO, env=service_env(nats_url),
+        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+    )
+    out, err = await asyncio.wait_for(process.communicate(), 60)
+    assert process.returncode is not None
+    return process.returncode, out.decode(), err.decode()
+
+
+@pytest.fixture
+async def router(spawn: Any) -> Any:
+    process = spawn("services.router", tag="router")
+    await asyncio.to_thread(process.wait_for_log, '"ready"', 30)
+    return process
+
+
+async def test_apply_is_idempotent_and_get_shows_it(router: Any, nats_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "resources.yml"
+    path.write_text(RESOURCES)
+    code, out, err = await aurora(nats_url, "apply", "-f", str(path))
+    assert code == 0, err
+    assert out.split("\n")[:4] == ["agent/greeter created", "agent/chat created",
+                                   "binding/welcome-new-members created", "binding/chat created"]
+    code, out, err = await aurora(nats_url, "apply", "-f", str(path), "--json")
+    assert code == 0, err
+    assert [r["result"] for r in json.loads(out)] == ["unchanged"] * 4
+
+    path.write_text(RESOURCES.replace("priority: 10", "priority: 20"))
+    code, out, _ = await aurora(nats_url, "apply", "-f", str(path))
+    assert "binding/welcome-new-members updated" in out and out.count("unchanged") == 3
+
+    code, out, _ = await aurora(nats_url, "get", "bindings", "--json")
+    assert code == 0 and [b["id"] for b in json.loads(out)["items"]] == ["chat", "welcome-new-members"]
+    code, out, _ = await aurora(nats_url, "get", "binding", "welcome-new-members", "-o", "yaml")
+    [saved] = list(yaml.safe_load_all(out))
+    assert saved["priority"] == 20 and saved["filters"][0]["value"] == "im.polaris.qq"
+    code, out, _ = await aurora(nats_url, "get", "agents")
+    assert code == 0 and "greeter" in out and "playbook" in out
+    code, _, err = await aurora(nats_url, "get", "bindings", "nope")
+    assert code == 1 and "no Binding 'nope'" in err
+
+
+async def test_invalid_binding_is_rejected_naming_file_document_and_field(
+        router: Any, nats_url: str, tmp_path: Path) -> None:
+    path = tmp_path / "bad.yml"
+    path.write_text(RESOURCES + """\
+---
+kind: Binding
+id: shouty
+event_pattern: message.*
+filters:
+  - {field: data.text, op: regex, value: "([A-Z"}
+target_type: agent
+target_id: chat
+""")
+    code, out, err = await aurora(nats_url, "apply", "-f", str(path))
+    assert code == 1 and out == ""
+    assert f"error: {path}: document 5 (Binding shouty): field filters.0:" in err
+    assert "does not compile" in err
+    code, out, _ = await aurora(nats_url, "get", "bindings", "--json")
+    assert json.loads(out) == {"items": []}, "one bad document applies nothing"
+
+    path.write_text("kind: Gadget\nid: x\n---\nkind: Binding\nid: y\nevent_pattern: '*'\ntarget_type: agent\n")
+    code, _, err = await aurora(nats_url, "apply", "-f", str(path))
+    assert code == 1
+    assert f"{path}: document 1: field kind: unknown kind 'Gadget'" in err
+    assert f"{path}: document 2 (Binding y): field (root): target_type agent needs a target_id" in err
+
+
+async def test_route_dry_run_and_trace(router: Any, nats_url: str, nc: NATS, subjects: Subjects,
+                                       tmp_path: Path) -> None:
+    resources = tmp_path / "resources.yml"
+    resources.write_text(RESOURCES)
+    assert (await aurora(nats_url, "apply", "-f", str(resources)))[0] == 0
+    event_file = tmp_path / "event.json"
+    event_file.write_text(json.dumps({"header": {"source": {"app": "im.polaris.qq"}},
+                                      "payload": {"type": "group.member_joined", "conversation": "g1"}}))
+    code, out, err = await aurora(nats_url, "route", "dry-run", "--event", str(event_file), "--json")
+    assert code == 0, err
+    reply = json.loads(out)
+    assert (reply["status"], reply["binding_id"], reply["target"]) == (
+        "dispatched", "welcome-new-members", {"type": "agent", "id": "greeter"})
+    assert {s["binding_id"]: s["passed"] for s in reply["steps"]} == {"welcome-new-members": True, "chat": False}
+
+    drafts = tmp_path / "drafts.yml"
+    drafts.write_text("id: everything\nevent_pattern: '*'\ntarget_type: agent\ntarget_id: chat\n")
+    code, out, _ = await aurora(nats_url, "route", "dry-run", "--event", str(event_file), "--bindings", str(drafts))
+    assert code == 0
+    assert "status:  processor_incompatible" in out and "agent 'chat' declares events" in out
+
+    doc = event_doc("message.received", session_id="s1", synthetic=True)
+    await publish_events(nc.jetstream(), subjects, [doc])
+    message_id = doc["header"]["message_id"]
+
+    async def traced() -> bool:
+        return (await aurora(nats_url, "route", "trace", message_id, "--json"))[0] == 0
+
+    await eventually(traced, what="the trace")
+    code, out, _ = await aurora(nats_url, "route", "trace", message_id, "--json")
+    found = json.loads(out)
+    assert (found["status"], found["binding_id"], found["synthetic"]) == ("dispatched", "chat", True)
+    code, out, _ = await aurora(nats_url, "route", "trace", message_id)
+    assert "status:  dispatched" in out and "synthetic" in out
+    code, _, err = await aurora(nats_url, "route", "trace", "no-such-event")
+    assert code == 1 and "no route trace" in err
