@@ -1,0 +1,48 @@
+"""Process health records in the apps KV bucket (`proc.<app_token>.<instance>`).
+
+They are written on every change and never deleted by the supervisor, so they survive an
+abnormal stop: the last record says what the process was doing and why it last ended.
+"""
+
+from __future__ import annotations
+
+import msgspec
+from nats.errors import Error as NatsError
+from nats.js import JetStreamContext
+from nats.js.errors import Error as JetStreamError
+from nats.js.kv import KeyValue
+
+from shared.contracts.health import ProcessHealth, process_key
+from shared.logs import get_logger
+from shared.streams import apps_bucket, ensure_bucket
+from shared.subjects import Subjects, app_token
+
+log = get_logger("aurora.app_supervisor.health")
+_encoder = msgspec.json.Encoder()
+
+
+class HealthStore:
+    """Writes the supervisor's records; `open()` before use."""
+
+    def __init__(self, js: JetStreamContext, subjects: Subjects) -> None:
+        self._js = js
+        self._subjects = subjects
+        self._kv: KeyValue | None = None
+
+    async def open(self) -> None:
+        if self._kv is None:
+            self._kv = await ensure_bucket(self._js, apps_bucket(self._subjects))
+
+    async def put(self, record: ProcessHealth) -> None:
+        """Write a record; a failure is logged, never raised (health must not stop the relay)."""
+        if self._kv is None:
+            raise RuntimeError("HealthStore used before open()")
+        key = process_key(app_token(record.app), record.instance)
+        try:
+            await self._kv.put(key, _encoder.encode(record))
+        except (NatsError, JetStreamError, TimeoutError) as exc:
+            log.error("health write failed", key=key, status=record.status, error=str(exc))
+
+
+def decode_health(data: bytes) -> ProcessHealth:
+    return msgspec.json.decode(data, type=ProcessHealth)

@@ -1,0 +1,257 @@
+"""One generation of one app: its OS process and the stdio ⇄ NATS relay.
+
+- stdout: each line is published unchanged on `…s2c` (core NATS).
+- `…c2s`: each message is written to stdin followed by `\\n`, in arrival order.
+- stderr: each line goes into the supervisor's JSON logs with the app's name; the last lines
+  are kept for the health record's `last_error`.
+
+The process runs in its own session (process group), so stopping it reaches its children too;
+on Linux it also gets SIGKILL from the kernel if the supervisor dies without clean-up, so an
+app is never left orphaned.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+from collections import deque
+from collections.abc import Callable
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from nats.errors import Error as NatsError
+
+from services.app_supervisor.config_check import LaunchSpec
+from services.app_supervisor.framing import Oversized, read_lines, to_stdin_line
+from shared.logs import get_logger
+from shared.subjects import Subjects
+
+log = get_logger("aurora.app_supervisor.process")
+
+STDERR_TAIL = 10
+# How long the relay may take to hand over what the app wrote before it exited.
+DRAIN_SECONDS = 2.0
+
+
+class ProcessNotStarted(RuntimeError):
+    """The process was used before `start()` succeeded."""
+
+
+def _parent_death_signal() -> Callable[[], None] | None:
+    """A pre-exec hook asking Linux to SIGKILL the child when the supervisor dies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+    pr_set_pdeathsig = 1
+
+    def hook() -> None:
+        prctl(pr_set_pdeathsig, int(signal.SIGKILL))
+        if os.getppid() != parent:  # the supervisor died between fork and prctl
+            os._exit(1)
+
+    return hook
+
+
+class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """Signals the process's exit as soon as it happens. (`Process.wait()` also waits until
+    every pipe is closed, which never happens while a descendant holds them.)"""
+
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=limit, loop=loop)
+        self.exited = asyncio.Event()
+        self._subprocess: asyncio.BaseTransport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        self._subprocess = transport
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        self.exited.set()
+
+    def close_pipes(self) -> None:
+        if self._subprocess is not None:
+            self._subprocess.close()
+
+
+class AppProcess:
+    """Start with `start()`, await `wait()` for the exit code, end with `stop()`."""
+
+    def __init__(self, nc: NATS, subjects: Subjects, spec: LaunchSpec, generation: int) -> None:
+        self._nc = nc
+        self._spec = spec
+        self.generation = generation
+        self._c2s = subjects.mcp(spec.app_id, spec.instance, "c2s")
+        self._s2c = subjects.mcp(spec.app_id, spec.instance, "s2c")
+        self._proc: asyncio.subprocess.Process | None = None
+        self._protocol: _ExitAwareProtocol | None = None
+        self._sub: Subscription | None = None
+        self._pumps: list[asyncio.Task[None]] = []
+        self._exit: asyncio.Task[int] | None = None
+        self._stdin_open = False
+        self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
+        self.dropped_oversized = 0
+
+    @property
+    def pid(self) -> int:
+        if self._proc is None:
+            raise ProcessNotStarted(f"app {self._spec.name}: process not started")
+        return self._proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return None if self._proc is None else self._proc.returncode
+
+    @property
+    def running(self) -> bool:
+        """Started and not yet exited."""
+        return self._proc is not None and self._proc.returncode is None
+
+    async def start(self) -> int:
+        """Spawn the process and attach the relay; when this returns, c2s is subscribed at
+        the server, so a client may send `initialize` right away. Returns the pid."""
+        spec = self._spec
+        limit = self._nc.max_payload + 1 if self._nc.max_payload > 0 else 1024 * 1024 + 1
+        loop = asyncio.get_running_loop()
+        protocol = _ExitAwareProtocol(max(limit, 64 * 1024), loop)
+        transport, _ = await loop.subprocess_exec(
+            lambda: protocol,
+            *spec.argv,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            cwd=spec.cwd,
+            env=dict(spec.env),
+            start_new_session=True,
+            preexec_fn=_parent_death_signal(),
+        )
+        self._protocol = protocol
+        self._proc = asyncio.subprocess.Process(transport, protocol, loop)
+        self._stdin_open = True
+        tag = f"{spec.name}#{self.generation}"
+        self._pumps = [
+            asyncio.create_task(self._stdout_pump(), name=f"stdout {tag}"),
+            asyncio.create_task(self._stderr_pump(), name=f"stderr {tag}"),
+        ]
+        self._exit = asyncio.create_task(self._reap(), name=f"reap {tag}")
+        try:
+            self._sub = await self._nc.subscribe(self._c2s, cb=self._to_stdin)
+        except NatsError as exc:  # e.g. the connection is closed: no relay, no process
+            self._signal_group(signal.SIGKILL)
+            raise OSError(f"cannot relay {self._c2s}: {exc}") from exc
+        with contextlib.suppress(NatsError, asyncio.TimeoutError):
+            await self._nc.flush(timeout=2)
+        return self._proc.pid
+
+    async def wait(self) -> int:
+        """The exit code once the process exited and the relay drained (negative: the signal
+        that killed it)."""
+        if self._exit is None:
+            raise ProcessNotStarted(f"app {self._spec.name}: process not started")
+        return await asyncio.shield(self._exit)
+
+    async def stop(self, grace: float) -> int:
+        """Close stdin, then SIGTERM the process group, then SIGKILL it after `grace` seconds."""
+        if self._proc is None or self._exit is None:
+            raise ProcessNotStarted(f"app {self._spec.name}: process not started")
+        if not self._exit.done():
+            await self._close_stdin()
+            if not await self._exited_within(min(1.0, grace)):
+                self._signal_group(signal.SIGTERM)
+                if not await self._exited_within(grace):
+                    log.warning("app ignored SIGTERM, killing it", app=self._spec.name,
+                                pid=self._proc.pid, grace_seconds=grace)
+                    self._signal_group(signal.SIGKILL)
+        return await self.wait()
+
+    async def _exited_within(self, seconds: float) -> bool:
+        assert self._exit is not None
+        done, _ = await asyncio.wait({self._exit}, timeout=seconds)
+        return bool(done)
+
+    def _signal_group(self, signum: signal.Signals) -> None:
+        if self._proc is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self._proc.pid, signum)
+
+    async def _reap(self) -> int:
+        assert self._proc is not None and self._protocol is not None
+        await self._protocol.exited.wait()
+        code = self._proc.returncode
+        assert code is not None
+        # Whatever the app left behind in its group dies with it: no orphans.
+        self._signal_group(signal.SIGKILL)
+        self._stdin_open = False
+        if self._sub is not None:
+            with contextlib.suppress(NatsError):
+                await self._sub.unsubscribe()
+        _, pending = await asyncio.wait(self._pumps, timeout=DRAIN_SECONDS)
+        for task in pending:  # a descendant that left the group still holds the pipes
+            task.cancel()
+        self._protocol.close_pipes()
+        return code
+
+    async def _close_stdin(self) -> None:
+        if self._proc is None or self._proc.stdin is None or not self._stdin_open:
+            return
+        self._stdin_open = False
+        with contextlib.suppress(OSError, RuntimeError):
+            self._proc.stdin.close()
+            await self._proc.stdin.wait_closed()
+
+    async def _to_stdin(self, msg: Msg) -> None:
+        """Core NATS delivers one subscription's messages in order, one callback at a time,
+        so awaiting the drain here keeps the stdin order identical to the c2s order."""
+        stdin = self._proc.stdin if self._proc is not None else None
+        if stdin is None or not self._stdin_open:
+            log.warning("message for an app whose stdin is closed dropped", app=self._spec.name,
+                        generation=self.generation, size=len(msg.data))
+            return
+        line = to_stdin_line(msg.data)
+        if line is None:
+            log.error("c2s message dropped: not one JSON-RPC message", app=self._spec.name,
+                      size=len(msg.data))
+            return
+        try:
+            stdin.write(line)
+            await stdin.drain()
+        except (OSError, RuntimeError) as exc:  # the app is going away; `exited` follows
+            log.warning("writing to app stdin failed", app=self._spec.name, error=str(exc))
+
+    async def _stdout_pump(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        name = self._spec.name
+        async for item in read_lines(self._proc.stdout):
+            if isinstance(item, Oversized) or len(item) > self._nc.max_payload:
+                size = item.size if isinstance(item, Oversized) else len(item)
+                self.dropped_oversized += 1
+                log.error("app message too large for NATS, dropped", app=name, size=size,
+                          max_payload=self._nc.max_payload, subject=self._s2c)
+                continue
+            try:
+                await self._nc.publish(self._s2c, item)
+            except NatsError as exc:
+                log.error("relaying app message failed", app=name, size=len(item), error=str(exc))
+
+    async def _stderr_pump(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        name = self._spec.name
+        async for item in read_lines(self._proc.stderr):
+            if isinstance(item, Oversized):
+                log.warning("app stderr line too long, dropped", app=name, size=item.size)
+                continue
+            line = item.decode("utf-8", errors="replace").rstrip("\r")
+            self.stderr_tail.append(line)
+            log.info("app stderr", app=name, instance=self._spec.instance,
+                     generation=self.generation, line=line)

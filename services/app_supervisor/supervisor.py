@@ -1,0 +1,125 @@
+"""Orchestrates every app runner: start-up, status, restart on request, ordered shutdown.
+
+Shutdown order (the seed's): no more restarts → per app, wait until the gateway closed its
+session (bounded; no wait if no session was ever announced) → stop that app's process
+(stdin closed, SIGTERM, SIGKILL after the grace period) → `stopped` and the final health.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass
+
+from nats.aio.client import Client as NATS
+
+from services.app_supervisor.backoff import Clock, RestartTracker
+from services.app_supervisor.config_check import LaunchSpec
+from services.app_supervisor.health import HealthStore
+from services.app_supervisor.process import AppProcess
+from services.app_supervisor.reporter import NatsReporter, Reporter
+from services.app_supervisor.runner import AppRunner
+from services.app_supervisor.sessions import SessionWatch
+from shared.appconfig import AppConfig
+from shared.contracts.health import ProcessHealth
+from shared.logs import get_logger
+from shared.streams import ensure_streams, fabric_streams
+from shared.subjects import Subjects
+
+log = get_logger("aurora.app_supervisor")
+
+
+@dataclass(frozen=True)
+class SupervisorOptions:
+    shutdown_wait_seconds: float = 10.0  # how long to wait for the gateway to close a session
+    stop_grace_seconds: float = 5.0  # SIGTERM → SIGKILL
+    restart_timeout_seconds: float = 30.0  # a requested restart must have started by then
+
+
+@dataclass(frozen=True)
+class SupervisedApp:
+    config: AppConfig
+    spec: LaunchSpec
+
+
+class UnknownApp(LookupError):
+    """No supervised app has this id and instance."""
+
+
+class Supervisor:
+    """`start()`, then `status()` / `restart()`, then `shutdown()` once."""
+
+    def __init__(self, nc: NATS, subjects: Subjects, apps: list[SupervisedApp],
+                 options: SupervisorOptions | None = None, *, clock: Clock = time.monotonic,
+                 reporter: Reporter | None = None) -> None:
+        self._nc = nc
+        self._subjects = subjects
+        self._options = options or SupervisorOptions()
+        self._health = HealthStore(nc.jetstream(), subjects)
+        self._reporter = reporter or NatsReporter(nc, subjects, self._health)
+        self._sessions = SessionWatch(nc, subjects, [(a.spec.app_id, a.spec.instance) for a in apps])
+        self._runners = [
+            AppRunner(
+                app.spec, RestartTracker(app.config.restart, clock), self._reporter,
+                self._new_process, grace=self._options.stop_grace_seconds,
+                command=list(app.config.mcp.command or []),
+            )
+            for app in apps
+        ]
+        self._started = False
+        self._stopped = False
+
+    def _new_process(self, spec: LaunchSpec, generation: int) -> AppProcess:
+        return AppProcess(self._nc, self._subjects, spec, generation)
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        await ensure_streams(self._nc.jetstream(), fabric_streams(self._subjects))
+        await self._health.open()
+        # Listen for sessions before any `started`: the gateway answers it with `connected`.
+        await self._sessions.start()
+        for runner in self._runners:
+            await runner.start()
+        log.info("supervising apps", apps=[r.spec.name for r in self._runners])
+
+    def status(self) -> list[ProcessHealth]:
+        return [runner.health() for runner in self._runners]
+
+    def runner(self, app: str, instance: str) -> AppRunner:
+        for runner in self._runners:
+            if instance == runner.spec.instance and app in (runner.spec.app_id, runner.spec.name):
+                return runner
+        raise UnknownApp(f"no supervised stdio app {app!r} with instance {instance!r}")
+
+    async def restart(self, app: str, instance: str, reason: str) -> int:
+        """Restart one app's process now; returns the new generation."""
+        runner = self.runner(app, instance)
+        log.info("restart requested", app=runner.spec.name, instance=instance, reason=reason)
+        return await runner.restart(reason, self._options.restart_timeout_seconds)
+
+    async def shutdown(self) -> None:
+        """Stop every app in the seed's order; idempotent."""
+        if self._stopped or not self._started:
+            return
+        self._stopped = True
+        for runner in self._runners:
+            runner.drain()
+        await asyncio.gather(*(self._stop_after_session(r) for r in self._runners))
+        await self._sessions.stop()
+        log.info("all apps stopped")
+
+    async def _stop_after_session(self, runner: AppRunner) -> None:
+        key = (runner.spec.app_id, runner.spec.instance)
+        book = self._sessions.book
+        if book.must_wait(key):
+            wait = self._options.shutdown_wait_seconds
+            log.info("waiting for the gateway to close the session", app=runner.spec.name,
+                     instance=runner.spec.instance, timeout_seconds=wait)
+            if await book.wait_closed(key, wait):
+                log.info("session closed, stopping app", app=runner.spec.name)
+            else:
+                log.warning("session still open after the bounded wait, stopping app anyway",
+                            app=runner.spec.name, waited_seconds=wait)
+        await runner.stop()
