@@ -1,0 +1,119 @@
+"""Helpers for the bridge's integration tests: polling, reading streams back, publishing fast."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from shared.admin import admin_request
+from shared.contracts.signals import SignalBase, encode_signal, signal_kind
+from shared.subjects import Subjects
+
+
+async def wait_until(
+    check: Callable[[], Awaitable[bool]], *, timeout: float, what: str, interval: float = 0.05
+) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if await check():
+            return
+        await asyncio.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+async def wait_for_health(nc: NATS, subjects: Subjects, *, timeout: float = 20) -> None:
+    """Until a bridge answers its health endpoint, i.e. has made its streams and consumer."""
+
+    async def answers() -> bool:
+        try:
+            await admin_request(nc, subjects, "event_bridge", "health", timeout=0.5)
+        except Exception:  # no responders yet, or a timeout
+            return False
+        return True
+
+    await wait_until(answers, timeout=timeout, what="the bridge's health endpoint")
+
+
+async def stream_count(js: JetStreamContext, stream: str) -> int:
+    return int((await js.stream_info(stream)).state.messages)
+
+
+async def wait_for_count(js: JetStreamContext, stream: str, count: int, *, timeout: float) -> None:
+    """Wait until `stream` holds exactly `count` messages; holding more while it fills (or
+    fewer while it drains) past the target fails at once."""
+    last = await stream_count(js, stream)
+    filling = last <= count
+
+    async def reached() -> bool:
+        nonlocal last
+        last = await stream_count(js, stream)
+        overshot = last > count if filling else last < count
+        assert not overshot, f"{stream} went past {count} messages: it holds {last}"
+        return last == count
+
+    try:
+        await wait_until(reached, timeout=timeout, what=f"{count} messages in {stream}")
+    except AssertionError as exc:
+        raise AssertionError(f"{exc} (it holds {last})") from None
+
+
+@dataclass(frozen=True)
+class Stored:
+    subject: str
+    data: bytes
+    headers: dict[str, str]
+    sequence: int
+
+
+async def read_stream(nc: NATS, stream: str, *, batch: int = 2000) -> list[Stored]:
+    """Every message the stream holds now, in order, through one ephemeral pull consumer."""
+    js = nc.jetstream()
+    expected = await stream_count(js, stream)
+    sub = await js.pull_subscribe(
+        "", stream=stream,
+        config=ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.ALL,
+                              inactive_threshold=30.0, max_waiting=1),
+    )
+    out: list[Stored] = []
+    try:
+        while len(out) < expected:
+            for msg in await sub.fetch(min(batch, expected - len(out)), timeout=5):
+                out.append(Stored(msg.subject, msg.data, dict(msg.headers or {}),
+                                  msg.metadata.sequence.stream))
+    finally:
+        await sub.unsubscribe()
+    return out
+
+
+async def publish_all(
+    js: JetStreamContext, subjects: Subjects, signals: Sequence[SignalBase], *,
+    window: int = 500, pause: float = 0.0,
+) -> None:
+    """Publish signals as the platform does (Nats-Msg-Id = signal_id), pipelined in windows."""
+    for start in range(0, len(signals), window):
+        futures = [
+            await js.publish_async(subjects.signal(s.app, signal_kind(s)), encode_signal(s),
+                                   headers={"Nats-Msg-Id": s.signal_id})
+            for s in signals[start:start + window]
+        ]
+        acks = await asyncio.gather(*futures)
+        assert not any(ack.duplicate for ack in acks)
+        if pause:
+            await asyncio.sleep(pause)
+
+
+async def publish_raw(
+    js: JetStreamContext, items: Sequence[tuple[str, bytes]], *, window: int = 500
+) -> list[int]:
+    """Publish (subject, bytes) pairs without a de-duplication id; returns stream sequences."""
+    sequences: list[int] = []
+    for start in range(0, len(items), window):
+        futures = [await js.publish_async(subject, data) for subject, data in items[start:start + window]]
+        sequences.extend(ack.seq for ack in await asyncio.gather(*futures))
+    return sequences
