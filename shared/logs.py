@@ -54,6 +54,9 @@ def configure_logging(service: str, level: str = "INFO") -> None:
     root.setLevel(level)
     # nats-py logs every reconnect attempt at error level; the service logs its own summary.
     _logging.getLogger("nats").setLevel("WARNING")
+    # HTTP client libraries log every request at info level; keep only their warnings.
+    for noisy in ("httpx", "httpx2", "httpcore", "mcp"):
+        _logging.getLogger(noisy).setLevel("WARNING")
 
 
 def get_logger(name: str) -> Log:

@@ -1,0 +1,63 @@
+"""Classifying what happened to a tool call into the statuses of the wire contract."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_types import CallToolResult
+
+from shared.contracts.toolcall import SideEffect, ToolCallResult, ToolError
+
+
+def from_mcp_result(result: CallToolResult, duration_ms: float, side_effect: SideEffect) -> ToolCallResult:
+    """An MCP result: `isError` is a tool error (the call reached the tool and it failed)."""
+    content = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content]
+    structured = result.structured_content if isinstance(result.structured_content, dict) else None
+    if result.is_error:
+        return ToolCallResult(
+            status="tool_error",
+            content=content,
+            structured=structured,
+            duration_ms=duration_ms,
+            error=ToolError(code="tool_error", message=_text_of(content) or "the tool reported an error"),
+            side_effect=side_effect,
+        )
+    return ToolCallResult(
+        status="ok", content=content, structured=structured, duration_ms=duration_ms, side_effect=side_effect
+    )
+
+
+def timed_out(duration_ms: float, side_effect: SideEffect, timeout: float) -> ToolCallResult:
+    """A read that timed out can simply be retried; a write may have happened: its outcome is
+    unknown and must be checked, never blindly repeated."""
+    if side_effect == "read":
+        return ToolCallResult(
+            status="timeout",
+            duration_ms=duration_ms,
+            side_effect=side_effect,
+            error=ToolError(code="timeout", message=f"no answer within {timeout:g}s"),
+        )
+    return ToolCallResult(
+        status="outcome_unknown",
+        duration_ms=duration_ms,
+        side_effect=side_effect,
+        error=ToolError(
+            code="timeout",
+            message=f"no answer within {timeout:g}s; the {side_effect} may or may not have taken effect",
+        ),
+    )
+
+
+def failed(
+    status: str, code: str, message: str, duration_ms: float = 0.0, side_effect: SideEffect | None = None
+) -> ToolCallResult:
+    return ToolCallResult(
+        status=status,  # type: ignore[arg-type]
+        duration_ms=duration_ms,
+        error=ToolError(code=code, message=message),
+        side_effect=side_effect,
+    )
+
+
+def _text_of(content: list[dict[str, Any]]) -> str:
+    return " ".join(str(block.get("text", "")) for block in content if block.get("type") == "text").strip()[:500]

@@ -1,0 +1,254 @@
+"""The gateway: sessions for every app, the catalog they feed, and what it tells the others."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+import mcp_types as types
+import msgspec
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.aio.subscription import Subscription
+from nats.js.kv import KeyValue
+
+from services.mcp_gateway.catalog import CatalogTool, ToolCatalog, check_no_conflicts, prefixed_name, side_effect_of
+from services.mcp_gateway.observe import lifecycle_signal, notification_signal
+from services.mcp_gateway.outbox import SignalOutbox
+from services.mcp_gateway.session import AppSession, TransportFactory
+from services.mcp_gateway.toolcalls import CallRecord
+from services.mcp_gateway.transports.http import http_transport
+from services.mcp_gateway.transports.nats_stdio import nats_stdio_transport
+from shared.appconfig import AppConfig, AppsConfig
+from shared.clock import now_iso
+from shared.contracts import mcp_relay
+from shared.contracts.health import SessionHealth, SessionStatus, session_key
+from shared.contracts.signals import ResourceReadSignal, ToolResultSignal
+from shared.logs import get_logger
+from shared.signal_publisher import new_signal_id
+from shared.subjects import Subjects, app_token
+
+log = get_logger("aurora.mcp_gateway")
+
+_LIFECYCLE: dict[SessionStatus, str] = {
+    "connected": "connected",
+    "disconnected": "disconnected",
+    "unavailable": "init_failed",
+}
+
+
+class Gateway:
+    """Implements the sessions' listener: health, signals, catalog updates."""
+
+    def __init__(self, nc: NATS, subjects: Subjects, apps: AppsConfig, health: KeyValue, outbox: SignalOutbox) -> None:
+        self._nc = nc
+        self._subjects = subjects
+        self._apps = apps
+        self._health = health
+        self._outbox = outbox
+        self.catalog = ToolCatalog()
+        self.sessions: dict[tuple[str, str], AppSession] = {}
+        self._tools: dict[tuple[str, str], list[CatalogTool]] = {}
+        self._tasks: list[asyncio.Task[None]] = []
+        self._subs: list[Subscription] = []
+        self._stop = asyncio.Event()
+        self._started = False
+        self.catalog_errors: dict[tuple[str, str], list[str]] = {}
+
+    # -- lifecycle -------------------------------------------------------------------------
+    async def start(self) -> None:
+        """Open every session and wait for each one's first attempt (bounded by its
+        `health_timeout_seconds`); then the start-up catalog must have no conflicts."""
+        for app in self._apps.enabled():
+            session = AppSession(app, self._transport_for(app), self)
+            self.sessions[session.key] = session
+            if app.is_stdio:
+                self._subs.append(
+                    await self._nc.subscribe(
+                        self._subjects.mcp(app.app_id, app.instance, "proc"), cb=self._on_process_event
+                    )
+                )
+        for session in self.sessions.values():
+            self._tasks.append(asyncio.create_task(session.run(self._stop), name=f"session-{session.app.name}"))
+        await asyncio.gather(*(s.first_attempt_done.wait() for s in self.sessions.values()))
+        check_no_conflicts({self.sessions[k].app.name: tools for k, tools in self._tools.items()})
+        self._started = True
+
+    async def stop(self) -> None:
+        """Close every session (each announces `closed` to the supervisor)."""
+        self._stop.set()
+        for sub in self._subs:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+        if self._tasks:
+            await asyncio.wait(self._tasks, timeout=15)
+        for task in self._tasks:
+            task.cancel()
+
+    def _transport_for(self, app: AppConfig) -> TransportFactory:
+        if app.mcp.transport == "streamable_http":
+            assert app.mcp.url is not None
+            url, headers = app.mcp.url, dict(app.mcp.headers)
+            return lambda: http_transport(url, headers)
+        return lambda: nats_stdio_transport(self._nc, self._subjects, app.app_id, app.instance)
+
+    async def _on_process_event(self, msg: Msg) -> None:
+        try:
+            event = mcp_relay.decode_process_event(msg.data)
+        except msgspec.MsgspecError:
+            log.warning("malformed process event", subject=msg.subject)
+            return
+        session = self.sessions.get((event.app, event.instance))
+        if session is None:
+            return
+        if event.state == "started":
+            session.process_started(event.generation)
+        elif event.state in ("exited", "gave_up", "stopped"):
+            reason = event.reason or f"the app process {event.state}" + (
+                f" with code {event.exit_code}" if event.exit_code is not None else ""
+            )
+            session.process_exited(reason)
+
+    # -- SessionListener -------------------------------------------------------------------
+    async def session_state(self, session: AppSession, status: SessionStatus, reason: str | None) -> None:
+        app = session.app
+        if status in ("unavailable", "disconnected", "closed"):
+            self.catalog.remove_app(session.key)
+        await self._write_health(session)
+        if status in _LIFECYCLE:
+            self._outbox.put(
+                lifecycle_signal(
+                    app.app_id,
+                    app.instance,
+                    _LIFECYCLE[status],
+                    reason,  # type: ignore[arg-type]
+                    {"transport": app.mcp.transport},
+                )
+            )
+        if status in ("connected", "closed", "unavailable"):
+            event = mcp_relay.SessionEvent(
+                app=app.app_id, instance=app.instance, state=status, reason=reason, at=now_iso()
+            )
+            await self._nc.publish(self._subjects.mcp(app.app_id, app.instance, "sess"), mcp_relay.encode(event))
+            if status == "closed":
+                await self._nc.flush()
+
+    async def tools_listed(self, session: AppSession, tools: list[types.Tool]) -> None:
+        app = session.app
+        entries = [_catalog_tool(app, tool) for tool in tools]
+        self._tools[session.key] = entries
+        refused = self.catalog.replace_app(session.key, entries)
+        self.catalog_errors[session.key] = refused
+        for reason in refused:
+            log.error("tool refused", app=app.name, reason=reason)
+        if session.status == "connected":
+            await self._write_health(session)
+
+    async def notification(self, session: AppSession, method: str, params: dict[str, Any] | None) -> None:
+        signal = notification_signal(session.app.app_id, session.app.instance, method, params)
+        if signal is not None:
+            self._outbox.put(signal)
+
+    async def initialize_refused(self, session: AppSession, reason: str) -> None:
+        """A stdio server that refuses a second `initialize` gets a fresh process."""
+        app = session.app
+        if not app.is_stdio:
+            return
+        request = mcp_relay.RestartRequest(app=app.app_id, instance=app.instance, reason=reason)
+        try:
+            await self._nc.request(self._subjects.admin("supervisor", "restart"), mcp_relay.encode(request), timeout=5)
+            log.info("asked the supervisor to restart the app", app=app.name, reason=reason)
+        except Exception as exc:
+            log.warning("could not ask for a restart", app=app.name, error=str(exc))
+
+    async def record_call(self, record: CallRecord) -> None:
+        """Every executed call becomes a `tool.*` event (refusals never reached a tool)."""
+        result, tool = record.result, record.tool
+        if tool is None or result.status in ("denied", "needs_approval", "suppressed"):
+            return
+        outcome = (
+            "succeeded"
+            if result.status == "ok"
+            else ("timeout" if result.error is not None and result.error.code == "timeout" else "failed")
+        )
+        ctx = record.request.context
+        self._outbox.put(
+            ToolResultSignal(
+                signal_id=new_signal_id(),
+                app=tool.app_id,
+                instance=tool.instance,
+                observed_at=now_iso(),
+                tool=tool.name,
+                outcome=outcome,
+                status=result.status,
+                duration_ms=result.duration_ms,  # type: ignore[arg-type]
+                call_id=record.call_id,
+                run_id=ctx.run_id,
+                task_id=ctx.task_id,
+                agent=ctx.agent,
+                session_id=ctx.session_id,
+                synthetic=ctx.synthetic,
+                error={"code": result.error.code, "message": result.error.message} if result.error else None,
+            )
+        )
+
+    async def record_resource_read(self, session: AppSession, uri: str, contents: list[dict[str, Any]]) -> None:
+        """Resource reads become `resource.read` events only when the app's config asks."""
+        app = session.app
+        if not app.mcp.publish_resource_reads:
+            return
+        first = contents[0] if contents else {}
+        text = first.get("text") if isinstance(first.get("text"), str) else None
+        self._outbox.put(
+            ResourceReadSignal(
+                signal_id=new_signal_id(),
+                app=app.app_id,
+                instance=app.instance,
+                observed_at=now_iso(),
+                uri=uri,
+                mime_type=first.get("mimeType"),
+                size=len(text) if text is not None else None,
+                text=text[:4096] if text is not None else None,
+            )
+        )
+
+    # -- views -----------------------------------------------------------------------------
+    def health(self, session: AppSession) -> SessionHealth:
+        app = session.app
+        errors = self.catalog_errors.get(session.key) or []
+        return SessionHealth(
+            app=app.app_id,
+            instance=app.instance,
+            name=app.name,
+            transport=app.mcp.transport,
+            status=session.status,
+            tools=self.catalog.count(session.key),
+            server_name=session.server_info.name if session.server_info else None,
+            server_version=session.server_info.version if session.server_info else None,
+            last_error="; ".join(errors) if errors and session.status == "connected" else session.last_error,
+            updated_at=now_iso(),
+        )
+
+    async def _write_health(self, session: AppSession) -> None:
+        key = session_key(app_token(session.app.app_id), session.app.instance)
+        try:
+            await self._health.put(key, msgspec.json.encode(self.health(session)))
+        except Exception as exc:
+            log.warning("health write failed", app=session.app.name, error=str(exc))
+
+
+def _catalog_tool(app: AppConfig, tool: types.Tool) -> CatalogTool:
+    annotations = tool.annotations.model_dump(by_alias=True, exclude_none=True) if tool.annotations else {}
+    return CatalogTool(
+        name=prefixed_name(app.app_id, tool.name),
+        app_id=app.app_id,
+        instance=app.instance,
+        app_name=app.name,
+        tool=tool.name,
+        description=tool.description or "",
+        input_schema=tool.input_schema,
+        output_schema=tool.output_schema,
+        annotations=annotations,
+        side_effect=side_effect_of(annotations),
+    )

@@ -1,0 +1,291 @@
+"""One MCP client session per app instance, kept alive across app restarts and outages.
+
+The session task owns the transport and the SDK `ClientSession` (their async contexts must be
+entered and left in one task); tool calls come from other tasks and race the connection's
+`lost` event, so a call in flight when its app dies returns at once instead of at its timeout.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypeVar
+
+import mcp_types as types
+from mcp import ClientSession
+from mcp.client._transport import TransportStreams
+from mcp.shared.exceptions import MCPError
+
+from services.mcp_gateway.transports.tap import tapped
+from shared.appconfig import AppConfig
+from shared.contracts.health import SessionStatus
+from shared.errors import AuroraError
+from shared.logs import get_logger
+
+log = get_logger("aurora.mcp_gateway.session")
+
+CLIENT_INFO = types.Implementation(name="aurora-mcp-gateway", version="0.1.0")
+T = TypeVar("T")
+TransportFactory = Callable[[], AbstractAsyncContextManager[TransportStreams]]
+
+
+class SessionUnavailable(AuroraError):
+    """The app has no live session (not connected, restarting, or it died during the call)."""
+
+
+class CallTimedOut(AuroraError):
+    """The app did not answer within the call's timeout."""
+
+
+class InitializeFailed(AuroraError):
+    def __init__(self, reason: str, *, refused: bool = False) -> None:
+        super().__init__(reason)
+        self.refused = refused
+
+
+class SessionListener(Protocol):
+    async def session_state(self, session: AppSession, status: SessionStatus, reason: str | None) -> None: ...
+
+    async def tools_listed(self, session: AppSession, tools: list[types.Tool]) -> None: ...
+
+    async def notification(self, session: AppSession, method: str, params: dict[str, Any] | None) -> None: ...
+
+    async def initialize_refused(self, session: AppSession, reason: str) -> None: ...
+
+
+@dataclass
+class _Attempt:
+    """One connection attempt; `lost` ends it (process exited or restarted, transport closed)."""
+
+    lost: asyncio.Event = field(default_factory=asyncio.Event)
+    reason: str | None = None
+    session: ClientSession | None = None
+
+    def lose(self, reason: str) -> None:
+        if not self.lost.is_set():
+            self.reason = reason
+            self.lost.set()
+
+
+class AppSession:
+    def __init__(
+        self,
+        app: AppConfig,
+        transport: TransportFactory,
+        listener: SessionListener,
+        *,
+        retry_initial: float = 1.0,
+        retry_max: float = 30.0,
+    ) -> None:
+        self.app = app
+        self._transport = transport
+        self._listener = listener
+        self._retry_initial = retry_initial
+        self._retry_max = retry_max
+        self.status: SessionStatus = "connecting"
+        self.last_error: str | None = None
+        self.server_info: types.Implementation | None = None
+        self.first_attempt_done = asyncio.Event()
+        self._wake = asyncio.Event()
+        self._attempt: _Attempt | None = None
+        self._generation = 0
+        self._refresh: asyncio.Task[None] | None = None
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.app.app_id, self.app.instance)
+
+    @property
+    def connected(self) -> bool:
+        return self.status == "connected" and self._attempt is not None and self._attempt.session is not None
+
+    # -- signals from the supervisor -------------------------------------------------------
+    def process_exited(self, reason: str) -> None:
+        if self._attempt is not None:
+            self._attempt.lose(reason)
+
+    def process_started(self, generation: int) -> None:
+        if generation <= self._generation:
+            return
+        self._generation = generation
+        if self._attempt is not None:
+            self._attempt.lose("the app process was restarted")
+        self._wake.set()
+
+    # -- the session task ------------------------------------------------------------------
+    async def run(self, stop: asyncio.Event) -> None:
+        delay = self._retry_initial
+        while not stop.is_set():
+            self._wake.clear()
+            attempt = _Attempt()
+            self._attempt = attempt
+            served = False
+            try:
+                served = await self._connect_and_serve(attempt, stop)
+            except InitializeFailed as exc:
+                await self._set_status("unavailable", str(exc))
+                if exc.refused:
+                    await self._listener.initialize_refused(self, str(exc))
+            except Exception as exc:  # a transport failure must not end the session task
+                await self._set_status("unavailable", f"{type(exc).__name__}: {exc}")
+            finally:
+                self._attempt = None
+                self.first_attempt_done.set()
+            if stop.is_set():
+                break
+            if served:
+                delay = self._retry_initial
+                await self._set_status("disconnected", attempt.reason or "connection lost")
+            await _wait_any(stop.wait(), self._wake.wait(), timeout=delay)
+            delay = self._retry_initial if self._wake.is_set() else min(delay * 2, self._retry_max)
+        await self._set_status("closed", "gateway stopped")
+
+    async def _connect_and_serve(self, attempt: _Attempt, stop: asyncio.Event) -> bool:
+        async def on_notification(method: str, params: dict[str, Any] | None) -> None:
+            if method == "notifications/tools/list_changed":
+                self._schedule_refresh()
+            await self._listener.notification(self, method, params)
+
+        timeout = self.app.mcp.health_timeout_seconds
+        async with (
+            tapped(self._transport(), on_notification, on_closed=lambda: attempt.lose("connection closed")) as (
+                read,
+                write,
+            ),
+            ClientSession(read, write, client_info=CLIENT_INFO) as session,
+        ):
+            try:
+                init, tools = await _race(self._handshake(session), attempt.lost, timeout)
+            except TimeoutError as exc:
+                raise InitializeFailed(f"initialize did not finish within {timeout:g}s") from exc
+            except _Lost as exc:
+                raise InitializeFailed(f"initialize interrupted: {attempt.reason}") from exc
+            except MCPError as exc:
+                raise InitializeFailed(f"initialize refused: {exc.message} (code {exc.code})", refused=True) from exc
+            self.server_info = init.server_info
+            attempt.session = session
+            await self._listener.tools_listed(self, tools)
+            await self._set_status("connected", None)
+            self.first_attempt_done.set()
+            await _wait_any(stop.wait(), attempt.lost.wait())
+            attempt.session = None
+            if self._refresh is not None:
+                self._refresh.cancel()
+        return True
+
+    async def _handshake(self, session: ClientSession) -> tuple[types.InitializeResult, list[types.Tool]]:
+        init = await session.initialize()
+        return init, await list_all_tools(session)
+
+    def _schedule_refresh(self) -> None:
+        # Never await a request from the transport's read path: the answer arrives on that path.
+        if self._refresh is None or self._refresh.done():
+            self._refresh = asyncio.create_task(self._refresh_tools(), name=f"refresh-tools-{self.app.name}")
+
+    async def _refresh_tools(self) -> None:
+        attempt = self._attempt
+        if attempt is None or attempt.session is None:
+            return
+        try:
+            tools = await list_all_tools(attempt.session)
+        except Exception as exc:
+            log.warning("tool refresh failed", app=self.app.name, error=str(exc))
+            return
+        await self._listener.tools_listed(self, tools)
+
+    async def _set_status(self, status: SessionStatus, reason: str | None) -> None:
+        changed = status != self.status or reason != self.last_error
+        self.status = status
+        if reason is not None:
+            self.last_error = reason
+        if changed:
+            log.info("session state", app=self.app.name, status=status, reason=reason)
+            await self._listener.session_state(self, status, reason)
+
+    # -- calls from other tasks ------------------------------------------------------------
+    async def call_tool(self, tool: str, arguments: dict[str, Any], timeout: float) -> types.CallToolResult:
+        attempt = self._attempt
+        if attempt is None or attempt.session is None:
+            raise SessionUnavailable(
+                f"app {self.app.name!r} is {self.status}" + (f": {self.last_error}" if self.last_error else "")
+            )
+        try:
+            result = await _race(
+                attempt.session.call_tool(tool, arguments, read_timeout_seconds=timeout), attempt.lost, timeout + 1.0
+            )
+        except _Lost as exc:
+            raise SessionUnavailable(f"app {self.app.name!r} went away during the call: {attempt.reason}") from exc
+        except TimeoutError as exc:
+            raise CallTimedOut(f"no answer within {timeout:g}s") from exc
+        except MCPError as exc:
+            if exc.code == types.REQUEST_TIMEOUT:
+                raise CallTimedOut(f"no answer within {timeout:g}s") from exc
+            if exc.code == types.CONNECTION_CLOSED or attempt.lost.is_set():
+                raise SessionUnavailable(f"app {self.app.name!r} closed the connection: {exc.message}") from exc
+            raise
+        assert isinstance(result, types.CallToolResult)
+        return result
+
+    async def read_resource(self, uri: str, timeout: float) -> types.ReadResourceResult:
+        attempt = self._attempt
+        if attempt is None or attempt.session is None:
+            raise SessionUnavailable(f"app {self.app.name!r} is {self.status}")
+        try:
+            result = await _race(attempt.session.read_resource(uri), attempt.lost, timeout)
+        except _Lost as exc:
+            raise SessionUnavailable(f"app {self.app.name!r} went away: {attempt.reason}") from exc
+        except TimeoutError as exc:
+            raise CallTimedOut(f"no answer within {timeout:g}s") from exc
+        assert isinstance(result, types.ReadResourceResult)
+        return result
+
+
+async def list_all_tools(session: ClientSession) -> list[types.Tool]:
+    tools: list[types.Tool] = []
+    cursor: str | None = None
+    while True:
+        page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
+        tools.extend(page.tools)
+        cursor = page.next_cursor
+        if not cursor:
+            return tools
+
+
+class _Lost(Exception):
+    pass
+
+
+async def _race(work: Awaitable[T], lost: asyncio.Event, timeout: float) -> T:
+    """`work`'s result, unless `lost` is set first (`_Lost`) or `timeout` passes (TimeoutError)."""
+    task = asyncio.ensure_future(work)
+    waiter = asyncio.ensure_future(lost.wait())
+    try:
+        done, _ = await asyncio.wait({task, waiter}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    finally:
+        waiter.cancel()
+    if task in done:
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(BaseException):
+        await task
+    if lost.is_set():
+        raise _Lost
+    raise TimeoutError
+
+
+async def _wait_any(*waits: Awaitable[Any], timeout: float | None = None) -> None:
+    tasks = [asyncio.ensure_future(w) for w in waits]
+    try:
+        await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task

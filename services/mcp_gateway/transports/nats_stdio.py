@@ -1,0 +1,68 @@
+"""MCP over NATS: the client side of a stdio app that the supervisor relays.
+
+The transport has the shape of the SDK's `stdio_client` (an async context manager yielding a
+read stream of `SessionMessage | Exception` and a write stream of `SessionMessage`), but its
+bytes travel on `<p>.mcp.<app>.<instance>.{c2s,s2c}`, one JSON-RPC message per NATS message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
+
+import anyio
+from mcp.client._transport import TransportStreams
+from mcp.shared.message import SessionMessage
+from mcp_types import jsonrpc_message_adapter
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+from shared.logs import get_logger
+from shared.subjects import Subjects
+
+log = get_logger("aurora.mcp_gateway.nats_stdio")
+
+
+def parse_message(data: bytes) -> SessionMessage | Exception:
+    """One relayed stdout line → a SessionMessage, or the parse error as a value."""
+    try:
+        return SessionMessage(jsonrpc_message_adapter.validate_json(data, by_name=False))
+    except ValueError as exc:
+        return exc
+
+
+def serialize_message(message: SessionMessage) -> bytes:
+    return message.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
+
+
+@asynccontextmanager
+async def nats_stdio_transport(
+    nc: NATS, subjects: Subjects, app_id: str, instance: str
+) -> AsyncIterator[TransportStreams]:
+    """Open the relay for one app instance; closing it unsubscribes and ends both streams."""
+    read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](256)
+    write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](256)
+    c2s = subjects.mcp(app_id, instance, "c2s")
+
+    async def on_message(msg: Msg) -> None:
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            await read_writer.send(parse_message(msg.data))
+
+    sub = await nc.subscribe(subjects.mcp(app_id, instance, "s2c"), cb=on_message)
+
+    async def pump_writes() -> None:
+        async with write_reader:
+            async for message in write_reader:
+                await nc.publish(c2s, serialize_message(message))
+            # Flush so a request written just before close is not lost in the buffer.
+            await nc.flush()
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pump_writes, name=f"mcp-c2s-{app_id}")
+        try:
+            yield read_stream, write_stream
+        finally:
+            await sub.unsubscribe()
+            await read_writer.aclose()
+            await write_stream.aclose()
+            tg.cancel_scope.cancel()

@@ -1,0 +1,56 @@
+"""A transport wrapper that shows every message the server sends to an observer first.
+
+The SDK drops notification methods it does not know; observing at the transport means
+vendor notifications and `aurora/event` are seen whatever the SDK does with them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any
+
+import anyio
+from mcp.client._transport import TransportStreams
+from mcp.shared.message import SessionMessage
+from mcp_types import JSONRPCNotification
+
+from shared.logs import get_logger
+
+log = get_logger("aurora.mcp_gateway.tap")
+
+NotificationObserver = Callable[[str, dict[str, Any] | None], Awaitable[None]]
+
+
+@asynccontextmanager
+async def tapped(
+    inner: AbstractAsyncContextManager[TransportStreams],
+    on_notification: NotificationObserver,
+    on_closed: Callable[[], None] | None = None,
+) -> AsyncIterator[TransportStreams]:
+    """Relay `inner`'s read stream through the observer; `on_closed` runs when it ends."""
+    async with inner as (inner_read, inner_write):
+        writer, reader = anyio.create_memory_object_stream[SessionMessage | Exception](256)
+
+        async def relay() -> None:
+            async with writer:
+                async for item in inner_read:
+                    if isinstance(item, SessionMessage) and isinstance(item.message, JSONRPCNotification):
+                        try:
+                            await on_notification(item.message.method, item.message.params)
+                        except Exception:
+                            log.exception("notification observer failed", method=item.message.method)
+                    try:
+                        await writer.send(item)
+                    except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        return
+            if on_closed is not None:
+                on_closed()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(relay, name="mcp-tap")
+            try:
+                yield reader, inner_write
+            finally:
+                tg.cancel_scope.cancel()
+                await reader.aclose()

@@ -1,0 +1,92 @@
+"""Tool calls on `amp.tool.call`: request and reply payloads inside AMP envelopes.
+
+Every request gets an envelope reply (method `tools/result`); errors never travel only as
+NATS headers. A transport success is not a tool success: `status` says what happened.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+import msgspec
+
+from shared.contracts.envelope import Envelope
+
+METHOD_CALL = "tools/call"
+METHOD_RESULT = "tools/result"
+
+ToolStatus = Literal[
+    "ok",
+    "tool_error",
+    "business_error",
+    "timeout",
+    "outcome_unknown",
+    "unavailable",
+    "denied",
+    "needs_approval",
+    "suppressed",
+]
+SideEffect = Literal["read", "write", "dangerous"]
+
+
+class ToolActor(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    kind: str
+
+
+class ToolCallContext(msgspec.Struct, frozen=True, kw_only=True):
+    """Who calls and why; `agent: None` is an operator call."""
+
+    agent: str | None = None
+    run_id: str | None = None
+    task_id: str | None = None
+    step_id: str | None = None
+    session_id: str | None = None
+    actor: ToolActor | None = None
+    approval_id: str | None = None
+    idempotency_key: str | None = None
+    synthetic: bool = False
+    delivery: dict[str, Any] | None = None
+
+
+class ToolCallRequest(msgspec.Struct, frozen=True, kw_only=True):
+    tool: str
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    context: ToolCallContext = msgspec.field(default_factory=ToolCallContext)
+    timeout_seconds: float | None = None
+
+
+class ToolError(msgspec.Struct, frozen=True, kw_only=True):
+    code: str
+    message: str
+
+
+class ToolCallResult(msgspec.Struct, frozen=True, kw_only=True):
+    status: ToolStatus
+    content: list[dict[str, Any]] = msgspec.field(default_factory=list)
+    structured: dict[str, Any] | None = None
+    error: ToolError | None = None
+    duration_ms: float = 0.0
+    approval_id: str | None = None
+    side_effect: SideEffect | None = None
+
+
+ToolCallEnvelope = Envelope[ToolCallRequest]
+ToolResultEnvelope = Envelope[ToolCallResult]
+
+_encoder = msgspec.json.Encoder()
+_request_decoder = msgspec.json.Decoder(ToolCallEnvelope)
+_result_decoder = msgspec.json.Decoder(ToolResultEnvelope)
+
+
+def encode(value: msgspec.Struct) -> bytes:
+    return _encoder.encode(value)
+
+
+def decode_request(data: bytes) -> ToolCallEnvelope:
+    """Raises msgspec.ValidationError / DecodeError naming the bad field."""
+    return _request_decoder.decode(data)
+
+
+def decode_result(data: bytes) -> ToolResultEnvelope:
+    return _result_decoder.decode(data)
