@@ -24,14 +24,14 @@ from shared.appconfig import AppConfig, AppsConfig
 from shared.clock import now_iso
 from shared.contracts import mcp_relay
 from shared.contracts.health import SessionHealth, SessionStatus, session_key
-from shared.contracts.signals import ResourceReadSignal, ToolResultSignal
+from shared.contracts.signals import LifecycleState, ResourceReadSignal, ToolOutcome, ToolResultSignal
 from shared.logs import get_logger
 from shared.signal_publisher import new_signal_id
 from shared.subjects import Subjects, app_token
 
 log = get_logger("aurora.mcp_gateway")
 
-_LIFECYCLE: dict[SessionStatus, str] = {
+_LIFECYCLE: dict[SessionStatus, LifecycleState] = {
     "connected": "connected",
     "disconnected": "disconnected",
     "unavailable": "init_failed",
@@ -122,7 +122,7 @@ class Gateway:
                     app.app_id,
                     app.instance,
                     _LIFECYCLE[status],
-                    reason,  # type: ignore[arg-type]
+                    reason,
                     {"transport": app.mcp.transport},
                 )
             )
@@ -167,7 +167,7 @@ class Gateway:
         result, tool = record.result, record.tool
         if tool is None or result.status in ("denied", "needs_approval", "suppressed"):
             return
-        outcome = (
+        outcome: ToolOutcome = (
             "succeeded"
             if result.status == "ok"
             else ("timeout" if result.error is not None and result.error.code == "timeout" else "failed")
@@ -182,7 +182,7 @@ class Gateway:
                 tool=tool.name,
                 outcome=outcome,
                 status=result.status,
-                duration_ms=result.duration_ms,  # type: ignore[arg-type]
+                duration_ms=result.duration_ms,
                 call_id=record.call_id,
                 run_id=ctx.run_id,
                 task_id=ctx.task_id,
