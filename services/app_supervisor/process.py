@@ -34,7 +34,7 @@ log = get_logger("aurora.app_supervisor.process")
 
 STDERR_TAIL = 10
 # How long the relay may take to hand over what the app wrote before it exited.
-DRAIN_SECONDS = 2.0
+DRAIN_SECONDS = 0.5
 
 
 class ProcessNotStarted(RuntimeError):
