@@ -14,13 +14,15 @@ app = typer.Typer(
 
 def _register() -> None:
     # One line per area; each module exposes `app: typer.Typer` (or `register(app)`).
-    from aurora_cli.commands import apply, dev, events, route, streams
+    from aurora_cli.commands import apply, apps, dev, events, route, streams, tools
 
     app.add_typer(events.app, name="events")
     streams.register(app)
     dev.register(app)
     apply.register(app)
     app.add_typer(route.app, name="route")
+    apps.register(app)
+    app.add_typer(tools.app, name="tools")
 
 
 _register()
