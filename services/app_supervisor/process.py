@@ -100,17 +100,12 @@ class AppProcess:
         self._exit: asyncio.Task[int] | None = None
         self._stdin_open = False
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
-        self.dropped_oversized = 0
 
     @property
     def pid(self) -> int:
         if self._proc is None:
             raise ProcessNotStarted(f"app {self._spec.name}: process not started")
         return self._proc.pid
-
-    @property
-    def returncode(self) -> int | None:
-        return None if self._proc is None else self._proc.returncode
 
     @property
     def running(self) -> bool:
@@ -160,13 +155,15 @@ class AppProcess:
             raise ProcessNotStarted(f"app {self._spec.name}: process not started")
         return await asyncio.shield(self._exit)
 
-    async def stop(self, grace: float) -> int:
-        """Close stdin, then SIGTERM the process group, then SIGKILL it after `grace` seconds."""
+    async def stop(self, grace: float, *, stdin_wait: float = 1.0) -> int:
+        """Close stdin (and give the app `stdin_wait` seconds to leave by itself, as MCP's
+        stdio shutdown suggests), then SIGTERM the process group, then SIGKILL it after
+        `grace` seconds."""
         if self._proc is None or self._exit is None:
             raise ProcessNotStarted(f"app {self._spec.name}: process not started")
         if not self._exit.done():
             await self._close_stdin()
-            if not await self._exited_within(min(1.0, grace)):
+            if not await self._exited_within(min(stdin_wait, grace)):
                 self._signal_group(signal.SIGTERM)
                 if not await self._exited_within(grace):
                     log.warning("app ignored SIGTERM, killing it", app=self._spec.name,
@@ -175,9 +172,12 @@ class AppProcess:
         return await self.wait()
 
     async def _exited_within(self, seconds: float) -> bool:
-        assert self._exit is not None
-        done, _ = await asyncio.wait({self._exit}, timeout=seconds)
-        return bool(done)
+        assert self._protocol is not None
+        try:
+            await asyncio.wait_for(self._protocol.exited.wait(), seconds)
+        except TimeoutError:
+            return False
+        return True
 
     def _signal_group(self, signum: signal.Signals) -> None:
         if self._proc is None:
@@ -235,7 +235,6 @@ class AppProcess:
         async for item in read_lines(self._proc.stdout):
             if isinstance(item, Oversized) or len(item) > self._nc.max_payload:
                 size = item.size if isinstance(item, Oversized) else len(item)
-                self.dropped_oversized += 1
                 log.error("app message too large for NATS, dropped", app=name, size=size,
                           max_payload=self._nc.max_payload, subject=self._s2c)
                 continue

@@ -40,7 +40,7 @@ class ManagedProcess(Protocol):
 
     async def wait(self) -> int: ...
 
-    async def stop(self, grace: float) -> int: ...
+    async def stop(self, grace: float, *, stdin_wait: float = ...) -> int: ...
 
 
 ProcessFactory = Callable[[LaunchSpec, int], ManagedProcess]
@@ -131,7 +131,7 @@ class AppRunner:
         if process is not None and process.running:
             self._restart_reason = reason
             self._wake.set()
-            await process.stop(self._grace)
+            await process.stop(self._grace, stdin_wait=0.0)  # "now": no courtesy wait
         else:
             self._wake.set()  # waiting for a backoff or given up: start now
         try:

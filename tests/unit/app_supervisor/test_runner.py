@@ -47,7 +47,7 @@ class FakeProcess:
     async def wait(self) -> int:
         return await asyncio.shield(self.exit)
 
-    async def stop(self, grace: float) -> int:
+    async def stop(self, grace: float, *, stdin_wait: float = 1.0) -> int:
         self.stop_calls += 1
         if not self.exit.done():
             self.exit.set_result(-15)
