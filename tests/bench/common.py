@@ -1,0 +1,65 @@
+"""Small helpers shared by the benchmarks: timing, waiting, and a result table with a ratio."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+def env_int(name: str, default: int) -> int:
+    value = os.environ.get(name)
+    return int(value) if value else default
+
+
+@dataclass(frozen=True)
+class Result:
+    name: str
+    count: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.seconds if self.seconds > 0 else float("inf")
+
+
+class Stopwatch:
+    """`with Stopwatch() as sw: …` then `sw.seconds` (monotonic, high resolution)."""
+
+    def __enter__(self) -> Stopwatch:
+        self._start = time.perf_counter()
+        self.seconds = 0.0
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.seconds = time.perf_counter() - self._start
+
+
+async def until(done: Callable[[], bool], *, timeout: float, what: str, interval: float = 0.005) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"benchmark timed out after {timeout}s waiting for {what}")
+        await asyncio.sleep(interval)
+
+
+def best(results: list[Result]) -> Result:
+    """The fastest of several rounds: the least disturbed by whatever else the machine did."""
+    return max(results, key=lambda r: r.rate)
+
+
+def table(baseline: Result, measured: Result, *, goal: float) -> str:
+    ratio = measured.rate / baseline.rate
+    rows = [
+        ("", "messages", "seconds", "msgs/s"),
+        (baseline.name, f"{baseline.count:,}", f"{baseline.seconds:.3f}", f"{baseline.rate:,.0f}"),
+        (measured.name, f"{measured.count:,}", f"{measured.seconds:.3f}", f"{measured.rate:,.0f}"),
+    ]
+    widths = [max(len(row[i]) for row in rows) for i in range(4)]
+    lines = ["  ".join(cell.ljust(widths[0]) if i == 0 else cell.rjust(widths[i])
+                       for i, cell in enumerate(row)) for row in rows]
+    verdict = "met" if ratio >= goal else "NOT met"
+    lines.append(f"ratio: {ratio:.1%} of the raw rate (goal ≥ {goal:.0%}: {verdict})")
+    return "\n".join(lines)
