@@ -231,3 +231,29 @@ async def ensure_object_store(js: JetStreamContext, spec: BucketSpec) -> ObjectS
             config=ObjectStoreConfig(description=spec.description or None, ttl=spec.ttl or None,
                                      storage=StorageType.FILE),
         )
+
+
+# --- tool pool: systems, tool definitions, approvals, audit ----------------------------------
+
+
+def systems_bucket(subjects: Subjects) -> BucketSpec:
+    return BucketSpec(name=subjects.stream("SYSTEMS"), history=5, description="registered systems")
+
+
+def tools_bucket(subjects: Subjects) -> BucketSpec:
+    """Tool definitions by name (dots are fine in KV keys); history keeps earlier versions."""
+    return BucketSpec(name=subjects.stream("TOOLS"), history=10, description="tool definitions")
+
+
+def approvals_bucket(subjects: Subjects) -> BucketSpec:
+    """Approvals; consuming one is a compare-and-set on its revision."""
+    return BucketSpec(name=subjects.stream("APPROVALS"), history=5, description="approvals")
+
+
+def audit_stream(subjects: Subjects) -> StreamSpec:
+    return StreamSpec(
+        name=subjects.stream("AUDIT"),
+        subjects=(subjects.audit_all,),
+        max_age=90 * DAY,
+        description="one record per tool call",
+    )

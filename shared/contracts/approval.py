@@ -1,0 +1,42 @@
+"""Approvals for write tools: bound to (tool, canonical argument hash, task), used once."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Literal
+
+import msgspec
+
+ApprovalState = Literal["pending", "granted", "denied", "consumed", "expired"]
+
+
+class Approval(msgspec.Struct, frozen=True, kw_only=True):
+    id: str
+    tool: str
+    args_hash: str
+    task_id: str | None
+    run_id: str | None = None
+    agent: str | None = None
+    arguments: dict[str, Any] = msgspec.field(default_factory=dict)
+    side_effect: str = "write"
+    state: ApprovalState = "pending"
+    requested_at: str
+    expires_at: str
+    decided_by: str | None = None
+    decided_at: str | None = None
+    note: str | None = None
+    consumed_at: str | None = None
+    session_id: str | None = None
+
+
+def canonical_args_hash(arguments: dict[str, Any]) -> str:
+    """Same arguments, same hash, whatever the key order; 1 and 1.0 stay different."""
+    text = json.dumps(arguments, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def approval_id_for(tool: str, args_hash: str, task_id: str | None) -> str:
+    """One pending approval per (tool, arguments, task): asking twice finds the same one."""
+    digest = hashlib.sha256(f"{tool}\n{args_hash}\n{task_id or '-'}".encode()).hexdigest()
+    return f"apr-{digest[:24]}"

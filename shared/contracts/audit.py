@@ -1,0 +1,27 @@
+"""One audit record per tool call, on `<p>.audit.<app>` in the audit stream."""
+
+from __future__ import annotations
+
+import msgspec
+
+
+class AuditRecord(msgspec.Struct, frozen=True, kw_only=True):
+    call_id: str
+    at: str
+    tool: str
+    system: str | None
+    caller: str  # "operator" or "agent:<id>"
+    agent: str | None = None
+    run_id: str | None = None
+    task_id: str | None = None
+    session_id: str | None = None
+    actor: str | None = None
+    synthetic: bool = False
+    status: str
+    error_code: str | None = None
+    error_message: str | None = None
+    duration_ms: float = 0.0
+    approval_id: str | None = None
+    side_effect: str | None = None
+    input_summary: str = ""
+    output_summary: str = ""

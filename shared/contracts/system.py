@@ -1,0 +1,76 @@
+"""Systems: where tools execute. MCP systems are the apps; HTTP systems are business APIs.
+
+Secrets never live here: an HTTP system names the environment variable (or file) that holds
+its credential, and the gateway reads it at call time.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field, model_validator
+
+from shared.contracts.resource import ResourceModel
+
+SYSTEM_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
+SystemName = Annotated[str, Field(pattern=SYSTEM_NAME_PATTERN)]
+
+
+class AuthHeader(ResourceModel):
+    """`Authorization: Bearer <secret>` with the secret from `value_env` or `value_file`."""
+
+    header: str = "Authorization"
+    scheme: str | None = "Bearer"
+    value_env: str | None = None
+    value_file: str | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> AuthHeader:
+        if (self.value_env is None) == (self.value_file is None):
+            raise ValueError("give exactly one of value_env (an environment variable) or value_file")
+        return self
+
+
+class BusinessContract(ResourceModel):
+    """How to tell business success in a 2xx body, e.g. success when `code` is 0."""
+
+    success_field: str
+    success_values: tuple[Any, ...] = (0,)
+    message_field: str | None = None
+
+
+class ProbeConfig(ResourceModel):
+    path: str = "/"
+    method: Literal["GET", "HEAD"] = "GET"
+    interval_seconds: Annotated[float, Field(gt=0)] = 15.0
+    timeout_seconds: Annotated[float, Field(gt=0)] = 3.0
+
+
+class CircuitConfig(ResourceModel):
+    failure_threshold: Annotated[int, Field(ge=1)] = 3
+    cooldown_seconds: Annotated[float, Field(gt=0)] = 10.0
+
+
+class OpenApiSource(ResourceModel):
+    spec: str  # a path or an http(s) URL; JSON or YAML
+
+
+class System(ResourceModel):
+    kind: Literal["System"] = "System"
+    name: SystemName
+    type: Literal["http", "mcp"] = "http"
+    description: str = ""
+    enabled: bool = True
+    base_url: str | None = None
+    timeout_seconds: Annotated[float, Field(gt=0)] = 10.0
+    auth: AuthHeader | None = None
+    contract: BusinessContract | None = None
+    probe: ProbeConfig | None = None
+    circuit: CircuitConfig = Field(default_factory=CircuitConfig)
+    openapi: OpenApiSource | None = None
+
+    @model_validator(mode="after")
+    def _http_needs_url(self) -> System:
+        if self.type == "http" and not self.base_url:
+            raise ValueError("an http system needs base_url")
+        return self

@@ -1,0 +1,77 @@
+"""One `tool_definition` for MCP and HTTP tools: what it is, how it runs, where it stands.
+
+Publishing is governance (the lifecycle `state`); binding is an agent's decision (its `tools`).
+No single "enabled" flag stands for both.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from shared.contracts.resource import ResourceModel
+
+ToolState = Literal["DRAFT", "REVIEWING", "PUBLISHED", "DEPRECATED"]
+SideEffect = Literal["read", "write", "dangerous"]
+ParamLocation = Literal["path", "query", "header", "body"]
+TOOL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)+$"
+
+# Which lifecycle moves exist; everything else is refused with the reason.
+TRANSITIONS: dict[str, tuple[ToolState, ...]] = {
+    "review": ("DRAFT",),
+    "publish": ("DRAFT", "REVIEWING"),
+    "deprecate": ("DRAFT", "REVIEWING", "PUBLISHED"),
+    "draft": ("REVIEWING", "DEPRECATED"),
+}
+
+
+class McpExecution(ResourceModel):
+    kind: Literal["mcp"] = "mcp"
+    app: str
+    instance: str = "default"
+    tool: str
+
+
+class HttpParam(ResourceModel):
+    """One input parameter and where it goes in the request (`name` in the input schema)."""
+
+    name: str
+    location: ParamLocation
+    wire_name: str | None = None  # the name in the request, when it differs
+    required: bool = False
+
+
+class HttpExecution(ResourceModel):
+    kind: Literal["http"] = "http"
+    method: Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
+    path: str  # with {placeholders} for path parameters
+    params: tuple[HttpParam, ...] = ()
+    body_param: str | None = None  # a single input property sent as the whole JSON body
+    operation_id: str | None = None
+
+
+class ReviewNote(ResourceModel):
+    at: str
+    by: str
+    action: str
+    note: str = ""
+
+
+class ToolDefinition(ResourceModel):
+    name: Annotated[str, Field(pattern=TOOL_NAME_PATTERN, max_length=256)]
+    system: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
+    output_schema: dict[str, Any] | None = None
+    execution: McpExecution | HttpExecution = Field(discriminator="kind")
+    side_effect: SideEffect = "write"
+    state: ToolState = "DRAFT"
+    version: int = 1
+    capability: str | None = None  # the business capability, to spot MCP/HTTP duplicates
+    preferred: bool = False  # a reviewer marked this one as the winner among duplicates
+    missing: tuple[str, ...] = ()  # what a reviewer still has to supply (import findings)
+    notes: tuple[ReviewNote, ...] = ()
+    changed_by: str = "aurora"
+    changed_at: str = ""
+    source: Literal["mcp", "openapi", "manual"] = "manual"
