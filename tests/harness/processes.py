@@ -64,6 +64,7 @@ class ServiceProcess:
 
     def terminate(self, timeout: float = 15.0) -> int | None:
         if not self.alive():
+            self._close_log()
             return self.returncode()
         assert self._process is not None
         self._process.send_signal(signal.SIGTERM)
