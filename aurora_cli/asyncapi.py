@@ -360,15 +360,16 @@ def main(argv: list[str] | None = None) -> int:
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--write", action="store_true", help="write docs/asyncapi.yaml and docs/schemas/")
     mode.add_argument("--check", action="store_true", help="exit 1 when the files are out of date")
+    parser.add_argument("--docs", type=Path, default=DOCS, help="the docs folder (default: the repo's docs/)")
     args = parser.parse_args(argv)
     if args.write:
-        for name in write():
-            print(f"wrote docs/{name}")
+        for name in write(args.docs):
+            print(f"wrote {args.docs / name}")
         return 0
     if args.check:
-        stale = stale_files()
+        stale = stale_files(args.docs)
         for name in stale:
-            print(f"out of date: docs/{name} (run `make asyncapi`)", file=sys.stderr)
+            print(f"out of date: {args.docs / name} (run `make asyncapi`)", file=sys.stderr)
         return 1 if stale else 0
     sys.stdout.write(render_yaml(build_document()))
     return 0

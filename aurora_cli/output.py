@@ -125,7 +125,9 @@ async def connected(settings: NatsSettings, *, timeout: float = 3.0) -> AsyncIte
         "name": "aurora-cli",
         "connect_timeout": timeout,
         "allow_reconnect": False,
-        "max_reconnect_attempts": 0,
+        # nats-py loops forever on a refused first connect with 0 attempts; 1 gives up at once.
+        "max_reconnect_attempts": 1,
+        "reconnect_time_wait": 0.1,
     }
     if settings.creds is not None:
         options["user_credentials"] = str(settings.creds)

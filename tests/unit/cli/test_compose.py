@@ -1,0 +1,102 @@
+"""compose.yaml is a valid Compose file that runs every service that exists, and nothing else."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+
+from aurora_cli.devstack import START_ORDER, discover_services
+from aurora_cli.localnats import nats_server_binary
+
+REPO = Path(__file__).resolve().parents[3]
+COMPOSE: dict[str, Any] = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
+SERVICES: dict[str, Any] = COMPOSE["services"]
+AURORA = {name: svc for name, svc in SERVICES.items() if name != "nats"}
+
+
+def _module(service: dict[str, Any]) -> str:
+    command = service["command"]
+    assert command[:2] == ["python", "-m"] and len(command) == 3, command
+    return str(command[2])
+
+
+def test_compose_yaml_follows_the_compose_specification() -> None:
+    schema = json.loads((REPO / "tests" / "fixtures" / "compose-spec.json").read_text(encoding="utf-8"))
+    jsonschema.Draft7Validator.check_schema(schema)
+    errors = sorted(jsonschema.Draft7Validator(schema).iter_errors(COMPOSE), key=str)
+    assert errors == [], "\n".join(e.message for e in errors)
+
+
+def test_the_schema_would_catch_a_mistake() -> None:
+    schema = json.loads((REPO / "tests" / "fixtures" / "compose-spec.json").read_text(encoding="utf-8"))
+    broken = json.loads(json.dumps(COMPOSE))
+    broken["services"]["event-bridge"]["restrat"] = "always"
+    assert not jsonschema.Draft7Validator(schema).is_valid(broken)
+
+
+@pytest.mark.parametrize("name", sorted(AURORA))
+def test_each_service_command_is_a_module_that_exists(name: str) -> None:
+    module = _module(AURORA[name])
+    assert module.startswith("services.")
+    assert importlib.util.find_spec(module) is not None, module
+    assert (REPO / module.replace(".", "/") / "__main__.py").is_file()
+    assert name == module.removeprefix("services.").replace("_", "-")
+
+
+def test_every_service_with_a_main_is_in_compose_and_in_the_dev_stack() -> None:
+    on_disk = {p.parent.name for p in (REPO / "services").glob("*/__main__.py")}
+    assert on_disk, "no services found"
+    assert {_module(s).removeprefix("services.") for s in AURORA.values()} == on_disk
+    assert set(discover_services()) == on_disk
+
+
+@pytest.mark.parametrize("name", sorted(AURORA))
+def test_each_service_waits_for_a_healthy_nats_and_talks_to_it(name: str) -> None:
+    service = AURORA[name]
+    assert service["depends_on"]["nats"] == {"condition": "service_healthy"}
+    assert service["environment"]["NATS_URL"] == "nats://nats:4222"
+    assert service["build"] == {"context": ".", "dockerfile": "deploy/Dockerfile"}
+    assert service["restart"] in ("unless-stopped", "always", "on-failure")
+    assert "container_name" not in service  # `--scale` needs generated names
+
+
+def test_compose_starts_services_in_the_dev_stack_order() -> None:
+    """Compose stops in reverse dependency order: chaining them gives the seed's shutdown order."""
+    order = [n for n in START_ORDER if n.replace("_", "-") in AURORA]
+    for before, after in itertools.pairwise(order):
+        assert before.replace("_", "-") in AURORA[after.replace("_", "-")]["depends_on"], (before, after)
+
+
+def test_nats_runs_jetstream_on_a_named_volume_with_a_health_check() -> None:
+    nats = SERVICES["nats"]
+    assert nats["image"].startswith("nats:") and "alpine" in nats["image"]  # alpine has wget
+    command = nats["command"]
+    assert "-js" in command and command[command.index("-sd") + 1] == "/data"
+    volume = next(v for v in nats["volumes"] if v.endswith(":/data"))
+    assert volume.split(":")[0] in COMPOSE["volumes"]
+    test = nats["healthcheck"]["test"]
+    assert test[0] == "CMD" and "wget" in test and any("8222/healthz" in part for part in test)
+
+
+def test_the_nats_config_is_valid_for_nats_server() -> None:
+    result = subprocess.run([str(nats_server_binary()), "-c", str(REPO / "deploy" / "nats.conf"), "-t"],
+                            capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_the_image_installs_every_package_of_the_project() -> None:
+    dockerfile = (REPO / "deploy" / "Dockerfile").read_text(encoding="utf-8")
+    assert dockerfile.splitlines()[next(i for i, line in enumerate(dockerfile.splitlines())
+                                        if line.startswith("FROM"))] == "FROM python:3.11-slim"
+    pyproject = (REPO / "pyproject.toml").read_text(encoding="utf-8")
+    for package in ("shared", "services", "aurora_cli", "apps"):
+        assert f'"{package}*"' in pyproject
+        assert f"COPY {package} ./{package}" in dockerfile

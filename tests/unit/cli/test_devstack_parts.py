@@ -1,0 +1,87 @@
+"""The pure parts of the dev stack: service discovery and order, readable logs, the banner."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+from aurora_cli.devstack import (
+    START_ORDER,
+    DevStack,
+    discover_services,
+    format_log_line,
+    port_is_free,
+    service_specs,
+    services_root,
+)
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def _service(root: Path, name: str, main: bool = True) -> None:
+    (root / name).mkdir(parents=True)
+    (root / name / "__init__.py").write_text("")
+    if main:
+        (root / name / "__main__.py").write_text("")
+
+
+def test_services_start_in_dependency_order_and_unknown_ones_last(tmp_path: Path) -> None:
+    for name in ("runner", "zeta", "router", "event_bridge", "alpha", "app_supervisor", "mcp_gateway"):
+        _service(tmp_path, name)
+    _service(tmp_path, "no_main", main=False)
+    _service(tmp_path, "_private")
+    assert discover_services(tmp_path) == [
+        "event_bridge", "app_supervisor", "mcp_gateway", "router", "runner", "alpha", "zeta"]
+
+
+def test_the_real_services_are_found_with_the_bridge_first() -> None:
+    assert services_root() == REPO / "services"
+    found = discover_services()
+    assert found[0] == "event_bridge"
+    assert set(found) == {p.parent.name for p in (REPO / "services").glob("*/__main__.py")}
+    assert [n for n in START_ORDER if n in found] == [n for n in found if n in START_ORDER]
+
+
+def test_each_service_runs_as_python_dash_m() -> None:
+    (spec,) = service_specs(["event_bridge"], python="/py")
+    assert spec.argv == ("/py", "-m", "services.event_bridge")
+    assert spec.label == "event-bridge"
+
+
+def test_the_default_stack_runs_every_discovered_service(tmp_path: Path) -> None:
+    stack = DevStack(tmp_path, port=4999)
+    assert [s.name for s in stack.specs] == discover_services()
+    assert stack.url == "nats://127.0.0.1:4999"
+
+
+def test_json_log_lines_become_readable() -> None:
+    line = json.dumps({"ts": "2026-11-30T09:29:09.573Z", "level": "info", "service": "event-bridge",
+                       "logger": "event-bridge", "msg": "started", "nats": "nats://x:4222",
+                       "reason": "two words", "count": 3, "text": "你好"})
+    assert format_log_line(line + "\n") == (
+        '09:29:09.573 info    started nats=nats://x:4222 reason="two words" count=3 text=你好')
+
+
+def test_other_lines_pass_through_unchanged() -> None:
+    assert format_log_line("Traceback (most recent call last):\n") == "Traceback (most recent call last):"
+    assert format_log_line("[1, 2]") == "[1, 2]"
+    assert format_log_line('{"no": "msg"}') == '{"no": "msg"}'
+
+
+def test_the_banner_names_the_url_and_the_commands(tmp_path: Path) -> None:
+    default = DevStack(tmp_path, port=4222, specs=[]).banner(".venv/bin/aurora")
+    assert "nats://127.0.0.1:4222" in default
+    assert "  .venv/bin/aurora events tail" in default
+    assert ".venv/bin/aurora events emit message.received --app im.polaris.qq --data '{\"text\":\"你好\"}'" in default
+    other = DevStack(tmp_path, port=5001, specs=[]).banner("aurora")
+    assert "  NATS_URL=nats://127.0.0.1:5001 aurora events tail" in other
+
+
+def test_a_port_in_use_is_seen() -> None:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        sock.listen()
+        port = sock.getsockname()[1]
+        assert not port_is_free("127.0.0.1", port)
+    assert port_is_free("127.0.0.1", port)
