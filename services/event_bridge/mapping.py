@@ -26,10 +26,12 @@ from shared.contracts.envelope import (
     Trace,
 )
 from shared.contracts.signals import (
+    PLATFORM_APP_PREFIX,
     LifecycleSignal,
     ListChangedSignal,
     NativeEventSignal,
     NotificationSignal,
+    PlatformEventSignal,
     ResourceReadSignal,
     Signal,
     SignalBase,
@@ -104,6 +106,11 @@ def _header_problem(signal: SignalBase) -> str | None:
 
 
 def _payload_problem(signal: SignalBase) -> str | None:
+    if isinstance(signal, PlatformEventSignal):
+        if not signal.app.startswith(PLATFORM_APP_PREFIX):
+            return f"platform events come from {PLATFORM_APP_PREFIX}* services, not {signal.app!r}"
+        if not is_reserved_type(signal.type):
+            return f"{signal.type!r} is not a platform event type"
     if isinstance(signal, ToolResultSignal) and not signal.tool:
         return "tool must not be empty"
     if isinstance(signal, ResourceReadSignal) and not signal.uri:
@@ -126,6 +133,8 @@ def event_type_of(signal: SignalBase) -> str:
         return "resource.read"
     if isinstance(signal, NotificationSignal):
         return notification_type(signal.method)
+    if isinstance(signal, PlatformEventSignal):
+        return signal.type
     raise TypeError(f"no platform event type for {type(signal).__name__}")
 
 
@@ -187,6 +196,14 @@ def _payload_of(signal: Signal) -> EventPayload:
                   "text": signal.text},
             subject=EventSubject(kind="resource", id=signal.uri),
         )
+    if isinstance(signal, PlatformEventSignal):
+        subject = (
+            EventSubject(kind=signal.subject_kind, id=signal.subject_id)
+            if signal.subject_kind and signal.subject_id
+            else None
+        )
+        return EventPayload(type=event_type, summary=signal.summary, session_id=signal.session_id,
+                            data=signal.data, subject=subject, synthetic=signal.synthetic)
     assert isinstance(signal, NotificationSignal)
     # Conservative: the method and params are kept verbatim; nothing is inferred from them.
     return EventPayload(

@@ -88,6 +88,23 @@ class NativeEventSignal(SignalBase, frozen=True, kw_only=True, tag="native_event
     event: Any
 
 
+# Platform services name themselves `aurora.<service>`; only they may publish platform events.
+PLATFORM_APP_PREFIX = "aurora."
+
+
+class PlatformEventSignal(SignalBase, frozen=True, kw_only=True, tag="platform_event"):
+    """An event the platform itself produces (`approval.*`, `task.*`, `system.*` …). Only
+    platform services publish these; the bridge checks the type is a platform one."""
+
+    type: str
+    summary: str | None = None
+    session_id: str | None = None
+    data: dict[str, Any] = msgspec.field(default_factory=dict)
+    subject_kind: str | None = None
+    subject_id: str | None = None
+    synthetic: bool = False
+
+
 Signal = (
     LifecycleSignal
     | ListChangedSignal
@@ -95,6 +112,7 @@ Signal = (
     | ResourceReadSignal
     | NotificationSignal
     | NativeEventSignal
+    | PlatformEventSignal
 )
 
 SIGNAL_TYPES: tuple[type[SignalBase], ...] = (
@@ -104,6 +122,7 @@ SIGNAL_TYPES: tuple[type[SignalBase], ...] = (
     ResourceReadSignal,
     NotificationSignal,
     NativeEventSignal,
+    PlatformEventSignal,
 )
 
 _decoder = msgspec.json.Decoder(Signal)

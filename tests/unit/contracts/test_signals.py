@@ -17,6 +17,7 @@ from shared.contracts.signals import (
     ListChangedSignal,
     NativeEventSignal,
     NotificationSignal,
+    PlatformEventSignal,
     ResourceReadSignal,
     SignalBase,
     ToolResultSignal,
@@ -40,6 +41,7 @@ ONE_OF_EACH: list[SignalBase] = [
     ResourceReadSignal(**BASE, uri="file:///a.txt", mime_type="text/plain", size=3, text="abc"),
     NotificationSignal(**BASE, method="notifications/acme/ping", params={"n": [1, 2]}),
     NativeEventSignal(**BASE, event={"payload": {"type": "message.received"}}),
+    PlatformEventSignal(**{**BASE, "app": "aurora.gateway"}, type="approval.requested", data={"id": "apr-1"}),
 ]
 
 
@@ -47,6 +49,7 @@ def test_every_kind_is_covered() -> None:
     assert {type(s) for s in ONE_OF_EACH} == set(SIGNAL_TYPES)
     assert [signal_kind(s) for s in ONE_OF_EACH] == [
         "lifecycle", "list_changed", "tool_result", "resource_read", "notification", "native_event",
+        "platform_event",
     ]
 
 

@@ -1,0 +1,33 @@
+"""Platform events (`approval.*`, `task.*`, `system.*`) pass the bridge only from platform services."""
+
+from __future__ import annotations
+
+from services.event_bridge.mapping import Rejected, map_signal
+from shared.contracts.signals import PlatformEventSignal
+
+BASE = {"signal_id": "s-9", "instance": "default", "observed_at": "2026-06-19T12:00:00+08:00"}
+
+
+def test_platform_event_becomes_an_event_with_its_type_and_subject() -> None:
+    signal = PlatformEventSignal(**BASE, app="aurora.gateway", type="approval.requested", summary="approve?",
+                                 session_id="g1", data={"approval_id": "apr-1"},
+                                 subject_kind="approval", subject_id="apr-1")
+    event = map_signal(signal, subject_app_token="aurora_gateway")
+    assert not isinstance(event, Rejected)
+    assert event.payload.type == "approval.requested"
+    assert event.payload.data == {"approval_id": "apr-1"}
+    assert event.payload.subject is not None and event.payload.subject.id == "apr-1"
+    assert event.header.message_id == "s-9"
+    assert event.header.source.app == "aurora.gateway"
+
+
+def test_an_app_cannot_publish_platform_events() -> None:
+    signal = PlatformEventSignal(**BASE, app="im.polaris.qq", type="approval.granted")
+    outcome = map_signal(signal, subject_app_token="im_polaris_qq")
+    assert isinstance(outcome, Rejected) and "platform events" in outcome.reason
+
+
+def test_a_platform_service_cannot_publish_app_event_types() -> None:
+    signal = PlatformEventSignal(**BASE, app="aurora.gateway", type="message.received")
+    outcome = map_signal(signal, subject_app_token="aurora_gateway")
+    assert isinstance(outcome, Rejected) and "not a platform event type" in outcome.reason
