@@ -121,7 +121,13 @@ class EventBridge:
     async def process(self, msgs: list[Msg]) -> None:
         pending: list[tuple[Msg, asyncio.Future[PubAck]]] = []
         for msg in msgs:
-            outcome = self._convert(msg)
+            try:
+                outcome = self._convert(msg)
+            except Exception as exc:
+                # A signal that trips an unforeseen error would do so on every redelivery:
+                # dead-letter it rather than crash, so it never becomes a crash loop.
+                log.exception("signal could not be converted", subject=msg.subject)
+                outcome = Rejected(f"could not convert the signal: {type(exc).__name__}: {exc}")
             if isinstance(outcome, Rejected):
                 await self._reject(msg, outcome.reason)
                 continue
@@ -146,7 +152,7 @@ class EventBridge:
             return Rejected(f"signal subject {msg.subject!r} is not <prefix>.sig.<app>.<kind>")
         try:
             signal = decode_signal(msg.data)
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+        except (msgspec.DecodeError, RecursionError) as exc:  # RecursionError: nesting too deep
             return Rejected(f"malformed signal: {exc}")
         if parts[3] != type(signal).__struct_config__.tag:
             return Rejected(f"signal kind {type(signal).__struct_config__.tag!r} arrived on {msg.subject!r}")
