@@ -14,6 +14,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from shared.admin import admin_request
 from shared.contracts.signals import SignalBase, encode_signal, signal_kind
 from shared.subjects import Subjects
+from tests.harness.processes import ServiceProcess
 
 
 async def wait_until(
@@ -44,14 +45,17 @@ async def stream_count(js: JetStreamContext, stream: str) -> int:
     return int((await js.stream_info(stream)).state.messages)
 
 
-async def wait_for_count(js: JetStreamContext, stream: str, count: int, *, timeout: float) -> None:
+async def wait_for_count(js: JetStreamContext, stream: str, count: int, *, timeout: float,
+                         watch: Sequence[ServiceProcess] = ()) -> None:
     """Wait until `stream` holds exactly `count` messages; holding more while it fills (or
-    fewer while it drains) past the target fails at once."""
+    fewer while it drains) past the target, or a watched process dying, fails at once."""
     last = await stream_count(js, stream)
     filling = last <= count
 
     async def reached() -> bool:
         nonlocal last
+        for process in watch:
+            assert process.alive(), f"{process.module} died:\n{process.logs()[-3000:]}"
         last = await stream_count(js, stream)
         overshot = last > count if filling else last < count
         assert not overshot, f"{stream} went past {count} messages: it holds {last}"

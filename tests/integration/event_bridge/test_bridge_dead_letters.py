@@ -45,6 +45,7 @@ REASONS = {
     "native": "invalid aurora/event",
     "expired": "expired",
     "identity": "invalid signal",
+    "deep": "maximum recursion depth",
 }
 
 
@@ -79,8 +80,14 @@ def _malformed(i: int, rng: random.Random) -> tuple[str, str, bytes]:
         signal = NativeEventSignal(**base(), event={"payload": {
             "type": "message.received", "expire_at": "2020-01-01T00:00:00Z"}})
         return category, f"{qq}.native_event", encode_signal(signal)
-    signal = LifecycleSignal(**base(signal_id=""), state="connected")
-    return category, f"{qq}.lifecycle", encode_signal(signal)
+    if category == "identity":
+        signal = LifecycleSignal(**base(signal_id=""), state="connected")
+        return category, f"{qq}.lifecycle", encode_signal(signal)
+    # Nested deeper than any decoder will follow.
+    signal = NativeEventSignal(**base(), event={"payload": {"type": "message.received"}})
+    deep = encode_signal(signal).replace(b'"payload"', b'"deep":' + b"[" * 5000 + b"]" * 5000
+                                         + b',"payload"')
+    return category, f"{qq}.native_event", deep
 
 
 async def test_malformed_signals_are_dead_lettered_and_the_bridge_keeps_working(
@@ -93,7 +100,7 @@ async def test_malformed_signals_are_dead_lettered_and_the_bridge_keeps_working(
     sequences = await publish_raw(js, [(subject, data) for _, subject, data in bad])
     sent = {seq: item for seq, item in zip(sequences, bad, strict=True)}
 
-    await wait_for_count(js, "AMP_DLQ", N, timeout=60)
+    await wait_for_count(js, "AMP_DLQ", N, timeout=60, watch=[bridge])
     letters = await read_stream(nc, "AMP_DLQ")
     assert len(letters) == N
     seen: Counter[str] = Counter()

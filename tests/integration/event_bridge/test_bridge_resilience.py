@@ -76,7 +76,7 @@ async def test_two_bridges_share_the_work_without_duplicates(
     bridges = [start_bridge("bridge-a"), start_bridge("bridge-b")]
     signals = _signals(3000)
     await publish_all(js, subjects, signals)
-    await wait_for_count(js, "AMP_EVENTS", len(signals), timeout=60)
+    await wait_for_count(js, "AMP_EVENTS", len(signals), timeout=60, watch=bridges)
     await _assert_drained(nc)
     await _assert_exactly_once(nc, _expected_ids(signals))
     assert all(b.alive() for b in bridges)
@@ -107,7 +107,7 @@ async def test_ten_thousand_signals_survive_sigkilled_bridges(
         bridge.start()
         bridge.wait_for_log('"started"')
     await publishing
-    await wait_for_count(js, "AMP_EVENTS", len(signals), timeout=60)
+    await wait_for_count(js, "AMP_EVENTS", len(signals), timeout=60, watch=[bridge])
     await _assert_drained(nc)
     await _assert_exactly_once(nc, expected)
     # The kills interrupted work in flight (else this test would prove nothing): some signals
