@@ -12,7 +12,7 @@ from nats.aio.client import Client as NATS
 
 from services.event_bridge.mapping import Rejected, map_signal
 from shared.admin import admin_request
-from shared.contracts.signals import encode_signal
+from shared.contracts.signals import SIGNAL_TYPES, encode_signal
 from shared.contracts.validation import validate_event
 from shared.signal_publisher import publish_signal
 from shared.streams import ensure_streams, fabric_streams
@@ -24,7 +24,7 @@ from tests.integration.event_bridge.helpers import (
     wait_for_health,
     wait_until,
 )
-from tests.unit.event_bridge.signals import APP, one_of_each_kind
+from tests.unit.event_bridge.signals import APP, one_of_each_kind, platform_event
 
 pytestmark = pytest.mark.usefixtures("fabric")
 
@@ -34,7 +34,9 @@ async def test_every_signal_kind_ends_as_its_event(
 ) -> None:
     js = nc.jetstream()
     bridge = start_bridge("bridge-1")
-    cases = one_of_each_kind() + one_of_each_kind("weather")
+    cases = [*one_of_each_kind(), *one_of_each_kind("weather"),
+             (platform_event(), "approval.requested")]
+    assert {type(signal) for signal, _ in cases} == set(SIGNAL_TYPES)
     for signal, _ in cases:
         ack = await publish_signal(js, subjects, signal)
         assert ack.stream == "AMP_SIGNALS" and not ack.duplicate

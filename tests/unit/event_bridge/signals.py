@@ -13,6 +13,7 @@ from shared.contracts.signals import (
     ListChangedSignal,
     NativeEventSignal,
     NotificationSignal,
+    PlatformEventSignal,
     ResourceReadSignal,
     Signal,
     ToolResultSignal,
@@ -55,6 +56,12 @@ def one_of_each_kind(app: str = APP) -> list[tuple[Signal, str]]:
     return cases
 
 
+def platform_event(type_: str = "approval.requested", app: str = "aurora.gateway") -> PlatformEventSignal:
+    """A platform service's own event (only `aurora.*` services may publish these)."""
+    return PlatformEventSignal(**base(app=app), type=type_, summary="approve?", data={"id": "apr-1"},
+                               subject_kind="approval", subject_id="apr-1")
+
+
 _text = st.text(max_size=12)
 _header = {
     "signal_id": _text | st.uuids().map(str),
@@ -85,4 +92,8 @@ any_signals: st.SearchStrategy[Signal] = st.one_of(
     st.builds(NotificationSignal, method=st.text(max_size=200),
               params=st.none() | json_objects, **_header),
     st.builds(NativeEventSignal, event=_native_events | json_objects, **_header),
+    st.builds(PlatformEventSignal,
+              type=st.sampled_from(["approval.requested", "task.done", "message.received", "Bad"]),
+              subject_kind=st.none() | _text, subject_id=st.none() | _text, data=json_objects,
+              **{**_header, "app": st.sampled_from(["aurora.gateway", "aurora.", "im.x"]) | _header["app"]}),
 )
