@@ -18,6 +18,7 @@ from shared.contracts.agent import Agent
 from shared.contracts.binding import Binding
 from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceError, ResourceModel
+from shared.contracts.system import System
 
 APPLY, GET, DELETE = "apply", "get", "delete"
 RESULTS = ("created", "updated", "unchanged")
@@ -36,7 +37,10 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind("Binding", "bindings", "bindings", model=Binding),
     ResourceKind("Agent", "agents", "agents", model=Agent),
     ResourceKind("Pipeline", "pipelines", "pipelines", model=Pipeline),
-    ResourceKind("System", "systems", "systems", id_field="name"),
+    ResourceKind("System", "systems", "systems", id_field="name", model=System),
+    # Tool definitions are read with `aurora get tools`; they change through the lifecycle
+    # commands and OpenAPI import, not through apply.
+    ResourceKind("Tool", "tools", "tools", id_field="name"),
 )
 _BY_KIND = {k.kind: k for k in KINDS}
 _BY_NAME = {name: k for k in KINDS for name in (k.kind.lower(), k.plural, k.kind)}

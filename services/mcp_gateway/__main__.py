@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 
 from nats.aio.client import Client as NATS
@@ -11,14 +12,20 @@ from nats.micro.request import Request
 
 from services.mcp_gateway.admin import admin_endpoints
 from services.mcp_gateway.gateway import Gateway
-from services.mcp_gateway.outbox import SignalOutbox
+from services.mcp_gateway.outbox import Outbox
+from services.mcp_gateway.pool.approvals import ApprovalStore
+from services.mcp_gateway.pool.audit import AuditItem, audit_publisher
+from services.mcp_gateway.pool.executable import Executability
+from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.toolcalls import ToolCallHandler
 from shared.admin import wrap_handler
 from shared.appconfig import load_apps_config
+from shared.contracts.signals import SignalBase
 from shared.logs import get_logger
 from shared.service import run_service
 from shared.settings import Settings
-from shared.streams import apps_bucket, ensure_bucket, ensure_streams, fabric_streams
+from shared.signal_publisher import publish_signal
+from shared.streams import approvals_bucket, apps_bucket, audit_stream, ensure_bucket, ensure_streams, fabric_streams
 
 log = get_logger("aurora.mcp_gateway")
 
@@ -44,13 +51,22 @@ class InFlight:
 async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     apps = load_apps_config(settings.apps_config)
     js = nc.jetstream()
-    await ensure_streams(js, fabric_streams(settings.subjects))
-    health = await ensure_bucket(js, apps_bucket(settings.subjects))
-    outbox = SignalOutbox(js, settings.subjects)
-    outbox.start()
-    gateway = Gateway(nc, settings.subjects, apps, health, outbox)
+    subjects = settings.subjects
+    await ensure_streams(js, [*fabric_streams(subjects), audit_stream(subjects)])
+    health = await ensure_bucket(js, apps_bucket(subjects))
+    approvals = ApprovalStore(await ensure_bucket(js, approvals_bucket(subjects)),
+                              ttl_seconds=float(os.environ.get("AURORA_APPROVAL_TTL_SECONDS", str(24 * 3600))))
+    pool = ToolPool(js, subjects)
+    await pool.start()
+    signals: Outbox[SignalBase] = Outbox("signals", functools.partial(publish_signal, js, subjects))
+    audit: Outbox[AuditItem] = Outbox("audit", audit_publisher(js, subjects))
+    signals.start()
+    audit.start()
+    gateway = Gateway(nc, subjects, apps, health, signals, pool, audit)
     await gateway.start()
-    handler = ToolCallHandler(gateway.catalog, gateway.sessions, on_result=gateway.record_call)
+    executable = Executability(lambda: pool.systems, gateway.sessions, gateway.catalog)
+    handler = ToolCallHandler(pool, gateway.sessions, executable, approvals=approvals,
+                              on_result=gateway.record_call, on_approval_requested=gateway.approval_requested)
     in_flight = InFlight()
 
     async def tool_call(request: Request) -> None:
@@ -60,16 +76,12 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
         finally:
             in_flight.leave()
 
-    service = await add_service(
-        nc, name="aurora-mcp-gateway", version="0.1.0", description="MCP sessions, tool catalog and tool calls"
-    )
-    await service.add_endpoint(name="tool-call", subject=settings.subjects.tool_call, handler=tool_call)
-    for verb, endpoint in admin_endpoints(gateway).items():
-        await service.add_endpoint(
-            name=f"gateway-{verb}".replace("_", "-"),
-            subject=settings.subjects.admin("gateway", verb),
-            handler=wrap_handler(verb, endpoint),
-        )
+    service = await add_service(nc, name="aurora-mcp-gateway", version="0.1.0",
+                                description="MCP sessions, tool pool, tool calls")
+    await service.add_endpoint(name="tool-call", subject=subjects.tool_call, handler=tool_call)
+    for (area, verb), endpoint in admin_endpoints(gateway, pool, approvals, executable).items():
+        await service.add_endpoint(name=f"{area}-{verb}".replace("_", "-"), subject=subjects.admin(area, verb),
+                                   handler=wrap_handler(verb, endpoint))
     log.info("serving", apps=len(gateway.sessions), tools=len(gateway.catalog.tools()))
     await stop.wait()
 
@@ -82,7 +94,9 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     except TimeoutError:
         log.warning("calls still in flight at shutdown", count=in_flight.count)
     await gateway.stop()
-    await outbox.stop()
+    await signals.stop()
+    await audit.stop()
+    await pool.stop()
 
 
 if __name__ == "__main__":

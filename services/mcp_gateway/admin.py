@@ -1,4 +1,11 @@
-"""The gateway's admin endpoints (`<p>.admin.gateway.*`): apps, tools, LLM tool descriptions."""
+"""The gateway's admin endpoints, `<p>.admin.<area>.<verb>`, all JSON in and out.
+
+gateway: apps, tools (the live MCP catalog), llm_tools, read_resource
+systems: apply, get, delete, enable, disable, import_openapi, status
+tools:   get, review, publish, deprecate, draft, mark
+agents:  tools (an agent's available set, LLM-ready, and why each bound tool is left out)
+approvals: list, get, grant, deny
+"""
 
 from __future__ import annotations
 
@@ -7,28 +14,50 @@ from typing import Any
 import msgspec
 
 from services.mcp_gateway.gateway import Gateway
-from services.mcp_gateway.schema_adapter import llm_tools
+from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
+from services.mcp_gateway.pool.availability import available_tools
+from services.mcp_gateway.pool.executable import Executability
+from services.mcp_gateway.pool.lifecycle import LifecycleError, transition
+from services.mcp_gateway.pool.registry import PoolError, ToolPool
+from services.mcp_gateway.schema_adapter import build_name_map, llm_function, llm_tools
 from services.mcp_gateway.session import CallTimedOut, SessionUnavailable
 from shared.admin import AdminHandler, AdminRequestError
+from shared.clock import now_iso
+from shared.contracts.tooldef import ToolDefinition
+from shared.resource_admin import ResourceAdmin
+from shared.resources import kind_named
+
+Endpoints = dict[tuple[str, str], AdminHandler]
 
 
-def admin_endpoints(gateway: Gateway) -> dict[str, AdminHandler]:
+def _text(body: dict[str, Any], field: str, *, required: bool = True) -> str:
+    value = body.get(field)
+    if isinstance(value, str) and value:
+        return value
+    if required:
+        raise AdminRequestError("invalid_request", f"field {field!r} is required (a non-empty string)")
+    return ""
+
+
+def admin_endpoints(gateway: Gateway, pool: ToolPool, approvals: ApprovalStore, executable: Executability) -> Endpoints:
+    endpoints: Endpoints = {}
+    endpoints.update(_gateway_endpoints(gateway))
+    endpoints.update(_system_endpoints(gateway, pool))
+    endpoints.update(_tool_endpoints(pool))
+    endpoints.update(_agent_endpoints(pool, executable))
+    endpoints.update(_approval_endpoints(gateway, approvals))
+    return endpoints
+
+
+def _gateway_endpoints(gateway: Gateway) -> Endpoints:
     async def apps(_: dict[str, Any]) -> list[dict[str, Any]]:
         return [msgspec.to_builtins(gateway.health(s)) for s in gateway.sessions.values()]
 
     async def tools(body: dict[str, Any]) -> list[dict[str, Any]]:
         return [t.as_json() for t in gateway.catalog.tools(body.get("app"))]
 
-    async def llm(body: dict[str, Any]) -> dict[str, Any]:
-        names = body.get("tools")
-        chosen = [t for t in gateway.catalog.tools() if names is None or t.name in names]
-        described, name_map = llm_tools(chosen)
-        return {"tools": described, "names": name_map.to_tool}
-
     async def read_resource(body: dict[str, Any]) -> dict[str, Any]:
-        app, uri = body.get("app"), body.get("uri")
-        if not isinstance(app, str) or not isinstance(uri, str):
-            raise AdminRequestError("invalid_request", "give `app` (app id) and `uri`")
+        app, uri = _text(body, "app"), _text(body, "uri")
         session = next((s for s in gateway.sessions.values() if s.app.app_id == app), None)
         if session is None:
             raise AdminRequestError("unknown_app", f"no app {app!r}")
@@ -40,4 +69,173 @@ def admin_endpoints(gateway: Gateway) -> dict[str, AdminHandler]:
         await gateway.record_resource_read(session, uri, contents)
         return {"contents": contents}
 
-    return {"apps": apps, "tools": tools, "llm_tools": llm, "read_resource": read_resource}
+    async def llm(body: dict[str, Any]) -> dict[str, Any]:
+        names = body.get("tools")
+        chosen = [t for t in gateway.catalog.tools() if names is None or t.name in names]
+        described, name_map = llm_tools(chosen)
+        return {"tools": described, "names": name_map.to_tool}
+
+    return {
+        ("gateway", "apps"): apps,
+        ("gateway", "tools"): tools,
+        ("gateway", "llm_tools"): llm,
+        ("gateway", "read_resource"): read_resource,
+    }
+
+
+def _system_endpoints(gateway: Gateway, pool: ToolPool) -> Endpoints:
+    resources = ResourceAdmin(kind_named("systems"), pool.bucket("systems"))
+
+    async def set_enabled(body: dict[str, Any], enabled: bool) -> dict[str, Any]:
+        name = _text(body, "name")
+        try:
+            system = await pool.update_system(name, lambda s: s.model_copy(update={"enabled": enabled}))
+        except PoolError as exc:
+            raise AdminRequestError(exc.code, str(exc)) from exc
+        gateway.platform_event(
+            f"system.{'enabled' if enabled else 'disabled'}",
+            f"system {name} {'enabled' if enabled else 'disabled'}",
+            {"system": name},
+            subject=("system", name),
+        )
+        return system.model_dump(mode="json")
+
+    async def enable(body: dict[str, Any]) -> dict[str, Any]:
+        return await set_enabled(body, True)
+
+    async def disable(body: dict[str, Any]) -> dict[str, Any]:
+        return await set_enabled(body, False)
+
+    async def status(_: dict[str, Any]) -> list[dict[str, Any]]:
+        return [gateway.system_status(system) for system in sorted(pool.systems.values(), key=lambda s: s.name)]
+
+    return {
+        ("systems", "apply"): resources.apply,
+        ("systems", "get"): resources.get,
+        ("systems", "delete"): resources.delete,
+        ("systems", "enable"): enable,
+        ("systems", "disable"): disable,
+        ("systems", "status"): status,
+    }
+
+
+def _tool_endpoints(pool: ToolPool) -> Endpoints:
+    async def get(body: dict[str, Any]) -> Any:
+        name = body.get("id") or body.get("name")
+        if name is None:
+            return {"items": [t.model_dump(mode="json") for _, t in sorted(pool.tools.items())]}
+        tool = pool.tools.get(str(name))
+        if tool is None:
+            raise AdminRequestError("not_found", f"no tool {name!r}")
+        return tool.model_dump(mode="json")
+
+    def lifecycle(action: str) -> AdminHandler:
+        async def move(body: dict[str, Any]) -> dict[str, Any]:
+            name, by, note = (
+                _text(body, "name"),
+                _text(body, "by", required=False) or "operator",
+                body.get("note") or "",
+            )
+
+            def change(tool: ToolDefinition) -> ToolDefinition:
+                return transition(
+                    tool, action, system=pool.systems.get(tool.system), by=by, note=note, now=now_iso()
+                )
+
+            try:
+                tool = await pool.update_tool(name, change)
+            except LifecycleError as exc:
+                raise AdminRequestError("lifecycle_refused", str(exc)) from exc
+            except PoolError as exc:
+                raise AdminRequestError(exc.code, str(exc)) from exc
+            return tool.model_dump(mode="json")
+
+        return move
+
+    async def mark(body: dict[str, Any]) -> dict[str, Any]:
+        """A reviewer names the business capability and, among duplicates, the winner."""
+        name = _text(body, "name")
+        update: dict[str, Any] = {
+            "changed_by": _text(body, "by", required=False) or "operator",
+            "changed_at": now_iso(),
+        }
+        if "capability" in body:
+            update["capability"] = body["capability"] or None
+        if "preferred" in body:
+            update["preferred"] = bool(body["preferred"])
+        try:
+            tool = await pool.update_tool(name, lambda t: t.model_copy(update=update))
+        except PoolError as exc:
+            raise AdminRequestError(exc.code, str(exc)) from exc
+        return tool.model_dump(mode="json")
+
+    endpoints: Endpoints = {("tools", "get"): get, ("tools", "mark"): mark}
+    for action in ("review", "publish", "deprecate", "draft"):
+        endpoints[("tools", action)] = lifecycle(action)
+    return endpoints
+
+
+def _agent_endpoints(pool: ToolPool, executable: Executability) -> Endpoints:
+    async def agent_tools(body: dict[str, Any]) -> dict[str, Any]:
+        agent_id = _text(body, "agent")
+        agent = pool.agents.get(agent_id)
+        if agent is None:
+            raise AdminRequestError("unknown_agent", f"no agent {agent_id!r}")
+        availability = available_tools(agent.tools, pool.tools, executable)
+        names = build_name_map(t.name for t in availability.available)
+        return {
+            "agent": agent_id,
+            "enabled": agent.enabled,
+            "tools": [
+                llm_function(names.to_llm[t.name], t.description or t.name, t.input_schema)
+                for t in availability.available
+            ],
+            "available": [
+                {"name": t.name, "side_effect": t.side_effect, "llm_name": names.to_llm[t.name]}
+                for t in availability.available
+            ],
+            "names": names.to_tool,
+            "excluded": [{"tool": e.tool, "reason": e.reason, "detail": e.detail} for e in availability.excluded],
+        }
+
+    return {("agents", "tools"): agent_tools}
+
+
+def _approval_endpoints(gateway: Gateway, approvals: ApprovalStore) -> Endpoints:
+    async def list_approvals(body: dict[str, Any]) -> list[dict[str, Any]]:
+        state = body.get("state")
+        return [msgspec.to_builtins(a) for a in await approvals.list(state if isinstance(state, str) else None)]
+
+    async def get(body: dict[str, Any]) -> dict[str, Any]:
+        found = await approvals.get(_text(body, "id"))
+        if found is None:
+            raise AdminRequestError("not_found", f"no approval {body['id']!r}")
+        return dict(msgspec.to_builtins(found[0]))
+
+    def decide(grant: bool) -> AdminHandler:
+        async def handler(body: dict[str, Any]) -> dict[str, Any]:
+            approval_id = _text(body, "id")
+            try:
+                approval = await approvals.decide(
+                    approval_id, grant=grant, by=_text(body, "by", required=False) or "operator", note=body.get("note")
+                )
+            except ApprovalRefused as exc:
+                raise AdminRequestError(exc.code, str(exc)) from exc
+            verb = "granted" if grant else "denied"
+            gateway.platform_event(
+                f"approval.{verb}",
+                f"{approval.tool} {verb} by {approval.decided_by}",
+                msgspec.to_builtins(approval),
+                session_id=approval.session_id,
+                subject=("approval", approval.id),
+            )
+            return dict(msgspec.to_builtins(approval))
+
+        return handler
+
+    return {
+        ("approvals", "list"): list_approvals,
+        ("approvals", "get"): get,
+        ("approvals", "grant"): decide(True),
+        ("approvals", "deny"): decide(False),
+    }

@@ -15,16 +15,28 @@ from nats.js.kv import KeyValue
 
 from services.mcp_gateway.catalog import CatalogTool, ToolCatalog, check_no_conflicts, prefixed_name, side_effect_of
 from services.mcp_gateway.observe import lifecycle_signal, notification_signal
-from services.mcp_gateway.outbox import SignalOutbox
+from services.mcp_gateway.outbox import Outbox
+from services.mcp_gateway.pool.audit import AuditItem, summarize
+from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.session import AppSession, TransportFactory
-from services.mcp_gateway.toolcalls import CallRecord
+from services.mcp_gateway.toolcalls import GATEWAY_APP, CallRecord
 from services.mcp_gateway.transports.http import http_transport
 from services.mcp_gateway.transports.nats_stdio import nats_stdio_transport
 from shared.appconfig import AppConfig, AppsConfig
 from shared.clock import now_iso
 from shared.contracts import mcp_relay
+from shared.contracts.approval import Approval
+from shared.contracts.audit import AuditRecord
 from shared.contracts.health import SessionHealth, SessionStatus, session_key
-from shared.contracts.signals import LifecycleState, ResourceReadSignal, ToolOutcome, ToolResultSignal
+from shared.contracts.signals import (
+    LifecycleState,
+    PlatformEventSignal,
+    ResourceReadSignal,
+    SignalBase,
+    ToolOutcome,
+    ToolResultSignal,
+)
+from shared.contracts.system import System
 from shared.logs import get_logger
 from shared.signal_publisher import new_signal_id
 from shared.subjects import Subjects, app_token
@@ -41,8 +53,11 @@ _LIFECYCLE: dict[SessionStatus, LifecycleState] = {
 class Gateway:
     """Implements the sessions' listener: health, signals, catalog updates."""
 
-    def __init__(self, nc: NATS, subjects: Subjects, apps: AppsConfig, health: KeyValue, outbox: SignalOutbox) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, apps: AppsConfig, health: KeyValue, outbox: Outbox[SignalBase],
+                 pool: ToolPool, audit: Outbox[AuditItem]) -> None:
         self._nc = nc
+        self._pool = pool
+        self._audit = audit
         self._subjects = subjects
         self._apps = apps
         self._health = health
@@ -132,7 +147,9 @@ class Gateway:
             )
             await self._nc.publish(self._subjects.mcp(app.app_id, app.instance, "sess"), mcp_relay.encode(event))
             if status == "closed":
-                await self._nc.flush()
+                # Shielded: a cancelled flush leaves a PONG for a cancelled future, which kills
+                # nats-py's read loop (see transports/nats_stdio.py).
+                await asyncio.shield(self._nc.flush())
 
     async def tools_listed(self, session: AppSession, tools: list[types.Tool]) -> None:
         app = session.app
@@ -142,6 +159,11 @@ class Gateway:
         self.catalog_errors[session.key] = refused
         for reason in refused:
             log.error("tool refused", app=app.name, reason=reason)
+        accepted = [t for t in entries if (owner := self.catalog.get(t.name)) and owner.app_key == session.key]
+        try:
+            await self._pool.sync_mcp_app(app, accepted, now_iso())
+        except Exception as exc:  # the catalog still serves; the next listing syncs again
+            log.error("tool definitions not synced", app=app.name, error=str(exc))
         if session.status == "connected":
             await self._write_health(session)
 
@@ -163,35 +185,47 @@ class Gateway:
             log.warning("could not ask for a restart", app=app.name, error=str(exc))
 
     async def record_call(self, record: CallRecord) -> None:
-        """Every executed call becomes a `tool.*` event (refusals never reached a tool)."""
-        result, tool = record.result, record.tool
-        if tool is None or result.status in ("denied", "needs_approval", "suppressed"):
+        """Every answered call is audited; every executed one also becomes a `tool.*` event."""
+        result, tool, ctx = record.result, record.tool, record.request.context
+        app_id = tool.system if tool is not None else GATEWAY_APP
+        self._audit.put((app_id, AuditRecord(
+            call_id=record.call_id, at=now_iso(), tool=record.request.tool, system=tool.system if tool else None,
+            caller=f"agent:{ctx.agent}" if ctx.agent else "operator", agent=ctx.agent, run_id=ctx.run_id,
+            task_id=ctx.task_id, session_id=ctx.session_id, actor=ctx.actor.id if ctx.actor else None,
+            synthetic=ctx.synthetic, status=result.status,
+            error_code=result.error.code if result.error else None,
+            error_message=result.error.message if result.error else None, duration_ms=result.duration_ms,
+            approval_id=result.approval_id, side_effect=tool.side_effect if tool else None,
+            input_summary=summarize(record.request.arguments),
+            output_summary=summarize(result.structured if result.structured is not None else result.content),
+        )))
+        if not record.executed or tool is None:
             return
         outcome: ToolOutcome = (
-            "succeeded"
-            if result.status == "ok"
-            else ("timeout" if result.error is not None and result.error.code == "timeout" else "failed")
+            "succeeded" if result.status == "ok"
+            else "timeout" if result.error is not None and result.error.code == "timeout" else "failed"
         )
-        ctx = record.request.context
-        self._outbox.put(
-            ToolResultSignal(
-                signal_id=new_signal_id(),
-                app=tool.app_id,
-                instance=tool.instance,
-                observed_at=now_iso(),
-                tool=tool.name,
-                outcome=outcome,
-                status=result.status,
-                duration_ms=result.duration_ms,
-                call_id=record.call_id,
-                run_id=ctx.run_id,
-                task_id=ctx.task_id,
-                agent=ctx.agent,
-                session_id=ctx.session_id,
-                synthetic=ctx.synthetic,
-                error={"code": result.error.code, "message": result.error.message} if result.error else None,
-            )
-        )
+        self._outbox.put(ToolResultSignal(
+            signal_id=new_signal_id(), app=tool.system, instance="default", observed_at=now_iso(),
+            tool=tool.name, outcome=outcome, status=result.status, duration_ms=result.duration_ms,
+            call_id=record.call_id, run_id=ctx.run_id, task_id=ctx.task_id, agent=ctx.agent,
+            session_id=ctx.session_id, synthetic=ctx.synthetic,
+            error={"code": result.error.code, "message": result.error.message} if result.error else None,
+        ))
+
+    def platform_event(self, event_type: str, summary: str, data: dict[str, Any], *, session_id: str | None = None,
+                       subject: tuple[str, str] | None = None) -> None:
+        """`approval.*`, `system.*` … events, produced by the gateway itself."""
+        self._outbox.put(PlatformEventSignal(
+            signal_id=new_signal_id(), app=GATEWAY_APP, observed_at=now_iso(), type=event_type, summary=summary,
+            data=data, session_id=session_id, subject_kind=subject[0] if subject else None,
+            subject_id=subject[1] if subject else None,
+        ))
+
+    def approval_requested(self, approval: Approval) -> None:
+        self.platform_event(
+            "approval.requested", f"{approval.tool} needs approval", msgspec.to_builtins(approval),
+            session_id=approval.session_id, subject=("approval", approval.id))
 
     async def record_resource_read(self, session: AppSession, uri: str, contents: list[dict[str, Any]]) -> None:
         """Resource reads become `resource.read` events only when the app's config asks."""
@@ -212,6 +246,23 @@ class Gateway:
                 text=text[:4096] if text is not None else None,
             )
         )
+
+    def system_status(self, system: System) -> dict[str, Any]:
+        """A system as `aurora systems` shows it: settings, health and circuit."""
+        view: dict[str, Any] = {"name": system.name, "type": system.type, "enabled": system.enabled,
+                                "base_url": system.base_url}
+        if system.type == "mcp":
+            sessions = [s for s in self.sessions.values() if s.app.app_id == system.name]
+            view["health"] = sessions[0].status if sessions else "not_configured"
+            view["last_error"] = sessions[0].last_error if sessions else None
+            view["tools"] = len(self.catalog.tools(system.name))
+        else:
+            view.update(self.http_status(system.name))
+        return view
+
+    def http_status(self, system_name: str) -> dict[str, Any]:
+        """Replaced once HTTP circuits are wired: health and circuit of an HTTP system."""
+        return {"health": "unknown", "circuit": "closed", "last_error": None}
 
     # -- views -----------------------------------------------------------------------------
     def health(self, session: AppSession) -> SessionHealth:

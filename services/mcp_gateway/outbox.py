@@ -1,48 +1,46 @@
-"""Everything the gateway observes leaves through one ordered outbox, off the call path.
+"""What the gateway reports leaves through ordered outboxes, off the call path.
 
-Signals for the bridge (lifecycle, notifications, tool results) are JetStream publishes; doing
-them inline would add a round trip to every tool call and stall the MCP read loop. The outbox
-publishes them in order in the background, retries while NATS is away, and is flushed on stop.
+Signals for the bridge and audit records are JetStream publishes; doing them inline would add
+a round trip to every tool call and stall the MCP read loop. An outbox publishes its items in
+order in the background, retries while NATS is away, and is flushed on stop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Awaitable, Callable
+from typing import Generic, TypeVar
 
-from nats.js import JetStreamContext
-
-from shared.contracts.signals import SignalBase
 from shared.logs import get_logger
-from shared.signal_publisher import publish_signal
-from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_gateway.outbox")
+T = TypeVar("T")
 
 
-class SignalOutbox:
-    def __init__(self, js: JetStreamContext, subjects: Subjects, capacity: int = 10_000) -> None:
-        self._js = js
-        self._subjects = subjects
-        self._queue: asyncio.Queue[SignalBase] = asyncio.Queue(capacity)
+class Outbox(Generic[T]):
+    def __init__(self, name: str, publish: Callable[[T], Awaitable[object]], capacity: int = 10_000) -> None:
+        self._name = name
+        self._publish = publish
+        self._queue: asyncio.Queue[T] = asyncio.Queue(capacity)
         self._task: asyncio.Task[None] | None = None
         self.dropped = 0
 
     def start(self) -> None:
         if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="gateway-signal-outbox")
+            self._task = asyncio.create_task(self._run(), name=f"gateway-outbox-{self._name}")
 
-    def put(self, signal: SignalBase) -> None:
+    def put(self, item: T) -> None:
         try:
-            self._queue.put_nowait(signal)
+            self._queue.put_nowait(item)
         except asyncio.QueueFull:
             self.dropped += 1
-            log.error("signal outbox full; signal dropped", app=signal.app, dropped=self.dropped)
+            log.error("outbox full; item dropped", outbox=self._name, dropped=self.dropped)
 
     async def stop(self, timeout: float = 5.0) -> None:
         if self._task is None:
             return
-        with contextlib.suppress(asyncio.TimeoutError):
+        with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._queue.join(), timeout)
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
@@ -51,16 +49,16 @@ class SignalOutbox:
 
     async def _run(self) -> None:
         while True:
-            signal = await self._queue.get()
+            item = await self._queue.get()
             delay = 0.2
             while True:
                 try:
-                    await publish_signal(self._js, self._subjects, signal)
+                    await self._publish(item)
                     break
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
-                    log.warning("signal publish failed; retrying", app=signal.app, error=str(exc))
+                    log.warning("outbox publish failed; retrying", outbox=self._name, error=str(exc))
                     await asyncio.sleep(delay)
                     delay = min(delay * 2, 5.0)
             self._queue.task_done()

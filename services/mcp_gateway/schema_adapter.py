@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,17 +55,18 @@ def build_name_map(names: Iterable[str]) -> NameMap:
     return NameMap(to_llm=to_llm, to_tool=to_tool)
 
 
-def llm_tool(tool: CatalogTool, function_name: str) -> dict[str, Any]:
-    schema = dict(tool.input_schema) or {"type": "object", "properties": {}}
+def llm_function(function_name: str, description: str, input_schema: Mapping[str, Any]) -> dict[str, Any]:
+    """One OpenAI function-calling tool description."""
+    schema = dict(input_schema) or {"type": "object", "properties": {}}
     schema.setdefault("type", "object")
     return {
         "type": "function",
-        "function": {
-            "name": function_name,
-            "description": (tool.description or tool.name)[:1024],
-            "parameters": schema,
-        },
+        "function": {"name": function_name, "description": description[:1024], "parameters": schema},
     }
+
+
+def llm_tool(tool: CatalogTool, function_name: str) -> dict[str, Any]:
+    return llm_function(function_name, tool.description or tool.name, tool.input_schema)
 
 
 def llm_tools(tools: Iterable[CatalogTool]) -> tuple[list[dict[str, Any]], NameMap]:

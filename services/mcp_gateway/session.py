@@ -125,12 +125,14 @@ class AppSession:
             served = False
             try:
                 served = await self._connect_and_serve(attempt, stop)
-            except InitializeFailed as exc:
-                await self._set_status("unavailable", str(exc))
-                if exc.refused:
-                    await self._listener.initialize_refused(self, str(exc))
-            except Exception as exc:  # a transport failure must not end the session task
-                await self._set_status("unavailable", f"{type(exc).__name__}: {exc}")
+            except Exception as raised:  # a transport failure must not end the session task
+                exc = _sole_cause(raised)
+                if isinstance(exc, InitializeFailed):
+                    await self._set_status("unavailable", str(exc))
+                    if exc.refused:
+                        await self._listener.initialize_refused(self, str(exc))
+                else:
+                    await self._set_status("unavailable", f"{type(exc).__name__}: {exc}")
             finally:
                 self._attempt = None
                 self.first_attempt_done.set()
@@ -256,6 +258,15 @@ async def list_all_tools(session: ClientSession) -> list[types.Tool]:
 
 class _Lost(Exception):
     pass
+
+
+def _sole_cause(exc: Exception) -> BaseException:
+    """The transport's and the SDK's task groups wrap what the session raised in exception
+    groups; a group of one is that one exception (its reason is what health must show)."""
+    cause: BaseException = exc
+    while isinstance(cause, BaseExceptionGroup) and len(cause.exceptions) == 1:
+        cause = cause.exceptions[0]
+    return cause
 
 
 async def _race(work: Awaitable[T], lost: asyncio.Event, timeout: float) -> T:

@@ -1,4 +1,10 @@
-"""`amp.tool.call`: one envelope in, one envelope out, whatever happens in between."""
+"""`amp.tool.call`: one envelope in, one envelope out, whatever happens in between.
+
+The gateway is the one enforcement point. In order: the tool must exist and not be
+deprecated; an agent's call must be inside its available set (bound ∩ published ∩
+executable); a synthetic run never reaches a side-effecting tool; an agent's write needs a
+matching approval, consumed exactly once. Only then does an executor run the call.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +17,15 @@ from typing import Protocol
 import msgspec
 
 from services.mcp_gateway import classify
-from services.mcp_gateway.catalog import CatalogTool, ToolCatalog
+from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
+from services.mcp_gateway.pool.availability import available_tools
+from services.mcp_gateway.pool.executable import Executability
+from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.session import AppSession, CallTimedOut, SessionUnavailable
 from shared.clock import now_iso
+from shared.contracts.approval import Approval
 from shared.contracts.envelope import Header, Source
+from shared.contracts.system import System
 from shared.contracts.toolcall import (
     METHOD_CALL,
     METHOD_RESULT,
@@ -24,103 +35,158 @@ from shared.contracts.toolcall import (
     ToolResultEnvelope,
     decode_request,
 )
+from shared.contracts.tooldef import HttpExecution, McpExecution, ToolDefinition
 
 GATEWAY_APP = "aurora.gateway"
 
 
-class Authorizer(Protocol):
-    """Decides whether a request may run (tool pool governance plugs in here)."""
-
-    async def check(self, request: ToolCallRequest, tool: CatalogTool) -> ToolCallResult | None: ...
-
-
-class AllowAll:
-    async def check(self, request: ToolCallRequest, tool: CatalogTool) -> ToolCallResult | None:
-        return None
+class HttpRunner(Protocol):
+    async def execute(self, system: System, tool: ToolDefinition, arguments: dict[str, object], *,
+                      idempotency_key: str | None, timeout: float | None = None) -> ToolCallResult: ...
 
 
 @dataclass(frozen=True)
 class CallRecord:
-    """What the gateway reports of each executed call (to the bridge, later to the audit)."""
+    """What the gateway reports of each answered call (audit, `tool.*` events, circuits)."""
 
     request: ToolCallRequest
-    tool: CatalogTool | None
+    tool: ToolDefinition | None
     result: ToolCallResult
     call_id: str
+    executed: bool
 
 
 class ToolCallHandler:
-    def __init__(
-        self,
-        catalog: ToolCatalog,
-        sessions: dict[tuple[str, str], AppSession],
-        *,
-        authorizer: Authorizer | None = None,
-        on_result: Callable[[CallRecord], Awaitable[None]] | None = None,
-        default_timeout: float = 30.0,
-    ) -> None:
-        self._catalog = catalog
+    def __init__(self, pool: ToolPool, sessions: dict[tuple[str, str], AppSession], executable: Executability, *,
+                 approvals: ApprovalStore, http: HttpRunner | None = None,
+                 on_result: Callable[[CallRecord], Awaitable[None]] | None = None,
+                 on_approval_requested: Callable[[Approval], None] | None = None) -> None:
+        self._pool = pool
         self._sessions = sessions
-        self._authorizer = authorizer or AllowAll()
+        self._executable = executable
+        self._approvals = approvals
+        self._http = http
         self._on_result = on_result
-        self._default_timeout = default_timeout
+        self._on_approval_requested = on_approval_requested
 
     async def handle(self, data: bytes) -> bytes:
         started = time.perf_counter()
         try:
             envelope = decode_request(data)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            return _reply(
-                None, GATEWAY_APP, classify.failed("denied", "invalid_request", f"malformed tool call: {exc}")
-            )
+            refusal = classify.failed("denied", "invalid_request", f"malformed tool call: {exc}")
+            return _reply(None, GATEWAY_APP, refusal)
         if envelope.header.method != METHOD_CALL:
-            return _reply(
-                envelope,
-                GATEWAY_APP,
-                classify.failed(
-                    "denied",
-                    "invalid_request",
-                    f"header.method must be {METHOD_CALL!r}, not {envelope.header.method!r}",
-                ),
-            )
+            reason = f"header.method must be {METHOD_CALL!r}, not {envelope.header.method!r}"
+            return _reply(envelope, GATEWAY_APP, classify.failed("denied", "invalid_request", reason))
         request = envelope.payload
-        tool = self._catalog.get(request.tool)
+        tool = self._pool.tools.get(request.tool)
         if tool is None:
-            return _reply(
-                envelope,
-                GATEWAY_APP,
-                classify.failed("denied", "unknown_tool", f"no tool named {request.tool!r} in the catalog"),
-            )
-        result = await self._execute(request, tool)
+            result = classify.failed("denied", "unknown_tool", f"no tool named {request.tool!r}")
+            executed = False
+        else:
+            result, executed = await self._run(request, tool, envelope.header.message_id)
         result = msgspec.structs.replace(result, duration_ms=round((time.perf_counter() - started) * 1000, 3))
         if self._on_result is not None:
-            await self._on_result(
-                CallRecord(request=request, tool=tool, result=result, call_id=envelope.header.message_id)
-            )
-        return _reply(envelope, tool.app_id, result)
+            await self._on_result(CallRecord(request=request, tool=tool, result=result,
+                                             call_id=envelope.header.message_id, executed=executed))
+        return _reply(envelope, tool.system if tool is not None else GATEWAY_APP, result)
 
-    async def _execute(self, request: ToolCallRequest, tool: CatalogTool) -> ToolCallResult:
-        refusal = await self._authorizer.check(request, tool)
+    async def _run(self, request: ToolCallRequest, tool: ToolDefinition, call_id: str) -> tuple[ToolCallResult, bool]:
+        refusal = self._refusal(request, tool)
         if refusal is not None:
-            return refusal
-        if request.context.synthetic and tool.side_effect != "read":
+            return refusal, False
+        ctx = request.context
+        if ctx.synthetic and tool.side_effect != "read":
             return ToolCallResult(
-                status="suppressed",
-                side_effect=tool.side_effect,
+                status="suppressed", side_effect=tool.side_effect,
                 content=[{"type": "text", "text": f"synthetic run: {tool.name} was not called"}],
                 structured={"would_call": tool.name, "arguments": request.arguments},
+            ), False
+        approval_id: str | None = None
+        if ctx.agent is not None and tool.side_effect != "read":
+            gate = await self._approval_gate(request, tool)
+            if isinstance(gate, ToolCallResult):
+                return gate, False
+            approval_id = gate
+        result = await self._execute(request, tool, call_id)
+        return msgspec.structs.replace(result, approval_id=approval_id), True
+
+    def _refusal(self, request: ToolCallRequest, tool: ToolDefinition) -> ToolCallResult | None:
+        if tool.state == "DEPRECATED":
+            return classify.failed("denied", "deprecated", f"{tool.name} is deprecated", side_effect=tool.side_effect)
+        agent_id = request.context.agent
+        if agent_id is None:  # the operator may call any tool that can run, drafts included (to try them)
+            blocked = self._executable(tool)
+            if blocked is None:
+                return None
+            status = "denied" if blocked[0] == "system_disabled" else "unavailable"
+            return classify.failed(status, blocked[0], blocked[1], side_effect=tool.side_effect)
+        agent = self._pool.agents.get(agent_id)
+        if agent is None:
+            return classify.failed("denied", "unknown_agent", f"no agent {agent_id!r}")
+        if not agent.enabled:
+            return classify.failed("denied", "agent_disabled", f"agent {agent_id!r} is disabled")
+        if tool.name not in agent.tools:
+            return classify.failed("denied", "not_bound", f"{tool.name} is not bound to agent {agent_id!r}",
+                                   side_effect=tool.side_effect)
+        exclusion = available_tools(agent.tools, self._pool.tools, self._executable).reason_for(tool.name)
+        if exclusion is not None:
+            return classify.failed("denied", exclusion.reason, exclusion.detail, side_effect=tool.side_effect)
+        return None
+
+    async def _approval_gate(self, request: ToolCallRequest, tool: ToolDefinition) -> str | ToolCallResult:
+        """The consumed approval's id, or the reply that stops the call."""
+        ctx = request.context
+        if ctx.approval_id is not None:
+            try:
+                used = await self._approvals.consume(ctx.approval_id, tool.name, request.arguments, ctx.task_id)
+            except ApprovalRefused as exc:
+                return msgspec.structs.replace(
+                    classify.failed("denied", exc.code, str(exc), side_effect=tool.side_effect),
+                    approval_id=ctx.approval_id)
+            return used.id
+        approval, created = await self._approvals.request(tool.name, request.arguments, ctx, tool.side_effect)
+        if created and self._on_approval_requested is not None:
+            self._on_approval_requested(approval)
+        if approval.state in ("pending", "granted"):
+            return ToolCallResult(
+                status="needs_approval", approval_id=approval.id, side_effect=tool.side_effect,
+                structured={"approval_id": approval.id, "state": approval.state, "expires_at": approval.expires_at},
+                content=[{"type": "text", "text": f"{tool.name} is a {tool.side_effect}: approval {approval.id} "
+                                                  f"is {approval.state}"}],
             )
-        session = self._sessions.get(tool.app_key)
+        return msgspec.structs.replace(
+            classify.failed("denied", f"approval_{approval.state}",
+                            f"the approval for this call ({approval.id}) is {approval.state}",
+                            side_effect=tool.side_effect),
+            approval_id=approval.id)
+
+    async def _execute(self, request: ToolCallRequest, tool: ToolDefinition, call_id: str) -> ToolCallResult:
+        execution = tool.execution
+        if isinstance(execution, McpExecution):
+            return await self._execute_mcp(request, tool, execution)
+        assert isinstance(execution, HttpExecution)
+        system = self._pool.systems.get(tool.system)
+        if self._http is None or system is None:
+            return classify.failed("unavailable", "no_executor", f"no HTTP executor for {tool.name}",
+                                   side_effect=tool.side_effect)
+        ctx = request.context
+        key = ctx.idempotency_key or (f"{ctx.task_id}:{ctx.step_id}" if ctx.task_id and ctx.step_id else call_id)
+        return await self._http.execute(system, tool, dict(request.arguments), idempotency_key=key,
+                                        timeout=request.timeout_seconds)
+
+    async def _execute_mcp(self, request: ToolCallRequest, tool: ToolDefinition,
+                           execution: McpExecution) -> ToolCallResult:
+        session = self._sessions.get((execution.app, execution.instance))
         if session is None:
-            return classify.failed(
-                "unavailable", "no_session", f"app {tool.app_name!r} has no session", side_effect=tool.side_effect
-            )
-        timeout = min(
-            request.timeout_seconds or session.app.mcp.call_timeout_seconds, session.app.mcp.call_timeout_seconds
-        )
+            return classify.failed("unavailable", "no_session", f"app {execution.app!r} has no session",
+                                   side_effect=tool.side_effect)
+        limit = session.app.mcp.call_timeout_seconds
+        timeout = min(request.timeout_seconds or limit, limit)
         started = time.perf_counter()
         try:
-            result = await session.call_tool(tool.tool, request.arguments, timeout)
+            result = await session.call_tool(execution.tool, request.arguments, timeout)
         except CallTimedOut:
             return classify.timed_out(_ms(started), tool.side_effect, timeout)
         except SessionUnavailable as exc:
@@ -128,9 +194,8 @@ class ToolCallHandler:
         except RuntimeError as exc:  # the SDK's output-schema check: the app broke its own contract
             return classify.failed("tool_error", "invalid_output", str(exc), _ms(started), tool.side_effect)
         except Exception as exc:
-            return classify.failed(
-                "tool_error", "protocol_error", f"{type(exc).__name__}: {exc}", _ms(started), tool.side_effect
-            )
+            return classify.failed("tool_error", "protocol_error", f"{type(exc).__name__}: {exc}",
+                                   _ms(started), tool.side_effect)
         return classify.from_mcp_result(result, _ms(started), tool.side_effect)
 
 

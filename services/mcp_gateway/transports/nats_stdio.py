@@ -54,8 +54,10 @@ async def nats_stdio_transport(
         async with write_reader:
             async for message in write_reader:
                 await nc.publish(c2s, serialize_message(message))
-            # Flush so a request written just before close is not lost in the buffer.
-            await nc.flush()
+            # No `nc.flush()` here: the connection outlives the transport, so its flusher sends
+            # what is buffered anyway, and closing the transport cancels this task — a cancelled
+            # flush makes nats-py's read loop die on the late PONG (InvalidStateError), leaving
+            # the whole gateway deaf (nats-io/nats.py#624 is the same class of bug).
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(pump_writes, name=f"mcp-c2s-{app_id}")

@@ -1,0 +1,175 @@
+"""OpenAPI schemas → self-contained JSON Schema: local `$ref`s inlined (cycles cut), 3.0 dialect converted.
+
+The input schema of an imported tool must stand on its own (it is shown to a model and validated
+without the document), so every local reference is inlined. A reference that points back into its
+own expansion is cut after one level and reported; a reference outside the document is reported
+and left as an empty schema. Every finding goes to the `problems` list the caller passes in.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+MAX_DEPTH = 32
+_DROPPED = frozenset({"xml", "discriminator", "externalDocs"})
+# Keywords whose value is one schema, a list of schemas, or a map of name → schema.
+_ONE = frozenset({"items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames",
+                  "unevaluatedProperties", "unevaluatedItems", "additionalItems"})
+_MANY = frozenset({"allOf", "anyOf", "oneOf", "prefixItems"})
+_MAP = frozenset({"properties", "patternProperties", "dependentSchemas", "$defs", "definitions"})
+
+
+class Resolver:
+    """Reads one OpenAPI document; `openapi30` switches the 3.0 → JSON Schema conversions on."""
+
+    def __init__(self, document: dict[str, Any]) -> None:
+        self._doc = document
+        self.openapi30 = str(document.get("openapi", "")).startswith("3.0")
+
+    def pointer(self, ref: str) -> Any:
+        """The node a local reference (`#/components/schemas/Pet`) names; KeyError when absent."""
+        if not ref.startswith("#"):
+            raise KeyError(ref)
+        node: Any = self._doc
+        for raw in ref[1:].split("/")[1:]:
+            token = raw.replace("~1", "/").replace("~0", "~")
+            if isinstance(node, dict) and token in node:
+                node = node[token]
+            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+                node = node[int(token)]
+            else:
+                raise KeyError(ref)
+        return node
+
+    def deref(self, node: Any, problems: list[str], what: str) -> dict[str, Any] | None:
+        """Follow a chain of `$ref`s to a parameter, request body, response or path item."""
+        seen: set[str] = set()
+        while isinstance(node, dict) and "$ref" in node:
+            ref = str(node["$ref"])
+            if ref in seen:
+                problems.append(f"{what}: $ref loop at {ref}")
+                return None
+            seen.add(ref)
+            try:
+                node = self.pointer(ref)
+            except KeyError:
+                problems.append(f"{what}: $ref {ref} cannot be resolved in this document")
+                return None
+        return node if isinstance(node, dict) else None
+
+    def schema(self, node: Any, problems: list[str]) -> Any:
+        """A copy of `node` with local refs inlined and OpenAPI-only keywords converted or dropped."""
+        return self._convert(node, (), problems)
+
+    def _convert(self, node: Any, stack: tuple[str, ...], problems: list[str]) -> Any:
+        if not isinstance(node, dict):
+            return copy.deepcopy(node)  # a boolean schema (3.1) or a malformed value, kept as given
+        if len(stack) > MAX_DEPTH:
+            problems.append(f"schema: nesting deeper than {MAX_DEPTH} references was cut")
+            return {}
+        if "$ref" in node:
+            return self._follow(node, stack, problems)
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key in _DROPPED or key.startswith("x-"):
+                continue
+            if key in _ONE and isinstance(value, dict):
+                out[key] = self._convert(value, stack, problems)
+            elif key in _MANY and isinstance(value, list):
+                out[key] = [self._convert(item, stack, problems) for item in value]
+            elif key in _MAP and isinstance(value, dict):
+                out[key] = {name: self._convert(sub, stack, problems) for name, sub in value.items()}
+            else:
+                out[key] = copy.deepcopy(value)
+        return self._from_30(out) if self.openapi30 else out
+
+    def _follow(self, node: dict[str, Any], stack: tuple[str, ...], problems: list[str]) -> Any:
+        ref = str(node["$ref"])
+        if not ref.startswith("#"):
+            problems.append(f"schema: external $ref {ref} is not resolved")
+            return {"description": f"unresolved reference {ref}"}
+        try:
+            target = self.pointer(ref)
+        except KeyError:
+            problems.append(f"schema: $ref {ref} cannot be resolved in this document")
+            return {"description": f"unresolved reference {ref}"}
+        if ref in stack:
+            problems.append(f"schema: recursive $ref {ref} is cut after one level")
+            cut: dict[str, Any] = {"description": f"(recursive {ref.rsplit('/', 1)[-1]}, not expanded further)"}
+            if isinstance(target, dict) and isinstance(target.get("type"), str):
+                cut["type"] = target["type"]
+            return cut
+        resolved = self._convert(target, (*stack, ref), problems)
+        siblings = {k: v for k, v in node.items() if k != "$ref"}
+        if siblings and not self.openapi30 and isinstance(resolved, dict):
+            # 3.1 allows keywords beside $ref (a local description wins over the target's).
+            resolved = {**resolved, **self._convert(siblings, stack, problems)}
+        return resolved
+
+    @staticmethod
+    def _from_30(schema: dict[str, Any]) -> dict[str, Any]:
+        """OpenAPI 3.0's schema dialect → JSON Schema: nullable, example, boolean exclusive bounds."""
+        if schema.pop("nullable", False) is True:
+            kind = schema.get("type")
+            if isinstance(kind, str):
+                schema["type"] = [kind, "null"]
+            if isinstance(schema.get("enum"), list) and None not in schema["enum"]:
+                schema["enum"] = [*schema["enum"], None]
+        if "example" in schema:
+            example = schema.pop("example")
+            schema.setdefault("examples", [example])
+        for bound, exclusive in (("minimum", "exclusiveMinimum"), ("maximum", "exclusiveMaximum")):
+            flag = schema.get(exclusive)
+            if isinstance(flag, bool):
+                if flag and bound in schema:
+                    schema[exclusive] = schema.pop(bound)
+                else:
+                    del schema[exclusive]
+        return schema
+
+
+def merge_all_of(schema: dict[str, Any]) -> dict[str, Any]:
+    """`allOf` of plain object schemas → one object schema (the usual composition); else unchanged."""
+    parts = schema.get("allOf")
+    if not isinstance(parts, list) or any(not _plain_object(p) for p in parts):
+        return schema
+    merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
+    merged["type"] = "object"
+    properties: dict[str, Any] = dict(merged.get("properties", {}))
+    required: list[str] = list(merged.get("required", []))
+    for part in parts:
+        part = merge_all_of(part)
+        properties.update(part.get("properties", {}))
+        required += [r for r in part.get("required", []) if r not in required]
+        if "description" in part and "description" not in merged:
+            merged["description"] = part["description"]
+    merged["properties"] = properties
+    if required:
+        merged["required"] = required
+    return merged
+
+
+def _plain_object(part: Any) -> bool:
+    if not isinstance(part, dict) or part.get("type", "object") != "object":
+        return False
+    allowed = {"type", "properties", "required", "description", "title", "allOf"}
+    return set(part) <= allowed
+
+
+def is_object_schema(schema: Any) -> bool:
+    """A body whose properties can become top-level tool inputs: a closed-enough object."""
+    if not isinstance(schema, dict) or not isinstance(schema.get("properties"), dict):
+        return False
+    if schema.get("type", "object") != "object":
+        return False
+    if any(k in schema for k in ("oneOf", "anyOf", "not", "allOf", "if")):
+        return False
+    extra = schema.get("additionalProperties")
+    return extra is None or extra is False
+
+
+def numeric(schema: Any) -> bool:
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    kinds = kind if isinstance(kind, list) else [kind]
+    return any(k in ("integer", "number") for k in kinds)

@@ -1,0 +1,1 @@
+"""The tool pool: tool definitions, their lifecycle, agents' available sets, approvals, audit."""

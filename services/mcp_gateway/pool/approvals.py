@@ -1,0 +1,144 @@
+"""Approvals in KV: requested by the gateway, decided by a person, consumed exactly once.
+
+Consuming is a compare-and-set on the approval's KV revision, so of any number of concurrent
+calls presenting one approval exactly one executes. An approval only fits the same tool,
+the same canonical argument hash and the same task it was requested for.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import msgspec
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.kv import KeyValue
+
+from shared.clock import is_past, now_iso
+from shared.contracts.approval import Approval, approval_id_for, canonical_args_hash
+from shared.contracts.toolcall import ToolCallContext
+from shared.errors import AuroraError
+
+
+class ApprovalRefused(AuroraError):
+    """The presented approval does not allow this call; `code` says why."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+_decoder = msgspec.json.Decoder(Approval)
+
+
+class ApprovalStore:
+    def __init__(self, kv: KeyValue, *, ttl_seconds: float = 24 * 3600) -> None:
+        self._kv = kv
+        self._ttl = ttl_seconds
+
+    async def get(self, approval_id: str) -> tuple[Approval, int] | None:
+        try:
+            entry = await self._kv.get(approval_id)
+        except KeyNotFoundError:
+            return None
+        if entry.value is None or entry.revision is None:
+            return None
+        return _decoder.decode(entry.value), entry.revision
+
+    async def request(
+        self, tool: str, arguments: dict[str, Any], context: ToolCallContext, side_effect: str
+    ) -> tuple[Approval, bool]:
+        """The approval for this (tool, arguments, task): (approval, created_now)."""
+        args_hash = canonical_args_hash(arguments)
+        approval_id = approval_id_for(tool, args_hash, context.task_id)
+        now = datetime.now(UTC)
+        approval = Approval(
+            id=approval_id,
+            tool=tool,
+            args_hash=args_hash,
+            task_id=context.task_id,
+            run_id=context.run_id,
+            agent=context.agent,
+            arguments=arguments,
+            side_effect=side_effect,
+            requested_at=now.isoformat(),
+            expires_at=(now + timedelta(seconds=self._ttl)).isoformat(),
+            session_id=context.session_id,
+        )
+        try:
+            await self._kv.create(approval_id, msgspec.json.encode(approval))
+            return approval, True
+        except KeyWrongLastSequenceError:
+            found = await self.get(approval_id)
+            assert found is not None
+            return await self._expire_if_due(*found), False
+
+    async def consume(self, approval_id: str, tool: str, arguments: dict[str, Any], task_id: str | None) -> Approval:
+        """Use a granted approval for exactly this call, once; ApprovalRefused otherwise."""
+        found = await self.get(approval_id)
+        if found is None:
+            raise ApprovalRefused("approval_unknown", f"no approval {approval_id!r}")
+        approval, revision = found
+        approval = await self._expire_if_due(approval, revision)
+        if approval.tool != tool or approval.args_hash != canonical_args_hash(arguments) or approval.task_id != task_id:
+            raise ApprovalRefused(
+                "approval_mismatch",
+                f"approval {approval_id} was given for {approval.tool} with other arguments or another task",
+            )
+        if approval.state != "granted":
+            code = {
+                "pending": "approval_pending",
+                "denied": "approval_denied",
+                "consumed": "approval_used",
+                "expired": "approval_expired",
+            }[approval.state]
+            raise ApprovalRefused(code, f"approval {approval_id} is {approval.state}")
+        used = msgspec.structs.replace(approval, state="consumed", consumed_at=now_iso())
+        try:
+            await self._kv.update(approval_id, msgspec.json.encode(used), last=revision)
+        except KeyWrongLastSequenceError as exc:
+            raise ApprovalRefused("approval_used", f"approval {approval_id} was used by another call") from exc
+        return used
+
+    async def decide(self, approval_id: str, *, grant: bool, by: str, note: str | None) -> Approval:
+        for _ in range(5):
+            found = await self.get(approval_id)
+            if found is None:
+                raise ApprovalRefused("approval_unknown", f"no approval {approval_id!r}")
+            approval, revision = found
+            approval = await self._expire_if_due(approval, revision)
+            if approval.state != "pending":
+                raise ApprovalRefused(
+                    f"approval_{approval.state}", f"approval {approval_id} is already {approval.state}"
+                )
+            decided = msgspec.structs.replace(
+                approval, state="granted" if grant else "denied", decided_by=by, decided_at=now_iso(), note=note
+            )
+            try:
+                await self._kv.update(approval_id, msgspec.json.encode(decided), last=revision)
+            except KeyWrongLastSequenceError:
+                continue
+            return decided
+        raise ApprovalRefused("conflict", f"approval {approval_id} kept changing; try again")
+
+    async def list(self, state: str | None = None) -> list[Approval]:
+        from shared.kvmirror import read_all
+
+        approvals = [_decoder.decode(value) for value in (await read_all(self._kv)).values()]
+        approvals = [a for a in approvals if state is None or _effective_state(a) == state]
+        return sorted(approvals, key=lambda a: a.requested_at)
+
+    async def _expire_if_due(self, approval: Approval, revision: int) -> Approval:
+        if approval.state in ("pending", "granted") and is_past(approval.expires_at):
+            expired = msgspec.structs.replace(approval, state="expired")
+            with contextlib.suppress(KeyWrongLastSequenceError):
+                await self._kv.update(approval.id, msgspec.json.encode(expired), last=revision)
+            return expired
+        return approval
+
+
+def _effective_state(approval: Approval) -> str:
+    if approval.state in ("pending", "granted") and is_past(approval.expires_at):
+        return "expired"
+    return approval.state

@@ -1,0 +1,245 @@
+"""The pool's state in JetStream KV (systems, tool definitions, agents), mirrored in memory.
+
+Every gateway instance writes through KV and reads its mirror, so several gateways agree.
+MCP tools discovered from apps are synced in as definitions: published at once when the app is
+trusted (`governance: auto`), drafts otherwise; a changed contract bumps the version.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from nats.js import JetStreamContext
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.kv import KeyValue
+
+from services.mcp_gateway.catalog import CatalogTool
+from shared.appconfig import AppConfig
+from shared.contracts.agent import Agent
+from shared.contracts.resource import ResourceModel, canonical_json, parse_resource
+from shared.contracts.system import System
+from shared.contracts.tooldef import McpExecution, ReviewNote, ToolDefinition
+from shared.errors import AuroraError
+from shared.kvmirror import KvMirror
+from shared.logs import get_logger
+from shared.streams import BucketSpec, agents_bucket, ensure_bucket, systems_bucket, tools_bucket
+from shared.subjects import Subjects
+
+log = get_logger("aurora.mcp_gateway.pool")
+GATEWAY = "mcp-gateway"
+
+
+class PoolError(AuroraError):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def _decoder(model: type[ResourceModel]) -> Callable[[bytes], Any]:
+    return lambda data: parse_resource(model, json.loads(data))
+
+
+class ToolPool:
+    def __init__(self, js: JetStreamContext, subjects: Subjects) -> None:
+        self._js = js
+        self._subjects = subjects
+        self._kv: dict[str, KeyValue] = {}
+        self._tools: KvMirror[ToolDefinition] | None = None
+        self._systems: KvMirror[System] | None = None
+        self._agents: KvMirror[Agent] | None = None
+
+    async def start(self, on_change: Callable[[], None] | None = None) -> None:
+        specs: dict[str, BucketSpec] = {
+            "tools": tools_bucket(self._subjects),
+            "systems": systems_bucket(self._subjects),
+            "agents": agents_bucket(self._subjects),
+        }
+        for key, spec in specs.items():
+            self._kv[key] = await ensure_bucket(self._js, spec)
+        self._tools = KvMirror(self._kv["tools"], _decoder(ToolDefinition), name="tools", on_change=on_change)
+        self._systems = KvMirror(self._kv["systems"], _decoder(System), name="systems", on_change=on_change)
+        self._agents = KvMirror(self._kv["agents"], _decoder(Agent), name="agents", on_change=on_change)
+        for mirror in (self._tools, self._systems, self._agents):
+            await mirror.start()  # type: ignore[attr-defined]
+
+    async def stop(self) -> None:
+        for mirror in (self._tools, self._systems, self._agents):
+            if mirror is not None:
+                await mirror.stop()  # type: ignore[attr-defined]
+
+    def bucket(self, name: str) -> KeyValue:
+        """The KV bucket behind `tools`, `systems` or `agents` (for generic admin handlers)."""
+        return self._kv[name]
+
+    # -- reads (memory) ----------------------------------------------------------------------
+    @property
+    def tools(self) -> dict[str, ToolDefinition]:
+        assert self._tools is not None, "ToolPool used before start()"
+        return self._tools.items
+
+    @property
+    def systems(self) -> dict[str, System]:
+        assert self._systems is not None, "ToolPool used before start()"
+        return self._systems.items
+
+    @property
+    def agents(self) -> dict[str, Agent]:
+        assert self._agents is not None, "ToolPool used before start()"
+        return self._agents.items
+
+    # -- writes (KV, compare-and-set) --------------------------------------------------------
+    async def put_system(self, system: System) -> str:
+        return await self._put("systems", system.name, system)
+
+    async def put_tool(self, tool: ToolDefinition) -> str:
+        return await self._put("tools", tool.name, tool)
+
+    async def delete(self, bucket: str, key: str) -> bool:
+        try:
+            await self._kv[bucket].get(key)
+        except KeyNotFoundError:
+            return False
+        await self._kv[bucket].delete(key)
+        self._mirror(bucket).items.pop(key, None)
+        return True
+
+    async def update_tool(self, name: str, change: Callable[[ToolDefinition], ToolDefinition]) -> ToolDefinition:
+        """Apply `change` to the stored tool with a compare-and-set, retrying on a race."""
+        kv = self._kv["tools"]
+        for _ in range(10):
+            try:
+                entry = await kv.get(name)
+            except KeyNotFoundError as exc:
+                raise PoolError("unknown_tool", f"no tool named {name!r}") from exc
+            assert entry.value is not None and entry.revision is not None
+            current = parse_resource(ToolDefinition, json.loads(entry.value))
+            updated = change(current)
+            try:
+                await kv.update(name, canonical_json(updated), last=entry.revision)
+            except KeyWrongLastSequenceError:
+                continue
+            self.tools[name] = updated
+            return updated
+        raise PoolError("conflict", f"tool {name!r} kept changing; try again")
+
+    async def update_system(self, name: str, change: Callable[[System], System]) -> System:
+        kv = self._kv["systems"]
+        for _ in range(10):
+            try:
+                entry = await kv.get(name)
+            except KeyNotFoundError as exc:
+                raise PoolError("unknown_system", f"no system named {name!r}") from exc
+            assert entry.value is not None and entry.revision is not None
+            updated = change(parse_resource(System, json.loads(entry.value)))
+            try:
+                await kv.update(name, canonical_json(updated), last=entry.revision)
+            except KeyWrongLastSequenceError:
+                continue
+            self.systems[name] = updated
+            return updated
+        raise PoolError("conflict", f"system {name!r} kept changing; try again")
+
+    async def _put(self, bucket: str, key: str, value: ResourceModel) -> str:
+        """created | updated | unchanged"""
+        kv = self._kv[bucket]
+        data = canonical_json(value)
+        try:
+            entry = await kv.get(key)
+        except KeyNotFoundError:
+            entry = None
+        if entry is not None and entry.value == data:
+            return "unchanged"
+        await kv.put(key, data)
+        self._mirror(bucket).items[key] = value
+        return "created" if entry is None else "updated"
+
+    def _mirror(self, bucket: str) -> KvMirror[Any]:
+        mirror = {"tools": self._tools, "systems": self._systems, "agents": self._agents}[bucket]
+        assert mirror is not None
+        return mirror
+
+    # -- MCP discovery -----------------------------------------------------------------------
+    async def sync_mcp_app(self, app: AppConfig, tools: Iterable[CatalogTool], now: str) -> None:
+        """Register the app as an MCP system (once) and its tools as definitions."""
+        if app.app_id not in self.systems:
+            await self._create(
+                "systems", app.app_id, System(name=app.app_id, type="mcp", description=f"MCP app {app.name}")
+            )
+        for tool in tools:
+            discovered = mcp_definition(app, tool, now)
+            existing = self.tools.get(tool.name)
+            if existing is None:
+                await self._create("tools", tool.name, discovered)
+                continue
+            if existing.source != "mcp":
+                log.error(
+                    "MCP tool shadows a definition of another source; kept the existing one",
+                    tool=tool.name,
+                    source=existing.source,
+                )
+                continue
+            if _contract(existing) != _contract(discovered):
+                await self.update_tool(tool.name, functools.partial(changed_by_app, new=discovered, app=app, now=now))
+
+    async def _create(self, bucket: str, key: str, value: ResourceModel) -> None:
+        try:
+            await self._kv[bucket].create(key, canonical_json(value))
+        except KeyWrongLastSequenceError:
+            return  # another gateway registered it first
+        self._mirror(bucket).items[key] = value
+
+
+def mcp_definition(app: AppConfig, tool: CatalogTool, now: str) -> ToolDefinition:
+    return ToolDefinition(
+        name=tool.name,
+        system=app.app_id,
+        description=tool.description,
+        input_schema=dict(tool.input_schema) or {"type": "object", "properties": {}},
+        output_schema=dict(tool.output_schema) if tool.output_schema else None,
+        execution=McpExecution(app=app.app_id, instance=app.instance, tool=tool.tool),
+        side_effect=tool.side_effect,
+        state="PUBLISHED" if app.governance == "auto" else "DRAFT",
+        source="mcp",
+        changed_by=GATEWAY,
+        changed_at=now,
+        notes=(
+            ReviewNote(
+                at=now,
+                by=GATEWAY,
+                action="discovered",
+                note=f"discovered from app {app.name} ({app.governance} governance)",
+            ),
+        ),
+    )
+
+
+def _contract(tool: ToolDefinition) -> tuple[Any, ...]:
+    return (tool.description, tool.input_schema, tool.output_schema, tool.side_effect, tool.execution)
+
+
+def changed_by_app(old: ToolDefinition, new: ToolDefinition, app: AppConfig, now: str) -> ToolDefinition:
+    """The app changed a tool's contract: take the new contract, bump the version; under
+    review governance a published tool goes back to DRAFT until a reviewer looks again."""
+    state = old.state
+    if app.governance == "review" and state in ("PUBLISHED", "REVIEWING"):
+        state = "DRAFT"
+    return old.model_copy(
+        update={
+            "description": new.description,
+            "input_schema": new.input_schema,
+            "output_schema": new.output_schema,
+            "side_effect": new.side_effect,
+            "execution": new.execution,
+            "state": state,
+            "version": old.version + 1,
+            "changed_by": GATEWAY,
+            "changed_at": now,
+            "notes": (
+                *old.notes,
+                ReviewNote(at=now, by=GATEWAY, action="changed", note="the app changed the contract"),
+            ),
+        }
+    )
