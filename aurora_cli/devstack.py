@@ -318,7 +318,9 @@ class DevStack:
     # ------------------------------------------------------------------ output
 
     def say(self, label: str, style: str, message: str) -> None:
-        text = Text.assemble((f"{label:>14} │ ", style), message)
+        """Print `message` with the service's prefix on every line (tracebacks included)."""
+        lines = message.splitlines() or [""]
+        text = Text("\n").join(Text.assemble((f"{label:>14} │ ", style), line) for line in lines)
         with self._print_lock:
             self.console.print(text)
 

@@ -70,8 +70,11 @@ def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any
     numeric = [bool(rows) and all(isinstance(row[i], int | float) or row[i] is None for row in rows)
                for i in range(len(columns))]
     result = Table(title=title, title_justify="left", header_style="bold")
-    for name, is_number in zip(columns, numeric, strict=True):
-        result.add_column(name, justify="right" if is_number else "left")
+    for index, (name, is_number) in enumerate(zip(columns, numeric, strict=True)):
+        # Names are what one searches for: never cut them; numbers and headers may wrap instead.
+        widest = max((len(str(row[index])) for row in rows), default=0)
+        result.add_column(name, justify="right" if is_number else "left",
+                          no_wrap=not is_number, min_width=None if is_number else min(widest, 40))
     for row in rows:
         result.add_row(*("" if cell is None else str(cell) for cell in row))
     return result

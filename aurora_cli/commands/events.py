@@ -17,7 +17,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 from nats.js.api import DeliverPolicy
-from nats.js.errors import NotFoundError
+from nats.js.errors import NoStreamResponseError, NotFoundError
 
 from aurora_cli.output import (
     EXIT_USAGE,
@@ -292,7 +292,7 @@ async def _emit(nats_settings: NatsSettings, subjects: Subjects, signal: NativeE
         watchers = await _watch(js, subjects, subject) if wait else None
         try:
             await publish_signal(js, subjects, signal)
-        except NoRespondersError as exc:
+        except (NoRespondersError, NoStreamResponseError) as exc:
             raise CliError(
                 f"no stream stores {subjects.signal(signal.app, 'native_event')}: start the stack "
                 "(`make dev`) or the event-bridge first"

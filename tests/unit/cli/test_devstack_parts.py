@@ -6,6 +6,8 @@ import json
 import socket
 from pathlib import Path
 
+from rich.console import Console
+
 from aurora_cli.devstack import (
     START_ORDER,
     DevStack,
@@ -85,3 +87,9 @@ def test_a_port_in_use_is_seen() -> None:
         port = sock.getsockname()[1]
         assert not port_is_free("127.0.0.1", port)
     assert port_is_free("127.0.0.1", port)
+
+
+def test_every_line_of_a_multi_line_message_carries_the_prefix(tmp_path: Path) -> None:
+    console = Console(record=True, width=120, color_system=None)
+    DevStack(tmp_path, specs=[], console=console).say("router", "green", "first\nsecond")
+    assert console.export_text().splitlines() == ["        router │ first", "        router │ second"]
