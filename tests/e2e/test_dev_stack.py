@@ -1,0 +1,137 @@
+"""`aurora dev` end to end: the real launcher, real services, the CLI and a plain nats-py client.
+
+Done-when of issue 2: `make dev`, then `aurora events emit message.received --app im.polaris.qq
+--data '{"text":"你好"}'` shows the event in `aurora events tail` and to a plain nats-py
+subscriber on `amp.evt.>`; Ctrl-C stops everything cleanly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import nats
+import pytest
+
+from aurora_cli.localnats import free_port
+from tests.harness.processes import REPO, service_env
+from tests.integration.cli.conftest import AURORA, cli_runner, wait_for_bridge_consumer
+
+HELLO = json.dumps({"text": "你好"}, ensure_ascii=False)
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below `pid` (read from /proc)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+class DevProcess:
+    def __init__(self, data_dir: Path, port: int, log: Path) -> None:
+        self.url = f"nats://127.0.0.1:{port}"
+        self.log = log
+        env = service_env(self.url)
+        env.pop("NATS_URL")  # `aurora dev` sets it for its children
+        with log.open("wb") as out:
+            # Its own session, like a terminal's foreground job: Ctrl-C goes to the whole group.
+            self.process = subprocess.Popen(
+                [str(AURORA), "dev", "--data-dir", str(data_dir), "--port", str(port)],
+                cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8", errors="replace")
+
+    def wait_until_up(self, timeout: float = 90.0) -> None:
+        deadline = time.monotonic() + timeout
+        while "Aurora dev stack is up" not in self.output():
+            if self.process.poll() is not None:
+                raise AssertionError(f"aurora dev exited with {self.process.returncode}:\n{self.output()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"aurora dev never came up:\n{self.output()}")
+            time.sleep(0.1)
+
+    def ctrl_c(self, timeout: float = 90.0) -> int:
+        os.killpg(self.process.pid, signal.SIGINT)
+        return self.process.wait(timeout)
+
+    def kill(self) -> None:
+        if self.process.poll() is None:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        for pid in _descendants(self.process.pid):
+            os.kill(pid, signal.SIGKILL)
+
+
+@pytest.fixture
+def dev(tmp_path: Path) -> Iterator[DevProcess]:
+    stack = DevProcess(tmp_path / "dev", free_port(), tmp_path / "aurora-dev.out")
+    try:
+        yield stack
+    finally:
+        stack.kill()
+
+
+async def test_make_dev_emit_tail_and_a_plain_subscriber(dev: DevProcess, tmp_path: Path) -> None:
+    dev.wait_until_up()
+    cli = cli_runner(dev.url)
+    await asyncio.to_thread(wait_for_bridge_consumer, cli)
+    children = _descendants(dev.process.pid)
+    assert len(children) >= 2, dev.output()  # nats-server and at least the event-bridge
+
+    nc = await nats.connect(dev.url)
+    try:
+        sub = await nc.subscribe("amp.evt.>")
+        await nc.flush()
+        emitted = await asyncio.to_thread(
+            cli, "events", "emit", "message.received", "--app", "im.polaris.qq", "--data", HELLO)
+        assert emitted.returncode == 0, emitted.stderr
+        message_id = emitted.stdout.strip()
+
+        msg = await sub.next_msg(timeout=15)
+        assert msg.subject == "amp.evt.im_polaris_qq.message.received"
+        event = json.loads(msg.data)
+        assert event["header"]["message_id"] == message_id
+        assert event["payload"]["data"] == {"text": "你好"}
+    finally:
+        await nc.close()
+
+    tailed = await asyncio.to_thread(cli, "events", "tail", "--from-start", "--count", "1", "--json",
+                                     "--timeout", "15")
+    assert tailed.returncode == 0, tailed.stderr
+    assert json.loads(tailed.stdout)["header"]["message_id"] == message_id
+
+    assert dev.ctrl_c() == 0, dev.output()
+    output = dev.output()
+    assert "Aurora dev stack stopped." in output
+    assert "exited on its own" not in output
+    assert not [pid for pid in children if _alive(pid)], "processes left behind"
+    logs = tmp_path / "dev" / "logs"
+    bridge_log = (logs / "event-bridge.log").read_text(encoding="utf-8")
+    assert '"msg": "stopped"' in bridge_log and "Traceback" not in bridge_log
+    assert (tmp_path / "dev" / "jetstream").is_dir()

@@ -1,0 +1,63 @@
+"""Run the real `aurora` CLI as a subprocess against the test's nats-server."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.harness.processes import REPO, ServiceProcess, service_env
+
+AURORA = Path(sys.executable).parent / "aurora"
+
+Cli = Callable[..., subprocess.CompletedProcess[str]]
+
+
+def cli_runner(nats_url: str) -> Cli:
+    def run(*args: str, timeout: float = 30.0, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(AURORA), *args], env=service_env(nats_url, **env), cwd=REPO,
+                              capture_output=True, text=True, timeout=timeout, check=False)
+    return run
+
+
+@pytest.fixture
+def cli(nats_url: str) -> Cli:
+    """`cli("events", "tail", "--json")` → CompletedProcess (stdout, stderr, returncode)."""
+    return cli_runner(nats_url)
+
+
+def streams_report(cli: Cli) -> dict[str, Any]:
+    result = cli("streams", "--json")
+    assert result.returncode == 0, result.stderr
+    report: dict[str, Any] = json.loads(result.stdout)
+    return report
+
+
+def wait_for_bridge_consumer(cli: Cli, timeout: float = 20.0) -> dict[str, Any]:
+    """Poll `aurora streams --json` until the bridge's durable consumer exists (it creates the
+    streams and the consumer right after it logs `started`)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        report = streams_report(cli)
+        streams = {s["name"]: s for s in report["streams"]}
+        consumers = {c["name"] for c in streams.get("AMP_SIGNALS", {}).get("consumers", [])}
+        if "event-bridge" in consumers:
+            return report
+        if time.monotonic() > deadline:
+            raise AssertionError(f"the event-bridge never created its consumer: {report}")
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def bridge(spawn: Callable[..., ServiceProcess], cli: Cli) -> ServiceProcess:
+    """A real `python -m services.event_bridge`, ready to consume signals."""
+    process = spawn("services.event_bridge", tag="bridge")
+    process.wait_for_log('"started"')
+    wait_for_bridge_consumer(cli)
+    return process
