@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from shared.errors import ConfigError
 from shared.subjects import check_unique_tokens
@@ -56,6 +56,10 @@ class McpConfig(_Strict):
         return self
 
 
+# Platform capabilities an app may implement with one of its MCP tools (see `platform:`).
+PLATFORM_CAPABILITIES = ("reply", "react", "respond_friend_request", "get_actor", "send_message")
+
+
 class AppConfig(_Strict):
     name: str
     enabled: bool = True
@@ -65,6 +69,16 @@ class AppConfig(_Strict):
     startup: dict[str, Any] = Field(default_factory=dict)
     mcp: McpConfig = Field(default_factory=McpConfig)
     restart: RestartPolicy = Field(default_factory=RestartPolicy)
+    # capability → the app's MCP tool implementing it, e.g. {reply: send_message}
+    platform: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("platform")
+    @classmethod
+    def _known_capabilities(cls, value: dict[str, str]) -> dict[str, str]:
+        unknown = sorted(set(value) - set(PLATFORM_CAPABILITIES))
+        if unknown:
+            raise ValueError(f"unknown platform capabilities {unknown}; known: {', '.join(PLATFORM_CAPABILITIES)}")
+        return value
 
     @property
     def app_id(self) -> str:
