@@ -1,0 +1,53 @@
+"""The README stays true: the test command CI runs, and every CLI option it documents."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import typer
+
+from aurora_cli.main import app
+
+REPO = Path(__file__).resolve().parents[3]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+DOCUMENTED_HERE = ("dev", "events", "streams")  # the other areas document themselves
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    assert "make test" in README and "make dev" in README
+    commands = [line.strip() for line in (REPO / ".ci" / "run").read_text().splitlines()
+                if line.strip() and not line.startswith("#")]
+    assert "make test" in commands
+
+
+def _commands() -> list[tuple[str, Any]]:
+    """(`events tail`, its click command) for every command; groups have `.commands`."""
+    root: Any = typer.main.get_command(app)
+    found: list[tuple[str, Any]] = []
+    for name, command in root.commands.items():
+        if hasattr(command, "commands"):
+            found += [(f"{name} {sub}", c) for sub, c in command.commands.items()]
+        else:
+            found.append((name, command))
+    return [(name, command) for name, command in found if name.split()[0] in DOCUMENTED_HERE]
+
+
+@pytest.mark.parametrize(("name", "command"), _commands(), ids=[n for n, _ in _commands()])
+def test_every_command_and_option_is_documented(name: str, command: Any) -> None:
+    section = re.search(rf"^### `aurora {name}\b(.*?)(?=^### |^## )", README, re.S | re.M)
+    assert section, f"no README section for `aurora {name}`"
+    for param in command.params:
+        for option in getattr(param, "opts", []):
+            if option.startswith("--") and option != "--help":
+                assert option in section.group(0), f"`aurora {name}` option {option} is not in the README"
+
+
+def test_the_external_consumer_example_subscribes_to_all_events() -> None:
+    block = re.search(r"```python\n(.*?)```", README, re.S)
+    assert block and 'subscribe("amp.evt.>")' in block.group(1)
+    code_lines = [line for line in block.group(1).splitlines() if line.strip()]
+    assert len(code_lines) <= 5
+    compile(block.group(1), "README example", "exec")
