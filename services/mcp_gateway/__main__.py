@@ -54,8 +54,10 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     subjects = settings.subjects
     await ensure_streams(js, [*fabric_streams(subjects), audit_stream(subjects)])
     health = await ensure_bucket(js, apps_bucket(subjects))
-    approvals = ApprovalStore(await ensure_bucket(js, approvals_bucket(subjects)),
-                              ttl_seconds=float(os.environ.get("AURORA_APPROVAL_TTL_SECONDS", str(24 * 3600))))
+    approvals = ApprovalStore(
+        await ensure_bucket(js, approvals_bucket(subjects)),
+        ttl_seconds=float(os.environ.get("AURORA_APPROVAL_TTL_SECONDS", str(24 * 3600))),
+    )
     pool = ToolPool(js, subjects)
     await pool.start()
     signals: Outbox[SignalBase] = Outbox("signals", functools.partial(publish_signal, js, subjects))
@@ -65,8 +67,16 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     gateway = Gateway(nc, subjects, apps, health, signals, pool, audit)
     await gateway.start()
     executable = Executability(lambda: pool.systems, gateway.sessions, gateway.catalog)
-    handler = ToolCallHandler(pool, gateway.sessions, executable, approvals=approvals,
-                              on_result=gateway.record_call, on_approval_requested=gateway.approval_requested)
+    handler = ToolCallHandler(
+        pool,
+        gateway.sessions,
+        executable,
+        approvals=approvals,
+        apps=apps,
+        catalog=gateway.catalog,
+        on_result=gateway.record_call,
+        on_approval_requested=gateway.approval_requested,
+    )
     in_flight = InFlight()
 
     async def tool_call(request: Request) -> None:
@@ -76,12 +86,16 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
         finally:
             in_flight.leave()
 
-    service = await add_service(nc, name="aurora-mcp-gateway", version="0.1.0",
-                                description="MCP sessions, tool pool, tool calls")
+    service = await add_service(
+        nc, name="aurora-mcp-gateway", version="0.1.0", description="MCP sessions, tool pool, tool calls"
+    )
     await service.add_endpoint(name="tool-call", subject=subjects.tool_call, handler=tool_call)
     for (area, verb), endpoint in admin_endpoints(gateway, pool, approvals, executable).items():
-        await service.add_endpoint(name=f"{area}-{verb}".replace("_", "-"), subject=subjects.admin(area, verb),
-                                   handler=wrap_handler(verb, endpoint))
+        await service.add_endpoint(
+            name=f"{area}-{verb}".replace("_", "-"),
+            subject=subjects.admin(area, verb),
+            handler=wrap_handler(verb, endpoint),
+        )
     log.info("serving", apps=len(gateway.sessions), tools=len(gateway.catalog.tools()))
     await stop.wait()
 

@@ -14,6 +14,8 @@ from typing import Any
 import msgspec
 
 from services.mcp_gateway.gateway import Gateway
+from services.mcp_gateway.platform_tools import PLATFORM_TOOLS, source_app_of
+from services.mcp_gateway.platform_tools import check as check_platform
 from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
 from services.mcp_gateway.pool.availability import available_tools
 from services.mcp_gateway.pool.executable import Executability
@@ -44,7 +46,7 @@ def admin_endpoints(gateway: Gateway, pool: ToolPool, approvals: ApprovalStore, 
     endpoints.update(_gateway_endpoints(gateway))
     endpoints.update(_system_endpoints(gateway, pool))
     endpoints.update(_tool_endpoints(pool))
-    endpoints.update(_agent_endpoints(pool, executable))
+    endpoints.update(_agent_endpoints(gateway, pool, executable))
     endpoints.update(_approval_endpoints(gateway, approvals))
     return endpoints
 
@@ -138,9 +140,7 @@ def _tool_endpoints(pool: ToolPool) -> Endpoints:
             )
 
             def change(tool: ToolDefinition) -> ToolDefinition:
-                return transition(
-                    tool, action, system=pool.systems.get(tool.system), by=by, note=note, now=now_iso()
-                )
+                return transition(tool, action, system=pool.systems.get(tool.system), by=by, note=note, now=now_iso())
 
             try:
                 tool = await pool.update_tool(name, change)
@@ -175,28 +175,39 @@ def _tool_endpoints(pool: ToolPool) -> Endpoints:
     return endpoints
 
 
-def _agent_endpoints(pool: ToolPool, executable: Executability) -> Endpoints:
+def _agent_endpoints(gateway: Gateway, pool: ToolPool, executable: Executability) -> Endpoints:
     async def agent_tools(body: dict[str, Any]) -> dict[str, Any]:
+        """The agent's tools for one run: bound pool tools that can run now, plus the platform
+        tools this event and this agent allow (`delivery` is the run's delivery context)."""
         agent_id = _text(body, "agent")
         agent = pool.agents.get(agent_id)
         if agent is None:
             raise AdminRequestError("unknown_agent", f"no agent {agent_id!r}")
+        delivery = body.get("delivery") if isinstance(body.get("delivery"), dict) else None
         availability = available_tools(agent.tools, pool.tools, executable)
         names = build_name_map(t.name for t in availability.available)
-        return {
-            "agent": agent_id,
-            "enabled": agent.enabled,
-            "tools": [
-                llm_function(names.to_llm[t.name], t.description or t.name, t.input_schema)
-                for t in availability.available
-            ],
-            "available": [
-                {"name": t.name, "side_effect": t.side_effect, "llm_name": names.to_llm[t.name]}
-                for t in availability.available
-            ],
-            "names": names.to_tool,
-            "excluded": [{"tool": e.tool, "reason": e.reason, "detail": e.detail} for e in availability.excluded],
-        }
+        tools = [
+            llm_function(names.to_llm[t.name], t.description or t.name, t.input_schema)
+            for t in availability.available
+        ]
+        available = [
+            {"name": t.name, "side_effect": t.side_effect, "llm_name": names.to_llm[t.name]}
+            for t in availability.available
+        ]
+        excluded = [{"tool": e.tool, "reason": e.reason, "detail": e.detail} for e in availability.excluded]
+        app_id = source_app_of(delivery)
+        app = gateway.app_config(app_id) if app_id else None
+        for spec in PLATFORM_TOOLS.values():
+            refusal = check_platform(spec, delivery=delivery, app=app,
+                                     allowed_platform_tools=agent.allowed_platform_tools)
+            if refusal is not None:
+                excluded.append({"tool": spec.name, "reason": refusal.reason, "detail": refusal.detail})
+                continue
+            tools.append(llm_function(spec.name, spec.description, spec.parameters))
+            available.append({"name": spec.name, "side_effect": spec.side_effect, "llm_name": spec.name})
+            names.to_tool[spec.name] = spec.name
+        return {"agent": agent_id, "enabled": agent.enabled, "tools": tools, "available": available,
+                "names": names.to_tool, "excluded": excluded}
 
     return {("agents", "tools"): agent_tools}
 

@@ -186,28 +186,28 @@ class Gateway:
 
     async def record_call(self, record: CallRecord) -> None:
         """Every answered call is audited; every executed one also becomes a `tool.*` event."""
-        result, tool, ctx = record.result, record.tool, record.request.context
-        app_id = tool.system if tool is not None else GATEWAY_APP
+        result, ctx = record.result, record.request.context
+        app_id = record.system or GATEWAY_APP
         self._audit.put((app_id, AuditRecord(
-            call_id=record.call_id, at=now_iso(), tool=record.request.tool, system=tool.system if tool else None,
+            call_id=record.call_id, at=now_iso(), tool=record.request.tool, system=record.system,
             caller=f"agent:{ctx.agent}" if ctx.agent else "operator", agent=ctx.agent, run_id=ctx.run_id,
             task_id=ctx.task_id, session_id=ctx.session_id, actor=ctx.actor.id if ctx.actor else None,
             synthetic=ctx.synthetic, status=result.status,
             error_code=result.error.code if result.error else None,
             error_message=result.error.message if result.error else None, duration_ms=result.duration_ms,
-            approval_id=result.approval_id, side_effect=tool.side_effect if tool else None,
+            approval_id=result.approval_id, side_effect=result.side_effect,
             input_summary=summarize(record.request.arguments),
             output_summary=summarize(result.structured if result.structured is not None else result.content),
         )))
-        if not record.executed or tool is None:
+        if not record.executed or record.system is None:
             return
         outcome: ToolOutcome = (
             "succeeded" if result.status == "ok"
             else "timeout" if result.error is not None and result.error.code == "timeout" else "failed"
         )
         self._outbox.put(ToolResultSignal(
-            signal_id=new_signal_id(), app=tool.system, instance="default", observed_at=now_iso(),
-            tool=tool.name, outcome=outcome, status=result.status, duration_ms=result.duration_ms,
+            signal_id=new_signal_id(), app=record.system, instance="default", observed_at=now_iso(),
+            tool=record.request.tool, outcome=outcome, status=result.status, duration_ms=result.duration_ms,
             call_id=record.call_id, run_id=ctx.run_id, task_id=ctx.task_id, agent=ctx.agent,
             session_id=ctx.session_id, synthetic=ctx.synthetic,
             error={"code": result.error.code, "message": result.error.message} if result.error else None,
@@ -246,6 +246,9 @@ class Gateway:
                 text=text[:4096] if text is not None else None,
             )
         )
+
+    def app_config(self, app_id: str) -> AppConfig | None:
+        return self._apps.get(app_id)
 
     def system_status(self, system: System) -> dict[str, Any]:
         """A system as `aurora systems` shows it: settings, health and circuit."""

@@ -12,16 +12,26 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
 from services.mcp_gateway import classify
+from services.mcp_gateway.catalog import ToolCatalog
+from services.mcp_gateway.platform_tools import (
+    PLATFORM_TOOLS,
+    PlatformTool,
+    app_arguments,
+    missing_required,
+    source_app_of,
+)
+from services.mcp_gateway.platform_tools import check as check_platform
 from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
 from services.mcp_gateway.pool.availability import available_tools
 from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.session import AppSession, CallTimedOut, SessionUnavailable
+from shared.appconfig import AppsConfig
 from shared.clock import now_iso
 from shared.contracts.approval import Approval
 from shared.contracts.envelope import Header, Source
@@ -29,6 +39,7 @@ from shared.contracts.system import System
 from shared.contracts.toolcall import (
     METHOD_CALL,
     METHOD_RESULT,
+    SideEffect,
     ToolCallEnvelope,
     ToolCallRequest,
     ToolCallResult,
@@ -41,8 +52,15 @@ GATEWAY_APP = "aurora.gateway"
 
 
 class HttpRunner(Protocol):
-    async def execute(self, system: System, tool: ToolDefinition, arguments: dict[str, object], *,
-                      idempotency_key: str | None, timeout: float | None = None) -> ToolCallResult: ...
+    async def execute(
+        self,
+        system: System,
+        tool: ToolDefinition,
+        arguments: dict[str, object],
+        *,
+        idempotency_key: str | None,
+        timeout: float | None = None,
+    ) -> ToolCallResult: ...
 
 
 @dataclass(frozen=True)
@@ -54,14 +72,26 @@ class CallRecord:
     result: ToolCallResult
     call_id: str
     executed: bool
+    system: str | None = None  # where it ran (for platform tools: the source app)
 
 
 class ToolCallHandler:
-    def __init__(self, pool: ToolPool, sessions: dict[tuple[str, str], AppSession], executable: Executability, *,
-                 approvals: ApprovalStore, http: HttpRunner | None = None,
-                 on_result: Callable[[CallRecord], Awaitable[None]] | None = None,
-                 on_approval_requested: Callable[[Approval], None] | None = None) -> None:
+    def __init__(
+        self,
+        pool: ToolPool,
+        sessions: dict[tuple[str, str], AppSession],
+        executable: Executability,
+        *,
+        approvals: ApprovalStore,
+        apps: AppsConfig,
+        catalog: ToolCatalog,
+        http: HttpRunner | None = None,
+        on_result: Callable[[CallRecord], Awaitable[None]] | None = None,
+        on_approval_requested: Callable[[Approval], None] | None = None,
+    ) -> None:
         self._pool = pool
+        self._apps = apps
+        self._catalog = catalog
         self._sessions = sessions
         self._executable = executable
         self._approvals = approvals
@@ -81,16 +111,67 @@ class ToolCallHandler:
             return _reply(envelope, GATEWAY_APP, classify.failed("denied", "invalid_request", reason))
         request = envelope.payload
         tool = self._pool.tools.get(request.tool)
-        if tool is None:
+        system = tool.system if tool is not None else None
+        if tool is not None:
+            result, executed = await self._run(request, tool, envelope.header.message_id)
+        elif request.tool in PLATFORM_TOOLS:
+            system = source_app_of(request.context.delivery)
+            result, executed = await self._run_platform(request, PLATFORM_TOOLS[request.tool])
+        else:
             result = classify.failed("denied", "unknown_tool", f"no tool named {request.tool!r}")
             executed = False
-        else:
-            result, executed = await self._run(request, tool, envelope.header.message_id)
         result = msgspec.structs.replace(result, duration_ms=round((time.perf_counter() - started) * 1000, 3))
         if self._on_result is not None:
-            await self._on_result(CallRecord(request=request, tool=tool, result=result,
-                                             call_id=envelope.header.message_id, executed=executed))
-        return _reply(envelope, tool.system if tool is not None else GATEWAY_APP, result)
+            await self._on_result(
+                CallRecord(
+                    request=request,
+                    tool=tool,
+                    result=result,
+                    system=system,
+                    call_id=envelope.header.message_id,
+                    executed=executed,
+                )
+            )
+        return _reply(envelope, system or GATEWAY_APP, result)
+
+    async def _run_platform(self, request: ToolCallRequest, spec: PlatformTool) -> tuple[ToolCallResult, bool]:
+        """Platform tools are re-checked here at call time: the agent may use this one, the
+        event has the target, the source app is still running and still capable."""
+        ctx = request.context
+        allowed: tuple[str, ...] = tuple(PLATFORM_TOOLS)  # the operator may use any of them
+        if ctx.agent is not None:
+            agent = self._pool.agents.get(ctx.agent)
+            if agent is None or not agent.enabled:
+                return classify.failed("denied", "unknown_agent", f"no enabled agent {ctx.agent!r}"), False
+            allowed = agent.allowed_platform_tools
+        app_id = source_app_of(ctx.delivery)
+        app = self._apps.get(app_id) if app_id else None
+        refusal = check_platform(spec, delivery=ctx.delivery, app=app, allowed_platform_tools=allowed)
+        if refusal is not None:
+            return classify.failed("denied", refusal.reason, refusal.detail, side_effect=spec.side_effect), False
+        assert app is not None
+        app_tool = self._catalog.get(f"{app.app_id}.{app.platform[spec.capability]}")
+        if app_tool is None:
+            return classify.failed(
+                "unavailable",
+                "app_unavailable",
+                f"app {app.name!r} does not offer {app.platform[spec.capability]!r} now",
+                side_effect=spec.side_effect,
+            ), False
+        arguments = app_arguments(spec, request.arguments, ctx.delivery, app_tool.input_schema)
+        missing = missing_required(arguments, app_tool.input_schema)
+        if missing:
+            return classify.failed(
+                "denied",
+                "adapter_api_unsupported",
+                f"{app_tool.name} needs {', '.join(missing)}, which {spec.name} cannot supply",
+                side_effect=spec.side_effect,
+            ), False
+        if ctx.synthetic and spec.side_effect != "read":
+            return _suppressed(spec.name, app_tool.name, arguments, spec.side_effect), False
+        session = self._sessions.get(app_tool.app_key)
+        timeout = app.mcp.call_timeout_seconds
+        return await self._call_session(session, app_tool.tool, arguments, spec.side_effect, timeout), True
 
     async def _run(self, request: ToolCallRequest, tool: ToolDefinition, call_id: str) -> tuple[ToolCallResult, bool]:
         refusal = self._refusal(request, tool)
@@ -98,11 +179,7 @@ class ToolCallHandler:
             return refusal, False
         ctx = request.context
         if ctx.synthetic and tool.side_effect != "read":
-            return ToolCallResult(
-                status="suppressed", side_effect=tool.side_effect,
-                content=[{"type": "text", "text": f"synthetic run: {tool.name} was not called"}],
-                structured={"would_call": tool.name, "arguments": request.arguments},
-            ), False
+            return _suppressed(tool.name, tool.name, request.arguments, tool.side_effect), False
         approval_id: str | None = None
         if ctx.agent is not None and tool.side_effect != "read":
             gate = await self._approval_gate(request, tool)
@@ -128,8 +205,9 @@ class ToolCallHandler:
         if not agent.enabled:
             return classify.failed("denied", "agent_disabled", f"agent {agent_id!r} is disabled")
         if tool.name not in agent.tools:
-            return classify.failed("denied", "not_bound", f"{tool.name} is not bound to agent {agent_id!r}",
-                                   side_effect=tool.side_effect)
+            return classify.failed(
+                "denied", "not_bound", f"{tool.name} is not bound to agent {agent_id!r}", side_effect=tool.side_effect
+            )
         exclusion = available_tools(agent.tools, self._pool.tools, self._executable).reason_for(tool.name)
         if exclusion is not None:
             return classify.failed("denied", exclusion.reason, exclusion.detail, side_effect=tool.side_effect)
@@ -144,23 +222,34 @@ class ToolCallHandler:
             except ApprovalRefused as exc:
                 return msgspec.structs.replace(
                     classify.failed("denied", exc.code, str(exc), side_effect=tool.side_effect),
-                    approval_id=ctx.approval_id)
+                    approval_id=ctx.approval_id,
+                )
             return used.id
         approval, created = await self._approvals.request(tool.name, request.arguments, ctx, tool.side_effect)
         if created and self._on_approval_requested is not None:
             self._on_approval_requested(approval)
         if approval.state in ("pending", "granted"):
             return ToolCallResult(
-                status="needs_approval", approval_id=approval.id, side_effect=tool.side_effect,
+                status="needs_approval",
+                approval_id=approval.id,
+                side_effect=tool.side_effect,
                 structured={"approval_id": approval.id, "state": approval.state, "expires_at": approval.expires_at},
-                content=[{"type": "text", "text": f"{tool.name} is a {tool.side_effect}: approval {approval.id} "
-                                                  f"is {approval.state}"}],
+                content=[
+                    {
+                        "type": "text",
+                        "text": f"{tool.name} is a {tool.side_effect}: approval {approval.id} is {approval.state}",
+                    }
+                ],
             )
         return msgspec.structs.replace(
-            classify.failed("denied", f"approval_{approval.state}",
-                            f"the approval for this call ({approval.id}) is {approval.state}",
-                            side_effect=tool.side_effect),
-            approval_id=approval.id)
+            classify.failed(
+                "denied",
+                f"approval_{approval.state}",
+                f"the approval for this call ({approval.id}) is {approval.state}",
+                side_effect=tool.side_effect,
+            ),
+            approval_id=approval.id,
+        )
 
     async def _execute(self, request: ToolCallRequest, tool: ToolDefinition, call_id: str) -> ToolCallResult:
         execution = tool.execution
@@ -169,34 +258,52 @@ class ToolCallHandler:
         assert isinstance(execution, HttpExecution)
         system = self._pool.systems.get(tool.system)
         if self._http is None or system is None:
-            return classify.failed("unavailable", "no_executor", f"no HTTP executor for {tool.name}",
-                                   side_effect=tool.side_effect)
+            return classify.failed(
+                "unavailable", "no_executor", f"no HTTP executor for {tool.name}", side_effect=tool.side_effect
+            )
         ctx = request.context
         key = ctx.idempotency_key or (f"{ctx.task_id}:{ctx.step_id}" if ctx.task_id and ctx.step_id else call_id)
-        return await self._http.execute(system, tool, dict(request.arguments), idempotency_key=key,
-                                        timeout=request.timeout_seconds)
+        return await self._http.execute(
+            system, tool, dict(request.arguments), idempotency_key=key, timeout=request.timeout_seconds
+        )
 
-    async def _execute_mcp(self, request: ToolCallRequest, tool: ToolDefinition,
-                           execution: McpExecution) -> ToolCallResult:
+    async def _execute_mcp(
+        self, request: ToolCallRequest, tool: ToolDefinition, execution: McpExecution
+    ) -> ToolCallResult:
         session = self._sessions.get((execution.app, execution.instance))
-        if session is None:
-            return classify.failed("unavailable", "no_session", f"app {execution.app!r} has no session",
-                                   side_effect=tool.side_effect)
-        limit = session.app.mcp.call_timeout_seconds
+        limit = session.app.mcp.call_timeout_seconds if session is not None else 30.0
         timeout = min(request.timeout_seconds or limit, limit)
+        return await self._call_session(session, execution.tool, request.arguments, tool.side_effect, timeout)
+
+    async def _call_session(
+        self, session: AppSession | None, tool: str, arguments: dict[str, Any], side_effect: SideEffect, timeout: float
+    ) -> ToolCallResult:
+        if session is None:
+            return classify.failed("unavailable", "no_session", "the app has no session", side_effect=side_effect)
         started = time.perf_counter()
         try:
-            result = await session.call_tool(execution.tool, request.arguments, timeout)
+            result = await session.call_tool(tool, arguments, timeout)
         except CallTimedOut:
-            return classify.timed_out(_ms(started), tool.side_effect, timeout)
+            return classify.timed_out(_ms(started), side_effect, timeout)
         except SessionUnavailable as exc:
-            return classify.failed("unavailable", "app_unavailable", str(exc), _ms(started), tool.side_effect)
+            return classify.failed("unavailable", "app_unavailable", str(exc), _ms(started), side_effect)
         except RuntimeError as exc:  # the SDK's output-schema check: the app broke its own contract
-            return classify.failed("tool_error", "invalid_output", str(exc), _ms(started), tool.side_effect)
+            return classify.failed("tool_error", "invalid_output", str(exc), _ms(started), side_effect)
         except Exception as exc:
-            return classify.failed("tool_error", "protocol_error", f"{type(exc).__name__}: {exc}",
-                                   _ms(started), tool.side_effect)
-        return classify.from_mcp_result(result, _ms(started), tool.side_effect)
+            return classify.failed(
+                "tool_error", "protocol_error", f"{type(exc).__name__}: {exc}", _ms(started), side_effect
+            )
+        return classify.from_mcp_result(result, _ms(started), side_effect)
+
+
+def _suppressed(name: str, would_call: str, arguments: dict[str, Any], side_effect: SideEffect) -> ToolCallResult:
+    """A synthetic run never reaches a side effect; the result says what would have been done."""
+    return ToolCallResult(
+        status="suppressed",
+        side_effect=side_effect,
+        content=[{"type": "text", "text": f"synthetic run: {name} was not called"}],
+        structured={"would_call": would_call, "arguments": arguments},
+    )
 
 
 def _ms(started: float) -> float:
