@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from services.router.catalog import decode_agent, decode_pipeline, read_all
+from services.router.events import decode_event, encode_document
 from services.router.router import RouterStats
 from services.router.selection import RouteTable, StaticProcessors, decide
 from services.router.stores import RouterStores
@@ -21,7 +22,6 @@ from shared.admin import AdminHandler, AdminRequestError
 from shared.contracts.binding import Binding
 from shared.contracts.resource import ResourceError, parse_resource
 from shared.contracts.route import DryRunReply
-from shared.contracts.validation import validate_event
 from shared.errors import EnvelopeError
 from shared.logs import get_logger
 
@@ -48,7 +48,7 @@ class RouterAdmin:
         drafts = body.get("bindings")
         table = RouteTable(_drafts(drafts) if drafts is not None else await self._saved_bindings())
         try:
-            event = validate_event(event_doc)
+            event = decode_event(encode_document(event_doc))
         except EnvelopeError as exc:
             reply = DryRunReply(status="invalid_event", reason=f"invalid event: {exc}")
             return msgspec.to_builtins(reply)  # type: ignore[no-any-return]

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from shared.contracts.envelope import Envelope, Header, Source, Trace
+from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
 from shared.contracts.run import (
     DeliveryContext,
     ObjectRef,
@@ -20,10 +20,10 @@ from shared.contracts.run import (
     method_for,
     run_id_for,
 )
-from shared.contracts.validation import AmpEvent
 
 ROUTER_APP = "aurora.router"
 _encoder = msgspec.json.Encoder()
+_RawRunPayload = RunPayload[msgspec.Raw]  # subscripting a generic per call is not free
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +36,7 @@ class RunMessage:
     offload: ObjectRef | None
 
 
-def reply_target(event: AmpEvent) -> ReplyTarget | None:
+def reply_target(event: EventEnvelope) -> ReplyTarget | None:
     """The reply target frozen from the event: only where the event names a session or a
     conversation. An event without one gets none — nobody guesses where to answer."""
     p = event.payload
@@ -50,7 +50,7 @@ def reply_target(event: AmpEvent) -> ReplyTarget | None:
     )
 
 
-def build_run(event: AmpEvent, raw: bytes, *, binding_id: str, target: RunTarget, subject: str,
+def build_run(event: EventEnvelope, raw: bytes, *, binding_id: str, target: RunTarget, subject: str,
               timestamp: str, router_instance: str, inline_limit: int, store_bucket: str,
               capabilities: tuple[str, ...] = ()) -> RunMessage:
     header = event.header
@@ -60,14 +60,13 @@ def build_run(event: AmpEvent, raw: bytes, *, binding_id: str, target: RunTarget
     if len(raw) > inline_limit:
         offload = ObjectRef(bucket=store_bucket, name=header.message_id, size=len(raw))
         inline = None
-    trace = header.trace
     run = Envelope(
         header=Header(
             method=method_for(target.type), message_id=run_id, timestamp=timestamp,
             source=Source(app=ROUTER_APP, instance=router_instance),
-            trace=Trace(traceparent=trace.traceparent, tracestate=trace.tracestate) if trace else None,
+            trace=header.trace,
         ),
-        payload=RunPayload[msgspec.Raw](
+        payload=_RawRunPayload(
             run_id=run_id, target=target, binding_id=binding_id, event=inline, event_ref=offload,
             delivery=DeliveryContext(reply_target=reply_target(event), capabilities=capabilities),
             synthetic=event.payload.synthetic,

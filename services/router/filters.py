@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from shared.contracts.binding import BindingFilter
-from shared.contracts.validation import AmpEvent
+from shared.contracts.envelope import EventEnvelope
 
 
 class _Missing:
@@ -22,7 +22,7 @@ class _Missing:
 
 
 MISSING: Final = _Missing()
-Getter = Callable[[AmpEvent], Any]
+Getter = Callable[[EventEnvelope], Any]
 
 _FIXED: dict[str, Getter] = {
     "source.app": lambda e: e.header.source.app,
@@ -47,7 +47,7 @@ def getter_for(field: str) -> Getter:
         return fixed
     path = tuple(field.split(".")[1:])  # data.<path>
 
-    def get(event: AmpEvent) -> Any:
+    def get(event: EventEnvelope) -> Any:
         current: Any = event.payload.data
         for segment in path:
             if isinstance(current, dict):
@@ -69,13 +69,26 @@ def same(actual: Any, expected: Any) -> bool:
     return bool(actual == expected)
 
 
+def _equals(value: Any) -> Callable[[Any], bool]:
+    """`same(v, value)` specialised once per filter: the hot path runs it for every candidate."""
+    if value is None or isinstance(value, bool):
+        return lambda v: v is value
+    if isinstance(value, str):
+        return lambda v: v == value
+    return lambda v: v == value and not isinstance(v, bool) and v is not MISSING
+
+
 def _test_for(op: str, value: Any) -> Callable[[Any], bool]:
     if op == "eq":
-        return lambda v: v is not MISSING and same(v, value)
+        return _equals(value)
     if op == "neq":
-        return lambda v: v is MISSING or not same(v, value)
+        equals = _equals(value)
+        return lambda v: not equals(v)
     if op == "in":
         options = tuple(value)
+        if all(isinstance(option, str) for option in options):
+            strings = frozenset(options)
+            return lambda v: isinstance(v, str) and v in strings
         return lambda v: v is not MISSING and any(same(v, option) for option in options)
     if op == "contains":
         def contains(v: Any) -> bool:
@@ -106,8 +119,12 @@ class CompiledFilter:
     value: Any
     get: Getter
     test: Callable[[Any], bool]
+    terse: str  # the failure reason without the value found, for the hot path's traces
 
-    def failure(self, event: AmpEvent) -> str | None:
+    def holds(self, event: EventEnvelope) -> bool:
+        return self.test(self.get(event))
+
+    def failure(self, event: EventEnvelope) -> str | None:
         """None when the filter holds, else why it does not."""
         actual = self.get(event)
         if self.test(actual):
@@ -120,4 +137,5 @@ def compile_filter(number: int, spec: BindingFilter) -> CompiledFilter:
     return CompiledFilter(
         number=number, field=spec.field, op=spec.op, value=spec.value,
         get=getter_for(spec.field), test=_test_for(spec.op, spec.value),
+        terse=f"filter {number} ({spec.field} {spec.op} {_short(spec.value)}) failed",
     )

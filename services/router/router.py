@@ -24,12 +24,12 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 
 from services.router.catalog import Catalog
 from services.router.dispatch import RunMessage, build_run
+from services.router.events import decode_event
 from services.router.selection import decide
 from services.router.stores import RouterStores
 from services.router.traces import encode_trace, kv_subject, trace_key
 from shared.contracts.route import RouteTrace
 from shared.contracts.run import RunTarget
-from shared.contracts.validation import validate_event
 from shared.deadletter import dead_letter
 from shared.errors import EnvelopeError
 from shared.logs import get_logger
@@ -70,6 +70,12 @@ class _Work:
     run: RunMessage | None = None
     invalid: str | None = None
     error: str | None = None
+
+
+@dataclass(slots=True)
+class _Batch:
+    work: list[_Work]
+    pending: list[tuple[_Work, asyncio.Future[PubAck]]]
 
 
 class Router:
@@ -114,22 +120,36 @@ class Router:
             await sub.unsubscribe()  # type: ignore[attr-defined]
 
     async def run(self, stop: asyncio.Event) -> None:
+        """Route until `stop`. While one batch waits for JetStream's acknowledgements, the next
+        is fetched and published (at most two batches in flight)."""
         if self._sub is None:
             raise RuntimeError("Router.run() called before start()")
         sub = self._sub
-        while not stop.is_set():
-            try:
-                msgs = await sub.fetch(self._config.batch, timeout=self._config.fetch_timeout)  # type: ignore[attr-defined]
-            except (TimeoutError, NatsTimeoutError):
-                continue
-            except Exception as exc:  # connection trouble: nats-py reconnects, we try again
-                self.stats.last_error = f"fetch: {exc}"
-                log.warning("fetch failed", error=str(exc))
-                await asyncio.sleep(0.5)
-                continue
-            await self.process(msgs)
+        settling: asyncio.Task[None] | None = None
+        try:
+            while not stop.is_set():
+                try:
+                    msgs = await sub.fetch(self._config.batch, timeout=self._config.fetch_timeout)  # type: ignore[attr-defined]
+                except (TimeoutError, NatsTimeoutError):
+                    continue
+                except Exception as exc:  # connection trouble: nats-py reconnects, we try again
+                    self.stats.last_error = f"fetch: {exc}"
+                    log.warning("fetch failed", error=str(exc))
+                    await asyncio.sleep(0.5)
+                    continue
+                batch = await self._send(msgs)
+                if settling is not None:
+                    await settling
+                settling = asyncio.create_task(self._settle(batch), name="router-settle")
+        finally:
+            if settling is not None:
+                await settling
 
     async def process(self, msgs: list[Msg]) -> None:
+        """Route one batch to the end: publish, wait for every acknowledgement, ack the events."""
+        await self._settle(await self._send(msgs))
+
+    async def _send(self, msgs: list[Msg]) -> _Batch:
         now = self._clock()
         at = now.isoformat(timespec="milliseconds")
         work = [self._route(msg, now, at) for msg in msgs]
@@ -148,13 +168,17 @@ class Router:
                 headers = {"Nats-Msg-Id": item.run.run_id}
                 pending.append((item, await publish(item.run.subject, item.run.data, headers=headers)))
             pending.append((item, await publish(kv_subject(routes, item.key), item.trace)))
+        return _Batch(work=work, pending=pending)
+
+    async def _settle(self, batch: _Batch) -> None:
+        pending = batch.pending
         if pending:
             await asyncio.wait([future for _, future in pending], timeout=self._config.publish_timeout)
         for item, future in pending:
             if item.error is None and (not future.done() or future.cancelled() or future.exception()):
                 problem = "timed out" if not future.done() or future.cancelled() else future.exception()
                 item.error = f"publishing failed: {problem}"
-        for item in work:
+        for item in batch.work:
             if item.error is not None:
                 await self._retry_later(item.msg, item.error)
             elif item.invalid is not None:
@@ -166,7 +190,7 @@ class Router:
         self.stats.received += 1
         raw = msg.data
         try:
-            event = validate_event(raw)
+            event = decode_event(raw)
         except EnvelopeError as exc:
             message_id = _fallback_id(msg)
             reason = f"invalid event: {exc}"[:1000]
@@ -189,8 +213,8 @@ class Router:
         trace = RouteTrace(
             message_id=header.message_id, status=decision.status, binding_id=decision.binding_id,
             target=decision.target, run_id=run.run_id if run else None, steps=decision.steps,
-            reason=decision.reason, event_type=payload.type, source_app=header.source.app,
-            synthetic=payload.synthetic, at=at, router=self._config.instance,
+            candidates=decision.candidates, reason=decision.reason, event_type=payload.type,
+            source_app=header.source.app, synthetic=payload.synthetic, at=at, router=self._config.instance,
         )
         return _Work(msg=msg, key=trace_key(header.message_id), trace=encode_trace(trace), run=run)
 
@@ -251,7 +275,7 @@ def _fallback_id(msg: Msg) -> str:
         value = json.loads(msg.data)["header"]["message_id"]
         if isinstance(value, str) and 0 < len(value) <= 128:
             return value
-    except (ValueError, TypeError, KeyError):
+    except (ValueError, TypeError, KeyError, RecursionError):
         pass
     stored = (msg.headers or {}).get("Nats-Msg-Id")
     if stored:

@@ -23,13 +23,16 @@ from services.router.filters import CompiledFilter, compile_filter
 from shared.clock import parse_iso
 from shared.contracts.agent import AgentRouting
 from shared.contracts.binding import PIPELINE_EVENTS, Binding
+from shared.contracts.envelope import EventEnvelope
 from shared.contracts.event_pattern import describe, matches, specificity
 from shared.contracts.pipeline import PipelineRouting
 from shared.contracts.route import RouteStatus, RouteStep
 from shared.contracts.run import RunTarget
-from shared.contracts.validation import AmpEvent
 
 RankKey = tuple[int, int, int, int, str]
+# The hot path's trace keeps at most this many failed candidates before the chosen one; a dry
+# run explains every binding.
+TRACE_STEPS = 16
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,12 +40,26 @@ class RankedBinding:
     binding: Binding
     filters: tuple[CompiledFilter, ...]
     key: RankKey
+    chosen: RouteStep  # the step recorded when this binding is chosen
+    # For the hot path, every step it can record is built once: the binding is disabled, or
+    # filter n failed (without the value found — a dry run shows that).
+    disabled: RouteStep
+    checks: tuple[tuple[CompiledFilter, RouteStep], ...]
 
     @property
     def id(self) -> str:
         return self.binding.id
 
-    def failure(self, event: AmpEvent, *, all_filters: bool = False) -> str | None:
+    def quick_failure(self, event: EventEnvelope) -> RouteStep | None:
+        """`failure` for the hot path: the step of the first failing check, or None."""
+        if not self.binding.enabled:
+            return self.disabled
+        for spec, step in self.checks:
+            if not spec.holds(event):
+                return step
+        return None
+
+    def failure(self, event: EventEnvelope, *, all_filters: bool = False) -> str | None:
         """None when the binding takes the event (pattern already matched), else why not."""
         if not self.binding.enabled:
             return "disabled"
@@ -55,17 +72,20 @@ class RankedBinding:
                 reasons.append(reason)
         return "; ".join(reasons) or None
 
-    def summary(self) -> str:
-        b = self.binding
-        return f"priority {b.priority}, {describe(b.event_pattern)} pattern {b.event_pattern!r}, " \
-               f"{len(b.filters)} filter(s)"
 
 
 def rank(binding: Binding) -> RankedBinding:
     spec_rank, spec_len = specificity(binding.event_pattern)
     key = (-binding.priority, -spec_rank, -spec_len, -len(binding.filters), binding.id)
     filters = tuple(compile_filter(n, f) for n, f in enumerate(binding.filters, start=1))
-    return RankedBinding(binding=binding, filters=filters, key=key)
+    summary = (f"chosen: priority {binding.priority}, {describe(binding.event_pattern)} pattern "
+               f"{binding.event_pattern!r}, {len(binding.filters)} filter(s)")
+    return RankedBinding(
+        binding=binding, filters=filters, key=key,
+        chosen=RouteStep(binding_id=binding.id, passed=True, reason=summary),
+        disabled=RouteStep(binding_id=binding.id, passed=False, reason="disabled"),
+        checks=tuple((f, RouteStep(binding_id=binding.id, passed=False, reason=f.terse)) for f in filters),
+    )
 
 
 class RouteTable:
@@ -118,38 +138,41 @@ class Decision:
     target: RunTarget | None = None
     steps: tuple[RouteStep, ...] = ()
     reason: str | None = None
+    candidates: int = 0  # bindings whose pattern matched the event
 
 
-def decide(event: AmpEvent, table: RouteTable, processors: Processors, *, now: datetime,
+def decide(event: EventEnvelope, table: RouteTable, processors: Processors, *, now: datetime,
            explain: bool = False) -> Decision:
     """Route one event. With `explain`, every binding gets a step (dry-run); without, only the
     candidates examined up to the chosen one (the trace of the hot path)."""
     payload = event.payload
     if payload.expire_at is not None and parse_iso(payload.expire_at) <= now:
         return Decision(status="expired", reason=f"expired at {payload.expire_at}")
+    candidates = table.candidates(payload.type)
     if explain:
         chosen, steps = _explain(event, table)
     else:
-        chosen, steps = _first(event, table)
+        chosen, steps = _first(event, candidates)
     if chosen is None:
-        return Decision(status="route_not_found", steps=steps,
+        return Decision(status="route_not_found", steps=steps, candidates=len(candidates),
                         reason=f"no enabled binding takes {payload.type!r}")
-    return _resolve(event, chosen, processors, steps)
+    return _resolve(event, chosen, processors, steps, len(candidates))
 
 
-def _first(event: AmpEvent, table: RouteTable) -> tuple[RankedBinding | None, tuple[RouteStep, ...]]:
+def _first(event: EventEnvelope, candidates: tuple[RankedBinding, ...]
+           ) -> tuple[RankedBinding | None, tuple[RouteStep, ...]]:
     steps: list[RouteStep] = []
-    for candidate in table.candidates(event.payload.type):
-        reason = candidate.failure(event)
-        if reason is None:
-            steps.append(RouteStep(binding_id=candidate.id, passed=True,
-                                   reason=f"chosen: {candidate.summary()}"))
+    for candidate in candidates:
+        failed = candidate.quick_failure(event)
+        if failed is None:
+            steps.append(candidate.chosen)
             return candidate, tuple(steps)
-        steps.append(RouteStep(binding_id=candidate.id, passed=False, reason=reason))
+        if len(steps) < TRACE_STEPS:
+            steps.append(failed)
     return None, tuple(steps)
 
 
-def _explain(event: AmpEvent, table: RouteTable) -> tuple[RankedBinding | None, tuple[RouteStep, ...]]:
+def _explain(event: EventEnvelope, table: RouteTable) -> tuple[RankedBinding | None, tuple[RouteStep, ...]]:
     event_type = event.payload.type
     chosen: RankedBinding | None = None
     steps: list[RouteStep] = []
@@ -165,8 +188,7 @@ def _explain(event: AmpEvent, table: RouteTable) -> tuple[RankedBinding | None, 
             steps.append(RouteStep(binding_id=ranked.id, passed=False, reason=reason))
         elif chosen is None:
             chosen = ranked
-            steps.append(RouteStep(binding_id=ranked.id, passed=True,
-                                   reason=f"chosen: {ranked.summary()}"))
+            steps.append(ranked.chosen)
         else:
             steps.append(RouteStep(binding_id=ranked.id, passed=True,
                                    reason=f"matched, but {chosen.id!r} ranks higher: "
@@ -185,18 +207,19 @@ def _outranked_because(winner: RankedBinding, loser: RankedBinding) -> str:
     return f"earlier id ({w.id!r} < {l_.id!r})"
 
 
-def _resolve(event: AmpEvent, chosen: RankedBinding, processors: Processors,
-             steps: tuple[RouteStep, ...]) -> Decision:
+def _resolve(event: EventEnvelope, chosen: RankedBinding, processors: Processors,
+             steps: tuple[RouteStep, ...], candidates: int) -> Decision:
     binding = chosen.binding
     if binding.target_type == "discard":
-        return Decision(status="discarded", binding_id=binding.id, steps=steps,
+        return Decision(status="discarded", binding_id=binding.id, steps=steps, candidates=candidates,
                         reason=f"binding {binding.id!r} discards the event")
     assert binding.target_id is not None  # the Binding model guarantees it for pipeline|agent
     target = RunTarget(type=binding.target_type, id=binding.target_id)
     event_type = event.payload.type
 
     def outcome(status: RouteStatus, reason: str | None = None) -> Decision:
-        return Decision(status=status, binding_id=binding.id, target=target, steps=steps, reason=reason)
+        return Decision(status=status, binding_id=binding.id, target=target, steps=steps, reason=reason,
+                        candidates=candidates)
 
     if binding.target_type == "pipeline":
         pipeline = processors.pipeline(binding.target_id)

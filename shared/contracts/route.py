@@ -33,8 +33,9 @@ class RouteStep(msgspec.Struct, frozen=True, kw_only=True):
 class RouteTrace(msgspec.Struct, frozen=True, kw_only=True):
     """The record of how one event was routed.
 
-    `steps` lists the bindings whose pattern matched the event, in rank order, up to the chosen
-    one; bindings whose pattern did not match are only counted (`dry_run` explains all of them).
+    `steps` lists, in rank order, the bindings whose pattern matched the event but which did not
+    take it (at most 16, each with its first failing check) and then the chosen one;
+    `candidates` counts every binding whose pattern matched. `dry_run` explains every binding.
     """
 
     message_id: str
@@ -43,6 +44,7 @@ class RouteTrace(msgspec.Struct, frozen=True, kw_only=True):
     target: RunTarget | None = None
     run_id: str | None = None
     steps: tuple[RouteStep, ...] = ()
+    candidates: int = 0
     reason: str | None = None
     event_type: str | None = None
     source_app: str | None = None

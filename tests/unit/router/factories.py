@@ -5,11 +5,12 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
+from services.router.events import decode_event, encode_document
 from shared.contracts.agent import AgentRouting
 from shared.contracts.binding import Binding
+from shared.contracts.envelope import EventEnvelope
 from shared.contracts.pipeline import PipelineRouting
 from shared.contracts.resource import parse_resource
-from shared.contracts.validation import AmpEvent, validate_event
 
 
 def event_doc(event_type: str = "message.received", *, app: str = "im.polaris.qq",
@@ -25,8 +26,8 @@ def event_doc(event_type: str = "message.received", *, app: str = "im.polaris.qq
     }
 
 
-def event(event_type: str = "message.received", **kwargs: Any) -> AmpEvent:
-    return validate_event(event_doc(event_type, **kwargs))
+def event(event_type: str = "message.received", **kwargs: Any) -> EventEnvelope:
+    return decode_event(encode_document(event_doc(event_type, **kwargs)))
 
 
 def binding(id: str, pattern: str = "*", target_type: str = "agent", target_id: str | None = "a1",

@@ -2,19 +2,20 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import msgspec
 import pytest
 
 from services.router.dispatch import build_run, reply_target
+from services.router.events import decode_event
 from services.router.traces import trace_key
 from shared.contracts.agent import Agent
 from shared.contracts.binding import Binding
 from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceError, canonical_json, parse_resource
-from shared.contracts.run import RunEnvelope, RunTarget, run_id_for
-from shared.contracts.validation import validate_event
+from shared.contracts.run import RUN_ID_NAMESPACE, RunEnvelope, RunTarget, run_id_for
 from shared.resources import kind_named, kind_of
 from tests.unit.router.factories import event, event_doc
 
@@ -92,6 +93,9 @@ def test_trace_keys_are_valid_and_never_collide() -> None:
 
 def test_run_id_is_deterministic_per_event_and_binding() -> None:
     assert run_id_for("m1", "b1") == run_id_for("m1", "b1")
+    for message_id, binding_id in (("m1", "b1"), ("evt:你好", "welcome-new-members")):
+        expected = uuid.uuid5(RUN_ID_NAMESPACE, f"{message_id}\n{binding_id}")
+        assert run_id_for(message_id, binding_id) == str(expected)
     assert len({run_id_for("m1", "b1"), run_id_for("m1", "b2"), run_id_for("m2", "b1")}) == 3
 
 
@@ -109,7 +113,7 @@ def test_reply_target_is_frozen_from_the_event_or_absent() -> None:
 def test_run_carries_the_event_inline_or_by_reference(limit: int) -> None:
     doc = event_doc(session_id="s", synthetic=True, data={"text": "你好"})
     raw = msgspec.json.encode(doc)
-    run = build_run(validate_event(doc), raw, binding_id="b1", target=RunTarget(type="agent", id="a1"),
+    run = build_run(decode_event(raw), raw, binding_id="b1", target=RunTarget(type="agent", id="a1"),
                     subject="amp.run.agent.a1", timestamp="2026-06-19T04:00:00.000+00:00",
                     router_instance="r1", inline_limit=limit, store_bucket="AMP_RUN_EVENTS")
     decoded = msgspec.json.decode(run.data, type=RunEnvelope)

@@ -11,8 +11,8 @@ import pytest
 from services.router.selection import RouteTable, StaticProcessors, decide
 from shared.contracts.agent import AgentRouting
 from shared.contracts.binding import Binding
+from shared.contracts.envelope import EventEnvelope
 from shared.contracts.pipeline import PipelineRouting
-from shared.contracts.validation import AmpEvent
 from tests.unit.router.factories import agent, binding, event, pipeline
 
 NOW = datetime(2026, 6, 19, 4, 0, tzinfo=UTC)  # 12:00 at +08:00
@@ -28,7 +28,7 @@ USER = {"actor": {"id": "u1", "kind": "user"}}
 class Case:
     name: str
     bindings: list[Binding]
-    event: AmpEvent
+    event: EventEnvelope
     status: str
     binding_id: str | None = None
     target: tuple[str, str] | None = None
