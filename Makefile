@@ -56,3 +56,8 @@ bench-bridge: $(STAMP)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache
+
+## bench-router: events/s from AMP_EVENTS to AMP_RUNS (50 bindings) vs raw nats-py pull + ack + publish
+.PHONY: bench-router
+bench-router: $(STAMP)
+	$(PYTHON) -m tests.bench.bench_router
