@@ -14,36 +14,11 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.harness.processes import REPO, service_env
-from tests.integration.router.helpers import eventually, publish_events
+from tests.integration.router.helpers import drain_runs, eventually, publish_events
 from tests.unit.router.factories import event_doc
 
-RESOURCES = """\
-kind: Agent
-id: greeter
-agent_kind: playbook
-events: ["group.*"]
-tools: [im.polaris.qq.send_message]
----
-kind: Agent
-id: chat
-agent_kind: llm
-events: ["message.*"]
----
-kind: Binding
-id: welcome-new-members
-event_pattern: group.member_joined
-filters:
-  - {field: source.app, op: eq, value: im.polaris.qq}
-target_type: agent
-target_id: greeter
-priority: 10
----
-kind: Binding
-id: chat
-event_pattern: message.received
-target_type: agent
-target_id: chat
-"""
+EXAMPLE = REPO / "services" / "router" / "examples" / "routes.yml"
+RESOURCES = EXAMPLE.read_text()
 
 
 async def aurora(nats_url: str, *args: str) -> tuple[int, str, str]:
@@ -66,11 +41,11 @@ async def router(spawn: Any) -> Any:
 async def test_apply_is_idempotent_and_get_shows_it(router: Any, nats_url: str, tmp_path: Path) -> None:
     path = tmp_path / "resources.yml"
     path.write_text(RESOURCES)
-    code, out, err = await aurora(nats_url, "apply", "-f", str(path))
+    code, out, err = await aurora(nats_url, "apply", "-f", str(EXAMPLE))
     assert code == 0, err
     assert out.split("\n")[:4] == ["agent/greeter created", "agent/chat created",
                                    "binding/welcome-new-members created", "binding/chat created"]
-    code, out, err = await aurora(nats_url, "apply", "-f", str(path), "--json")
+    code, out, err = await aurora(nats_url, "apply", "-f", str(EXAMPLE), "--json")
     assert code == 0, err
     assert [r["result"] for r in json.loads(out)] == ["unchanged"] * 4
 
@@ -152,3 +127,36 @@ async def test_route_dry_run_and_trace(router: Any, nats_url: str, nc: NATS, sub
     assert "status:  dispatched" in out and "synthetic" in out
     code, _, err = await aurora(nats_url, "route", "trace", "no-such-event")
     assert code == 1 and "no route trace" in err
+
+
+async def test_emitted_events_reach_their_agents_synthetic_stays_synthetic(
+        spawn: Any, nats_url: str, nc: NATS, subjects: Subjects) -> None:
+    """The example routes on a bridge + router stack: `aurora events emit` all the way to a run."""
+    bridge = spawn("services.event_bridge", tag="bridge")
+    router = spawn("services.router", tag="router")
+    await asyncio.to_thread(bridge.wait_for_log, '"started"', 30)
+    await asyncio.to_thread(router.wait_for_log, '"ready"', 30)
+    assert (await aurora(nats_url, "apply", "-f", str(EXAMPLE)))[0] == 0
+    emitted = {}
+    for event_type, extra in (("message.received", ["--synthetic", "--session", "group_1"]),
+                              ("group.member_joined", [])):
+        code, out, err = await aurora(nats_url, "events", "emit", event_type, "--app", "im.polaris.qq",
+                                      "--wait", "--json", *extra)
+        assert code == 0, err
+        emitted[event_type] = json.loads(out)["message_id"]
+
+    async def traced(message_id: str) -> bool:
+        return (await aurora(nats_url, "route", "trace", message_id, "--json"))[0] == 0
+
+    for message_id in emitted.values():
+        await eventually(lambda m=message_id: traced(m), what="the trace")
+    chat = json.loads((await aurora(nats_url, "route", "trace", emitted["message.received"], "--json"))[1])
+    greet = json.loads((await aurora(nats_url, "route", "trace", emitted["group.member_joined"], "--json"))[1])
+    assert (chat["status"], chat["target"], chat["synthetic"]) == ("dispatched", {"type": "agent", "id": "chat"}, True)
+    assert (greet["status"], greet["target"]) == ("dispatched", {"type": "agent", "id": "greeter"})
+    runs = {run.payload.run_id: run for _, run in await drain_runs(nc.jetstream(), subjects, 2)}
+    assert runs[chat["run_id"]].payload.synthetic is True
+    assert runs[greet["run_id"]].payload.synthetic is False
+    reply = runs[chat["run_id"]].payload.delivery.reply_target
+    assert reply is not None and (reply.app, reply.session_id) == ("im.polaris.qq", "group_1")
+    assert runs[greet["run_id"]].payload.delivery.reply_target is None, "no conversation: nobody guesses"
