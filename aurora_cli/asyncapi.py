@@ -24,23 +24,17 @@ import yaml
 from pydantic import BaseModel
 
 from shared import deadletter
-from shared.contracts.envelope import Header
+from shared.contracts.audit import AuditRecord
 from shared.contracts.mcp_relay import ProcessEvent, RestartRequest, SessionEvent
+from shared.contracts.run import RunEnvelope
 from shared.contracts.signals import SIGNAL_TYPES, Signal
+from shared.contracts.toolcall import ToolCallEnvelope, ToolResultEnvelope
 from shared.contracts.validation import AmpEvent, NativeEvent
 from shared.subjects import Subjects
 
 VERSION = "0.1.0"
 REF = "#/components/schemas/{name}"
 DOCS = Path(__file__).resolve().parents[1] / "docs"
-
-
-class GenericEnvelope(msgspec.Struct, frozen=True, kw_only=True):
-    """An AMP envelope whose payload contract is not yet a model in `shared/contracts`
-    (ARCHITECTURE §3 describes it); replace it by the real type once that exists."""
-
-    header: Header
-    payload: dict[str, Any]
 
 
 class AdminError(msgspec.Struct, frozen=True, kw_only=True):
@@ -105,13 +99,12 @@ MESSAGES: tuple[Message, ...] = (
     Message("McpJsonRpc", _JSONRPC, "An MCP JSON-RPC message relayed between gateway and supervisor."),
     Message("ProcessEvent", ProcessEvent, "An app process changed state (supervisor → gateway)."),
     Message("SessionEvent", SessionEvent, "An app's MCP session changed state (gateway → supervisor)."),
-    Message("ToolCallRequest", GenericEnvelope, "A tool call (header.method `tools/call`); payload: "
-            "tool, arguments, context (ARCHITECTURE §3)."),
-    Message("ToolCallResult", GenericEnvelope, "The reply to every tool call (header.method `tools/result`); "
-            "payload: status, content, structured, error, duration_ms."),
-    Message("Run", GenericEnvelope, "A routed run (header.method `agent/run` | `pipeline/run`, "
+    Message("ToolCallRequest", ToolCallEnvelope, "A tool call (header.method `tools/call`)."),
+    Message("ToolCallResult", ToolResultEnvelope, "The envelope reply to every tool call (header.method "
+            "`tools/result`); a transport success is not a tool success: read `status`."),
+    Message("Run", RunEnvelope, "A routed run (header.method `agent/run` | `pipeline/run`, "
             "message_id = run_id).", {"Nats-Msg-Id": "the run_id"}),
-    Message("AuditRecord", GenericEnvelope, "One record per tool call."),
+    Message("AuditRecord", AuditRecord, "One record per tool call."),
     Message("DeadLetter", _ANY_BYTES, "What a stage could not process: the original bytes, the reason in headers.",
             {deadletter.REASON: "why it was rejected", deadletter.STAGE: "the stage that rejected it",
              deadletter.ORIGINAL_SUBJECT: "where it was received", deadletter.ORIGINAL_STREAM: "its stream",
@@ -207,7 +200,8 @@ def _schema(model: Any) -> tuple[dict[str, Any], dict[str, Any]]:
         schema = model.model_json_schema(ref_template=REF.replace("{name}", "{model}"))
         return schema, schema.pop("$defs", {})
     (schema,), components = msgspec.json.schema_components([model], ref_template=REF)
-    return schema, components
+    tidy = _renamed({"schema": schema, "components": components}, "components", REF.format(name=""))
+    return tidy["schema"], tidy["components"]
 
 
 def standalone_schema(model: Any) -> dict[str, Any]:
@@ -217,7 +211,7 @@ def standalone_schema(model: Any) -> dict[str, Any]:
     elif isinstance(model, type) and issubclass(model, BaseModel):
         schema = model.model_json_schema()
     else:
-        schema = msgspec.json.schema(model)
+        schema = _renamed(msgspec.json.schema(model), "$defs", "#/$defs/")
     return {"$schema": "https://json-schema.org/draft/2020-12/schema", **schema}
 
 
@@ -226,6 +220,35 @@ def _add_components(target: dict[str, Any], new: dict[str, Any]) -> None:
         if name in target and target[name] != schema:
             raise ValueError(f"two different schemas are both called {name!r}; rename one model")
         target[name] = schema
+
+
+def _tidy(name: str) -> str:
+    """msgspec names generic instances after their full type path
+    (`Envelope_shared.contracts.toolcall.ToolCallRequest_`); keep the class names only."""
+    return re.sub(r"_+", "_", re.sub(r"(?<![A-Za-z0-9.])(?:[a-z][a-z0-9_]*\.)+(?=[A-Z])", "", name)).strip("_")
+
+
+def _renamed(tree: dict[str, Any], defs: str, ref_prefix: str) -> dict[str, Any]:
+    """`tree` with the schemas under `tree[defs]` renamed by `_tidy` and every `$ref` to them
+    rewritten."""
+    names = {old: _tidy(old) for old in tree.get(defs, {})}
+    if len(set(names.values())) != len(names):
+        raise ValueError(f"schema names collide once tidied: {sorted(names)}")
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {key: (ref_prefix + names[value[len(ref_prefix):]]
+                          if key == "$ref" and isinstance(value, str) and value.startswith(ref_prefix)
+                          and value[len(ref_prefix):] in names else walk(value))
+                    for key, value in node.items()}
+        if isinstance(node, list):
+            return [walk(item) for item in node]
+        return node
+
+    result: dict[str, Any] = walk(tree)
+    if defs in result:
+        result[defs] = {names[old]: schema for old, schema in result[defs].items()}
+    return result
 
 
 def _kebab(name: str) -> str:
@@ -254,7 +277,7 @@ def build_document(prefix: str = "amp") -> dict[str, Any]:
         messages[message.name] = entry
     channels = {c.key: _channel(c, prefix) for c in CHANNELS}
     operations = {_op_id(op): _operation(op, channels) for op in OPERATIONS}
-    return {
+    document = {
         "asyncapi": "3.0.0",
         "info": {
             "title": "Aurora AMP fabric",
@@ -273,6 +296,8 @@ def build_document(prefix: str = "amp") -> dict[str, Any]:
         "operations": operations,
         "components": {"messages": messages, "schemas": schemas},
     }
+    plain: dict[str, Any] = json.loads(json.dumps(document))  # JSON types only (no tuples)
+    return plain
 
 
 def _channel(channel: Channel, prefix: str) -> dict[str, Any]:
