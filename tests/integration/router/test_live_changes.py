@@ -1,0 +1,77 @@
+"""The router follows changes as they happen, and never acks an event whose run was not stored."""
+
+from __future__ import annotations
+
+from nats.aio.client import Client as NATS
+
+from shared.admin import admin_request
+from shared.streams import ensure_stream, runs_stream
+from shared.subjects import Subjects
+from tests.integration.router.helpers import apply, eventually, publish_events, running_router, stream_count
+from tests.unit.router.factories import event_doc
+
+
+async def _status(nc: NATS, subjects: Subjects, message_id: str) -> str | None:
+    try:
+        found = await admin_request(nc, subjects, "router", "trace", {"message_id": message_id})
+    except Exception:
+        return None
+    return str(found["status"])
+
+
+async def test_bindings_and_agents_changes_apply_to_the_next_event(nc: NATS, subjects: Subjects) -> None:
+    js = nc.jetstream()
+    async with running_router(nc, subjects):
+        await apply(nc, subjects, "agents", {"id": "chat", "agent_kind": "llm", "events": ["message.*"]})
+        await apply(nc, subjects, "bindings", {"id": "chat", "event_pattern": "message.*",
+                                               "target_type": "agent", "target_id": "chat"})
+        # an entry written past the admin API that is not a binding is ignored, not fatal
+        await (await js.key_value(subjects.stream("BINDINGS"))).put("junk", b'{"id": "junk"}')
+
+        async def route(expected: str) -> None:
+            doc = event_doc("message.received")
+            await publish_events(js, subjects, [doc])
+
+            async def done() -> bool:
+                return await _status(nc, subjects, doc["header"]["message_id"]) == expected
+
+            await eventually(done, what=expected)
+
+        async def loaded() -> bool:  # the junk entry is not counted as a binding
+            health = await admin_request(nc, subjects, "router", "health")
+            return bool(health["bindings"] == 1 and health["agents"] == 1)
+
+        await eventually(loaded, what="the binding loaded")
+        await route("dispatched")
+        await apply(nc, subjects, "agents", {"id": "chat", "agent_kind": "llm", "events": ["message.*"],
+                                             "enabled": False})
+        await route("processor_disabled")
+        await admin_request(nc, subjects, "agents", "delete", {"id": "chat"})
+        await route("processor_not_found")
+        await admin_request(nc, subjects, "bindings", "delete", {"id": "chat"})
+        await route("route_not_found")
+
+
+async def test_an_event_whose_run_cannot_be_stored_is_retried_not_lost(nc: NATS, subjects: Subjects) -> None:
+    js = nc.jetstream()
+    async with running_router(nc, subjects) as router:
+        await apply(nc, subjects, "agents", {"id": "chat", "agent_kind": "llm", "events": ["*"]})
+        await apply(nc, subjects, "bindings", {"id": "all", "event_pattern": "*",
+                                               "target_type": "agent", "target_id": "chat"})
+        await js.delete_stream(subjects.stream("RUNS"))  # runs have nowhere to go
+        doc = event_doc("message.received")
+        await publish_events(js, subjects, [doc])
+
+        async def retried() -> bool:
+            return router.stats.retried >= 1
+
+        await eventually(retried, what="a failed publish")
+        info = await js.consumer_info(subjects.stream("EVENTS"), "router")
+        assert info.num_ack_pending == 1 or info.num_redelivered >= 1, "the event was not acked"
+        await ensure_stream(js, runs_stream(subjects))
+
+        async def one_run() -> bool:
+            return await stream_count(js, subjects.stream("RUNS")) == 1
+
+        await eventually(one_run, timeout=30, what="the run after the retry")
+        assert await _status(nc, subjects, doc["header"]["message_id"]) == "dispatched"
