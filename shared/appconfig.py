@@ -19,7 +19,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from shared.errors import ConfigError
 from shared.subjects import check_unique_tokens
 
-_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
+# `${VAR}`, or `${VAR:-default}` (the default when VAR is unset or empty, as in the shell).
+_ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 PACKAGE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 
@@ -102,11 +103,15 @@ class AppsConfig(_Strict):
 
 
 def expand_env(value: str, env: dict[str, str] | os._Environ[str] | None = None) -> str:
-    """`Bearer ${NOTES_TOKEN}` → the value from the environment; a missing one is an error."""
+    """`Bearer ${NOTES_TOKEN}` → the value from the environment; a missing one is an error.
+    `${NOTES_URL:-http://127.0.0.1:8765/mcp}` falls back to the default when the variable is
+    unset or empty (the default is taken literally; it is not expanded again)."""
     source = os.environ if env is None else env
 
     def lookup(match: re.Match[str]) -> str:
-        name = match.group(1)
+        name, default = match.group(1), match.group(2)
+        if default is not None:
+            return source.get(name) or default
         if name not in source:
             raise ConfigError(f"environment variable {name} is not set", field=name)
         return source[name]

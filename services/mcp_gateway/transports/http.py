@@ -1,4 +1,5 @@
-"""Streamable HTTP to a remote app, with configured headers (values may reference env vars)."""
+"""Streamable HTTP to a remote app; its url and header values may reference env vars (`${VAR}`,
+`${VAR:-default}`), expanded at connect time so a missing variable is the session's error."""
 
 from __future__ import annotations
 
@@ -17,6 +18,6 @@ async def http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[Tra
     resolved = {name: expand_env(value) for name, value in headers.items()}
     async with (
         create_mcp_http_client(headers=resolved) as client,
-        streamable_http_client(url, http_client=client) as streams,
+        streamable_http_client(expand_env(url), http_client=client) as streams,
     ):
         yield streams[0], streams[1]
