@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from services.router.catalog import decode_agent, decode_pipeline, read_all
+from services.router.catalog import decode_agent, decode_pipeline
 from services.router.events import decode_event, encode_document
 from services.router.router import RouterStats
 from services.router.selection import RouteTable, StaticProcessors, decide
@@ -23,6 +23,7 @@ from shared.contracts.binding import Binding
 from shared.contracts.resource import ResourceError, parse_resource
 from shared.contracts.route import DryRunReply
 from shared.errors import EnvelopeError
+from shared.kvmirror import read_all
 from shared.logs import get_logger
 
 log = get_logger("aurora.router.admin")

@@ -13,11 +13,11 @@ from nats.micro.service import Service
 from services.router.admin import RouterAdmin
 from services.router.catalog import Catalog
 from services.router.config import RouterSettings
-from services.router.resource_admin import ResourceAdmin
 from services.router.router import Router, RouterStats
 from services.router.stores import RouterStores, open_stores
 from shared.admin import start_admin_service
 from shared.logs import get_logger
+from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_of
 from shared.subjects import Subjects
 
