@@ -1,0 +1,82 @@
+"""A gateway and supervisor serving the echo app, and an agent bound to its tools."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+from nats.aio.client import Client as NATS
+
+from shared.admin import admin_request
+from shared.clock import now_iso
+from shared.contracts.agent import Agent
+from shared.contracts.envelope import Header, Source
+from shared.contracts.resource import canonical_json
+from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
+from shared.streams import agents_bucket, ensure_bucket
+from shared.subjects import Subjects
+
+REPO = Path(__file__).resolve().parents[3]
+AGENT = "clerk"
+BOUND = ("echo.echo", "echo.unannotated_write", "echo.counter_increment", "echo.counter_get")
+
+
+class Pool:
+    """Calls into the running gateway the way a runner or the CLI would."""
+
+    def __init__(self, nc: NATS, subjects: Subjects) -> None:
+        self.nc = nc
+        self.subjects = subjects
+
+    async def call(self, tool: str, arguments: dict[str, Any], **context: Any) -> dict[str, Any]:
+        envelope = ToolCallEnvelope(
+            header=Header(method=METHOD_CALL, message_id=str(uuid.uuid4()), timestamp=now_iso(),
+                          source=Source(app="aurora.test")),
+            payload=ToolCallRequest(tool=tool, arguments=arguments, context=ToolCallContext(**context)),
+        )
+        reply = await self.nc.request(self.subjects.tool_call, msgspec.json.encode(envelope), timeout=20)
+        return dict(msgspec.to_builtins(decode_result(reply.data).payload))
+
+    async def admin(self, area: str, verb: str, body: dict[str, Any] | None = None) -> Any:
+        return await admin_request(self.nc, self.subjects, area, verb, body or {}, timeout=10)
+
+    async def wait_for_tools(self, *names: str, timeout: float = 30.0) -> None:
+        deadline = asyncio.get_running_loop().time() + timeout
+        while asyncio.get_running_loop().time() < deadline:
+            try:
+                listed = {t["name"] for t in await self.admin("gateway", "tools")}
+                if set(names) <= listed:
+                    return
+            except Exception:
+                pass
+            await asyncio.sleep(0.2)
+        raise AssertionError(f"tools {names} never appeared")
+
+
+@pytest.fixture
+async def pool(nc: NATS, subjects: Subjects, spawn: Any, tmp_path: Path) -> AsyncIterator[Pool]:
+    counter = tmp_path / "counter.jsonl"
+    config = tmp_path / "apps.yml"
+    config.write_text(yaml.safe_dump({"apps": {"echo": {
+        "mcp": {"command": [sys.executable, str(REPO / "tests/apps/echo_app.py")],
+                "env": {"ECHO_COUNTER_FILE": str(counter)}, "health_timeout_seconds": 15},
+    }}}))
+    spawn("services.app_supervisor", tag="supervisor", AURORA_APPS_CONFIG=str(config))
+    spawn("services.mcp_gateway", tag="gateway", AURORA_APPS_CONFIG=str(config))
+    agents = await ensure_bucket(nc.jetstream(), agents_bucket(subjects))
+    await agents.put(AGENT, canonical_json(Agent(id=AGENT, agent_kind="playbook", tools=BOUND)))
+    client = Pool(nc, subjects)
+    await client.wait_for_tools(*BOUND)
+    yield client
+
+
+def as_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)

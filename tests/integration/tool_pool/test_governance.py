@@ -1,0 +1,114 @@
+"""Governance at the gateway: approvals consumed once, writes recognised, systems switched off."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from tests.integration.tool_pool.conftest import AGENT, Pool
+
+
+async def test_an_unannotated_mcp_tool_is_a_write_and_needs_approval(pool: Pool) -> None:
+    write = await pool.call("echo.unannotated_write", {"x": 1}, agent=AGENT, task_id="t-1")
+    assert write["status"] == "needs_approval", write
+    assert write["side_effect"] == "write" and write["approval_id"]
+    read = await pool.call("echo.echo", {"value": 1}, agent=AGENT, task_id="t-1")
+    assert read["status"] == "ok", read
+
+
+async def test_one_approval_lets_exactly_one_of_fifty_concurrent_calls_run(pool: Pool) -> None:
+    asked = await pool.call("echo.counter_increment", {"key": "k"}, agent=AGENT, task_id="t-50")
+    assert asked["status"] == "needs_approval"
+    approval_id = asked["approval_id"]
+    granted = await pool.admin("approvals", "grant", {"id": approval_id, "by": "tester", "note": "ok"})
+    assert granted["state"] == "granted" and granted["decided_by"] == "tester"
+
+    results = await asyncio.gather(*(
+        pool.call("echo.counter_increment", {"key": "k"}, agent=AGENT, task_id="t-50", approval_id=approval_id)
+        for _ in range(50)
+    ))
+    statuses = sorted(r["status"] for r in results)
+    assert statuses.count("ok") == 1, statuses
+    assert {r["error"]["code"] for r in results if r["status"] != "ok"} == {"approval_used"}
+    count = await pool.call("echo.counter_get", {"key": "k"}, agent=AGENT)
+    assert count["structured"]["count"] == 1, count
+
+    replay = await pool.call("echo.counter_increment", {"key": "k"}, agent=AGENT, task_id="t-50",
+                             approval_id=approval_id)
+    assert replay["status"] == "denied" and replay["error"]["code"] == "approval_used"
+
+
+async def test_an_approval_fits_only_its_own_arguments_and_task(pool: Pool) -> None:
+    asked = await pool.call("echo.counter_increment", {"key": "a"}, agent=AGENT, task_id="t-2")
+    approval_id = asked["approval_id"]
+    await pool.admin("approvals", "grant", {"id": approval_id})
+    other_args = await pool.call("echo.counter_increment", {"key": "b"}, agent=AGENT, task_id="t-2",
+                                 approval_id=approval_id)
+    assert other_args["error"]["code"] == "approval_mismatch"
+    other_task = await pool.call("echo.counter_increment", {"key": "a"}, agent=AGENT, task_id="t-3",
+                                 approval_id=approval_id)
+    assert other_task["error"]["code"] == "approval_mismatch"
+    denied = await pool.call("echo.counter_increment", {"key": "c"}, agent=AGENT, task_id="t-4")
+    await pool.admin("approvals", "deny", {"id": denied["approval_id"]})
+    after_deny = await pool.call("echo.counter_increment", {"key": "c"}, agent=AGENT, task_id="t-4",
+                                 approval_id=denied["approval_id"])
+    assert after_deny["error"]["code"] == "approval_denied"
+    fitting = await pool.call("echo.counter_increment", {"key": "a"}, agent=AGENT, task_id="t-2",
+                              approval_id=approval_id)
+    assert fitting["status"] == "ok", fitting
+
+
+async def test_disabling_a_system_takes_its_tools_away_at_once(pool: Pool) -> None:
+    before = await pool.admin("agents", "tools", {"agent": AGENT})
+    assert "echo.echo" in {t["name"] for t in before["available"]}
+    await pool.admin("systems", "disable", {"name": "echo"})
+    started = time.monotonic()
+    after = await pool.admin("agents", "tools", {"agent": AGENT})
+    call = await pool.call("echo.echo", {"value": 1}, agent=AGENT)
+    assert time.monotonic() - started < 1.0
+    assert after["available"] == [] or all(t["name"].startswith(("event_", "platform_")) for t in after["available"])
+    assert {e["reason"] for e in after["excluded"] if e["tool"].startswith("echo.")} == {"system_disabled"}
+    assert call["status"] == "denied" and call["error"]["code"] == "system_disabled"
+    await pool.admin("systems", "enable", {"name": "echo"})
+    assert (await pool.call("echo.echo", {"value": 1}, agent=AGENT))["status"] == "ok"
+
+
+async def test_a_deprecated_tool_leaves_the_available_set_and_is_refused(pool: Pool) -> None:
+    await pool.admin("tools", "deprecate", {"name": "echo.echo", "note": "replaced"})
+    tools = await pool.admin("agents", "tools", {"agent": AGENT})
+    assert "echo.echo" not in {t["name"] for t in tools["available"]}
+    assert any(e["tool"] == "echo.echo" and e["reason"] == "not_published" for e in tools["excluded"])
+    call = await pool.call("echo.echo", {"value": 1}, agent=AGENT)
+    assert call["status"] == "denied" and call["error"]["code"] == "deprecated"
+
+
+async def test_an_unbound_tool_is_denied_to_the_agent_but_not_to_the_operator(pool: Pool) -> None:
+    agent_call = await pool.call("echo.fail", {}, agent=AGENT)
+    assert agent_call["status"] == "denied" and agent_call["error"]["code"] == "not_bound"
+    operator_call = await pool.call("echo.fail", {})
+    assert operator_call["status"] == "tool_error"
+
+
+async def test_every_call_leaves_one_audit_record_with_secrets_redacted(pool: Pool) -> None:
+    import json
+
+    ok = await pool.call("echo.echo", {"value": {"password": "hunter2", "n": 1}}, agent=AGENT, task_id="t-a",
+                         run_id="r-a", session_id="s-a")
+    denied = await pool.call("echo.fail", {}, agent=AGENT)
+    assert ok["status"] == "ok" and denied["status"] == "denied"
+    js = pool.nc.jetstream()
+    sub = await js.subscribe("amp.audit.>", ordered_consumer=True)
+    records: list[dict[str, object]] = []
+    deadline = time.monotonic() + 10
+    while len(records) < 2 and time.monotonic() < deadline:
+        try:
+            msg = await sub.next_msg(timeout=1)
+        except Exception:
+            continue
+        records.append(json.loads(msg.data))
+    await sub.unsubscribe()
+    by_status = {r["status"]: r for r in records}
+    assert set(by_status) >= {"ok", "denied"}, records
+    assert by_status["ok"]["caller"] == f"agent:{AGENT}" and by_status["ok"]["task_id"] == "t-a"
+    assert "hunter2" not in by_status["ok"]["input_summary"] and "***" in by_status["ok"]["input_summary"]
+    assert by_status["denied"]["error_code"] == "not_bound"

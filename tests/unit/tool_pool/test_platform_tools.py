@@ -1,0 +1,43 @@
+"""Platform tools: offered only with the event's target, the app's capability, the agent's leave."""
+
+from __future__ import annotations
+
+from services.mcp_gateway.platform_tools import PLATFORM_TOOLS, app_arguments, check, missing_required
+from shared.appconfig import parse_apps_config
+
+APPS = parse_apps_config({"apps": {"chat": {
+    "package": "im.polaris.qq",
+    "mcp": {"command": ["python"]},
+    "platform": {"reply": "send_message", "get_actor": "get_user_info"},
+}}})
+CHAT = APPS.get("im.polaris.qq")
+DELIVERY = {"reply_target": {"app": "im.polaris.qq", "session_id": "group_1", "message_id": "m1"}}
+
+
+def test_event_reply_is_offered_when_the_event_has_a_conversation_and_the_app_can_reply() -> None:
+    assert check(PLATFORM_TOOLS["event_reply"], delivery=DELIVERY, app=CHAT, allowed_platform_tools=()) is None
+
+
+def test_without_a_reply_target_event_tools_are_not_offered() -> None:
+    refusal = check(PLATFORM_TOOLS["event_reply"], delivery={"reply_target": None}, app=CHAT,
+                    allowed_platform_tools=())
+    assert refusal is not None and refusal.reason == "event_target_unavailable"
+
+
+def test_each_exclusion_has_its_reason() -> None:
+    react = check(PLATFORM_TOOLS["event_react"], delivery=DELIVERY, app=CHAT, allowed_platform_tools=())
+    assert react is not None and react.reason == "adapter_api_unsupported"
+    friend = check(PLATFORM_TOOLS["event_respond_friend_request"], delivery=DELIVERY, app=CHAT,
+                   allowed_platform_tools=())
+    assert friend is not None and friend.reason in ("adapter_api_unsupported", "event_incompatible")
+    send = check(PLATFORM_TOOLS["platform_send_message"], delivery=DELIVERY, app=CHAT, allowed_platform_tools=())
+    assert send is not None and send.reason == "not_allowed"
+
+
+def test_the_reply_goes_to_the_frozen_target_whatever_the_agent_says() -> None:
+    schema = {"type": "object", "properties": {"session_id": {}, "text": {}, "reply_to": {}},
+              "required": ["session_id", "text"]}
+    arguments = app_arguments(PLATFORM_TOOLS["event_reply"], {"text": "hi", "session_id": "elsewhere"},
+                              DELIVERY, schema)
+    assert arguments == {"session_id": "group_1", "text": "hi", "reply_to": "m1"}
+    assert missing_required(arguments, schema) == []
