@@ -47,6 +47,8 @@ class ServiceSpec:
 
     name: str
     argv: tuple[str, ...]
+    # Apps that are not Aurora services (e.g. an HTTP example app) are ready when they listen.
+    ready_port: int | None = None
 
     @property
     def label(self) -> str:
@@ -74,6 +76,16 @@ def discover_services(root: Path | None = None) -> list[str]:
 
 def service_specs(names: Sequence[str], python: str = sys.executable) -> list[ServiceSpec]:
     return [ServiceSpec(name, (python, "-m", f"services.{name}")) for name in names]
+
+
+# Example apps served over Streamable HTTP start before the services (the gateway connects to
+# them; stdio apps are the supervisor's). apps/config.yml finds the notes app at this port.
+NOTES_PORT = 8765
+
+
+def example_app_specs(python: str = sys.executable, notes_port: int = NOTES_PORT) -> list[ServiceSpec]:
+    return [ServiceSpec("aurora_app_notes", (python, "-m", "apps.aurora_app_notes", "--host", "127.0.0.1",
+                                             "--port", str(notes_port)), ready_port=notes_port)]
 
 
 def format_log_line(line: str) -> str:
@@ -176,12 +188,15 @@ class DevStack:
         ready_timeout: float = 30.0,
         stop_timeout: float = 10.0,
         cwd: Path | None = None,
+        notes_port: int = NOTES_PORT,
     ) -> None:
         self.data_dir = data_dir.resolve()
         self.logs_dir = self.data_dir / "logs"
         self.port = port
         self.host = host
-        self.specs = list(specs) if specs is not None else service_specs(discover_services())
+        self.specs = (list(specs) if specs is not None
+                      else [*example_app_specs(notes_port=notes_port), *service_specs(discover_services())])
+        self.notes_port = notes_port
         self.console = console or Console(highlight=False, soft_wrap=True)
         self.ready_timeout = ready_timeout
         self.stop_timeout = stop_timeout
@@ -218,7 +233,10 @@ class DevStack:
 
     def _child_env(self) -> dict[str, str]:
         env = {k: v for k, v in self._base_env.items() if k not in ("NATS_CREDS", "NATS_USER", "NATS_PASSWORD")}
-        env.update({"NATS_URL": self.url, "PYTHONUNBUFFERED": "1"})
+        env.update({"NATS_URL": self.url, "PYTHONUNBUFFERED": "1",
+                    "AURORA_NOTES_URL": f"http://127.0.0.1:{self.notes_port}/mcp"})
+        # apps/config.yml starts stdio apps as `python …`: the venv's python, whatever the PATH.
+        env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         return env
 
     def _start_service(self, spec: ServiceSpec, color: str, stop: threading.Event | None) -> None:
@@ -240,6 +258,8 @@ class DevStack:
         self._running.append(running)
         deadline = time.monotonic() + self.ready_timeout
         while not running.ready.wait(0.05):
+            if spec.ready_port is not None and not port_is_free(self.host, spec.ready_port):
+                break
             if process.poll() is not None or (stop is not None and stop.is_set()):
                 break
             if time.monotonic() > deadline:

@@ -23,9 +23,11 @@ def dev(
     data_dir: Annotated[Path, typer.Option(
         "--data-dir", help="JetStream store and logs live here; kept between runs.")] = Path("var/dev"),
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="NATS client port.")] = 4222,
+    notes_port: Annotated[int, typer.Option(
+        "--notes-port", min=1, max=65535, help="Port of the example notes app (Streamable HTTP).")] = 8765,
 ) -> None:
     """Run nats-server and every service until Ctrl-C; logs go to the terminal and <data-dir>/logs/."""
-    stack = DevStack(data_dir, port=port)
+    stack = DevStack(data_dir, port=port, notes_port=notes_port)
     stop = threading.Event()
     force = threading.Event()
 

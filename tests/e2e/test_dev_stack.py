@@ -61,7 +61,8 @@ class DevProcess:
         with log.open("wb") as out:
             # Its own session, like a terminal's foreground job: Ctrl-C goes to the whole group.
             self.process = subprocess.Popen(
-                [str(AURORA), "dev", "--data-dir", str(data_dir), "--port", str(port)],
+                [str(AURORA), "dev", "--data-dir", str(data_dir), "--port", str(port),
+                 "--notes-port", str(free_port())],
                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def output(self) -> str:

@@ -19,13 +19,29 @@ from aurora_cli.localnats import nats_server_binary
 REPO = Path(__file__).resolve().parents[3]
 COMPOSE: dict[str, Any] = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
 SERVICES: dict[str, Any] = COMPOSE["services"]
-AURORA = {name: svc for name, svc in SERVICES.items() if name != "nats"}
+
+
+def _runs_a_service(service: dict[str, Any]) -> bool:
+    command = service.get("command") or []
+    return len(command) == 3 and str(command[2]).startswith("services.")
+
+
+AURORA = {name: svc for name, svc in SERVICES.items() if _runs_a_service(svc)}
+EXAMPLE_APPS = {name: svc for name, svc in SERVICES.items() if name != "nats" and name not in AURORA}
 
 
 def _module(service: dict[str, Any]) -> str:
     command = service["command"]
     assert command[:2] == ["python", "-m"] and len(command) == 3, command
     return str(command[2])
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_APPS))
+def test_each_example_app_runs_a_module_of_apps_that_exists(name: str) -> None:
+    command = EXAMPLE_APPS[name]["command"]
+    assert command[:2] == ["python", "-m"] and command[2].startswith("apps."), command
+    assert importlib.util.find_spec(command[2]) is not None
+    assert name == command[2].removeprefix("apps.").replace("_", "-")
 
 
 def test_compose_yaml_follows_the_compose_specification() -> None:

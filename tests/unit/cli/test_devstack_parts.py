@@ -52,8 +52,9 @@ def test_each_service_runs_as_python_dash_m() -> None:
 
 
 def test_the_default_stack_runs_every_discovered_service(tmp_path: Path) -> None:
-    stack = DevStack(tmp_path, port=4999)
-    assert [s.name for s in stack.specs] == discover_services()
+    stack = DevStack(tmp_path, port=4999, notes_port=4998)
+    assert [s.name for s in stack.specs] == ["aurora_app_notes", *discover_services()]
+    assert stack.specs[0].ready_port == 4998
     assert stack.url == "nats://127.0.0.1:4999"
 
 
