@@ -173,3 +173,19 @@ def numeric(schema: Any) -> bool:
     kind = schema.get("type") if isinstance(schema, dict) else None
     kinds = kind if isinstance(kind, list) else [kind]
     return any(k in ("integer", "number") for k in kinds)
+
+
+def json_media(content: dict[str, Any]) -> str | None:
+    """The JSON media type among a content map's keys (`application/json` first, then `…+json`)."""
+    types = {media.split(";")[0].strip().lower(): media for media in content}
+    if "application/json" in types:
+        return types["application/json"]
+    return next((media for base, media in types.items() if base.endswith(("+json", "/json"))), None)
+
+
+def as_dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def as_list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

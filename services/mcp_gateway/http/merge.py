@@ -1,0 +1,44 @@
+"""Re-importing a document: how an imported draft updates the stored tool of the same name (pure).
+
+The import owns the imported fields of a DRAFT; a tool under review, published or deprecated is
+never touched by an import, and neither is a tool of another system or a hand-written one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from shared.contracts.tooldef import ToolDefinition
+
+
+@dataclass(frozen=True)
+class MergeDecision:
+    action: Literal["create", "update", "unchanged", "kept"]
+    tool: ToolDefinition | None  # what to store (None: leave the stored tool as it is)
+    reason: str
+
+
+_IMPORTED_FIELDS = ("system", "description", "input_schema", "output_schema", "execution", "side_effect",
+                    "missing", "source")
+
+
+def plan_merge(existing: ToolDefinition | None, imported: ToolDefinition) -> MergeDecision:
+    """What re-importing `imported` does to the stored tool of the same name."""
+    if existing is None:
+        return MergeDecision("create", imported, "new draft")
+    if existing.source != "openapi" or existing.system != imported.system:
+        return MergeDecision("kept", None, f"left as is: not imported from system {imported.system}'s OpenAPI")
+    if existing.state != "DRAFT":
+        return MergeDecision("kept", None, f"left as is: {existing.state}")
+    changes = {f: getattr(imported, f) for f in _IMPORTED_FIELDS if getattr(existing, f) != getattr(imported, f)}
+    if not changes:
+        return MergeDecision("unchanged", existing, "unchanged")
+    updated = existing.model_copy(update={**changes, "version": existing.version + 1,
+                                          "changed_at": imported.changed_at, "changed_by": imported.changed_by})
+    return MergeDecision("update", updated, f"updated to version {updated.version}: {', '.join(sorted(changes))}")
+
+
+def merge_draft(existing: ToolDefinition | None, imported: ToolDefinition) -> ToolDefinition | None:
+    """The definition to store after a re-import, or None when a non-DRAFT tool must stay as it is."""
+    return plan_merge(existing, imported).tool
