@@ -3,3 +3,24 @@
 Pure parts (no I/O): `openapi_import.import_operations`/`merge_draft`, `request.build_request`,
 `circuit.CircuitBreaker`. I/O parts take their `httpx.AsyncClient` from the caller.
 """
+
+from services.mcp_gateway.http.circuit import Admission, CircuitBreaker, CircuitSnapshot, CircuitState, Transition
+from services.mcp_gateway.http.executor import HttpExecutor, HttpOutcome, SecretMissing, read_secret
+from services.mcp_gateway.http.openapi_import import (
+    ImportResult,
+    MergeDecision,
+    OpenApiError,
+    Rename,
+    import_operations,
+    load_openapi,
+    load_openapi_async,
+    merge_draft,
+    plan_merge,
+)
+from services.mcp_gateway.http.probe import Prober, probe
+
+__all__ = [
+    "Admission", "CircuitBreaker", "CircuitSnapshot", "CircuitState", "HttpExecutor", "HttpOutcome",
+    "ImportResult", "MergeDecision", "OpenApiError", "Prober", "Rename", "SecretMissing", "Transition",
+    "import_operations", "load_openapi", "load_openapi_async", "merge_draft", "plan_merge", "probe", "read_secret",
+]
