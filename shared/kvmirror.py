@@ -6,10 +6,12 @@ Admin reads that must see a write the moment it was acknowledged use `read_all` 
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
 import msgspec
+from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.kv import KeyValue
 
 from shared.errors import AuroraError
@@ -18,23 +20,57 @@ from shared.logs import get_logger
 log = get_logger("aurora.kvmirror")
 T = TypeVar("T")
 _DELETED = ("DEL", "PURGE")
+_INITIAL_TIMEOUT = 10.0
+_LAST_MESSAGE_GRACE = 2.0
+
+
+async def _initial_entries(kv: KeyValue) -> tuple[KeyValue.KeyWatcher, list[KeyValue.Entry]]:
+    """Start a watcher and read the bucket's current entries (deletions included).
+
+    nats-py's "caught up" marker (None) can arrive before entries the server had already sent
+    were read: it compares the consumer's pending count with what the client has received, and
+    both can be zero while deliveries are still in flight. So the bucket's last sequence, taken
+    before the watch starts, says when everything has arrived; the marker alone is not enough.
+    """
+    state = (await kv.status()).stream_info.state
+    last = state.last_seq if state.messages else 0
+    watcher = await kv.watchall()
+    entries: list[KeyValue.Entry] = []
+    seen, caught_up = 0, False
+    deadline = time.monotonic() + _INITIAL_TIMEOUT
+    try:
+        while not (caught_up and seen >= last):
+            remaining = deadline - time.monotonic()
+            if caught_up:  # only the bucket's last message is missing: it may have expired
+                remaining = min(remaining, _LAST_MESSAGE_GRACE)
+            try:
+                entry = await watcher.updates(timeout=max(remaining, 0.001))  # type: ignore[no-untyped-call]
+            except NatsTimeoutError:
+                if caught_up:
+                    break
+                raise
+            if entry is None:
+                caught_up = True
+                continue
+            seen = max(seen, entry.revision or 0)
+            entries.append(entry)
+    except BaseException:
+        await watcher.stop()  # type: ignore[no-untyped-call]
+        raise
+    return watcher, entries
 
 
 async def read_all(kv: KeyValue) -> dict[str, bytes]:
     """Every live key and value of a bucket, as of now."""
-    watcher = await kv.watchall()
+    watcher, entries = await _initial_entries(kv)
+    await watcher.stop()  # type: ignore[no-untyped-call]
     found: dict[str, bytes] = {}
-    try:
-        while True:
-            entry = await watcher.updates(timeout=10.0)  # type: ignore[no-untyped-call]
-            if entry is None:
-                return found
-            if entry.operation in _DELETED or entry.value is None:
-                found.pop(entry.key, None)
-            else:
-                found[entry.key] = entry.value
-    finally:
-        await watcher.stop()  # type: ignore[no-untyped-call]
+    for entry in entries:
+        if entry.operation in _DELETED or entry.value is None:
+            found.pop(entry.key, None)
+        else:
+            found[entry.key] = entry.value
+    return found
 
 
 class KvMirror(Generic[T]):
@@ -52,8 +88,8 @@ class KvMirror(Generic[T]):
     async def start(self) -> None:
         if self._task is not None:
             return
-        watcher = await self._kv.watchall()
-        while (entry := await watcher.updates(timeout=10.0)) is not None:  # type: ignore[no-untyped-call]
+        watcher, entries = await _initial_entries(self._kv)
+        for entry in entries:
             self._apply(entry.key, entry.value, entry.operation)
         self._changed()
         self._task = asyncio.create_task(self._follow(watcher), name=f"kv-mirror-{self._name}")
