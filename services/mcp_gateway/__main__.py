@@ -6,12 +6,14 @@ import asyncio
 import functools
 import os
 
+import httpx
 from nats.aio.client import Client as NATS
 from nats.micro import add_service
 from nats.micro.request import Request
 
 from services.mcp_gateway.admin import admin_endpoints
 from services.mcp_gateway.gateway import Gateway
+from services.mcp_gateway.http_systems import HttpSystems
 from services.mcp_gateway.outbox import Outbox
 from services.mcp_gateway.pool.approvals import ApprovalStore
 from services.mcp_gateway.pool.audit import AuditItem, audit_publisher
@@ -66,7 +68,15 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     audit.start()
     gateway = Gateway(nc, subjects, apps, health, signals, pool, audit)
     await gateway.start()
-    executable = Executability(lambda: pool.systems, gateway.sessions, gateway.catalog)
+    http_client = httpx.AsyncClient(timeout=httpx.Timeout(30.0))
+    http = HttpSystems(
+        http_client,
+        lambda: pool.systems,
+        lambda kind, summary, data: gateway.platform_event(kind, summary, data, subject=("system", data["system"])),
+    )
+    gateway.http_systems = http
+    await http.start()
+    executable = Executability(lambda: pool.systems, gateway.sessions, gateway.catalog, http.circuit_open)
     handler = ToolCallHandler(
         pool,
         gateway.sessions,
@@ -74,6 +84,7 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
         approvals=approvals,
         apps=apps,
         catalog=gateway.catalog,
+        http=http,
         on_result=gateway.record_call,
         on_approval_requested=gateway.approval_requested,
     )
@@ -108,6 +119,8 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     except TimeoutError:
         log.warning("calls still in flight at shutdown", count=in_flight.count)
     await gateway.stop()
+    await http.stop()
+    await http_client.aclose()
     await signals.stop()
     await audit.stop()
     await pool.stop()

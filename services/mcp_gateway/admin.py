@@ -14,6 +14,7 @@ from typing import Any
 import msgspec
 
 from services.mcp_gateway.gateway import Gateway
+from services.mcp_gateway.http import OpenApiError, import_operations, load_openapi_async, plan_merge
 from services.mcp_gateway.platform_tools import PLATFORM_TOOLS, source_app_of
 from services.mcp_gateway.platform_tools import check as check_platform
 from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
@@ -25,6 +26,7 @@ from services.mcp_gateway.schema_adapter import build_name_map, llm_function, ll
 from services.mcp_gateway.session import CallTimedOut, SessionUnavailable
 from shared.admin import AdminHandler, AdminRequestError
 from shared.clock import now_iso
+from shared.contracts.system import OpenApiSource, System
 from shared.contracts.tooldef import ToolDefinition
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_named
@@ -108,6 +110,49 @@ def _system_endpoints(gateway: Gateway, pool: ToolPool) -> Endpoints:
     async def disable(body: dict[str, Any]) -> dict[str, Any]:
         return await set_enabled(body, False)
 
+    async def import_openapi(body: dict[str, Any]) -> dict[str, Any]:
+        """Register (or update) an HTTP system from an OpenAPI document; its operations become
+        drafts. Importing again updates drafts instead of duplicating them."""
+        name, base_url, spec = _text(body, "name"), _text(body, "base_url"), _text(body, "spec")
+        by = _text(body, "by", required=False) or "operator"
+        try:
+            document = await load_openapi_async(spec)
+            result = import_operations(
+                document, system=name, package=_text(body, "package", required=False) or name, now=now_iso(), by=by
+            )
+        except OpenApiError as exc:
+            raise AdminRequestError("invalid_openapi", str(exc)) from exc
+        existing = pool.systems.get(name)
+        if existing is not None and existing.type != "http":
+            raise AdminRequestError("conflict", f"system {name!r} is an {existing.type} system")
+        system = (existing or System(name=name, base_url=base_url)).model_copy(
+            update={"base_url": base_url, "openapi": OpenApiSource(spec=spec)}
+        )
+        await pool.put_system(system)
+        outcome: dict[str, Any] = {
+            "system": name,
+            "title": result.title,
+            "created": [],
+            "updated": [],
+            "unchanged": [],
+            "left": [],
+            "missing": {},
+            "renamed": [r.__dict__ for r in result.renamed],
+            "skipped": list(result.skipped),
+        }
+        for tool in result.tools:
+            decision = plan_merge(pool.tools.get(tool.name), tool)
+            if decision.tool is not None and decision.action in ("create", "update"):
+                await pool.put_tool(decision.tool)
+            key = {"create": "created", "update": "updated", "unchanged": "unchanged"}.get(decision.action)
+            if key is None:
+                outcome["left"].append({"tool": tool.name, "reason": decision.reason})
+            else:
+                outcome[key].append(tool.name)
+            if tool.missing:
+                outcome["missing"][tool.name] = list(tool.missing)
+        return outcome
+
     async def status(_: dict[str, Any]) -> list[dict[str, Any]]:
         return [gateway.system_status(system) for system in sorted(pool.systems.values(), key=lambda s: s.name)]
 
@@ -118,6 +163,7 @@ def _system_endpoints(gateway: Gateway, pool: ToolPool) -> Endpoints:
         ("systems", "enable"): enable,
         ("systems", "disable"): disable,
         ("systems", "status"): status,
+        ("systems", "import_openapi"): import_openapi,
     }
 
 
@@ -187,8 +233,7 @@ def _agent_endpoints(gateway: Gateway, pool: ToolPool, executable: Executability
         availability = available_tools(agent.tools, pool.tools, executable)
         names = build_name_map(t.name for t in availability.available)
         tools = [
-            llm_function(names.to_llm[t.name], t.description or t.name, t.input_schema)
-            for t in availability.available
+            llm_function(names.to_llm[t.name], t.description or t.name, t.input_schema) for t in availability.available
         ]
         available = [
             {"name": t.name, "side_effect": t.side_effect, "llm_name": names.to_llm[t.name]}
@@ -198,16 +243,23 @@ def _agent_endpoints(gateway: Gateway, pool: ToolPool, executable: Executability
         app_id = source_app_of(delivery)
         app = gateway.app_config(app_id) if app_id else None
         for spec in PLATFORM_TOOLS.values():
-            refusal = check_platform(spec, delivery=delivery, app=app,
-                                     allowed_platform_tools=agent.allowed_platform_tools)
+            refusal = check_platform(
+                spec, delivery=delivery, app=app, allowed_platform_tools=agent.allowed_platform_tools
+            )
             if refusal is not None:
                 excluded.append({"tool": spec.name, "reason": refusal.reason, "detail": refusal.detail})
                 continue
             tools.append(llm_function(spec.name, spec.description, spec.parameters))
             available.append({"name": spec.name, "side_effect": spec.side_effect, "llm_name": spec.name})
             names.to_tool[spec.name] = spec.name
-        return {"agent": agent_id, "enabled": agent.enabled, "tools": tools, "available": available,
-                "names": names.to_tool, "excluded": excluded}
+        return {
+            "agent": agent_id,
+            "enabled": agent.enabled,
+            "tools": tools,
+            "available": available,
+            "names": names.to_tool,
+            "excluded": excluded,
+        }
 
     return {("agents", "tools"): agent_tools}
 

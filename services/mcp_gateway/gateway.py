@@ -14,6 +14,7 @@ from nats.aio.subscription import Subscription
 from nats.js.kv import KeyValue
 
 from services.mcp_gateway.catalog import CatalogTool, ToolCatalog, check_no_conflicts, prefixed_name, side_effect_of
+from services.mcp_gateway.http_systems import HttpSystems
 from services.mcp_gateway.observe import lifecycle_signal, notification_signal
 from services.mcp_gateway.outbox import Outbox
 from services.mcp_gateway.pool.audit import AuditItem, summarize
@@ -70,6 +71,7 @@ class Gateway:
         self._stop = asyncio.Event()
         self._started = False
         self.catalog_errors: dict[tuple[str, str], list[str]] = {}
+        self.http_systems: HttpSystems | None = None
 
     # -- lifecycle -------------------------------------------------------------------------
     async def start(self) -> None:
@@ -264,8 +266,10 @@ class Gateway:
         return view
 
     def http_status(self, system_name: str) -> dict[str, Any]:
-        """Replaced once HTTP circuits are wired: health and circuit of an HTTP system."""
-        return {"health": "unknown", "circuit": "closed", "last_error": None}
+        """Health and circuit of an HTTP system (set by the composition root)."""
+        if self.http_systems is None:
+            return {"health": "unknown", "circuit": "closed", "last_error": None}
+        return self.http_systems.status(system_name)
 
     # -- views -----------------------------------------------------------------------------
     def health(self, session: AppSession) -> SessionHealth:

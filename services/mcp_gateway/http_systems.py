@@ -1,0 +1,128 @@
+"""HTTP systems at run time: every call through its system's circuit, probes feeding the same
+circuit, and each state change published as a `system.circuit_*` event."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from services.mcp_gateway import classify
+from services.mcp_gateway.http import CircuitBreaker, HttpExecutor, Prober, Transition
+from shared.contracts.system import System
+from shared.contracts.toolcall import ToolCallResult
+from shared.contracts.tooldef import ToolDefinition
+
+# (event type, summary, data) → published as a platform event
+EventSink = Callable[[str, str, dict[str, Any]], None]
+
+
+class HttpSystems:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        systems: Callable[[], dict[str, System]],
+        events: EventSink,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._executor = HttpExecutor(client)
+        self._systems = systems
+        self._events = events
+        self._clock = clock
+        self._breakers: dict[str, CircuitBreaker] = {}
+        self._health: dict[str, tuple[bool, str | None]] = {}
+        self._prober = Prober(
+            client,
+            lambda: [s for s in systems().values() if s.type == "http" and s.enabled and s.probe is not None],
+            self._probed,
+        )
+
+    async def start(self) -> None:
+        await self._prober.start()
+
+    async def stop(self) -> None:
+        await self._prober.stop()
+
+    def breaker(self, system: System) -> CircuitBreaker:
+        breaker = self._breakers.get(system.name)
+        if breaker is None or (breaker.failure_threshold, breaker.cooldown_seconds) != (
+            system.circuit.failure_threshold,
+            system.circuit.cooldown_seconds,
+        ):
+            breaker = CircuitBreaker.from_config(system.circuit)
+            self._breakers[system.name] = breaker
+        return breaker
+
+    def circuit_open(self, system_name: str) -> str | None:
+        """Why calls to this system are refused now (None: its circuit lets calls through)."""
+        breaker = self._breakers.get(system_name)
+        if breaker is None:
+            return None
+        snapshot = breaker.snapshot()
+        if (
+            snapshot.state == "open"
+            and snapshot.opened_at is not None
+            and self._clock() - snapshot.opened_at < snapshot.cooldown_seconds
+        ):
+            return (
+                f"the circuit of {system_name!r} is open after {snapshot.failures} transport failures; "
+                f"next trial within {snapshot.cooldown_seconds:g}s"
+            )
+        return None
+
+    async def execute(
+        self,
+        system: System,
+        tool: ToolDefinition,
+        arguments: dict[str, object],
+        *,
+        idempotency_key: str | None,
+        timeout: float | None = None,
+    ) -> ToolCallResult:
+        breaker = self.breaker(system)
+        admission = breaker.allow(self._clock())
+        self._publish(system, admission.transition)
+        if not admission:
+            return classify.failed(
+                "unavailable",
+                "circuit_open",
+                self.circuit_open(system.name) or f"the circuit of {system.name!r} is open",
+                side_effect=tool.side_effect,
+            )
+        outcome = await self._executor.call(
+            system, tool, dict(arguments), idempotency_key=idempotency_key, timeout=timeout
+        )
+        if outcome.transport_failure:
+            self._publish(system, breaker.record_failure(self._clock()))
+        elif outcome.sent:
+            self._publish(system, breaker.record_success(self._clock()))
+        return outcome.result
+
+    async def _probed(self, system: System, alive: bool, reason: str | None) -> None:
+        self._health[system.name] = (alive, reason)
+        breaker = self.breaker(system)
+        transition = breaker.record_success(self._clock()) if alive else breaker.record_failure(self._clock())
+        self._publish(system, transition)
+
+    def status(self, system_name: str) -> dict[str, Any]:
+        breaker = self._breakers.get(system_name)
+        alive, reason = self._health.get(system_name, (None, None))
+        return {
+            "health": "unknown" if alive is None else ("up" if alive else "down"),
+            "circuit": breaker.state if breaker else "closed",
+            "failures": breaker.snapshot().failures if breaker else 0,
+            "last_error": reason,
+        }
+
+    def _publish(self, system: System, transition: Transition | None) -> None:
+        if transition is None:
+            return
+        old, new = transition
+        self._events(
+            f"system.circuit_{new}",
+            f"circuit of {system.name} {old} → {new}",
+            {"system": system.name, "from": old, "to": new, **self.status(system.name)},
+        )

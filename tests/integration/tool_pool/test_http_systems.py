@@ -1,0 +1,141 @@
+"""HTTP systems through the gateway: OpenAPI import, exact argument types, business results,
+unknown outcomes of writes, and a circuit that opens and recovers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from nats.aio.client import Client as NATS
+
+from shared.subjects import Subjects
+from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
+from tests.integration.tool_pool.conftest import Pool
+
+SPEC = {
+    "openapi": "3.0.3",
+    "info": {"title": "Orders (test)", "version": "1"},
+    "paths": {
+        "/devices/{id}": {"get": {
+            "operationId": "getDevice", "summary": "Get a device",
+            "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "integer"},
+                            "description": "device id"}],
+            "responses": {"200": {"description": "the device"}},
+        }},
+        "/orders": {"post": {
+            "operationId": "createOrder", "summary": "Create an order",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["item"],
+                "properties": {"item": {"type": "string"}, "qty": {"type": "integer"},
+                               "price": {"type": "number"}, "rush": {"type": "boolean"},
+                               "note": {"type": "string", "nullable": True},
+                               "tags": {"type": "array", "items": {"type": "string"}},
+                               "meta": {"type": "object"}}}}}},
+            "responses": {"200": {"description": "the order"}},
+        }},
+    },
+}
+
+
+def answer(request: Recorded) -> Reply:
+    if request.path == "/devices/404":
+        return Reply.json({"code": 1, "msg": "no such device"})
+    if request.path.startswith("/devices/"):
+        return Reply.json({"code": 0, "data": {"id": int(request.path.rsplit("/", 1)[1])}})
+    body = json.loads(request.body or b"{}")
+    return Reply.json({"code": 0, "data": {"order": 7}}, delay=3.0 if body.get("item") == "slow" else 0.0)
+
+
+@pytest.fixture
+def server() -> Iterator[RecordingServer]:
+    recording = RecordingServer(answer).start()
+    yield recording
+    recording.stop()
+
+
+@pytest.fixture
+async def http_pool(nc: NATS, subjects: Subjects, spawn: Any, tmp_path: Path,
+                    server: RecordingServer) -> AsyncIterator[Pool]:
+    config = tmp_path / "apps.yml"
+    config.write_text("apps: {}\n")
+    spec = tmp_path / "orders.yaml"
+    spec.write_text(yaml.safe_dump(SPEC))
+    spawn("services.mcp_gateway", tag="gateway", AURORA_APPS_CONFIG=str(config))
+    pool = Pool(nc, subjects)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            await pool.admin("systems", "apply", {"document": {
+                "kind": "System", "name": "orders", "type": "http", "base_url": server.url, "timeout_seconds": 1.0,
+                "contract": {"success_field": "code", "success_values": [0], "message_field": "msg"},
+                "circuit": {"failure_threshold": 2, "cooldown_seconds": 1.0}}})
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+    imported = await pool.admin("systems", "import_openapi", {"name": "orders", "base_url": server.url,
+                                                              "spec": str(spec)})
+    assert sorted(imported["created"]) == ["orders.createOrder", "orders.getDevice"], imported
+    yield pool
+
+
+async def test_import_makes_drafts_and_importing_again_duplicates_nothing(http_pool: Pool, tmp_path: Path,
+                                                                         server: RecordingServer) -> None:
+    tool = await http_pool.admin("tools", "get", {"id": "orders.createOrder"})
+    assert tool["state"] == "DRAFT" and tool["side_effect"] == "write" and tool["source"] == "openapi"
+    again = await http_pool.admin("systems", "import_openapi", {"name": "orders", "base_url": server.url,
+                                                                "spec": str(tmp_path / "orders.yaml")})
+    assert again["created"] == [] and sorted(again["unchanged"]) == ["orders.createOrder", "orders.getDevice"]
+
+
+async def test_every_json_type_reaches_the_http_system_exactly(http_pool: Pool, server: RecordingServer) -> None:
+    arguments = {"item": "bolt", "qty": 3, "price": 1.0, "rush": False, "note": None, "tags": ["a", "b"],
+                 "meta": {"nested": {"n": [1, 2.5, True, None]}}}
+    result = await http_pool.call("orders.createOrder", arguments, task_id="t1", step_id="s1")
+    assert result["status"] == "ok", result
+    sent = server.requests[-1]
+    assert json.loads(sent.body) == arguments
+    assert b'"price":1.0' in sent.body.replace(b" ", b"")
+    assert sent.header("Idempotency-Key") == "t1:s1"
+
+
+async def test_http_200_with_a_failure_code_is_a_business_error(http_pool: Pool) -> None:
+    result = await http_pool.call("orders.getDevice", {"id": 404})
+    assert result["status"] == "business_error" and "no such device" in result["error"]["message"]
+    ok = await http_pool.call("orders.getDevice", {"id": 5})
+    assert ok["status"] == "ok" and ok["structured"]["data"] == {"id": 5}
+
+
+async def test_a_write_that_times_out_after_sending_has_an_unknown_outcome(http_pool: Pool,
+                                                                         server: RecordingServer) -> None:
+    result = await http_pool.call("orders.createOrder", {"item": "slow"})
+    assert result["status"] == "outcome_unknown", result
+    assert sum(1 for r in server.requests if r.path == "/orders") == 1  # never retried
+
+
+async def test_a_dead_system_opens_its_circuit_and_recovers(http_pool: Pool, server: RecordingServer) -> None:
+    port = server.port
+    server.stop()
+    first = await http_pool.call("orders.getDevice", {"id": 1})
+    second = await http_pool.call("orders.getDevice", {"id": 1})
+    assert first["status"] == second["status"] == "unavailable"
+    blocked = await http_pool.call("orders.getDevice", {"id": 1})
+    assert blocked["status"] == "unavailable" and blocked["error"]["code"] == "circuit_open"
+    status = {s["name"]: s for s in await http_pool.admin("systems", "status")}
+    assert status["orders"]["circuit"] == "open"
+    revived = RecordingServer(answer, port=port).start()
+    try:
+        await asyncio.sleep(1.1)
+        recovered = await http_pool.call("orders.getDevice", {"id": 1})
+        assert recovered["status"] == "ok", recovered
+        status = {s["name"]: s for s in await http_pool.admin("systems", "status")}
+        assert status["orders"]["circuit"] == "closed"
+    finally:
+        revived.stop()
