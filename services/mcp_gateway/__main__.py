@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import os
 
 import httpx
+import msgspec
 from nats.aio.client import Client as NATS
 from nats.micro import add_service
 from nats.micro.request import Request
@@ -48,6 +50,26 @@ class InFlight:
         self.count -= 1
         if self.count == 0:
             self.idle.set()
+
+
+async def sweep_expired_approvals(
+    approvals: ApprovalStore, gateway: Gateway, stop: asyncio.Event, every: float
+) -> None:
+    """Approvals nobody decided in time expire on their own, and say so (`approval.expired`)."""
+    while not stop.is_set():
+        try:
+            for approval in await approvals.expire_due():
+                gateway.platform_event(
+                    "approval.expired",
+                    f"approval for {approval.tool} expired",
+                    msgspec.to_builtins(approval),
+                    session_id=approval.session_id,
+                    subject=("approval", approval.id),
+                )
+        except Exception as exc:
+            log.warning("approval sweep failed", error=str(exc))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every)
 
 
 async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
@@ -108,7 +130,12 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
             handler=wrap_handler(verb, endpoint),
         )
     log.info("serving", apps=len(gateway.sessions), tools=len(gateway.catalog.tools()))
+    sweeper = asyncio.create_task(
+        sweep_expired_approvals(approvals, gateway, stop, float(os.environ.get("AURORA_APPROVAL_SWEEP_SECONDS", "5"))),
+        name="gateway-approval-sweeper",
+    )
     await stop.wait()
+    await sweeper
 
     # The seed's shutdown order: stop taking calls, let in-flight calls finish or time out,
     # close the MCP sessions (the supervisor stops app processes only after that).

@@ -267,7 +267,7 @@ def _agent_endpoints(gateway: Gateway, pool: ToolPool, executable: Executability
 def _approval_endpoints(gateway: Gateway, approvals: ApprovalStore) -> Endpoints:
     async def list_approvals(body: dict[str, Any]) -> list[dict[str, Any]]:
         state = body.get("state")
-        return [msgspec.to_builtins(a) for a in await approvals.list(state if isinstance(state, str) else None)]
+        return [msgspec.to_builtins(a) for a in await approvals.find(state if isinstance(state, str) else None)]
 
     async def get(body: dict[str, Any]) -> dict[str, Any]:
         found = await approvals.get(_text(body, "id"))

@@ -19,6 +19,7 @@ from shared.clock import is_past, now_iso
 from shared.contracts.approval import Approval, approval_id_for, canonical_args_hash
 from shared.contracts.toolcall import ToolCallContext
 from shared.errors import AuroraError
+from shared.kvmirror import read_all
 
 
 class ApprovalRefused(AuroraError):
@@ -122,12 +123,30 @@ class ApprovalStore:
             return decided
         raise ApprovalRefused("conflict", f"approval {approval_id} kept changing; try again")
 
-    async def list(self, state: str | None = None) -> list[Approval]:
-        from shared.kvmirror import read_all
-
+    async def find(self, state: str | None = None) -> list[Approval]:
         approvals = [_decoder.decode(value) for value in (await read_all(self._kv)).values()]
         approvals = [a for a in approvals if state is None or _effective_state(a) == state]
         return sorted(approvals, key=lambda a: a.requested_at)
+
+    async def expire_due(self) -> list[Approval]:
+        """Mark every pending or granted approval past its expiry as expired; return those this
+        call expired (so each `approval.expired` event is published once)."""
+        expired: list[Approval] = []
+        for value in (await read_all(self._kv)).values():
+            if _effective_state(_decoder.decode(value)) != "expired":
+                continue
+            found = await self.get(_decoder.decode(value).id)
+            if found is None:
+                continue
+            approval, revision = found
+            if approval.state in ("pending", "granted") and is_past(approval.expires_at):
+                changed = msgspec.structs.replace(approval, state="expired")
+                try:
+                    await self._kv.update(approval.id, msgspec.json.encode(changed), last=revision)
+                except KeyWrongLastSequenceError:
+                    continue  # decided or expired by someone else meanwhile
+                expired.append(changed)
+        return expired
 
     async def _expire_if_due(self, approval: Approval, revision: int) -> Approval:
         if approval.state in ("pending", "granted") and is_past(approval.expires_at):

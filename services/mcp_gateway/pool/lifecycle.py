@@ -92,10 +92,11 @@ def transition(
 ) -> ToolDefinition:
     """The tool after `action` (review, publish, deprecate, draft); LifecycleError otherwise."""
     if action not in TRANSITIONS:
-        raise LifecycleError(tool.name, action, [f"unknown action; use one of {', '.join(TRANSITIONS)}"])
+        raise LifecycleError(tool.name, action, [f"unknown action: use one of {', '.join(TRANSITIONS)}"])
     reasons: list[str] = []
     if tool.state not in TRANSITIONS[action]:
-        reasons.append(f"the tool is {tool.state}; {action} applies to {' or '.join(TRANSITIONS[action])}")
+        # No "; " inside a reason: LifecycleError joins the reasons with it, and clients split on it.
+        reasons.append(f"the tool is {tool.state}: {action} applies to {' or '.join(TRANSITIONS[action])} only")
     if action == "publish":
         reasons += publish_problems(tool, system)
     if reasons:
