@@ -23,6 +23,12 @@ def _register() -> None:
     app.add_typer(route.app, name="route")
     apps.register(app)
     app.add_typer(tools.app, name="tools")
+    from aurora_cli.commands import agents, approvals, audit, systems
+
+    app.add_typer(systems.app, name="systems")
+    app.add_typer(agents.app, name="agents")
+    app.add_typer(approvals.app, name="approvals")
+    app.add_typer(audit.app, name="audit")
 
 
 _register()

@@ -171,7 +171,7 @@ async def _apply_all(settings: Settings, documents: list[Document], timeout: flo
 
 
 def get(
-    kind: Annotated[str, typer.Argument(help="bindings, agents, pipelines or systems.")],
+    kind: Annotated[str, typer.Argument(help="bindings, agents, pipelines, systems or tools.")],
     ident: Annotated[str | None, typer.Argument(metavar="[ID]", help="One resource by id.")] = None,
     output: Annotated[str, typer.Option("-o", "--output", help="table, json or yaml.")] = "table",
     as_json: Annotated[bool, typer.Option("--json", help="Same as -o json.")] = False,
@@ -237,4 +237,12 @@ def _table(kind: ResourceKind, items: list[dict[str, Any]]) -> tuple[list[str], 
     if kind.kind == "Pipeline":
         return (["ID", "STAGES", "ENABLED", "DESCRIPTION"], [
             [p.get("id"), len(p.get("stages") or []), p.get("enabled"), p.get("description")] for p in items])
+    if kind.kind == "System":
+        return (["NAME", "TYPE", "ENABLED", "BASE_URL", "DESCRIPTION"], [
+            [s.get("name"), s.get("type"), s.get("enabled"), s.get("base_url"), s.get("description")]
+            for s in items])
+    if kind.kind == "Tool":
+        return (["NAME", "STATE", "VERSION", "SIDE_EFFECT", "SYSTEM", "SOURCE"], [
+            [t.get("name"), t.get("state"), t.get("version"), t.get("side_effect"), t.get("system"), t.get("source")]
+            for t in items])
     return ([kind.id_field.upper()], [[item.get(kind.id_field)] for item in items])

@@ -1,9 +1,12 @@
-"""`aurora tools list|call`: the tool catalog and operator calls through the gateway."""
+"""`aurora tools list|call`: the live MCP catalog and operator calls through the gateway;
+`aurora tools show|review|publish|deprecate|draft|mark`: tool definitions and their lifecycle."""
 
 from __future__ import annotations
 
 import json
+import sys
 import uuid
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import msgspec
@@ -11,14 +14,27 @@ import typer
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
-from aurora_cli.output import CliError, connected, print_json, run, settings_or_fail, stdout, table
+from aurora_cli.commands.pool_admin import RefusedError, admin_call, operator
+from aurora_cli.output import (
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    CliError,
+    connected,
+    fail,
+    print_json,
+    run,
+    settings_or_fail,
+    stdout,
+    table,
+)
 from shared.admin import admin_request
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
 from shared.contracts.toolcall import METHOD_CALL, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.settings import Settings
 
-app = typer.Typer(help="List tools and call them as the operator.", no_args_is_help=True)
+app = typer.Typer(help="List and call tools; show definitions and move them through their lifecycle.",
+                  no_args_is_help=True)
 
 # `tools call` exits 0 only when the tool succeeded; any other status is exit 3, so scripts can
 # tell "the call was answered but failed" (3) from "the CLI could not ask" (1).
@@ -112,3 +128,194 @@ async def _call(settings: Settings, name: str, arguments: dict[str, Any], timeou
             raise CliError(f"the gateway did not answer within {timeout + 5:g}s") from exc
     result: dict[str, Any] = msgspec.to_builtins(decode_result(reply.data).payload)
     return result
+
+
+# --------------------------------------------------------------------------- the tool pool
+# Definitions (MCP and HTTP tools alike) and their lifecycle DRAFT → REVIEWING → PUBLISHED →
+# DEPRECATED, through the gateway's `tools.*` admin endpoints.
+
+LIFECYCLE_REFUSED = "lifecycle_refused"
+
+
+def refusal_reasons(message: str, action: str, name: str) -> list[str]:
+    """Every reason of a `lifecycle_refused` message (`cannot publish X: r1; r2`), one each."""
+    prefix = f"cannot {action} {name}: "
+    body = message[len(prefix):] if message.startswith(prefix) else message
+    return [reason.strip() for reason in body.split("; ") if reason.strip()]
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A lifecycle move the gateway refused, with every reason."""
+
+    reasons: list[str]
+
+
+async def _move(settings: Settings, action: str, body: dict[str, Any]) -> dict[str, Any] | Refused:
+    try:
+        tool: dict[str, Any] = await admin_call(settings, "tools", action, body)
+    except RefusedError as exc:
+        if exc.code != LIFECYCLE_REFUSED:
+            raise
+        return Refused(refusal_reasons(str(exc), action, body["name"]))
+    return tool
+
+
+def _lifecycle(action: str, name: str, note_text: str | None, json_output: bool) -> None:
+    body: dict[str, Any] = {"name": name, "by": operator()}
+    if note_text:
+        body["note"] = note_text
+    tool = run(_move(settings_or_fail(), action, body))
+    if isinstance(tool, Refused):
+        print(f"error: cannot {action} {name}:", file=sys.stderr)
+        for reason in tool.reasons:
+            print(f"  - {reason}", file=sys.stderr)
+        sys.stderr.flush()
+        raise typer.Exit(EXIT_FAILURE)
+    if json_output:
+        print_json(tool)
+        return
+    stdout.print(f"{tool['name']} is {tool['state']} (version {tool['version']}, by {tool.get('changed_by')})",
+                 markup=False)
+
+
+NoteOption = Annotated[str | None, typer.Option("--note", help="Why: kept in the tool's review notes.")]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print the updated definition as JSON.")]
+NameArgument = Annotated[str, typer.Argument(help="Tool name, e.g. im.polaris.qq.send_message.")]
+
+
+@app.command("review")
+def review(name: NameArgument, note_text: NoteOption = None, json_output: JsonOption = False) -> None:
+    """DRAFT → REVIEWING: a reviewer is looking at the tool."""
+    _lifecycle("review", name, note_text, json_output)
+
+
+@app.command("publish")
+def publish(name: NameArgument, note_text: NoteOption = None, json_output: JsonOption = False) -> None:
+    """DRAFT or REVIEWING → PUBLISHED, after validation; a refusal lists every reason."""
+    _lifecycle("publish", name, note_text, json_output)
+
+
+@app.command("deprecate")
+def deprecate(name: NameArgument, note_text: NoteOption = None, json_output: JsonOption = False) -> None:
+    """→ DEPRECATED: the tool leaves every agent's available set and calls are denied."""
+    _lifecycle("deprecate", name, note_text, json_output)
+
+
+@app.command("draft")
+def draft(name: NameArgument, note_text: NoteOption = None, json_output: JsonOption = False) -> None:
+    """REVIEWING or DEPRECATED → DRAFT: back to editing (e.g. to publish a deprecated tool again)."""
+    _lifecycle("draft", name, note_text, json_output)
+
+
+@app.command("mark")
+def mark(
+    name: NameArgument,
+    capability: Annotated[str | None, typer.Option(
+        "--capability", help="The business capability the tool provides ('' clears it).")] = None,
+    preferred: Annotated[bool | None, typer.Option(
+        "--preferred/--not-preferred", help="Whether this tool wins among tools of the same capability.")] = None,
+    json_output: JsonOption = False,
+) -> None:
+    """Name a tool's capability and mark the winner when an MCP and an HTTP tool provide the same one."""
+    if capability is None and preferred is None:
+        fail("give --capability and/or --preferred/--not-preferred", EXIT_USAGE)
+    body: dict[str, Any] = {"name": name, "by": operator()}
+    if capability is not None:
+        body["capability"] = capability
+    if preferred is not None:
+        body["preferred"] = preferred
+    tool = run(admin_call(settings_or_fail(), "tools", "mark", body))
+    if json_output:
+        print_json(tool)
+        return
+    stdout.print(f"{tool['name']}: capability {tool.get('capability') or '-'}, "
+                 f"{'preferred' if tool.get('preferred') else 'not preferred'}", markup=False)
+
+
+@app.command("show")
+def show(
+    name: NameArgument,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the definition as JSON.")] = False,
+) -> None:
+    """A tool's definition: state, version, side effect, execution mapping, what is missing, notes."""
+    tool = run(admin_call(settings_or_fail(), "tools", "get", {"id": name}))
+    if json_output:
+        print_json(tool)
+        return
+    for line in definition_lines(tool):
+        stdout.print(line, markup=False)
+
+
+def execution_lines(execution: dict[str, Any]) -> list[str]:
+    if execution.get("kind") == "mcp":
+        instance = execution.get("instance") or "default"
+        return [f"execution:    mcp tool {execution.get('tool')!r} of app {execution.get('app')} ({instance})"]
+    lines = [f"execution:    http {execution.get('method')} {execution.get('path')}"
+             + (f"  (operation {execution['operation_id']})" if execution.get("operation_id") else "")]
+    for param in execution.get("params") or []:
+        wire = f" as {param['wire_name']!r}" if param.get("wire_name") else ""
+        required = ", required" if param.get("required") else ""
+        lines.append(f"  {param.get('name')} → {param.get('location')}{wire}{required}")
+    if execution.get("body_param"):
+        lines.append(f"  {execution['body_param']} → the JSON body")
+    return lines
+
+
+def parameter_lines(schema: dict[str, Any]) -> list[str]:
+    properties: dict[str, Any] = schema.get("properties") or {}
+    required = set(schema.get("required") or [])
+    if not properties:
+        return ["parameters:   (none)"]
+    lines = ["parameters:"]
+    for key, spec in properties.items():
+        about = spec.get("description") if isinstance(spec, dict) else None
+        lines.append(f"  {key}: {type_of(spec)}{' (required)' if key in required else ''}"
+                     + (f" — {about}" if about else ""))
+    return lines
+
+
+def type_of(schema: Any) -> str:
+    """A JSON Schema's type in a few characters: `string`, `integer|null`, `array of string`, `Pet`."""
+    if not isinstance(schema, dict):
+        return "any"
+    if "type" in schema:
+        kinds = schema["type"] if isinstance(schema["type"], list) else [schema["type"]]
+        text = "|".join(map(str, kinds))
+        if "array" in kinds and isinstance(schema.get("items"), dict):
+            text += f" of {type_of(schema['items'])}"
+        return text
+    for combinator in ("anyOf", "oneOf"):
+        if isinstance(schema.get(combinator), list):
+            return "|".join(dict.fromkeys(type_of(option) for option in schema[combinator]))
+    if "$ref" in schema:
+        return str(schema["$ref"]).rsplit("/", 1)[-1]
+    if "enum" in schema:
+        return "enum"
+    return "any"
+
+
+def definition_lines(tool: dict[str, Any]) -> list[str]:
+    """A definition for a person, every field a reviewer decides on."""
+    lines = [
+        f"name:         {tool.get('name')}",
+        f"state:        {tool.get('state')} (version {tool.get('version')})",
+        f"system:       {tool.get('system')} (source {tool.get('source')})",
+        f"side effect:  {tool.get('side_effect')}",
+        f"description:  {' '.join(str(tool.get('description') or '(empty)').split())}",
+    ]
+    if tool.get("capability") or tool.get("preferred"):
+        lines.append(f"capability:   {tool.get('capability') or '-'}"
+                     + (" (preferred)" if tool.get("preferred") else ""))
+    lines += execution_lines(tool.get("execution") or {})
+    lines += parameter_lines(tool.get("input_schema") or {})
+    missing = tool.get("missing") or []
+    lines.append("missing:      (nothing)" if not missing else "missing:")
+    lines += [f"  - {item}" for item in missing]
+    lines.append(f"changed:      {tool.get('changed_at') or '-'} by {tool.get('changed_by') or '-'}")
+    notes = tool.get("notes") or []
+    if notes:
+        lines.append("notes:")
+        lines += [f"  {n.get('at')}  {n.get('by')}  {n.get('action')}" + (f": {n['note']}" if n.get("note") else "")
+                  for n in notes]
+    return lines

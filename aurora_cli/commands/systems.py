@@ -1,0 +1,195 @@
+"""`aurora systems [import-openapi|enable|disable]`: where tools run, their health, OpenAPI import."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from aurora_cli.commands.pool_admin import admin_call, operator
+from aurora_cli.output import (
+    EXIT_USAGE,
+    CliError,
+    cli_errors,
+    note,
+    print_json,
+    run,
+    settings_or_fail,
+    stderr,
+    stdout,
+    table,
+)
+from shared.appconfig import PACKAGE_PATTERN
+from shared.contracts.system import SYSTEM_NAME_PATTERN
+
+app = typer.Typer(
+    help="Systems (MCP apps and HTTP APIs): status, OpenAPI import, enable and disable.",
+    invoke_without_command=True,
+)
+
+# Importing fetches and converts a whole document: give it longer than a plain admin call.
+IMPORT_TIMEOUT = 60.0
+
+
+@app.callback()
+def systems(
+    ctx: typer.Context,
+    json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Without a subcommand: every system with its health, circuit and tool count."""
+    if ctx.invoked_subcommand is not None:
+        return
+    rows = run(admin_call(settings_or_fail(), "systems", "status"))
+    if json_output:
+        print_json(rows)
+        return
+    stdout.print(table("systems", ["name", "type", "enabled", "health", "circuit", "tools", "last error"],
+                       status_rows(rows)))
+
+
+def status_rows(systems: list[dict[str, Any]]) -> list[list[Any]]:
+    """One table row per system; a circuit the system does not have (an MCP app's) is '-'."""
+    return [[s.get("name"), s.get("type"), "yes" if s.get("enabled") else "NO", s.get("health") or "-",
+             s.get("circuit") or "-", s.get("tools"),
+             one_line(s.get("last_error"))] for s in systems]
+
+
+def one_line(text: Any, limit: int = 80) -> str | None:
+    if text is None or text == "":
+        return None
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+# --------------------------------------------------------------------------- import-openapi
+
+
+def import_request(name: str, base_url: str, spec: str, package: str | None, *,
+                   cwd: Path | None = None) -> dict[str, Any]:
+    """The `systems.import_openapi` body, checked here: a local spec becomes an absolute path
+    (the gateway reads it; it does not share the CLI's working directory)."""
+    if not re.fullmatch(SYSTEM_NAME_PATTERN, name):
+        raise CliError(f"NAME {name!r}: letters, digits, '.', '_' or '-', starting with a letter or digit",
+                       exit_code=EXIT_USAGE)
+    if not base_url.startswith(("http://", "https://")):
+        raise CliError(f"--base-url {base_url!r} must be an http:// or https:// URL", exit_code=EXIT_USAGE)
+    if package is not None and not re.fullmatch(PACKAGE_PATTERN, package):
+        raise CliError(f"--package {package!r}: letters, digits, '.', '_' or '-'", exit_code=EXIT_USAGE)
+    if not spec.startswith(("http://", "https://")):
+        path = Path(spec).expanduser()
+        if not path.is_absolute():
+            path = (cwd or Path.cwd()) / path
+        if not path.is_file():
+            raise CliError(f"--spec {spec}: no such file (give a path or an http(s) URL)", exit_code=EXIT_USAGE)
+        spec = str(path.resolve())
+    body: dict[str, Any] = {"name": name, "base_url": base_url, "spec": spec, "by": operator()}
+    if package is not None:
+        body["package"] = package
+    return body
+
+
+def _tool_name(item: Any) -> str:
+    """Reply lists may carry names or definitions; either way show the name."""
+    if isinstance(item, dict):
+        return str(item.get("name") or item.get("tool") or item)
+    return str(item)
+
+
+def _renamed(item: Any) -> str:
+    """`GET /pets: petstore.get_pets → petstore.get_pets_2 (why)` (a `Rename` of the import)."""
+    if not isinstance(item, dict):
+        return str(item)
+    why = f" ({item['reason']})" if item.get("reason") else ""
+    return f"{item.get('operation')}: {item.get('wanted')} → {item.get('name')}{why}"
+
+
+def import_lines(reply: dict[str, Any]) -> list[str]:
+    """The import's outcome for a person: counts, every draft with what changed, what was left
+    out and why, and what a reviewer still has to supply."""
+    created = [_tool_name(t) for t in reply.get("created") or []]
+    updated = [_tool_name(t) for t in reply.get("updated") or []]
+    unchanged = [_tool_name(t) for t in reply.get("unchanged") or []]
+    left = reply.get("left") or []
+    missing: dict[str, list[str]] = reply.get("missing") or {}
+    title = f" ({reply['title']})" if reply.get("title") else ""
+    lines = [f"system {reply.get('system')}{title}: {len(created)} created, {len(updated)} updated, "
+             f"{len(unchanged)} unchanged, {len(left)} left out (drafts: review, then publish)"]
+    for change, names in (("created", created), ("updated", updated), ("unchanged", unchanged)):
+        lines += [f"  {change:<9} {name}" + (f"  ({len(missing[name])} missing)" if missing.get(name) else "")
+                  for name in names]
+    renamed = reply.get("renamed") or []
+    if renamed:
+        lines.append("renamed (names must be unique):")
+        lines += [f"  {_renamed(item)}" for item in renamed]
+    skipped = reply.get("skipped") or []
+    if skipped:
+        lines.append("skipped operations:")
+        lines += [f"  {item}" for item in skipped]
+    if left:
+        lines.append("left out:")
+        lines += [f"  {_tool_name(item)}: {item.get('reason') if isinstance(item, dict) else ''}" for item in left]
+    if any(missing.values()):
+        lines.append("missing (for the reviewer):")
+        for name in sorted(missing):
+            lines += [f"  {name}: {what}" for what in missing[name]]
+    return lines
+
+
+@app.command("import-openapi")
+def import_openapi(
+    name: Annotated[str, typer.Argument(help="The HTTP system to create or update, e.g. petstore.")],
+    base_url: Annotated[str, typer.Option(
+        "--base-url", help="Where the API is served, e.g. https://api.example.com/v1.")],
+    spec: Annotated[str, typer.Option(
+        "--spec", help="OpenAPI 3.0/3.1 document: a file path or an http(s) URL, JSON or YAML.")],
+    package: Annotated[str | None, typer.Option(
+        "--package", help="Tool name prefix (default: the system's name).")] = None,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=1.0, help="Seconds to wait for the import.")] = IMPORT_TIMEOUT,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the import result as JSON.")] = False,
+) -> None:
+    """Register an HTTP system and turn each OpenAPI operation into a DRAFT tool (again: update them)."""
+    settings = settings_or_fail()
+    with cli_errors():
+        body = import_request(name, base_url, spec, package)
+    with stderr.status(f"importing {body['spec']} into system {name}…", spinner="dots"):
+        reply = run(admin_call(settings, "systems", "import_openapi", body, timeout=timeout))
+    if json_output:
+        print_json(reply)
+        return
+    for line in import_lines(reply):
+        stdout.print(line, markup=False)
+    note("next: `aurora tools show NAME`, `aurora tools review NAME`, `aurora tools publish NAME`")
+
+
+# --------------------------------------------------------------------------- enable / disable
+
+
+def _set_enabled(name: str, enabled: bool, json_output: bool) -> None:
+    verb = "enable" if enabled else "disable"
+    system = run(admin_call(settings_or_fail(), "systems", verb, {"name": name}))
+    if json_output:
+        print_json(system)
+        return
+    state = "enabled" if enabled else "disabled: its tools left every agent's available set"
+    stdout.print(f"system {name} {state}", markup=False)
+
+
+@app.command("enable")
+def enable(
+    name: Annotated[str, typer.Argument(help="System name (an app's package or an HTTP system).")],
+    json_output: Annotated[bool, typer.Option("--json", help="Print the system as JSON.")] = False,
+) -> None:
+    """Enable a system: its published tools become available to the agents bound to them."""
+    _set_enabled(name, True, json_output)
+
+
+@app.command("disable")
+def disable(
+    name: Annotated[str, typer.Argument(help="System name (an app's package or an HTTP system).")],
+    json_output: Annotated[bool, typer.Option("--json", help="Print the system as JSON.")] = False,
+) -> None:
+    """Disable a system: its tools leave every agent's available set at once; calls are denied."""
+    _set_enabled(name, False, json_output)
