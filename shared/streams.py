@@ -257,3 +257,11 @@ def audit_stream(subjects: Subjects) -> StreamSpec:
         max_age=90 * DAY,
         description="one record per tool call",
     )
+
+
+# --- runners: tasks ---------------------------------------------------------------------------
+
+
+def tasks_bucket(subjects: Subjects) -> BucketSpec:
+    """One task per run id (create-only); every change a compare-and-set on its revision."""
+    return BucketSpec(name=subjects.stream("TASKS"), history=1, ttl=30 * DAY, description="runner tasks")

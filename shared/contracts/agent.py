@@ -1,22 +1,80 @@
-"""The agent spec as far as routing needs it (`kind: Agent`); the tool pool extends it.
+"""The agent spec (`kind: Agent`): routing, tool bindings, and how the runner drives it.
 
 `Agent` is the strict edge model that `aurora apply` validates. `AgentRouting` is the tolerant
 view the router reads from the agents bucket: it ignores fields it does not know, so when the
 gateway later owns and extends agents, an older router still reads them.
+
+An `llm` agent talks to an OpenAI-compatible Chat Completions endpoint (`model`; the API key
+only by the *name* of an environment variable, never its value). A `playbook` agent runs
+declarative steps with no model: each step calls one tool with arguments templated from the
+event and earlier results (Jinja2, sandboxed; a value that is exactly `{{ expr }}` keeps its
+JSON type), optionally under a `when` condition, and an `answer` template makes the reply.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from shared.contracts.event_pattern import EventPattern, matches
 from shared.contracts.resource import ResourceId, ResourceModel
 
 AgentKind = Literal["llm", "playbook"]
 ToolName = Annotated[str, Field(min_length=1, max_length=256)]
+ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
+# Step ids are names in templates (`steps.search.structured`): identifiers, and not `deliver`,
+# which the runner's own delivery step uses.
+STEP_ID_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
+RESERVED_STEP_IDS = ("deliver",)
+
+
+class ModelSettings(ResourceModel):
+    """Where an `llm` agent's model is: any OpenAI-compatible Chat Completions server."""
+
+    base_url: Annotated[str, Field(pattern=r"^https?://", max_length=2000)]
+    model: Annotated[str, Field(min_length=1, max_length=256)]
+    api_key_env: Annotated[str, Field(pattern=ENV_NAME_PATTERN)] | None = None
+    temperature: Annotated[float, Field(ge=0, le=2)] | None = None
+    max_tokens: Annotated[int, Field(ge=1)] | None = None
+    timeout_seconds: Annotated[float, Field(gt=0, le=600)] = 60.0
+
+
+class StepVerify(ResourceModel):
+    """How to read back whether a write step happened, when its outcome was lost in a crash:
+    a read tool, its (templated) arguments, and an expression over its `result` that is true
+    when the write is there."""
+
+    tool: ToolName
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    expect: Annotated[str, Field(min_length=1, max_length=2000)]
+
+
+class PlaybookStep(ResourceModel):
+    id: Annotated[str, Field(pattern=STEP_ID_PATTERN)]
+    tool: ToolName
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    when: Annotated[str, Field(min_length=1, max_length=2000)] | None = None
+    on_error: Literal["fail", "continue"] = "fail"
+    timeout_seconds: Annotated[float, Field(gt=0, le=3600)] | None = None
+    verify: StepVerify | None = None
+
+
+class Playbook(ResourceModel):
+    steps: tuple[PlaybookStep, ...] = ()
+    answer: Annotated[str, Field(max_length=20000)] | None = None
+
+    @model_validator(mode="after")
+    def _unique_ids(self) -> Playbook:
+        seen: set[str] = set()
+        for step in self.steps:
+            if step.id in RESERVED_STEP_IDS:
+                raise ValueError(f"step id {step.id!r} is reserved")
+            if step.id in seen:
+                raise ValueError(f"step id {step.id!r} is used twice")
+            seen.add(step.id)
+        return self
 
 
 class Agent(ResourceModel):
@@ -28,9 +86,19 @@ class Agent(ResourceModel):
     allowed_platform_tools: tuple[ToolName, ...] = ()
     enabled: bool = True
     description: Annotated[str, Field(max_length=2000)] = ""
-    model: str | None = None
+    model: ModelSettings | None = None
     prompt: str | None = None
     skills: tuple[str, ...] = ()
+    playbook: Playbook | None = None
+    max_tool_rounds: Annotated[int, Field(ge=1, le=64)] = 8
+    tool_result_limit: Annotated[int, Field(ge=100, le=200_000)] = 4000
+    event_history: bool = True  # offer the runner's `event_history` tool to an llm agent
+
+    @model_validator(mode="after")
+    def _playbook_only_for_playbooks(self) -> Agent:
+        if self.playbook is not None and self.agent_kind != "playbook":
+            raise ValueError("playbook is only for agent_kind playbook")
+        return self
 
     def accepts(self, event_type: str) -> bool:
         return any(matches(pattern, event_type) for pattern in self.events)
