@@ -1,0 +1,68 @@
+"""Looking up what the gateway recorded about one call (recovery of a write whose outcome the
+runner did not get to write down). The gateway audits every answered call under the call's
+envelope id, so finding that record tells the outcome for sure."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+from typing import Protocol
+
+import msgspec
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
+
+from shared.contracts.audit import AuditRecord
+from shared.logs import get_logger
+from shared.streams import audit_stream
+from shared.subjects import Subjects
+
+log = get_logger("aurora.runner.audit")
+_decoder = msgspec.json.Decoder(AuditRecord)
+
+
+class AuditLookup(Protocol):
+    async def find(self, call_id: str, *, since: str) -> AuditRecord | None: ...
+
+
+class JetStreamAudit:
+    """Scans the audit stream from a little before the call started; bounded by `scan_limit`."""
+
+    def __init__(self, js: JetStreamContext, subjects: Subjects, *, scan_limit: int = 200_000) -> None:
+        self._js = js
+        self._stream = audit_stream(subjects).name
+        self._filter = subjects.audit_all
+        self._limit = scan_limit
+
+    async def find(self, call_id: str, *, since: str) -> AuditRecord | None:
+        start = datetime.fromisoformat(since) - timedelta(seconds=5)
+        config = ConsumerConfig(
+            deliver_policy=DeliverPolicy.BY_START_TIME, opt_start_time=start,
+            ack_policy=AckPolicy.NONE, filter_subject=self._filter, inactive_threshold=5.0,
+            mem_storage=True,
+        )
+        try:
+            sub = await self._js.pull_subscribe(self._filter, stream=self._stream, config=config)
+        except NotFoundError:
+            return None
+        needle = call_id.encode()
+        scanned = 0
+        try:
+            while scanned < self._limit:
+                try:
+                    msgs = await sub.fetch(512, timeout=1.0)
+                except (NatsTimeoutError, TimeoutError):
+                    return None
+                for msg in msgs:
+                    scanned += 1
+                    if needle in msg.data:
+                        record = _decoder.decode(msg.data)
+                        if record.call_id == call_id:
+                            return record
+                    if msg.metadata.num_pending == 0:
+                        return None
+            log.warning("audit scan limit reached", call_id=call_id, scanned=scanned)
+            return None
+        finally:
+            await sub.unsubscribe()

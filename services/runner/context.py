@@ -1,0 +1,87 @@
+"""What one attempt at a run knows: its task, its event, where to deliver, and when to stop."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import msgspec
+
+from services.runner.errors import CancelRequested, HandBack, StepFailed
+from services.runner.tasks import TaskHandle
+from shared.contracts.envelope import EventEnvelope
+from shared.contracts.run import DeliveryContext
+
+T = TypeVar("T")
+
+
+@dataclass
+class RunContext:
+    handle: TaskHandle
+    event: EventEnvelope
+    delivery: DeliveryContext
+    synthetic: bool
+    runner: str
+    stopping: asyncio.Event
+    deadline: float  # time.monotonic() after which the run fails at its next step
+    # Approvals granted for steps that waited (step id → approval id): the seam where a resumed
+    # task calls the tool again with its approval (issue 7 fills it from `approval.granted`).
+    approvals: dict[str, str] = field(default_factory=dict)
+    partial: list[str] = field(default_factory=list)  # steps that failed while the run went on
+    agent: str | None = None  # the agent acting (for a pipeline: its AI stage's agent)
+
+    @property
+    def task_id(self) -> str:
+        return self.handle.task.id
+
+    @property
+    def attempt(self) -> int:
+        return self.handle.task.attempts
+
+    def checkpoint(self) -> None:
+        """Between steps: stop here when shutting down, cancelled, or out of time."""
+        if self.stopping.is_set():
+            raise HandBack("the runner is stopping")
+        requested = self.handle.cancel_requested
+        if requested is not None:
+            raise CancelRequested(requested)
+        if time.monotonic() > self.deadline:
+            raise StepFailed("run_timeout", "the run took longer than the runner allows")
+
+    async def interruptible(self, work: Awaitable[T]) -> T:
+        """Await work that is safe to abandon (a model call, a read): a shutdown hands the run
+        back at once instead of waiting for it."""
+        task = asyncio.ensure_future(work)
+        stop = asyncio.ensure_future(self.stopping.wait())
+        try:
+            await asyncio.wait({task, stop}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if not task.done():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise HandBack("the runner is stopping")
+        return task.result()
+
+    def event_view(self) -> dict[str, Any]:
+        """The event as templates and models see it: the payload, plus where it came from."""
+        header = self.event.header
+        view: dict[str, Any] = msgspec.to_builtins(self.event.payload)
+        view.update({"message_id": header.message_id, "timestamp": header.timestamp,
+                     "source": msgspec.to_builtins(header.source)})
+        return view
+
+    def delivery_wire(self) -> dict[str, Any]:
+        """The delivery context as tool calls carry it: the frozen reply target (or none), the
+        capabilities, and the event's source app (a fact of the event, not a target)."""
+        wire: dict[str, Any] = msgspec.to_builtins(self.delivery)
+        wire["source_app"] = self.event.header.source.app
+        return wire
+
+    def run_view(self) -> dict[str, Any]:
+        return {"id": self.handle.task.run_id, "task_id": self.task_id, "agent": self.agent,
+                "synthetic": self.synthetic, "attempt": self.attempt,
+                "has_reply_target": self.delivery.reply_target is not None}

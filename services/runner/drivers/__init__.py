@@ -1,0 +1,1 @@
+"""One driver per target kind: playbook and llm agents, message pipelines."""

@@ -1,0 +1,100 @@
+"""The playbook driver: declarative steps, no model — deterministic work and the demo's default.
+
+Steps run in order. A step whose `when` is false is skipped (and says so in the log); its
+arguments are rendered from `event`, `run`, `text` (a pipeline's message text) and `steps` (the
+results so far); a failing step stops the run unless it says `on_error: continue` (then the task
+ends `partial`). Resuming a task replays the recorded steps instead of calling them again.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.runner.context import RunContext
+from services.runner.drivers.base import GOOD, describe_failure, settle
+from services.runner.errors import StepFailed
+from services.runner.results import step_view
+from services.runner.steps import ToolSteps, Verify
+from services.runner.templating import TemplateFailed, render_text, render_value, truthy
+from shared.clock import now_iso
+from shared.contracts.agent import Agent, PlaybookStep
+from shared.contracts.task import TaskStep
+
+
+class PlaybookDriver:
+    def __init__(self, steps: ToolSteps) -> None:
+        self._steps = steps
+
+    async def run(self, ctx: RunContext, agent: Agent, *, prefix: str = "", text: str | None = None) -> str | None:
+        playbook = agent.playbook
+        if playbook is None:
+            raise StepFailed("no_playbook", f"agent {agent.id} is a playbook agent without a playbook")
+        views: dict[str, Any] = {}
+        context: dict[str, Any] = {"event": ctx.event_view(), "run": ctx.run_view(), "text": text, "steps": views}
+        for step in playbook.steps:
+            ctx.checkpoint()
+            step_id = prefix + step.id
+            prior = ctx.handle.step(step_id)
+            if prior is not None and prior.status == "skipped":
+                views[step.id] = step_view(prior)
+                continue
+            if prior is None and step.when is not None and not _check(step, context):
+                skipped = TaskStep(id=step_id, kind="tool", name=step.tool, status="skipped", started_at=now_iso(),
+                                   note=f"when {step.when!r} was false")
+                ctx.handle.stage(skipped)
+                views[step.id] = step_view(skipped)
+                continue
+            arguments = prior.arguments if prior is not None and prior.arguments is not None else \
+                _render(step.arguments, context, f"step {step.id} arguments")
+            result = await self._steps.run(ctx, step_id=step_id, tool=step.tool, arguments=arguments or {},
+                                           timeout=step.timeout_seconds,
+                                           verify=self._verify(ctx, step, step_id, context))
+            views[step.id] = step_view(result)
+            settle(result)
+            if result.classification in GOOD:
+                continue
+            if step.on_error == "continue":
+                ctx.partial.append(describe_failure(result))
+                continue
+            raise StepFailed(f"step_{result.classification}", describe_failure(result))
+        if playbook.answer is None:
+            return None
+        try:
+            return render_text(playbook.answer, context, where="answer")
+        except TemplateFailed as exc:
+            raise StepFailed("template_error", str(exc)) from exc
+
+    def _verify(self, ctx: RunContext, step: PlaybookStep, step_id: str, context: dict[str, Any]) -> Verify | None:
+        check = step.verify
+        if check is None:
+            return None
+
+        async def read_back() -> bool | None:
+            arguments = _render(check.arguments, context, f"step {step.id} verify arguments")
+            read = await self._steps.run(ctx, step_id=f"{step_id}.verify{ctx.attempt}", tool=check.tool,
+                                         arguments=arguments, kind="verify", side_effect="read")
+            if read.classification != "ok":
+                return None
+            try:
+                return truthy(check.expect, {**context, "result": step_view(read)}, where=f"step {step.id} verify")
+            except TemplateFailed as exc:
+                raise StepFailed("template_error", str(exc)) from exc
+
+        return read_back
+
+
+def _check(step: PlaybookStep, context: dict[str, Any]) -> bool:
+    assert step.when is not None
+    try:
+        return truthy(step.when, context, where=f"step {step.id} when")
+    except TemplateFailed as exc:
+        raise StepFailed("template_error", str(exc)) from exc
+
+
+def _render(arguments: dict[str, Any], context: dict[str, Any], where: str) -> dict[str, Any]:
+    try:
+        rendered = render_value(arguments, context, where=where)
+    except TemplateFailed as exc:
+        raise StepFailed("template_error", str(exc)) from exc
+    assert isinstance(rendered, dict)
+    return rendered

@@ -1,0 +1,58 @@
+"""The runner's errors.
+
+AuroraError
+└── RunnerError
+    ├── LostOwnership      another runner took the task over (its run came back to the queue)
+    ├── HandBack           the runner is stopping: give the run back at the next step boundary
+    ├── CancelRequested    an operator asked the task to stop
+    ├── StepFailed         a step ended the run (a template, a model, a refused tool …)
+    ├── AwaitApproval      a write waits for a person's approval
+    └── Unverified         a write's outcome is unknown: the task says what to check
+"""
+
+from __future__ import annotations
+
+from shared.errors import AuroraError
+
+
+class RunnerError(AuroraError):
+    """Base of the runner's errors."""
+
+
+class LostOwnership(RunnerError):
+    """The task's attempt changed under us: another runner holds it now; stop without a word."""
+
+
+class HandBack(RunnerError):
+    """Shutting down: this run goes back to the queue for another runner."""
+
+
+class CancelRequested(RunnerError):
+    def __init__(self, by: str) -> None:
+        super().__init__(f"cancelled by {by}")
+        self.by = by
+
+
+class StepFailed(RunnerError):
+    """A step the run cannot go past; `code` is machine-readable."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class AwaitApproval(RunnerError):
+    """A write needs a person's approval: the task waits (durably), nothing waits in memory."""
+
+    def __init__(self, step_id: str, approval_id: str | None) -> None:
+        super().__init__(f"step {step_id} waits for approval {approval_id or '?'}")
+        self.step_id = step_id
+        self.approval_id = approval_id
+
+
+class Unverified(RunnerError):
+    """A write's outcome is unknown; `check` says what a person has to look at."""
+
+    def __init__(self, check: str) -> None:
+        super().__init__(check)
+        self.check = check

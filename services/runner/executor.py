@@ -1,0 +1,242 @@
+"""One run, start to end: open (or resume) its task, drive the target, deliver, settle the state.
+
+`handle_run` is what the worker calls for each run message and answers what to do with the
+message: `ack` (the task state is the truth now — finished, or waiting for an approval), `nak`
+(handed back: another runner continues), `retry` (try again later), `drop` (another runner
+holds the task). `resume` continues a stored task without a run message — the seam where a
+granted approval picks a waiting task up again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Mapping
+from typing import Literal
+
+import msgspec
+from nats.js import JetStreamContext
+
+from services.runner import statemachine
+from services.runner.catalog import Catalog
+from services.runner.config import RunnerConfig
+from services.runner.context import RunContext
+from services.runner.drivers.base import GOOD, AgentDriver, Outcome, settle
+from services.runner.drivers.pipeline import PipelineDriver
+from services.runner.errors import (
+    AwaitApproval,
+    CancelRequested,
+    HandBack,
+    LostOwnership,
+    StepFailed,
+    Unverified,
+)
+from services.runner.steps import ToolSteps
+from services.runner.tasks import TaskHandle, TaskStore
+from shared.contracts.envelope import EventEnvelope
+from shared.contracts.run import RunEnvelope, RunPayload
+from shared.contracts.task import Task, TaskError, TaskState
+from shared.errors import AuroraError
+from shared.logs import get_logger
+from shared.run_events import RunEventError, run_event
+
+log = get_logger("aurora.runner")
+Verdict = Literal["ack", "nak", "retry", "drop", "term"]
+EVENT_REPLY = "event_reply"
+_run_decoder = msgspec.json.Decoder(RunEnvelope)
+
+
+class InvalidRun(AuroraError):
+    """A run message that cannot be read: dead-lettered with the reason."""
+
+
+class Executor:
+    def __init__(self, store: TaskStore, catalog: Catalog, drivers: Mapping[str, AgentDriver],
+                 steps: ToolSteps, events: EventSource, config: RunnerConfig) -> None:
+        self._store = store
+        self._catalog = catalog
+        self._drivers = drivers
+        self._pipeline = PipelineDriver(drivers, catalog.agent)
+        self._steps = steps
+        self._events = events
+        self._config = config
+
+    # -- entry points ---------------------------------------------------------------------------
+    async def handle_run(self, data: bytes, *, deliveries: int, stopping: asyncio.Event) -> Verdict:
+        try:
+            run = _run_decoder.decode(data).payload
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            raise InvalidRun(f"not a run envelope: {exc}") from exc
+        found = await self._store.get(run.run_id)
+        if found is None:
+            try:
+                event = await self._events.read(run)
+            except RunEventError as exc:
+                if deliveries < 3:
+                    log.warning("run event unreadable; retrying", run=run.run_id, error=str(exc))
+                    return "retry"
+                return await self._fail_unreadable(run, str(exc))
+            task = statemachine.new_task(run, event, runner=self._config.instance, now=self._store.clock())
+            revision = await self._store.create(task)
+            if revision is not None:
+                return await self._execute(self._store.handle(task, revision), event, stopping)
+            found = await self._store.get(run.run_id)
+            if found is None:
+                return "retry"
+        return await self.resume(*found, stopping=stopping)
+
+    async def resume(self, task: Task, revision: int, *, stopping: asyncio.Event,
+                     approvals: Mapping[str, str] | None = None) -> Verdict:
+        """Continue a stored task from its step log (completed steps are not run again)."""
+        if task.terminal or (task.state == "awaiting_approval" and not approvals):
+            return "ack"
+        handle = self._store.handle(task, revision)
+        now = self._store.clock()
+        try:
+            if task.cancel_requested is not None:
+                await handle.update(lambda t: statemachine.transition(
+                    t, "cancelled", by=self._config.instance, now=now, reason=f"cancelled by {t.cancel_requested}"))
+                return "ack"
+            if task.attempts >= self._config.max_attempts:
+                await handle.update(lambda t: statemachine.transition(
+                    t, "failed", by=self._config.instance, now=now,
+                    reason=f"gave up after {t.attempts} attempts",
+                    error=TaskError(code="too_many_attempts", message=f"the run was tried {t.attempts} times")))
+                return "ack"
+            await handle.update(lambda t: statemachine.claim(t, runner=self._config.instance, now=now))
+        except LostOwnership:
+            return "drop"
+        try:
+            event = await self._events.read_for(handle.task)
+        except RunEventError as exc:
+            await self._finish(handle, "failed", reason="the event cannot be read",
+                               error=TaskError(code="event_unreadable", message=str(exc)))
+            return "ack"
+        return await self._execute(handle, event, stopping, approvals=approvals)
+
+    # -- one attempt ----------------------------------------------------------------------------
+    async def _execute(self, handle: TaskHandle, event: EventEnvelope, stopping: asyncio.Event,
+                       approvals: Mapping[str, str] | None = None) -> Verdict:
+        task = handle.task
+        ctx = RunContext(handle=handle, event=event, delivery=task.delivery, synthetic=task.synthetic,
+                         runner=self._config.instance, stopping=stopping,
+                         deadline=time.monotonic() + self._config.run_timeout, approvals=dict(approvals or {}),
+                         agent=task.agent)
+        watch = asyncio.create_task(self._watch_cancel(handle), name=f"cancel-watch-{task.id}")
+        try:
+            outcome = await self._drive(ctx)
+            delivered, problem = await self._deliver(ctx, outcome)
+            state: TaskState = "partial" if ctx.partial or problem else "succeeded"
+            reasons = [*ctx.partial, *([problem] if problem else []), *([outcome.note] if outcome.note else [])]
+            await self._finish(handle, state, reason="; ".join(reasons) or None, answer=outcome.answer,
+                               delivered=delivered, agent=ctx.agent)
+            return "ack"
+        except AwaitApproval as wait:
+            await self._finish(handle, "awaiting_approval", reason=str(wait), approval_id=wait.approval_id,
+                               agent=ctx.agent)
+            return "ack"
+        except Unverified as exc:
+            await self._finish(handle, "unverified", reason="a write's outcome is unknown", check=exc.check,
+                               agent=ctx.agent, error=TaskError(code="outcome_unknown", message=exc.check))
+            return "ack"
+        except CancelRequested as exc:
+            await self._finish(handle, "cancelled", reason=str(exc), agent=ctx.agent)
+            return "ack"
+        except HandBack:
+            await self._finish(handle, "queued", reason="handed back: the runner is stopping")
+            return "nak"
+        except LostOwnership as exc:
+            log.info("task taken over by another runner", task=task.id, detail=str(exc))
+            return "drop"
+        except StepFailed as exc:
+            state = "partial" if _wrote(handle) else "failed"
+            await self._finish(handle, state, reason=str(exc), agent=ctx.agent,
+                               error=TaskError(code=exc.code, message=str(exc)))
+            return "ack"
+        finally:
+            watch.cancel()
+
+    async def _watch_cancel(self, handle: TaskHandle) -> None:
+        """Notice an operator's cancel request even while the run writes nothing."""
+        while True:
+            await asyncio.sleep(self._config.heartbeat)
+            try:
+                await handle.poll()
+            except Exception as exc:  # a missed poll only delays the cancel to the next write
+                log.debug("cancel poll failed", task=handle.task.id, error=str(exc))
+
+    async def _drive(self, ctx: RunContext) -> Outcome:
+        target = ctx.handle.task.target
+        if target.type == "pipeline":
+            pipeline = await self._catalog.pipeline(target.id)
+            if pipeline is None or not pipeline.enabled:
+                raise StepFailed("unknown_pipeline", f"pipeline {target.id} is missing or disabled")
+            return await self._pipeline.run(ctx, pipeline)
+        agent = await self._catalog.agent(target.id)
+        if agent is None or not agent.enabled:
+            raise StepFailed("unknown_agent", f"agent {target.id} is missing or disabled")
+        ctx.agent = agent.id
+        return Outcome(answer=await self._drivers[agent.agent_kind].run(ctx, agent))
+
+    async def _deliver(self, ctx: RunContext, outcome: Outcome) -> tuple[bool, str | None]:
+        """(delivered, problem). No reply target, no delivery — never a guess."""
+        answer = outcome.answer
+        if not outcome.deliver or answer is None or not answer.strip():
+            return False, None
+        if ctx.delivery.reply_target is None:
+            return False, None
+        if any(s.kind == "tool" and s.name == EVENT_REPLY and s.classification == "ok" for s in ctx.handle.steps()):
+            return True, None  # the agent replied itself with event_reply: no second reply
+        ctx.checkpoint()
+        step = await self._steps.run(ctx, step_id="deliver", tool=EVENT_REPLY, arguments={"text": answer},
+                                     kind="delivery", side_effect="write")
+        settle(step)
+        if step.classification == "ok":
+            return True, None
+        if step.classification in GOOD:  # suppressed: a synthetic run records what it would have sent
+            return False, None
+        error = f": {step.error.code}: {step.error.message}" if step.error else ""
+        return False, f"the answer was not delivered ({step.classification}{error})"
+
+    async def _finish(self, handle: TaskHandle, state: TaskState, *, reason: str | None, **changes: object) -> None:
+        now = self._store.clock()
+        instance = self._config.instance
+        try:
+            await handle.update(lambda t: statemachine.transition(t, state, by=instance, now=now, reason=reason,
+                                                                  **changes))
+        except LostOwnership as exc:
+            log.info("task taken over before it settled", task=handle.task.id, state=state, detail=str(exc))
+            raise
+        log.info("task settled", task=handle.task.id, state=state, attempts=handle.task.attempts)
+
+    async def _fail_unreadable(self, run: RunPayload[EventEnvelope], problem: str) -> Verdict:
+        task = statemachine.new_task(run, None, runner=self._config.instance, now=self._store.clock())
+        revision = await self._store.create(task)
+        if revision is None:
+            return "ack"
+        await self._finish(self._store.handle(task, revision), "failed", reason="the event cannot be read",
+                           error=TaskError(code="event_unreadable", message=problem))
+        return "ack"
+
+
+def _wrote(handle: TaskHandle) -> bool:
+    """Did the run change anything outside before it failed? Then it is partial, not failed."""
+    return any(step.kind == "tool" and step.side_effect != "read" and step.classification == "ok"
+               for step in handle.steps())
+
+
+class EventSource:
+    """A run's event: inline, or from the Object Store."""
+
+    def __init__(self, js: JetStreamContext) -> None:
+        self._js = js
+
+    async def read(self, run: RunPayload[EventEnvelope]) -> EventEnvelope:
+        return await run_event(self._js, run)
+
+    async def read_for(self, task: Task) -> EventEnvelope:
+        if task.event is not None:
+            return task.event
+        placeholder: RunPayload[EventEnvelope] = RunPayload(run_id=task.run_id, target=task.target,
+                                                            binding_id=task.binding_id, event_ref=task.event_ref)
+        return await self.read(placeholder)

@@ -1,0 +1,50 @@
+"""What to do with each step of a resumed task's log (pure; unit-tested on their own).
+
+- finished or skipped: reuse its recorded outcome, never run it again;
+- started, but safe to repeat (a read, a model call, a stage): run it again;
+- started write (or delivery) without a recorded outcome: its call may or may not have happened.
+  Look it up — the gateway's audit record of that call id, then the step's read-back (`verify`)
+  — and only when neither knows, the task becomes `unverified`, saying what to check. Such a
+  step is never simply called again under a new id.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Literal
+
+from shared.contracts.task import Task, TaskStep
+
+Action = Literal["run", "reuse", "repeat", "look_up"]
+
+
+def action_for(step: TaskStep | None) -> Action:
+    if step is None:
+        return "run"
+    if step.done:
+        return "reuse"
+    if step.kind in ("model", "stage", "verify"):
+        return "repeat"
+    if step.kind == "tool" and step.side_effect == "read":
+        return "repeat"
+    return "look_up"
+
+
+def pending_lookups(task: Task) -> list[TaskStep]:
+    """The started side-effecting steps with no recorded outcome."""
+    return [step for step in task.steps if action_for(step) == "look_up"]
+
+
+LOST = "the runner stopped before its outcome was recorded and the gateway audit has no record of the call"
+
+
+def unverified_check(step: TaskStep, *, reason: str = LOST, system: str | None = None) -> str:
+    """The sentence a person reads on an unverified task: what to check, where, and why."""
+    arguments = json.dumps(step.arguments or {}, ensure_ascii=False, sort_keys=True, default=str)
+    what = "the reply" if step.kind == "delivery" else step.name
+    where = f" in {system}" if system else ""
+    return (
+        f"check{where} whether {what} was carried out with arguments {arguments} "
+        f"(step {step.id}, call {step.call_id or '?'}, started {step.started_at}): {reason}; "
+        "it was not repeated"
+    )

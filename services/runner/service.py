@@ -1,0 +1,99 @@
+"""The runner's parts wired together: stores, catalog, drivers, executor, worker, admin.
+
+`__main__` runs one `RunnerService` per process; any number of processes share the runs queue.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import httpx
+from nats.aio.client import Client as NATS
+from nats.micro.service import Service
+
+from services.runner.admin import task_endpoints
+from services.runner.audit import JetStreamAudit
+from services.runner.catalog import Catalog
+from services.runner.config import RunnerConfig
+from services.runner.drivers.base import AgentDriver
+from services.runner.drivers.llm import LlmDriver
+from services.runner.drivers.playbook import PlaybookDriver
+from services.runner.executor import EventSource, Executor
+from services.runner.history import StreamHistory
+from services.runner.llm_client import HttpChatModel
+from services.runner.steps import ToolSteps
+from services.runner.stores import ensure_runs_consumer, open_stores
+from services.runner.task_events import TaskEvents
+from services.runner.tasks import TaskStore
+from services.runner.toolclient import NatsToolClient
+from services.runner.tooling import GatewayTools
+from services.runner.worker import Worker
+from shared.admin import start_admin_service
+from shared.logs import get_logger
+from shared.subjects import Subjects
+
+VERSION = "0.1.0"
+log = get_logger("aurora.runner")
+
+
+class RunnerService:
+    def __init__(self, nc: NATS, subjects: Subjects, config: RunnerConfig) -> None:
+        self._nc = nc
+        self._subjects = subjects
+        self._config = config
+        self._catalog: Catalog | None = None
+        self._worker: Worker | None = None
+        self._http: httpx.AsyncClient | None = None
+        self._admin: Service | None = None
+
+    @property
+    def worker(self) -> Worker:
+        if self._worker is None:
+            raise RuntimeError("RunnerService used before start()")
+        return self._worker
+
+    async def start(self) -> None:
+        if self._worker is not None:
+            return
+        nc, subjects, config = self._nc, self._subjects, self._config
+        js = nc.jetstream()
+        stores = await open_stores(js, subjects)
+        await ensure_runs_consumer(js, stores, config, subjects)
+        catalog = self._catalog = Catalog(stores)
+        await catalog.start()
+        events = TaskEvents(js, subjects, instance=config.instance)
+        store = TaskStore(stores.tasks, events.publish)
+        steps = ToolSteps(NatsToolClient(nc, subjects.tool_call, instance=config.instance),
+                          JetStreamAudit(js, subjects), catalog.side_effect,
+                          default_timeout=config.tool_timeout, result_limit=config.step_result_limit)
+        self._http = httpx.AsyncClient(limits=httpx.Limits(max_connections=max(config.concurrency * 2, 10)))
+        history = StreamHistory(js, subjects, window=config.history_window, scan_limit=config.history_scan_limit)
+        drivers: dict[str, AgentDriver] = {"playbook": PlaybookDriver(steps)}
+        drivers["llm"] = LlmDriver(HttpChatModel(self._http), GatewayTools(nc, subjects), steps, history,
+                                   config.models)
+        executor = Executor(store, catalog, drivers, steps, EventSource(js), config)
+        worker = Worker(js, subjects, executor, config, stores.runs_stream)
+        await worker.start()
+        self._worker = worker
+        self._admin = await start_admin_service(
+            nc, subjects, name="aurora-runner", area="tasks", version=VERSION, endpoints=task_endpoints(store),
+            description="runner tasks: list, get, cancel",
+        )
+        log.info("ready", instance=config.instance, concurrency=config.concurrency, ack_wait=config.ack_wait)
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await self.worker.run(stop)
+
+    async def stop(self) -> None:
+        if self._admin is not None:
+            await self._admin.stop()
+            self._admin = None
+        if self._worker is not None:
+            await self._worker.stop()
+            self._worker = None
+        if self._catalog is not None:
+            await self._catalog.stop()
+            self._catalog = None
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None

@@ -1,0 +1,142 @@
+"""Tool steps: call a tool through the gateway and keep the step log honest about it.
+
+A read is recorded when it finishes (losing it in a crash only means reading again). A write —
+anything not declared read-only, deliveries included — is recorded `started` (with its call id)
+before the call and `finished` after it, each durably, so a resumed task knows which writes
+may have happened. For such a step found `started`, see `recovery`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import msgspec
+
+from services.runner import recovery
+from services.runner.audit import AuditLookup
+from services.runner.context import RunContext
+from services.runner.errors import Unverified
+from services.runner.results import bounded, business_ids, error_of, text_of, truncate
+from services.runner.toolclient import REPLY_MARGIN, ToolClient, call_id_for
+from shared.clock import now_iso
+from shared.contracts.audit import AuditRecord
+from shared.contracts.task import StepError, TaskStep
+from shared.contracts.toolcall import ToolActor, ToolCallContext, ToolCallRequest, ToolCallResult
+from shared.logs import get_logger
+
+log = get_logger("aurora.runner.steps")
+# A read-back: True (the write is there), False (it is not), None (cannot tell).
+Verify = Callable[[], Awaitable[bool | None]]
+Kind = Literal["tool", "delivery", "verify"]
+
+
+class ToolSteps:
+    def __init__(self, tools: ToolClient, audit: AuditLookup, side_effect_of: Callable[[str], str], *,
+                 default_timeout: float, result_limit: int) -> None:
+        self._tools = tools
+        self._audit = audit
+        self._side_effect_of = side_effect_of
+        self._timeout = default_timeout
+        self._limit = result_limit
+
+    async def run(self, ctx: RunContext, *, step_id: str, tool: str, arguments: dict[str, Any],
+                  kind: Kind = "tool", side_effect: str | None = None, timeout: float | None = None,
+                  verify: Verify | None = None) -> TaskStep:
+        """The step's outcome: recorded before (reused), recovered, or from calling the tool now."""
+        prior = ctx.handle.step(step_id)
+        note: str | None = None
+        action = recovery.action_for(prior)
+        if prior is not None and prior.classification == "needs_approval" and step_id in ctx.approvals:
+            action = "run"  # an approval arrived for this step: call again, with it
+        if action == "reuse":
+            assert prior is not None
+            return prior
+        if action == "look_up":
+            assert prior is not None
+            recovered = await self._recover(ctx, prior, verify)
+            if recovered is not None:
+                await ctx.handle.record(recovered)
+                return recovered
+            note = "the read-back found no trace of the first call, so it was made again"
+        effect = side_effect or self._side_effect_of(tool)
+        limit = timeout or self._timeout
+        started = TaskStep(
+            id=step_id, kind=kind, name=tool, status="started", started_at=now_iso(), side_effect=effect,
+            arguments=arguments, call_id=call_id_for(ctx.task_id, step_id, ctx.attempt),
+            approval_id=ctx.approvals.get(step_id), note=note, timeout_seconds=limit,
+        )
+        if effect != "read":
+            await ctx.handle.record(started)
+        call = self._tools.call(self._request(ctx, started, limit), call_id=started.call_id or "",
+                                timeout=limit, side_effect=effect)
+        result = await (ctx.interruptible(call) if effect == "read" else call)
+        finished = self._finished(started, result)
+        if effect != "read":
+            await ctx.handle.record(finished)
+        else:
+            ctx.handle.stage(finished)
+        return finished
+
+    def _request(self, ctx: RunContext, step: TaskStep, timeout: float) -> ToolCallRequest:
+        payload = ctx.event.payload
+        actor = ToolActor(id=payload.actor.id, kind=payload.actor.kind) if payload.actor else None
+        return ToolCallRequest(
+            tool=step.name,
+            arguments=step.arguments or {},
+            context=ToolCallContext(
+                agent=ctx.agent, run_id=ctx.handle.task.run_id, task_id=ctx.task_id, step_id=step.id,
+                session_id=payload.session_id, actor=actor, approval_id=step.approval_id,
+                idempotency_key=f"{ctx.task_id}:{step.id}", synthetic=ctx.synthetic,
+                delivery=ctx.delivery_wire(),
+            ),
+            timeout_seconds=timeout,
+        )
+
+    def _finished(self, started: TaskStep, result: ToolCallResult) -> TaskStep:
+        structured = result.structured
+        return msgspec.structs.replace(
+            started, status="finished", finished_at=now_iso(), classification=result.status,
+            side_effect=result.side_effect or started.side_effect,
+            business_ids=business_ids(structured) if structured is not None else {},
+            structured=bounded(structured, self._limit), text=truncate(text_of(result), self._limit) or None,
+            error=error_of(result), approval_id=result.approval_id or started.approval_id,
+        )
+
+    async def _recover(self, ctx: RunContext, step: TaskStep, verify: Verify | None) -> TaskStep | None:
+        """A write found `started`: its outcome from the audit or a read-back; None when the
+        read-back shows it did not happen; Unverified when nobody can tell."""
+        await _after_call_window(step, step.timeout_seconds or self._timeout)
+        record = await self._audit.find(step.call_id, since=step.started_at) if step.call_id else None
+        if record is not None:
+            log.info("write outcome recovered from the audit", task=ctx.task_id, step=step.id, status=record.status)
+            return _from_audit(step, record)
+        if verify is not None:
+            found = await verify()
+            if found is True:
+                return msgspec.structs.replace(
+                    step, status="finished", finished_at=now_iso(), classification="ok",
+                    note="outcome not recorded before a crash; the read-back shows the write happened")
+            if found is False:
+                return None
+        raise Unverified(recovery.unverified_check(step))
+
+
+async def _after_call_window(step: TaskStep, timeout: float) -> None:
+    """Wait until the first call can no longer be running at the gateway, so that neither the
+    audit nor a read-back is consulted while it still might be."""
+    started = datetime.fromisoformat(step.started_at)
+    remaining = timeout + REPLY_MARGIN - (datetime.now(UTC) - started).total_seconds()
+    if remaining > 0:
+        await asyncio.sleep(remaining)
+
+
+def _from_audit(step: TaskStep, record: AuditRecord) -> TaskStep:
+    error = StepError(code=record.error_code, message=record.error_message or "") if record.error_code else None
+    return msgspec.structs.replace(
+        step, status="finished", finished_at=record.at, classification=record.status,  # type: ignore[arg-type]
+        error=error, approval_id=record.approval_id or step.approval_id, text=record.output_summary or None,
+        note=f"outcome not recorded before a crash; recovered from the gateway audit of call {record.call_id}",
+    )

@@ -1,0 +1,67 @@
+"""The streams, buckets and consumer a runner works with, created idempotently at start."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.kv import KeyValue
+
+from services.runner.config import RunnerConfig
+from shared.streams import (
+    agents_bucket,
+    ensure_bucket,
+    ensure_consumer,
+    ensure_streams,
+    fabric_streams,
+    pipelines_bucket,
+    runs_stream,
+    tasks_bucket,
+    tools_bucket,
+)
+from shared.subjects import Subjects
+
+
+@dataclass(frozen=True)
+class RunnerStores:
+    tasks: KeyValue
+    agents: KeyValue
+    pipelines: KeyValue
+    tools: KeyValue
+    runs_stream: str
+    events_stream: str
+
+
+async def open_stores(js: JetStreamContext, subjects: Subjects) -> RunnerStores:
+    runs = runs_stream(subjects)
+    await ensure_streams(js, [*fabric_streams(subjects), runs])
+    return RunnerStores(
+        tasks=await ensure_bucket(js, tasks_bucket(subjects)),
+        agents=await ensure_bucket(js, agents_bucket(subjects)),
+        pipelines=await ensure_bucket(js, pipelines_bucket(subjects)),
+        tools=await ensure_bucket(js, tools_bucket(subjects)),
+        runs_stream=runs.name,
+        events_stream=subjects.stream("EVENTS"),
+    )
+
+
+def runs_consumer(config: RunnerConfig, subjects: Subjects) -> ConsumerConfig:
+    """One durable pull consumer shared by every runner. Delivery is unlimited (a run the
+    runners keep failing on is failed by its task's attempt count, not left in the queue);
+    `max_ack_pending` caps the runs in flight across all runners (back-pressure)."""
+    return ConsumerConfig(
+        durable_name=config.durable,
+        description="runners: routed runs for agents and pipelines",
+        deliver_policy=DeliverPolicy.ALL,
+        ack_policy=AckPolicy.EXPLICIT,
+        ack_wait=config.ack_wait,
+        max_deliver=-1,
+        max_ack_pending=config.max_ack_pending,
+        filter_subject=subjects.runs_all,
+    )
+
+
+async def ensure_runs_consumer(js: JetStreamContext, stores: RunnerStores, config: RunnerConfig,
+                               subjects: Subjects) -> None:
+    await ensure_consumer(js, stores.runs_stream, runs_consumer(config, subjects))

@@ -1,0 +1,71 @@
+"""`task.*` platform events: every state change of a task, through the event-bridge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from nats.js import JetStreamContext
+
+from shared.clock import now_iso
+from shared.contracts.signals import PlatformEventSignal
+from shared.contracts.task import Task
+from shared.logs import get_logger
+from shared.signal_publisher import publish_signal
+from shared.subjects import Subjects
+
+RUNNER_APP = "aurora.runner"
+log = get_logger("aurora.runner.events")
+
+
+def task_signal(task: Task, *, instance: str) -> PlatformEventSignal:
+    """The signal for the task's latest transition. Its id is fixed by (task, transition number),
+    so publishing it again after a crash adds no second event."""
+    last = task.transitions[-1] if task.transitions else None
+    data: dict[str, Any] = {
+        "task_id": task.id,
+        "run_id": task.run_id,
+        "state": task.state,
+        "reason": last.reason if last else None,
+        "target": {"type": task.target.type, "id": task.target.id},
+        "binding_id": task.binding_id,
+        "agent": task.agent,
+        "event_id": task.event_id,
+        "event_type": task.event_type,
+        "attempts": task.attempts,
+        "delivered": task.delivered,
+    }
+    if task.error is not None:
+        data["error"] = {"code": task.error.code, "message": task.error.message}
+    if task.check is not None:
+        data["check"] = task.check
+    if task.approval_id is not None:
+        data["approval_id"] = task.approval_id
+    summary = f"task {task.id} {task.state.replace('_', ' ')}" + (f": {last.reason}" if last and last.reason else "")
+    return PlatformEventSignal(
+        signal_id=f"task-{task.id}-{len(task.transitions)}",
+        app=RUNNER_APP,
+        instance=instance[:64] or "default",
+        observed_at=now_iso(),
+        type=f"task.{task.state}",
+        summary=summary[:500],
+        session_id=task.session_id,
+        data=data,
+        subject_kind="task",
+        subject_id=task.id,
+        synthetic=task.synthetic,
+    )
+
+
+class TaskEvents:
+    def __init__(self, js: JetStreamContext, subjects: Subjects, *, instance: str) -> None:
+        self._js = js
+        self._subjects = subjects
+        self._instance = instance
+
+    async def publish(self, task: Task) -> None:
+        """Best effort: the task in KV is the truth; an event lost here is logged, not retried
+        forever (a resumed task publishes its latest transition again)."""
+        try:
+            await publish_signal(self._js, self._subjects, task_signal(task, instance=self._instance))
+        except Exception as exc:
+            log.warning("task event not published", task=task.id, state=task.state, error=str(exc))

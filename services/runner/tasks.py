@@ -1,0 +1,170 @@
+"""Tasks in KV: created once per run id, changed only by compare-and-set on the revision.
+
+A `TaskHandle` is one runner's hold on one task for one attempt. Steps that are safe to lose
+(reads, skips) are staged in memory and written with the next change that must be durable (a
+write step's `started` record, a state change). A conflicting write means either an operator
+asked to cancel (the change is applied again on the fresh task, which keeps the request) or
+another runner took the task over (`LostOwnership`: stop at once, touch nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Protocol
+
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.kv import KeyValue
+
+from services.runner import statemachine
+from services.runner.errors import LostOwnership
+from shared.clock import now_iso
+from shared.contracts.task import Task, TaskStep, decode_task, encode_task
+from shared.kvmirror import read_all
+from shared.logs import get_logger
+
+log = get_logger("aurora.runner.tasks")
+_MAX_CONFLICTS = 20
+
+
+class Publish(Protocol):
+    def __call__(self, task: Task) -> Awaitable[None]: ...
+
+
+class TaskStore:
+    def __init__(self, kv: KeyValue, publish: Publish, *, clock: Callable[[], str] = now_iso) -> None:
+        self._kv = kv
+        self._publish = publish
+        self.clock = clock
+
+    async def get(self, task_id: str) -> tuple[Task, int] | None:
+        try:
+            entry = await self._kv.get(task_id)
+        except KeyNotFoundError:
+            return None
+        if entry.value is None or entry.revision is None:
+            return None
+        return decode_task(entry.value), entry.revision
+
+    async def create(self, task: Task) -> int | None:
+        """Create-only: the revision, or None when the task already exists."""
+        try:
+            revision = await self._kv.create(task.id, encode_task(task))
+        except KeyWrongLastSequenceError:
+            return None
+        await self._publish(task)
+        return revision
+
+    async def all(self) -> list[Task]:
+        tasks: list[Task] = []
+        for key, value in (await read_all(self._kv)).items():
+            try:
+                tasks.append(decode_task(value))
+            except Exception as exc:  # one unreadable entry must not hide the others
+                log.warning("stored task ignored", key=key, error=str(exc))
+        return tasks
+
+    async def change(self, task_id: str, change: Callable[[Task], Task]) -> Task | None:
+        """Apply `change` with a compare-and-set, retrying on a race (admin changes)."""
+        for _ in range(_MAX_CONFLICTS):
+            found = await self.get(task_id)
+            if found is None:
+                return None
+            task, revision = found
+            updated = change(task)
+            if updated is task:
+                return task
+            try:
+                await self._kv.update(task_id, encode_task(updated), last=revision)
+            except KeyWrongLastSequenceError:
+                continue
+            if len(updated.transitions) != len(task.transitions):
+                await self._publish(updated)
+            return updated
+        raise RuntimeError(f"task {task_id} kept changing; try again")
+
+    def handle(self, task: Task, revision: int) -> TaskHandle:
+        return TaskHandle(self._kv, self._publish, task, revision, self.clock)
+
+
+class TaskHandle:
+    """One attempt's hold on a task; every durable change goes through `update`."""
+
+    def __init__(self, kv: KeyValue, publish: Publish, task: Task, revision: int, clock: Callable[[], str]) -> None:
+        self._kv = kv
+        self._publish = publish
+        self._task = task
+        self._revision = revision
+        self._clock = clock
+        self._staged: list[TaskStep] = []
+        self._view: dict[str, TaskStep] = {step.id: step for step in task.steps}
+        self._cancel_seen: str | None = None
+
+    @property
+    def task(self) -> Task:
+        """The task as last written (staged steps not included)."""
+        return self._task
+
+    @property
+    def revision(self) -> int:
+        return self._revision
+
+    @property
+    def cancel_requested(self) -> str | None:
+        """Who asked this task to stop, as written or as last polled."""
+        return self._task.cancel_requested or self._cancel_seen
+
+    def steps(self) -> list[TaskStep]:
+        """Every step this attempt knows of, staged ones included."""
+        return list(self._view.values())
+
+    async def poll(self) -> None:
+        """Look for a cancel request written since this attempt last wrote."""
+        entry = await self._kv.get(self._task.id)
+        if entry.value is not None:
+            self._cancel_seen = decode_task(entry.value).cancel_requested or self._cancel_seen
+
+    def step(self, step_id: str) -> TaskStep | None:
+        """A step as this attempt knows it, staged ones included."""
+        return self._view.get(step_id)
+
+    def stage(self, step: TaskStep) -> None:
+        """Keep a step that is safe to lose; it is written with the next durable change."""
+        self._staged.append(step)
+        self._view[step.id] = step
+
+    async def record(self, step: TaskStep) -> Task:
+        """Write a step now (with whatever was staged)."""
+        self.stage(step)
+        return await self.update(lambda task: task)
+
+    async def update(self, change: Callable[[Task], Task]) -> Task:
+        mine = (self._task.attempts, self._task.runner)
+        for _ in range(_MAX_CONFLICTS):
+            base = statemachine.record_steps(self._task, self._staged, now=self._clock())
+            updated = change(base)
+            try:
+                self._revision = await self._kv.update(updated.id, encode_task(updated), last=self._revision)
+            except KeyWrongLastSequenceError:
+                await self._reload(mine)
+                continue
+            published = len(updated.transitions) != len(self._task.transitions)
+            self._task = updated
+            self._staged = []
+            self._view = {step.id: step for step in updated.steps}
+            if published:
+                await self._publish(updated)
+            return updated
+        raise LostOwnership(f"task {self._task.id} kept changing under this runner")
+
+    async def _reload(self, mine: tuple[int, str | None]) -> None:
+        try:
+            entry = await self._kv.get(self._task.id)
+        except KeyNotFoundError as exc:
+            raise LostOwnership(f"task {self._task.id} was deleted") from exc
+        assert entry.value is not None and entry.revision is not None
+        fresh = decode_task(entry.value)
+        if (fresh.attempts, fresh.runner) != mine or fresh.terminal:
+            raise LostOwnership(f"task {fresh.id} is now attempt {fresh.attempts} of {fresh.runner} ({fresh.state})")
+        self._task, self._revision = fresh, entry.revision
+        self._view = {step.id: step for step in fresh.steps}
+        self._view.update({step.id: step for step in self._staged})
