@@ -1,0 +1,183 @@
+"""A scripted OpenAI-compatible Chat Completions server, over real HTTP, for the llm agent tests.
+
+Each scenario is a Python function keyed by the model name the agent is configured with: it sees
+the request (`Conversation`) and returns the next assistant turn — tool calls to propose or a
+final answer. Every request is kept for assertions (prompts, offered tools, truncated results).
+
+    fake = FakeOpenAI().start()
+    fake.script("relay", lambda chat: chat.call("get_alarm", alarm_id="ALM-1001") if chat.turn == 1
+                else chat.answer("done"))
+    agent model: {base_url: fake.base_url, model: relay}
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+@dataclass
+class Turn:
+    """What the fake answers: text, tool calls, or an HTTP error status."""
+
+    content: str | None = None
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    status: int = 200
+    delay: float = 0.0
+
+
+class Conversation:
+    """One request as a script reads it."""
+
+    def __init__(self, body: dict[str, Any], headers: dict[str, str]) -> None:
+        self.body = body
+        self.headers = headers
+        self.messages: list[dict[str, Any]] = list(body.get("messages") or [])
+        self.tools: list[dict[str, Any]] = list(body.get("tools") or [])
+
+    @property
+    def turn(self) -> int:
+        """1 for the first request of a run, 2 after the first assistant turn, …"""
+        return 1 + sum(1 for m in self.messages if m.get("role") == "assistant")
+
+    @property
+    def system(self) -> str:
+        return "\n".join(str(m.get("content")) for m in self.messages if m.get("role") == "system")
+
+    @property
+    def event(self) -> dict[str, Any]:
+        """The event JSON the runner put in the first user message."""
+        text = next(str(m["content"]) for m in self.messages if m.get("role") == "user")
+        start = text.index("{")
+        decoder = json.JSONDecoder()
+        value, _ = decoder.raw_decode(text[start:])
+        return dict(value)
+
+    def tool_results(self) -> list[dict[str, Any]]:
+        """Every tool message so far, decoded (the runner sends `{"status", "result"|"error"}`)."""
+        found = []
+        for message in self.messages:
+            if message.get("role") == "tool":
+                try:
+                    found.append(json.loads(message["content"]))
+                except ValueError:
+                    found.append({"raw": message["content"]})
+        return found
+
+    def last_result(self) -> dict[str, Any]:
+        return self.tool_results()[-1]
+
+    def function(self, suffix: str) -> str:
+        """The offered function whose name ends with `suffix` (names are made LLM-safe)."""
+        for tool in self.tools:
+            name = str(tool["function"]["name"])
+            if name == suffix or name.endswith(suffix):
+                return name
+        raise KeyError(f"no offered tool ends with {suffix!r}; offered: {[t['function']['name'] for t in self.tools]}")
+
+    def call(self, suffix: str, **arguments: Any) -> Turn:
+        return self.calls((suffix, arguments))
+
+    def calls(self, *wanted: tuple[str, dict[str, Any]]) -> Turn:
+        return Turn(tool_calls=[
+            {"id": f"call_{uuid.uuid4().hex[:10]}", "type": "function",
+             "function": {"name": self.function(suffix), "arguments": json.dumps(arguments, ensure_ascii=False)}}
+            for suffix, arguments in wanted
+        ])
+
+    @staticmethod
+    def answer(text: str) -> Turn:
+        return Turn(content=text)
+
+
+Script = Callable[[Conversation], Turn]
+
+
+class FakeOpenAI:
+    def __init__(self, *, api_key: str | None = None) -> None:
+        self.api_key = api_key
+        self.requests: list[Conversation] = []
+        self._scripts: dict[str, Script] = {}
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+
+    def script(self, model: str, script: Script) -> None:
+        self._scripts[model] = script
+
+    def requests_for(self, model: str) -> list[Conversation]:
+        with self._lock:
+            return [r for r in self.requests if r.body.get("model") == model]
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None, "start() the fake first"
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def start(self) -> FakeOpenAI:
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                return
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                if self.path.rstrip("/") != "/v1/chat/completions":
+                    self._send(404, {"error": {"message": f"no route {self.path}"}})
+                    return
+                if fake.api_key and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
+                    self._send(401, {"error": {"message": "invalid api key"}})
+                    return
+                body = json.loads(raw)
+                chat = Conversation(body, dict(self.headers.items()))
+                with fake._lock:
+                    fake.requests.append(chat)
+                script = fake._scripts.get(str(body.get("model")))
+                if script is None:
+                    self._send(404, {"error": {"message": f"model {body.get('model')!r} not found"}})
+                    return
+                try:
+                    turn = script(chat)
+                except Exception as exc:  # a script bug shows up in the test as a model error
+                    self._send(500, {"error": {"message": f"script failed: {type(exc).__name__}: {exc}"}})
+                    return
+                if turn.delay:
+                    threading.Event().wait(turn.delay)
+                if turn.status != 200:
+                    self._send(turn.status, {"error": {"message": "scripted failure"}})
+                    return
+                message: dict[str, Any] = {"role": "assistant", "content": turn.content}
+                if turn.tool_calls:
+                    message["tool_calls"] = turn.tool_calls
+                self._send(200, {
+                    "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
+                    "model": body.get("model"),
+                    "choices": [{"index": 0, "message": message,
+                                 "finish_reason": "tool_calls" if turn.tool_calls else "stop"}],
+                    "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+                })
+
+            def _send(self, status: int, body: dict[str, Any]) -> None:
+                data = json.dumps(body, ensure_ascii=False).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None

@@ -1,0 +1,1 @@
+"""Runner tests against a real nats-server and the real service processes."""

@@ -1,0 +1,158 @@
+"""Helpers for the runner's process tests: the stack's app configs, events, tasks, the chat log."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import yaml
+from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
+
+from shared.admin import admin_request
+from shared.clock import now_iso
+from shared.contracts.run import run_id_for
+from shared.subjects import Subjects
+from tests.harness.processes import ServiceProcess
+
+REPO = Path(__file__).resolve().parents[3]
+PYTHON = sys.executable
+APPS = REPO / "tests" / "apps"
+CHAT = "test.chat"
+ALARMS = "test.alarms"
+ASSETS = "test.assets"
+ECHO = "test.echo"
+FAST_RESTART = {"backoff_initial_seconds": 0.1, "backoff_max_seconds": 0.5, "max_restarts": 20,
+                "window_seconds": 60}
+# Short enough for quick recovery in tests, long enough to never fire on a healthy runner.
+RUNNER_ENV = {"AURORA_RUNNER_ACK_WAIT_SECONDS": "3", "AURORA_RUNNER_TOOL_TIMEOUT_SECONDS": "5",
+              "AURORA_RUNNER_CONCURRENCY": "16"}
+
+
+def stdio(command: list[str], *, package: str, **extra: Any) -> dict[str, Any]:
+    mcp = {"transport": "stdio", "command": command, "cwd": str(REPO), **extra.pop("mcp", {})}
+    return {"package": package, "mcp": mcp, "restart": FAST_RESTART, **extra}
+
+
+def stack_apps(chat_log: Path) -> dict[str, dict[str, Any]]:
+    """The apps of the runner tests: a chat app that logs every message it sends, the alarm
+    and asset systems of the cross-system relay, and the echo app (reads, a slow read)."""
+    return {
+        "chat": stdio([PYTHON, "-m", "apps.aurora_app_chat"], package=CHAT,
+                      mcp={"env": {"CHAT_LOG_FILE": str(chat_log)}}, platform={"reply": "send_message"}),
+        "alarms": stdio([PYTHON, str(APPS / "alarms_app.py")], package=ALARMS),
+        "assets": stdio([PYTHON, str(APPS / "assets_app.py")], package=ASSETS),
+        "echo": stdio([PYTHON, str(APPS / "echo_app.py")], package=ECHO),
+    }
+
+
+def write_apps(folder: Path, apps: dict[str, dict[str, Any]]) -> Path:
+    path = folder / "apps.yml"
+    path.write_text(yaml.safe_dump({"apps": apps}, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def event(event_type: str, data: dict[str, Any], *, app: str = CHAT, session_id: str | None = None,
+          conversation: str | None = None, message_id: str | None = None, subject_message: bool = True,
+          synthetic: bool = False) -> dict[str, Any]:
+    """A complete AMP event, as the bridge stores it."""
+    mid = message_id or str(uuid.uuid4())
+    payload: dict[str, Any] = {"type": event_type, "data": data, "synthetic": synthetic,
+                               "actor": {"id": "user-7", "kind": "user"}}
+    if session_id is not None:
+        payload["session_id"] = session_id
+    if conversation is not None:
+        payload["conversation"] = conversation
+    if subject_message:
+        payload["subject"] = {"kind": "message", "id": f"msg-{mid[:8]}"}
+    return {"header": {"protocol": "amp/1.0", "method": "aurora/event", "message_id": mid,
+                       "timestamp": now_iso(), "source": {"app": app, "instance": "default"}},
+            "payload": payload}
+
+
+async def publish_events(js: JetStreamContext, subjects: Subjects, events: Iterable[dict[str, Any]],
+                         *, window: int = 500) -> None:
+    """Into AMP_EVENTS with `Nats-Msg-Id` = message id, exactly like the bridge."""
+    pending = []
+    for doc in events:
+        subject = subjects.event(doc["header"]["source"]["app"], doc["payload"]["type"])
+        pending.append(await js.publish_async(subject, json.dumps(doc, ensure_ascii=False).encode(),
+                                              headers={"Nats-Msg-Id": doc["header"]["message_id"]}))
+        if len(pending) >= window:
+            await asyncio.gather(*pending)
+            pending.clear()
+    await asyncio.gather(*pending)
+
+
+def task_id_of(doc: dict[str, Any], binding_id: str) -> str:
+    return run_id_for(doc["header"]["message_id"], binding_id)
+
+
+async def apply(nc: NATS, subjects: Subjects, area: str, document: dict[str, Any]) -> dict[str, Any]:
+    result: dict[str, Any] = await admin_request(nc, subjects, area, "apply", {"document": document})
+    return result
+
+
+async def bind(nc: NATS, subjects: Subjects, binding_id: str, pattern: str, target_type: str, target_id: str,
+               *, case: str) -> None:
+    """A binding for the events whose `data.case` is `case` (keeps the tests of one stack apart)."""
+    filters = [{"field": "data.case", "op": "eq", "value": case}]
+    await apply(nc, subjects, "bindings", {"kind": "Binding", "id": binding_id, "event_pattern": pattern,
+                                          "filters": filters, "target_type": target_type,
+                                          "target_id": target_id, "priority": 10})
+
+
+async def task(nc: NATS, subjects: Subjects, task_id: str) -> dict[str, Any] | None:
+    try:
+        found: dict[str, Any] = await admin_request(nc, subjects, "tasks", "get", {"id": task_id})
+    except Exception:
+        return None
+    return found
+
+
+TERMINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
+
+
+async def settled(nc: NATS, subjects: Subjects, task_id: str, *, timeout: float = 30.0,
+                  states: tuple[str, ...] = (*TERMINAL, "awaiting_approval")) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = await task(nc, subjects, task_id)
+        if last is not None and last["state"] in states:
+            return last
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"task {task_id} did not settle within {timeout}s; last: {json.dumps(last)[:3000]}")
+
+
+def sent(chat_log: Path) -> list[dict[str, Any]]:
+    if not chat_log.exists():
+        return []
+    return [json.loads(line) for line in chat_log.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+async def logged(process: ServiceProcess, needle: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while needle not in process.logs():
+        if not process.alive():
+            raise AssertionError(f"{process.module} exited ({process.returncode()}):\n{process.logs()[-4000:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{process.module} never logged {needle!r}:\n{process.logs()[-4000:]}")
+        await asyncio.sleep(0.05)
+
+
+async def poll(probe: Callable[[], Awaitable[Any]], *, timeout: float = 20.0, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        last = await probe()
+        if last:
+            return last
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}"[:3000])
