@@ -29,6 +29,9 @@ def _register() -> None:
     app.add_typer(agents.app, name="agents")
     app.add_typer(approvals.app, name="approvals")
     app.add_typer(audit.app, name="audit")
+    from aurora_cli.commands import tasks
+
+    app.add_typer(tasks.app, name="tasks")
 
 
 _register()

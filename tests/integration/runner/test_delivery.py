@@ -28,9 +28,9 @@ from tests.integration.runner.helpers import (
 
 
 def echo_agent(agent_id: str, **extra: Any) -> dict[str, Any]:
+    step = {"id": "echo", "tool": f"{ECHO}.echo", "arguments": {"value": "{{ event.data.n }}"}}
     return {"kind": "Agent", "id": agent_id, "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.echo"],
-            "playbook": {"steps": [{"id": "echo", "tool": f"{ECHO}.echo", "arguments": {"value": "{{ event.data.n }}"}}],
-                         "answer": "echoed {{ steps.echo.structured.value }}"}, **extra}
+            "playbook": {"steps": [step], "answer": "echoed {{ steps.echo.structured.value }}"}, **extra}
 
 
 async def test_a_run_without_a_reply_target_finishes_without_delivering(
