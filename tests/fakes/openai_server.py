@@ -103,11 +103,15 @@ class FakeOpenAI:
         self.api_key = api_key
         self.requests: list[Conversation] = []
         self._scripts: dict[str, Script] = {}
+        self._keys: dict[str, str] = {}
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
 
-    def script(self, model: str, script: Script) -> None:
+    def script(self, model: str, script: Script, *, api_key: str | None = None) -> None:
+        """Answer requests for `model` with `script`; with `api_key`, only requests bearing it."""
         self._scripts[model] = script
+        if api_key is not None:
+            self._keys[model] = api_key
 
     def requests_for(self, model: str) -> list[Conversation]:
         with self._lock:
@@ -131,10 +135,11 @@ class FakeOpenAI:
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return
-                if fake.api_key and self.headers.get("Authorization") != f"Bearer {fake.api_key}":
+                body = json.loads(raw)
+                key = fake._keys.get(str(body.get("model"))) or fake.api_key
+                if key and self.headers.get("Authorization") != f"Bearer {key}":
                     self._send(401, {"error": {"message": "invalid api key"}})
                     return
-                body = json.loads(raw)
                 chat = Conversation(body, dict(self.headers.items()))
                 with fake._lock:
                     fake.requests.append(chat)

@@ -32,7 +32,7 @@ FAST_RESTART = {"backoff_initial_seconds": 0.1, "backoff_max_seconds": 0.5, "max
                 "window_seconds": 60}
 # Short enough for quick recovery in tests, long enough to never fire on a healthy runner.
 RUNNER_ENV = {"AURORA_RUNNER_ACK_WAIT_SECONDS": "3", "AURORA_RUNNER_TOOL_TIMEOUT_SECONDS": "5",
-              "AURORA_RUNNER_CONCURRENCY": "16"}
+              "AURORA_RUNNER_CONCURRENCY": "16", "TEST_MODEL_KEY": "sk-test-123"}
 
 
 def stdio(command: list[str], *, package: str, **extra: Any) -> dict[str, Any]:
