@@ -8,6 +8,7 @@ subscriber on `amp.evt.>`; Ctrl-C stops everything cleanly.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -82,11 +83,15 @@ class DevProcess:
         return self.process.wait(timeout)
 
     def kill(self) -> None:
+        # Find the children first: once the launcher is gone they belong to init, and they run
+        # in sessions of their own, so neither its pid nor its group would reach them.
+        children = _descendants(self.process.pid)
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
-        for pid in _descendants(self.process.pid):
-            os.kill(pid, signal.SIGKILL)
+        for pid in children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
 
 @pytest.fixture
@@ -107,7 +112,8 @@ async def test_make_dev_emit_tail_and_a_plain_subscriber(dev: DevProcess, tmp_pa
 
     nc = await nats.connect(dev.url)
     try:
-        sub = await nc.subscribe("amp.evt.>")
+        # Only message events: with apps configured, `app.*` events arrive as well.
+        sub = await nc.subscribe("amp.evt.*.message.>")
         await nc.flush()
         emitted = await asyncio.to_thread(
             cli, "events", "emit", "message.received", "--app", "im.polaris.qq", "--data", HELLO)
@@ -122,8 +128,8 @@ async def test_make_dev_emit_tail_and_a_plain_subscriber(dev: DevProcess, tmp_pa
     finally:
         await nc.close()
 
-    tailed = await asyncio.to_thread(cli, "events", "tail", "--from-start", "--count", "1", "--json",
-                                     "--timeout", "15")
+    tailed = await asyncio.to_thread(cli, "events", "tail", "amp.evt.*.message.>", "--from-start", "--count", "1",
+                                     "--json", "--timeout", "15")
     assert tailed.returncode == 0, tailed.stderr
     assert json.loads(tailed.stdout)["header"]["message_id"] == message_id
 
