@@ -48,7 +48,8 @@ def stack_apps(chat_log: Path) -> dict[str, dict[str, Any]]:
                       mcp={"env": {"CHAT_LOG_FILE": str(chat_log)}}, platform={"reply": "send_message"}),
         "alarms": stdio([PYTHON, str(APPS / "alarms_app.py")], package=ALARMS),
         "assets": stdio([PYTHON, str(APPS / "assets_app.py")], package=ASSETS),
-        "echo": stdio([PYTHON, str(APPS / "echo_app.py")], package=ECHO),
+        "echo": stdio([PYTHON, str(APPS / "echo_app.py")], package=ECHO,
+                      mcp={"env": {"ECHO_COUNTER_FILE": str(chat_log.with_name("echo-counter.jsonl"))}}),
     }
 
 

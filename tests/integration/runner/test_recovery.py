@@ -1,0 +1,162 @@
+"""Recovery from the step log, made deterministic: a task is left in KV exactly as a runner
+SIGKILLed at the worst moment leaves it — a write recorded `started`, its outcome not — and its
+run message is published again. The resuming runner must learn the outcome (the gateway's
+audit, the step's read-back) or say the task is unverified, and never call the write again
+blindly."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import msgspec
+from nats.aio.client import Client as NATS
+
+from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
+from shared.contracts.run import METHOD_AGENT_RUN, DeliveryContext, ReplyTarget, RunPayload, RunTarget
+from shared.contracts.task import Task, TaskStep, Transition, encode_task
+from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
+from shared.streams import tasks_bucket
+from shared.subjects import Subjects
+from tests.integration.runner.conftest import Stack
+from tests.integration.runner.helpers import CHAT, ECHO, apply, event, sent, settled
+
+LONG_AGO = (datetime.now(UTC) - timedelta(minutes=5)).isoformat()
+
+
+def _parts(case: str, agent_id: str, *, data: dict[str, Any] | None = None) -> tuple[
+        EventEnvelope, DeliveryContext, RunPayload[EventEnvelope]]:
+    session = f"g-{case}"
+    doc = event("message.received", {"case": case, "text": "hi", **(data or {})}, session_id=session)
+    envelope = msgspec.convert(doc, EventEnvelope)
+    delivery = DeliveryContext(reply_target=ReplyTarget(app=CHAT, session_id=session))
+    run = RunPayload(run_id=f"run-{case}", target=RunTarget(type="agent", id=agent_id), binding_id=f"b-{case}",
+                     event=envelope, delivery=delivery)
+    return envelope, delivery, run
+
+
+async def _seed_and_publish(nc: NATS, subjects: Subjects, run: RunPayload[EventEnvelope], steps: list[TaskStep],
+                            agent_id: str) -> None:
+    """The task a killed runner left behind (attempt 1 of `dead-runner`), then its run again."""
+    assert run.event is not None
+    task = Task(id=run.run_id, run_id=run.run_id, state="running", target=run.target, binding_id=run.binding_id,
+                created_at=LONG_AGO, updated_at=LONG_AGO, agent=agent_id, event_id=run.event.header.message_id,
+                event_type=run.event.payload.type, session_id=run.event.payload.session_id, source_app=CHAT,
+                delivery=run.delivery, event=run.event, attempts=1, runner="dead-runner", steps=tuple(steps),
+                transitions=(Transition(to="running", at=LONG_AGO, by="dead-runner"),))
+    js = nc.jetstream()
+    kv = await js.key_value(tasks_bucket(subjects).name)
+    await kv.create(task.id, encode_task(task))
+    message = Envelope(header=Header(method=METHOD_AGENT_RUN, message_id=run.run_id, timestamp=LONG_AGO,
+                                     source=Source(app="aurora.router")), payload=run)
+    await js.publish(subjects.run("agent", agent_id), msgspec.json.encode(message),
+                     headers={"Nats-Msg-Id": run.run_id})
+
+
+def _playbook_agent(agent_id: str, steps: list[dict[str, Any]], answer: str | None, tools: list[str]) -> dict[str, Any]:
+    return {"kind": "Agent", "id": agent_id, "agent_kind": "playbook", "events": ["*"], "tools": tools,
+            "playbook": {"steps": steps, "answer": answer}}
+
+
+def _started_delivery(call_id: str, text: str) -> TaskStep:
+    return TaskStep(id="deliver", kind="delivery", name="event_reply", status="started", started_at=LONG_AGO,
+                    side_effect="write", arguments={"text": text}, call_id=call_id, timeout_seconds=5.0)
+
+
+async def test_a_reply_the_audit_recorded_is_not_sent_again(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    case = f"rca-{uuid.uuid4().hex[:6]}"
+    agent_id = f"a-{case}"
+    await apply(snc, subjects, "agents", _playbook_agent(agent_id, [], "hello", []))
+    _, delivery, run = _parts(case, agent_id)
+    call_id = str(uuid.uuid4())
+    # The killed runner's call did reach the gateway: the reply went out and was audited.
+    request = ToolCallEnvelope(
+        header=Header(method="tools/call", message_id=call_id, timestamp=LONG_AGO, source=Source(app="aurora.runner")),
+        payload=ToolCallRequest(tool="event_reply", arguments={"text": "hello"}, context=ToolCallContext(
+            agent=agent_id, run_id=run.run_id, task_id=run.run_id, step_id="deliver",
+            delivery={**msgspec.to_builtins(delivery), "source_app": CHAT})))
+    reply = await snc.request(subjects.tool_call, msgspec.json.encode(request), timeout=15)
+    assert decode_result(reply.data).payload.status == "ok"
+    await _seed_and_publish(snc, subjects, run, [_started_delivery(call_id, "hello")], agent_id)
+
+    task = await settled(snc, subjects, run.run_id)
+    assert task["state"] == "succeeded" and task["delivered"] is True, json.dumps(task, indent=1)[:3000]
+    step = next(s for s in task["steps"] if s["id"] == "deliver")
+    assert step["classification"] == "ok" and "gateway audit" in step["note"]
+    assert task["attempts"] == 2
+    assert [r["text"] for r in sent(stack.chat_log) if r.get("session_id") == f"g-{case}"] == ["hello"]
+
+
+async def test_a_reply_nobody_recorded_leaves_the_task_unverified(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    case = f"rcu-{uuid.uuid4().hex[:6]}"
+    agent_id = f"a-{case}"
+    await apply(snc, subjects, "agents", _playbook_agent(agent_id, [], "hello", []))
+    _, _, run = _parts(case, agent_id)
+    call_id = str(uuid.uuid4())
+    await _seed_and_publish(snc, subjects, run, [_started_delivery(call_id, "hello")], agent_id)
+
+    task = await settled(snc, subjects, run.run_id)
+    assert task["state"] == "unverified", json.dumps(task, indent=1)[:3000]
+    assert "the reply" in task["check"] and call_id in task["check"] and '"text": "hello"' in task["check"]
+    assert "not repeated" in task["check"]
+    assert not [r for r in sent(stack.chat_log) if r.get("session_id") == f"g-{case}"]
+
+
+async def _counter(nc: NATS, subjects: Subjects, key: str, *, increment: bool = False) -> int:
+    """An operator call to the echo app's counter (operator calls need no approval)."""
+    tool = "counter_increment" if increment else "counter_get"
+    request = ToolCallEnvelope(
+        header=Header(method="tools/call", message_id=str(uuid.uuid4()), timestamp=LONG_AGO,
+                      source=Source(app="tests")),
+        payload=ToolCallRequest(tool=f"{ECHO}.{tool}", arguments={"key": key}))
+    reply = decode_result((await nc.request(subjects.tool_call, msgspec.json.encode(request), timeout=15)).data)
+    assert reply.payload.status == "ok", reply.payload
+    assert reply.payload.structured is not None
+    return int(reply.payload.structured["count"])
+
+
+def _counting_agent(agent_id: str, key: str) -> dict[str, Any]:
+    return _playbook_agent(agent_id, [
+        {"id": "count", "tool": f"{ECHO}.counter_increment", "arguments": {"key": key},
+         "verify": {"tool": f"{ECHO}.counter_get", "arguments": {"key": key},
+                    "expect": "result.structured.count >= 1"}},
+    ], "counted {{ steps.count.status }}", [f"{ECHO}.counter_increment", f"{ECHO}.counter_get"])
+
+
+def _started_count(key: str) -> TaskStep:
+    return TaskStep(id="count", kind="tool", name=f"{ECHO}.counter_increment", status="started",
+                    started_at=LONG_AGO, side_effect="write", arguments={"key": key}, call_id=str(uuid.uuid4()),
+                    timeout_seconds=5.0)
+
+
+async def test_a_write_the_read_back_finds_is_not_made_again(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    case = f"rcv-{uuid.uuid4().hex[:6]}"
+    agent_id = f"a-{case}"
+    await apply(snc, subjects, "agents", _counting_agent(agent_id, case))
+    assert await _counter(snc, subjects, case, increment=True) == 1  # the write did happen
+    _, _, run = _parts(case, agent_id)
+    await _seed_and_publish(snc, subjects, run, [_started_count(case)], agent_id)
+
+    task = await settled(snc, subjects, run.run_id)
+    assert task["state"] == "succeeded", json.dumps(task, indent=1)[:3000]
+    count = next(s for s in task["steps"] if s["id"] == "count")
+    assert count["classification"] == "ok" and "read-back shows the write happened" in count["note"]
+    assert task["answer"] == "counted ok"
+    assert await _counter(snc, subjects, case) == 1
+
+
+async def test_a_write_the_read_back_does_not_find_is_made_again(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    case = f"rcn-{uuid.uuid4().hex[:6]}"
+    agent_id = f"a-{case}"
+    await apply(snc, subjects, "agents", _counting_agent(agent_id, case))
+    _, _, run = _parts(case, agent_id)
+    await _seed_and_publish(snc, subjects, run, [_started_count(case)], agent_id)
+
+    task = await settled(snc, subjects, run.run_id)
+    # Made again, under the same step — and, being an agent's write, it asks for approval first.
+    assert task["state"] == "awaiting_approval", json.dumps(task, indent=1)[:3000]
+    count = next(s for s in task["steps"] if s["id"] == "count")
+    assert count["classification"] == "needs_approval" and "made again" in count["note"]
+    assert await _counter(snc, subjects, case) == 0
