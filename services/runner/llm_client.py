@@ -116,7 +116,7 @@ def parse_turn(raw: bytes) -> ChatTurn:
         )
         content = message.get("content")
         usage = body.get("usage") or {}
-    except (ValueError, KeyError, IndexError, TypeError) as exc:
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError) as exc:
         raise ModelFailed("model_bad_response", f"not a Chat Completions response: {raw[:300]!r}") from exc
     return ChatTurn(content=content if isinstance(content, str) else None, tool_calls=calls,
                     finish_reason=choice.get("finish_reason"), usage=usage if isinstance(usage, dict) else {})

@@ -1,0 +1,1 @@
+"""Unit tests of the runner: pure parts, no NATS."""

@@ -1,0 +1,55 @@
+"""What a resumed task does with each step of its log."""
+
+from __future__ import annotations
+
+import pytest
+
+from services.runner.recovery import action_for, pending_lookups, unverified_check
+from services.runner.statemachine import new_task, record_steps
+from tests.unit.runner.factories import NOW, a_run, a_step, an_event
+
+
+def test_a_step_never_started_is_run() -> None:
+    assert action_for(None) == "run"
+
+
+@pytest.mark.parametrize("status", ["finished", "skipped"])
+@pytest.mark.parametrize("side_effect", ["read", "write", "dangerous", None])
+def test_a_step_with_an_outcome_is_reused_never_run_again(status: str, side_effect: str | None) -> None:
+    assert action_for(a_step(status=status, side_effect=side_effect)) == "reuse"
+
+
+@pytest.mark.parametrize("kind", ["model", "stage", "verify"])
+def test_started_model_calls_stages_and_read_backs_are_repeated(kind: str) -> None:
+    assert action_for(a_step(status="started", kind=kind, side_effect=None)) == "repeat"
+
+
+def test_a_started_read_is_repeated() -> None:
+    assert action_for(a_step(status="started", side_effect="read")) == "repeat"
+
+
+@pytest.mark.parametrize(("kind", "side_effect"), [
+    ("tool", "write"), ("tool", "dangerous"), ("tool", None), ("delivery", "write"), ("delivery", "read"),
+])
+def test_a_started_write_or_delivery_is_looked_up_not_repeated(kind: str, side_effect: str | None) -> None:
+    assert action_for(a_step(status="started", kind=kind, side_effect=side_effect)) == "look_up"
+
+
+def test_pending_lookups_are_the_started_side_effects() -> None:
+    task = record_steps(new_task(a_run(), an_event(), runner="r", now=NOW), [
+        a_step("read", status="started", side_effect="read"),
+        a_step("write", status="started", side_effect="write"),
+        a_step("done", side_effect="write", classification="ok"),
+    ], now=NOW)
+    assert [s.id for s in pending_lookups(task)] == ["write"]
+
+
+def test_the_check_says_what_where_and_why() -> None:
+    step = a_step("book", status="started", side_effect="write", arguments={"room": 5, "who": "张三"},
+                  call_id="call-9")
+    check = unverified_check(step, system="rooms")
+    assert check.startswith("check in rooms whether app.tool was carried out")
+    assert '{"room": 5, "who": "张三"}' in check and "call call-9" in check and "step book" in check
+    assert "gateway audit has no record" in check and check.endswith("it was not repeated")
+    reply = unverified_check(a_step("deliver", status="started", kind="delivery"), reason="the gateway timed out")
+    assert "whether the reply was carried out" in reply and "the gateway timed out" in reply
