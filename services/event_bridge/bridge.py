@@ -135,16 +135,30 @@ class EventBridge:
             headers = {"Nats-Msg-Id": outcome.header.message_id}
             if outcome.header.trace is not None and outcome.header.trace.traceparent:
                 headers["traceparent"] = outcome.header.trace.traceparent
-            future = await self._js.publish_async(subject, _encoder.encode(outcome), headers=headers)
-            pending.append((msg, future))
-        for msg, future in pending:
             try:
-                await asyncio.wait_for(future, self._config.publish_timeout)
+                future = await self._js.publish_async(subject, _encoder.encode(outcome), headers=headers)
             except Exception as exc:
-                await self._retry_later(msg, f"publishing the event failed: {exc}")
+                await self._retry_later(msg, f"publishing the event failed: {_describe(exc)}")
                 continue
-            await msg.ack()
-            self.stats.published += 1
+            pending.append((msg, future))
+        if not pending:
+            return
+        # One deadline for the whole batch: publishes lost with a dropped connection never get
+        # an answer, and waiting for each in turn would stall the bridge for batch × timeout.
+        await asyncio.wait([future for _, future in pending], timeout=self._config.publish_timeout)
+        for msg, future in pending:
+            if not future.done():
+                future.cancel()
+                error = f"no acknowledgement within {self._config.publish_timeout}s"
+            elif future.cancelled():
+                error = "cancelled"
+            elif (failure := future.exception()) is not None:
+                error = _describe(failure)
+            else:
+                await msg.ack()
+                self.stats.published += 1
+                continue
+            await self._retry_later(msg, f"publishing the event failed: {error}")
 
     def _convert(self, msg: Msg) -> EventEnvelope | Rejected:
         parts = msg.subject.split(".")
@@ -187,3 +201,8 @@ class EventBridge:
             return
         log.warning("signal will be retried", subject=msg.subject, error=error, delivered=delivered)
         await msg.nak(delay=min(2.0 * delivered, 30.0))
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
