@@ -106,7 +106,7 @@ async def publish_all(
                                    headers={"Nats-Msg-Id": s.signal_id})
             for s in signals[start:start + window]
         ]
-        acks = await asyncio.gather(*futures)
+        acks = await asyncio.wait_for(asyncio.gather(*futures), 30)
         assert not any(ack.duplicate for ack in acks)
         if pause:
             await asyncio.sleep(pause)
@@ -119,5 +119,5 @@ async def publish_raw(
     sequences: list[int] = []
     for start in range(0, len(items), window):
         futures = [await js.publish_async(subject, data) for subject, data in items[start:start + window]]
-        sequences.extend(ack.seq for ack in await asyncio.gather(*futures))
+        sequences.extend(ack.seq for ack in await asyncio.wait_for(asyncio.gather(*futures), 30))
     return sequences

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 import pytest
 from nats.aio.client import Client as NATS
 
+from aurora_cli.localnats import LocalNats
 from services.event_bridge.mapping import Rejected, map_signal
 from shared.contracts.signals import LifecycleSignal, NativeEventSignal, Signal
 from shared.subjects import Subjects, app_token
@@ -120,3 +121,35 @@ async def test_ten_thousand_signals_survive_sigkilled_bridges(
 
 async def _at_least(nc: NATS, count: int) -> bool:
     return await stream_count(nc.jetstream(), "AMP_EVENTS") >= count
+
+
+async def test_a_nats_server_restart_loses_nothing(
+    nc: NATS, subjects: Subjects, broker: object, start_bridge: Callable[[str], ServiceProcess]
+) -> None:
+    if not isinstance(broker, LocalNats):
+        pytest.skip("restarting the server on the same store needs the local nats-server")
+    js = nc.jetstream()
+    bridge = start_bridge("bridge-1")
+    signals = _signals(4000)
+    await publish_all(js, subjects, signals[:2000])
+    await wait_until(lambda: _at_least(nc, 500), timeout=30, what="the bridge to get going")
+    broker.stop()  # mid-stream: the bridge has work fetched, published and unacknowledged
+    broker.start()
+    await wait_until(_jetstream_answers(nc), timeout=20, what="JetStream to answer again")
+    await publish_all(js, subjects, signals[2000:])
+    await wait_for_count(js, "AMP_EVENTS", len(signals), timeout=60, watch=[bridge])
+    await _assert_drained(nc)
+    await _assert_exactly_once(nc, _expected_ids(signals))
+    assert "nats reconnected" in bridge.logs()
+
+
+def _jetstream_answers(nc: NATS) -> Callable[[], Awaitable[bool]]:
+    # `nc.is_connected` stays true until the client notices the dead socket: ask for real.
+    async def check() -> bool:
+        try:
+            await nc.jetstream(timeout=0.5).stream_info("AMP_EVENTS")
+        except Exception:
+            return False
+        return True
+
+    return check
