@@ -16,6 +16,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import jsonrpc_message_adapter
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.errors import Error as NatsError
 
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -64,7 +65,9 @@ async def nats_stdio_transport(
         try:
             yield read_stream, write_stream
         finally:
-            await sub.unsubscribe()
+            with suppress(NatsError):  # the connection may be closing under us
+                await sub.unsubscribe()
             await read_writer.aclose()
             await write_stream.aclose()
+            await read_stream.aclose()  # ours to close, like the SDK's stdio_client does
             tg.cancel_scope.cancel()
