@@ -13,7 +13,14 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js.kv import KeyValue
 
-from services.mcp_gateway.catalog import CatalogTool, ToolCatalog, check_no_conflicts, prefixed_name, side_effect_of
+from services.mcp_gateway.catalog import (
+    CatalogConflict,
+    CatalogTool,
+    ToolCatalog,
+    check_no_conflicts,
+    prefixed_name,
+    side_effect_of,
+)
 from services.mcp_gateway.http_systems import HttpSystems
 from services.mcp_gateway.observe import lifecycle_signal, notification_signal
 from services.mcp_gateway.outbox import Outbox
@@ -89,7 +96,11 @@ class Gateway:
         for session in self.sessions.values():
             self._tasks.append(asyncio.create_task(session.run(self._stop), name=f"session-{session.app.name}"))
         await asyncio.gather(*(s.first_attempt_done.wait() for s in self.sessions.values()))
-        check_no_conflicts({self.sessions[k].app.name: tools for k, tools in self._tools.items()})
+        try:
+            check_no_conflicts({self.sessions[k].app.name: tools for k, tools in self._tools.items()})
+        except CatalogConflict:
+            await self.stop()  # announce `closed`: no supervisor should wait for these sessions
+            raise
         self._started = True
 
     async def stop(self) -> None:
