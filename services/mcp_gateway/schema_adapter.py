@@ -25,10 +25,15 @@ class NameCollision(AuroraError):
 
 
 def llm_name(name: str) -> str:
-    """`im.polaris.weather.get_weather` → `im_polaris_weather__get_weather`-like, ≤ 64 chars."""
+    """`im.polaris.weather.get_weather` → `im_polaris_weather__get_weather`-like, ≤ 64 chars.
+
+    A name that had to be shortened, or that had characters other than the package's dots
+    replaced (`查询` and `搜索` would both read `__`), ends in a digest of the full name."""
     package, _, tool = name.rpartition(".")
-    candidate = f"{_UNSAFE.sub('_', package)}__{_UNSAFE.sub('_', tool)}" if package else _UNSAFE.sub("_", tool)
-    if len(candidate) <= MAX_NAME:
+    safe_package, safe_tool = _UNSAFE.sub("_", package), _UNSAFE.sub("_", tool)
+    candidate = f"{safe_package}__{safe_tool}" if package else safe_tool
+    lossy = safe_tool != tool or safe_package != package.replace(".", "_")
+    if len(candidate) <= MAX_NAME and not lossy:
         return candidate
     digest = hashlib.sha1(name.encode()).hexdigest()[:8]
     return f"{candidate[: MAX_NAME - 9]}_{digest}"
