@@ -1,0 +1,153 @@
+"""Fixtures for the gateway's process tests.
+
+`platform` is one running stack shared by the tests that only read from it (it takes a few
+seconds to start): its own nats-server, the supervisor, the gateway and the event-bridge, with
+the weather app, the third-party `mcp-server-time`, the echo app, an app that never answers
+`initialize`, and the notes app over Streamable HTTP. Tests that kill or stop something start
+their own stack with the harness's `spawn`.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import nats
+import pytest
+from nats.aio.client import Client as NATS
+
+from aurora_cli.localnats import LocalNats, free_port
+from tests.harness.processes import ServiceProcess, service_env
+from tests.integration.mcp_gateway.helpers import (
+    BRIDGE,
+    GATEWAY,
+    PYTHON,
+    REPO,
+    SILENT_APP,
+    SUPERVISOR,
+    Spawn,
+    echo_app,
+    logged,
+    stdio,
+    time_app,
+    weather_app,
+    write_apps,
+)
+
+SILENT_TIMEOUT = 1.0
+
+
+@dataclass
+class Platform:
+    url: str
+    config: Path
+    supervisor: ServiceProcess
+    gateway: ServiceProcess
+    bridge: ServiceProcess
+
+
+def _wait_http(url: str, process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the notes app exited with {process.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise AssertionError(f"{url} did not answer within {timeout}s")
+
+
+@pytest.fixture(scope="package")
+def notes_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The notes example app served over Streamable HTTP on a free port (no supervisor)."""
+    port = free_port()
+    log = (tmp_path_factory.mktemp("notes") / "notes.log").open("wb")
+    process = subprocess.Popen([PYTHON, "-m", "apps.aurora_app_notes", "--host", "127.0.0.1", "--port", str(port)],
+                               cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        _wait_http(f"http://127.0.0.1:{port}/healthz", process)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        process.terminate()
+        process.wait(10)
+        log.close()
+
+
+@pytest.fixture(scope="package")
+def platform(tmp_path_factory: pytest.TempPathFactory, notes_url: str) -> Iterator[Platform]:
+    folder = tmp_path_factory.mktemp("platform")
+    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
+    server.start()
+    config = write_apps(folder, {
+        "weather": weather_app(),
+        "time": time_app(),
+        "echo": echo_app(),
+        "silent": stdio([PYTHON, str(SILENT_APP)], package="test.silent",
+                        mcp={"health_timeout_seconds": SILENT_TIMEOUT}),
+        "notes": {"package": "acme.notes", "mcp": {"transport": "streamable_http", "url": notes_url}},
+    })
+    env = service_env(server.url, AURORA_APPS_CONFIG=str(config))
+    logs = folder / "logs"
+    logs.mkdir()
+    bridge = ServiceProcess(BRIDGE, env, logs, "bridge").start()
+    supervisor = ServiceProcess(SUPERVISOR, env, logs, "supervisor").start()
+    gateway = ServiceProcess(GATEWAY, env, logs, "gateway").start()
+    try:
+        gateway.wait_for_log('"serving"', timeout=30)
+        bridge.wait_for_log('"started"', timeout=30)
+        yield Platform(server.url, config, supervisor, gateway, bridge)
+    finally:
+        for process in (gateway, supervisor, bridge):
+            process.terminate(timeout=15)
+        server.stop()
+
+
+class Stack:
+    """Supervisor and gateway processes of one test, stopped gateways first (as `aurora dev`
+    does), so no supervisor waits for a session that nobody will close."""
+
+    def __init__(self, spawn: Spawn) -> None:
+        self._spawn = spawn
+        self.processes: list[ServiceProcess] = []
+
+    def supervisor(self, config: Path, **env: str) -> ServiceProcess:
+        process = self._spawn(SUPERVISOR, tag="supervisor", AURORA_APPS_CONFIG=str(config), **env)
+        self.processes.append(process)
+        return process
+
+    async def gateway(self, config: Path, tag: str = "gateway", *, serving: bool = True,
+                      **env: str) -> ServiceProcess:
+        process = self._spawn(GATEWAY, tag=tag, AURORA_APPS_CONFIG=str(config), **env)
+        self.processes.append(process)
+        if serving:
+            await logged(process, '"serving"')
+        return process
+
+    def stop(self) -> None:
+        for process in sorted(self.processes, key=lambda p: p.module != GATEWAY):
+            process.terminate(timeout=15)
+
+
+@pytest.fixture
+def stack(spawn: Spawn) -> Iterator[Stack]:
+    running = Stack(spawn)
+    try:
+        yield running
+    finally:
+        running.stop()
+
+
+@pytest.fixture
+async def pnc(platform: Platform) -> AsyncIterator[NATS]:
+    """A client of the shared platform's nats-server."""
+    client = await nats.connect(platform.url)
+    try:
+        yield client
+    finally:
+        await client.close()

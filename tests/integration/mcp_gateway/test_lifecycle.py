@@ -1,0 +1,78 @@
+"""Start-up and shutdown of the gateway beside the supervisor: duplicate prefixed names fail
+start-up naming both apps; on SIGTERM every session is closed before its process is stopped."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+from shared.subjects import Subjects, app_token
+from tests.integration.mcp_gateway.conftest import Stack
+from tests.integration.mcp_gateway.helpers import echo_app, exited, logged, time_app, weather_app, write_apps
+
+
+async def test_two_apps_exposing_the_same_prefixed_name_fail_start_up_naming_both(
+    nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
+) -> None:
+    config = write_apps(tmp_path, {
+        "dup-a": echo_app("dup", instance="a"),
+        "dup-b": echo_app("dup", instance="b"),
+    })
+    sessions: list[tuple[str, str]] = []
+
+    async def record(msg: Msg) -> None:
+        event = json.loads(msg.data)
+        sessions.append((event["instance"], event["state"]))
+
+    await nc.subscribe(subjects.mcp("dup", "a", "sess").replace(".a.", ".*."), cb=record)
+    stack.supervisor(config)
+    gateway = await stack.gateway(config, serving=False)
+
+    assert await exited(gateway) != 0
+    logs = gateway.logs()
+    assert "duplicate prefixed tool names" in logs, logs[-3000:]
+    assert "'dup-a'" in logs and "'dup-b'" in logs and "'dup.echo'" in logs, logs[-3000:]
+    assert '"serving"' not in logs
+    # The failed gateway closed what it had opened: the supervisor will not wait for it.
+    await nc.flush()
+    assert {("a", "closed"), ("b", "closed")} <= set(sessions), sessions
+
+
+async def test_sigterm_to_both_closes_every_session_before_its_process_stops(
+    nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
+) -> None:
+    apps = {"im.polaris.weather": weather_app(), "time": time_app(), "test.echo": echo_app()}
+    config = write_apps(tmp_path, {app["package"]: app for app in apps.values()})
+    supervisor = stack.supervisor(config)
+    gateway = await stack.gateway(config)
+
+    seen: list[tuple[str, str, dict[str, Any]]] = []  # (app token, channel, event), in server order
+
+    async def record(msg: Msg) -> None:
+        _, _, token, _, channel = msg.subject.split(".")
+        if channel in ("proc", "sess"):
+            seen.append((token, channel, json.loads(msg.data)))
+
+    await nc.subscribe(subjects.mcp_all, cb=record)
+    await nc.flush()
+    os.kill(supervisor.pid, signal.SIGTERM)  # the supervisor first: it must wait for the gateway
+    os.kill(gateway.pid, signal.SIGTERM)
+    assert await exited(gateway) == 0
+    assert await exited(supervisor) == 0
+
+    for app in apps:
+        events = [(channel, event["state"]) for token, channel, event in seen if token == app_token(app)]
+        assert ("sess", "closed") in events, (app, events)
+        closed = events.index(("sess", "closed"))
+        ended = [i for i, (channel, state) in enumerate(events)
+                 if channel == "proc" and state in ("stopped", "exited")]
+        assert ended, (app, events)
+        assert closed < ended[0], f"{app}: its process ended before its session was closed: {events}"
+    assert "session still open after the bounded wait" not in supervisor.logs()
+    await logged(supervisor, "session closed, stopping app")

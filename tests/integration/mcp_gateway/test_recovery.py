@@ -1,0 +1,80 @@
+"""Healing without help: an app killed mid-call fails that call at once and comes back; a
+gateway killed and started again re-establishes its sessions."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import time
+from pathlib import Path
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+from shared.subjects import Subjects
+from tests.integration.mcp_gateway.conftest import Stack
+from tests.integration.mcp_gateway.helpers import (
+    call,
+    call_until_ok,
+    echo_app,
+    poll,
+    supervised_pid,
+    write_apps,
+)
+
+
+async def test_an_app_killed_mid_call_fails_the_call_at_once_and_is_healed(
+    nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
+) -> None:
+    config = write_apps(tmp_path, {"echo": echo_app()})
+    stack.supervisor(config)
+    await stack.gateway(config)
+    first_pid = await supervised_pid(nc, subjects, "echo")
+
+    requests: list[dict[str, object]] = []
+
+    async def on_c2s(msg: Msg) -> None:
+        requests.append(json.loads(msg.data))
+
+    await nc.subscribe(subjects.mcp("test.echo", "default", "c2s"), cb=on_c2s)
+    in_flight = asyncio.ensure_future(call(nc, subjects, "test.echo.slow", {"seconds": 10}, timeout=15))
+
+    async def slow_was_sent() -> bool:
+        return any(r.get("method") == "tools/call" and r["params"]["name"] == "slow"  # type: ignore[index]
+                   for r in requests)
+
+    await poll(slow_was_sent, what="the slow call to reach the app")
+    killed_at = time.monotonic()
+    os.kill(first_pid, signal.SIGKILL)
+    result = await asyncio.wait_for(in_flight, 5)
+    answered_after = time.monotonic() - killed_at
+
+    assert result["status"] == "unavailable", result
+    assert result["error"]["code"] == "app_unavailable" and "echo" in result["error"]["message"], result
+    assert answered_after < 1.0, f"the call took {answered_after:.2f}s to fail after the kill"
+
+    healed = await call_until_ok(nc, subjects, "test.echo.echo", {"after": "restart"})
+    assert healed["structured"] == {"after": "restart"}
+    assert await supervised_pid(nc, subjects, "echo") != first_pid
+
+
+async def test_a_restarted_gateway_re_establishes_its_sessions(
+    nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
+) -> None:
+    config = write_apps(tmp_path, {"echo": echo_app(), "other": echo_app("test.other")})
+    stack.supervisor(config)
+    first = await stack.gateway(config, tag="gateway-1")
+    assert (await call(nc, subjects, "test.echo.echo", {"n": 1}))["status"] == "ok"
+    pids = {app: await supervised_pid(nc, subjects, app) for app in ("echo", "other")}
+
+    first.kill()
+    await stack.gateway(config, tag="gateway-2")
+
+    for tool in ("test.echo.echo", "test.other.echo"):
+        result = await call_until_ok(nc, subjects, tool, {"n": 3}, timeout=10)
+        assert result["structured"] == {"n": 3}
+    # The same processes serve the new gateway: its sessions were re-established, not the apps
+    # restarted.
+    assert {app: await supervised_pid(nc, subjects, app) for app in pids} == pids
