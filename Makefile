@@ -61,3 +61,8 @@ clean:
 .PHONY: bench-router
 bench-router: $(STAMP)
 	$(PYTHON) -m tests.bench.bench_router
+
+## bench-gateway: tool-call p50/p99 and calls/s through supervisor + gateway vs a direct MCP stdio client
+.PHONY: bench-gateway
+bench-gateway: $(STAMP)
+	$(PYTHON) -m tests.bench.bench_gateway

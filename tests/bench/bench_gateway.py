@@ -1,0 +1,289 @@
+"""Tool-call latency and throughput through the gateway versus a direct MCP client.
+
+    .venv/bin/python -m tests.bench.bench_gateway        (or `make bench-gateway`)
+
+The same tool (`echo` of tests/apps/echo_app.py, a stdio server) is called
+(a) directly: the SDK's `stdio_client` + `ClientSession` in this process, and
+(b) through the platform: a request on `amp.tool.call` to a real `mcp-gateway` process, whose
+    session reaches the app through a real `app-supervisor` process relaying stdio over NATS,
+first sequentially (latency), then with many concurrent callers (throughput).
+
+Environment: BENCH_SEQ sequential calls (default 500), BENCH_CONC concurrent calls (default
+2,000), BENCH_CALLERS concurrent callers (default 32), BENCH_ROUNDS rounds of each (default 2;
+the best round of each counts). Goals: gateway p50 within 1.5x of direct, gateway throughput
+with 32 callers at least 70% of direct.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import nats
+import yaml
+from mcp import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from nats.aio.client import Client as NATS
+
+from aurora_cli.localnats import LocalNats
+from tests.bench.common import env_int
+
+REPO = Path(__file__).resolve().parents[2]
+ECHO_APP = REPO / "tests" / "apps" / "echo_app.py"
+P50_GOAL = 1.5
+THROUGHPUT_GOAL = 0.7
+ARGUMENTS: dict[str, Any] = {"value": {"city": "北京", "n": 42, "t": 21.5, "ok": True, "tags": ["a", "b"]}}
+
+Call = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class Run:
+    name: str
+    latencies: list[float]  # seconds, one per call
+    seconds: float  # wall time of the whole run
+
+    @property
+    def rate(self) -> float:
+        return len(self.latencies) / self.seconds
+
+    def pct(self, q: float) -> float:
+        ordered = sorted(self.latencies)
+        return ordered[min(len(ordered) - 1, int(q * len(ordered)))] * 1000
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.latencies) * 1000
+
+
+async def sequential(name: str, call: Call, n: int) -> Run:
+    latencies = []
+    began = time.perf_counter()
+    for _ in range(n):
+        start = time.perf_counter()
+        await call()
+        latencies.append(time.perf_counter() - start)
+    return Run(name, latencies, time.perf_counter() - began)
+
+
+async def concurrent(name: str, call: Call, n: int, callers: int) -> Run:
+    latencies: list[float] = []
+    remaining = n
+
+    async def caller() -> None:
+        nonlocal remaining
+        while remaining > 0:
+            remaining -= 1
+            start = time.perf_counter()
+            await call()
+            latencies.append(time.perf_counter() - start)
+
+    began = time.perf_counter()
+    await asyncio.gather(*(caller() for _ in range(callers)))
+    return Run(name, latencies, time.perf_counter() - began)
+
+
+def direct_call(session: ClientSession) -> Call:
+    async def call() -> None:
+        result = await session.call_tool("echo", ARGUMENTS)
+        assert not result.is_error and result.structured_content == ARGUMENTS, result
+
+    return call
+
+
+def gateway_call(nc: NATS, subject: str) -> Call:
+    async def call() -> None:
+        envelope = {
+            "header": {"protocol": "amp/1.0", "method": "tools/call", "message_id": str(uuid.uuid4()),
+                       "timestamp": "2026-06-19T12:00:00+08:00", "source": {"app": "bench"}},
+            "payload": {"tool": "bench.echo.echo", "arguments": ARGUMENTS, "context": {}},
+        }
+        reply = await nc.request(subject, json.dumps(envelope).encode(), timeout=30)
+        payload = json.loads(reply.data)["payload"]
+        assert payload["status"] == "ok" and payload["structured"] == ARGUMENTS, payload
+
+    return call
+
+
+class Platform:
+    """nats-server, app-supervisor and mcp-gateway processes serving the echo app."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.nats = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
+        self._processes: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
+
+    def start(self) -> None:
+        self.nats.start()
+        config = self.folder / "apps.yml"
+        config.write_text(yaml.safe_dump({"apps": {"echo": {
+            "package": "bench.echo", "mcp": {"transport": "stdio", "command": [sys.executable, str(ECHO_APP)]},
+        }}}))
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("NATS_", "AURORA_"))}
+        env.update(NATS_URL=self.nats.url, AURORA_APPS_CONFIG=str(config), AURORA_LOG_LEVEL="WARNING",
+                   PYTHONUNBUFFERED="1")
+        for module in ("services.app_supervisor", "services.mcp_gateway"):
+            log = (self.folder / f"{module}.log").open("wb")
+            process = subprocess.Popen([sys.executable, "-m", module], cwd=REPO, env=env, stdout=log,
+                                       stderr=subprocess.STDOUT)
+            self._processes.append((process, log))
+
+    async def ready(self, nc: NATS, subject: str, timeout: float = 60) -> None:
+        deadline = time.monotonic() + timeout
+        call = gateway_call(nc, subject)
+        while True:
+            try:
+                await call()
+                return
+            except Exception:
+                for process, _ in self._processes:
+                    if process.poll() is not None:
+                        raise RuntimeError(f"{process.args!r} exited; see {self.folder}") from None
+                if time.monotonic() > deadline:
+                    raise
+                await asyncio.sleep(0.2)
+
+    def stop(self) -> None:
+        for process, log in reversed(self._processes):  # the gateway first, like `aurora dev`
+            process.terminate()
+            try:
+                process.wait(20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+            log.close()
+        self.nats.stop()
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+def _role(pid: int) -> str | None:
+    args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    text = " ".join(a.decode(errors="replace") for a in args)
+    for needle, role in (("nats-server", "nats-server"), ("services.mcp_gateway", "gateway"),
+                         ("services.app_supervisor", "supervisor"), ("echo_app.py", "echo app")):
+        if needle in text:
+            return role
+    return None
+
+
+def cpu_seconds() -> dict[str, float]:
+    """CPU time (user + system) so far of this process and every process of the benchmark;
+    the echo app under the supervisor is told apart from the one the direct client runs."""
+    tick = os.sysconf("SC_CLK_TCK")
+
+    def cpu(pid: int) -> float:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / tick
+
+    usage = {"bench client": cpu(os.getpid())}
+    for pid in _children(os.getpid()):
+        role = _role(pid)
+        if role is None:
+            continue
+        usage["echo app (direct)" if role == "echo app" else role] = cpu(pid)
+        if role == "supervisor":
+            for child in _children(pid):
+                if _role(child) == "echo app":
+                    usage["echo app (supervised)"] = cpu(child)
+    return usage
+
+
+def cpu_per_call(before: dict[str, float], after: dict[str, float], calls: int) -> dict[str, float]:
+    return {name: (after[name] - before.get(name, 0.0)) / calls * 1000 for name in after
+            if after[name] - before.get(name, 0.0) > 0}
+
+
+async def measured(run: Awaitable[Run], cpu: dict[str, dict[str, float]]) -> Run:
+    """`run`, with the CPU milliseconds per call each process spent on it added to `cpu`."""
+    before = cpu_seconds()
+    result = await run
+    cpu[result.name] = cpu_per_call(before, cpu_seconds(), len(result.latencies))
+    return result
+
+
+def best(runs: list[Run]) -> Run:
+    return max(runs, key=lambda r: r.rate)
+
+
+def report(seq_direct: Run, seq_gateway: Run, conc_direct: Run, conc_gateway: Run, callers: int) -> str:
+    rows = [("", "calls", "p50 ms", "p99 ms", "calls/s")]
+    for run in (seq_direct, seq_gateway, conc_direct, conc_gateway):
+        rows.append((run.name, f"{len(run.latencies):,}", f"{run.p50:.2f}", f"{run.pct(0.99):.2f}",
+                     f"{run.rate:,.0f}"))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    lines = ["  ".join(c.ljust(widths[0]) if i == 0 else c.rjust(widths[i]) for i, c in enumerate(row))
+             for row in rows]
+    p50_ratio = seq_gateway.p50 / seq_direct.p50
+    rate_ratio = conc_gateway.rate / conc_direct.rate
+    lines.append(f"sequential p50: gateway {p50_ratio:.2f}x direct "
+                 f"(goal <= {P50_GOAL}x: {'met' if p50_ratio <= P50_GOAL else 'NOT met'})")
+    lines.append(f"sequential p99: gateway {seq_gateway.pct(0.99) / seq_direct.pct(0.99):.2f}x direct")
+    lines.append(f"{callers} callers throughput: gateway {rate_ratio:.0%} of direct "
+                 f"(goal >= {THROUGHPUT_GOAL:.0%}: {'met' if rate_ratio >= THROUGHPUT_GOAL else 'NOT met'})")
+    return "\n".join(lines)
+
+
+async def main() -> None:
+    n_seq = env_int("BENCH_SEQ", 500)
+    n_conc = env_int("BENCH_CONC", 2000)
+    callers = env_int("BENCH_CALLERS", 32)
+    rounds = env_int("BENCH_ROUNDS", 2)
+    subject = "amp.tool.call"
+    with tempfile.TemporaryDirectory(prefix="aurora-bench-gw-") as tmp:
+        platform = Platform(Path(tmp))
+        platform.start()
+        try:
+            nc = await nats.connect(platform.nats.url, pending_size=64 * 1024 * 1024)
+            await platform.ready(nc, subject)
+            via_gateway = gateway_call(nc, subject)
+            params = StdioServerParameters(command=sys.executable, args=[str(ECHO_APP)])
+            async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+                await session.initialize()
+                direct = direct_call(session)
+                for call in (direct, via_gateway):  # warm both paths
+                    await sequential("warm-up", call, 50)
+                results: dict[str, list[Run]] = {"sd": [], "sg": [], "cd": [], "cg": []}
+                cpu: dict[str, dict[str, float]] = {}
+                for r in range(rounds):  # interleaved, so drift on a shared machine hits both
+                    results["sd"].append(await sequential("direct, sequential", direct, n_seq))
+                    results["sg"].append(await sequential("gateway, sequential", via_gateway, n_seq))
+                    results["cd"].append(await measured(
+                        concurrent(f"direct, {callers} callers", direct, n_conc, callers), cpu))
+                    results["cg"].append(await measured(
+                        concurrent(f"gateway, {callers} callers", via_gateway, n_conc, callers), cpu))
+                    print(f"round {r + 1}/{rounds}: sequential p50 direct {results['sd'][-1].p50:.2f} ms, "
+                          f"gateway {results['sg'][-1].p50:.2f} ms; {callers} callers direct "
+                          f"{results['cd'][-1].rate:,.0f}/s, gateway {results['cg'][-1].rate:,.0f}/s",
+                          flush=True)
+            await nc.close()
+        finally:
+            platform.stop()
+    print(f"gateway benchmark: echo over stdio, {n_seq:,} sequential and {n_conc:,} concurrent calls, "
+          f"best of {rounds} round(s)")
+    print(report(best(results["sd"]), best(results["sg"]), best(results["cd"]), best(results["cg"]), callers))
+    print(f"CPU ms per call in each process (last round; the machine has {os.cpu_count()} CPUs):")
+    for name, usage in cpu.items():
+        total = sum(usage.values())
+        parts = ", ".join(f"{proc} {ms:.2f}" for proc, ms in sorted(usage.items(), key=lambda kv: -kv[1]))
+        print(f"  {name}: {total:.2f} total = {parts}")
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
