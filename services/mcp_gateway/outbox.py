@@ -19,8 +19,10 @@ T = TypeVar("T")
 
 
 class Outbox(Generic[T]):
-    def __init__(self, name: str, publish: Callable[[T], Awaitable[object]], capacity: int = 10_000) -> None:
+    def __init__(self, name: str, publish: Callable[[T], Awaitable[object]], capacity: int = 10_000,
+                 window: int = 64) -> None:
         self._name = name
+        self._window = window
         self._publish = publish
         self._queue: asyncio.Queue[T] = asyncio.Queue(capacity)
         self._task: asyncio.Task[None] | None = None
@@ -48,17 +50,26 @@ class Outbox(Generic[T]):
         self._task = None
 
     async def _run(self) -> None:
+        # Up to `window` publishes are in flight at once (their acks awaited together), sent in
+        # queue order; one that fails is retried on its own until it gets through.
         while True:
-            item = await self._queue.get()
-            delay = 0.2
-            while True:
-                try:
-                    await self._publish(item)
-                    break
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    log.warning("outbox publish failed; retrying", outbox=self._name, error=str(exc))
-                    await asyncio.sleep(delay)
-                    delay = min(delay * 2, 5.0)
-            self._queue.task_done()
+            batch = [await self._queue.get()]
+            while len(batch) < self._window and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            results = await asyncio.gather(*(self._publish(item) for item in batch), return_exceptions=True)
+            for item, result in zip(batch, results, strict=True):
+                if isinstance(result, Exception):
+                    await self._retry(item, result)
+                self._queue.task_done()
+
+    async def _retry(self, item: T, error: Exception) -> None:
+        delay = 0.2
+        while True:
+            log.warning("outbox publish failed; retrying", outbox=self._name, error=str(error))
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, 5.0)
+            try:
+                await self._publish(item)
+                return
+            except Exception as exc:
+                error = exc
