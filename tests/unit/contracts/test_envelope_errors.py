@@ -10,7 +10,7 @@ import pytest
 
 from shared.contracts.validation import AmpEvent, validate_event, validate_native_event
 from shared.errors import EnvelopeError
-from tests.unit.contracts.test_envelope_roundtrip import FULL
+from tests.unit.contracts.examples import FULL
 
 # Fields an envelope cannot do without (with their parent present).
 REQUIRED = [

@@ -11,8 +11,8 @@ from jsonschema import Draft202012Validator
 
 from shared.contracts.validation import AmpEvent, validate_event
 from shared.errors import EnvelopeError
+from tests.unit.contracts.examples import FULL, MINIMAL
 from tests.unit.contracts.strategies import envelopes
-from tests.unit.contracts.test_envelope_roundtrip import FULL, MINIMAL
 
 SCHEMA = AmpEvent.model_json_schema()
 VALIDATOR = Draft202012Validator(SCHEMA)
