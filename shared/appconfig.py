@@ -16,6 +16,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from shared.contracts.signals import PLATFORM_APP_PREFIX
 from shared.errors import ConfigError
 from shared.subjects import check_unique_tokens
 
@@ -73,6 +74,14 @@ class AppConfig(_Strict):
     # capability → the app's MCP tool implementing it, e.g. {reply: send_message}
     platform: dict[str, str] = Field(default_factory=dict)
 
+    @field_validator("package")
+    @classmethod
+    def _not_a_platform_name(cls, value: str | None) -> str | None:
+        # `aurora.*` names Aurora's own services: the bridge accepts platform events only from them.
+        if value is not None and value.startswith(PLATFORM_APP_PREFIX):
+            raise ValueError(f"packages starting with {PLATFORM_APP_PREFIX!r} are reserved for Aurora itself")
+        return value
+
     @field_validator("platform")
     @classmethod
     def _known_capabilities(cls, value: dict[str, str]) -> dict[str, str]:
@@ -80,6 +89,13 @@ class AppConfig(_Strict):
         if unknown:
             raise ValueError(f"unknown platform capabilities {unknown}; known: {', '.join(PLATFORM_CAPABILITIES)}")
         return value
+
+    @model_validator(mode="after")
+    def _name_is_not_a_platform_name(self) -> AppConfig:
+        if self.package is None and self.name.startswith(PLATFORM_APP_PREFIX):
+            raise ValueError(f"app names starting with {PLATFORM_APP_PREFIX!r} are reserved for Aurora itself; "
+                             "set a package")
+        return self
 
     @property
     def app_id(self) -> str:

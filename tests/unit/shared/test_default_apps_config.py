@@ -11,7 +11,7 @@ CONFIG = Path(__file__).resolve().parents[3] / "apps" / "config.yml"
 
 def test_the_default_apps_config_loads() -> None:
     config = load_apps_config(CONFIG)
-    assert {app.app_id for app in config.enabled()} == {"im.polaris.weather", "im.polaris.qq", "aurora.notes"}
+    assert {app.app_id for app in config.enabled()} == {"im.polaris.weather", "im.polaris.qq", "demo.notes"}
 
 
 def test_the_stdio_apps_run_as_python_modules() -> None:
@@ -33,3 +33,15 @@ def test_the_notes_url_defaults_to_the_local_notes_app() -> None:
     assert notes.mcp.transport == "streamable_http" and notes.mcp.url is not None
     assert expand_env(notes.mcp.url, {}) == "http://127.0.0.1:8765/mcp"
     assert expand_env(notes.mcp.url, {"AURORA_NOTES_URL": "http://notes:9000/mcp"}) == "http://notes:9000/mcp"
+
+
+def test_an_app_cannot_take_a_platform_services_name() -> None:
+    import pytest
+
+    from shared.appconfig import parse_apps_config
+    from shared.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="reserved for Aurora itself"):
+        parse_apps_config({"apps": {"x": {"package": "aurora.gateway", "mcp": {"command": ["python"]}}}})
+    with pytest.raises(ConfigError, match="reserved for Aurora itself"):
+        parse_apps_config({"apps": {"aurora.runner": {"mcp": {"command": ["python"]}}}})
