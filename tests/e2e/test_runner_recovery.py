@@ -1,0 +1,167 @@
+"""Runner processes that die or stop mid-run lose nothing.
+
+- SIGKILL: the run comes back after the ack wait to another runner, which resumes the task from
+  its step log — the model is not asked again for turns it already answered, and a reply the
+  agent already sent is not sent again.
+- SIGTERM: a runner lets short runs finish; a long one is handed back at its next step (nak) and
+  another runner continues at once, without waiting for the ack wait.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import nats
+from nats.aio.client import Client as NATS
+
+from shared.subjects import Subjects
+from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
+from tests.harness.processes import ServiceProcess
+from tests.integration.runner.conftest import start_stack, stop_stack
+from tests.integration.runner.helpers import (
+    ECHO,
+    apply,
+    bind,
+    event,
+    logged,
+    publish_events,
+    sent,
+    settled,
+    task,
+    task_id_of,
+)
+
+
+@dataclass
+class Stack:
+    url: str
+    chat_log: Path
+    processes: dict[str, ServiceProcess]
+
+
+def _stack(tmp_path: Path, **runner_env: str) -> Iterator[Stack]:
+    server, processes, chat_log = start_stack(tmp_path, runners=2, runner_env=runner_env)
+    try:
+        processes["gateway"].wait_for_log('"serving"', timeout=40)
+        processes["router"].wait_for_log('"ready"', timeout=30)
+        for name in ("runner-1", "runner-2"):
+            processes[name].wait_for_log('"ready"', timeout=30)
+        yield Stack(server.url, chat_log, processes)
+    finally:
+        stop_stack(server, processes)
+
+
+async def _holder(nc: NATS, subjects: Subjects, task_id: str, done: str) -> str:
+    """The runner holding the task once step `done` is recorded."""
+    for _ in range(300):
+        found = await task(nc, subjects, task_id)
+        if found is not None and any(s["id"] == done and s["status"] == "finished" for s in found["steps"]):
+            return str(found["runner"])
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"step {done} of {task_id} never finished: {json.dumps(found)[:2000]}")
+
+
+async def test_a_sigkilled_runner_loses_nothing_and_repeats_nothing(tmp_path: Path, subjects: Subjects) -> None:
+    fake = FakeOpenAI().start()
+    stack_iter = _stack(tmp_path)
+    stack = next(stack_iter)
+    nc = await nats.connect(stack.url)
+    try:
+        case = f"kill-{uuid.uuid4().hex[:6]}"
+
+        def script(chat: Conversation) -> Turn:
+            if chat.turn == 1:
+                return chat.call("event_reply", text="on it")
+            if chat.turn == 2:
+                return chat.call("slow", seconds=4)
+            return chat.answer("done after the slow read")
+
+        fake.script(case, script)
+        await apply(nc, subjects, "agents", {
+            "kind": "Agent", "id": f"a-{case}", "agent_kind": "llm", "events": ["*"], "tools": [f"{ECHO}.slow"],
+            "model": {"base_url": fake.base_url, "model": case}})
+        await bind(nc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
+        doc = event("message.received", {"case": case, "text": "check the pump"}, session_id=f"g-{case}")
+        await publish_events(nc.jetstream(), subjects, [doc])
+        task_id = task_id_of(doc, f"b-{case}")
+
+        holder = await _holder(nc, subjects, task_id, "m1.t1")  # the agent's own reply is recorded
+        await asyncio.sleep(1.0)  # now inside the slow read
+        stack.processes[holder].kill()
+        final = await settled(nc, subjects, task_id, timeout=40)
+
+        assert final["state"] == "succeeded", json.dumps(final, indent=1)[:4000]
+        assert final["attempts"] == 2 and final["runner"] != holder
+        assert final["answer"] == "done after the slow read" and final["delivered"] is True
+        assert [r["text"] for r in sent(stack.chat_log) if r.get("session_id") == f"g-{case}"] == ["on it"]
+        turns = [c.turn for c in fake.requests_for(case)]
+        assert turns.count(1) == 1, turns  # the first turn came from the step log, not the model
+        reply = next(s for s in final["steps"] if s["id"] == "m1.t1")
+        assert reply["name"] == "event_reply" and reply["classification"] == "ok"
+        assert not [s for s in final["steps"] if s["id"] == "deliver"]  # no second reply
+    finally:
+        await nc.close()
+        fake.stop()
+        next(stack_iter, None)
+
+
+async def test_sigterm_finishes_short_runs_and_hands_long_ones_back(tmp_path: Path, subjects: Subjects) -> None:
+    stack_iter = _stack(tmp_path, AURORA_RUNNER_ACK_WAIT_SECONDS="60", AURORA_RUNNER_FINISH_GRACE_SECONDS="3",
+                        AURORA_RUNNER_TOOL_TIMEOUT_SECONDS="15")
+    stack = next(stack_iter)
+    nc = await nats.connect(stack.url)
+    loop = asyncio.get_running_loop()
+    try:
+        case = f"term-{uuid.uuid4().hex[:6]}"
+        await apply(nc, subjects, "agents", {
+            "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"],
+            "tools": [f"{ECHO}.slow", f"{ECHO}.echo"],
+            "playbook": {"steps": [
+                {"id": "first", "tool": f"{ECHO}.echo", "arguments": {"v": 1}},
+                {"id": "wait", "tool": f"{ECHO}.slow", "arguments": {"seconds": "{{ event.data.seconds }}"}},
+            ], "answer": "slept {{ steps.wait.structured.slept }}"}})
+        await bind(nc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
+
+        # A run shorter than the grace finishes where it is.
+        short = event("message.received", {"case": case, "seconds": 1, "text": "a"}, session_id=f"g-{case}-s")
+        await publish_events(nc.jetstream(), subjects, [short])
+        short_id = task_id_of(short, f"b-{case}")
+        holder = await _poll_runner(nc, subjects, short_id)
+        process = stack.processes[holder]
+        assert await loop.run_in_executor(None, process.terminate, 20.0) == 0, process.logs()[-3000:]
+        done_short = await settled(nc, subjects, short_id, timeout=10)
+        assert done_short["state"] == "succeeded" and done_short["attempts"] == 1, json.dumps(done_short)[:3000]
+        assert done_short["runner"] == holder and "handing runs back" not in process.logs()
+        process.start()
+        await logged(process, '"ready"')
+
+        # A longer one is handed back at its next step and taken at once by the other runner.
+        long = event("message.received", {"case": case, "seconds": 8, "text": "b"}, session_id=f"g-{case}-l")
+        await publish_events(nc.jetstream(), subjects, [long])
+        long_id = task_id_of(long, f"b-{case}")
+        holder = await _poll_runner(nc, subjects, long_id)
+        process = stack.processes[holder]
+        assert await loop.run_in_executor(None, process.terminate, 20.0) == 0, process.logs()[-3000:]
+        done_long = await settled(nc, subjects, long_id, timeout=40)  # far less than the 60 s ack wait
+        assert done_long["state"] == "succeeded", json.dumps(done_long, indent=1)[:4000]
+        assert done_long["attempts"] == 2 and done_long["runner"] != holder
+        reasons = [t["reason"] for t in done_long["transitions"] if t["to"] == "queued" and t["by"] == holder]
+        assert reasons == ["run received", "handed back: the runner is stopping"]
+        assert "handing runs back" in process.logs()
+    finally:
+        await nc.close()
+        next(stack_iter, None)
+
+
+async def _poll_runner(nc: NATS, subjects: Subjects, task_id: str) -> str:
+    for _ in range(200):
+        found = await task(nc, subjects, task_id)
+        if found is not None and found["state"] == "running":
+            return str(found["runner"])
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"{task_id} never ran")
