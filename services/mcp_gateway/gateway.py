@@ -76,7 +76,6 @@ class Gateway:
         self._tasks: list[asyncio.Task[None]] = []
         self._subs: list[Subscription] = []
         self._stop = asyncio.Event()
-        self._started = False
         self.catalog_errors: dict[tuple[str, str], list[str]] = {}
         self.http_systems: HttpSystems | None = None
 
@@ -101,7 +100,6 @@ class Gateway:
         except CatalogConflict:
             await self.stop()  # announce `closed`: no supervisor should wait for these sessions
             raise
-        self._started = True
 
     async def stop(self) -> None:
         """Close every session (each announces `closed` to the supervisor)."""
