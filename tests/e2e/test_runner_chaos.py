@@ -1,0 +1,105 @@
+"""Hundreds of runs on 4 runner processes while one of them is SIGKILLed every few seconds (and
+started again): every run ends in a terminal state and every side effect — the reply each run
+sends to its own chat session, counted by the chat app in its append-only log — happens at most
+once; exactly once for every task that says it delivered.
+
+The default suite runs 400 runs; the full 2,000 are `@pytest.mark.slow` (`make test-slow`).
+A task may end `unverified` only when a runner died between recording a reply as started and
+sending it, with no audit record of the call; it then says what to check and the reply was not
+sent twice — the test counts and prints those.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import nats
+import pytest
+
+from shared.contracts.task import TERMINAL_STATES, decode_task
+from shared.kvmirror import read_all
+from shared.streams import tasks_bucket
+from shared.subjects import Subjects
+from tests.integration.runner.conftest import start_stack, stop_stack
+from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, sent, task_id_of
+
+RUNNERS = 4
+KILL_EVERY = 2.5  # seconds
+
+
+@pytest.mark.parametrize("runs", [400, pytest.param(2000, marks=pytest.mark.slow)])
+async def test_every_run_ends_and_every_reply_is_sent_at_most_once_while_runners_die(
+        tmp_path: Path, subjects: Subjects, runs: int) -> None:
+    server, processes, chat_log = start_stack(tmp_path, runners=RUNNERS)
+    runners = [processes[f"runner-{n}"] for n in range(1, RUNNERS + 1)]
+    try:
+        processes["gateway"].wait_for_log('"serving"', timeout=40)
+        processes["router"].wait_for_log('"ready"', timeout=30)
+        for runner in runners:
+            runner.wait_for_log('"ready"', timeout=30)
+        nc = await nats.connect(server.url)
+        case = f"chaos-{uuid.uuid4().hex[:6]}"
+        await apply(nc, subjects, "agents", {
+            "kind": "Agent", "id": "chaos", "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.echo"],
+            "playbook": {"steps": [{"id": "look", "tool": f"{ECHO}.echo", "arguments": {"n": "{{ event.data.n }}"}}],
+                         "answer": "run {{ steps.look.structured.n }} done"}})
+        await bind(nc, subjects, "chaos", "message.received", "agent", "chaos", case=case)
+        docs = [event("message.received", {"case": case, "n": n, "text": "go"}, session_id=f"s-{n}")
+                for n in range(runs)]
+        ids = {task_id_of(doc, "chaos"): n for n, doc in enumerate(docs)}
+        kv = await nc.jetstream().key_value(tasks_bucket(subjects).name)
+
+        started = time.monotonic()
+        await publish_events(nc.jetstream(), subjects, docs)
+        kills = 0
+        rng = random.Random(7)
+        deadline = started + (120 if runs <= 400 else 600)
+        next_kill = started + KILL_EVERY
+        tasks = {}
+        while True:
+            tasks = {key: decode_task(value) for key, value in (await read_all(kv)).items() if key in ids}
+            if len(tasks) == runs and all(t.state in TERMINAL_STATES for t in tasks.values()):
+                break
+            assert time.monotonic() < deadline, (
+                f"{sum(t.state in TERMINAL_STATES for t in tasks.values())} of {runs} runs ended; "
+                f"states {Counter(t.state for t in tasks.values())}")
+            if time.monotonic() >= next_kill:
+                victim = rng.choice(runners)
+                victim.kill()
+                victim.start()
+                kills += 1
+                next_kill = time.monotonic() + KILL_EVERY
+            await asyncio.sleep(0.5)
+        elapsed = time.monotonic() - started
+
+        states = Counter(t.state for t in tasks.values())
+        replies = Counter(r["session_id"] for r in sent(chat_log))
+        resumed = sum(1 for t in tasks.values() if t.attempts > 1)
+        audited = sum(1 for t in tasks.values() for s in t.steps if s.note and "gateway audit" in s.note)
+        print(f"\n{runs} runs on {RUNNERS} runners in {elapsed:.1f}s with {kills} SIGKILLs: {dict(states)}; "
+              f"{resumed} resumed after a crash ({audited} replies' outcomes recovered from the audit); "
+              f"{sum(replies.values())} replies")
+
+        assert kills >= 2 and resumed > 0, "the chaos did not hit any run"
+        assert set(states) <= {"succeeded", "unverified"}, states
+        duplicated = {s: c for s, c in replies.items() if c > 1}
+        assert not duplicated, f"replies sent twice: {duplicated}"
+        for task_id, n in ids.items():
+            task = tasks[task_id]
+            count = replies.get(f"s-{n}", 0)
+            if task.state == "succeeded":
+                assert task.delivered and count == 1, (task_id, task.delivered, count)
+                assert task.answer == f"run {n} done"
+            else:
+                assert task.check and "the reply" in task.check and count <= 1, (task_id, task.check, count)
+        assert sum(replies.values()) == states["succeeded"] + sum(
+            replies.get(f"s-{ids[t.id]}", 0) for t in tasks.values() if t.state == "unverified")
+        await nc.close()
+    finally:
+        stop_stack(server, processes)
+
