@@ -66,3 +66,8 @@ bench-router: $(STAMP)
 .PHONY: bench-gateway
 bench-gateway: $(STAMP)
 	$(PYTHON) -m tests.bench.bench_gateway
+
+## bench-runner: runs/s with 1 and with 4 runner processes on I/O-bound playbook runs (a 50 ms tool)
+.PHONY: bench-runner
+bench-runner: $(STAMP)
+	$(PYTHON) -m tests.bench.bench_runner

@@ -1,0 +1,165 @@
+"""`make bench-runner`: runs/s through 1 and through 4 runner processes, on I/O-bound playbook
+runs (one tool step that sleeps 50 ms in the echo app, through the real supervisor and gateway).
+
+Each runner process runs at most BENCH_CONCURRENCY runs at a time (AURORA_RUNNER_CONCURRENCY,
+default 4), so one runner is bound by waiting on its tool, and more runners should overlap more
+of that waiting: the goal is 4 runners ≥ 3.5 × one. Runs are published straight into AMP_RUNS
+(the router is not what is measured); the clock stops when the work queue is empty, i.e. every
+run's task has settled and its message was acknowledged. Every task is checked to have succeeded.
+BENCH_RUNS_PER_RUNNER (default 300) runs per runner process, BENCH_ROUNDS (default 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import msgspec
+import nats
+from nats.aio.client import Client as NATS
+
+from aurora_cli.localnats import LocalNats
+from shared.admin import admin_request
+from shared.clock import now_iso
+from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
+from shared.contracts.run import METHOD_AGENT_RUN, RunPayload, RunTarget
+from shared.contracts.task import decode_task
+from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, encode
+from shared.kvmirror import read_all
+from shared.streams import tasks_bucket
+from shared.subjects import Subjects
+from tests.bench.common import Result, best, env_int
+from tests.harness.processes import ServiceProcess, service_env
+from tests.integration.runner.helpers import ECHO, stack_apps, write_apps
+
+GOAL = 3.5
+SLEEP = 0.05
+AGENT = "bench"
+SUBJECTS = Subjects("amp")
+
+
+def run_message(n: int, tag: str) -> tuple[str, bytes]:
+    run_id = f"bench-{tag}-{n:06d}"
+    event = msgspec.convert({
+        "header": {"method": "aurora/event", "message_id": f"evt-{tag}-{n}", "timestamp": "2026-06-19T12:00:00+08:00",
+                   "source": {"app": "bench.source"}},
+        "payload": {"type": "sensor.reading", "data": {"n": n}},
+    }, EventEnvelope)
+    payload = RunPayload(run_id=run_id, target=RunTarget(type="agent", id=AGENT), binding_id="bench", event=event)
+    envelope = Envelope(header=Header(method=METHOD_AGENT_RUN, message_id=run_id, timestamp="2026-06-19T12:00:00Z",
+                                      source=Source(app="aurora.router")), payload=payload)
+    return run_id, msgspec.json.encode(envelope)
+
+
+async def publish_runs(nc: NATS, count: int, tag: str) -> list[str]:
+    js = nc.jetstream()
+    subject = SUBJECTS.run("agent", AGENT)
+    ids, pending = [], []
+    for n in range(count):
+        run_id, data = run_message(n, tag)
+        ids.append(run_id)
+        pending.append(await js.publish_async(subject, data, headers={"Nats-Msg-Id": run_id}))
+    await asyncio.gather(*pending)
+    return ids
+
+
+async def queue_empty(nc: NATS, timeout: float) -> None:
+    js = nc.jetstream()
+    deadline = time.monotonic() + timeout
+    while (await js.stream_info(SUBJECTS.stream("RUNS"))).state.messages:
+        if time.monotonic() > deadline:
+            raise TimeoutError("the runs did not finish in time")
+        await asyncio.sleep(0.02)
+
+
+async def gateway_ceiling(nc: NATS, callers: int = 16) -> float:
+    """Calls/s the gateway serves of the same 50 ms tool with `callers` operator calls at once:
+    the most runs/s any number of runners can reach here (one tool call per run)."""
+    def request() -> bytes:
+        return encode(ToolCallEnvelope(
+            header=Header(method="tools/call", message_id=str(uuid.uuid4()), timestamp=now_iso(),
+                          source=Source(app="bench")),
+            payload=ToolCallRequest(tool=f"{ECHO}.slow", arguments={"seconds": SLEEP})))
+
+    started = time.perf_counter()
+    await asyncio.gather(*[nc.request(SUBJECTS.tool_call, request(), timeout=60) for _ in range(callers)])
+    return callers / (time.perf_counter() - started)
+
+
+async def measure(nc: NATS, runners: int, runs: int, tag: str) -> Result:
+    started = time.perf_counter()
+    ids = await publish_runs(nc, runs, tag)
+    await queue_empty(nc, timeout=max(60.0, runs * SLEEP * 2))
+    seconds = time.perf_counter() - started
+    kv = await nc.jetstream().key_value(tasks_bucket(SUBJECTS).name)
+    states = {key: decode_task(value).state for key, value in (await read_all(kv)).items() if key.startswith(
+        f"bench-{tag}-")}
+    wrong = {k: s for k, s in states.items() if s != "succeeded"}
+    if len(states) != len(ids) or wrong:
+        raise AssertionError(f"{len(states)} tasks for {len(ids)} runs; not succeeded: {list(wrong.items())[:5]}")
+    return Result(f"{runners} runner{'s' if runners > 1 else ''}", runs, seconds)
+
+
+async def main() -> int:
+    concurrency = env_int("BENCH_CONCURRENCY", 4)
+    per_runner = env_int("BENCH_RUNS_PER_RUNNER", 300)
+    rounds = env_int("BENCH_ROUNDS", 2)
+    with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
+        folder = Path(tmp)
+        server = LocalNats(folder / "jetstream", log_file=folder / "nats.log")
+        server.start()
+        config = write_apps(folder, stack_apps(folder / "chat.jsonl"))
+        env = service_env(server.url, AURORA_APPS_CONFIG=str(config), AURORA_LOG_LEVEL="WARNING")
+        logs = folder / "logs"
+        logs.mkdir()
+        base = [ServiceProcess("services.app_supervisor", env, logs, "supervisor").start(),
+                ServiceProcess("services.mcp_gateway", {**env, "AURORA_LOG_LEVEL": "INFO"}, logs, "gateway").start(),
+                ServiceProcess("services.router", {**env, "AURORA_LOG_LEVEL": "INFO"}, logs, "router").start()]
+        runners: list[ServiceProcess] = []
+        try:
+            base[1].wait_for_log('"serving"', timeout=60)
+            base[2].wait_for_log('"ready"', timeout=60)
+            nc = await nats.connect(server.url)
+            await admin_request(nc, SUBJECTS, "agents", "apply", {"document": {
+                "kind": "Agent", "id": AGENT, "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.slow"],
+                "playbook": {"steps": [{"id": "wait", "tool": f"{ECHO}.slow", "arguments": {"seconds": SLEEP}}]}}})
+            ceiling = max([await gateway_ceiling(nc) for _ in range(2)])
+            results: dict[int, Result] = {}
+            for count in (1, 4):
+                while len(runners) < count:
+                    n = len(runners) + 1
+                    runner_env = {**env, "AURORA_LOG_LEVEL": "INFO", "AURORA_RUNNER_CONCURRENCY": str(concurrency),
+                                  "AURORA_RUNNER_INSTANCE": f"bench-runner-{n}"}
+                    runners.append(ServiceProcess("services.runner", runner_env, logs, f"runner-{n}").start())
+                for runner in runners:
+                    runner.wait_for_log('"ready"', timeout=60)
+                await measure(nc, count, 2 * concurrency * count, f"warm{count}")  # sessions and caches warm
+                tag = uuid.uuid4().hex[:6]
+                results[count] = best([await measure(nc, count, per_runner * count, f"{tag}r{r}")
+                                       for r in range(rounds)])
+            await nc.close()
+        finally:
+            for process in [*runners, *reversed(base)]:
+                process.terminate(timeout=20)
+            server.stop()
+    one, four = results[1], results[4]
+    ratio = four.rate / one.rate
+    print(f"runner benchmark: playbook runs with one {SLEEP * 1000:.0f} ms tool step, "
+          f"{concurrency} concurrent runs per runner process, {os.cpu_count()} CPUs")
+    for result in (one, four):
+        print(f"  {result.name:<10} {result.count:>6,} runs  {result.seconds:7.2f} s  {result.rate:8.1f} runs/s")
+    print(f"  gateway ceiling: {ceiling:.1f} calls/s of the same tool with 16 concurrent callers"
+          + (" (the gateway serves these calls one at a time: no number of runners can go faster)"
+             if ceiling < 2 / SLEEP else ""))
+    verdict = "met" if ratio >= GOAL else "NOT met"
+    print(f"ratio: 4 runners = {ratio:.2f} × one runner (goal ≥ {GOAL}: {verdict})")
+    return 0 if ratio >= GOAL else 1
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
