@@ -91,7 +91,7 @@ def show(
     ):
         if value is not None:
             stdout.print(f"  {label}: {value}", markup=False)
-    stdout.print(table("steps", ["id", "kind", "name", "status", "result", "arguments", "output", "ids", "note"],
+    stdout.print(table("steps", ["id", "kind", "name", "result", "arguments", "output", "details"],
                        [_step_row(step) for step in task.get("steps") or []]))
     stdout.print(table("history", ["at", "state", "by", "reason"],
                        [[t["at"], t["to"], t["by"], t.get("reason")] for t in task.get("transitions") or []]))
@@ -128,8 +128,10 @@ def _step_row(step: dict[str, Any]) -> list[Any]:
     if step.get("error"):
         output = f"{step['error']['code']}: {step['error']['message']}"
     ids = ", ".join(f"{k}={v}" for k, v in (step.get("business_ids") or {}).items())
-    return [step["id"], step["kind"], step["name"], step["status"], step.get("classification"),
-            _short(step.get("arguments")), _short(output), _short(ids) or None, _short(step.get("note"), 50)]
+    details = "; ".join(part for part in (ids, step.get("note") or "") if part)
+    result = step.get("classification") if step["status"] == "finished" else step["status"]
+    return [step["id"], step["kind"], step["name"], result, _short(step.get("arguments"), 40), _short(output, 50),
+            _short(details, 60)]
 
 
 async def _ask(nc: NATS, settings: Settings, verb: str, body: dict[str, Any]) -> Any:

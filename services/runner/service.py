@@ -30,6 +30,7 @@ from services.runner.tooling import GatewayTools
 from services.runner.worker import Worker
 from shared.admin import start_admin_service
 from shared.logs import get_logger
+from shared.streams import tasks_bucket
 from shared.subjects import Subjects
 
 VERSION = "0.1.0"
@@ -62,7 +63,7 @@ class RunnerService:
         catalog = self._catalog = Catalog(stores)
         await catalog.start()
         events = TaskEvents(js, subjects, instance=config.instance)
-        store = TaskStore(stores.tasks, events.publish)
+        store = TaskStore(stores.tasks, events.publish, js=js, bucket=tasks_bucket(subjects).name)
         steps = ToolSteps(NatsToolClient(nc, subjects.tool_call, instance=config.instance),
                           JetStreamAudit(js, subjects), catalog.side_effect,
                           default_timeout=config.tool_timeout, result_limit=config.step_result_limit)

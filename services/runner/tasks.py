@@ -9,9 +9,11 @@ another runner took the task over (`LostOwnership`: stop at once, touch nothing)
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
+from nats.js import JetStreamContext
 from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
@@ -19,7 +21,6 @@ from services.runner import statemachine
 from services.runner.errors import LostOwnership
 from shared.clock import now_iso
 from shared.contracts.task import Task, TaskStep, decode_task, encode_task
-from shared.kvmirror import read_all
 from shared.logs import get_logger
 
 log = get_logger("aurora.runner.tasks")
@@ -31,9 +32,12 @@ class Publish(Protocol):
 
 
 class TaskStore:
-    def __init__(self, kv: KeyValue, publish: Publish, *, clock: Callable[[], str] = now_iso) -> None:
+    def __init__(self, kv: KeyValue, publish: Publish, *, js: JetStreamContext, bucket: str,
+                 clock: Callable[[], str] = now_iso) -> None:
         self._kv = kv
         self._publish = publish
+        self._js = js
+        self._bucket = bucket
         self.clock = clock
 
     async def get(self, task_id: str) -> tuple[Task, int] | None:
@@ -54,14 +58,26 @@ class TaskStore:
         await self._publish(task)
         return revision
 
+    async def keys(self) -> list[str]:
+        """Every task id, from the bucket stream's subjects. Not a KV watcher: a runner may not
+        create consumers on the tasks bucket (deploy/nats-auth.conf says why)."""
+        prefix = f"$KV.{self._bucket}."
+        info = await self._js.stream_info(f"KV_{self._bucket}", subjects_filter=f"{prefix}>")
+        return [subject[len(prefix):] for subject in (info.state.subjects or {})]
+
     async def all(self) -> list[Task]:
-        tasks: list[Task] = []
-        for key, value in (await read_all(self._kv)).items():
-            try:
-                tasks.append(decode_task(value))
-            except Exception as exc:  # one unreadable entry must not hide the others
-                log.warning("stored task ignored", key=key, error=str(exc))
-        return tasks
+        limit = asyncio.Semaphore(64)
+
+        async def one(key: str) -> Task | None:
+            async with limit:
+                try:
+                    found = await self.get(key)
+                except Exception as exc:  # one unreadable entry must not hide the others
+                    log.warning("stored task ignored", key=key, error=str(exc))
+                    return None
+            return found[0] if found is not None else None
+
+        return [task for task in await asyncio.gather(*(one(key) for key in await self.keys())) if task is not None]
 
     async def change(self, task_id: str, change: Callable[[Task], Task]) -> Task | None:
         """Apply `change` with a compare-and-set, retrying on a race (admin changes)."""

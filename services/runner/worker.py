@@ -152,8 +152,10 @@ class Worker:
             await dead_letter(self._js, self._subjects, stage=STAGE, data=msg.data, reason=reason,
                               original_subject=msg.subject, stream=meta.stream, sequence=meta.sequence.stream)
         except Exception as exc:
-            log.warning("dead-lettering failed", error=str(exc))
-            return "retry"
+            # Retrying cannot make the run readable: say why here and drop it (never a loop).
+            log.error("unreadable run dropped; it could not be dead-lettered", subject=msg.subject, reason=reason,
+                      error=str(exc), stream_sequence=meta.sequence.stream)
+            return "term"
         self.stats.dead_lettered += 1
         log.warning("run dead-lettered", subject=msg.subject, reason=reason)
         return "term"
