@@ -40,7 +40,8 @@ def new_task(run: RunPayload[EventEnvelope], event: EventEnvelope | None, *, run
         source_app=event.header.source.app if event is not None else None,
         synthetic=run.synthetic,
         delivery=run.delivery,
-        event=event,
+        # A large event stays in the Object Store: the task keeps the reference, not the bytes.
+        event=event if run.event_ref is None else None,
         event_ref=run.event_ref,
         attempts=1,
         runner=runner,

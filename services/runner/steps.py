@@ -96,12 +96,14 @@ class ToolSteps:
         )
 
     def _finished(self, started: TaskStep, result: ToolCallResult) -> TaskStep:
-        structured = result.structured
+        structured = bounded(result.structured, self._limit)
+        # The text usually repeats the structured result: keep a short one when that is kept.
+        text_limit = self._limit if structured is None else min(self._limit, 1000)
         return msgspec.structs.replace(
             started, status="finished", finished_at=now_iso(), classification=result.status,
             side_effect=result.side_effect or started.side_effect,
-            business_ids=business_ids(structured) if structured is not None else {},
-            structured=bounded(structured, self._limit), text=truncate(text_of(result), self._limit) or None,
+            business_ids=business_ids(result.structured) if result.structured is not None else {},
+            structured=structured, text=truncate(text_of(result), text_limit) or None,
             error=error_of(result), approval_id=result.approval_id or started.approval_id,
         )
 
