@@ -85,6 +85,18 @@ class Executor:
                 return "retry"
         return await self.resume(*found, stopping=stopping)
 
+    async def resume_task(self, task_id: str, *, approvals: Mapping[str, str] | None = None,
+                          stopping: asyncio.Event | None = None) -> Verdict | None:
+        """Resume a stored task by id, no run message needed (None: no such task). For a task
+        awaiting approval, `approvals` maps the waiting step (`recovery.waiting_for_approval`)
+        to the granted approval's id; that step's tool is called again with it, and no step
+        that finished is run again. Whoever calls this must make the call durable (e.g. from
+        a consumer that acks only after it returns): unlike a run, nothing redelivers it."""
+        found = await self._store.get(task_id)
+        if found is None:
+            return None
+        return await self.resume(*found, stopping=stopping or asyncio.Event(), approvals=approvals)
+
     async def resume(self, task: Task, revision: int, *, stopping: asyncio.Event,
                      approvals: Mapping[str, str] | None = None) -> Verdict:
         """Continue a stored task from its step log (completed steps are not run again)."""

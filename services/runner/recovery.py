@@ -30,6 +30,18 @@ def action_for(step: TaskStep | None) -> Action:
     return "look_up"
 
 
+def waiting_for_approval(task: Task) -> TaskStep | None:
+    """The step an `awaiting_approval` task waits on: the last one the gateway answered
+    `needs_approval` with the task's approval id. Resuming the task with
+    `{step.id: approval_id}` calls that step's tool again, with the approval."""
+    if task.state != "awaiting_approval":
+        return None
+    for step in reversed(task.steps):
+        if step.classification == "needs_approval" and step.approval_id == task.approval_id:
+            return step
+    return None
+
+
 def pending_lookups(task: Task) -> list[TaskStep]:
     """The started side-effecting steps with no recorded outcome."""
     return [step for step in task.steps if action_for(step) == "look_up"]

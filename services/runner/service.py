@@ -44,8 +44,16 @@ class RunnerService:
         self._config = config
         self._catalog: Catalog | None = None
         self._worker: Worker | None = None
+        self._executor: Executor | None = None
         self._http: httpx.AsyncClient | None = None
         self._admin: Service | None = None
+
+    @property
+    def executor(self) -> Executor:
+        """Runs and resumes tasks; `resume_task` is where a granted approval continues one."""
+        if self._executor is None:
+            raise RuntimeError("RunnerService used before start()")
+        return self._executor
 
     @property
     def worker(self) -> Worker:
@@ -72,7 +80,7 @@ class RunnerService:
         drivers: dict[str, AgentDriver] = {"playbook": PlaybookDriver(steps)}
         drivers["llm"] = LlmDriver(HttpChatModel(self._http), GatewayTools(nc, subjects), steps, history,
                                    config.models)
-        executor = Executor(store, catalog, drivers, steps, EventSource(js), config)
+        executor = self._executor = Executor(store, catalog, drivers, steps, EventSource(js), config)
         worker = Worker(js, subjects, executor, config, stores.runs_stream)
         await worker.start()
         self._worker = worker

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
-from services.runner.recovery import action_for, pending_lookups, unverified_check
-from services.runner.statemachine import new_task, record_steps
+from services.runner.recovery import action_for, pending_lookups, unverified_check, waiting_for_approval
+from services.runner.statemachine import new_task, record_steps, transition
 from tests.unit.runner.factories import NOW, a_run, a_step, an_event
 
 
@@ -53,3 +54,15 @@ def test_the_check_says_what_where_and_why() -> None:
     assert "gateway audit has no record" in check and check.endswith("it was not repeated")
     reply = unverified_check(a_step("deliver", status="started", kind="delivery"), reason="the gateway timed out")
     assert "whether the reply was carried out" in reply and "the gateway timed out" in reply
+
+
+def test_the_step_an_approval_resumes_is_the_one_that_asked_for_it() -> None:
+    task = record_steps(new_task(a_run(), an_event(), runner="r", now=NOW), [
+        a_step("look", classification="ok"),
+        a_step("book", side_effect="write", classification="needs_approval", approval_id="apr-2"),
+    ], now=NOW)
+    assert waiting_for_approval(task) is None  # still running
+    waiting = transition(task, "awaiting_approval", by="r", now=NOW, approval_id="apr-2")
+    step = waiting_for_approval(waiting)
+    assert step is not None and step.id == "book"
+    assert waiting_for_approval(msgspec.structs.replace(waiting, approval_id="apr-other")) is None

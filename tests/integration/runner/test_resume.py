@@ -1,0 +1,71 @@
+"""The seam approvals build on: a task waiting for approval is resumed from its step log with the
+granted approval — the waiting write is called once, with it; nothing finished runs again.
+
+The runner here runs in this process (against the shared stack's NATS), to call
+`Executor.resume_task` directly, as the approval flow will."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+
+import pytest
+from nats.aio.client import Client as NATS
+
+from services.runner.config import RunnerConfig
+from services.runner.recovery import waiting_for_approval
+from services.runner.service import RunnerService
+from shared.admin import admin_request
+from shared.contracts.task import decode_task
+from shared.subjects import Subjects
+from tests.integration.runner.conftest import Stack
+from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, settled, task_id_of
+from tests.integration.runner.test_recovery import _counter
+
+
+@pytest.fixture
+async def runner(snc: NATS, subjects: Subjects) -> AsyncIterator[RunnerService]:
+    service = RunnerService(snc, subjects, RunnerConfig(instance="in-process", ack_wait=3.0, tool_timeout=5.0))
+    await service.start()
+    try:
+        yield service
+    finally:
+        await service.stop()
+
+
+async def test_a_granted_approval_resumes_the_task_and_the_write_runs_once(
+        stack: Stack, snc: NATS, subjects: Subjects, runner: RunnerService) -> None:
+    case = f"res-{uuid.uuid4().hex[:6]}"
+    await apply(snc, subjects, "agents", {
+        "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"],
+        "tools": [f"{ECHO}.echo", f"{ECHO}.counter_increment"],
+        "playbook": {"steps": [
+            {"id": "look", "tool": f"{ECHO}.echo", "arguments": {"key": case}},
+            {"id": "count", "tool": f"{ECHO}.counter_increment",
+             "arguments": {"key": "{{ steps.look.structured.key }}"}},
+        ], "answer": "now {{ steps.count.structured.count }}"}})
+    await bind(snc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
+    doc = event("message.received", {"case": case, "text": "count"}, session_id=f"g-{case}")
+    await publish_events(snc.jetstream(), subjects, [doc])
+    task_id = task_id_of(doc, f"b-{case}")
+    waiting = await settled(snc, subjects, task_id)
+    assert waiting["state"] == "awaiting_approval", json.dumps(waiting)[:2000]
+    step = waiting_for_approval(decode_task(json.dumps(waiting).encode()))
+    assert step is not None and step.id == "count"
+    await admin_request(snc, subjects, "approvals", "grant", {"id": waiting["approval_id"], "by": "alice"})
+
+    verdict = await runner.executor.resume_task(task_id, approvals={step.id: waiting["approval_id"]})
+    assert verdict == "ack"
+    done = await settled(snc, subjects, task_id)
+    assert done["state"] == "succeeded" and done["answer"] == "now 1", json.dumps(done, indent=1)[:3000]
+    count = next(s for s in done["steps"] if s["id"] == "count")
+    assert count["classification"] == "ok" and count["approval_id"] == waiting["approval_id"]
+    look = next(s for s in done["steps"] if s["id"] == "look")
+    assert look["finished_at"] == next(s for s in waiting["steps"] if s["id"] == "look")["finished_at"]
+    assert done["delivered"] is True and await _counter(snc, subjects, case) == 1
+
+    assert await runner.executor.resume_task(task_id, approvals={step.id: waiting["approval_id"]}) == "ack"
+    await asyncio.sleep(0.2)
+    assert await _counter(snc, subjects, case) == 1  # a finished task is not run again
