@@ -1,1 +1,17 @@
-"""The runner: pulls runs, drives agents and pipelines, keeps durable tasks (`python -m services.runner`)."""
+"""The runner: pulls runs, drives agents and pipelines, keeps durable tasks (`python -m services.runner`).
+
+Any number of runner processes share one durable pull consumer on the runs queue (`worker`).
+Each run becomes a task in KV under its run id, created once and changed only by compare-and-set
+(`tasks`, `statemachine`); the task, not the run message, is the truth. A run is driven by its
+target's driver (`drivers/`: playbook, llm, the message pipeline), every tool call goes through
+the gateway (`toolclient`, `steps`), and the final answer is delivered with `event_reply` only
+when the run has a reply target (`executor`).
+
+What makes a crash harmless: reads and model turns may be repeated, so they are written with the
+next durable change; a write is recorded `started` before its call and `finished` after. A task
+resumed from its log (another runner, after the ack wait) reuses every recorded outcome and looks
+up each write left `started` — the gateway's audit of that call id, then the step's read-back —
+and is `unverified`, saying what to check, only when neither knows (`recovery`). Approvals: a
+write answered `needs_approval` parks the task (`awaiting_approval`) and acks the run;
+`Executor.resume_task` continues it with the granted approval.
+"""
