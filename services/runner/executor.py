@@ -121,20 +121,33 @@ class Executor:
         try:
             event = await self._events.read_for(handle.task)
         except RunEventError as exc:
-            await self._finish(handle, "failed", reason="the event cannot be read",
-                               error=TaskError(code="event_unreadable", message=str(exc)))
+            try:
+                await self._finish(handle, "failed", reason="the event cannot be read",
+                                   error=TaskError(code="event_unreadable", message=str(exc)))
+            except LostOwnership:
+                return "drop"
             return "ack"
         return await self._execute(handle, event, stopping, approvals=approvals)
 
     # -- one attempt ----------------------------------------------------------------------------
     async def _execute(self, handle: TaskHandle, event: EventEnvelope, stopping: asyncio.Event,
                        approvals: Mapping[str, str] | None = None) -> Verdict:
+        watch = asyncio.create_task(self._watch_cancel(handle), name=f"cancel-watch-{handle.task.id}")
+        try:
+            return await self._attempt(handle, event, stopping, approvals)
+        except LostOwnership as exc:  # also while settling: the other runner's attempt is the one
+            log.info("task taken over by another runner", task=handle.task.id, detail=str(exc))
+            return "drop"
+        finally:
+            watch.cancel()
+
+    async def _attempt(self, handle: TaskHandle, event: EventEnvelope, stopping: asyncio.Event,
+                       approvals: Mapping[str, str] | None) -> Verdict:
         task = handle.task
         ctx = RunContext(handle=handle, event=event, delivery=task.delivery, synthetic=task.synthetic,
                          runner=self._config.instance, stopping=stopping,
                          deadline=time.monotonic() + self._config.run_timeout, approvals=dict(approvals or {}),
                          agent=task.agent)
-        watch = asyncio.create_task(self._watch_cancel(handle), name=f"cancel-watch-{task.id}")
         try:
             outcome = await self._drive(ctx)
             delivered, problem = await self._deliver(ctx, outcome)
@@ -157,16 +170,11 @@ class Executor:
         except HandBack:
             await self._finish(handle, "queued", reason="handed back: the runner is stopping")
             return "nak"
-        except LostOwnership as exc:
-            log.info("task taken over by another runner", task=task.id, detail=str(exc))
-            return "drop"
         except StepFailed as exc:
             state = "partial" if _wrote(handle) else "failed"
             await self._finish(handle, state, reason=str(exc), agent=ctx.agent,
                                error=TaskError(code=exc.code, message=str(exc)))
             return "ack"
-        finally:
-            watch.cancel()
 
     async def _watch_cancel(self, handle: TaskHandle) -> None:
         """Notice an operator's cancel request even while the run writes nothing."""
@@ -213,12 +221,8 @@ class Executor:
     async def _finish(self, handle: TaskHandle, state: TaskState, *, reason: str | None, **changes: object) -> None:
         now = self._store.clock()
         instance = self._config.instance
-        try:
-            await handle.update(lambda t: statemachine.transition(t, state, by=instance, now=now, reason=reason,
-                                                                  **changes))
-        except LostOwnership as exc:
-            log.info("task taken over before it settled", task=handle.task.id, state=state, detail=str(exc))
-            raise
+        await handle.update(lambda t: statemachine.transition(t, state, by=instance, now=now, reason=reason,
+                                                              **changes))
         log.info("task settled", task=handle.task.id, state=state, attempts=handle.task.attempts)
 
     async def _fail_unreadable(self, run: RunPayload[EventEnvelope], problem: str) -> Verdict:
