@@ -29,7 +29,7 @@ from tests.integration.runner.conftest import start_stack, stop_stack
 from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, sent, task_id_of
 
 RUNNERS = 4
-KILL_EVERY = 2.5  # seconds
+KILL_EVERY = 2.0  # seconds; the first one a second after the runs are published
 
 
 @pytest.mark.parametrize("runs", [400, pytest.param(2000, marks=pytest.mark.slow)])
@@ -59,7 +59,7 @@ async def test_every_run_ends_and_every_reply_is_sent_at_most_once_while_runners
         kills = 0
         rng = random.Random(7)
         deadline = started + (120 if runs <= 400 else 600)
-        next_kill = started + KILL_EVERY
+        next_kill = started + 1.0
         tasks = {}
         while True:
             tasks = {key: decode_task(value) for key, value in (await read_all(kv)).items() if key in ids}
@@ -85,7 +85,7 @@ async def test_every_run_ends_and_every_reply_is_sent_at_most_once_while_runners
               f"{resumed} resumed after a crash ({audited} replies' outcomes recovered from the audit); "
               f"{sum(replies.values())} replies")
 
-        assert kills >= 2 and resumed > 0, "the chaos did not hit any run"
+        assert kills >= 1 and resumed > 0, "the chaos did not hit any run"
         assert set(states) <= {"succeeded", "unverified"}, states
         duplicated = {s: c for s, c in replies.items() if c > 1}
         assert not duplicated, f"replies sent twice: {duplicated}"
