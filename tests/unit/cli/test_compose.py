@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import itertools
 import json
+import os
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -103,9 +104,15 @@ def test_nats_runs_jetstream_on_a_named_volume_with_a_health_check() -> None:
 
 
 def test_the_nats_config_is_valid_for_nats_server() -> None:
-    result = subprocess.run([str(nats_server_binary()), "-c", str(REPO / "deploy" / "nats.conf"), "-t"],
-                            capture_output=True, text=True, timeout=30)
+    """With the passwords compose passes to the nats container (deploy/nats-auth.conf, included,
+    reads them from the environment), and not without them."""
+    passwords = dict(SERVICES["nats"]["environment"])
+    env = {"PATH": os.environ.get("PATH", ""), **{name: f"pw-{name.lower()}" for name in passwords}}
+    command = [str(nats_server_binary()), "-c", str(REPO / "deploy" / "nats.conf"), "-t"]
+    result = subprocess.run(command, capture_output=True, text=True, timeout=30, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
+    missing = subprocess.run(command, capture_output=True, text=True, timeout=30, env={"PATH": env["PATH"]})
+    assert missing.returncode != 0 and "AURORA_NATS_" in missing.stdout + missing.stderr
 
 
 def test_the_image_installs_every_package_of_the_project() -> None:
