@@ -13,6 +13,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import secrets
 import signal
 import socket
 import subprocess
@@ -39,6 +40,48 @@ _LOG_KEYS_SHOWN_ELSEWHERE = ("ts", "level", "service", "logger", "msg")
 
 class DevStackError(AuroraError):
     """The local stack cannot start (port taken, nats-server missing …)."""
+
+
+# `--secure`: nats-server runs deploy/nats-auth.conf, which has one user per service (and the
+# operator CLI and external consumers); each password comes from the server's environment.
+AUTH_CONFIG = Path("deploy") / "nats-auth.conf"
+AUTH_PREFIX = "amp"  # the subject prefix deploy/nats-auth.conf is written for
+NATS_USERS = {  # service folder → its NATS user
+    "event_bridge": "event-bridge",
+    "app_supervisor": "app-supervisor",
+    "mcp_gateway": "mcp-gateway",
+    "router": "router",
+    "runner": "runner",
+}
+CLIENT_USERS = ("operator", "consumer")
+
+
+def password_variable(user: str) -> str:
+    """The server-side variable deploy/nats-auth.conf reads `user`'s password from."""
+    return f"AURORA_NATS_{user.upper().replace('-', '_')}_PASSWORD"
+
+
+def _is_password_variable(name: str) -> bool:
+    return name.startswith("AURORA_NATS_") and name.endswith("_PASSWORD")
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Random per-run passwords for every user of deploy/nats-auth.conf."""
+
+    passwords: dict[str, str]
+
+    @classmethod
+    def generate(cls) -> Credentials:
+        # nats-server parses a variable's value like config text: one starting with a digit is
+        # read as a number and the server refuses to start, so every password starts with a letter.
+        return cls({user: "pw" + secrets.token_urlsafe(24) for user in (*NATS_USERS.values(), *CLIENT_USERS)})
+
+    def server_env(self) -> dict[str, str]:
+        return {password_variable(user): password for user, password in self.passwords.items()}
+
+    def client_env(self, user: str) -> dict[str, str]:
+        return {"NATS_USER": user, "NATS_PASSWORD": self.passwords[user]}
 
 
 @dataclass(frozen=True)
@@ -140,7 +183,7 @@ class SessionNats(LocalNats):
         self._log = open(self.log_file, "ab") if self.log_file else None  # noqa: SIM115
         self._process = process = subprocess.Popen(
             args, stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
-            start_new_session=True,
+            start_new_session=True, env=self.env,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -174,6 +217,10 @@ class DevStack:
 
     `stop()` is idempotent and safe after a partial start. `unexpected_exits` names every
     service that exited while nobody asked it to.
+
+    `secure=True` runs nats-server with deploy/nats-auth.conf and random passwords drawn for
+    this run: each service gets only its own user and password in its environment, example
+    apps get none, and the operator's are written to `<data-dir>/operator.env` for the CLI.
     """
 
     def __init__(
@@ -189,6 +236,7 @@ class DevStack:
         stop_timeout: float = 10.0,
         cwd: Path | None = None,
         notes_port: int = NOTES_PORT,
+        secure: bool = False,
     ) -> None:
         self.data_dir = data_dir.resolve()
         self.logs_dir = self.data_dir / "logs"
@@ -201,9 +249,13 @@ class DevStack:
         self.ready_timeout = ready_timeout
         self.stop_timeout = stop_timeout
         self.cwd = cwd or services_root().parent
-        self.nats = SessionNats(self.data_dir / "jetstream", port=port, host=host,
-                              log_file=self.logs_dir / "nats.log")
         self._base_env = dict(os.environ if env is None else env)
+        self.credentials = self._secure_setup() if secure else None
+        self.nats = SessionNats(
+            self.data_dir / "jetstream", port=port, host=host, log_file=self.logs_dir / "nats.log",
+            config_file=(self.cwd / AUTH_CONFIG) if secure else None,
+            env=({**self._server_env(), **self.credentials.server_env()} if self.credentials else None),
+        )
         self._running: list[_Running] = []
         self._print_lock = threading.Lock()
         self._stopping = False
@@ -224,26 +276,60 @@ class DevStack:
                 f"port {self.port} on {self.host} is in use: is another `aurora dev` or nats-server "
                 "running? Stop it or choose another with --port"
             )
-        self.say("nats", "bold", f"starting nats-server on {self.url} (store {self.nats.store_dir})")
+        mode = f", users and permissions from {self.nats.config_file}" if self.credentials else ""
+        self.say("nats", "bold", f"starting nats-server on {self.url} (store {self.nats.store_dir}{mode})")
+        if self.credentials is not None:
+            self._write_client_credentials()
         self.nats.start()
         for index, spec in enumerate(self.specs):
             if stop is not None and stop.is_set():
                 return
             self._start_service(spec, COLORS[index % len(COLORS)], stop)
 
-    def _child_env(self) -> dict[str, str]:
-        env = {k: v for k, v in self._base_env.items() if k not in ("NATS_CREDS", "NATS_USER", "NATS_PASSWORD")}
+    def _secure_setup(self) -> Credentials:
+        """Check that `--secure` can work here, before anything starts."""
+        config = self.cwd / AUTH_CONFIG
+        if not config.is_file():
+            raise DevStackError(f"--secure needs {config}, which does not exist")
+        prefix = self._base_env.get("AURORA_SUBJECT_PREFIX", AUTH_PREFIX)
+        if prefix != AUTH_PREFIX:
+            raise DevStackError(f"{config} is written for the subject prefix {AUTH_PREFIX!r}, not {prefix!r}: "
+                                "adapt its subjects and stream names, or run without --secure")
+        missing = [s.name for s in self.specs if s.ready_port is None and s.name not in NATS_USERS]
+        if missing:
+            raise DevStackError(f"no NATS user for the service(s) {', '.join(missing)} in {config}: "
+                                "add one (and its permissions) there and in NATS_USERS")
+        return Credentials.generate()
+
+    def _server_env(self) -> dict[str, str]:
+        return {k: v for k, v in self._base_env.items() if not _is_password_variable(k)}
+
+    def _child_env(self, spec: ServiceSpec | None = None) -> dict[str, str]:
+        withheld = ("NATS_CREDS", "NATS_USER", "NATS_PASSWORD")
+        env = {k: v for k, v in self._base_env.items() if k not in withheld and not _is_password_variable(k)}
         env.update({"NATS_URL": self.url, "PYTHONUNBUFFERED": "1",
                     "AURORA_NOTES_URL": f"http://127.0.0.1:{self.notes_port}/mcp"})
         # apps/config.yml starts stdio apps as `python …`: the venv's python, whatever the PATH.
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
+        if self.credentials is not None and spec is not None and spec.name in NATS_USERS:
+            env.update(self.credentials.client_env(NATS_USERS[spec.name]))  # its own user only
         return env
+
+    def _write_client_credentials(self) -> None:
+        """`<data-dir>/<user>.env` (mode 0600) for the operator CLI and a test consumer."""
+        assert self.credentials is not None
+        for user in CLIENT_USERS:
+            path = self.data_dir / f"{user}.env"
+            path.unlink(missing_ok=True)
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "w", encoding="utf-8") as out:
+                out.writelines(f"{k}={v}\n" for k, v in self.credentials.client_env(user).items())
 
     def _start_service(self, spec: ServiceSpec, color: str, stop: threading.Event | None) -> None:
         log = open(self.logs_dir / f"{spec.label}.log", "ab")  # noqa: SIM115 - closed in stop()
         try:
             process = subprocess.Popen(
-                list(spec.argv), cwd=self.cwd, env=self._child_env(), stdin=subprocess.DEVNULL,
+                list(spec.argv), cwd=self.cwd, env=self._child_env(spec), stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
             )
         except OSError as exc:
@@ -351,11 +437,17 @@ class DevStack:
     def banner(self, aurora: str = "aurora") -> str:
         env = "" if self.port == 4222 and self.host == "127.0.0.1" else f"NATS_URL={self.url} "
         names = ", ".join(r.spec.label for r in self._running if r.process.poll() is None) or "none"
+        secure: list[str] = []
+        if self.credentials is not None:
+            operator = self.data_dir / "operator.env"
+            env = f"env $(cat {operator}) {env}"
+            secure = [f"  users     one per service, passwords drawn for this run; the CLI's in {operator}"]
         return "\n".join([
             "Aurora dev stack is up",
             f"  NATS      {self.url}   (JetStream store {self.nats.store_dir})",
             f"  services  {names}",
             f"  logs      {self.logs_dir}/",
+            *secure,
             "Try, in another terminal:",
             f"  {env}{aurora} events tail",
             f"  {env}{aurora} events emit message.received --app im.polaris.qq --data '{{\"text\":\"你好\"}}'",

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import IO
 
@@ -41,15 +42,19 @@ class LocalNats:
     """A nats-server process with JetStream and a file store in `store_dir`.
 
     Stop and start again on the same port and store to test that persisted data survives.
+    `env` is the server's whole environment when given (a config file such as
+    deploy/nats-auth.conf reads its passwords from it); by default it inherits this process's.
     """
 
     def __init__(self, store_dir: Path, *, port: int | None = None, host: str = "127.0.0.1",
-                 log_file: Path | None = None, config_file: Path | None = None) -> None:
+                 log_file: Path | None = None, config_file: Path | None = None,
+                 env: Mapping[str, str] | None = None) -> None:
         self.store_dir = store_dir
         self.host = host
         self.port = port or free_port(host)
         self.log_file = log_file
         self.config_file = config_file
+        self.env = dict(env) if env is not None else None
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
@@ -71,7 +76,7 @@ class LocalNats:
             args += ["-c", str(self.config_file)]
         self._log = open(self.log_file, "ab") if self.log_file else None  # noqa: SIM115
         self._process = subprocess.Popen(
-            args, stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT
+            args, stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT, env=self.env
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

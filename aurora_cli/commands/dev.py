@@ -25,9 +25,13 @@ def dev(
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="NATS client port.")] = 4222,
     notes_port: Annotated[int, typer.Option(
         "--notes-port", min=1, max=65535, help="Port of the example notes app (Streamable HTTP).")] = 8765,
+    secure: Annotated[bool, typer.Option(
+        "--secure", help="NATS users and subject permissions from deploy/nats-auth.conf, with passwords "
+        "drawn for this run: each service gets its own; the CLI's are in <data-dir>/operator.env.")] = False,
 ) -> None:
     """Run nats-server and every service until Ctrl-C; logs go to the terminal and <data-dir>/logs/."""
-    stack = DevStack(data_dir, port=port, notes_port=notes_port)
+    with cli_errors():
+        stack = DevStack(data_dir, port=port, notes_port=notes_port, secure=secure)
     stop = threading.Event()
     force = threading.Event()
 
