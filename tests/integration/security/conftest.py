@@ -1,0 +1,114 @@
+"""A real nats-server running deploy/nats-auth.conf, passwords drawn per test, and clients that
+connect as one of its users and keep every error the server sent them."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import nats
+import pytest
+from nats.aio.client import Client as NATS
+
+from aurora_cli.devstack import AUTH_CONFIG, Credentials
+from aurora_cli.localnats import LocalNats
+from tests.harness.processes import REPO
+
+CONFIG = REPO / AUTH_CONFIG
+
+
+@dataclass
+class SecureNats:
+    server: LocalNats
+    credentials: Credentials
+    log_file: Path
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    def violations(self) -> list[str]:
+        """The server's own record of every refused publish or subscription."""
+        if not self.log_file.exists():
+            return []
+        return [line for line in self.log_file.read_text(errors="replace").splitlines() if "Violation" in line]
+
+
+def start_secure_nats(folder: Path) -> SecureNats:
+    credentials = Credentials.generate()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AURORA_NATS_")}
+    env.update(credentials.server_env())
+    log_file = folder / "nats-server.log"
+    server = LocalNats(folder / "jetstream", log_file=log_file, config_file=CONFIG, env=env)
+    server.start()
+    return SecureNats(server, credentials, log_file)
+
+
+@pytest.fixture
+def secure(tmp_path: Path) -> Iterator[SecureNats]:
+    stack = start_secure_nats(tmp_path)
+    try:
+        yield stack
+    finally:
+        stack.server.stop()
+
+
+@dataclass
+class Session:
+    """One connection as one user; `errors` is what the server refused, as nats-py reports it
+    (a permissions violation arrives through the error callback, the connection stays up)."""
+
+    user: str
+    nc: NATS
+    errors: list[Exception] = field(default_factory=list)
+
+    async def refused(self, subject: str, *, action: str = "publish", timeout: float = 3.0) -> str:
+        """Wait for the server's permissions violation for `action` ("publish" or
+        "subscription") to `subject`; return its message."""
+        wanted = f'permissions violation for {action} to "{subject}"'.lower()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for error in self.errors:
+                if wanted in str(error).lower():  # nats-py lower-cases the server's message
+                    return str(error)
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"{self.user}: no {wanted!r}; errors seen: {[str(e) for e in self.errors]}")
+
+    async def clean(self) -> None:
+        """Round-trip to the server, then check it refused nothing."""
+        await self.nc.flush(timeout=2)
+        await asyncio.sleep(0.05)
+        assert not self.errors, f"{self.user} was refused: {[str(e) for e in self.errors]}"
+
+
+Connect = Callable[[str], Awaitable[Session]]
+
+
+async def open_session(url: str, user: str, password: str) -> Session:
+    errors: list[Exception] = []
+
+    async def on_error(exc: Exception) -> None:
+        errors.append(exc)
+
+    nc = await nats.connect(url, user=user, password=password, name=f"test-{user}", error_cb=on_error,
+                            allow_reconnect=False, connect_timeout=3)
+    return Session(user, nc, errors)
+
+
+@pytest.fixture
+async def connect(secure: SecureNats) -> AsyncIterator[Connect]:
+    """`await connect("runner")` → a Session as that user (closed after the test)."""
+    sessions: list[Session] = []
+
+    async def as_user(user: str) -> Session:
+        session = await open_session(secure.url, user, secure.credentials.passwords[user])
+        sessions.append(session)
+        return session
+
+    yield as_user
+    for session in sessions:
+        await session.nc.close()
