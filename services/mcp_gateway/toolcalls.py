@@ -33,6 +33,7 @@ from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.session import AppSession, CallTimedOut, SessionUnavailable
 from shared.appconfig import AppsConfig
 from shared.clock import now_iso
+from shared.contracts.agent import Agent
 from shared.contracts.approval import Approval
 from shared.contracts.envelope import Header, Source
 from shared.contracts.system import System
@@ -110,7 +111,7 @@ class ToolCallHandler:
             reason = f"header.method must be {METHOD_CALL!r}, not {envelope.header.method!r}"
             return _reply(envelope, GATEWAY_APP, classify.failed("denied", "invalid_request", reason))
         request = envelope.payload
-        tool = self._pool.tools.get(request.tool)
+        tool = await self._pool.tool(request.tool)
         system = tool.system if tool is not None else None
         if tool is not None:
             result, executed = await self._run(request, tool, envelope.header.message_id)
@@ -140,7 +141,7 @@ class ToolCallHandler:
         ctx = request.context
         allowed: tuple[str, ...] = tuple(PLATFORM_TOOLS)  # the operator may use any of them
         if ctx.agent is not None:
-            agent = self._pool.agents.get(ctx.agent)
+            agent = await self._pool.agent(ctx.agent)
             if agent is None or not agent.enabled:
                 return classify.failed("denied", "unknown_agent", f"no enabled agent {ctx.agent!r}"), False
             allowed = agent.allowed_platform_tools
@@ -174,7 +175,8 @@ class ToolCallHandler:
         return await self._call_session(session, app_tool.tool, arguments, spec.side_effect, timeout), True
 
     async def _run(self, request: ToolCallRequest, tool: ToolDefinition, call_id: str) -> tuple[ToolCallResult, bool]:
-        refusal = self._refusal(request, tool)
+        agent = await self._pool.agent(request.context.agent) if request.context.agent else None
+        refusal = self._refusal(request, tool, agent)
         if refusal is not None:
             return refusal, False
         ctx = request.context
@@ -189,7 +191,7 @@ class ToolCallHandler:
         result = await self._execute(request, tool, call_id)
         return msgspec.structs.replace(result, approval_id=approval_id), True
 
-    def _refusal(self, request: ToolCallRequest, tool: ToolDefinition) -> ToolCallResult | None:
+    def _refusal(self, request: ToolCallRequest, tool: ToolDefinition, agent: Agent | None) -> ToolCallResult | None:
         if tool.state == "DEPRECATED":
             return classify.failed("denied", "deprecated", f"{tool.name} is deprecated", side_effect=tool.side_effect)
         agent_id = request.context.agent
@@ -199,7 +201,6 @@ class ToolCallHandler:
                 return None
             status = "denied" if blocked[0] == "system_disabled" else "unavailable"
             return classify.failed(status, blocked[0], blocked[1], side_effect=tool.side_effect)
-        agent = self._pool.agents.get(agent_id)
         if agent is None:
             return classify.failed("denied", "unknown_agent", f"no agent {agent_id!r}")
         if not agent.enabled:

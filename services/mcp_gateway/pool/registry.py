@@ -10,16 +10,16 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
 from nats.js import JetStreamContext
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import InvalidKeyError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from services.mcp_gateway.catalog import CatalogTool
 from shared.appconfig import AppConfig
 from shared.contracts.agent import Agent
-from shared.contracts.resource import ResourceModel, canonical_json, parse_resource
+from shared.contracts.resource import ResourceError, ResourceModel, canonical_json, parse_resource
 from shared.contracts.system import System
 from shared.contracts.tooldef import McpExecution, ReviewNote, ToolDefinition
 from shared.errors import AuroraError
@@ -30,6 +30,7 @@ from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_gateway.pool")
 GATEWAY = "mcp-gateway"
+M = TypeVar("M", bound=ResourceModel)
 
 
 class PoolError(AuroraError):
@@ -89,6 +90,32 @@ class ToolPool:
     def agents(self) -> dict[str, Agent]:
         assert self._agents is not None, "ToolPool used before start()"
         return self._agents.items
+
+    async def tool(self, name: str) -> ToolDefinition | None:
+        """The tool from memory, or — when the mirror has not seen it yet — from KV."""
+        return await self._read_through("tools", name, ToolDefinition)
+
+    async def agent(self, agent_id: str) -> Agent | None:
+        """The agent from memory, or from KV: an agent applied a moment ago must not be refused."""
+        return await self._read_through("agents", agent_id, Agent)
+
+    async def _read_through(self, bucket: str, key: str, model: type[M]) -> M | None:
+        mirror = self._mirror(bucket)
+        found = mirror.items.get(key)
+        if found is not None:
+            return found  # type: ignore[no-any-return]
+        try:
+            entry = await self._kv[bucket].get(key)
+        except (KeyNotFoundError, InvalidKeyError):
+            return None
+        if entry.value is None:
+            return None
+        try:
+            value = parse_resource(model, json.loads(entry.value))
+        except (ResourceError, ValueError):
+            return None
+        mirror.items.setdefault(key, value)
+        return value
 
     # -- writes (KV, compare-and-set) --------------------------------------------------------
     async def put_system(self, system: System) -> str:
