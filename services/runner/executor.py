@@ -67,7 +67,8 @@ class Executor:
             run = _run_decoder.decode(data).payload
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             raise InvalidRun(f"not a run envelope: {exc}") from exc
-        found = await self._store.get(run.run_id)
+        # A first delivery almost never has a task yet: try to create it straight away.
+        found = None if deliveries <= 1 else await self._store.get(run.run_id)
         if found is None:
             try:
                 event = await self._events.read(run)

@@ -77,6 +77,51 @@ async def queue_empty(nc: NATS, timeout: float) -> None:
         await asyncio.sleep(0.02)
 
 
+def _children() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    return children
+
+
+def _cpu(pid: int) -> float:
+    """CPU seconds (user + system) a live process has used; 0 when it is gone or not Linux."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _nats_pid(store: Path) -> int | None:
+    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
+        try:
+            if str(store) in cmdline.read_text() and "nats-server" in cmdline.read_text():
+                return int(cmdline.parent.name)
+        except OSError:
+            continue
+    return None
+
+
+def cpu_by_group(groups: dict[str, list[int]]) -> dict[str, float]:
+    """CPU seconds of each group of processes, their descendants (the supervisor's apps) included."""
+    children = _children()
+
+    def tree(pid: int) -> list[int]:
+        found, todo = [], [pid]
+        while todo:
+            current = todo.pop()
+            found.append(current)
+            todo.extend(children.get(current, []))
+        return found
+
+    return {name: sum(_cpu(p) for pid in pids for p in tree(pid)) for name, pids in groups.items()}
+
+
 async def gateway_ceiling(nc: NATS, callers: int = 16) -> float:
     """Calls/s the gateway serves of the same 50 ms tool with `callers` operator calls at once:
     the most runs/s any number of runners can reach here (one tool call per run)."""
@@ -130,6 +175,7 @@ async def main() -> int:
                 "playbook": {"steps": [{"id": "wait", "tool": f"{ECHO}.slow", "arguments": {"seconds": SLEEP}}]}}})
             ceiling = max([await gateway_ceiling(nc) for _ in range(2)])
             results: dict[int, Result] = {}
+            cpu: dict[str, float] = {}
             for count in (1, 4):
                 while len(runners) < count:
                     n = len(runners) + 1
@@ -140,8 +186,15 @@ async def main() -> int:
                     runner.wait_for_log('"ready"', timeout=60)
                 await measure(nc, count, 2 * concurrency * count, f"warm{count}")  # sessions and caches warm
                 tag = uuid.uuid4().hex[:6]
-                results[count] = best([await measure(nc, count, per_runner * count, f"{tag}r{r}")
-                                       for r in range(rounds)])
+                groups = {"runners": [r.pid for r in runners], "gateway": [base[1].pid],
+                          "supervisor + echo app": [base[0].pid], "nats-server": [p for p in [
+                              _nats_pid(folder / "jetstream")] if p is not None]}
+                before = cpu_by_group(groups)
+                measured = [await measure(nc, count, per_runner * count, f"{tag}r{r}") for r in range(rounds)]
+                after = cpu_by_group(groups)
+                runs_done = sum(m.count for m in measured)
+                cpu = {name: (after[name] - before[name]) * 1000 / runs_done for name in groups}
+                results[count] = best(measured)
             await nc.close()
         finally:
             for process in [*runners, *reversed(base)]:
@@ -156,6 +209,10 @@ async def main() -> int:
     print(f"  gateway ceiling: {ceiling:.1f} calls/s of the same tool with 16 concurrent callers"
           + (" (the gateway serves these calls one at a time: no number of runners can go faster)"
              if ceiling < 2 / SLEEP else ""))
+    total = sum(cpu.values())
+    print("  CPU ms per run with 4 runners: " + ", ".join(f"{name} {ms:.1f}" for name, ms in cpu.items())
+          + f"; {total:.1f} in all, so {os.cpu_count()} CPUs allow at most ~{(os.cpu_count() or 1) * 1000 / total:.0f}"
+            " runs/s")
     verdict = "met" if ratio >= GOAL else "NOT met"
     print(f"ratio: 4 runners = {ratio:.2f} × one runner (goal ≥ {GOAL}: {verdict})")
     return 0 if ratio >= GOAL else 1
