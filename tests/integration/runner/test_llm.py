@@ -115,3 +115,11 @@ async def test_a_failing_model_fails_the_task_with_the_reason(stack: Stack, snc:
     assert task["state"] == "failed" and task["error"]["code"] == "model_http_error", json.dumps(task)[:2000]
     assert "503" in task["error"]["message"]
     assert len(stack.fake.requests_for(case)) == 3  # retried twice: a model call has no side effect
+
+
+async def test_a_model_slower_than_its_timeout_fails_the_task(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    case = f"slow-{uuid.uuid4().hex[:6]}"
+    stack.fake.script(case, lambda chat: Turn(content="too late", delay=2.0))
+    task = await _run(stack, snc, subjects, case, llm_agent(stack, case, case, settings={"timeout_seconds": 0.5}))
+    assert task["state"] == "failed" and task["error"]["code"] == "model_timeout", json.dumps(task)[:2000]
+    assert "0.5s" in task["error"]["message"]
