@@ -96,7 +96,7 @@ def task_id_of(doc: dict[str, Any], binding_id: str) -> str:
 
 
 async def apply(nc: NATS, subjects: Subjects, area: str, document: dict[str, Any]) -> dict[str, Any]:
-    result: dict[str, Any] = await admin_request(nc, subjects, area, "apply", {"document": document})
+    result: dict[str, Any] = await admin_request(nc, subjects, area, "apply", {"document": document}, timeout=20)
     return result
 
 

@@ -83,7 +83,7 @@ async def test_a_write_waits_for_approval_in_the_task_and_the_run_is_acknowledge
     assert task["state"] == "awaiting_approval", json.dumps(task, indent=1)[:3000]
     step = next(s for s in task["steps"] if s["id"] == "count")
     assert step["classification"] == "needs_approval" and step["approval_id"] == task["approval_id"]
-    approval = await admin_request(snc, subjects, "approvals", "get", {"id": task["approval_id"]})
+    approval = await admin_request(snc, subjects, "approvals", "get", {"id": task["approval_id"]}, timeout=20)
     assert approval["task_id"] == task_id and approval["tool"] == f"{ECHO}.counter_increment"
     # The run message was acknowledged, so the work queue dropped it: the task is the truth.
     async def run_gone() -> bool:

@@ -54,7 +54,8 @@ async def test_a_granted_approval_resumes_the_task_and_the_write_runs_once(
     assert waiting["state"] == "awaiting_approval", json.dumps(waiting)[:2000]
     step = waiting_for_approval(decode_task(json.dumps(waiting).encode()))
     assert step is not None and step.id == "count"
-    await admin_request(snc, subjects, "approvals", "grant", {"id": waiting["approval_id"], "by": "alice"})
+    await admin_request(snc, subjects, "approvals", "grant", {"id": waiting["approval_id"], "by": "alice"},
+                        timeout=20)
 
     verdict = await runner.executor.resume_task(task_id, approvals={step.id: waiting["approval_id"]})
     assert verdict == "ack"
