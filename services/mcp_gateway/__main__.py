@@ -39,6 +39,7 @@ class InFlight:
 
     def __init__(self) -> None:
         self.count = 0
+        self.tasks: set[asyncio.Task[None]] = set()
         self.idle = asyncio.Event()
         self.idle.set()
 
@@ -50,6 +51,11 @@ class InFlight:
         self.count -= 1
         if self.count == 0:
             self.idle.set()
+
+    def track(self, task: asyncio.Task[None]) -> None:
+        # Keep a reference until the task is done (the loop holds only weak ones).
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
 
 
 async def sweep_expired_approvals(
@@ -112,12 +118,17 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     )
     in_flight = InFlight()
 
-    async def tool_call(request: Request) -> None:
-        in_flight.enter()
+    async def serve(request: Request) -> None:
         try:
             await request.respond(await handler.handle(request.data))
         finally:
             in_flight.leave()
+
+    async def tool_call(request: Request) -> None:
+        # nats-py runs a subscription's callback for one message at a time: each call gets its
+        # own task, or one slow tool would hold up every other call.
+        in_flight.enter()
+        in_flight.track(asyncio.create_task(serve(request), name="tool-call"))
 
     service = await add_service(
         nc, name="aurora-mcp-gateway", version="0.1.0", description="MCP sessions, tool pool, tool calls"
