@@ -68,6 +68,9 @@ class ReplyTarget(msgspec.Struct, frozen=True, kw_only=True):
     session_id: str | None = None
     conversation: str | None = None
     message_id: str | None = None  # the message the event is about, when its subject is one
+    subject_kind: str | None = None  # what the event is about (`friend_request`, `message` …)
+    subject_id: str | None = None
+    actor_id: str | None = None  # who caused the event (`event_get_actor` looks them up)
 
 
 class DeliveryContext(msgspec.Struct, frozen=True, kw_only=True):

@@ -107,6 +107,15 @@ def test_reply_target_is_frozen_from_the_event_or_absent() -> None:
     member = reply_target(event("group.member_joined", conversation="g1",
                                 subject={"kind": "member", "id": "u1"}))
     assert member is not None and member.message_id is None
+    assert (member.subject_kind, member.subject_id) == ("member", "u1")
+
+
+def test_a_friend_request_without_a_session_keeps_its_subject_and_actor() -> None:
+    target = reply_target(event("friend.request_received", subject={"kind": "friend_request", "id": "fr1"},
+                                actor={"id": "u9", "kind": "user"}))
+    assert target is not None
+    assert (target.session_id, target.conversation) == (None, None)
+    assert (target.subject_kind, target.subject_id, target.actor_id) == ("friend_request", "fr1", "u9")
 
 
 @pytest.mark.parametrize("limit", [10_000_000, 100])
