@@ -3,7 +3,7 @@
 Write tools (`send_message`, `react`, `respond_friend_request`) record what they "sent" (see
 `SentLog`); read tools (`get_user_info`, `list_sent`) change nothing. The `simulate_*` tools stand
 in for the IM's own traffic: each emits a native `aurora/event` (`message.received`,
-`friend.request_received`, `group.member_joined`) with the real routing fields (session, actor,
+`friend.request_received`, `group.member_joined`, `interaction.submitted`) with the real routing fields (session, actor,
 subject) and the platform's raw name in `source_event_type` — never invented text or actors.
 """
 
@@ -154,6 +154,18 @@ class ChatApp:
                 ctx.session, "friend.request_received", {"note": note}, summary=f"{user_id} sent a friend request",
                 session_id=None, actor_id=user_id, subject=("friend_request", request_id), raw_type="request.friend")
             return {"request_id": request_id, "event": event}
+
+        @mcp.tool(annotations=SIMULATE)
+        async def simulate_interaction_answer(ctx: Context, interaction_id: str, value: str, session_id: str,
+                                              user_id: str = "u1") -> dict[str, Any]:
+            """Simulate user `user_id` answering the question `interaction_id` in `session_id` with `value`
+            (an option's number or label): emits `interaction.submitted`."""
+            self._saw(user_id, session_id)
+            event = await self._emit(
+                ctx.session, "interaction.submitted", {"interaction_id": interaction_id, "value": value},
+                summary=f"{user_id} answered {interaction_id}", session_id=session_id, actor_id=user_id,
+                subject=("interaction", interaction_id), raw_type="message.interaction")
+            return {"event": event}
 
         @mcp.tool(annotations=SIMULATE)
         async def simulate_member_joined(ctx: Context, session_id: str, user_id: str) -> dict[str, Any]:

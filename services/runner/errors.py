@@ -7,6 +7,7 @@ AuroraError
     ├── CancelRequested    an operator asked the task to stop
     ├── StepFailed         a step ended the run (a template, a model, a refused tool …)
     ├── AwaitApproval      a write waits for a person's approval
+    ├── AwaitInteraction   the run asked its user something and waits for the answer
     └── Unverified         a write's outcome is unknown: the task says what to check
 """
 
@@ -48,6 +49,15 @@ class AwaitApproval(RunnerError):
         super().__init__(f"step {step_id} waits for approval {approval_id or '?'}")
         self.step_id = step_id
         self.approval_id = approval_id
+
+
+class AwaitInteraction(RunnerError):
+    """The run asked the event's user a question: the task waits (durably) for the answer."""
+
+    def __init__(self, step_id: str, interaction_id: str) -> None:
+        super().__init__(f"step {step_id} waits for the answer to interaction {interaction_id}")
+        self.step_id = step_id
+        self.interaction_id = interaction_id
 
 
 class Unverified(RunnerError):

@@ -25,6 +25,7 @@ from services.runner.drivers.base import GOOD, AgentDriver, Outcome, settle
 from services.runner.drivers.pipeline import PipelineDriver
 from services.runner.errors import (
     AwaitApproval,
+    AwaitInteraction,
     CancelRequested,
     HandBack,
     LostOwnership,
@@ -43,6 +44,7 @@ from shared.run_events import RunEventError, run_event
 log = get_logger("aurora.runner")
 Verdict = Literal["ack", "nak", "retry", "drop", "term"]
 EVENT_REPLY = "event_reply"
+SYNTHETIC_NOTE = "synthetic: no side effect reached an app; the steps record what would have been done"
 _run_decoder = msgspec.json.Decoder(RunEnvelope)
 
 
@@ -154,11 +156,17 @@ class Executor:
             delivered, problem = await self._deliver(ctx, outcome)
             state: TaskState = "partial" if ctx.partial or problem else "succeeded"
             reasons = [*ctx.partial, *([problem] if problem else []), *([outcome.note] if outcome.note else [])]
+            if ctx.synthetic:
+                reasons.append(SYNTHETIC_NOTE)
             await self._finish(handle, state, reason="; ".join(reasons) or None, answer=outcome.answer,
                                delivered=delivered, agent=ctx.agent)
             return "ack"
         except AwaitApproval as wait:
             await self._finish(handle, "awaiting_approval", reason=str(wait), approval_id=wait.approval_id,
+                               agent=ctx.agent)
+            return "ack"
+        except AwaitInteraction as wait:
+            await self._finish(handle, "awaiting_approval", reason=str(wait), interaction_id=wait.interaction_id,
                                agent=ctx.agent)
             return "ack"
         except Unverified as exc:
@@ -204,8 +212,9 @@ class Executor:
         answer = outcome.answer
         if not outcome.deliver or answer is None or not answer.strip():
             return False, None
-        if ctx.delivery.reply_target is None:
-            return False, None
+        target = ctx.delivery.reply_target
+        if target is None or not (target.session_id or target.conversation):
+            return False, None  # a friend request's target, say: nowhere to reply in
         if any(s.kind == "tool" and s.name == EVENT_REPLY and s.classification == "ok" for s in ctx.handle.steps()):
             return True, None  # the agent replied itself with event_reply: no second reply
         ctx.checkpoint()

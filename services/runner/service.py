@@ -20,7 +20,9 @@ from services.runner.drivers.llm import LlmDriver
 from services.runner.drivers.playbook import PlaybookDriver
 from services.runner.executor import EventSource, Executor
 from services.runner.history import StreamHistory
+from services.runner.interactions import Announcer
 from services.runner.llm_client import HttpChatModel
+from services.runner.resumer import Resumer
 from services.runner.steps import ToolSteps
 from services.runner.stores import ensure_runs_consumer, open_stores
 from services.runner.task_events import TaskEvents
@@ -44,6 +46,7 @@ class RunnerService:
         self._config = config
         self._catalog: Catalog | None = None
         self._worker: Worker | None = None
+        self._resumer: Resumer | None = None
         self._executor: Executor | None = None
         self._http: httpx.AsyncClient | None = None
         self._admin: Service | None = None
@@ -77,13 +80,17 @@ class RunnerService:
                           default_timeout=config.tool_timeout, result_limit=config.step_result_limit)
         self._http = httpx.AsyncClient(limits=httpx.Limits(max_connections=max(config.concurrency * 2, 10)))
         history = StreamHistory(js, subjects, window=config.history_window, scan_limit=config.history_scan_limit)
-        drivers: dict[str, AgentDriver] = {"playbook": PlaybookDriver(steps)}
+        announcer = Announcer(js, subjects, instance=config.instance)
+        drivers: dict[str, AgentDriver] = {"playbook": PlaybookDriver(steps, announcer)}
         drivers["llm"] = LlmDriver(HttpChatModel(self._http), GatewayTools(nc, subjects), steps, history,
                                    config.models)
         executor = self._executor = Executor(store, catalog, drivers, steps, EventSource(js), config)
         worker = Worker(js, subjects, executor, config, stores.runs_stream)
         await worker.start()
         self._worker = worker
+        resumer = Resumer(js, subjects, store, executor, config, stores.events_stream)
+        await resumer.start()
+        self._resumer = resumer
         self._admin = await start_admin_service(
             nc, subjects, name="aurora-runner", area="tasks", version=VERSION, endpoints=task_endpoints(store),
             description="runner tasks: list, get, cancel",
@@ -91,12 +98,18 @@ class RunnerService:
         log.info("ready", instance=config.instance, concurrency=config.concurrency, ack_wait=config.ack_wait)
 
     async def run(self, stop: asyncio.Event) -> None:
-        await self.worker.run(stop)
+        """Runs from the queue, and waiting tasks resumed when their approval or answer comes."""
+        if self._resumer is None:
+            raise RuntimeError("RunnerService used before start()")
+        await asyncio.gather(self.worker.run(stop), self._resumer.run(stop))
 
     async def stop(self) -> None:
         if self._admin is not None:
             await self._admin.stop()
             self._admin = None
+        if self._resumer is not None:
+            await self._resumer.stop()
+            self._resumer = None
         if self._worker is not None:
             await self._worker.stop()
             self._worker = None

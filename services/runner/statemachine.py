@@ -64,6 +64,7 @@ def claim(task: Task, *, runner: str, now: str) -> Task:
     check_transition(task.state, "running")
     return msgspec.structs.replace(
         task, state="running", attempts=task.attempts + 1, runner=runner, updated_at=now, approval_id=None,
+        interaction_id=None,
         transitions=(*task.transitions, Transition(to="running", at=now, by=runner, reason="taken by a runner")),
     )
 

@@ -52,13 +52,28 @@ class StepVerify(ResourceModel):
 
 
 class PlaybookStep(ResourceModel):
+    """A `tool` step calls one tool; an `interaction` step asks the event's user a `question`
+    (with numbered `options`, a list or a template rendering to one) through the source app and
+    waits, durably, for the answer, which becomes the step's result."""
+
     id: Annotated[str, Field(pattern=STEP_ID_PATTERN)]
-    tool: ToolName
+    kind: Literal["tool", "interaction"] = "tool"
+    tool: ToolName | None = None
     arguments: dict[str, Any] = Field(default_factory=dict)
+    question: Annotated[str, Field(min_length=1, max_length=4000)] | None = None
+    options: list[Any] | Annotated[str, Field(min_length=1, max_length=2000)] | None = None
     when: Annotated[str, Field(min_length=1, max_length=2000)] | None = None
     on_error: Literal["fail", "continue"] = "fail"
     timeout_seconds: Annotated[float, Field(gt=0, le=3600)] | None = None
     verify: StepVerify | None = None
+
+    @model_validator(mode="after")
+    def _kind_fields(self) -> PlaybookStep:
+        if self.kind == "tool" and self.tool is None:
+            raise ValueError(f"step {self.id!r}: a tool step names its tool")
+        if self.kind == "interaction" and self.question is None:
+            raise ValueError(f"step {self.id!r}: an interaction step asks a question")
+        return self
 
 
 class Playbook(ResourceModel):

@@ -43,7 +43,7 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     "cancelled": frozenset(),
 }
 
-StepKind = Literal["model", "tool", "delivery", "stage", "verify"]
+StepKind = Literal["model", "tool", "delivery", "stage", "verify", "interaction", "action"]
 StepStatus = Literal["started", "finished", "skipped"]
 
 
@@ -119,6 +119,7 @@ class Task(msgspec.Struct, frozen=True, kw_only=True):
     error: TaskError | None = None
     check: str | None = None  # unverified: what a person has to check
     approval_id: str | None = None  # awaiting_approval: the approval it waits for
+    interaction_id: str | None = None  # awaiting_approval: the user's answer it waits for instead
     cancel_requested: str | None = None  # who asked, while a runner still holds the task
     transitions: tuple[Transition, ...] = ()
 

@@ -13,6 +13,7 @@ from typing import Any
 from services.runner.context import RunContext
 from services.runner.drivers.base import GOOD, describe_failure, settle
 from services.runner.errors import StepFailed
+from services.runner.interactions import EXECUTABLE_ACTION, Announcer, ask
 from services.runner.results import step_view
 from services.runner.steps import ToolSteps, Verify
 from services.runner.templating import TemplateFailed, render_text, render_value, truthy
@@ -22,8 +23,9 @@ from shared.contracts.task import TaskStep
 
 
 class PlaybookDriver:
-    def __init__(self, steps: ToolSteps) -> None:
+    def __init__(self, steps: ToolSteps, announcer: Announcer | None = None) -> None:
         self._steps = steps
+        self._announcer = announcer
 
     async def run(self, ctx: RunContext, agent: Agent, *, prefix: str = "", text: str | None = None) -> str | None:
         playbook = agent.playbook
@@ -39,11 +41,21 @@ class PlaybookDriver:
                 views[step.id] = step_view(prior)
                 continue
             if prior is None and step.when is not None and not _check(step, context):
-                skipped = TaskStep(id=step_id, kind="tool", name=step.tool, status="skipped", started_at=now_iso(),
+                skipped = TaskStep(id=step_id, kind="tool" if step.kind == "tool" else "interaction",
+                                   name=step.tool or EXECUTABLE_ACTION, status="skipped", started_at=now_iso(),
                                    note=f"when {step.when!r} was false")
                 ctx.handle.stage(skipped)
                 views[step.id] = step_view(skipped)
                 continue
+            if step.kind == "interaction":
+                answered = await self._interaction(ctx, step, step_id, context)
+                views[step.id] = step_view(answered)
+                if answered.classification in GOOD or step.on_error == "continue":
+                    if answered.classification not in GOOD:
+                        ctx.partial.append(describe_failure(answered))
+                    continue
+                raise StepFailed(f"step_{answered.classification}", describe_failure(answered))
+            assert step.tool is not None
             arguments = prior.arguments if prior is not None and prior.arguments is not None else \
                 _render(step.arguments, context, f"step {step.id} arguments")
             result = await self._steps.run(ctx, step_id=step_id, tool=step.tool, arguments=arguments or {},
@@ -63,6 +75,22 @@ class PlaybookDriver:
             return render_text(playbook.answer, context, where="answer")
         except TemplateFailed as exc:
             raise StepFailed("template_error", str(exc)) from exc
+
+    async def _interaction(self, ctx: RunContext, step: PlaybookStep, step_id: str,
+                           context: dict[str, Any]) -> TaskStep:
+        prior = ctx.handle.step(step_id)
+        if prior is not None:
+            return await ask(ctx, self._steps, self._announcer, step_id=step_id, question="", options=[])
+        assert step.question is not None
+        try:
+            question = render_text(step.question, context, where=f"step {step.id} question")
+            options = render_value(step.options, context, where=f"step {step.id} options") \
+                if step.options is not None else []
+        except TemplateFailed as exc:
+            raise StepFailed("template_error", str(exc)) from exc
+        if not isinstance(options, list):
+            raise StepFailed("template_error", f"step {step.id} options: not a list but {type(options).__name__}")
+        return await ask(ctx, self._steps, self._announcer, step_id=step_id, question=question, options=options)
 
     def _verify(self, ctx: RunContext, step: PlaybookStep, step_id: str, context: dict[str, Any]) -> Verify | None:
         check = step.verify

@@ -1,0 +1,274 @@
+"""Waiting tasks picked up again when what they wait for happens: approvals and answers.
+
+One durable pull consumer (`runner-resume`), shared by every runner process, on the events
+stream, filtered to the gateway's `approval.*` events and every app's `interaction.submitted`:
+
+- `approval.granted` → the task waiting for that approval is marked decided (a `queued`
+  transition by the person who granted it, saying when) and resumed from its step log, the
+  waiting write called again with the approval id;
+- `approval.denied` / `approval.expired` → the task is `cancelled`, saying by whom and when;
+- `interaction.submitted` → the answer becomes the waiting interaction step's result (who
+  answered, when), and the task is resumed.
+
+Nothing waits in memory: the task in KV says what it waits for, and the event message is acked
+only after the task moved on, so a runner dying half way leaves the message to be delivered
+again (to any runner), which continues from the task's state. A second event for the same
+approval or interaction finds the task no longer waiting and does nothing (and the gateway
+refuses a second use of an approval anyway).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any, Literal
+
+import msgspec
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from services.runner import interactions, statemachine
+from services.runner.config import RunnerConfig
+from services.runner.executor import Executor
+from services.runner.tasks import TaskStore
+from shared.contracts.envelope import EventEnvelope
+from shared.contracts.task import Task, TaskError, TaskStep
+from shared.logs import get_logger
+from shared.streams import ensure_consumer
+from shared.subjects import Subjects
+
+log = get_logger("aurora.runner.resumer")
+GATEWAY_APP = "aurora.gateway"
+DURABLE = "runner-resume"
+Outcome = Literal["ack", "nak", "term"]
+_decoder = msgspec.json.Decoder(EventEnvelope)
+
+
+def resume_consumer(config: RunnerConfig, subjects: Subjects) -> ConsumerConfig:
+    return ConsumerConfig(
+        durable_name=DURABLE,
+        description="runners: approvals decided and interactions answered, to resume waiting tasks",
+        deliver_policy=DeliverPolicy.NEW,
+        ack_policy=AckPolicy.EXPLICIT,
+        ack_wait=config.ack_wait,
+        max_deliver=-1,
+        filter_subjects=[subjects.event(GATEWAY_APP, "approval.>"),
+                         f"{subjects.prefix}.evt.*.{interactions.SUBMITTED}"],
+    )
+
+
+class Resumer:
+    def __init__(self, js: JetStreamContext, subjects: Subjects, store: TaskStore, executor: Executor,
+                 config: RunnerConfig, stream: str) -> None:
+        self._js = js
+        self._subjects = subjects
+        self._store = store
+        self._executor = executor
+        self._config = config
+        self._stream = stream
+        self._sub: JetStreamContext.PullSubscription | None = None
+        self._running: set[asyncio.Task[None]] = set()
+        self._stopping = asyncio.Event()
+
+    async def start(self) -> None:
+        if self._sub is None:
+            await ensure_consumer(self._js, self._stream, resume_consumer(self._config, self._subjects))
+            self._sub = await self._js.pull_subscribe_bind(DURABLE, stream=self._stream)
+
+    async def stop(self) -> None:
+        sub, self._sub = self._sub, None
+        if sub is not None:
+            await sub.unsubscribe()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        if self._sub is None:
+            raise RuntimeError("Resumer.run() called before start()")
+        sub = self._sub
+        while not stop.is_set():
+            free = self._config.concurrency - len(self._running)
+            if free <= 0:
+                await asyncio.wait(self._running, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
+                continue
+            try:
+                msgs = await sub.fetch(free, timeout=1.0)
+            except (NatsTimeoutError, TimeoutError):
+                continue
+            except Exception as exc:  # connection trouble: nats-py reconnects; try again
+                log.warning("fetch failed", error=str(exc))
+                await asyncio.sleep(0.5)
+                continue
+            for msg in msgs:
+                task = asyncio.create_task(self._handle(msg), name=f"resume-{msg.metadata.sequence.stream}")
+                self._running.add(task)
+                task.add_done_callback(self._running.discard)
+        if self._running:
+            self._stopping.set()  # resumed tasks hand back at their next step; the event comes again
+            await asyncio.wait(set(self._running), timeout=self._config.stop_timeout)
+            for task in list(self._running):
+                task.cancel()
+
+    async def _handle(self, msg: Msg) -> None:
+        beat = asyncio.create_task(self._heartbeat(msg), name="resume-heartbeat")
+        outcome: Outcome = "nak"
+        try:
+            outcome = await self.handle(msg.data, redelivered=msg.metadata.num_delivered > 1)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("resuming failed; the event will come again", subject=msg.subject)
+        finally:
+            beat.cancel()
+        try:
+            if outcome == "ack":
+                await msg.ack()
+            elif outcome == "term":
+                await msg.term()
+            else:
+                await msg.nak(delay=min(2.0 * msg.metadata.num_delivered, 30.0))
+        except Exception as exc:
+            log.warning("could not settle a resume event", outcome=outcome, error=str(exc))
+
+    async def _heartbeat(self, msg: Msg) -> None:
+        while True:
+            await asyncio.sleep(self._config.heartbeat)
+            try:
+                await msg.in_progress()
+            except Exception as exc:
+                log.warning("heartbeat failed", subject=msg.subject, error=str(exc))
+
+    # -- what each event does --------------------------------------------------------------------
+    async def handle(self, data: bytes, *, redelivered: bool = False) -> Outcome:
+        try:
+            event = _decoder.decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            log.warning("unreadable event ignored", error=str(exc))
+            return "term"
+        payload = event.payload
+        body: dict[str, Any] = payload.data if isinstance(payload.data, dict) else {}
+        if payload.type == interactions.SUBMITTED:
+            return await self._answered(event, body, redelivered)
+        if event.header.source.app != GATEWAY_APP:
+            return "ack"  # only the gateway decides approvals
+        verb = payload.type.removeprefix("approval.")
+        if verb == "granted":
+            return await self._granted(body, redelivered)
+        if verb in ("denied", "expired"):
+            return await self._refused(body, verb)
+        return "ack"  # approval.requested: nothing to do
+
+    async def _granted(self, approval: dict[str, Any], redelivered: bool) -> Outcome:
+        approval_id, task_id = approval.get("id"), approval.get("task_id")
+        if not isinstance(approval_id, str) or not isinstance(task_id, str):
+            return "ack"
+        found = await self._store.get(task_id)
+        if found is None:
+            return "ack"
+        task = found[0]
+        step = _waiting_step(task, approval_id)
+        if step is None:
+            return "ack"  # not waiting for this one (any more)
+        if task.state == "awaiting_approval":
+            if task.approval_id != approval_id:
+                return "ack"
+            by = str(approval.get("decided_by") or "operator")
+            reason = f"approval {approval_id} granted by {by} at {approval.get('decided_at') or '?'}" + \
+                _note(approval)
+            moved = await self._move(task_id, approval_id, lambda t: statemachine.transition(
+                t, "queued", by=by, now=self._store.clock(), reason=reason))
+            if moved is None:
+                return "ack"
+        elif task.state not in ("queued", "running") or not redelivered:
+            return "ack"  # queued/running: a runner died half way through an earlier delivery
+        log.info("approval granted: resuming the task", task=task_id, approval=approval_id, step=step.id)
+        verdict = await self._executor.resume_task(task_id, approvals={step.id: approval_id},
+                                                   stopping=self._stopping)
+        return "nak" if verdict in ("nak", "retry") else "ack"
+
+    async def _refused(self, approval: dict[str, Any], verb: str) -> Outcome:
+        approval_id, task_id = approval.get("id"), approval.get("task_id")
+        if not isinstance(approval_id, str) or not isinstance(task_id, str):
+            return "ack"
+        if verb == "denied":
+            by = str(approval.get("decided_by") or "operator")
+            reason = f"approval {approval_id} denied by {by} at {approval.get('decided_at') or '?'}" + _note(approval)
+        else:
+            by = "gateway"
+            reason = f"approval {approval_id} expired (requested {approval.get('requested_at')}, " \
+                     f"expired {approval.get('expires_at')}) before anyone decided"
+        error = TaskError(code=f"approval_{verb}", message=reason)
+        moved = await self._move(task_id, approval_id, lambda t: statemachine.transition(
+            t, "cancelled", by=by, now=self._store.clock(), reason=reason, error=error))
+        if moved is not None:
+            log.info("approval refused: task cancelled", task=task_id, approval=approval_id, verb=verb)
+        return "ack"
+
+    async def _move(self, task_id: str, approval_id: str, change: Callable[[Task], Task]) -> Task | None:
+        """Apply `change` if the task still waits for this approval (compare-and-set)."""
+        applied = False
+
+        def guarded(task: Task) -> Task:
+            nonlocal applied
+            if task.state != "awaiting_approval" or task.approval_id != approval_id:
+                return task
+            applied = True
+            return change(task)
+
+        updated = await self._store.change(task_id, guarded)
+        return updated if applied else None
+
+    async def _answered(self, event: EventEnvelope, body: dict[str, Any], redelivered: bool) -> Outcome:
+        interaction_id, value = body.get("interaction_id"), body.get("value")
+        parsed = interactions.parse_interaction_id(interaction_id) if isinstance(interaction_id, str) else None
+        if parsed is None or value is None:
+            return "ack"
+        task_id, step_id = parsed
+        found = await self._store.get(task_id)
+        if found is None:
+            return "ack"
+        task = found[0]
+        waiting = task.step(step_id)
+        if waiting is None or waiting.kind != "interaction":
+            return "ack"
+        target = task.delivery.reply_target
+        session = event.payload.session_id
+        if target is not None and target.session_id and session and session != target.session_id:
+            log.warning("an answer from another conversation ignored", task=task_id, interaction=interaction_id)
+            return "ack"
+        if task.state == "awaiting_approval" and task.interaction_id == interaction_id and not waiting.done:
+            actor = event.payload.actor
+            by = f"{actor.kind} {actor.id}" if actor is not None else "the user"
+            at = event.header.timestamp
+            answered = interactions.answered_step(waiting, str(value), by=by, at=at)
+            reason = f"interaction {interaction_id} answered by {by} at {at}"
+            applied = False
+
+            def record(current: Task) -> Task:
+                nonlocal applied
+                if current.state != "awaiting_approval" or current.interaction_id != interaction_id:
+                    return current
+                applied = True
+                logged = statemachine.record_steps(current, [answered], now=self._store.clock())
+                return statemachine.transition(logged, "queued", by=by, now=self._store.clock(), reason=reason)
+
+            await self._store.change(task_id, record)
+            if not applied:
+                return "ack"
+        elif not (redelivered and task.state in ("queued", "running") and waiting.done):
+            return "ack"
+        log.info("interaction answered: resuming the task", task=task_id, interaction=interaction_id)
+        verdict = await self._executor.resume_task(task_id, stopping=self._stopping)
+        return "nak" if verdict in ("nak", "retry") else "ack"
+
+
+def _waiting_step(task: Task, approval_id: str) -> TaskStep | None:
+    for step in reversed(task.steps):
+        if step.approval_id == approval_id and step.classification == "needs_approval":
+            return step
+    return None
+
+
+def _note(approval: dict[str, Any]) -> str:
+    note = approval.get("note")
+    return f": {note}" if note else ""
