@@ -1,0 +1,112 @@
+"""Interactions: a playbook asks the event's user to choose among several matching assets; the
+question goes out through the chat app (`event_reply`, numbered options, the interaction id),
+an `interaction.requested` event says so, the task waits; the user's answer
+(`simulate_interaction_answer` → `interaction.submitted`) resumes it with the chosen asset."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import msgspec
+from nats.aio.client import Client as NATS
+
+from shared.contracts.envelope import Header, Source
+from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, decode_result
+from shared.subjects import Subjects
+from tests.integration.runner.conftest import Stack
+from tests.integration.runner.helpers import (
+    ASSETS,
+    CHAT,
+    apply,
+    bind,
+    event,
+    poll,
+    publish_events,
+    sent,
+    settled,
+    task_id_of,
+)
+
+
+async def operator_call(nc: NATS, subjects: Subjects, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    request = ToolCallEnvelope(
+        header=Header(method="tools/call", message_id=str(uuid.uuid4()), timestamp="2026-01-01T00:00:00+00:00",
+                      source=Source(app="tests")),
+        payload=ToolCallRequest(tool=tool, arguments=arguments))
+    reply = decode_result((await nc.request(subjects.tool_call, msgspec.json.encode(request), timeout=20)).data)
+    assert reply.payload.status == "ok", reply.payload
+    structured = reply.payload.structured
+    assert isinstance(structured, dict)
+    return structured
+
+
+def asset_chooser(agent_id: str) -> dict[str, Any]:
+    return {
+        "kind": "Agent", "id": agent_id, "agent_kind": "playbook", "events": ["message.received"],
+        "tools": [f"{ASSETS}.search_assets", f"{ASSETS}.get_asset_profile"],
+        "playbook": {"steps": [
+            {"id": "p101", "tool": f"{ASSETS}.search_assets", "arguments": {"device_name": "Pump P-101"}},
+            {"id": "p102", "tool": f"{ASSETS}.search_assets", "arguments": {"device_name": "Pump P-102"}},
+            {"id": "pick", "kind": "interaction", "question": "Several assets match “pump”: which one do you mean?",
+             "options": "{{ steps.p101.structured['items'] + steps.p102.structured['items'] }}",
+             "when": "{{ (steps.p101.structured['items'] + steps.p102.structured['items']) | length > 1 }}"},
+            {"id": "profile", "tool": f"{ASSETS}.get_asset_profile",
+             "arguments": {"asset_code": "{{ steps.pick.structured.choice.assetCode }}"}},
+        ], "answer": "{{ steps.profile.structured.name }} ({{ steps.pick.structured.choice.assetCode }}) "
+                     "is in {{ steps.profile.structured.location }}"}}
+
+
+async def test_several_matching_assets_ask_the_user_and_the_answer_resumes_the_task(
+        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    case = f"ix-{uuid.uuid4().hex[:6]}"
+    session = f"s-{case}"
+    requested = await snc.subscribe(subjects.event("aurora.runner", "interaction.requested"))
+    await apply(snc, subjects, "agents", asset_chooser(f"a-{case}"))
+    await bind(snc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
+    doc = event("message.received", {"case": case, "text": "where is the pump?"}, session_id=session)
+    await publish_events(snc.jetstream(), subjects, [doc])
+    task_id = task_id_of(doc, f"b-{case}")
+
+    waiting = await settled(snc, subjects, task_id)
+    assert waiting["state"] == "awaiting_approval", json.dumps(waiting)[:3000]
+    interaction_id = waiting["interaction_id"]
+    assert interaction_id and task_id in interaction_id
+    pick = next(s for s in waiting["steps"] if s["id"] == "pick")
+    assert pick["kind"] == "interaction" and pick["status"] == "started"
+
+    # the question went out through the chat app, with numbered options and the interaction id
+    listed = await operator_call(snc, subjects, f"{CHAT}.list_sent", {"session_id": session})
+    texts = [r["text"] for r in listed["items"] if r.get("kind") == "message"]
+    assert len(texts) == 1, listed
+    assert "1. Circulation pump P-101" in texts[0] and "2. Circulation pump P-102" in texts[0]
+    assert interaction_id in texts[0]
+    announced = json.loads((await requested.next_msg(timeout=10)).data)
+    while announced["payload"]["data"]["interaction_id"] != interaction_id:
+        announced = json.loads((await requested.next_msg(timeout=10)).data)
+    assert len(announced["payload"]["data"]["options"]) == 2
+
+    await operator_call(snc, subjects, f"{CHAT}.simulate_interaction_answer",
+                        {"interaction_id": interaction_id, "value": "2", "session_id": session})
+    done = await settled(snc, subjects, task_id, states=("succeeded", "failed", "partial", "cancelled", "unverified"))
+    assert done["state"] == "succeeded", json.dumps(done, indent=1)[:3000]
+    assert "AS-0002" in done["answer"] and "Hall 2, line 4" in done["answer"]
+    pick = next(s for s in done["steps"] if s["id"] == "pick")
+    assert pick["structured"]["choice"]["assetCode"] == "AS-0002" and "user u1" in pick["note"]
+    assert any("interaction" in (t["reason"] or "") and "answered by user u1" in t["reason"]
+               for t in done["transitions"])
+    # the searches ran once, before the question: not again after the answer
+    assert [s["id"] for s in done["steps"]].count("p101") == 1
+    async def final_replies() -> list[dict[str, Any]]:
+        return [r for r in sent(stack.chat_log) if r.get("session_id") == session and "AS-0002" in r.get("text", "")]
+
+    replies = await poll(final_replies, what="the final reply")
+    assert len(replies) == 1
+
+    # the same answer again does nothing
+    await operator_call(snc, subjects, f"{CHAT}.simulate_interaction_answer",
+                        {"interaction_id": interaction_id, "value": "1", "session_id": session})
+    again = await settled(snc, subjects, task_id)
+    assert again["answer"] == done["answer"] and len(again["transitions"]) == len(done["transitions"])
+    await requested.unsubscribe()
