@@ -25,7 +25,7 @@ dev: $(STAMP)
 
 ## test: lint, type-check and the default test suite (unit, integration, e2e)
 test: $(STAMP) lint typecheck
-	$(PYTEST) -m "not slow and not bench" -q
+	$(PYTEST) -n 3 --dist loadscope -m "not slow and not bench" -q
 
 lint: $(STAMP)
 	$(BIN)/ruff check shared services aurora_cli apps tests
