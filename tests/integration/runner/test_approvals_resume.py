@@ -1,0 +1,196 @@
+"""Approvals across time, with real processes: a write waits for approval, every runner process
+is restarted while it waits, `aurora approvals grant` (the CLI) resumes it and the write runs
+exactly once; a second grant and a grant used for other arguments are refused; a denied and an
+expired approval cancel their tasks, saying by whom (or that nobody decided) and when.
+
+Its own stack (it restarts the runners, and its gateway lets approvals expire after a few
+seconds): nats-server, bridge, supervisor, gateway, router and two runners."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import nats
+import pytest
+from nats.aio.client import Client as NATS
+
+from aurora_cli.localnats import LocalNats
+from shared.contracts.envelope import Header, Source
+from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
+from shared.subjects import Subjects
+from tests.harness.processes import ServiceProcess, service_env
+from tests.integration.runner.helpers import (
+    ECHO,
+    RUNNER_ENV,
+    apply,
+    bind,
+    event,
+    publish_events,
+    settled,
+    stack_apps,
+    task_id_of,
+    write_apps,
+)
+from tests.integration.runner.test_recovery import _counter
+from tests.integration.runner.test_tasks_cli import cli
+
+TTL = 12.0  # seconds an approval waits for a decision in this stack
+FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
+
+
+@dataclass
+class OwnStack:
+    url: str
+    processes: dict[str, ServiceProcess]
+
+    def runners(self) -> list[ServiceProcess]:
+        return [p for name, p in self.processes.items() if name.startswith("runner")]
+
+
+@pytest.fixture(scope="module")
+def own_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnStack]:
+    folder = tmp_path_factory.mktemp("approvals-stack")
+    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
+    server.start()
+    config = write_apps(folder, stack_apps(folder / "chat-sent.jsonl"))
+    env = service_env(server.url, AURORA_APPS_CONFIG=str(config), AURORA_APPROVAL_TTL_SECONDS=str(TTL),
+                      AURORA_APPROVAL_SWEEP_SECONDS="0.5")
+    logs = folder / "logs"
+    logs.mkdir(exist_ok=True)
+    processes = {name: ServiceProcess(f"services.{module}", env, logs, name).start() for name, module in (
+        ("bridge", "event_bridge"), ("supervisor", "app_supervisor"), ("gateway", "mcp_gateway"),
+        ("router", "router"))}
+    for n in (1, 2):
+        runner_env = {**env, **RUNNER_ENV, "AURORA_RUNNER_INSTANCE": f"runner-{n}"}
+        processes[f"runner-{n}"] = ServiceProcess("services.runner", runner_env, logs, f"runner-{n}").start()
+    try:
+        processes["gateway"].wait_for_log('"serving"', timeout=40)
+        processes["router"].wait_for_log('"ready"', timeout=30)
+        for name, process in processes.items():
+            if name.startswith("runner"):
+                process.wait_for_log('"ready"', timeout=30)
+        yield OwnStack(server.url, processes)
+    finally:
+        for name in [n for n in processes if n.startswith("runner")] + ["router", "gateway", "supervisor", "bridge"]:
+            processes[name].terminate(timeout=20)
+        server.stop()
+
+
+@pytest.fixture
+async def onc(own_stack: OwnStack) -> AsyncIterator[NATS]:
+    client = await nats.connect(own_stack.url)
+    try:
+        yield client
+    finally:
+        await client.close()
+
+
+async def waiting_write(nc: NATS, subjects: Subjects, case: str) -> tuple[str, dict[str, Any]]:
+    """A playbook that reads, then increments the echo counter `case` (a write): its task waits."""
+    await apply(nc, subjects, "agents", {
+        "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["message.received"],
+        "tools": [f"{ECHO}.echo", f"{ECHO}.counter_increment"],
+        "playbook": {"steps": [
+            {"id": "look", "tool": f"{ECHO}.echo", "arguments": {"key": case}},
+            {"id": "count", "tool": f"{ECHO}.counter_increment",
+             "arguments": {"key": "{{ steps.look.structured.key }}"}},
+        ], "answer": "counted: {{ steps.count.structured.count }}"}})
+    await bind(nc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
+    doc = event("message.received", {"case": case, "text": "count"}, session_id=f"s-{case}")
+    await publish_events(nc.jetstream(), subjects, [doc])
+    task_id = task_id_of(doc, f"b-{case}")
+    waiting = await settled(nc, subjects, task_id, timeout=40)
+    assert waiting["state"] == "awaiting_approval" and waiting["approval_id"], json.dumps(waiting)[:3000]
+    return task_id, waiting
+
+
+async def restart_runners(stack: OwnStack) -> None:
+    runners = stack.runners()
+    for runner in runners:
+        assert runner.terminate(timeout=20) is not None
+    for runner in runners:
+        runner.start()
+    deadline = time.monotonic() + 30
+    while any(r.logs().count('"ready"') < 2 for r in runners):
+        assert time.monotonic() < deadline, "the restarted runners never got ready"
+        await asyncio.sleep(0.1)
+
+
+async def crafted_call(nc: NATS, subjects: Subjects, *, agent: str, tool: str, arguments: dict[str, Any],
+                       task_id: str, approval_id: str | None = None, delivery: dict[str, Any] | None = None) -> Any:
+    request = ToolCallEnvelope(
+        header=Header(method="tools/call", message_id=str(uuid.uuid4()), timestamp="2026-01-01T00:00:00+00:00",
+                      source=Source(app="tests")),
+        payload=ToolCallRequest(tool=tool, arguments=arguments, context=ToolCallContext(
+            agent=agent, run_id=task_id, task_id=task_id, step_id="crafted", approval_id=approval_id,
+            delivery=delivery)))
+    reply = await nc.request(subjects.tool_call, msgspec.json.encode(request), timeout=20)
+    return decode_result(reply.data).payload
+
+
+async def test_a_grant_after_every_runner_restarted_resumes_the_task_and_the_write_runs_once(
+        own_stack: OwnStack, onc: NATS, subjects: Subjects) -> None:
+    case = f"ap-{uuid.uuid4().hex[:6]}"
+    task_id, waiting = await waiting_write(onc, subjects, case)
+    approval_id = waiting["approval_id"]
+    await restart_runners(own_stack)  # nothing waits in memory: the task and the approval are in KV
+
+    granted = await asyncio.to_thread(cli, own_stack.url, "approvals", "grant", approval_id, "--note", "ok by me")
+    assert granted.returncode == 0, granted.stderr + granted.stdout
+    done = await settled(onc, subjects, task_id, timeout=40, states=FINAL)
+    assert done["state"] == "succeeded" and done["answer"] == "counted: 1", json.dumps(done, indent=1)[:3000]
+    assert await _counter(onc, subjects, case) == 1
+    count = next(s for s in done["steps"] if s["id"] == "count")
+    assert count["classification"] == "ok" and count["approval_id"] == approval_id
+    look_before = next(s for s in waiting["steps"] if s["id"] == "look")
+    assert next(s for s in done["steps"] if s["id"] == "look")["finished_at"] == look_before["finished_at"]
+    decided = [t for t in done["transitions"] if f"approval {approval_id} granted by" in (t["reason"] or "")]
+    assert decided and " at " in decided[0]["reason"] and "ok by me" in decided[0]["reason"], done["transitions"]
+    assert decided[0]["by"] == decided[0]["reason"].split("granted by ")[1].split(" at ")[0]
+
+    # a second grant is refused, and changes nothing
+    again = await asyncio.to_thread(cli, own_stack.url, "approvals", "grant", approval_id)
+    assert again.returncode != 0 and "consumed" in (again.stdout + again.stderr), again.stdout + again.stderr
+    # the approval used for other arguments (a crafted call) is refused by the gateway
+    other = await crafted_call(onc, subjects, agent=f"a-{case}", tool=f"{ECHO}.counter_increment",
+                               arguments={"key": f"{case}-other"}, task_id=task_id, approval_id=approval_id)
+    assert other.status == "denied" and other.error.code == "approval_mismatch", other
+    same = await crafted_call(onc, subjects, agent=f"a-{case}", tool=f"{ECHO}.counter_increment",
+                              arguments={"key": case}, task_id=task_id, approval_id=approval_id)
+    assert same.status == "denied" and same.error.code == "approval_used", same
+    await asyncio.sleep(1.0)
+    after = await settled(onc, subjects, task_id, states=FINAL)
+    assert after["state"] == "succeeded" and len(after["transitions"]) == len(done["transitions"])
+    assert await _counter(onc, subjects, case) == 1
+
+
+async def test_a_denied_and_an_expired_approval_cancel_their_tasks(
+        own_stack: OwnStack, onc: NATS, subjects: Subjects) -> None:
+    denied_case, expired_case = f"dn-{uuid.uuid4().hex[:6]}", f"ex-{uuid.uuid4().hex[:6]}"
+    (denied_id, denied_wait), (expired_id, _) = await asyncio.gather(
+        waiting_write(onc, subjects, denied_case), waiting_write(onc, subjects, expired_case))
+
+    refused = await asyncio.to_thread(cli, own_stack.url, "approvals", "deny", denied_wait["approval_id"],
+                                      "--note", "not on a Friday")
+    assert refused.returncode == 0, refused.stderr + refused.stdout
+    denied = await settled(onc, subjects, denied_id, states=FINAL)
+    assert denied["state"] == "cancelled", json.dumps(denied)[:2000]
+    assert denied["error"]["code"] == "approval_denied"
+    reason = denied["transitions"][-1]["reason"]
+    assert "denied by" in reason and "not on a Friday" in reason and " at " in reason
+
+    expired = await settled(onc, subjects, expired_id, timeout=TTL + 20, states=FINAL)
+    assert expired["state"] == "cancelled", json.dumps(expired)[:2000]
+    assert expired["error"]["code"] == "approval_expired" and "expired" in expired["transitions"][-1]["reason"]
+    late = await asyncio.to_thread(cli, own_stack.url, "approvals", "grant", expired["approval_id"])
+    assert late.returncode != 0
+    for case in (denied_case, expired_case):
+        assert await _counter(onc, subjects, case) == 0
