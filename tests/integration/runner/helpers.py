@@ -33,6 +33,9 @@ FAST_RESTART = {"backoff_initial_seconds": 0.1, "backoff_max_seconds": 0.5, "max
 # Short enough for quick recovery in tests, long enough to never fire on a healthy runner.
 RUNNER_ENV = {"AURORA_RUNNER_ACK_WAIT_SECONDS": "3", "AURORA_RUNNER_TOOL_TIMEOUT_SECONDS": "5",
               "AURORA_RUNNER_CONCURRENCY": "16", "TEST_MODEL_KEY": "sk-test-123"}
+# Which chat-app tools implement each platform capability (as apps/config.yml declares them).
+CHAT_PLATFORM = {"reply": "send_message", "react": "react", "respond_friend_request": "respond_friend_request",
+                 "get_actor": "get_user_info", "send_message": "send_message"}
 
 
 def stdio(command: list[str], *, package: str, **extra: Any) -> dict[str, Any]:
@@ -45,7 +48,7 @@ def stack_apps(chat_log: Path) -> dict[str, dict[str, Any]]:
     and asset systems of the cross-system relay, and the echo app (reads, a slow read)."""
     return {
         "chat": stdio([PYTHON, "-m", "apps.aurora_app_chat"], package=CHAT,
-                      mcp={"env": {"CHAT_LOG_FILE": str(chat_log)}}, platform={"reply": "send_message"}),
+                      mcp={"env": {"CHAT_LOG_FILE": str(chat_log)}}, platform=CHAT_PLATFORM),
         "alarms": stdio([PYTHON, str(APPS / "alarms_app.py")], package=ALARMS),
         "assets": stdio([PYTHON, str(APPS / "assets_app.py")], package=ASSETS),
         "echo": stdio([PYTHON, str(APPS / "echo_app.py")], package=ECHO,

@@ -1,0 +1,86 @@
+"""Platform action tools and synthetic runs against the running stack: `event_reply` is not
+offered for an event with nowhere to reply, a `platform_*` tool the agent does not allow is
+`denied` even for a crafted call, and a synthetic friend request runs end to end (binding →
+agent → `event_respond_friend_request`) without the chat app doing anything."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+from nats.aio.client import Client as NATS
+
+from shared.admin import admin_request
+from shared.subjects import Subjects
+from tests.integration.runner.conftest import Stack
+from tests.integration.runner.helpers import CHAT, ECHO, apply, bind, event, publish_events, sent, settled, task_id_of
+from tests.integration.runner.test_approvals_resume import crafted_call
+
+FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
+
+
+async def test_event_reply_is_not_offered_without_a_reply_target(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    case = f"nt-{uuid.uuid4().hex[:6]}"
+    await apply(snc, subjects, "agents", {
+        "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.echo"],
+        "playbook": {"steps": [{"id": "look", "tool": f"{ECHO}.echo", "arguments": {"key": case}}],
+                     "answer": "seen {{ steps.look.structured.key }}"}})
+    offered = await admin_request(snc, subjects, "agents", "tools", {
+        "agent": f"a-{case}", "delivery": {"reply_target": None, "source_app": CHAT}}, timeout=20)
+    assert "event_reply" not in offered["names"].values(), offered["names"]
+    reasons = {e["tool"]: e["reason"] for e in offered["excluded"]}
+    assert reasons.get("event_reply") == "event_target_unavailable", offered["excluded"]
+
+    # a run of an event without a session or conversation: the answer is kept, never sent
+    await bind(snc, subjects, f"b-{case}", "schedule.*", "agent", f"a-{case}", case=case)
+    doc = event("schedule.triggered", {"case": case}, subject_message=False)
+    await publish_events(snc.jetstream(), subjects, [doc])
+    done = await settled(snc, subjects, task_id_of(doc, f"b-{case}"), states=FINAL)
+    assert done["state"] == "succeeded" and done["answer"] == f"seen {case}", json.dumps(done)[:2000]
+    assert done["delivered"] is False and not [s for s in done["steps"] if s["name"] == "event_reply"]
+
+
+async def test_a_platform_tool_not_allowed_is_denied_even_when_crafted(stack: Stack, snc: NATS,
+                                                                       subjects: Subjects) -> None:
+    case = f"pl-{uuid.uuid4().hex[:6]}"
+    await apply(snc, subjects, "agents", {
+        "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.echo"],
+        "playbook": {"steps": []}})
+    delivery: dict[str, Any] = {"reply_target": {"app": CHAT, "session_id": f"s-{case}"}, "source_app": CHAT}
+    offered = await admin_request(snc, subjects, "agents", "tools", {"agent": f"a-{case}", "delivery": delivery},
+                                  timeout=20)
+    assert {e["tool"]: e["reason"] for e in offered["excluded"]}.get("platform_send_message") == "not_allowed"
+    result = await crafted_call(snc, subjects, agent=f"a-{case}", tool="platform_send_message",
+                                arguments={"session_id": "anyone", "text": "spam"}, task_id=f"t-{case}",
+                                delivery=delivery)
+    assert result.status == "denied", result
+    await asyncio.sleep(0.5)
+    assert not [r for r in sent(stack.chat_log) if r.get("text") == "spam"]
+
+
+async def test_a_synthetic_friend_request_runs_end_to_end_and_the_app_does_nothing(
+        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    case = f"fr-{uuid.uuid4().hex[:6]}"
+    await apply(snc, subjects, "agents", {
+        "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["friend.*"], "tools": [],
+        "playbook": {"steps": [
+            {"id": "who", "tool": "event_get_actor", "arguments": {}},
+            {"id": "answer", "tool": "event_respond_friend_request",
+             "arguments": {"accept": True, "message": "hello {{ event.actor.id }}"}},
+        ], "answer": "accepted {{ event.actor.id }}"}})
+    await bind(snc, subjects, f"b-{case}", "friend.request_received", "agent", f"a-{case}", case=case)
+    before = len(sent(stack.chat_log))
+    doc = event("friend.request_received", {"case": case, "note": "hi"}, subject_message=False, synthetic=True)
+    doc["payload"]["subject"] = {"kind": "friend_request", "id": f"fr-{case}"}
+    await publish_events(snc.jetstream(), subjects, [doc])
+    done = await settled(snc, subjects, task_id_of(doc, f"b-{case}"), states=FINAL)
+    assert done["state"] == "succeeded" and done["synthetic"] is True, json.dumps(done, indent=1)[:3000]
+    assert "synthetic" in (done["transitions"][-1]["reason"] or "")
+    answer = next(s for s in done["steps"] if s["id"] == "answer")
+    assert answer["classification"] == "suppressed", answer
+    assert answer["structured"]["would_call"] and answer["structured"]["arguments"]["accept"] is True, answer
+    assert done["delivered"] is False
+    await asyncio.sleep(0.5)
+    assert len(sent(stack.chat_log)) == before  # the chat app's side-effect log did not grow
