@@ -187,6 +187,11 @@ async def test_a_write_waits_for_an_approval_only_the_operator_grants(stack: Sta
     assert case not in (stack.counter_file.read_text() if stack.counter_file.exists() else "")  # nothing written
     granted = aurora(stack, "approvals", "grant", approval_id, "--note", "checked")
     assert granted["state"] == "granted"
+    # The gateway's approval.granted event resumes the task (the runners' durable on the events
+    # stream); the write runs once, with the approval.
+    done = await settled_task(operator, task["id"], ("succeeded", "failed", "unverified", "partial", "cancelled"))
+    assert done["state"] == "succeeded", json.dumps(done)[:2000]
+    assert stack.counter_file.read_text().count(case) == 1
     refused = stack.nats.violations()
     assert refused and all('"$G/user:runner"' in line and "amp.admin.approvals.grant" in line for line in refused)
 
