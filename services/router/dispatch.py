@@ -38,14 +38,14 @@ class RunMessage:
 
 def reply_target(event: EventEnvelope) -> ReplyTarget | None:
     """The reply target frozen from the event: only where the event names a session, a
-    conversation, a subject (a friend request …) or an actor. An event with none of them gets
-    none — nobody guesses where to answer. A target without a conversation is no place to
-    reply in: `event_reply` needs a session or conversation, `event_respond_friend_request`
-    a `friend_request` subject, `event_get_actor` an actor."""
+    conversation or a subject (a friend request …). An event with none of them gets none —
+    nobody guesses where to answer. A target without a conversation is no place to reply in:
+    `event_reply` needs a session or conversation, `event_respond_friend_request` a
+    `friend_request` subject, `event_get_actor` an actor."""
     p = event.payload
-    actor_id = p.actor.id if p.actor is not None else None
-    if p.session_id is None and p.conversation is None and p.subject is None and actor_id is None:
+    if p.session_id is None and p.conversation is None and p.subject is None:
         return None
+    actor_id = p.actor.id if p.actor is not None else None
     source = event.header.source
     return ReplyTarget(
         app=source.app, instance=source.instance, bot=p.bot, workspace=p.workspace,

@@ -12,7 +12,7 @@ from typing import Any
 
 from nats.aio.client import Client as NATS
 
-from shared.admin import admin_request
+from shared.admin import AdminRequestError, admin_request
 from shared.subjects import Subjects
 from tests.integration.runner.conftest import Stack
 from tests.integration.runner.helpers import CHAT, ECHO, apply, bind, event, publish_events, sent, settled, task_id_of
@@ -21,14 +21,27 @@ from tests.integration.runner.test_approvals_resume import crafted_call
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 
 
+async def agent_tools(nc: NATS, subjects: Subjects, agent: str, delivery: dict[str, Any]) -> dict[str, Any]:
+    """`amp.admin.agents.tools`, once the gateway's copy of a just-applied agent has it."""
+    for _ in range(40):
+        try:
+            found: dict[str, Any] = await admin_request(nc, subjects, "agents", "tools",
+                                                        {"agent": agent, "delivery": delivery}, timeout=20)
+            return found
+        except AdminRequestError as exc:
+            if exc.code != "unknown_agent":
+                raise
+            await asyncio.sleep(0.25)
+    raise AssertionError(f"the gateway never knew agent {agent}")
+
+
 async def test_event_reply_is_not_offered_without_a_reply_target(stack: Stack, snc: NATS, subjects: Subjects) -> None:
     case = f"nt-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.echo"],
         "playbook": {"steps": [{"id": "look", "tool": f"{ECHO}.echo", "arguments": {"key": case}}],
                      "answer": "seen {{ steps.look.structured.key }}"}})
-    offered = await admin_request(snc, subjects, "agents", "tools", {
-        "agent": f"a-{case}", "delivery": {"reply_target": None, "source_app": CHAT}}, timeout=20)
+    offered = await agent_tools(snc, subjects, f"a-{case}", {"reply_target": None, "source_app": CHAT})
     assert "event_reply" not in offered["names"].values(), offered["names"]
     reasons = {e["tool"]: e["reason"] for e in offered["excluded"]}
     assert reasons.get("event_reply") == "event_target_unavailable", offered["excluded"]
@@ -49,8 +62,7 @@ async def test_a_platform_tool_not_allowed_is_denied_even_when_crafted(stack: St
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.echo"],
         "playbook": {"steps": []}})
     delivery: dict[str, Any] = {"reply_target": {"app": CHAT, "session_id": f"s-{case}"}, "source_app": CHAT}
-    offered = await admin_request(snc, subjects, "agents", "tools", {"agent": f"a-{case}", "delivery": delivery},
-                                  timeout=20)
+    offered = await agent_tools(snc, subjects, f"a-{case}", delivery)
     assert {e["tool"]: e["reason"] for e in offered["excluded"]}.get("platform_send_message") == "not_allowed"
     result = await crafted_call(snc, subjects, agent=f"a-{case}", tool="platform_send_message",
                                 arguments={"session_id": "anyone", "text": "spam"}, task_id=f"t-{case}",
