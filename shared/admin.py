@@ -15,6 +15,7 @@ from nats.micro import add_service
 from nats.micro.request import Request
 from nats.micro.service import Service
 
+from shared.bus import is_jetstream_delivery
 from shared.errors import AuroraError
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -38,6 +39,9 @@ def reply_json(value: Any) -> bytes:
 
 def wrap_handler(verb: str, handler: AdminHandler) -> Callable[[Request], Awaitable[None]]:
     async def handle(request: Request) -> None:
+        if is_jetstream_delivery(request_reply(request)):
+            log.warning("stream delivery to an admin endpoint ignored", verb=verb, subject=request.subject)
+            return
         try:
             body = json.loads(request.data) if request.data else {}
             if not isinstance(body, dict):
@@ -56,6 +60,11 @@ def wrap_handler(verb: str, handler: AdminHandler) -> Callable[[Request], Awaita
             await request.respond(reply_json(result))
 
     return handle
+
+
+def request_reply(request: Request) -> str | None:
+    """The reply subject of a micro request (nats-py keeps the message private)."""
+    return getattr(getattr(request, "_msg", None), "reply", None)
 
 
 async def _error(request: Request, code: str, message: str) -> None:

@@ -54,3 +54,13 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
             log.warning("nats not reachable yet; retrying", servers=settings.servers, error=str(exc))
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
+
+
+def is_jetstream_delivery(reply: str | None) -> bool:
+    """A message JetStream delivered from a stream (its reply subject is an ack subject).
+
+    Request handlers and relays ignore these: a push consumer can be pointed at any subject
+    (nats-server does not check its deliver subject against its creator's permissions), so a
+    stored document replayed into an endpoint must never count as a request.
+    """
+    return bool(reply) and reply.startswith("$JS.ACK.")  # type: ignore[union-attr]

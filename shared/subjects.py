@@ -80,6 +80,12 @@ class Subjects:
     def tool_call(self) -> str:
         return f"{self.prefix}.tool.call"
 
+    @property
+    def operator_tool_call(self) -> str:
+        """Operator calls (no agent): an admin subject, so that only operator credentials may
+        publish there, while every runner may request `tool_call`."""
+        return self.admin("tools", "call")
+
     def run(self, target_type: str, target_id: str) -> str:
         return f"{self.prefix}.run.{check_token(target_type, 'target type')}.{app_token(target_id)}"
 

@@ -121,9 +121,10 @@ async def _call(settings: Settings, name: str, arguments: dict[str, Any], timeou
     )
     async with connected(settings.nats) as nc:
         try:
-            reply = await nc.request(settings.subjects.tool_call, msgspec.json.encode(envelope), timeout=timeout + 5)
+            subject = settings.subjects.operator_tool_call
+            reply = await nc.request(subject, msgspec.json.encode(envelope), timeout=timeout + 5)
         except NoRespondersError as exc:
-            raise CliError(f"no mcp-gateway is running (nobody answers {settings.subjects.tool_call})") from exc
+            raise CliError(f"no mcp-gateway is running (nobody answers {subject})") from exc
         except NatsTimeoutError as exc:
             raise CliError(f"the gateway did not answer within {timeout + 5:g}s") from exc
     result: dict[str, Any] = msgspec.to_builtins(decode_result(reply.data).payload)

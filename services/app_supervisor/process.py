@@ -27,6 +27,7 @@ from nats.errors import Error as NatsError
 
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.framing import Oversized, read_lines, to_stdin_line
+from shared.bus import is_jetstream_delivery
 from shared.logs import get_logger
 from shared.subjects import Subjects
 
@@ -213,6 +214,8 @@ class AppProcess:
     async def _to_stdin(self, msg: Msg) -> None:
         """Core NATS delivers one subscription's messages in order, one callback at a time,
         so awaiting the drain here keeps the stdin order identical to the c2s order."""
+        if is_jetstream_delivery(msg.reply):
+            return  # a stream replayed into the relay is not the gateway speaking
         stdin = self._proc.stdin if self._proc is not None else None
         if stdin is None or not self._stdin_open:
             log.warning("message for an app whose stdin is closed dropped", app=self._spec.name,

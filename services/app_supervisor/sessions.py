@@ -18,6 +18,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
 
+from shared.bus import is_jetstream_delivery
 from shared.contracts.mcp_relay import SessionState, decode_session_event
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -77,6 +78,8 @@ class SessionWatch:
 
     def _make_handler(self, key: AppKey) -> Callable[[Msg], Awaitable[None]]:
         async def handle(msg: Msg) -> None:
+            if is_jetstream_delivery(msg.reply):
+                return
             try:
                 event = decode_session_event(msg.data)
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -22,8 +22,9 @@ from services.mcp_gateway.pool.audit import AuditItem, audit_publisher
 from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.toolcalls import ToolCallHandler
-from shared.admin import wrap_handler
+from shared.admin import request_reply, wrap_handler
 from shared.appconfig import load_apps_config
+from shared.bus import is_jetstream_delivery
 from shared.contracts.signals import SignalBase
 from shared.logs import get_logger
 from shared.service import run_service
@@ -118,22 +119,31 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     )
     in_flight = InFlight()
 
-    async def serve(request: Request) -> None:
+    async def serve(request: Request, operator: bool) -> None:
         try:
-            await request.respond(await handler.handle(request.data))
+            await request.respond(await handler.handle(request.data, operator=operator))
         finally:
             in_flight.leave()
 
     async def tool_call(request: Request) -> None:
+        if is_jetstream_delivery(request_reply(request)):
+            return
         # nats-py runs a subscription's callback for one message at a time: each call gets its
         # own task, or one slow tool would hold up every other call.
         in_flight.enter()
-        in_flight.track(asyncio.create_task(serve(request), name="tool-call"))
+        in_flight.track(asyncio.create_task(serve(request, False), name="tool-call"))
+
+    async def operator_call(request: Request) -> None:
+        if is_jetstream_delivery(request_reply(request)):
+            return
+        in_flight.enter()
+        in_flight.track(asyncio.create_task(serve(request, True), name="operator-tool-call"))
 
     service = await add_service(
         nc, name="aurora-mcp-gateway", version="0.1.0", description="MCP sessions, tool pool, tool calls"
     )
     await service.add_endpoint(name="tool-call", subject=subjects.tool_call, handler=tool_call)
+    await service.add_endpoint(name="operator-tool-call", subject=subjects.operator_tool_call, handler=operator_call)
     for (area, verb), endpoint in admin_endpoints(gateway, pool, approvals, executable).items():
         await service.add_endpoint(
             name=f"{area}-{verb}".replace("_", "-"),

@@ -31,6 +31,7 @@ from services.mcp_gateway.toolcalls import GATEWAY_APP, CallRecord
 from services.mcp_gateway.transports.http import http_transport
 from services.mcp_gateway.transports.nats_stdio import nats_stdio_transport
 from shared.appconfig import AppConfig, AppsConfig
+from shared.bus import is_jetstream_delivery
 from shared.clock import now_iso
 from shared.contracts import mcp_relay
 from shared.contracts.approval import Approval
@@ -120,6 +121,8 @@ class Gateway:
         return lambda: nats_stdio_transport(self._nc, self._subjects, app.app_id, app.instance)
 
     async def _on_process_event(self, msg: Msg) -> None:
+        if is_jetstream_delivery(msg.reply):
+            return
         try:
             event = mcp_relay.decode_process_event(msg.data)
         except msgspec.MsgspecError:

@@ -100,7 +100,9 @@ class ToolCallHandler:
         self._on_result = on_result
         self._on_approval_requested = on_approval_requested
 
-    async def handle(self, data: bytes) -> bytes:
+    async def handle(self, data: bytes, *, operator: bool = False) -> bytes:
+        """Answer one call. `operator` is true for calls on the operator subject: only they may
+        go without an agent (an agent-less call elsewhere could come from any runner)."""
         started = time.perf_counter()
         try:
             envelope = decode_request(data)
@@ -111,6 +113,9 @@ class ToolCallHandler:
             reason = f"header.method must be {METHOD_CALL!r}, not {envelope.header.method!r}"
             return _reply(envelope, GATEWAY_APP, classify.failed("denied", "invalid_request", reason))
         request = envelope.payload
+        misrouted = _misrouted(request, operator)
+        if misrouted is not None:
+            return _reply(envelope, GATEWAY_APP, classify.failed("denied", *misrouted))
         tool = await self._pool.tool(request.tool)
         system = tool.system if tool is not None else None
         if tool is not None:
@@ -305,6 +310,17 @@ def _suppressed(name: str, would_call: str, arguments: dict[str, Any], side_effe
         content=[{"type": "text", "text": f"synthetic run: {name} was not called"}],
         structured={"would_call": would_call, "arguments": arguments},
     )
+
+
+def _misrouted(request: ToolCallRequest, operator: bool) -> tuple[str, str] | None:
+    if operator and request.context.agent is not None:
+        return "invalid_request", "an operator call names no agent; agents' calls go to the tool-call subject"
+    # Platform delivery tools are the exception: a pipeline without an agent still answers
+    # through `event_reply`, whose target is frozen from the event.
+    if not operator and request.context.agent is None and request.tool not in PLATFORM_TOOLS:
+        return "operator_only", ("a call without an agent is an operator call: send it to the operator subject "
+                                 "(<prefix>.admin.tools.call), which only operator credentials may use")
+    return None
 
 
 def _ms(started: float) -> float:

@@ -245,7 +245,7 @@ async def main() -> None:
     n_conc = env_int("BENCH_CONC", 2000)
     callers = env_int("BENCH_CALLERS", 32)
     rounds = env_int("BENCH_ROUNDS", 2)
-    subject = "amp.tool.call"
+    subject = "amp.admin.tools.call"  # an operator call: the echo tool is bound to no agent
     with tempfile.TemporaryDirectory(prefix="aurora-bench-gw-") as tmp:
         platform = Platform(Path(tmp))
         platform.start()

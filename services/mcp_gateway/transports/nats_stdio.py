@@ -18,6 +18,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 
+from shared.bus import is_jetstream_delivery
 from shared.logs import get_logger
 from shared.subjects import Subjects
 
@@ -46,6 +47,8 @@ async def nats_stdio_transport(
     c2s = subjects.mcp(app_id, instance, "c2s")
 
     async def on_message(msg: Msg) -> None:
+        if is_jetstream_delivery(msg.reply):
+            return
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await read_writer.send(parse_message(msg.data))
 

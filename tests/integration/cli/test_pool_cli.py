@@ -260,7 +260,8 @@ async def _call(url: str, arguments: dict[str, Any], context: dict[str, Any]) ->
                 "payload": {"tool": "im.polaris.qq.send_message", "arguments": arguments, "context": context}}
     nc = await nats.connect(url)
     try:
-        reply = await nc.request(SUBJECTS.tool_call, json.dumps(envelope, ensure_ascii=False).encode(), timeout=15)
+        subject = SUBJECTS.tool_call if context.get("agent") else SUBJECTS.operator_tool_call
+        reply = await nc.request(subject, json.dumps(envelope, ensure_ascii=False).encode(), timeout=15)
     finally:
         await nc.close()
     payload: dict[str, Any] = json.loads(reply.data)["payload"]

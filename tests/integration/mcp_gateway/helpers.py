@@ -111,8 +111,8 @@ def call_envelope(tool: str, arguments: Any, timeout: float | None = None,
 
 async def call(nc: NATS, subjects: Subjects, tool: str, arguments: Any, *, timeout: float = 10.0,
                wait: float | None = None) -> dict[str, Any]:
-    """One `amp.tool.call` request; the reply's payload, decoded with the stdlib."""
-    reply = await nc.request(subjects.tool_call, call_envelope(tool, arguments, timeout),
+    """One operator call (no agent, on the operator subject); the reply's payload, decoded with the stdlib."""
+    reply = await nc.request(subjects.operator_tool_call, call_envelope(tool, arguments, timeout),
                              timeout=wait or timeout + 5)
     envelope = json.loads(reply.data)
     assert envelope["header"]["method"] == "tools/result", envelope

@@ -39,7 +39,7 @@ async def test_the_gateway_answers_micro_ping_and_counts_tool_calls(
 
     async def tool_calls() -> int:
         stats = json.loads((await pnc.request("$SRV.STATS.aurora-mcp-gateway", b"", timeout=2)).data)
-        endpoint = next(e for e in stats["endpoints"] if e["subject"] == subjects.tool_call)
+        endpoint = next(e for e in stats["endpoints"] if e["subject"] == subjects.operator_tool_call)
         return int(endpoint["num_requests"])
 
     before = await tool_calls()

@@ -35,7 +35,8 @@ async def operator_call(nc: NATS, subjects: Subjects, tool: str, arguments: dict
         header=Header(method="tools/call", message_id=str(uuid.uuid4()), timestamp="2026-01-01T00:00:00+00:00",
                       source=Source(app="tests")),
         payload=ToolCallRequest(tool=tool, arguments=arguments))
-    reply = decode_result((await nc.request(subjects.tool_call, msgspec.json.encode(request), timeout=20)).data)
+    reply = decode_result((await nc.request(subjects.operator_tool_call, msgspec.json.encode(request),
+                                            timeout=20)).data)
     assert reply.payload.status == "ok", reply.payload
     structured = reply.payload.structured
     assert isinstance(structured, dict)

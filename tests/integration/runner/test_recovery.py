@@ -111,7 +111,8 @@ async def _counter(nc: NATS, subjects: Subjects, key: str, *, increment: bool = 
         header=Header(method="tools/call", message_id=str(uuid.uuid4()), timestamp=LONG_AGO,
                       source=Source(app="tests")),
         payload=ToolCallRequest(tool=f"{ECHO}.{tool}", arguments={"key": key}))
-    reply = decode_result((await nc.request(subjects.tool_call, msgspec.json.encode(request), timeout=15)).data)
+    reply = decode_result((await nc.request(subjects.operator_tool_call, msgspec.json.encode(request),
+                                            timeout=15)).data)
     assert reply.payload.status == "ok", reply.payload
     assert reply.payload.structured is not None
     return int(reply.payload.structured["count"])

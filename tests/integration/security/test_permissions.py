@@ -258,14 +258,11 @@ async def test_no_consumer_can_carry_the_bytes_the_runner_writes_to_its_tasks(
         await read_all(tasks)
 
 
-@pytest.mark.xfail(strict=True, raises=pytest.fail.Exception, reason=(
-    "nats-server 2.15 does not check a push consumer's deliver subject against its creator's "
-    "publish permissions (nats-io/nats-server#8274), and admin endpoints take a JetStream "
-    "delivery for a request: the runner can replay the agents bucket (which it must watch) into "
-    "amp.admin.agents.delete. Fixed by a server with that check, or by endpoints refusing "
-    "messages whose reply subject is $JS.ACK.… (see docs/design.md)."))
 async def test_the_runner_cannot_replay_stored_documents_into_an_admin_endpoint(
         connect: Connect, runner: Session) -> None:
+    """nats-server 2.15 lets a push consumer deliver to any subject (nats-io/nats-server#8274),
+    so the runner can point one at an admin endpoint: the endpoint must ignore stream
+    deliveries (their reply subject is an ack subject), never take them for requests."""
     router = await connect("router")
     deleted: list[dict[str, object]] = []
 

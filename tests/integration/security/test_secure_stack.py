@@ -196,12 +196,9 @@ async def test_a_write_waits_for_an_approval_only_the_operator_grants(stack: Sta
     assert refused and all('"$G/user:runner"' in line and "amp.admin.approvals.grant" in line for line in refused)
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "the gateway takes `context.agent: null` for an operator call whoever sends it, and the "
-    "runner must be able to request amp.tool.call: subject permissions cannot tell the two "
-    "apart. Needs the gateway to serve operator calls on a subject only the operator may "
-    "publish (see docs/design.md)."))
 async def test_the_runner_cannot_call_a_tool_as_the_operator(stack: Stack) -> None:
+    """Operator calls have their own subject, which only operator credentials may publish; an
+    agent-less call on the runners' subject is refused by the gateway."""
     runner = await stack.session("runner")
     try:
         envelope = ToolCallEnvelope(
@@ -213,5 +210,8 @@ async def test_the_runner_cannot_call_a_tool_as_the_operator(stack: Stack) -> No
         reply = await runner.nc.request(SUBJECTS.tool_call, msgspec.json.encode(envelope), timeout=10)
         result = decode_result(reply.data).payload
         assert result.status == "denied", f"a write ran without an agent or an approval: {result.status}"
+        assert result.error is not None and result.error.code == "operator_only"
+        await runner.nc.publish(SUBJECTS.operator_tool_call, msgspec.json.encode(envelope))
+        await runner.refused(SUBJECTS.operator_tool_call, action="publish")
     finally:
         await runner.nc.close()

@@ -42,7 +42,8 @@ class Pool:
                           source=Source(app="aurora.test")),
             payload=ToolCallRequest(tool=tool, arguments=arguments, context=ToolCallContext(**context)),
         )
-        reply = await self.nc.request(self.subjects.tool_call, msgspec.json.encode(envelope), timeout=20)
+        subject = self.subjects.tool_call if context.get("agent") else self.subjects.operator_tool_call
+        reply = await self.nc.request(subject, msgspec.json.encode(envelope), timeout=20)
         return dict(msgspec.to_builtins(decode_result(reply.data).payload))
 
     async def admin(self, area: str, verb: str, body: dict[str, Any] | None = None) -> Any:
