@@ -21,7 +21,7 @@ from tests.harness.processes import REPO
 
 WRITES = {"send_message", "react", "respond_friend_request"}
 READS = {"get_user_info", "list_sent"}
-SIMULATORS = {"simulate_message", "simulate_friend_request", "simulate_member_joined"}
+SIMULATORS = {"simulate_message", "simulate_friend_request", "simulate_member_joined", "simulate_interaction_answer"}
 
 
 class Chat:
