@@ -83,7 +83,7 @@ class RunnerService:
         announcer = Announcer(js, subjects, instance=config.instance)
         drivers: dict[str, AgentDriver] = {"playbook": PlaybookDriver(steps, announcer)}
         drivers["llm"] = LlmDriver(HttpChatModel(self._http), GatewayTools(nc, subjects), steps, history,
-                                   config.models)
+                                   config.models, announcer=announcer)
         executor = self._executor = Executor(store, catalog, drivers, steps, EventSource(js), config)
         worker = Worker(js, subjects, executor, config, stores.runs_stream)
         await worker.start()

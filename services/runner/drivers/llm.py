@@ -16,12 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from services.runner import actions as action_tool
 from services.runner import history as history_tool
 from services.runner.config import ModelDefaults
 from services.runner.context import RunContext
 from services.runner.drivers.base import settle
 from services.runner.errors import StepFailed
 from services.runner.history import History
+from services.runner.interactions import EXECUTABLE_ACTION, Announcer, ask
 from services.runner.llm_client import ChatModel, ChatTurn, ModelCall, ModelFailed, ToolCallProposal
 from services.runner.results import for_model, truncate
 from services.runner.steps import ToolSteps
@@ -51,13 +53,15 @@ class AgentTools(Protocol):
 
 class LlmDriver:
     def __init__(self, model: ChatModel, tools: AgentTools, steps: ToolSteps, history: History,
-                 defaults: ModelDefaults, env: Callable[[str], str | None] = os.environ.get) -> None:
+                 defaults: ModelDefaults, env: Callable[[str], str | None] = os.environ.get,
+                 announcer: Announcer | None = None) -> None:
         self._model = model
         self._tools = tools
         self._steps = steps
         self._history = history
         self._defaults = defaults
         self._env = env
+        self._announcer = announcer
 
     async def run(self, ctx: RunContext, agent: Agent, *, prefix: str = "", text: str | None = None) -> str | None:
         call = self._model_call(agent)
@@ -65,6 +69,7 @@ class LlmDriver:
         offered = list(toolset.descriptors)
         if agent.event_history:
             offered.append(history_tool.llm_descriptor())
+        offered.append(action_tool.llm_descriptor())
         messages = [{"role": "system", "content": system_prompt(agent, ctx)},
                     {"role": "user", "content": event_message(ctx, text)}]
         for round_no in range(1, agent.max_tool_rounds + 2):
@@ -129,6 +134,8 @@ class LlmDriver:
                                 f"the arguments are not a JSON object: {exc}", limit)
         if proposal.name == history_tool.TOOL_NAME and agent.event_history:
             return await self._history_call(ctx, step_id, arguments, limit)
+        if proposal.name == action_tool.TOOL_NAME:
+            return await self._action_call(ctx, step_id, arguments, limit)
         tool = toolset.names.get(proposal.name)
         if tool is None:
             return self._refuse(ctx, step_id, proposal.name, "unknown_tool",
@@ -143,6 +150,38 @@ class LlmDriver:
                         finished_at=now_iso(), classification="denied", error=StepError(code=code, message=message))
         ctx.handle.stage(step)
         return for_model(step, limit)
+
+    async def _action_call(self, ctx: RunContext, step_id: str, arguments: dict[str, Any], limit: int) -> str:
+        """`request_action`: an interaction is asked (the task waits for the answer, which is this
+        call's result on resume); any other action is only recorded."""
+        prior = ctx.handle.step(step_id)
+        if prior is not None and prior.kind == "action" and prior.done:
+            return action_tool.telemetry_result(prior)
+        if prior is not None and prior.kind == "tool" and prior.done:
+            return for_model(prior, limit)  # refused earlier
+        action = arguments.get("action")
+        if not isinstance(action, str) or not action:
+            return self._refuse(ctx, step_id, action_tool.TOOL_NAME, "invalid_arguments",
+                                "action must be a non-empty string", limit)
+        if action != EXECUTABLE_ACTION:
+            step = action_tool.telemetry_step(step_id, action, arguments)
+            ctx.handle.stage(step)
+            return action_tool.telemetry_result(step)
+        question, options = arguments.get("question"), arguments.get("options", [])
+        if prior is None:
+            if not isinstance(question, str) or not question.strip():
+                return self._refuse(ctx, step_id, action_tool.TOOL_NAME, "invalid_arguments",
+                                    "interaction.requested needs a question", limit)
+            if not isinstance(options, list) or not all(isinstance(o, str | int | float) for o in options):
+                return self._refuse(ctx, step_id, action_tool.TOOL_NAME, "invalid_arguments",
+                                    "options must be a list of strings", limit)
+            target = ctx.delivery.reply_target
+            if target is None or not (target.session_id or target.conversation):
+                return self._refuse(ctx, step_id, action_tool.TOOL_NAME, "interaction_unavailable",
+                                    "the event names no conversation to ask its user in", limit)
+        answered = await ask(ctx, self._steps, self._announcer, step_id=step_id, question=question or "",
+                             options=[str(o) for o in options or []])
+        return action_tool.answer_result(answered, limit)
 
     async def _history_call(self, ctx: RunContext, step_id: str, arguments: dict[str, Any], limit: int) -> str:
         prior = ctx.handle.step(step_id)
@@ -180,6 +219,8 @@ def system_prompt(agent: Agent, ctx: RunContext) -> str:
     if agent.event_history:
         rules.append("Only the current event is given; call event_history for earlier events of this session "
                      "when you need them.")
+    rules.append("To have the user choose or confirm something, call request_action with action "
+                 "\"interaction.requested\", a question and the options; any other action is recorded, not executed.")
     if ctx.delivery.reply_target is not None:
         rules.append("Your final message (one without tool calls) is sent back where the event came from.")
     else:
