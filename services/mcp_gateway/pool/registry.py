@@ -135,39 +135,28 @@ class ToolPool:
 
     async def update_tool(self, name: str, change: Callable[[ToolDefinition], ToolDefinition]) -> ToolDefinition:
         """Apply `change` to the stored tool with a compare-and-set, retrying on a race."""
-        kv = self._kv["tools"]
-        for _ in range(10):
-            try:
-                entry = await kv.get(name)
-            except KeyNotFoundError as exc:
-                raise PoolError("unknown_tool", f"no tool named {name!r}") from exc
-            assert entry.value is not None and entry.revision is not None
-            current = parse_resource(ToolDefinition, json.loads(entry.value))
-            updated = change(current)
-            try:
-                await kv.update(name, canonical_json(updated), last=entry.revision)
-            except KeyWrongLastSequenceError:
-                continue
-            self.tools[name] = updated
-            return updated
-        raise PoolError("conflict", f"tool {name!r} kept changing; try again")
+        return await self._update("tools", name, ToolDefinition, change)
 
     async def update_system(self, name: str, change: Callable[[System], System]) -> System:
-        kv = self._kv["systems"]
+        return await self._update("systems", name, System, change)
+
+    async def _update(self, bucket: str, key: str, model: type[M], change: Callable[[M], M]) -> M:
+        kv = self._kv[bucket]
+        kind = bucket.removesuffix("s")
         for _ in range(10):
             try:
-                entry = await kv.get(name)
+                entry = await kv.get(key)
             except KeyNotFoundError as exc:
-                raise PoolError("unknown_system", f"no system named {name!r}") from exc
+                raise PoolError(f"unknown_{kind}", f"no {kind} named {key!r}") from exc
             assert entry.value is not None and entry.revision is not None
-            updated = change(parse_resource(System, json.loads(entry.value)))
+            updated = change(parse_resource(model, json.loads(entry.value)))
             try:
-                await kv.update(name, canonical_json(updated), last=entry.revision)
+                await kv.update(key, canonical_json(updated), last=entry.revision)
             except KeyWrongLastSequenceError:
                 continue
-            self.systems[name] = updated
+            self._mirror(bucket).items[key] = updated
             return updated
-        raise PoolError("conflict", f"system {name!r} kept changing; try again")
+        raise PoolError("conflict", f"{kind} {key!r} kept changing; try again")
 
     async def _put(self, bucket: str, key: str, value: ResourceModel) -> str:
         """created | updated | unchanged"""
