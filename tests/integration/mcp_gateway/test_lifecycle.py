@@ -14,7 +14,7 @@ from nats.aio.msg import Msg
 
 from shared.subjects import Subjects, app_token
 from tests.integration.mcp_gateway.conftest import Stack
-from tests.integration.mcp_gateway.helpers import echo_app, exited, logged, time_app, weather_app, write_apps
+from tests.integration.mcp_gateway.helpers import echo_app, exited, time_app, weather_app, write_apps
 
 
 async def test_two_apps_exposing_the_same_prefixed_name_fail_start_up_naming_both(
@@ -74,5 +74,6 @@ async def test_sigterm_to_both_closes_every_session_before_its_process_stops(
                  if channel == "proc" and state in ("stopped", "exited")]
         assert ended, (app, events)
         assert closed < ended[0], f"{app}: its process ended before its session was closed: {events}"
+    # Whether the supervisor had to wait (and logged "session closed, stopping app") depends on
+    # which SIGTERM handler ran first; the order on NATS above is what must hold either way.
     assert "session still open after the bounded wait" not in supervisor.logs()
-    await logged(supervisor, "session closed, stopping app")

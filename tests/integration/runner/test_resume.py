@@ -57,8 +57,10 @@ async def test_a_granted_approval_resumes_the_task_and_the_write_runs_once(
     await admin_request(snc, subjects, "approvals", "grant", {"id": waiting["approval_id"], "by": "alice"},
                         timeout=20)
 
+    # The stack's runners also resume on the grant (their durable on approval events): whichever
+    # takes the task first runs it ("drop" here means another runner holds it); once either way.
     verdict = await runner.executor.resume_task(task_id, approvals={step.id: waiting["approval_id"]})
-    assert verdict == "ack"
+    assert verdict in ("ack", "drop")
     done = await settled(snc, subjects, task_id)
     assert done["state"] == "succeeded" and done["answer"] == "now 1", json.dumps(done, indent=1)[:3000]
     count = next(s for s in done["steps"] if s["id"] == "count")
