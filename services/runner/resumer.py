@@ -25,13 +25,13 @@ from typing import Any, Literal
 
 import msgspec
 from nats.aio.msg import Msg
-from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from services.runner import interactions, statemachine
 from services.runner.config import RunnerConfig
 from services.runner.executor import Executor
+from services.runner.pulling import pull_into_tasks
 from services.runner.tasks import TaskStore
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.task import Task, TaskError, TaskStep
@@ -85,24 +85,8 @@ class Resumer:
     async def run(self, stop: asyncio.Event) -> None:
         if self._sub is None:
             raise RuntimeError("Resumer.run() called before start()")
-        sub = self._sub
-        while not stop.is_set():
-            free = self._config.concurrency - len(self._running)
-            if free <= 0:
-                await asyncio.wait(self._running, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
-                continue
-            try:
-                msgs = await sub.fetch(free, timeout=1.0)
-            except (NatsTimeoutError, TimeoutError):
-                continue
-            except Exception as exc:  # connection trouble: nats-py reconnects; try again
-                log.warning("fetch failed", error=str(exc))
-                await asyncio.sleep(0.5)
-                continue
-            for msg in msgs:
-                task = asyncio.create_task(self._handle(msg), name=f"resume-{msg.metadata.sequence.stream}")
-                self._running.add(task)
-                task.add_done_callback(self._running.discard)
+        await pull_into_tasks(self._sub, stop, self._running, concurrency=self._config.concurrency,
+                              handle=self._handle, task_name="resume")
         if self._running:
             self._stopping.set()  # resumed tasks hand back at their next step; the event comes again
             await asyncio.wait(set(self._running), timeout=self._config.stop_timeout)

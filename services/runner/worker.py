@@ -14,11 +14,11 @@ import asyncio
 from dataclasses import dataclass, field
 
 from nats.aio.msg import Msg
-from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 
 from services.runner.config import RunnerConfig
 from services.runner.executor import Executor, InvalidRun, Verdict
+from services.runner.pulling import pull_into_tasks
 from shared.deadletter import dead_letter
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -63,27 +63,12 @@ class Worker:
     async def run(self, stop: asyncio.Event) -> None:
         if self._sub is None:
             raise RuntimeError("Worker.run() called before start()")
-        sub = self._sub
-        while not stop.is_set():
-            free = self._config.concurrency - len(self._running)
-            if free <= 0:
-                await asyncio.wait(self._running, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
-                continue
-            try:
-                msgs = await sub.fetch(free, timeout=1.0)
-            except (NatsTimeoutError, TimeoutError):
-                continue
-            except Exception as exc:  # connection trouble: nats-py reconnects; try again
-                self.stats.last_error = f"fetch: {exc}"
-                log.warning("fetch failed", error=str(exc))
-                await asyncio.sleep(0.5)
-                continue
-            for msg in msgs:
-                self.stats.received += 1
-                task = asyncio.create_task(self._handle(msg), name=f"run-{msg.metadata.sequence.stream}")
-                self._running.add(task)
-                task.add_done_callback(self._running.discard)
+        await pull_into_tasks(self._sub, stop, self._running, concurrency=self._config.concurrency,
+                              handle=self._handle, task_name="run", on_fetch_error=self._fetch_failed)
         await self._drain()
+
+    def _fetch_failed(self, exc: Exception) -> None:
+        self.stats.last_error = f"fetch: {exc}"
 
     async def stop(self) -> None:
         sub, self._sub = self._sub, None
@@ -106,6 +91,7 @@ class Worker:
             await asyncio.gather(*self._running, return_exceptions=True)
 
     async def _handle(self, msg: Msg) -> None:
+        self.stats.received += 1
         beat = asyncio.create_task(self._heartbeat(msg), name="run-heartbeat")
         verdict: Verdict = "retry"
         try:
