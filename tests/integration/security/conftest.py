@@ -13,6 +13,8 @@ from pathlib import Path
 import nats
 import pytest
 from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.errors import NoRespondersError
 
 from aurora_cli.devstack import AUTH_CONFIG, Credentials
 from aurora_cli.localnats import LocalNats
@@ -86,6 +88,20 @@ class Session:
 
 
 Connect = Callable[[str], Awaitable[Session]]
+
+
+async def request_until_answered(session: Session, subject: str, payload: bytes, *, within: float = 5.0) -> Msg:
+    """A request that tolerates "no responders" until `within` runs out: on a loaded machine the
+    server has been seen to answer 503 for a queue subscription another connection had just
+    flushed. A refused publish is never answered at all, so it still fails (by timeout)."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            return await session.nc.request(subject, payload, timeout=2)
+        except NoRespondersError:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.1)
 
 
 async def open_session(url: str, user: str, password: str) -> Session:

@@ -47,7 +47,7 @@ from shared.streams import (
     tools_bucket,
 )
 from shared.subjects import Subjects
-from tests.integration.security.conftest import Connect, Session
+from tests.integration.security.conftest import Connect, Session, request_until_answered
 
 SUBJECTS = Subjects("amp")
 REFUSED = (NatsTimeoutError, TimeoutError, NoRespondersError)  # a refused request gets no answer
@@ -103,7 +103,7 @@ async def test_the_runner_calls_tools_by_requesting_them(connect: Connect, runne
 
     await gateway.nc.subscribe(SUBJECTS.tool_call, queue="q", cb=answer)
     await gateway.nc.flush()
-    reply = await runner.nc.request(SUBJECTS.tool_call, b'{"payload": {"tool": "x"}}', timeout=2)
+    reply = await request_until_answered(runner, SUBJECTS.tool_call, b'{"payload": {"tool": "x"}}')
     assert json.loads(reply.data) == {"payload": {"status": "ok"}}
     await runner.clean()
     await gateway.clean()

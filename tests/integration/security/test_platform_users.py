@@ -14,7 +14,7 @@ from nats.js.api import ConsumerConfig
 from shared.deadletter import dead_letter
 from shared.streams import ensure_streams, fabric_streams
 from shared.subjects import Subjects
-from tests.integration.security.conftest import Connect, SecureNats
+from tests.integration.security.conftest import Connect, SecureNats, request_until_answered
 
 SUBJECTS = Subjects("amp")
 REFUSED = (NatsTimeoutError, TimeoutError, NoRespondersError)
@@ -69,7 +69,7 @@ async def test_the_gateway_serves_tool_calls(connect: Connect) -> None:
     await gateway.nc.flush()
     await gateway.refused(SUBJECTS.mcp_all, action="subscription")
     operator = await connect("operator")
-    reply = await operator.nc.request(SUBJECTS.tool_call, b"{}", timeout=2)
+    reply = await request_until_answered(operator, SUBJECTS.tool_call, b"{}")
     assert json.loads(reply.data)["payload"]["status"] == "denied"
     await operator.clean()
 
