@@ -19,6 +19,7 @@ from mcp import ClientSession
 from mcp.client._transport import TransportStreams
 from mcp.shared.exceptions import MCPError
 
+from services.mcp_gateway.transports.direct import ConnectionLost, DirectCalls, SupportsDirectCalls, result_of
 from services.mcp_gateway.transports.tap import tapped
 from shared.appconfig import AppConfig
 from shared.contracts.health import SessionStatus
@@ -61,13 +62,17 @@ class _Attempt:
     """One connection attempt; `lost` ends it (process exited or restarted, transport closed)."""
 
     lost: asyncio.Event = field(default_factory=asyncio.Event)
+    # `lost` as a future too: a call can wait on it beside its answer without a task of its own.
+    lost_future: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
     reason: str | None = None
     session: ClientSession | None = None
+    direct: DirectCalls | None = None  # tool calls the gateway writes itself (stdio apps over NATS)
 
     def lose(self, reason: str) -> None:
         if not self.lost.is_set():
             self.reason = reason
             self.lost.set()
+            self.lost_future.set_result(None)
 
 
 class AppSession:
@@ -152,8 +157,9 @@ class AppSession:
             await self._listener.notification(self, method, params)
 
         timeout = self.app.mcp.health_timeout_seconds
+        transport = self._transport()
         async with (
-            tapped(self._transport(), on_notification, on_closed=lambda: attempt.lose("connection closed")) as (
+            tapped(transport, on_notification, on_closed=lambda: attempt.lose("connection closed")) as (
                 read,
                 write,
             ),
@@ -168,6 +174,7 @@ class AppSession:
             except MCPError as exc:
                 raise InitializeFailed(f"initialize refused: {exc.message} (code {exc.code})", refused=True) from exc
             self.server_info = init.server_info
+            attempt.direct = transport.direct if isinstance(transport, SupportsDirectCalls) else None
             attempt.session = session
             await self._listener.tools_listed(self, tools)
             await self._set_status("connected", None)
@@ -215,11 +222,15 @@ class AppSession:
                 f"app {self.app.name!r} is {self.status}" + (f": {self.last_error}" if self.last_error else "")
             )
         try:
+            if attempt.direct is not None:
+                return await _call_directly(attempt, attempt.session, attempt.direct, tool, arguments, timeout)
             result = await _race(
                 attempt.session.call_tool(tool, arguments, read_timeout_seconds=timeout), attempt.lost, timeout + 1.0
             )
         except _Lost as exc:
             raise SessionUnavailable(f"app {self.app.name!r} went away during the call: {attempt.reason}") from exc
+        except ConnectionLost as exc:
+            raise SessionUnavailable(f"app {self.app.name!r} closed the connection: {exc}") from exc
         except TimeoutError as exc:
             raise CallTimedOut(f"no answer within {timeout:g}s") from exc
         except MCPError as exc:
@@ -254,6 +265,38 @@ async def list_all_tools(session: ClientSession) -> list[types.Tool]:
         cursor = page.next_cursor
         if not cursor:
             return tools
+
+
+async def _call_directly(
+    attempt: _Attempt,
+    session: ClientSession,
+    direct: DirectCalls,
+    tool: str,
+    arguments: dict[str, Any],
+    timeout: float,
+) -> types.CallToolResult:
+    """`tools/call` written on the relay by the gateway itself; the same outcomes as the SDK's
+    `call_tool` (an error response raises MCPError, the output schema is checked by the SDK)."""
+    request_id, answer = await direct.send("tools/call", {"name": tool, "arguments": arguments})
+    try:
+        done, _ = await asyncio.wait((answer, attempt.lost_future), timeout=timeout,
+                                     return_when=asyncio.FIRST_COMPLETED)
+    except asyncio.CancelledError:
+        await direct.abandon(request_id, "the call was cancelled")
+        raise
+    if answer not in done:
+        await direct.abandon(request_id, "no answer in time" if not done else "the app went away")
+        if done:
+            raise _Lost
+        raise TimeoutError
+    response = answer.result()
+    if response.error is not None:
+        error = response.error
+        raise MCPError(int(error.get("code", types.INTERNAL_ERROR)), str(error.get("message", "")), error.get("data"))
+    result = types.CallToolResult.model_validate(result_of(response), by_name=False)
+    if not result.is_error:
+        await session.validate_tool_result(tool, result)
+    return result
 
 
 class _Lost(Exception):

@@ -8,7 +8,9 @@ bytes travel on `<p>.mcp.<app>.<instance>.{c2s,s2c}`, one JSON-RPC message per N
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from functools import partial
+from types import TracebackType
 
 import anyio
 from mcp.client._transport import TransportStreams
@@ -18,6 +20,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 
+from services.mcp_gateway.transports.direct import DirectCalls
 from shared.bus import is_jetstream_delivery
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -37,17 +40,40 @@ def serialize_message(message: SessionMessage) -> bytes:
     return message.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
 
 
+class NatsStdioTransport(AbstractAsyncContextManager[TransportStreams]):
+    """Open the relay for one app instance; closing it unsubscribes and ends both streams.
+
+    `direct` writes tool calls on the same relay without the SDK (see transports/direct.py);
+    its pending calls fail when the relay closes."""
+
+    def __init__(self, nc: NATS, subjects: Subjects, app_id: str, instance: str) -> None:
+        self.direct = DirectCalls(partial(nc.publish, subjects.mcp(app_id, instance, "c2s")))
+        self._relay = _relay(nc, subjects, app_id, instance, self.direct)
+
+    async def __aenter__(self) -> TransportStreams:
+        return await self._relay.__aenter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        self.direct.close()
+        return await self._relay.__aexit__(exc_type, exc, tb)
+
+
+def nats_stdio_transport(nc: NATS, subjects: Subjects, app_id: str, instance: str) -> NatsStdioTransport:
+    return NatsStdioTransport(nc, subjects, app_id, instance)
+
+
 @asynccontextmanager
-async def nats_stdio_transport(
-    nc: NATS, subjects: Subjects, app_id: str, instance: str
+async def _relay(
+    nc: NATS, subjects: Subjects, app_id: str, instance: str, direct: DirectCalls
 ) -> AsyncIterator[TransportStreams]:
-    """Open the relay for one app instance; closing it unsubscribes and ends both streams."""
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](256)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](256)
     c2s = subjects.mcp(app_id, instance, "c2s")
 
     async def on_message(msg: Msg) -> None:
-        if is_jetstream_delivery(msg.reply):
+        if is_jetstream_delivery(msg.reply) or direct.answer(msg.data):
             return
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await read_writer.send(parse_message(msg.data))

@@ -9,6 +9,7 @@ import os
 import signal
 import time
 from pathlib import Path
+from typing import Any
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -78,3 +79,31 @@ async def test_a_restarted_gateway_re_establishes_its_sessions(
     # The same processes serve the new gateway: its sessions were re-established, not the apps
     # restarted.
     assert {app: await supervised_pid(nc, subjects, app) for app in pids} == pids
+
+
+async def test_a_call_past_its_timeout_is_cancelled_at_the_app_and_the_session_serves_on(
+    nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
+) -> None:
+    config = write_apps(tmp_path, {"echo": echo_app()})
+    stack.supervisor(config)
+    await stack.gateway(config)
+    written: list[dict[str, Any]] = []
+
+    async def on_c2s(msg: Msg) -> None:
+        written.append(json.loads(msg.data))
+
+    await nc.subscribe(subjects.mcp("test.echo", "default", "c2s"), cb=on_c2s)
+    await nc.flush()
+    started = time.monotonic()
+    result = await call(nc, subjects, "test.echo.slow", {"seconds": 5}, timeout=0.5)
+    assert result["status"] == "timeout" and result["error"]["code"] == "timeout", result
+    assert time.monotonic() - started < 3
+
+    [request] = [m for m in written if m.get("method") == "tools/call"]
+
+    async def cancelled() -> list[dict[str, Any]]:
+        return [m for m in written if m.get("method") == "notifications/cancelled"]
+
+    [notice] = await poll(cancelled, what="notifications/cancelled on c2s")
+    assert notice["params"]["requestId"] == request["id"]
+    assert (await call(nc, subjects, "test.echo.echo", {"after": "timeout"}))["structured"] == {"after": "timeout"}

@@ -1,0 +1,96 @@
+"""Tool calls the gateway writes on an app's relay itself: ids of its own, answers routed back,
+everything else left to the SDK, abandoned calls cancelled at the app, a closed relay fails
+what waits."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import pytest
+
+from services.mcp_gateway.transports.direct import ID_PREFIX, ConnectionLost, DirectCalls, result_of
+
+
+class Relay:
+    """What the gateway wrote on c2s, decoded."""
+
+    def __init__(self) -> None:
+        self.written: list[dict[str, Any]] = []
+
+    async def publish(self, data: bytes) -> None:
+        self.written.append(json.loads(data))
+
+
+def response(request_id: object, **body: object) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, **body}).encode()
+
+
+async def test_a_request_goes_out_with_an_id_of_its_own_and_its_answer_comes_back() -> None:
+    relay = Relay()
+    calls = DirectCalls(relay.publish)
+    first, answer = await calls.send("tools/call", {"name": "echo", "arguments": {"n": 1}})
+    second, _ = await calls.send("tools/call", {"name": "echo", "arguments": {"n": 2}})
+    assert first.startswith(ID_PREFIX) and second != first
+    assert relay.written[0] == {"jsonrpc": "2.0", "id": first, "method": "tools/call",
+                                "params": {"name": "echo", "arguments": {"n": 1}}}
+
+    assert calls.answer(response(first, result={"content": [], "structuredContent": {"n": 1}}))
+    assert result_of(answer.result()) == {"content": [], "structuredContent": {"n": 1}}
+    assert answer.result().error is None
+
+
+async def test_an_error_response_is_carried_to_the_caller() -> None:
+    calls = DirectCalls(Relay().publish)
+    request_id, answer = await calls.send("tools/call", {"name": "nope"})
+    assert calls.answer(response(request_id, error={"code": -32602, "message": "unknown tool"}))
+    assert answer.result().error == {"code": -32602, "message": "unknown tool"}
+    assert result_of(answer.result()) == {}
+
+
+@pytest.mark.parametrize("message", [
+    response(1, result={}),  # the SDK's own request ids are numbers
+    response("aurora-999", result={}),  # not a pending request of ours
+    b'{"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}',
+    b'{"jsonrpc": "2.0", "id": "aurora-1", "method": "ping"}',  # a server request, whatever its id
+    b"not json at all",
+])
+async def test_everything_else_is_left_to_the_sdk(message: bytes) -> None:
+    calls = DirectCalls(Relay().publish)
+    _, answer = await calls.send("tools/call", {"name": "echo"})
+    assert not calls.answer(message)
+    assert not answer.done()
+
+
+async def test_an_abandoned_call_is_cancelled_at_the_app_and_its_late_answer_swallowed() -> None:
+    relay = Relay()
+    calls = DirectCalls(relay.publish)
+    request_id, answer = await calls.send("tools/call", {"name": "slow"})
+    await calls.abandon(request_id, "no answer in time")
+    assert relay.written[-1] == {"jsonrpc": "2.0", "method": "notifications/cancelled",
+                                 "params": {"requestId": request_id, "reason": "no answer in time"}}
+    assert calls.answer(response(request_id, result={"content": []}))  # consumed, not the SDK's
+    assert not answer.done()
+    await calls.abandon(request_id, "again")  # once is enough
+    assert len(relay.written) == 2
+
+
+async def test_closing_the_relay_fails_waiting_calls_and_refuses_new_ones() -> None:
+    calls = DirectCalls(Relay().publish)
+    _, answer = await calls.send("tools/call", {"name": "slow"})
+    calls.close()
+    with pytest.raises(ConnectionLost):
+        await asyncio.wait_for(answer, 1)
+    with pytest.raises(ConnectionLost):
+        await calls.send("tools/call", {"name": "echo"})
+
+
+async def test_a_failed_write_leaves_nothing_pending() -> None:
+    async def broken(data: bytes) -> None:
+        raise OSError("connection closed")
+
+    calls = DirectCalls(broken)
+    with pytest.raises(OSError):
+        await calls.send("tools/call", {"name": "echo"})
+    assert not calls.answer(response(f"{ID_PREFIX}1", result={}))
