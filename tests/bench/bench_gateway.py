@@ -8,6 +8,11 @@ The same tool (`echo` of tests/apps/echo_app.py, a stdio server) is called
     session reaches the app through a real `app-supervisor` process relaying stdio over NATS,
 first sequentially (latency), then with many concurrent callers (throughput).
 
+A third path is measured in the same run as a floor: one plain nats-py request/reply round trip
+to a responder process that answers with the request's bytes. The architecture puts two such
+round trips on every gateway call (caller → gateway, gateway → supervisor), so "direct p50 + two
+round trips" is what a gateway with no cost of its own would show.
+
 Environment: BENCH_SEQ sequential calls (default 500), BENCH_CONC concurrent calls (default
 2,000), BENCH_CALLERS concurrent callers (default 32), BENCH_ROUNDS rounds of each (default 2;
 the best round of each counts). Goals: gateway p50 within 1.5x of direct, gateway throughput
@@ -46,6 +51,7 @@ THROUGHPUT_GOAL = 0.7
 ARGUMENTS: dict[str, Any] = {"value": {"city": "北京", "n": 42, "t": 21.5, "ok": True, "tags": ["a", "b"]}}
 
 Call = Callable[[], Awaitable[None]]
+ROUND_TRIP_SUBJECT = "bench.round_trip"
 
 
 @dataclass(frozen=True)
@@ -116,6 +122,36 @@ def gateway_call(nc: NATS, subject: str) -> Call:
     return call
 
 
+RESPONDER = """
+import asyncio, sys
+import nats
+
+async def main() -> None:
+    nc = await nats.connect(sys.argv[1])
+
+    async def answer(msg) -> None:
+        await msg.respond(msg.data)
+
+    await nc.subscribe(sys.argv[2], cb=answer)
+    await nc.flush()
+    print("ready", flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+def round_trip_call(nc: NATS, subject: str) -> Call:
+    """A plain request/reply of the gateway call's size: the cost of one NATS hop and back."""
+    payload = json.dumps({"payload": {"tool": "bench.echo.echo", "arguments": ARGUMENTS, "context": {}}}).encode()
+
+    async def call() -> None:
+        reply = await nc.request(subject, payload, timeout=30)
+        assert reply.data == payload
+
+    return call
+
+
 class Platform:
     """nats-server, app-supervisor and mcp-gateway processes serving the echo app."""
 
@@ -138,10 +174,17 @@ class Platform:
             process = subprocess.Popen([sys.executable, "-m", module], cwd=REPO, env=env, stdout=log,
                                        stderr=subprocess.STDOUT)
             self._processes.append((process, log))
+        log = (self.folder / "responder.log").open("wb")
+        responder = subprocess.Popen([sys.executable, "-c", RESPONDER, self.nats.url, ROUND_TRIP_SUBJECT],
+                                     cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        self._processes.insert(0, (responder, log))
 
     async def ready(self, nc: NATS, subject: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
-        call = gateway_call(nc, subject)
+        for call in (gateway_call(nc, subject), round_trip_call(nc, ROUND_TRIP_SUBJECT)):
+            await self._until_answered(call, deadline)
+
+    async def _until_answered(self, call: Call, deadline: float) -> None:
         while True:
             try:
                 await call()
@@ -222,9 +265,10 @@ def best(runs: list[Run]) -> Run:
     return max(runs, key=lambda r: r.rate)
 
 
-def report(seq_direct: Run, seq_gateway: Run, conc_direct: Run, conc_gateway: Run, callers: int) -> str:
+def report(seq_direct: Run, seq_gateway: Run, conc_direct: Run, conc_gateway: Run, callers: int,
+           round_trip: Run) -> str:
     rows = [("", "calls", "p50 ms", "p99 ms", "calls/s")]
-    for run in (seq_direct, seq_gateway, conc_direct, conc_gateway):
+    for run in (seq_direct, seq_gateway, conc_direct, conc_gateway, round_trip):
         rows.append((run.name, f"{len(run.latencies):,}", f"{run.p50:.2f}", f"{run.pct(0.99):.2f}",
                      f"{run.rate:,.0f}"))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
@@ -234,6 +278,10 @@ def report(seq_direct: Run, seq_gateway: Run, conc_direct: Run, conc_gateway: Ru
     rate_ratio = conc_gateway.rate / conc_direct.rate
     lines.append(f"sequential p50: gateway {p50_ratio:.2f}x direct "
                  f"(goal <= {P50_GOAL}x: {'met' if p50_ratio <= P50_GOAL else 'NOT met'})")
+    floor = seq_direct.p50 + 2 * round_trip.p50
+    own = seq_gateway.p50 - floor
+    lines.append(f"  floor: direct p50 + 2 NATS round trips = {floor:.2f} ms = {floor / seq_direct.p50:.2f}x direct; "
+                 f"the gateway path's own cost above it: {own:.2f} ms")
     lines.append(f"sequential p99: gateway {seq_gateway.pct(0.99) / seq_direct.pct(0.99):.2f}x direct")
     lines.append(f"{callers} callers throughput: gateway {rate_ratio:.0%} of direct "
                  f"(goal >= {THROUGHPUT_GOAL:.0%}: {'met' if rate_ratio >= THROUGHPUT_GOAL else 'NOT met'})")
@@ -259,11 +307,14 @@ async def main() -> None:
                 direct = direct_call(session)
                 for call in (direct, via_gateway):  # warm both paths
                     await sequential("warm-up", call, 50)
-                results: dict[str, list[Run]] = {"sd": [], "sg": [], "cd": [], "cg": []}
+                via_nats = round_trip_call(nc, ROUND_TRIP_SUBJECT)
+                await sequential("warm-up", via_nats, 50)
+                results: dict[str, list[Run]] = {"sd": [], "sg": [], "cd": [], "cg": [], "rt": []}
                 cpu: dict[str, dict[str, float]] = {}
                 for r in range(rounds):  # interleaved, so drift on a shared machine hits both
                     results["sd"].append(await sequential("direct, sequential", direct, n_seq))
                     results["sg"].append(await sequential("gateway, sequential", via_gateway, n_seq))
+                    results["rt"].append(await sequential("NATS round trip", via_nats, n_seq))
                     results["cd"].append(await measured(
                         concurrent(f"direct, {callers} callers", direct, n_conc, callers), cpu))
                     results["cg"].append(await measured(
@@ -277,7 +328,8 @@ async def main() -> None:
             platform.stop()
     print(f"gateway benchmark: echo over stdio, {n_seq:,} sequential and {n_conc:,} concurrent calls, "
           f"best of {rounds} round(s)")
-    print(report(best(results["sd"]), best(results["sg"]), best(results["cd"]), best(results["cg"]), callers))
+    print(report(best(results["sd"]), best(results["sg"]), best(results["cd"]), best(results["cg"]), callers,
+                 best(results["rt"])))
     print(f"CPU ms per call in each process (last round; the machine has {os.cpu_count()} CPUs):")
     for name, usage in cpu.items():
         total = sum(usage.values())
