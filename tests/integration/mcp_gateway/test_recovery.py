@@ -26,20 +26,29 @@ from tests.integration.mcp_gateway.helpers import (
 )
 
 
+async def echo_stack_seen_from_c2s(
+    nc: NATS, subjects: Subjects, stack: Stack, folder: Path
+) -> list[dict[str, Any]]:
+    """Supervisor and gateway serving the echo app; every message the gateway writes to the
+    app (its c2s relay) lands in the returned list."""
+    config = write_apps(folder, {"echo": echo_app()})
+    stack.supervisor(config)
+    await stack.gateway(config)
+    written: list[dict[str, Any]] = []
+
+    async def on_c2s(msg: Msg) -> None:
+        written.append(json.loads(msg.data))
+
+    await nc.subscribe(subjects.mcp("test.echo", "default", "c2s"), cb=on_c2s)
+    await nc.flush()
+    return written
+
+
 async def test_an_app_killed_mid_call_fails_the_call_at_once_and_is_healed(
     nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
 ) -> None:
-    config = write_apps(tmp_path, {"echo": echo_app()})
-    stack.supervisor(config)
-    await stack.gateway(config)
+    requests = await echo_stack_seen_from_c2s(nc, subjects, stack, tmp_path)
     first_pid = await supervised_pid(nc, subjects, "echo")
-
-    requests: list[dict[str, object]] = []
-
-    async def on_c2s(msg: Msg) -> None:
-        requests.append(json.loads(msg.data))
-
-    await nc.subscribe(subjects.mcp("test.echo", "default", "c2s"), cb=on_c2s)
     in_flight = asyncio.ensure_future(call(nc, subjects, "test.echo.slow", {"seconds": 10}, timeout=15))
 
     async def slow_was_sent() -> bool:
@@ -84,16 +93,7 @@ async def test_a_restarted_gateway_re_establishes_its_sessions(
 async def test_a_call_past_its_timeout_is_cancelled_at_the_app_and_the_session_serves_on(
     nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
 ) -> None:
-    config = write_apps(tmp_path, {"echo": echo_app()})
-    stack.supervisor(config)
-    await stack.gateway(config)
-    written: list[dict[str, Any]] = []
-
-    async def on_c2s(msg: Msg) -> None:
-        written.append(json.loads(msg.data))
-
-    await nc.subscribe(subjects.mcp("test.echo", "default", "c2s"), cb=on_c2s)
-    await nc.flush()
+    written = await echo_stack_seen_from_c2s(nc, subjects, stack, tmp_path)
     started = time.monotonic()
     result = await call(nc, subjects, "test.echo.slow", {"seconds": 5}, timeout=0.5)
     assert result["status"] == "timeout" and result["error"]["code"] == "timeout", result
