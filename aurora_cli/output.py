@@ -131,6 +131,7 @@ async def connected(settings: NatsSettings, *, timeout: float = 3.0) -> AsyncIte
         # nats-py loops forever on a refused first connect with 0 attempts; 1 gives up at once.
         "max_reconnect_attempts": 1,
         "reconnect_time_wait": 0.1,
+        "inbox_prefix": settings.inbox_prefix,
     }
     if settings.creds is not None:
         options["user_credentials"] = str(settings.creds)

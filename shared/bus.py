@@ -37,6 +37,7 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
         "allow_reconnect": True,
         "max_reconnect_attempts": -1,
         "reconnect_time_wait": 1.0,
+        "inbox_prefix": settings.inbox_prefix,
         "error_cb": on_error,
         "disconnected_cb": on_disconnected,
         "reconnected_cb": on_reconnected,

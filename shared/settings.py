@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ class NatsSettings:
     creds: Path | None = None
     user: str | None = None
     password: str | None = None
+    inbox_prefix: str = "_INBOX"
 
     @property
     def servers(self) -> list[str]:
@@ -31,8 +33,24 @@ class Settings:
     log_level: str = "INFO"
 
 
+def inbox_prefix_for(user: str | None) -> str:
+    """Replies to a user's requests arrive under `_INBOX_<user>`, which only that user may
+    subscribe to (deploy/nats-auth.conf): nobody reads another service's replies."""
+    if not user:
+        return "_INBOX"
+    return "_INBOX_" + re.sub(r"[^A-Za-z0-9_-]", "_", user)
+
+
+def _inbox_prefix(env: Mapping[str, str], user: str | None) -> str:
+    prefix = env.get("NATS_INBOX_PREFIX") or inbox_prefix_for(user)
+    if not re.fullmatch(r"[A-Za-z0-9_$-]+(\.[A-Za-z0-9_$-]+)*", prefix):
+        raise ConfigError(f"{prefix!r} is not a subject prefix (tokens of letters, digits, _ - $ joined by '.')",
+                          field="NATS_INBOX_PREFIX")
+    return prefix
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """Read NATS_URL, NATS_CREDS / NATS_USER / NATS_PASSWORD, AURORA_APPS_CONFIG,
+    """Read NATS_URL, NATS_CREDS / NATS_USER / NATS_PASSWORD, NATS_INBOX_PREFIX, AURORA_APPS_CONFIG,
     AURORA_SUBJECT_PREFIX and AURORA_LOG_LEVEL; fail fast on a bad value."""
     env = os.environ if env is None else env
     creds = env.get("NATS_CREDS") or None
@@ -53,6 +71,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             creds=Path(creds) if creds else None,
             user=env.get("NATS_USER") or None,
             password=env.get("NATS_PASSWORD") or None,
+            inbox_prefix=_inbox_prefix(env, env.get("NATS_USER") or None),
         ),
         subjects=subjects,
         apps_config=Path(env.get("AURORA_APPS_CONFIG", "apps/config.yml")),

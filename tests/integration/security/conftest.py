@@ -18,6 +18,7 @@ from nats.errors import NoRespondersError
 
 from aurora_cli.devstack import AUTH_CONFIG, Credentials
 from aurora_cli.localnats import LocalNats
+from shared.settings import inbox_prefix_for
 from tests.harness.processes import REPO
 
 CONFIG = REPO / AUTH_CONFIG
@@ -105,13 +106,14 @@ async def request_until_answered(session: Session, subject: str, payload: bytes,
 
 
 async def open_session(url: str, user: str, password: str) -> Session:
+    """Connected as the services connect: replies under the user's own inbox prefix."""
     errors: list[Exception] = []
 
     async def on_error(exc: Exception) -> None:
         errors.append(exc)
 
     nc = await nats.connect(url, user=user, password=password, name=f"test-{user}", error_cb=on_error,
-                            allow_reconnect=False, connect_timeout=3)
+                            allow_reconnect=False, connect_timeout=3, inbox_prefix=inbox_prefix_for(user))
     return Session(user, nc, errors)
 
 

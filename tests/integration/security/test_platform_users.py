@@ -134,3 +134,39 @@ async def test_the_operator_administers_but_never_speaks_mcp(connect: Connect) -
         await operator.refused(subject)
     await operator.nc.subscribe(SUBJECTS.tool_call)
     await operator.refused(SUBJECTS.tool_call, action="subscription")
+
+
+SERVICE_USERS = ("event-bridge", "app-supervisor", "mcp-gateway", "router", "runner")
+
+
+@pytest.mark.parametrize("user", SERVICE_USERS)
+async def test_no_service_reads_replies_meant_for_another_user(connect: Connect, user: str) -> None:
+    session = await connect(user)
+    own = f"_INBOX_{user}.>"
+    await session.nc.subscribe(own)
+    await session.clean()  # its own inbox is its own
+    others = ["_INBOX.>", ">", *(f"_INBOX_{other}.>" for other in (*SERVICE_USERS, "operator") if other != user)]
+    for inbox in others:
+        await session.nc.subscribe(inbox)
+        await session.refused(inbox, action="subscription")
+
+
+async def test_an_operator_reply_travels_on_the_operator_inbox_that_only_the_operator_can_read(
+        connect: Connect) -> None:
+    gateway, runner = await connect("mcp-gateway"), await connect("runner")
+    seen_by: list[str] = []
+
+    async def answer(msg: object) -> None:
+        seen_by.append(msg.reply)  # type: ignore[attr-defined]
+        await msg.respond(b'{"payload": {"status": "ok"}}')  # type: ignore[attr-defined]
+
+    await gateway.nc.subscribe(SUBJECTS.operator_tool_call, cb=answer)
+    await gateway.nc.flush()
+    operator = await connect("operator")
+    reply = await request_until_answered(operator, SUBJECTS.operator_tool_call, b"{}")
+    assert json.loads(reply.data) == {"payload": {"status": "ok"}}
+    assert seen_by and all(subject.startswith("_INBOX_operator.") for subject in seen_by), seen_by
+    await runner.nc.subscribe(seen_by[0])
+    await runner.refused(seen_by[0], action="subscription")
+    await operator.clean()
+    await gateway.clean()

@@ -1,0 +1,32 @@
+"""Settings from the environment: NATS credentials, the inbox prefix that follows the user."""
+
+from __future__ import annotations
+
+import pytest
+
+from shared.errors import ConfigError
+from shared.settings import inbox_prefix_for, load_settings
+
+
+def test_without_a_user_replies_use_the_default_inbox() -> None:
+    settings = load_settings({})
+    assert settings.nats.user is None and settings.nats.inbox_prefix == "_INBOX"
+
+
+def test_a_user_gets_an_inbox_of_its_own() -> None:
+    settings = load_settings({"NATS_USER": "mcp-gateway", "NATS_PASSWORD": "secret"})
+    assert settings.nats.inbox_prefix == "_INBOX_mcp-gateway"
+    assert inbox_prefix_for("ops.team*") == "_INBOX_ops_team_"  # never a subject wildcard or token break
+
+
+def test_the_inbox_prefix_can_be_set_and_a_bad_one_is_refused_naming_the_variable() -> None:
+    env = {"NATS_USER": "runner", "NATS_PASSWORD": "secret"}
+    assert load_settings({**env, "NATS_INBOX_PREFIX": "_INBOX.acme"}).nats.inbox_prefix == "_INBOX.acme"
+    for bad in ("_INBOX.>", "has space", "trailing.", "a.*.b"):
+        with pytest.raises(ConfigError, match="NATS_INBOX_PREFIX"):
+            load_settings({**env, "NATS_INBOX_PREFIX": bad})
+
+
+def test_user_and_password_come_together() -> None:
+    with pytest.raises(ConfigError, match="NATS_USER"):
+        load_settings({"NATS_USER": "runner"})
