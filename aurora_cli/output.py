@@ -19,7 +19,8 @@ import nats
 import typer
 from nats.aio.client import Client as NATS
 from nats.errors import Error as NatsError
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.measure import Measurement
 from rich.table import Table
 
 from shared.errors import AuroraError
@@ -30,6 +31,7 @@ T = TypeVar("T")
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
+# soft_wrap: lines are never cropped to the terminal (tables rely on it, see NaturalWidth).
 stdout = Console(highlight=False, soft_wrap=True)
 stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -65,19 +67,35 @@ def note(message: str) -> None:
     stderr.print(message, markup=False)
 
 
-def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> Table:
-    """A rich table; numbers are right-aligned, `None` shows as an empty cell."""
+FREE_TEXT_WIDTH = 60
+
+
+class NaturalWidth:
+    """A table laid out at its own width, even past the terminal's edge (the terminal wraps the
+    lines): squeezed into the terminal, rich would shrink columns to nothing or crop them."""
+
+    def __init__(self, table: Table) -> None:
+        self.table = table
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = Measurement.get(console, options.update(max_width=4096), self.table).maximum
+        yield from console.render(self.table, options.update(width=width, max_width=width))
+
+
+def table(title: str | None, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> NaturalWidth:
+    """A rich table; numbers are right-aligned, `None` shows as an empty cell. Names and numbers
+    are never cut; free text (a column with spaces in it) stops at 60 characters with "…"
+    (`show` and `--json` have all of it)."""
     numeric = [bool(rows) and all(isinstance(row[i], int | float) or row[i] is None for row in rows)
                for i in range(len(columns))]
     result = Table(title=title, title_justify="left", header_style="bold")
     for index, (name, is_number) in enumerate(zip(columns, numeric, strict=True)):
-        # Names are what one searches for: never cut them; numbers and headers may wrap instead.
-        widest = max((len(str(row[index])) for row in rows), default=0)
-        result.add_column(name, justify="right" if is_number else "left",
-                          no_wrap=not is_number, min_width=None if is_number else min(widest, 40))
+        free_text = not is_number and any(row[index] is not None and " " in str(row[index]).strip() for row in rows)
+        result.add_column(name, justify="right" if is_number else "left", no_wrap=True,
+                          max_width=FREE_TEXT_WIDTH if free_text else None, overflow="ellipsis")
     for row in rows:
         result.add_row(*("" if cell is None else str(cell) for cell in row))
-    return result
+    return NaturalWidth(result)
 
 
 @contextmanager

@@ -71,9 +71,30 @@ async def test_connected_fails_fast_and_names_the_url_when_nobody_listens() -> N
 
 
 def test_table_right_aligns_numbers_and_blanks_none() -> None:
-    console = Console(record=True, width=80)
+    console = Console(record=True, width=80, soft_wrap=True)  # as the CLI's stdout
     console.print(table("T", ["name", "count"], [["a", 1], ["bbbbbb", None]]))
     text = console.export_text()
     lines = [line for line in text.splitlines() if "│" in line]
     assert any(line.endswith("│     1 │") for line in lines), text
     assert "None" not in text
+
+
+def test_a_wide_table_on_a_narrow_terminal_keeps_every_number() -> None:
+    columns = ["app", "instance", "name", "transport", "session", "tools", "process", "restarts", "last error"]
+    rows = [["im.polaris.weather", "default", "aurora-app-weather", "stdio", "connected", 3, "running", 0, None],
+            ["demo.notes", "default", "aurora-app-notes", "streamable_http", "connected", 15, None, None, None]]
+    console = Console(record=True, width=80, soft_wrap=True)  # as the CLI's stdout
+    console.print(table("apps", columns, rows))
+    cells = [[cell.strip() for cell in line.split("│")[1:-1]] for line in console.export_text().splitlines()
+             if line.startswith("│")]
+    assert [cells[0][5], cells[0][7]] == ["3", "0"] and cells[1][5] == "15", cells
+
+
+def test_names_are_never_cut_and_free_text_stops_with_an_ellipsis() -> None:
+    name = "im.polaris.qq.simulate_interaction_answer_with_a_long_name"
+    console = Console(record=True, width=80, soft_wrap=True)  # as the CLI's stdout
+    console.print(table("tools", ["name", "description"], [[name, "word " * 40]]))
+    text = console.export_text()
+    assert name in text
+    [row] = [line for line in text.splitlines() if name in line]
+    assert "…" in row and len(row.split("│")[2].strip()) == 60, row
