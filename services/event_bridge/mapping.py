@@ -36,6 +36,7 @@ from shared.contracts.signals import (
     Signal,
     SignalBase,
     ToolResultSignal,
+    platform_type_problem,
 )
 from shared.contracts.validation import (
     APP_ID_PATTERN,
@@ -107,10 +108,11 @@ def _header_problem(signal: SignalBase) -> str | None:
 
 def _payload_problem(signal: SignalBase) -> str | None:
     if isinstance(signal, PlatformEventSignal):
-        if not signal.app.startswith(PLATFORM_APP_PREFIX):
-            return f"platform events come from {PLATFORM_APP_PREFIX}* services, not {signal.app!r}"
-        if not is_reserved_type(signal.type):
+        if signal.app.startswith(PLATFORM_APP_PREFIX) and not is_reserved_type(signal.type):
             return f"{signal.type!r} is not a platform event type"
+        problem = platform_type_problem(signal.app, signal.type)
+        if problem is not None:
+            return problem
     if isinstance(signal, ToolResultSignal) and not signal.tool:
         return "tool must not be empty"
     if isinstance(signal, ResourceReadSignal) and not signal.uri:

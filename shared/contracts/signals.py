@@ -88,8 +88,25 @@ class NativeEventSignal(SignalBase, frozen=True, kw_only=True, tag="native_event
     event: Any
 
 
-# Platform services name themselves `aurora.<service>`; only they may publish platform events.
+# Platform services name themselves `aurora.<service>`; only they may publish platform events,
+# and each only its own namespaces: a runner cannot announce an approval, nor the gateway a task.
 PLATFORM_APP_PREFIX = "aurora."
+PLATFORM_EVENT_NAMESPACES: dict[str, tuple[str, ...]] = {
+    "aurora.gateway": ("approval.", "system."),
+    "aurora.runner": ("task.", "interaction.requested."),
+}
+
+
+def platform_type_problem(app: str, event_type: str) -> str | None:
+    """Why `app` may not publish a platform event of `event_type`, or None when it may."""
+    if not app.startswith(PLATFORM_APP_PREFIX):
+        return f"platform events come from {PLATFORM_APP_PREFIX}* services, not {app!r}"
+    namespaces = PLATFORM_EVENT_NAMESPACES.get(app)
+    if namespaces is None:
+        return f"{app!r} publishes no platform events (known: {', '.join(sorted(PLATFORM_EVENT_NAMESPACES))})"
+    if not (event_type + ".").startswith(namespaces):
+        return f"{app!r} publishes only {', '.join(n + '*' for n in namespaces)} platform events, not {event_type!r}"
+    return None
 
 
 class PlatformEventSignal(SignalBase, frozen=True, kw_only=True, tag="platform_event"):

@@ -1,4 +1,5 @@
-"""Platform events (`approval.*`, `task.*`, `system.*`) pass the bridge only from platform services."""
+"""Platform events (`approval.*`, `task.*`, `system.*`) pass the bridge only from platform services,
+each from the service whose namespace it is."""
 
 from __future__ import annotations
 
@@ -31,3 +32,19 @@ def test_a_platform_service_cannot_publish_app_event_types() -> None:
     signal = PlatformEventSignal(**BASE, app="aurora.gateway", type="message.received")
     outcome = map_signal(signal, subject_app_token="aurora_gateway")
     assert isinstance(outcome, Rejected) and "not a platform event type" in outcome.reason
+
+
+def test_each_platform_service_publishes_only_its_own_namespaces() -> None:
+    allowed = [("aurora.gateway", "approval.granted"), ("aurora.gateway", "system.disabled"),
+               ("aurora.runner", "task.succeeded"), ("aurora.runner", "interaction.requested.choice")]
+    for app, type_ in allowed:
+        outcome = map_signal(PlatformEventSignal(**BASE, app=app, type=type_),
+                             subject_app_token=app.replace(".", "_"))
+        assert not isinstance(outcome, Rejected), (app, type_, outcome)
+    refused = [("aurora.runner", "approval.granted", "only task.*"),
+               ("aurora.gateway", "task.succeeded", "only approval.*"),
+               ("aurora.router", "route.unmatched", "publishes no platform events")]
+    for app, type_, why in refused:
+        outcome = map_signal(PlatformEventSignal(**BASE, app=app, type=type_),
+                             subject_app_token=app.replace(".", "_"))
+        assert isinstance(outcome, Rejected) and why in outcome.reason, (app, type_, outcome)
