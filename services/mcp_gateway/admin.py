@@ -26,6 +26,7 @@ from services.mcp_gateway.schema_adapter import build_name_map, llm_function, ll
 from services.mcp_gateway.session import CallTimedOut, SessionUnavailable
 from shared.admin import AdminHandler, AdminRequestError
 from shared.clock import now_iso
+from shared.contracts.approval import Approval
 from shared.contracts.system import OpenApiSource, System
 from shared.contracts.tooldef import ToolDefinition
 from shared.resource_admin import ResourceAdmin
@@ -276,6 +277,8 @@ def _approval_endpoints(gateway: Gateway, approvals: ApprovalStore) -> Endpoints
         return dict(msgspec.to_builtins(found[0]))
 
     def decide(grant: bool) -> AdminHandler:
+        verb = "granted" if grant else "denied"
+
         async def handler(body: dict[str, Any]) -> dict[str, Any]:
             approval_id = _text(body, "id")
             try:
@@ -283,18 +286,34 @@ def _approval_endpoints(gateway: Gateway, approvals: ApprovalStore) -> Endpoints
                     approval_id, grant=grant, by=_text(body, "by", required=False) or "operator", note=body.get("note")
                 )
             except ApprovalRefused as exc:
+                if exc.approval is not None and exc.approval.state == verb:
+                    # Decided so before: still refused, but its event goes out again, in case the
+                    # gateway died between deciding and publishing (the bridge keeps it once).
+                    await publish_decision(exc.approval, verb)
                 raise AdminRequestError(exc.code, str(exc)) from exc
-            verb = "granted" if grant else "denied"
-            gateway.platform_event(
+            await publish_decision(approval, verb)
+            return dict(msgspec.to_builtins(approval))
+
+        return handler
+
+    async def publish_decision(approval: Approval, verb: str) -> None:
+        """A waiting task resumes (or is cancelled) on this event: it is published before the
+        answer, under an id of its own, so a gateway dying in between loses nothing."""
+        try:
+            await gateway.publish_platform_event(
+                f"approval-{approval.id}-{verb}",
                 f"approval.{verb}",
                 f"{approval.tool} {verb} by {approval.decided_by}",
                 msgspec.to_builtins(approval),
                 session_id=approval.session_id,
                 subject=("approval", approval.id),
             )
-            return dict(msgspec.to_builtins(approval))
-
-        return handler
+        except Exception as exc:
+            raise AdminRequestError(
+                "event_not_published",
+                f"approval {approval.id} is {verb}, but its event could not be published ({exc}); "
+                "run the same command again to publish it",
+            ) from exc
 
     return {
         ("approvals", "list"): list_approvals,

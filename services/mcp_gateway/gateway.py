@@ -47,7 +47,7 @@ from shared.contracts.signals import (
 )
 from shared.contracts.system import System
 from shared.logs import get_logger
-from shared.signal_publisher import new_signal_id
+from shared.signal_publisher import new_signal_id, publish_signal
 from shared.subjects import Subjects, app_token
 
 log = get_logger("aurora.mcp_gateway")
@@ -230,11 +230,15 @@ class Gateway:
     def platform_event(self, event_type: str, summary: str, data: dict[str, Any], *, session_id: str | None = None,
                        subject: tuple[str, str] | None = None) -> None:
         """`approval.*`, `system.*` … events, produced by the gateway itself."""
-        self._outbox.put(PlatformEventSignal(
-            signal_id=new_signal_id(), app=GATEWAY_APP, observed_at=now_iso(), type=event_type, summary=summary,
-            data=data, session_id=session_id, subject_kind=subject[0] if subject else None,
-            subject_id=subject[1] if subject else None,
-        ))
+        self._outbox.put(_platform_signal(new_signal_id(), event_type, summary, data, session_id, subject))
+
+    async def publish_platform_event(self, signal_id: str, event_type: str, summary: str, data: dict[str, Any], *,
+                                     session_id: str | None = None, subject: tuple[str, str] | None = None) -> None:
+        """The same, published before returning (JetStream acked it), under a signal id the
+        caller chooses so that publishing it again is a no-op: for events that tasks wait on,
+        which must not be lost with the outbox's memory if the gateway dies."""
+        signal = _platform_signal(signal_id, event_type, summary, data, session_id, subject)
+        await publish_signal(self._nc.jetstream(), self._subjects, signal)
 
     def approval_requested(self, approval: Approval) -> None:
         self.platform_event(
@@ -321,4 +325,13 @@ def _catalog_tool(app: AppConfig, tool: types.Tool) -> CatalogTool:
         output_schema=tool.output_schema,
         annotations=annotations,
         side_effect=side_effect_of(annotations),
+    )
+
+
+def _platform_signal(signal_id: str, event_type: str, summary: str, data: dict[str, Any], session_id: str | None,
+                     subject: tuple[str, str] | None) -> PlatformEventSignal:
+    return PlatformEventSignal(
+        signal_id=signal_id, app=GATEWAY_APP, observed_at=now_iso(), type=event_type, summary=summary, data=data,
+        session_id=session_id, subject_kind=subject[0] if subject else None,
+        subject_id=subject[1] if subject else None,
     )

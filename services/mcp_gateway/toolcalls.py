@@ -315,9 +315,11 @@ def _suppressed(name: str, would_call: str, arguments: dict[str, Any], side_effe
 def _misrouted(request: ToolCallRequest, operator: bool) -> tuple[str, str] | None:
     if operator and request.context.agent is not None:
         return "invalid_request", "an operator call names no agent; agents' calls go to the tool-call subject"
-    # Platform delivery tools are the exception: a pipeline without an agent still answers
-    # through `event_reply`, whose target is frozen from the event.
-    if not operator and request.context.agent is None and request.tool not in PLATFORM_TOOLS:
+    # The event's own delivery tools are the exception: a pipeline without an agent still
+    # answers through `event_reply`, whose target is frozen from the event. A `platform_*` tool
+    # names its own target: without an agent that is the operator's call alone.
+    delivery_tool = request.tool in PLATFORM_TOOLS and PLATFORM_TOOLS[request.tool].frozen_target
+    if not operator and request.context.agent is None and not delivery_tool:
         return "operator_only", ("a call without an agent is an operator call: send it to the operator subject "
                                  "(<prefix>.admin.tools.call), which only operator credentials may use")
     return None

@@ -150,21 +150,20 @@ class Resumer:
         if found is None:
             return "ack"
         task = found[0]
+        action = on_grant(task, approval_id, redelivered=redelivered)
+        if action == "wait":
+            return "nak"  # the decision beat the runner parking the task for it: come back then
+        if action == "ignore":
+            return "ack"
         step = _waiting_step(task, approval_id)
-        if step is None:
-            return "ack"  # not waiting for this one (any more)
-        if task.state == "awaiting_approval":
-            if task.approval_id != approval_id:
-                return "ack"
+        assert step is not None  # on_grant resumes only a task with the waiting step
+        if action == "decide":
             by = str(approval.get("decided_by") or "operator")
-            reason = f"approval {approval_id} granted by {by} at {approval.get('decided_at') or '?'}" + \
-                _note(approval)
+            reason = f"{granted_reason(approval_id)} by {by} at {approval.get('decided_at') or '?'}" + _note(approval)
             moved = await self._move(task_id, approval_id, lambda t: statemachine.transition(
                 t, "queued", by=by, now=self._store.clock(), reason=reason))
             if moved is None:
                 return "ack"
-        elif task.state not in ("queued", "running") or not redelivered:
-            return "ack"  # queued/running: a runner died half way through an earlier delivery
         log.info("approval granted: resuming the task", task=task_id, approval=approval_id, step=step.id)
         verdict = await self._executor.resume_task(task_id, approvals={step.id: approval_id},
                                                    stopping=self._stopping)
@@ -174,6 +173,12 @@ class Resumer:
         approval_id, task_id = approval.get("id"), approval.get("task_id")
         if not isinstance(approval_id, str) or not isinstance(task_id, str):
             return "ack"
+        found = await self._store.get(task_id)
+        if found is None:
+            return "ack"
+        action = on_refusal(found[0], approval_id)
+        if action != "cancel":
+            return "nak" if action == "wait" else "ack"
         if verb == "denied":
             by = str(approval.get("decided_by") or "operator")
             reason = f"approval {approval_id} denied by {by} at {approval.get('decided_at') or '?'}" + _note(approval)
@@ -217,6 +222,10 @@ class Resumer:
             return "ack"
         target = task.delivery.reply_target
         session = event.payload.session_id
+        if target is not None and event.header.source.app != target.app:
+            log.warning("an answer from another app ignored", task=task_id, interaction=interaction_id,
+                        app=event.header.source.app)
+            return "ack"
         if target is not None and target.session_id and session and session != target.session_id:
             log.warning("an answer from another conversation ignored", task=task_id, interaction=interaction_id)
             return "ack"
@@ -244,6 +253,56 @@ class Resumer:
         log.info("interaction answered: resuming the task", task=task_id, interaction=interaction_id)
         verdict = await self._executor.resume_task(task_id, stopping=self._stopping)
         return "nak" if verdict in ("nak", "retry") else "ack"
+
+
+GrantAction = Literal["decide", "resume", "wait", "ignore"]
+RefusalAction = Literal["cancel", "wait", "ignore"]
+
+
+def granted_reason(approval_id: str) -> str:
+    """How the transition that applies a grant begins (`on_grant` looks for it)."""
+    return f"approval {approval_id} granted"
+
+
+def on_grant(task: Task, approval_id: str, *, redelivered: bool) -> GrantAction:
+    """What an `approval.granted` event does to a task:
+
+    - decide: it waits for this approval — mark it decided and resume it;
+    - resume: the grant was applied but the runner resuming it died (the event came again);
+    - wait: the task asked for this approval and has not parked yet (the decision was faster
+      than the runner writing `awaiting_approval`): the event must come back, not be dropped;
+    - ignore: anything else (another approval, a task that moved on, a duplicate event).
+    """
+    if _waiting_step(task, approval_id) is None:
+        return "wait" if _asking(task) else "ignore"
+    if task.state == "awaiting_approval":
+        return "decide" if task.approval_id == approval_id else "ignore"
+    if task.state not in ("queued", "running"):
+        return "ignore"
+    if _grant_applied(task, approval_id):
+        return "resume" if redelivered else "ignore"
+    return "wait"
+
+
+def on_refusal(task: Task, approval_id: str) -> RefusalAction:
+    """What `approval.denied` / `approval.expired` does: cancel the task waiting for it, or
+    wait for a task that asked for it but has not parked yet."""
+    if task.state == "awaiting_approval":
+        return "cancel" if task.approval_id == approval_id else "ignore"
+    if task.state in ("queued", "running") and _waiting_step(task, approval_id) is not None \
+            and not _grant_applied(task, approval_id):
+        return "wait"
+    return "wait" if _asking(task) else "ignore"
+
+
+def _asking(task: Task) -> bool:
+    """A running task with a call in flight may be about to record that it needs this approval
+    (the gateway created it; the runner has not written the answer yet)."""
+    return task.state == "running" and any(step.status == "started" for step in task.steps)
+
+
+def _grant_applied(task: Task, approval_id: str) -> bool:
+    return any(t.to == "queued" and (t.reason or "").startswith(granted_reason(approval_id)) for t in task.transitions)
 
 
 def _waiting_step(task: Task, approval_id: str) -> TaskStep | None:

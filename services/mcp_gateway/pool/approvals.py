@@ -25,9 +25,10 @@ from shared.kvmirror import read_all
 class ApprovalRefused(AuroraError):
     """The presented approval does not allow this call; `code` says why."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, approval: Approval | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.approval = approval  # the approval as it stands, when there is one
 
 
 _decoder = msgspec.json.Decoder(Approval)
@@ -111,7 +112,7 @@ class ApprovalStore:
             approval = await self._expire_if_due(approval, revision)
             if approval.state != "pending":
                 raise ApprovalRefused(
-                    f"approval_{approval.state}", f"approval {approval_id} is already {approval.state}"
+                    f"approval_{approval.state}", f"approval {approval_id} is already {approval.state}", approval
                 )
             decided = msgspec.structs.replace(
                 approval, state="granted" if grant else "denied", decided_by=by, decided_at=now_iso(), note=note

@@ -123,7 +123,7 @@ async def restart_runners(stack: OwnStack) -> None:
         await asyncio.sleep(0.1)
 
 
-async def crafted_call(nc: NATS, subjects: Subjects, *, agent: str, tool: str, arguments: dict[str, Any],
+async def crafted_call(nc: NATS, subjects: Subjects, *, agent: str | None, tool: str, arguments: dict[str, Any],
                        task_id: str, approval_id: str | None = None, delivery: dict[str, Any] | None = None) -> Any:
     request = ToolCallEnvelope(
         header=Header(method="tools/call", message_id=str(uuid.uuid4()), timestamp="2026-01-01T00:00:00+00:00",

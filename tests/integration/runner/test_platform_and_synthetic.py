@@ -67,9 +67,23 @@ async def test_a_platform_tool_not_allowed_is_denied_even_when_crafted(stack: St
     result = await crafted_call(snc, subjects, agent=f"a-{case}", tool="platform_send_message",
                                 arguments={"session_id": "anyone", "text": "spam"}, task_id=f"t-{case}",
                                 delivery=delivery)
-    assert result.status == "denied", result
+    assert result.status == "denied" and result.error is not None and result.error.code == "not_allowed", result
     await asyncio.sleep(0.5)
     assert not [r for r in sent(stack.chat_log) if r.get("text") == "spam"]
+
+
+async def test_a_platform_tool_without_an_agent_is_the_operators_alone(stack: Stack, snc: NATS,
+                                                                      subjects: Subjects) -> None:
+    """Only the event's own delivery tools serve a pipeline without an agent on the runners'
+    subject; a tool that names its own target (`platform_*`) is an operator call."""
+    case = f"pl-{uuid.uuid4().hex[:6]}"
+    delivery: dict[str, Any] = {"reply_target": {"app": CHAT, "session_id": f"s-{case}"}, "source_app": CHAT}
+    result = await crafted_call(snc, subjects, agent=None, tool="platform_send_message",
+                                arguments={"session_id": "victim", "text": f"spam {case}"}, task_id=f"t-{case}",
+                                delivery=delivery)
+    assert result.status == "denied" and result.error is not None and result.error.code == "operator_only", result
+    await asyncio.sleep(0.5)
+    assert not [r for r in sent(stack.chat_log) if r.get("text") == f"spam {case}"]
 
 
 async def test_a_synthetic_friend_request_runs_end_to_end_and_the_app_does_nothing(

@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
+from typing import Any
 
+import pytest
+from nats.aio.msg import Msg
+
+from shared.admin import AdminRequestError
 from tests.integration.tool_pool.conftest import AGENT, Pool
 
 
@@ -112,3 +118,33 @@ async def test_every_call_leaves_one_audit_record_with_secrets_redacted(pool: Po
     assert by_status["ok"]["caller"] == f"agent:{AGENT}" and by_status["ok"]["task_id"] == "t-a"
     assert "hunter2" not in by_status["ok"]["input_summary"] and "***" in by_status["ok"]["input_summary"]
     assert by_status["denied"]["error_code"] == "not_bound"
+
+
+async def test_a_decision_is_published_before_its_answer_and_deciding_again_publishes_it_again(
+        pool: Pool) -> None:
+    """Waiting tasks resume on `approval.granted`: it is on the signals stream by the time the
+    grant is answered, and a second grant (refused) sends it again under the same id, for the case
+    where a gateway died between deciding and publishing."""
+    asked = await pool.call("echo.counter_increment", {"key": "pub"}, agent=AGENT, task_id="t-pub")
+    approval_id = asked["approval_id"]
+    published: list[tuple[str | None, dict[str, Any]]] = []
+
+    async def on_signal(msg: Msg) -> None:
+        signal = json.loads(msg.data)
+        if signal.get("type") == "approval.granted":
+            published.append(((msg.headers or {}).get("Nats-Msg-Id"), signal))
+
+    sub = await pool.nc.subscribe(pool.subjects.signal("aurora.gateway", "platform_event"), cb=on_signal)
+    await pool.nc.flush()
+    await pool.admin("approvals", "grant", {"id": approval_id, "by": "tester"})
+    await pool.nc.flush()
+    assert [s["data"]["id"] for _, s in published] == [approval_id]
+    with pytest.raises(AdminRequestError, match="already granted"):
+        await pool.admin("approvals", "grant", {"id": approval_id, "by": "tester"})
+    await pool.nc.flush()
+    assert len(published) == 2 and published[0][0] == published[1][0] == f"approval-{approval_id}-granted"
+    with pytest.raises(AdminRequestError, match="already granted"):
+        await pool.admin("approvals", "deny", {"id": approval_id})
+    await pool.nc.flush()
+    assert len(published) == 2  # a contrary decision is refused and publishes nothing
+    await sub.unsubscribe()

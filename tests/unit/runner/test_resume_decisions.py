@@ -1,0 +1,61 @@
+"""What an approval decision does to a task, whatever order things happened in: a decision that
+beat the runner parking the task must come back, never be dropped."""
+
+from __future__ import annotations
+
+from services.runner.resumer import granted_reason, on_grant, on_refusal
+from services.runner.statemachine import new_task, record_steps, transition
+from shared.contracts.task import Task
+from tests.unit.runner.factories import NOW, a_run, a_step, an_event
+
+
+def running(*steps: object) -> Task:
+    return record_steps(new_task(a_run(), an_event(), runner="r", now=NOW), list(steps), now=NOW)  # type: ignore[arg-type]
+
+
+def asked(approval_id: str = "apr-1") -> Task:
+    """Running: the gateway answered needs_approval and the runner recorded it, not parked yet."""
+    return running(a_step("look", classification="ok"),
+                   a_step("book", side_effect="write", classification="needs_approval", approval_id=approval_id))
+
+
+def parked(approval_id: str = "apr-1") -> Task:
+    return transition(asked(approval_id), "awaiting_approval", by="r", now=NOW, approval_id=approval_id)
+
+
+def granted(task: Task, approval_id: str = "apr-1") -> Task:
+    return transition(task, "queued", by="ops", now=NOW, reason=f"{granted_reason(approval_id)} by ops at {NOW}")
+
+
+def test_a_parked_task_is_decided_and_resumed() -> None:
+    assert on_grant(parked(), "apr-1", redelivered=False) == "decide"
+    assert on_grant(parked("apr-2"), "apr-1", redelivered=False) == "ignore"
+    assert on_refusal(parked(), "apr-1") == "cancel"
+    assert on_refusal(parked("apr-2"), "apr-1") == "ignore"
+
+
+def test_a_decision_faster_than_the_parking_waits_for_it() -> None:
+    assert on_grant(asked(), "apr-1", redelivered=False) == "wait"
+    assert on_grant(asked(), "apr-1", redelivered=True) == "wait"  # still not parked: never take it over
+    assert on_refusal(asked(), "apr-1") == "wait"
+
+
+def test_a_decision_while_the_call_is_still_in_flight_waits_for_its_answer() -> None:
+    in_flight = running(a_step("look", classification="ok"), a_step("book", status="started", side_effect="write"))
+    assert on_grant(in_flight, "apr-1", redelivered=False) == "wait"
+    assert on_refusal(in_flight, "apr-1") == "wait"
+
+
+def test_a_grant_already_applied_is_resumed_only_when_its_resume_died() -> None:
+    resumed = granted(parked())
+    assert on_grant(resumed, "apr-1", redelivered=True) == "resume"  # the runner resuming it died
+    assert on_grant(resumed, "apr-1", redelivered=False) == "ignore"  # a duplicate of the event
+    assert on_refusal(resumed, "apr-1") == "ignore"
+
+
+def test_a_task_that_moved_on_is_left_alone() -> None:
+    done = transition(asked(), "succeeded", by="r", now=NOW)
+    assert on_grant(done, "apr-1", redelivered=True) == "ignore"
+    assert on_refusal(done, "apr-1") == "ignore"
+    unrelated = running(a_step("look", classification="ok"))
+    assert on_grant(unrelated, "apr-1", redelivered=False) == "ignore"
