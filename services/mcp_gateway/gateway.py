@@ -46,6 +46,7 @@ from shared.contracts.signals import (
     ToolResultSignal,
 )
 from shared.contracts.system import System
+from shared.contracts.tooldef import McpExecution
 from shared.logs import get_logger
 from shared.signal_publisher import new_signal_id, publish_signal
 from shared.subjects import Subjects, app_token
@@ -204,7 +205,8 @@ class Gateway:
         app_id = record.system or GATEWAY_APP
         self._audit.put((app_id, AuditRecord(
             call_id=record.call_id, at=now_iso(), tool=record.request.tool, system=record.system,
-            caller=f"agent:{ctx.agent}" if ctx.agent else "operator", agent=ctx.agent, run_id=ctx.run_id,
+            caller=f"agent:{ctx.agent}" if ctx.agent else "anonymous" if record.anonymous else "operator",
+            agent=ctx.agent, run_id=ctx.run_id,
             task_id=ctx.task_id, session_id=ctx.session_id, actor=ctx.actor.id if ctx.actor else None,
             synthetic=ctx.synthetic, status=result.status,
             error_code=result.error.code if result.error else None,
@@ -219,8 +221,10 @@ class Gateway:
             "succeeded" if result.status == "ok"
             else "timeout" if result.error is not None and result.error.code == "timeout" else "failed"
         )
+        execution = record.tool.execution if record.tool is not None else None
+        instance = execution.instance if isinstance(execution, McpExecution) else "default"
         self._outbox.put(ToolResultSignal(
-            signal_id=new_signal_id(), app=record.system, instance="default", observed_at=now_iso(),
+            signal_id=new_signal_id(), app=record.system, instance=instance, observed_at=now_iso(),
             tool=record.request.tool, outcome=outcome, status=result.status, duration_ms=result.duration_ms,
             call_id=record.call_id, run_id=ctx.run_id, task_id=ctx.task_id, agent=ctx.agent,
             session_id=ctx.session_id, synthetic=ctx.synthetic,

@@ -74,6 +74,7 @@ class CallRecord:
     call_id: str
     executed: bool
     system: str | None = None  # where it ran (for platform tools: the source app)
+    anonymous: bool = False  # agent-less, but not on the operator subject: nobody vouches for the caller
 
 
 class ToolCallHandler:
@@ -107,15 +108,21 @@ class ToolCallHandler:
         try:
             envelope = decode_request(data)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
-            refusal = classify.failed("denied", "invalid_request", f"malformed tool call: {exc}")
-            return _reply(None, GATEWAY_APP, refusal)
-        if envelope.header.method != METHOD_CALL:
-            reason = f"header.method must be {METHOD_CALL!r}, not {envelope.header.method!r}"
-            return _reply(envelope, GATEWAY_APP, classify.failed("denied", "invalid_request", reason))
+            malformed = classify.failed("denied", "invalid_request", f"malformed tool call: {exc}")
+            return _reply(None, GATEWAY_APP, malformed)
         request = envelope.payload
-        misrouted = _misrouted(request, operator)
-        if misrouted is not None:
-            return _reply(envelope, GATEWAY_APP, classify.failed("denied", *misrouted))
+        refusal: tuple[str, str] | None
+        if envelope.header.method != METHOD_CALL:
+            refusal = "invalid_request", f"header.method must be {METHOD_CALL!r}, not {envelope.header.method!r}"
+        else:
+            refusal = _misrouted(request, operator)
+        if refusal is not None:  # refused before any tool was looked at: audited all the same
+            refused = classify.failed("denied", *refusal)
+            if self._on_result is not None:
+                await self._on_result(CallRecord(request=request, tool=None, result=refused,
+                                                 call_id=envelope.header.message_id, executed=False,
+                                                 anonymous=not operator and request.context.agent is None))
+            return _reply(envelope, GATEWAY_APP, refused)
         tool = await self._pool.tool(request.tool)
         system = tool.system if tool is not None else None
         if tool is not None:

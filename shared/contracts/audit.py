@@ -10,7 +10,7 @@ class AuditRecord(msgspec.Struct, frozen=True, kw_only=True):
     at: str
     tool: str
     system: str | None
-    caller: str  # "operator" or "agent:<id>"
+    caller: str  # "operator", "agent:<id>", or "anonymous" (agent-less, refused off the operator subject)
     agent: str | None = None
     run_id: str | None = None
     task_id: str | None = None

@@ -5,12 +5,17 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import uuid
 from typing import Any
 
+import msgspec
 import pytest
 from nats.aio.msg import Msg
 
 from shared.admin import AdminRequestError
+from shared.clock import now_iso
+from shared.contracts.envelope import Header, Source
+from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from tests.integration.tool_pool.conftest import AGENT, Pool
 
 
@@ -148,3 +153,30 @@ async def test_a_decision_is_published_before_its_answer_and_deciding_again_publ
     await pool.nc.flush()
     assert len(published) == 2  # a contrary decision is refused and publishes nothing
     await sub.unsubscribe()
+
+
+async def test_a_call_refused_before_any_tool_is_looked_at_is_audited_too(pool: Pool) -> None:
+    """An agent-less call on the runners' subject: refused (`operator_only`), and on the record."""
+    envelope = ToolCallEnvelope(
+        header=Header(method=METHOD_CALL, message_id=f"anon-{uuid.uuid4().hex[:8]}", timestamp=now_iso(),
+                      source=Source(app="aurora.test")),
+        payload=ToolCallRequest(tool="echo.counter_increment", arguments={"key": "anon"}, context=ToolCallContext()),
+    )
+    reply = await pool.nc.request(pool.subjects.tool_call, msgspec.json.encode(envelope), timeout=20)
+    result = decode_result(reply.data).payload
+    assert result.status == "denied" and result.error is not None and result.error.code == "operator_only"
+    sub = await pool.nc.jetstream().subscribe("amp.audit.>", ordered_consumer=True)
+    deadline = time.monotonic() + 10
+    record: dict[str, Any] | None = None
+    while record is None and time.monotonic() < deadline:
+        try:
+            msg = await sub.next_msg(timeout=1)
+        except Exception:
+            continue
+        candidate = json.loads(msg.data)
+        if candidate["call_id"] == envelope.header.message_id:
+            record = candidate
+    await sub.unsubscribe()
+    assert record is not None, "no audit record for the refused call"
+    assert record["status"] == "denied" and record["error_code"] == "operator_only"
+    assert record["caller"] == "anonymous" and record["tool"] == "echo.counter_increment"
