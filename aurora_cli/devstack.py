@@ -434,7 +434,7 @@ class DevStack:
         with self._print_lock:
             self.console.print(Text(f"!!! {message}", style="bold red"))
 
-    def banner(self, aurora: str = "aurora") -> str:
+    def banner(self, aurora: str = "aurora", *, demo: str | None = None) -> str:
         env = "" if self.port == 4222 and self.host == "127.0.0.1" else f"NATS_URL={self.url} "
         names = ", ".join(r.spec.label for r in self._running if r.process.poll() is None) or "none"
         secure: list[str] = []
@@ -442,16 +442,26 @@ class DevStack:
             operator = self.data_dir / "operator.env"
             env = f"env $(cat {operator}) {env}"
             secure = [f"  users     one per service, passwords drawn for this run; the CLI's in {operator}"]
+        message = json.dumps({"text": "北京天气", "city": "北京"}, ensure_ascii=False)
+        try_lines = [
+            f"  {env}{aurora} events tail",
+            f"  {env}{aurora} events emit message.received --app im.polaris.qq --session group_1 --data '{message}'",
+            f"  {env}{aurora} tasks list                 # the demo agent's task, and its reply",
+            f"  {env}{aurora} streams",
+        ] if demo is not None else [
+            f"  {env}{aurora} events tail",
+            f"  {env}{aurora} events emit message.received --app im.polaris.qq --data '{{\"text\":\"你好\"}}'",
+            f"  {env}{aurora} streams",
+        ]
         return "\n".join([
             "Aurora dev stack is up",
             f"  NATS      {self.url}   (JetStream store {self.nats.store_dir})",
             f"  services  {names}",
             f"  logs      {self.logs_dir}/",
+            *([f"  demo      {demo}"] if demo is not None else []),
             *secure,
             "Try, in another terminal:",
-            f"  {env}{aurora} events tail",
-            f"  {env}{aurora} events emit message.received --app im.polaris.qq --data '{{\"text\":\"你好\"}}'",
-            f"  {env}{aurora} streams",
+            *try_lines,
             "Ctrl-C stops everything.",
         ])
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import os
 import signal
 import sys
 import threading
@@ -11,8 +13,10 @@ from typing import Annotated
 
 import typer
 
+from aurora_cli import devseed
 from aurora_cli.devstack import DevStack
 from aurora_cli.output import cli_errors
+from shared.settings import load_settings
 
 
 def register(app: typer.Typer) -> None:
@@ -28,6 +32,9 @@ def dev(
     secure: Annotated[bool, typer.Option(
         "--secure", help="NATS users and subject permissions from deploy/nats-auth.conf, with passwords "
         "drawn for this run: each service gets its own; the CLI's are in <data-dir>/operator.env.")] = False,
+    demo: Annotated[bool, typer.Option(
+        "--demo/--no-demo", help="Create the agents and bindings of apps/demo.yml that do not exist yet, "
+        "so an emitted chat message is routed and answered at once.")] = True,
 ) -> None:
     """Run nats-server and every service until Ctrl-C; logs go to the terminal and <data-dir>/logs/."""
     with cli_errors():
@@ -45,7 +52,8 @@ def dev(
         with cli_errors():
             stack.start(stop)
         if not stop.is_set():
-            stack.console.print(stack.banner(_aurora_command()), markup=False)
+            demo_line = _seed_demo(stack) if demo else None
+            stack.console.print(stack.banner(_aurora_command(), demo=demo_line), markup=False)
             stack.wait(stop)
     finally:
         stack.stop(force=force.is_set())
@@ -55,6 +63,21 @@ def dev(
         stack.alert(f"stopped; these exited on their own while running: {', '.join(stack.unexpected_exits)}")
         raise typer.Exit(1)
     stack.console.print("Aurora dev stack stopped.", markup=False)
+
+
+def _seed_demo(stack: DevStack) -> str:
+    """Create the demo's missing resources; the banner's line about them (or why not)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_")}
+    env["NATS_URL"] = stack.url
+    if stack.credentials is not None:
+        env.update(stack.credentials.client_env("operator"))
+    try:
+        seeded = asyncio.run(devseed.seed(load_settings(env), devseed.demo_documents()))
+    except Exception as exc:  # the stack is up all the same; say why the demo is not
+        stack.alert(f"the demo's agents and bindings were not applied: {exc}")
+        return "not applied (see above); `aurora apply -f apps/demo.yml` adds them"
+    names = ", ".join(seeded.created + seeded.kept)
+    return f"{names} ({len(seeded.created)} created, {len(seeded.kept)} already there; apps/demo.yml)"
 
 
 def _aurora_command() -> str:

@@ -1,8 +1,13 @@
 """`aurora dev` end to end: the real launcher, real services, the CLI and a plain nats-py client.
 
-Done-when of issue 2: `make dev`, then `aurora events emit message.received --app im.polaris.qq
---data '{"text":"你好"}'` shows the event in `aurora events tail` and to a plain nats-py
-subscriber on `amp.evt.>`; Ctrl-C stops everything cleanly.
+- `make dev`, then `aurora events emit message.received --app im.polaris.qq --data
+  '{"text":"你好"}'` shows the event in `aurora events tail` and to a plain nats-py subscriber on
+  `amp.evt.>`; Ctrl-C stops everything cleanly.
+- The example apps serve their tools (`aurora tools list`, `tools call`), and killing the weather
+  app's process is healed without help.
+- The demo's bindings (created by `aurora dev`) route `message.received` to the weather desk, whose
+  task finishes and replies in the chat app, and `group.member_joined` to the greeter, as
+  `aurora route trace` shows.
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import nats
@@ -22,7 +27,7 @@ import pytest
 
 from aurora_cli.localnats import free_port
 from tests.harness.processes import REPO, service_env
-from tests.integration.cli.conftest import AURORA, cli_runner, wait_for_bridge_consumer
+from tests.integration.cli.conftest import AURORA, Cli, cli_runner, wait_for_bridge_consumer
 
 HELLO = json.dumps({"text": "你好"}, ensure_ascii=False)
 
@@ -133,6 +138,9 @@ async def test_make_dev_emit_tail_and_a_plain_subscriber(dev: DevProcess, tmp_pa
     assert tailed.returncode == 0, tailed.stderr
     assert json.loads(tailed.stdout)["header"]["message_id"] == message_id
 
+    await _the_example_apps_serve_and_heal(cli, dev)
+    await _the_demo_routes_and_answers(cli)
+
     assert dev.ctrl_c() == 0, dev.output()
     output = dev.output()
     assert "Aurora dev stack stopped." in output
@@ -142,3 +150,73 @@ async def test_make_dev_emit_tail_and_a_plain_subscriber(dev: DevProcess, tmp_pa
     bridge_log = (logs / "event-bridge.log").read_text(encoding="utf-8")
     assert '"msg": "stopped"' in bridge_log and "Traceback" not in bridge_log
     assert (tmp_path / "dev" / "jetstream").is_dir()
+
+
+async def _poll_cli(cli: Cli, *args: str, until: Callable[[subprocess.CompletedProcess[str]], bool],
+                    timeout: float = 30.0, what: str) -> subprocess.CompletedProcess[str]:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = await asyncio.to_thread(cli, *args)
+        if until(result):
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what}: last output {result.returncode}: {result.stdout[-2000:]}{result.stderr}")
+        await asyncio.sleep(0.3)
+
+
+def _ok(result: subprocess.CompletedProcess[str]) -> bool:
+    return result.returncode == 0 and json.loads(result.stdout).get("status") == "ok"
+
+
+async def _the_example_apps_serve_and_heal(cli: Cli, dev: DevProcess) -> None:
+    listed = await _poll_cli(cli, "tools", "list", "--json", what="the weather tool in the catalog", until=lambda r: (
+        r.returncode == 0 and "im.polaris.weather.get_weather" in {t["name"] for t in json.loads(r.stdout)}))
+    names = {t["name"] for t in json.loads(listed.stdout)}
+    assert {"im.polaris.qq.send_message", "demo.notes.add_note"} <= names, names
+    weather = ("tools", "call", "im.polaris.weather.get_weather", "--args", json.dumps({"city": "北京"}), "--json")
+    first = await _poll_cli(cli, *weather, until=_ok, what="a weather call")
+    assert json.loads(first.stdout)["structured"]["city"] == "北京"
+
+    [app_pid] = [pid for pid in _descendants(dev.process.pid) if b"apps.aurora_app_weather" in _cmdline(pid)]
+    os.kill(app_pid, signal.SIGKILL)
+    healed = await _poll_cli(cli, *weather, until=_ok, timeout=45, what="the weather app healed")
+    assert json.loads(healed.stdout)["structured"]["city"] == "北京"
+    assert [pid for pid in _descendants(dev.process.pid) if b"apps.aurora_app_weather" in _cmdline(pid)] != [app_pid]
+
+
+async def _the_demo_routes_and_answers(cli: Cli) -> None:
+    bindings = await asyncio.to_thread(cli, "get", "bindings", "--json")
+    assert bindings.returncode == 0, bindings.stderr
+    targets = {b["id"]: b["target_id"] for b in json.loads(bindings.stdout)["items"]}
+    assert targets.items() >= {("chat-messages", "weather-desk"), ("welcome-new-members", "greeter")}, targets
+
+    message = json.dumps({"text": "北京天气", "city": "北京"}, ensure_ascii=False)
+    emitted = await asyncio.to_thread(cli, "events", "emit", "message.received", "--app", "im.polaris.qq",
+                                      "--session", "group_e2e", "--data", message)
+    assert emitted.returncode == 0, emitted.stderr
+    def answered(result: subprocess.CompletedProcess[str]) -> bool:
+        return result.returncode == 0 and any(
+            t["state"] == "succeeded" and t.get("delivered") for t in json.loads(result.stdout)["items"])
+
+    await _poll_cli(cli, "tasks", "list", "--agent", "weather-desk", "--json", until=answered,
+                    what="the weather desk's task")
+    sent = await asyncio.to_thread(cli, "tools", "call", "im.polaris.qq.list_sent", "--args",
+                                   json.dumps({"session_id": "group_e2e"}), "--json")
+    texts = [item["text"] for item in json.loads(sent.stdout)["structured"]["items"]]
+    assert any(text.startswith("收到「北京天气」。北京:") for text in texts), texts
+
+    joined = await asyncio.to_thread(cli, "events", "emit", "group.member_joined", "--app", "im.polaris.qq",
+                                     "--session", "group_e2e", "--data", json.dumps({"user_id": "u42"}))
+    assert joined.returncode == 0, joined.stderr
+    trace = await _poll_cli(cli, "route", "trace", joined.stdout.strip(), "--json", what="the member's route",
+                            until=lambda r: r.returncode == 0)
+    routed = json.loads(trace.stdout)
+    assert routed["status"] == "dispatched" and routed["binding_id"] == "welcome-new-members", routed
+    assert routed["target"] == {"type": "agent", "id": "greeter"}, routed
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""

@@ -79,6 +79,10 @@ def test_the_banner_names_the_url_and_the_commands(tmp_path: Path) -> None:
     assert ".venv/bin/aurora events emit message.received --app im.polaris.qq --data '{\"text\":\"你好\"}'" in default
     other = DevStack(tmp_path, port=5001, specs=[]).banner("aurora")
     assert "  NATS_URL=nats://127.0.0.1:5001 aurora events tail" in other
+    with_demo = DevStack(tmp_path, port=4222, specs=[]).banner("aurora", demo="agent/weather-desk (1 created)")
+    assert "  demo      agent/weather-desk (1 created)" in with_demo
+    assert "aurora events emit message.received --app im.polaris.qq --session group_1 --data" in with_demo
+    assert "aurora tasks list" in with_demo
 
 
 def test_a_port_in_use_is_seen() -> None:
