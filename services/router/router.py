@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -83,8 +83,10 @@ class Router:
 
     def __init__(self, nc: NATS, subjects: Subjects, catalog: Catalog, stores: RouterStores,
                  config: RouterConfig | None = None,
-                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC),
+                 capabilities: Mapping[str, tuple[str, ...]] | None = None) -> None:
         self._js = nc.jetstream()
+        self._capabilities = capabilities or {}  # app id → the platform capabilities it declares
         self._subjects = subjects
         self._catalog = catalog
         self._stores = stores
@@ -207,6 +209,7 @@ class Router:
                 subject=self._run_subject(decision.target), timestamp=at,
                 router_instance=self._config.instance, inline_limit=self._config.inline_limit,
                 store_bucket=self._stores.run_events_bucket,
+                capabilities=self._capabilities.get(event.header.source.app, ()),
             )
         self.stats.statuses[decision.status] += 1
         header, payload = event.header, event.payload

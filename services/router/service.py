@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
 
 from nats.aio.client import Client as NATS
 from nats.micro.service import Service
@@ -26,8 +27,10 @@ log = get_logger("aurora.router")
 
 
 class RouterService:
-    def __init__(self, nc: NATS, subjects: Subjects, settings: RouterSettings) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, settings: RouterSettings,
+                 capabilities: Mapping[str, tuple[str, ...]] | None = None) -> None:
         self._nc = nc
+        self._capabilities = capabilities
         self._subjects = subjects
         self._settings = settings
         self._stores: RouterStores | None = None
@@ -48,7 +51,7 @@ class RouterService:
         stores = self._stores = await open_stores(nc.jetstream(), subjects)
         catalog = self._catalog = Catalog(stores.bindings, stores.agents, stores.pipelines)
         await catalog.start()
-        router = Router(nc, subjects, catalog, stores, options.router)
+        router = Router(nc, subjects, catalog, stores, options.router, capabilities=self._capabilities)
         await router.start()
         self._router = router
         admin = RouterAdmin(stores, router.stats, catalog.counts, instance=options.router.instance)

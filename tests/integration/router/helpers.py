@@ -25,10 +25,12 @@ from shared.subjects import Subjects
 
 
 @asynccontextmanager
-async def running_router(nc: NATS, subjects: Subjects, **config: Any) -> AsyncIterator[RouterService]:
+async def running_router(nc: NATS, subjects: Subjects, *, capabilities: dict[str, tuple[str, ...]] | None = None,
+                         **config: Any) -> AsyncIterator[RouterService]:
     """A RouterService in this process, routing until the block ends."""
     config.setdefault("fetch_timeout", 0.2)
-    service = RouterService(nc, subjects, RouterSettings(router=RouterConfig(instance="test", **config)))
+    service = RouterService(nc, subjects, RouterSettings(router=RouterConfig(instance="test", **config)),
+                            capabilities)
     await service.start()
     stop = asyncio.Event()
     task = asyncio.create_task(service.run(stop), name="test-router")

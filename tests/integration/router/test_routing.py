@@ -57,7 +57,7 @@ async def trace(nc: NATS, subjects: Subjects, message_id: str) -> dict[str, Any]
 
 async def test_every_event_gets_one_status_a_trace_and_at_most_one_run(nc: NATS, subjects: Subjects) -> None:
     js = nc.jetstream()
-    async with running_router(nc, subjects):
+    async with running_router(nc, subjects, capabilities={"im.polaris.qq": ("react", "reply")}):
         await setup_resources(nc, subjects)
         events = {
             "dispatched-agent": event_doc("group.member_joined", conversation="g1",
@@ -118,6 +118,8 @@ async def test_every_event_gets_one_status_a_trace_and_at_most_one_run(nc: NATS,
             assert run.payload.synthetic is (name == "synthetic")
         welcome = runs[traces["dispatched-agent"]["run_id"]][1].payload.delivery.reply_target
         assert welcome is not None and welcome.conversation == "g1" and welcome.message_id is None
+        # the source app's declared capabilities travel with every run
+        assert {run.payload.delivery.capabilities for _, run in runs.values()} == {("react", "reply")}
         support = runs[traces["dispatched-pipeline"]["run_id"]][1].payload.delivery.reply_target
         assert support is not None and (support.session_id, support.message_id) == ("group_1", "m1")
 
