@@ -117,6 +117,9 @@ def dry_run(
     for step in reply.get("steps") or []:
         mark = "✓" if step.get("passed") else "✗"
         stdout.print(f"  {mark} {step.get('binding_id')}: {step.get('reason')}", markup=False)
+        for check in step.get("checks") or []:
+            tick = "✓" if check.get("passed") else "✗"
+            stdout.print(f"      {tick} {check.get('check')}: {check.get('detail')}", markup=False)
 
 
 @app.command("trace")

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from shared.contracts.binding import BindingFilter
 from shared.contracts.envelope import EventEnvelope
+from shared.contracts.route import RouteCheck
 
 
 class _Missing:
@@ -123,6 +124,13 @@ class CompiledFilter:
 
     def holds(self, event: EventEnvelope) -> bool:
         return self.test(self.get(event))
+
+    def check(self, event: EventEnvelope) -> RouteCheck:
+        """The filter against the event, passed or not, with the value found (dry runs)."""
+        actual = self.get(event)
+        found = f"{self.field} is absent" if actual is MISSING else f"found {_short(actual)}"
+        return RouteCheck(check=f"filter {self.number} ({self.field} {self.op} {_short(self.value)})",
+                          passed=self.test(actual), detail=found)
 
     def failure(self, event: EventEnvelope) -> str | None:
         """None when the filter holds, else why it does not."""

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Protocol
 
+import msgspec
+
 from services.router.filters import CompiledFilter, compile_filter
 from shared.clock import parse_iso
 from shared.contracts.agent import AgentRouting
@@ -26,7 +28,7 @@ from shared.contracts.binding import PIPELINE_EVENTS, Binding
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.event_pattern import describe, matches, specificity
 from shared.contracts.pipeline import PipelineRouting
-from shared.contracts.route import RouteStatus, RouteStep
+from shared.contracts.route import RouteCheck, RouteStatus, RouteStep
 from shared.contracts.run import RunTarget
 
 RankKey = tuple[int, int, int, int, str]
@@ -147,7 +149,8 @@ def decide(event: EventEnvelope, table: RouteTable, processors: Processors, *, n
     candidates examined up to the chosen one (the trace of the hot path)."""
     payload = event.payload
     if payload.expire_at is not None and parse_iso(payload.expire_at) <= now:
-        return Decision(status="expired", reason=f"expired at {payload.expire_at}")
+        steps = _explain(event, table)[1] if explain else ()  # what would have taken it
+        return Decision(status="expired", steps=steps, reason=f"expired at {payload.expire_at}")
     candidates = table.candidates(payload.type)
     if explain:
         chosen, steps = _explain(event, table)
@@ -177,6 +180,7 @@ def _explain(event: EventEnvelope, table: RouteTable) -> tuple[RankedBinding | N
     chosen: RankedBinding | None = None
     steps: list[RouteStep] = []
     for ranked in table.ranked:
+        checks = _checks(ranked, event)
         pattern = ranked.binding.event_pattern
         if not matches(pattern, event_type):
             reason: str | None = f"event_pattern {pattern!r} does not match {event_type!r}"
@@ -185,15 +189,28 @@ def _explain(event: EventEnvelope, table: RouteTable) -> tuple[RankedBinding | N
         else:
             reason = ranked.failure(event, all_filters=True)
         if reason is not None:
-            steps.append(RouteStep(binding_id=ranked.id, passed=False, reason=reason))
+            steps.append(RouteStep(binding_id=ranked.id, passed=False, reason=reason, checks=checks))
         elif chosen is None:
             chosen = ranked
-            steps.append(ranked.chosen)
+            steps.append(msgspec.structs.replace(ranked.chosen, checks=checks))
         else:
-            steps.append(RouteStep(binding_id=ranked.id, passed=True,
+            steps.append(RouteStep(binding_id=ranked.id, passed=True, checks=checks,
                                    reason=f"matched, but {chosen.id!r} ranks higher: "
                                           f"{_outranked_because(chosen, ranked)}"))
     return chosen, tuple(steps)
+
+
+def _checks(ranked: RankedBinding, event: EventEnvelope) -> tuple[RouteCheck, ...]:
+    """Every check of the binding, each run whatever the others gave (a dry run shows all)."""
+    binding = ranked.binding
+    pattern_holds = matches(binding.event_pattern, event.payload.type)
+    return (
+        RouteCheck(check="enabled", passed=binding.enabled, detail="enabled" if binding.enabled else "disabled"),
+        RouteCheck(check="event_pattern", passed=pattern_holds,
+                   detail=f"{describe(binding.event_pattern)} pattern {binding.event_pattern!r} "
+                          f"{'matches' if pattern_holds else 'does not match'} {event.payload.type!r}"),
+        *(spec.check(event) for spec in ranked.filters),
+    )
 
 
 def _outranked_because(winner: RankedBinding, loser: RankedBinding) -> str:

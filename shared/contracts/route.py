@@ -22,12 +22,23 @@ ROUTE_STATUSES: tuple[RouteStatus, ...] = (
 )
 
 
-class RouteStep(msgspec.Struct, frozen=True, kw_only=True):
-    """What one binding did with the event: passed (matched) or why not."""
+class RouteCheck(msgspec.Struct, frozen=True, kw_only=True):
+    """One check of a binding against the event, as a dry run shows it: `enabled`,
+    `event_pattern`, `filter <n>`, each passed or failed, with what was found."""
+
+    check: str
+    passed: bool
+    detail: str
+
+
+class RouteStep(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """What one binding did with the event: passed (matched) or why not. A dry run also lists
+    every check of the binding (`checks`); the hot path's trace records only the outcome."""
 
     binding_id: str
     passed: bool
     reason: str
+    checks: tuple[RouteCheck, ...] = ()
 
 
 class RouteTrace(msgspec.Struct, frozen=True, kw_only=True):

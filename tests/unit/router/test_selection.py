@@ -143,6 +143,40 @@ def test_explain_gives_every_binding_a_step_with_its_reason() -> None:
     assert "filter 2 (data.lang in ['en', 'fr']) failed: found 'zh'" in steps["bot-b2"].reason
 
 
+def test_explain_lists_every_check_of_every_binding_passed_or_not() -> None:
+    table = RouteTable([
+        binding("off-but-matching", "message.*", enabled=False,
+                filters=[{"field": "bot", "op": "eq", "value": "b1"}]),
+        binding("wrong-type", "group.*", filters=[{"field": "bot", "op": "eq", "value": "b2"},
+                                                  {"field": "data.lang", "op": "eq", "value": "zh"}]),
+    ])
+    decision = decide(event(bot="b1", data={"lang": "zh"}), table, EVERYTHING, now=NOW, explain=True)
+    checks = {s.binding_id: [(c.check, c.passed, c.detail) for c in s.checks] for s in decision.steps}
+    assert checks["off-but-matching"] == [
+        ("enabled", False, "disabled"),
+        ("event_pattern", True, "prefix pattern 'message.*' matches 'message.received'"),
+        ("filter 1 (bot eq 'b1')", True, "found 'b1'"),
+    ]
+    # the pattern fails, and the filters are still shown, each with what was found
+    assert checks["wrong-type"][1][:2] == ("event_pattern", False)
+    assert checks["wrong-type"][2:] == [("filter 1 (bot eq 'b2')", False, "found 'b1'"),
+                                        ("filter 2 (data.lang eq 'zh')", True, "found 'zh'")]
+
+
+def test_an_expired_event_is_still_explained_in_a_dry_run() -> None:
+    table = RouteTable([binding("chat", "message.*")])
+    stale = event(expire_at="2020-01-01T00:00:00Z")
+    assert decide(stale, table, EVERYTHING, now=NOW).steps == ()
+    explained = decide(stale, table, EVERYTHING, now=NOW, explain=True)
+    assert explained.status == "expired" and [s.binding_id for s in explained.steps] == ["chat"]
+    assert explained.steps[0].passed and explained.steps[0].checks
+
+
+def test_the_hot_path_records_no_checks() -> None:
+    table = RouteTable([binding("first", "*", enabled=False), binding("second", "*")])
+    assert all(step.checks == () for step in decide(event(), table, EVERYTHING, now=NOW).steps)
+
+
 def test_hot_path_steps_stop_at_the_chosen_binding() -> None:
     table = RouteTable([binding("first", "*", priority=3, enabled=False), binding("second", "*", priority=2),
                         binding("third", "*", priority=1), binding("group", "group.*")])
