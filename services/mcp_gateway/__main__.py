@@ -150,6 +150,7 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
             subject=subjects.admin(area, verb),
             handler=wrap_handler(verb, endpoint),
         )
+    await nc.flush()  # "serving" means the endpoints' subscriptions reached the server
     log.info("serving", apps=len(gateway.sessions), tools=len(gateway.catalog.tools()))
     sweeper = asyncio.create_task(
         sweep_expired_approvals(approvals, gateway, stop, float(os.environ.get("AURORA_APPROVAL_SWEEP_SECONDS", "5"))),

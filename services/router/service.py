@@ -69,6 +69,7 @@ class RouterService:
                 version=VERSION, endpoints=resource.endpoints(),
                 description=f"{resource.kind.kind} resources, served by the router",
             ))
+        await nc.flush()  # "ready" means the admin endpoints' subscriptions reached the server
         log.info("ready", instance=options.router.instance, catalog=catalog.counts())
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -95,6 +95,7 @@ class RunnerService:
             nc, subjects, name="aurora-runner", area="tasks", version=VERSION, endpoints=task_endpoints(store),
             description="runner tasks: list, get, cancel",
         )
+        await self._nc.flush()  # "ready" means the admin endpoints' subscriptions reached the server
         log.info("ready", instance=config.instance, concurrency=config.concurrency, ack_wait=config.ack_wait)
 
     async def run(self, stop: asyncio.Event) -> None:
