@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import os
 from collections.abc import Mapping
 
@@ -49,6 +50,17 @@ def envelope_trace(ctx: Context | None = None) -> Trace | None:
     if "traceparent" not in carrier:
         return None
     return Trace(traceparent=carrier["traceparent"], tracestate=carrier.get("tracestate"))
+
+
+def root_trace(message_id: str) -> Trace:
+    """A new W3C trace for an event that arrives without one, derived from its message id: a
+    redelivered signal becomes the very same event (same bytes, same trace), and every run,
+    tool call and `tool.*` event it causes carries this trace id on."""
+    digest = hashlib.sha256(message_id.encode()).hexdigest()
+    trace_id, span_id = digest[:32], digest[32:48]
+    if int(trace_id, 16) == 0 or int(span_id, 16) == 0:  # all-zero ids are invalid in W3C
+        trace_id, span_id = "1" + trace_id[1:], "1" + span_id[1:]
+    return Trace(traceparent=f"00-{trace_id}-{span_id}-01")
 
 
 def context_from_trace(value: Trace | None) -> Context:

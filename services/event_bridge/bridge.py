@@ -20,7 +20,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 
-from services.event_bridge.mapping import Rejected, map_signal
+from services.event_bridge.mapping import Rejected, map_signal, with_trace
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import decode_signal
 from shared.deadletter import dead_letter
@@ -170,7 +170,8 @@ class EventBridge:
             return Rejected(f"malformed signal: {exc}")
         if parts[3] != type(signal).__struct_config__.tag:
             return Rejected(f"signal kind {type(signal).__struct_config__.tag!r} arrived on {msg.subject!r}")
-        return map_signal(signal, subject_app_token=parts[2])
+        event = map_signal(signal, subject_app_token=parts[2])
+        return event if isinstance(event, Rejected) else with_trace(event, msg.headers)
 
     async def _reject(self, msg: Msg, reason: str) -> None:
         meta = msg.metadata
@@ -206,3 +207,4 @@ class EventBridge:
 def _describe(exc: BaseException) -> str:
     text = str(exc)
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+

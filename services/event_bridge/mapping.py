@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import re
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
+
+import msgspec
 
 from shared.clock import is_past
 from shared.contracts.envelope import (
@@ -49,6 +52,7 @@ from shared.contracts.validation import (
 )
 from shared.errors import EnvelopeError, SubjectError
 from shared.subjects import app_token
+from shared.telemetry import root_trace
 
 # Native events without a message_id get one derived from the signal id, so that a signal
 # delivered twice always yields the same event id (and JetStream drops the copy).
@@ -281,3 +285,14 @@ def _complete(signal: NativeEventSignal, native: NativeEvent) -> EventEnvelope:
             synthetic=body.synthetic,
         ),
     )
+
+
+def with_trace(event: EventEnvelope, headers: Mapping[str, str] | None) -> EventEnvelope:
+    """The event with the trace it continues: its own, else the one its signal's publisher was in
+    (the signal's `traceparent` header), else a new one rooted at the event (`root_trace`)."""
+    if event.header.trace is not None:
+        return event
+    traceparent = (headers or {}).get("traceparent")
+    trace = (Trace(traceparent=traceparent, tracestate=(headers or {}).get("tracestate")) if traceparent
+             else root_trace(event.header.message_id))
+    return msgspec.structs.replace(event, header=msgspec.structs.replace(event.header, trace=trace))

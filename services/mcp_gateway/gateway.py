@@ -229,6 +229,7 @@ class Gateway:
             call_id=record.call_id, run_id=ctx.run_id, task_id=ctx.task_id, agent=ctx.agent,
             session_id=ctx.session_id, synthetic=ctx.synthetic,
             error={"code": result.error.code, "message": result.error.message} if result.error else None,
+            trace=record.trace,
         ))
 
     def platform_event(self, event_type: str, summary: str, data: dict[str, Any], *, session_id: str | None = None,

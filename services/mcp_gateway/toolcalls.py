@@ -35,7 +35,7 @@ from shared.appconfig import AppsConfig
 from shared.clock import now_iso
 from shared.contracts.agent import Agent
 from shared.contracts.approval import Approval
-from shared.contracts.envelope import Header, Source
+from shared.contracts.envelope import Header, Source, Trace
 from shared.contracts.system import System
 from shared.contracts.toolcall import (
     METHOD_CALL,
@@ -75,6 +75,7 @@ class CallRecord:
     executed: bool
     system: str | None = None  # where it ran (for platform tools: the source app)
     anonymous: bool = False  # agent-less, but not on the operator subject: nobody vouches for the caller
+    trace: Trace | None = None  # the caller's (the event's) trace, which the `tool.*` event continues
 
 
 class ToolCallHandler:
@@ -143,6 +144,7 @@ class ToolCallHandler:
                     system=system,
                     call_id=envelope.header.message_id,
                     executed=executed,
+                    trace=envelope.header.trace,
                 )
             )
         return _reply(envelope, system or GATEWAY_APP, result)

@@ -71,7 +71,7 @@ class ToolSteps:
         if effect != "read":
             await ctx.handle.record(started)
         call = self._tools.call(self._request(ctx, started, limit), call_id=started.call_id or "",
-                                timeout=limit, side_effect=effect)
+                                timeout=limit, side_effect=effect, trace=ctx.event.header.trace)
         result = await (ctx.interruptible(call) if effect == "read" else call)
         finished = self._finished(started, result)
         if effect != "read":

@@ -16,7 +16,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from shared.clock import now_iso
-from shared.contracts.envelope import Header, Source
+from shared.contracts.envelope import Header, Source, Trace
 from shared.contracts.toolcall import (
     METHOD_CALL,
     ToolCallEnvelope,
@@ -40,7 +40,7 @@ def call_id_for(task_id: str, step_id: str, attempt: int) -> str:
 
 class ToolClient(Protocol):
     async def call(self, request: ToolCallRequest, *, call_id: str, timeout: float,
-                   side_effect: str | None) -> ToolCallResult: ...
+                   side_effect: str | None, trace: Trace | None = None) -> ToolCallResult: ...
 
 
 class NatsToolClient:
@@ -50,9 +50,11 @@ class NatsToolClient:
         self._source = Source(app=RUNNER_SOURCE, instance=instance[:64] or "default")
 
     async def call(self, request: ToolCallRequest, *, call_id: str, timeout: float,
-                   side_effect: str | None) -> ToolCallResult:
+                   side_effect: str | None, trace: Trace | None = None) -> ToolCallResult:
+        """`trace`: the event's, so the call (and the `tool.*` event it causes) stays in its trace."""
         envelope = ToolCallEnvelope(
-            header=Header(method=METHOD_CALL, message_id=call_id, timestamp=now_iso(), source=self._source),
+            header=Header(method=METHOD_CALL, message_id=call_id, timestamp=now_iso(), source=self._source,
+                          trace=trace),
             payload=msgspec.structs.replace(request, timeout_seconds=timeout),
         )
         try:

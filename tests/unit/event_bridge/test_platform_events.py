@@ -48,3 +48,17 @@ def test_each_platform_service_publishes_only_its_own_namespaces() -> None:
         outcome = map_signal(PlatformEventSignal(**BASE, app=app, type=type_),
                              subject_app_token=app.replace(".", "_"))
         assert isinstance(outcome, Rejected) and why in outcome.reason, (app, type_, outcome)
+
+
+def test_an_event_continues_its_signals_trace_or_starts_one_of_its_own() -> None:
+    from services.event_bridge.mapping import with_trace
+    from shared.telemetry import root_trace
+
+    event = map_signal(PlatformEventSignal(**BASE, app="aurora.gateway", type="approval.requested"),
+                       subject_app_token="aurora_gateway")
+    assert not isinstance(event, Rejected) and event.header.trace is None
+    parent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    assert with_trace(event, {"traceparent": parent}).header.trace.traceparent == parent  # type: ignore[union-attr]
+    rooted = with_trace(event, None).header.trace
+    assert rooted == root_trace(event.header.message_id)
+    assert with_trace(with_trace(event, None), {"traceparent": parent}).header.trace == rooted  # its own wins
