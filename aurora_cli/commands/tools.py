@@ -193,7 +193,7 @@ def review(name: NameArgument, note_text: NoteOption = None, json_output: JsonOp
 
 @app.command("publish")
 def publish(name: NameArgument, note_text: NoteOption = None, json_output: JsonOption = False) -> None:
-    """DRAFT or REVIEWING → PUBLISHED, after validation; a refusal lists every reason."""
+    """REVIEWING → PUBLISHED, after validation (a draft is reviewed first); a refusal lists every reason."""
     _lifecycle("publish", name, note_text, json_output)
 
 

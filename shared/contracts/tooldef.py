@@ -20,7 +20,7 @@ TOOL_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_-]*(\.[A-Za-z0-9_-]+)+$"
 # Which lifecycle moves exist; everything else is refused with the reason.
 TRANSITIONS: dict[str, tuple[ToolState, ...]] = {
     "review": ("DRAFT",),
-    "publish": ("DRAFT", "REVIEWING"),
+    "publish": ("REVIEWING",),  # a reviewer looks first: DRAFT → REVIEWING → PUBLISHED
     "deprecate": ("DRAFT", "REVIEWING", "PUBLISHED"),
     "draft": ("REVIEWING", "DEPRECATED"),
 }

@@ -159,6 +159,7 @@ def test_deprecated_tool_leaves_the_agents_available_set(stack: Stack) -> None:
         assert note["note"] == "replaced by counters v2"
     finally:
         stack.ok("tools", "draft", "test.echo.counter_get")
+        stack.ok("tools", "review", "test.echo.counter_get")
         stack.ok("tools", "publish", "test.echo.counter_get")
     assert "test.echo.counter_get" in _available(stack.json("agents", "tools", "deprecator"))
 
@@ -169,9 +170,10 @@ def test_publishing_an_invalid_draft_prints_every_reason(stack: Stack) -> None:
     assert refused.returncode == 1 and refused.stdout == ""
     lines = refused.stderr.splitlines()
     assert lines[0] == "error: cannot publish test.review.broken:"
-    assert len(lines) == 3, refused.stderr
-    assert lines[1].startswith("  - input_schema is not a valid JSON Schema")
-    assert lines[2] == "  - description is empty: the model needs to know what the tool does"
+    assert len(lines) == 4, refused.stderr
+    assert lines[1] == "  - the tool is DRAFT: publish applies to REVIEWING only"
+    assert lines[2].startswith("  - input_schema is not a valid JSON Schema")
+    assert lines[3] == "  - description is empty: the model needs to know what the tool does"
     assert stack.json("tools", "show", "test.review.broken")["state"] == "DRAFT"
 
     stack.apply_agent("reviewer", ["test.review.lookup", "test.review.broken"])

@@ -25,12 +25,20 @@ def http_tool(**changes: object) -> ToolDefinition:
     return base.model_copy(update=changes)
 
 
-def test_a_complete_draft_publishes_and_records_who_and_why() -> None:
-    published = transition(http_tool(), "publish", system=HTTP_SYSTEM, by="alice", note="checked units",
+def test_a_complete_draft_publishes_after_review_and_records_who_and_why() -> None:
+    reviewing = transition(http_tool(), "review", system=HTTP_SYSTEM, by="bob", note="looking",
+                           now="2026-11-30T09:00:00+00:00")
+    published = transition(reviewing, "publish", system=HTTP_SYSTEM, by="alice", note="checked units",
                            now="2026-11-30T10:00:00+00:00")
     assert published.state == "PUBLISHED"
     assert published.changed_by == "alice"
     assert published.notes[-1].action == "publish" and published.notes[-1].note == "checked units"
+
+
+def test_a_draft_is_reviewed_before_it_is_published() -> None:
+    with pytest.raises(LifecycleError) as refused:
+        transition(http_tool(), "publish", system=HTTP_SYSTEM, by="alice", note="", now="2026-11-30T10:00:00+00:00")
+    assert refused.value.reasons == ["the tool is DRAFT: publish applies to REVIEWING only"]
 
 
 def test_a_refused_publish_names_every_reason_at_once() -> None:
