@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from shared.contracts.resource import ResourceModel
+from shared.contracts.system import BusinessContract
 
 ToolState = Literal["DRAFT", "REVIEWING", "PUBLISHED", "DEPRECATED"]
 SideEffect = Literal["read", "write", "dangerous"]
@@ -49,6 +50,8 @@ class HttpExecution(ResourceModel):
     params: tuple[HttpParam, ...] = ()
     body_param: str | None = None  # a single input property sent as the whole JSON body
     operation_id: str | None = None
+    # How this operation tells business success in a 2xx body; the system's contract otherwise.
+    contract: BusinessContract | None = None
 
 
 class ReviewNote(ResourceModel):

@@ -187,7 +187,9 @@ class _Call:
         content = [{"type": "text", "text": text}] if body else []
         structured = parsed if isinstance(parsed, dict) else None
         if 200 <= code < 300:
-            verdict = _contract_failure(self.system.contract, parsed, is_json) if self.system.contract else None
+            own = self.tool.execution.contract if isinstance(self.tool.execution, HttpExecution) else None
+            contract = own or self.system.contract  # the operation's own contract first
+            verdict = _contract_failure(contract, parsed, is_json) if contract else None
             if verdict is not None:
                 return self.end("business_error", verdict[0], verdict[1], content=content, structured=structured)
             return self.end("ok", content=content, structured=structured)

@@ -23,11 +23,12 @@ def system_for(url: str, **fields: Any) -> System:
 
 def tool(method: str = "POST", path: str = "/devices/{deviceId}/rules", side_effect: SideEffect = "write",
          params: tuple[HttpParam, ...] = (), body_param: str | None = None,
-         required: tuple[str, ...] = ()) -> ToolDefinition:
+         required: tuple[str, ...] = (), contract: BusinessContract | None = None) -> ToolDefinition:
     return ToolDefinition(
         name="plant.tool", system="plant", side_effect=side_effect,
         input_schema={"type": "object", "properties": {}, "required": list(required)},
-        execution=HttpExecution(method=method, path=path, params=params, body_param=body_param),  # type: ignore[arg-type]
+        execution=HttpExecution(method=method, path=path, params=params, body_param=body_param,  # type: ignore[arg-type]
+                                contract=contract),
     )
 
 
@@ -111,6 +112,15 @@ async def test_2xx_with_a_failure_code_is_a_business_error(server: RecordingServ
     assert fine.status == "ok" and fine.error is None
     assert fine.structured == {"code": 0, "data": {"value": 21.5}}
     assert json.loads(fine.content[0]["text"]) == fine.structured
+
+    # one operation of the system answers differently: its own contract wins over the system's
+    own = tool(method="GET", path="/devices/{deviceId}", side_effect="read", params=params,
+               contract=BusinessContract(success_field="ok", success_values=(True,), message_field="why"))
+    server.reply = lambda r: Reply.json({"ok": False, "why": "offline"} if "bad" in r.target else {"ok": True})
+    refused = await executor.execute(system, own, {"deviceId": "bad"}, idempotency_key=None)
+    assert refused.status == "business_error" and refused.error is not None and refused.error.message == "offline"
+    accepted = await executor.execute(system, own, {"deviceId": "good"}, idempotency_key=None)
+    assert accepted.status == "ok", accepted  # no `code` field, which the system's contract would require
 
     server.reply = lambda r: Reply.json({"code": False})  # false is not 0
     strict = await executor.execute(system, read, {"deviceId": "x"}, idempotency_key=None)
