@@ -230,12 +230,24 @@ def system_prompt(agent: Agent, ctx: RunContext) -> str:
     return "\n\n".join(parts)
 
 
+EVENT_DATA_LIMIT = 8_000  # characters of an event's data a model sees
+
+
 def event_message(ctx: RunContext, text: str | None) -> str:
     """The current event, as data: an event is not a message from a person, so it is not
     dressed up as one."""
-    view = ctx.event_view()
+    return describe_event(ctx.event_view(), text)
+
+
+def describe_event(view: dict[str, Any], text: str | None) -> str:
+    """`event_message` of an event view (pure)."""
     shown = {key: view.get(key) for key in ("type", "timestamp", "source", "session_id", "conversation", "actor",
                                             "subject", "summary", "data", "synthetic") if view.get(key) is not None}
+    data = json.dumps(shown.get("data"), ensure_ascii=False)
+    if len(data) > EVENT_DATA_LIMIT:
+        # A large payload travels by reference (Object Store); the model gets its start and its
+        # size, never the whole of it in the prompt.
+        shown["data"] = {"truncated": True, "size_chars": len(data), "start": data[:EVENT_DATA_LIMIT]}
     body = "The current event (JSON):\n" + json.dumps(shown, ensure_ascii=False, indent=1)
     if text is not None:
         body += f"\n\nThe message text, after the pipeline's pre-processing:\n{text}"
