@@ -14,6 +14,7 @@ from nats.micro import add_service
 from nats.micro.request import Request
 
 from services.mcp_gateway.admin import admin_endpoints
+from services.mcp_gateway.chat_approvals import ChatAnswers
 from services.mcp_gateway.gateway import Gateway
 from services.mcp_gateway.http_systems import HttpSystems
 from services.mcp_gateway.outbox import Outbox
@@ -30,7 +31,15 @@ from shared.logs import get_logger
 from shared.service import run_service
 from shared.settings import Settings
 from shared.signal_publisher import publish_signal
-from shared.streams import approvals_bucket, apps_bucket, audit_stream, ensure_bucket, ensure_streams, fabric_streams
+from shared.streams import (
+    approvals_bucket,
+    apps_bucket,
+    audit_stream,
+    ensure_bucket,
+    ensure_streams,
+    events_stream,
+    fabric_streams,
+)
 
 log = get_logger("aurora.mcp_gateway")
 
@@ -156,8 +165,11 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
         sweep_expired_approvals(approvals, gateway, stop, float(os.environ.get("AURORA_APPROVAL_SWEEP_SECONDS", "5"))),
         name="gateway-approval-sweeper",
     )
+    answers = ChatAnswers(js, subjects, approvals, events_stream(subjects).name, gateway.publish_approval_decision)
+    answering = asyncio.create_task(answers.run(stop), name="gateway-chat-answers")
     await stop.wait()
     await sweeper
+    await answering
 
     # The seed's shutdown order: stop taking calls, let in-flight calls finish or time out,
     # close the MCP sessions (the supervisor stops app processes only after that).

@@ -297,17 +297,8 @@ def _approval_endpoints(gateway: Gateway, approvals: ApprovalStore) -> Endpoints
         return handler
 
     async def publish_decision(approval: Approval, verb: str) -> None:
-        """A waiting task resumes (or is cancelled) on this event: it is published before the
-        answer, under an id of its own, so a gateway dying in between loses nothing."""
         try:
-            await gateway.publish_platform_event(
-                f"approval-{approval.id}-{verb}",
-                f"approval.{verb}",
-                f"{approval.tool} {verb} by {approval.decided_by}",
-                msgspec.to_builtins(approval),
-                session_id=approval.session_id,
-                subject=("approval", approval.id),
-            )
+            await gateway.publish_approval_decision(approval, verb)
         except Exception as exc:
             raise AdminRequestError(
                 "event_not_published",

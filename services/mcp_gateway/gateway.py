@@ -245,6 +245,14 @@ class Gateway:
         signal = _platform_signal(signal_id, event_type, summary, data, session_id, subject)
         await publish_signal(self._nc.jetstream(), self._subjects, signal)
 
+    async def publish_approval_decision(self, approval: Approval, verb: str) -> None:
+        """`approval.granted` / `approval.denied`: a waiting task resumes (or is cancelled) on it,
+        so it is published before the decision is answered, under an id of its own (deciding
+        again publishes it again; the bridge keeps it once)."""
+        await self.publish_platform_event(
+            f"approval-{approval.id}-{verb}", f"approval.{verb}", f"{approval.tool} {verb} by {approval.decided_by}",
+            msgspec.to_builtins(approval), session_id=approval.session_id, subject=("approval", approval.id))
+
     def approval_requested(self, approval: Approval) -> None:
         self.platform_event(
             "approval.requested", f"{approval.tool} needs approval", msgspec.to_builtins(approval),

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 import msgspec
 
-from services.mcp_gateway import classify
+from services.mcp_gateway import chat_approvals, classify
 from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.platform_tools import (
     PLATFORM_TOOLS,
@@ -24,6 +24,7 @@ from services.mcp_gateway.platform_tools import (
     app_arguments,
     missing_required,
     source_app_of,
+    target_of,
 )
 from services.mcp_gateway.platform_tools import check as check_platform
 from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
@@ -34,7 +35,7 @@ from services.mcp_gateway.session import AppSession, CallTimedOut, SessionUnavai
 from shared.appconfig import AppsConfig
 from shared.clock import now_iso
 from shared.contracts.agent import Agent
-from shared.contracts.approval import Approval
+from shared.contracts.approval import Approval, ChatQuestion
 from shared.contracts.envelope import Header, Source, Trace
 from shared.contracts.system import System
 from shared.contracts.toolcall import (
@@ -48,8 +49,10 @@ from shared.contracts.toolcall import (
     decode_request,
 )
 from shared.contracts.tooldef import HttpExecution, McpExecution, ToolDefinition
+from shared.logs import get_logger
 
 GATEWAY_APP = "aurora.gateway"
+log = get_logger("aurora.mcp_gateway.toolcalls")
 
 
 class HttpRunner(Protocol):
@@ -198,7 +201,7 @@ class ToolCallHandler:
             return _suppressed(tool.name, tool.name, request.arguments, tool.side_effect), False
         approval_id: str | None = None
         if ctx.agent is not None and tool.side_effect != "read":
-            gate = await self._approval_gate(request, tool)
+            gate = await self._approval_gate(request, tool, chat=agent is not None and agent.chat_approval)
             if isinstance(gate, ToolCallResult):
                 return gate, False
             approval_id = gate
@@ -228,8 +231,10 @@ class ToolCallHandler:
             return classify.failed("denied", exclusion.reason, exclusion.detail, side_effect=tool.side_effect)
         return None
 
-    async def _approval_gate(self, request: ToolCallRequest, tool: ToolDefinition) -> str | ToolCallResult:
-        """The consumed approval's id, or the reply that stops the call."""
+    async def _approval_gate(self, request: ToolCallRequest, tool: ToolDefinition, *,
+                             chat: bool = False) -> str | ToolCallResult:
+        """The consumed approval's id, or the reply that stops the call. With `chat`, a new
+        approval is also asked for in the conversation the event came from."""
         ctx = request.context
         if ctx.approval_id is not None:
             try:
@@ -243,6 +248,8 @@ class ToolCallHandler:
         approval, created = await self._approvals.request(tool.name, request.arguments, ctx, tool.side_effect)
         if created and self._on_approval_requested is not None:
             self._on_approval_requested(approval)
+        if created and chat:
+            await self._ask_in_chat(approval, request)
         if approval.state in ("pending", "granted"):
             return ToolCallResult(
                 status="needs_approval",
@@ -265,6 +272,27 @@ class ToolCallHandler:
             ),
             approval_id=approval.id,
         )
+
+    async def _ask_in_chat(self, approval: Approval, request: ToolCallRequest) -> None:
+        """Ask the user who caused the event to confirm, through the source app's `reply` (as
+        `event_reply` would); best effort: the approval stands whether or not the question
+        went out, and the CLI or the API can decide it all the same."""
+        ctx = request.context
+        asking = ToolCallRequest(tool="event_reply", arguments={"text": chat_approvals.question_text(approval)},
+                                 context=msgspec.structs.replace(ctx, approval_id=None))
+        result, executed = await self._run_platform(asking, PLATFORM_TOOLS["event_reply"])
+        if self._on_result is not None:  # the question is a message sent: on the record like any call
+            await self._on_result(CallRecord(request=asking, tool=None, result=result, executed=executed,
+                                             call_id=f"{approval.id}-asked", system=source_app_of(ctx.delivery)))
+        if result.status != "ok":
+            reason = result.error.message if result.error else result.status
+            log.info("approval not asked for in the chat", approval=approval.id, reason=reason)
+            return
+        target = target_of(ctx.delivery) or {}
+        await self._approvals.record_question(approval.id, ChatQuestion(
+            interaction_id=chat_approvals.interaction_id_for(approval.id), app=str(target.get("app")),
+            session_id=target.get("session_id"), conversation=target.get("conversation"),
+            actor_id=ctx.actor.id if ctx.actor is not None else target.get("actor_id"), asked_at=now_iso()))
 
     async def _execute(self, request: ToolCallRequest, tool: ToolDefinition, call_id: str) -> ToolCallResult:
         execution = tool.execution

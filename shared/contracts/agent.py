@@ -108,6 +108,9 @@ class Agent(ResourceModel):
     max_tool_rounds: Annotated[int, Field(ge=1, le=64)] = 8
     tool_result_limit: Annotated[int, Field(ge=100, le=200_000)] = 4000
     event_history: bool = True  # offer the runner's `event_history` tool to an llm agent
+    # The user who caused an event may confirm this agent's writes in that conversation (the
+    # gateway asks there; a CLI or API decision still works). Off unless the operator says so.
+    chat_approval: bool = False
 
     @model_validator(mode="after")
     def _playbook_only_for_playbooks(self) -> Agent:

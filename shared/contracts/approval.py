@@ -11,6 +11,17 @@ import msgspec
 ApprovalState = Literal["pending", "granted", "denied", "consumed", "expired"]
 
 
+class ChatQuestion(msgspec.Struct, frozen=True, kw_only=True):
+    """Where the gateway asked for an approval in a chat, and who alone may answer there."""
+
+    interaction_id: str
+    app: str
+    session_id: str | None = None
+    conversation: str | None = None
+    actor_id: str | None = None
+    asked_at: str
+
+
 class Approval(msgspec.Struct, frozen=True, kw_only=True):
     id: str
     tool: str
@@ -28,6 +39,7 @@ class Approval(msgspec.Struct, frozen=True, kw_only=True):
     note: str | None = None
     consumed_at: str | None = None
     session_id: str | None = None
+    asked_in_chat: ChatQuestion | None = None
 
 
 def canonical_args_hash(arguments: dict[str, Any]) -> str:

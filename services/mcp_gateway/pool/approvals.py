@@ -16,7 +16,7 @@ from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from shared.clock import is_past, now_iso
-from shared.contracts.approval import Approval, approval_id_for, canonical_args_hash
+from shared.contracts.approval import Approval, ChatQuestion, approval_id_for, canonical_args_hash
 from shared.contracts.toolcall import ToolCallContext
 from shared.errors import AuroraError
 from shared.kvmirror import read_all
@@ -123,6 +123,20 @@ class ApprovalStore:
                 continue
             return decided
         raise ApprovalRefused("conflict", f"approval {approval_id} kept changing; try again")
+
+    async def record_question(self, approval_id: str, question: ChatQuestion) -> None:
+        """Note where the approval was asked for in a chat (only answers from there count)."""
+        for _ in range(5):
+            found = await self.get(approval_id)
+            if found is None:
+                return
+            approval, revision = found
+            try:
+                await self._kv.update(approval_id, msgspec.json.encode(
+                    msgspec.structs.replace(approval, asked_in_chat=question)), last=revision)
+                return
+            except KeyWrongLastSequenceError:
+                continue
 
     async def find(self, state: str | None = None) -> list[Approval]:
         approvals = [_decoder.decode(value) for value in (await read_all(self._kv)).values()]

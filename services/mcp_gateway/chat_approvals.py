@@ -1,0 +1,176 @@
+"""Approvals decided in the chat the event came from.
+
+An agent whose operator allowed it (`chat_approval: true`) may have the user who caused an event
+confirm its write in that conversation. The gateway — never a runner, which may not decide
+approvals — asks there through the source app's `reply` capability (as `event_reply` would),
+under the interaction id `apr.<approval id>`, and records where it asked and whom. The user's
+answer comes back from the app as an `interaction.submitted` event; the gateway grants (1, yes,
+allow) or denies (2, no, refuse) the approval only while it is pending and only when the answer
+comes from the same app, conversation and user. The decision then travels like one made with
+`aurora approvals grant`: `approval.granted` resumes the waiting task.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import Awaitable, Callable
+
+import msgspec
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js import JetStreamContext
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
+from shared.contracts.approval import Approval, ChatQuestion
+from shared.contracts.envelope import EventEnvelope
+from shared.logs import get_logger
+from shared.streams import ensure_consumer
+from shared.subjects import Subjects
+
+log = get_logger("aurora.mcp_gateway.chat_approvals")
+PREFIX = "apr."
+DURABLE = "gateway-chat-approvals"
+SUBMITTED = "interaction.submitted"
+ALLOW = ("1", "yes", "y", "allow", "ok", "是", "同意", "允许")
+REFUSE = ("2", "no", "n", "refuse", "deny", "否", "拒绝")
+_decode_event = msgspec.json.Decoder(EventEnvelope).decode
+
+
+def interaction_id_for(approval_id: str) -> str:
+    return f"{PREFIX}{approval_id}"
+
+
+def approval_of(interaction_id: object) -> str | None:
+    if isinstance(interaction_id, str) and interaction_id.startswith(PREFIX) and len(interaction_id) > len(PREFIX):
+        return interaction_id[len(PREFIX):]
+    return None
+
+
+def question_text(approval: Approval) -> str:
+    arguments = json.dumps(approval.arguments, ensure_ascii=False, sort_keys=True)
+    if len(arguments) > 300:
+        arguments = arguments[:299] + "…"
+    who = f"{approval.agent} wants" if approval.agent else "Aurora wants"
+    return "\n".join([
+        f"{who} to call {approval.tool} ({approval.side_effect}) with {arguments}.",
+        "1. allow",
+        "2. refuse",
+        f"(answer with the number of your choice; interaction {interaction_id_for(approval.id)})",
+    ])
+
+
+def verdict(value: object) -> bool | None:
+    """True: grant; False: deny; None: the answer says neither."""
+    answer = str(value).strip().lower()
+    if answer in ALLOW:
+        return True
+    if answer in REFUSE:
+        return False
+    return None
+
+
+def answer_problem(asked: ChatQuestion | None, event: EventEnvelope) -> str | None:
+    """Why this answer cannot decide the approval (None: it may)."""
+    if asked is None:
+        return "the approval was not asked for in a chat"
+    payload = event.payload
+    if event.header.source.app != asked.app:
+        return f"the answer came from {event.header.source.app!r}, the question went to {asked.app!r}"
+    if asked.session_id and payload.session_id != asked.session_id:
+        return f"the answer came from conversation {payload.session_id!r}, not {asked.session_id!r}"
+    if asked.conversation and payload.conversation != asked.conversation:
+        return f"the answer came from conversation {payload.conversation!r}, not {asked.conversation!r}"
+    answered_by = payload.actor.id if payload.actor is not None else None
+    if asked.actor_id and answered_by != asked.actor_id:
+        return f"{answered_by!r} answered; only {asked.actor_id!r}, who caused the event, may"
+    return None
+
+
+def answers_consumer(subjects: Subjects) -> ConsumerConfig:
+    return ConsumerConfig(
+        durable_name=DURABLE,
+        description="gateway: users' answers to approvals asked for in a chat",
+        deliver_policy=DeliverPolicy.NEW,
+        ack_policy=AckPolicy.EXPLICIT,
+        ack_wait=30,
+        max_deliver=5,
+        filter_subject=f"{subjects.prefix}.evt.*.{SUBMITTED}",
+    )
+
+
+class ChatAnswers:
+    """Consumes `interaction.submitted` events and decides the approvals they answer."""
+
+    def __init__(self, js: JetStreamContext, subjects: Subjects, approvals: ApprovalStore, stream: str,
+                 publish_decision: Callable[[Approval, str], Awaitable[None]]) -> None:
+        self._js = js
+        self._subjects = subjects
+        self._approvals = approvals
+        self._stream = stream
+        self._publish_decision = publish_decision
+
+    async def run(self, stop: asyncio.Event) -> None:
+        await ensure_consumer(self._js, self._stream, answers_consumer(self._subjects))
+        sub = await self._js.pull_subscribe_bind(DURABLE, stream=self._stream)
+        try:
+            while not stop.is_set():
+                try:
+                    msgs = await sub.fetch(16, timeout=1.0)
+                except (TimeoutError, NatsTimeoutError):
+                    continue
+                except Exception as exc:
+                    log.warning("fetching answers failed", error=str(exc))
+                    await asyncio.sleep(0.5)
+                    continue
+                for msg in msgs:
+                    await self._settle(msg)
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+
+    async def _settle(self, msg: Msg) -> None:
+        try:
+            await self.answered(msg.data)
+        except Exception as exc:  # NATS trouble deciding or publishing: the answer comes again
+            log.warning("an approval answer could not be handled; it will come again", error=str(exc))
+            with contextlib.suppress(Exception):
+                await msg.nak(delay=2.0)
+            return
+        with contextlib.suppress(Exception):
+            await msg.ack()
+
+    async def answered(self, data: bytes) -> Approval | None:
+        """Decide the approval this answer is for, when it may; the decided approval or None."""
+        try:
+            event = _decode_event(data)
+        except (msgspec.DecodeError, msgspec.ValidationError):
+            return None
+        body = event.payload.data if isinstance(event.payload.data, dict) else {}
+        approval_id = approval_of(body.get("interaction_id"))
+        if approval_id is None:
+            return None  # an interaction of a run: the runners' to resume
+        found = await self._approvals.get(approval_id)
+        if found is None:
+            return None
+        approval = found[0]
+        problem = answer_problem(approval.asked_in_chat, event)
+        grant = verdict(body.get("value"))
+        if problem is not None or grant is None:
+            log.info("a chat answer did not decide the approval", approval=approval_id,
+                     reason=problem or f"the answer {str(body.get('value'))[:40]!r} is neither allow nor refuse")
+            return None
+        actor = event.payload.actor
+        by = f"{actor.kind} {actor.id} in the chat" if actor is not None else "the user in the chat"
+        verb = "granted" if grant else "denied"
+        try:
+            decided = await self._approvals.decide(approval_id, grant=grant, by=by, note=f"answered {body['value']!r}")
+        except ApprovalRefused as exc:
+            if exc.approval is None or exc.approval.state != verb or exc.approval.decided_by != by:
+                log.info("a chat answer came after the approval was decided", approval=approval_id, reason=str(exc))
+                return None
+            decided = exc.approval  # decided by this very answer before its event went out: send it again
+        await self._publish_decision(decided, verb)
+        return decided

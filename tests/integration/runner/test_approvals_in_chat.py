@@ -1,0 +1,96 @@
+"""An approval decided in the chat: the agent's operator allowed it (`chat_approval`), so the
+gateway asks the user who caused the event, in that conversation, to confirm the write; an answer
+from anyone else changes nothing, the user's own answer grants it and the task resumes (the
+write runs once), and a refusal cancels the task saying who refused."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from typing import Any
+
+from nats.aio.client import Client as NATS
+
+from shared.admin import admin_request
+from shared.subjects import Subjects
+from tests.integration.runner.conftest import Stack
+from tests.integration.runner.helpers import (
+    CHAT,
+    ECHO,
+    apply,
+    bind,
+    event,
+    poll,
+    publish_events,
+    sent,
+    settled,
+    task_id_of,
+)
+from tests.integration.runner.test_interactions import operator_call
+from tests.integration.runner.test_recovery import _counter
+
+FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
+USER = "user-7"  # the actor of the tests' events
+
+
+async def asked_write(stack: Stack, nc: NATS, subjects: Subjects, case: str) -> tuple[str, str, str]:
+    """(task id, approval id, session): a playbook's write waits, and the question is in the chat."""
+    await apply(nc, subjects, "agents", {
+        "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["message.received"],
+        "tools": [f"{ECHO}.counter_increment"], "chat_approval": True,
+        "playbook": {"steps": [{"id": "count", "tool": f"{ECHO}.counter_increment", "arguments": {"key": case}}],
+                     "answer": "counted: {{ steps.count.structured.count }}"}})
+    await bind(nc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
+    session = f"s-{case}"
+    doc = event("message.received", {"case": case, "text": "count, please"}, session_id=session)
+    await publish_events(nc.jetstream(), subjects, [doc])
+    task_id = task_id_of(doc, f"b-{case}")
+    waiting = await settled(nc, subjects, task_id, timeout=40)
+    assert waiting["state"] == "awaiting_approval", json.dumps(waiting)[:2000]
+    approval_id = waiting["approval_id"]
+
+    async def question() -> list[dict[str, Any]]:
+        return [m for m in sent(stack.chat_log)
+                if m.get("session_id") == session and f"interaction apr.{approval_id}" in m.get("text", "")]
+
+    [asked] = await poll(question, what="the approval question in the chat")
+    assert f"{ECHO}.counter_increment" in asked["text"] and "1. allow" in asked["text"]
+    return task_id, approval_id, session
+
+
+async def answer(nc: NATS, subjects: Subjects, approval_id: str, session: str, value: str, user: str) -> None:
+    await operator_call(nc, subjects, f"{CHAT}.simulate_interaction_answer",
+                        {"interaction_id": f"apr.{approval_id}", "value": value, "session_id": session,
+                         "user_id": user})
+
+
+async def test_the_user_who_asked_confirms_in_the_chat_and_the_write_runs_once(
+        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    case = f"chat-{uuid.uuid4().hex[:6]}"
+    task_id, approval_id, session = await asked_write(stack, snc, subjects, case)
+    stored = await admin_request(snc, subjects, "approvals", "get", {"id": approval_id})
+    assert stored["asked_in_chat"]["actor_id"] == USER and stored["asked_in_chat"]["session_id"] == session
+
+    await answer(snc, subjects, approval_id, session, "1", user="someone-else")  # not theirs to allow
+    await asyncio.sleep(1.5)
+    assert (await admin_request(snc, subjects, "approvals", "get", {"id": approval_id}))["state"] == "pending"
+    assert (await settled(snc, subjects, task_id))["state"] == "awaiting_approval"
+    assert await _counter(snc, subjects, case) == 0
+
+    await answer(snc, subjects, approval_id, session, "1", user=USER)
+    done = await settled(snc, subjects, task_id, timeout=40, states=FINAL)
+    assert done["state"] == "succeeded" and done["answer"] == "counted: 1", json.dumps(done)[:3000]
+    assert await _counter(snc, subjects, case) == 1
+    decided = await admin_request(snc, subjects, "approvals", "get", {"id": approval_id})
+    assert decided["decided_by"] == f"user {USER} in the chat", decided
+    assert any(f"granted by user {USER} in the chat" in (t["reason"] or "") for t in done["transitions"])
+
+
+async def test_a_refusal_in_the_chat_cancels_the_task(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    case = f"chatno-{uuid.uuid4().hex[:6]}"
+    task_id, approval_id, session = await asked_write(stack, snc, subjects, case)
+    await answer(snc, subjects, approval_id, session, "2", user=USER)
+    done = await settled(snc, subjects, task_id, timeout=40, states=FINAL)
+    assert done["state"] == "cancelled" and done["error"]["code"] == "approval_denied", json.dumps(done)[:2000]
+    assert await _counter(snc, subjects, case) == 0
