@@ -47,6 +47,9 @@ class McpConfig(_Strict):
     headers: dict[str, str] = Field(default_factory=dict)
     health_timeout_seconds: Annotated[float, Field(gt=0)] = 10.0
     call_timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
+    # The gateway pings a connected app this often (0: never); an app that does not answer within
+    # health_timeout_seconds is hung, even if its process runs: its session is dropped and made again.
+    ping_interval_seconds: Annotated[float, Field(ge=0)] = 30.0
     publish_resource_reads: bool = False
 
     @model_validator(mode="after")

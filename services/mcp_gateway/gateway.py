@@ -189,6 +189,13 @@ class Gateway:
 
     async def initialize_refused(self, session: AppSession, reason: str) -> None:
         """A stdio server that refuses a second `initialize` gets a fresh process."""
+        await self._restart(session, reason)
+
+    async def app_hung(self, session: AppSession, reason: str) -> None:
+        """A stdio app that stopped answering while its process runs gets a fresh process."""
+        await self._restart(session, reason)
+
+    async def _restart(self, session: AppSession, reason: str) -> None:
         app = session.app
         if not app.is_stdio:
             return

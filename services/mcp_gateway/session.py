@@ -56,6 +56,8 @@ class SessionListener(Protocol):
 
     async def initialize_refused(self, session: AppSession, reason: str) -> None: ...
 
+    async def app_hung(self, session: AppSession, reason: str) -> None: ...
+
 
 @dataclass
 class _Attempt:
@@ -179,11 +181,33 @@ class AppSession:
             await self._listener.tools_listed(self, tools)
             await self._set_status("connected", None)
             self.first_attempt_done.set()
-            await _wait_any(stop.wait(), attempt.lost.wait())
+            await _wait_any(stop.wait(), attempt.lost.wait(), self._keep_alive(session, attempt))
             attempt.session = None
             if self._refresh is not None:
                 self._refresh.cancel()
         return True
+
+    async def _keep_alive(self, session: ClientSession, attempt: _Attempt) -> None:
+        """Ping the app every `ping_interval_seconds`: one that does not answer within
+        `health_timeout_seconds` is hung (its process may still run), so the attempt is lost and
+        the session made again — calls fail fast meanwhile instead of each waiting its timeout."""
+        interval, timeout = self.app.mcp.ping_interval_seconds, self.app.mcp.health_timeout_seconds
+        if interval <= 0:
+            await asyncio.Event().wait()  # never: the other waits end the session
+        while not attempt.lost.is_set():
+            await asyncio.sleep(interval)
+            try:
+                await _race(session.send_ping(), attempt.lost, timeout)
+            except _Lost:
+                return
+            except TimeoutError:
+                reason = f"the app did not answer a ping within {timeout:g}s"
+                attempt.lose(reason)
+                await self._listener.app_hung(self, reason)
+                return
+            except Exception as exc:
+                attempt.lose(f"the ping failed: {type(exc).__name__}: {exc}")
+                return
 
     async def _handshake(self, session: ClientSession) -> tuple[types.InitializeResult, list[types.Tool]]:
         init = await session.initialize()

@@ -4,6 +4,7 @@ gateway killed and started again re-establishes its sessions."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
@@ -107,3 +108,24 @@ async def test_a_call_past_its_timeout_is_cancelled_at_the_app_and_the_session_s
     [notice] = await poll(cancelled, what="notifications/cancelled on c2s")
     assert notice["params"]["requestId"] == request["id"]
     assert (await call(nc, subjects, "test.echo.echo", {"after": "timeout"}))["structured"] == {"after": "timeout"}
+
+
+async def test_a_hung_app_is_found_by_its_ping_and_given_a_fresh_process(
+    nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
+) -> None:
+    """Its process runs but answers nothing (SIGSTOP): the gateway's ping finds it, the session is
+    dropped and the supervisor gives the app a fresh process; calls work again without help."""
+    app = echo_app(mcp={"ping_interval_seconds": 0.5, "health_timeout_seconds": 2})
+    config = write_apps(tmp_path, {"echo": app})
+    stack.supervisor(config)
+    await stack.gateway(config)
+    assert (await call(nc, subjects, "test.echo.echo", {"n": 1}))["status"] == "ok"
+    hung_pid = await supervised_pid(nc, subjects, "echo")
+    os.kill(hung_pid, signal.SIGSTOP)
+    try:
+        healed = await call_until_ok(nc, subjects, "test.echo.echo", {"after": "hang"}, timeout=40)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(hung_pid, signal.SIGCONT)
+    assert healed["structured"] == {"after": "hang"}
+    assert await supervised_pid(nc, subjects, "echo") != hung_pid

@@ -38,6 +38,9 @@ class Recorder:
     async def initialize_refused(self, session: AppSession, reason: str) -> None:
         self.refused.append(reason)
 
+    async def app_hung(self, session: AppSession, reason: str) -> None:
+        self.refused.append(reason)
+
 
 def app_config(health_timeout: float = 2.0) -> AppConfig:
     return AppConfig.model_validate({"name": "fake", "package": "test.fake",
