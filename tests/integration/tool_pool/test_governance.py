@@ -180,3 +180,15 @@ async def test_a_call_refused_before_any_tool_is_looked_at_is_audited_too(pool: 
     assert record is not None, "no audit record for the refused call"
     assert record["status"] == "denied" and record["error_code"] == "operator_only"
     assert record["caller"] == "anonymous" and record["tool"] == "echo.counter_increment"
+
+
+async def test_a_synthetic_run_never_reaches_a_pool_write(pool: Pool) -> None:
+    """A bound, published write called for a synthetic event: `suppressed`, with what would have
+    run, and the app's counter does not move; a read still runs."""
+    before = (await pool.call("echo.counter_get", {"key": "syn"}, agent=AGENT))["structured"]["count"]
+    write = await pool.call("echo.counter_increment", {"key": "syn"}, agent=AGENT, task_id="t-syn", synthetic=True)
+    assert write["status"] == "suppressed", write
+    assert write["structured"] == {"would_call": "echo.counter_increment", "arguments": {"key": "syn"}}
+    assert write["approval_id"] is None  # no approval is even asked for
+    read = await pool.call("echo.counter_get", {"key": "syn"}, agent=AGENT, synthetic=True)
+    assert read["status"] == "ok" and read["structured"]["count"] == before
