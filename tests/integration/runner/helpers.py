@@ -160,3 +160,21 @@ async def poll(probe: Callable[[], Awaitable[Any]], *, timeout: float = 20.0, wh
             return last
         await asyncio.sleep(0.1)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}"[:3000])
+
+
+async def stored_events(nc: NATS, subject: str, wanted: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+    """Every event stored so far on `subject` (wildcards allowed) for which `wanted` holds, in
+    stream order, each with its NATS headers under `_headers`."""
+    sub = await nc.jetstream().subscribe(subject, ordered_consumer=True)
+    found: list[dict[str, Any]] = []
+    try:
+        while True:
+            try:
+                msg = await sub.next_msg(timeout=0.5)
+            except Exception:
+                return found
+            doc = json.loads(msg.data)
+            if wanted(doc):
+                found.append({**doc, "_headers": dict(msg.headers or {})})
+    finally:
+        await sub.unsubscribe()

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import uuid
 from typing import Any
 
@@ -10,27 +9,22 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.integration.runner.conftest import Stack
-from tests.integration.runner.helpers import ECHO, apply, bind, event, poll, publish_events, settled, task_id_of
+from tests.integration.runner.helpers import (
+    ECHO,
+    apply,
+    bind,
+    event,
+    poll,
+    publish_events,
+    settled,
+    stored_events,
+    task_id_of,
+)
 
 
 async def _task_events(nc: NATS, subjects: Subjects, task_id: str) -> list[dict[str, Any]]:
-    js = nc.jetstream()
-    stream = subjects.stream("EVENTS")
-    info = await js.stream_info(stream, subjects_filter="amp.evt.aurora_runner.task.>")
-    found = []
-    for subject in info.state.subjects or {}:
-        sub = await js.subscribe(subject, ordered_consumer=True)
-        try:
-            while True:
-                try:
-                    msg = await sub.next_msg(timeout=0.5)
-                except Exception:
-                    break
-                doc = json.loads(msg.data)
-                if doc["payload"]["subject"]["id"] == task_id:
-                    found.append(doc)
-        finally:
-            await sub.unsubscribe()
+    found = await stored_events(nc, f"{subjects.prefix}.evt.aurora_runner.task.>",
+                                lambda doc: doc["payload"]["subject"]["id"] == task_id)
     return sorted(found, key=lambda d: int(d["header"]["message_id"].rsplit("-", 1)[1]))  # by transition
 
 

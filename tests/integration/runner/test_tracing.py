@@ -18,7 +18,16 @@ from shared.signal_publisher import publish_signal
 from shared.subjects import Subjects
 from shared.telemetry import root_trace
 from tests.integration.runner.conftest import Stack
-from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, settled, task_id_of
+from tests.integration.runner.helpers import (
+    ECHO,
+    apply,
+    bind,
+    event,
+    publish_events,
+    settled,
+    stored_events,
+    task_id_of,
+)
 
 
 def trace_id(traceparent: str) -> str:
@@ -26,22 +35,10 @@ def trace_id(traceparent: str) -> str:
 
 
 async def events_where(nc: NATS, subject: str, wanted: Any, *, timeout: float = 20.0) -> list[dict[str, Any]]:
-    """Every stored event on `subject` for which `wanted(event)` holds, once there is one."""
+    """`stored_events`, once there is one (or the timeout passed)."""
     deadline = time.monotonic() + timeout
     while True:
-        sub = await nc.jetstream().subscribe(subject, ordered_consumer=True)
-        found: list[dict[str, Any]] = []
-        try:
-            while True:
-                try:
-                    msg = await sub.next_msg(timeout=0.5)
-                except Exception:
-                    break
-                doc = json.loads(msg.data)
-                if wanted(doc):
-                    found.append({**doc, "_headers": dict(msg.headers or {})})
-        finally:
-            await sub.unsubscribe()
+        found = await stored_events(nc, subject, wanted)
         if found or time.monotonic() > deadline:
             return found
 
