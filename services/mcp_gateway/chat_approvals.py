@@ -84,7 +84,7 @@ def answer_problem(asked: ChatQuestion | None, event: EventEnvelope) -> str | No
     if asked.conversation and payload.conversation != asked.conversation:
         return f"the answer came from conversation {payload.conversation!r}, not {asked.conversation!r}"
     answered_by = payload.actor.id if payload.actor is not None else None
-    if asked.actor_id and answered_by != asked.actor_id:
+    if not asked.actor_id or answered_by != asked.actor_id:
         return f"{answered_by!r} answered; only {asked.actor_id!r}, who caused the event, may"
     return None
 

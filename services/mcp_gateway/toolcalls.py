@@ -278,6 +278,11 @@ class ToolCallHandler:
         `event_reply` would); best effort: the approval stands whether or not the question
         went out, and the CLI or the API can decide it all the same."""
         ctx = request.context
+        target = target_of(ctx.delivery) or {}
+        actor_id = ctx.actor.id if ctx.actor is not None else target.get("actor_id")
+        if not actor_id:  # nobody in particular caused the event: nobody in the chat may decide
+            log.info("approval not asked for in the chat: the event names no actor", approval=approval.id)
+            return
         asking = ToolCallRequest(tool="event_reply", arguments={"text": chat_approvals.question_text(approval)},
                                  context=msgspec.structs.replace(ctx, approval_id=None))
         result, executed = await self._run_platform(asking, PLATFORM_TOOLS["event_reply"])
@@ -288,11 +293,10 @@ class ToolCallHandler:
             reason = result.error.message if result.error else result.status
             log.info("approval not asked for in the chat", approval=approval.id, reason=reason)
             return
-        target = target_of(ctx.delivery) or {}
         await self._approvals.record_question(approval.id, ChatQuestion(
             interaction_id=chat_approvals.interaction_id_for(approval.id), app=str(target.get("app")),
             session_id=target.get("session_id"), conversation=target.get("conversation"),
-            actor_id=ctx.actor.id if ctx.actor is not None else target.get("actor_id"), asked_at=now_iso()))
+            actor_id=str(actor_id), asked_at=now_iso()))
 
     async def _execute(self, request: ToolCallRequest, tool: ToolDefinition, call_id: str) -> ToolCallResult:
         execution = tool.execution
