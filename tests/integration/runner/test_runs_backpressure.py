@@ -1,0 +1,65 @@
+"""The runners' back-pressure: their one durable consumer on AMP_RUNS carries `max_ack_pending`
+as `services/runner/stores.py` configures it (AURORA_RUNNER_MAX_ACK_PENDING, 1000 by default),
+read back from the server, and the server then holds back every run past that many in flight."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from typing import Any
+
+from nats.aio.client import Client as NATS
+from nats.js.api import AckPolicy, ConsumerInfo
+
+from services.runner.config import RunnerConfig, load_runner_config
+from services.runner.stores import runs_consumer
+from shared.streams import runs_stream
+from shared.subjects import Subjects
+from tests.harness.processes import ServiceProcess
+from tests.integration.runner.conftest import Stack
+from tests.integration.runner.helpers import RUNNER_ENV
+
+DURABLE = RunnerConfig().durable
+
+
+async def _runs_consumer_info(nc: NATS, subjects: Subjects) -> ConsumerInfo:
+    info: ConsumerInfo = await nc.jetstream().consumer_info(runs_stream(subjects).name, DURABLE)
+    return info
+
+
+async def test_the_stack_runners_consumer_caps_runs_in_flight_at_the_default(
+        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    info = await _runs_consumer_info(snc, subjects)
+    expected = runs_consumer(load_runner_config(RUNNER_ENV), subjects)
+    assert info.stream_name == "AMP_RUNS" == runs_stream(subjects).name
+    assert info.config.max_ack_pending == expected.max_ack_pending == 1000  # no AURORA_RUNNER_MAX_ACK_PENDING
+    assert info.config.ack_policy == AckPolicy.EXPLICIT and info.config.ack_wait == 3.0  # RUNNER_ENV's ack wait
+    assert info.config.max_deliver == -1 and info.config.filter_subject == subjects.runs_all
+
+
+async def test_a_configured_max_ack_pending_reaches_the_server_and_holds_runs_back(
+        nc: NATS, subjects: Subjects, spawn: Any) -> None:
+    runner: ServiceProcess = spawn("services.runner", tag="runner", AURORA_RUNNER_MAX_ACK_PENDING="3",
+                                   AURORA_RUNNER_INSTANCE="bp-runner", AURORA_RUNNER_ACK_WAIT_SECONDS="30")
+    await asyncio.to_thread(runner.wait_for_log, '"ready"', 30)
+    info = await _runs_consumer_info(nc, subjects)
+    assert info.config.max_ack_pending == 3, info.config
+    assert info.config.ack_wait == 30.0 and info.config.durable_name == DURABLE
+
+    # With the runner stopped, take its place on the same durable: of five queued runs the server
+    # hands out three, and the next one only once one of those is acknowledged.
+    assert runner.terminate(timeout=20) is not None
+    js = nc.jetstream()
+    for _ in range(5):
+        run_id = f"run-{uuid.uuid4().hex[:8]}"
+        await js.publish(subjects.run("agent", "held-back"), b"{}", headers={"Nats-Msg-Id": run_id})
+    puller = await js.pull_subscribe_bind(DURABLE, runs_stream(subjects).name)
+    first = await puller.fetch(5, timeout=1.5)
+    assert len(first) == 3, [m.metadata.sequence for m in first]
+    held = await _runs_consumer_info(nc, subjects)
+    assert held.num_ack_pending == 3 and held.num_pending == 2
+    await first[0].ack_sync()
+    second = await puller.fetch(5, timeout=1.5)
+    assert len(second) == 1
+    assert second[0].metadata.sequence.stream not in {m.metadata.sequence.stream for m in first}
+    await puller.unsubscribe()
