@@ -48,6 +48,15 @@ def timed_out(duration_ms: float, side_effect: SideEffect, timeout: float) -> To
     )
 
 
+def interrupted(duration_ms: float, side_effect: SideEffect, reason: str) -> ToolCallResult:
+    """The app went away after the call was sent: a read simply failed (`unavailable`); a write
+    may have happened before it went, so its outcome is unknown and must be checked."""
+    if side_effect == "read":
+        return failed("unavailable", "app_unavailable", reason, duration_ms, side_effect)
+    return failed("outcome_unknown", "app_went_away",
+                  f"{reason}; the {side_effect} may or may not have taken effect", duration_ms, side_effect)
+
+
 def failed(
     status: str, code: str, message: str, duration_ms: float = 0.0, side_effect: SideEffect | None = None
 ) -> ToolCallResult:

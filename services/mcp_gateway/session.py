@@ -37,6 +37,10 @@ class SessionUnavailable(AuroraError):
     """The app has no live session (not connected, restarting, or it died during the call)."""
 
 
+class CallInterrupted(SessionUnavailable):
+    """The app went away after the call was sent to it: it may or may not have run."""
+
+
 class CallTimedOut(AuroraError):
     """The app did not answer within the call's timeout."""
 
@@ -251,17 +255,19 @@ class AppSession:
             result = await _race(
                 attempt.session.call_tool(tool, arguments, read_timeout_seconds=timeout), attempt.lost, timeout + 1.0
             )
+        except _NotSent as exc:
+            raise SessionUnavailable(f"app {self.app.name!r} closed the connection before the call") from exc
         except _Lost as exc:
-            raise SessionUnavailable(f"app {self.app.name!r} went away during the call: {attempt.reason}") from exc
+            raise CallInterrupted(f"app {self.app.name!r} went away during the call: {attempt.reason}") from exc
         except ConnectionLost as exc:
-            raise SessionUnavailable(f"app {self.app.name!r} closed the connection: {exc}") from exc
+            raise CallInterrupted(f"app {self.app.name!r} closed the connection: {exc}") from exc
         except TimeoutError as exc:
             raise CallTimedOut(f"no answer within {timeout:g}s") from exc
         except MCPError as exc:
             if exc.code == types.REQUEST_TIMEOUT:
                 raise CallTimedOut(f"no answer within {timeout:g}s") from exc
             if exc.code == types.CONNECTION_CLOSED or attempt.lost.is_set():
-                raise SessionUnavailable(f"app {self.app.name!r} closed the connection: {exc.message}") from exc
+                raise CallInterrupted(f"app {self.app.name!r} closed the connection: {exc.message}") from exc
             raise
         assert isinstance(result, types.CallToolResult)
         return result
@@ -301,7 +307,10 @@ async def _call_directly(
 ) -> types.CallToolResult:
     """`tools/call` written on the relay by the gateway itself; the same outcomes as the SDK's
     `call_tool` (an error response raises MCPError, the output schema is checked by the SDK)."""
-    request_id, answer = await direct.send("tools/call", {"name": tool, "arguments": arguments})
+    try:
+        request_id, answer = await direct.send("tools/call", {"name": tool, "arguments": arguments})
+    except ConnectionLost as exc:
+        raise _NotSent from exc  # the relay closed before the call went out: nothing ran
     try:
         done, _ = await asyncio.wait((answer, attempt.lost_future), timeout=timeout,
                                      return_when=asyncio.FIRST_COMPLETED)
@@ -324,6 +333,10 @@ async def _call_directly(
 
 
 class _Lost(Exception):
+    pass
+
+
+class _NotSent(Exception):
     pass
 
 

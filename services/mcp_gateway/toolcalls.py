@@ -31,7 +31,7 @@ from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
 from services.mcp_gateway.pool.availability import available_tools
 from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
-from services.mcp_gateway.session import AppSession, CallTimedOut, SessionUnavailable
+from services.mcp_gateway.session import AppSession, CallInterrupted, CallTimedOut, SessionUnavailable
 from shared.appconfig import AppsConfig
 from shared.clock import now_iso
 from shared.contracts.agent import Agent
@@ -332,6 +332,8 @@ class ToolCallHandler:
             result = await session.call_tool(tool, arguments, timeout)
         except CallTimedOut:
             return classify.timed_out(_ms(started), side_effect, timeout)
+        except CallInterrupted as exc:
+            return classify.interrupted(_ms(started), side_effect, str(exc))
         except SessionUnavailable as exc:
             return classify.failed("unavailable", "app_unavailable", str(exc), _ms(started), side_effect)
         except RuntimeError as exc:  # the SDK's output-schema check: the app broke its own contract

@@ -129,3 +129,21 @@ async def test_a_hung_app_is_found_by_its_ping_and_given_a_fresh_process(
             os.kill(hung_pid, signal.SIGCONT)
     assert healed["structured"] == {"after": "hang"}
     assert await supervised_pid(nc, subjects, "echo") != hung_pid
+
+
+async def test_a_write_whose_app_dies_during_the_call_has_an_unknown_outcome(
+    nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
+) -> None:
+    """The call reached the app, which went away before answering: a read would simply have
+    failed, but a write or dangerous call may have taken effect, so it is `outcome_unknown`
+    (never `unavailable`, which promises that nothing ran)."""
+    config = write_apps(tmp_path, {"echo": echo_app()})
+    stack.supervisor(config)
+    await stack.gateway(config)
+    assert (await call(nc, subjects, "test.echo.echo", {"n": 1}))["status"] == "ok"
+    crashed = await call(nc, subjects, "test.echo.crash", {})
+    assert crashed["status"] == "outcome_unknown", crashed
+    assert crashed["side_effect"] == "dangerous" and crashed["error"]["code"] == "app_went_away"
+    assert "may or may not have taken effect" in crashed["error"]["message"]
+    healed = await call_until_ok(nc, subjects, "test.echo.echo", {"after": "crash"})
+    assert healed["structured"] == {"after": "crash"}

@@ -58,3 +58,12 @@ def test_a_failure_carries_status_code_and_message() -> None:
     assert (classified.status, classified.error.code if classified.error else None) == (
         "unavailable", "app_unavailable")
     assert classified.content == [] and classified.side_effect == "read"
+
+
+def test_an_app_gone_during_a_read_is_unavailable_during_a_write_unknown() -> None:
+    read = classify.interrupted(5.0, "read", "app 'echo' went away during the call")
+    assert read.status == "unavailable" and read.error is not None and read.error.code == "app_unavailable"
+    for side_effect in ("write", "dangerous"):
+        write = classify.interrupted(5.0, side_effect, "app 'echo' went away during the call")
+        assert write.status == "outcome_unknown" and write.error is not None
+        assert write.error.code == "app_went_away" and "may or may not have taken effect" in write.error.message
