@@ -1,0 +1,324 @@
+"""The tool pool's reports and refusals, end to end: a real gateway process against a real
+nats-server and a real HTTP server (published OpenAPI tools, an agent bound to them).
+
+What is checked is what other services see: the call's reply, the audit record on AMP_AUDIT,
+the gateway's `platform_event` signals on AMP_SIGNALS (no event-bridge runs here, so the
+signal is the last hop) and the agent's available set (`agents tools`)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+import yaml
+from nats.aio.client import Client as NATS
+from nats.js.api import RawStreamMsg
+from nats.js.errors import NotFoundError
+
+from shared.clock import now_iso
+from shared.contracts.agent import Agent
+from shared.contracts.envelope import Header, Source
+from shared.contracts.resource import canonical_json
+from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
+from shared.streams import agents_bucket, ensure_bucket
+from shared.subjects import Subjects
+from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
+from tests.integration.tool_pool.conftest import Pool
+
+AGENT = "buyer"
+READ, WRITE = "orders.getDevice", "orders.createOrder"
+COOLDOWN = 3.0  # the circuit's cool-down: long enough to look at an open circuit, short enough to wait out
+
+SPEC = {
+    "openapi": "3.0.3",
+    "info": {"title": "Orders (coverage)", "version": "1"},
+    "paths": {
+        "/devices/{id}": {"get": {
+            "operationId": "getDevice", "summary": "Get a device",
+            "parameters": [{"name": "id", "in": "path", "required": True, "schema": {"type": "integer"}}],
+            "responses": {"200": {"description": "the device"}},
+        }},
+        "/orders": {"post": {
+            "operationId": "createOrder", "summary": "Create an order",
+            "requestBody": {"required": True, "content": {"application/json": {"schema": {
+                "type": "object", "required": ["item"], "properties": {"item": {"type": "string"}}}}}},
+            "responses": {"200": {"description": "the order"}},
+        }},
+    },
+}
+
+
+def answer(request: Recorded) -> Reply:
+    if request.path == "/devices/404":  # HTTP 200, but the business says no
+        return Reply.json({"code": 1, "msg": "no such device"})
+    if request.path == "/devices/500":  # HTTP 200 without the contract's success field
+        return Reply.json({"data": {"id": 500}})
+    if request.path.startswith("/devices/"):
+        return Reply.json({"code": 0, "data": {"id": int(request.path.rsplit("/", 1)[1])}})
+    return Reply.json({"code": 0, "data": {"order": 7}})
+
+
+@pytest.fixture
+def server() -> Iterator[RecordingServer]:
+    recording = RecordingServer(answer).start()
+    yield recording
+    recording.stop()
+
+
+@pytest.fixture
+def gateway_env() -> dict[str, str]:
+    """Extra environment for the gateway process (a test parametrizes it to change it)."""
+    return {}
+
+
+@pytest.fixture
+async def orders(nc: NATS, subjects: Subjects, spawn: Any, tmp_path: Path, server: RecordingServer,
+                 gateway_env: dict[str, str]) -> AsyncIterator[Pool]:
+    """A gateway with the HTTP system `orders` (business contract `code == 0`, circuit opening
+    after 2 transport failures), its two tools published, and agent `buyer` bound to both."""
+    config = tmp_path / "apps.yml"
+    config.write_text("apps: {}\n")
+    spec = tmp_path / "orders.yaml"
+    spec.write_text(yaml.safe_dump(SPEC))
+    spawn("services.mcp_gateway", tag="gateway", AURORA_APPS_CONFIG=str(config), **gateway_env)
+    agents = await ensure_bucket(nc.jetstream(), agents_bucket(subjects))
+    await agents.put(AGENT, canonical_json(Agent(id=AGENT, agent_kind="playbook", tools=(READ, WRITE))))
+    pool = Pool(nc, subjects)
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            await pool.admin("systems", "apply", {"document": {
+                "kind": "System", "name": "orders", "type": "http", "base_url": server.url, "timeout_seconds": 1.0,
+                "contract": {"success_field": "code", "success_values": [0], "message_field": "msg"},
+                "circuit": {"failure_threshold": 2, "cooldown_seconds": COOLDOWN}}})
+            break
+        except Exception:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+    imported = await pool.admin("systems", "import_openapi", {"name": "orders", "base_url": server.url,
+                                                              "spec": str(spec)})
+    assert sorted(imported["created"]) == [WRITE, READ], imported
+    for name in (READ, WRITE):
+        await pool.admin("tools", "review", {"name": name})
+        await pool.admin("tools", "publish", {"name": name})
+    await wait_until_available(pool, READ, WRITE)
+    yield pool
+
+
+async def wait_until_available(pool: Pool, *names: str, timeout: float = 15.0) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    view: dict[str, Any] = {}
+    while time.monotonic() < deadline:
+        try:
+            view = await pool.admin("agents", "tools", {"agent": AGENT})
+            if set(names) <= {t["name"] for t in view["available"]}:
+                return view
+        except Exception:
+            pass
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"{names} never became available to {AGENT}: {view}")
+
+
+async def call(pool: Pool, tool: str, arguments: dict[str, Any], **context: Any) -> tuple[str, dict[str, Any]]:
+    """One call with a call id of our own (the audit record's `call_id`): (call id, result)."""
+    call_id = f"cov-{uuid.uuid4().hex[:12]}"
+    envelope = ToolCallEnvelope(
+        header=Header(method=METHOD_CALL, message_id=call_id, timestamp=now_iso(), source=Source(app="aurora.test")),
+        payload=ToolCallRequest(tool=tool, arguments=arguments, context=ToolCallContext(**context)),
+    )
+    subject = pool.subjects.tool_call if context.get("agent") else pool.subjects.operator_tool_call
+    reply = await pool.nc.request(subject, msgspec.json.encode(envelope), timeout=20)
+    return call_id, dict(msgspec.to_builtins(decode_result(reply.data).payload))
+
+
+async def read_stream(nc: NATS, stream: str, subject: str, until: Callable[[dict[str, Any]], bool],
+                      timeout: float = 10.0) -> tuple[list[tuple[RawStreamMsg, dict[str, Any]]], dict[str, Any]]:
+    """Every message stored in `stream` on `subject`, from the first, up to the first one `until`
+    accepts: (all read, that one). Read by sequence (a direct get, no consumer), so it proves the
+    message was stored and takes nothing away (AMP_SIGNALS is a work queue the bridge consumes)."""
+    js = nc.jetstream()
+    read: list[tuple[RawStreamMsg, dict[str, Any]]] = []
+    seq = 1
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = await js.get_msg(stream, seq=seq, subject=subject, next=True)
+        except NotFoundError:
+            await asyncio.sleep(0.1)
+            continue
+        assert msg.seq is not None and msg.data is not None
+        seq = msg.seq + 1
+        data = json.loads(msg.data)
+        read.append((msg, data))
+        if until(data):
+            return read, data
+    raise AssertionError(f"nothing matching in {stream} on {subject} within {timeout}s: {[d for _, d in read]}")
+
+
+def gateway_signals(subjects: Subjects) -> str:
+    subject = subjects.signal("aurora.gateway", "platform_event")
+    assert subject == "amp.sig.aurora_gateway.platform_event"
+    return subject
+
+
+# -- 1. a 200 that breaks the business contract ----------------------------------------------------
+
+async def test_a_200_against_the_business_contract_is_a_business_error_in_reply_and_audit(
+        orders: Pool, server: RecordingServer) -> None:
+    failed_id, failed = await call(orders, READ, {"id": 404})
+    unconfirmed_id, unconfirmed = await call(orders, READ, {"id": 500})
+    ok_id, ok = await call(orders, READ, {"id": 5})
+    assert [r.path for r in server.requests] == ["/devices/404", "/devices/500", "/devices/5"]  # all answered 200
+    assert failed["status"] == "business_error", failed
+    assert failed["error"]["code"] == "business_error" and failed["error"]["message"] == "no such device"
+    assert unconfirmed["status"] == "business_error" and unconfirmed["error"]["code"] == "contract_violation"
+    assert ok["status"] == "ok" and ok["error"] is None
+
+    records: dict[str, dict[str, Any]] = {}
+
+    def all_three(record: dict[str, Any]) -> bool:
+        records[record["call_id"]] = record
+        return {failed_id, unconfirmed_id, ok_id} <= set(records)
+
+    await read_stream(orders.nc, "AMP_AUDIT", orders.subjects.audit("orders"), all_three)
+    audited = records[failed_id]
+    assert audited["status"] == "business_error" and audited["error_code"] == "business_error", audited
+    assert audited["error_message"] == "no such device" and audited["tool"] == READ and audited["system"] == "orders"
+    assert audited["caller"] == "operator" and audited["side_effect"] == "read"
+    assert records[unconfirmed_id]["status"] == "business_error"
+    assert records[unconfirmed_id]["error_code"] == "contract_violation"
+    assert records[ok_id]["status"] == "ok" and records[ok_id]["error_code"] is None
+
+
+# -- 2. circuit changes become platform events ---------------------------------------------------
+
+async def test_an_opening_circuit_is_published_as_a_gateway_platform_event(
+        orders: Pool, server: RecordingServer) -> None:
+    server.stop()
+    for _ in range(2):
+        _, dead = await call(orders, READ, {"id": 1})
+        assert dead["status"] == "unavailable" and dead["error"]["code"] != "circuit_open", dead
+    _, blocked = await call(orders, READ, {"id": 1})
+    assert blocked["status"] == "unavailable" and blocked["error"]["code"] == "circuit_open", blocked
+
+    def circuit_open(signal: dict[str, Any]) -> bool:
+        return signal.get("type") == "system.circuit_open"
+
+    read, signal = await read_stream(orders.nc, "AMP_SIGNALS", gateway_signals(orders.subjects), circuit_open)
+    assert read[-1][0].subject == "amp.sig.aurora_gateway.platform_event"
+    assert signal["kind"] == "platform_event" and signal["app"] == "aurora.gateway"
+    assert (signal["subject_kind"], signal["subject_id"]) == ("system", "orders")
+    data = signal["data"]
+    assert data["system"] == "orders" and (data["from"], data["to"]) == ("closed", "open"), data
+    assert data["circuit"] == "open" and data["failures"] == 2, data
+    # it is the first change of this circuit, published once
+    circuit_signals = [d["type"] for _, d in read if d.get("type", "").startswith("system.circuit_")]
+    assert circuit_signals == ["system.circuit_open"], circuit_signals
+
+
+# -- 3. a write held for approval says so --------------------------------------------------------
+
+async def test_a_write_held_for_approval_publishes_approval_requested_once(orders: Pool,
+                                                                           server: RecordingServer) -> None:
+    arguments = {"item": "bolt"}
+    _, held = await call(orders, WRITE, arguments, agent=AGENT, task_id="t-req", run_id="r-req")
+    assert held["status"] == "needs_approval" and held["side_effect"] == "write", held
+    approval_id = held["approval_id"]
+    _, again = await call(orders, WRITE, arguments, agent=AGENT, task_id="t-req", run_id="r-req")
+    assert again["status"] == "needs_approval" and again["approval_id"] == approval_id  # the same approval
+    assert not any(r.path == "/orders" for r in server.requests)  # nothing was written
+    # a later, different request marks where the gateway's signals for the first ones must be
+    _, marker = await call(orders, WRITE, {"item": "marker"}, agent=AGENT, task_id="t-req")
+
+    def marker_requested(signal: dict[str, Any]) -> bool:
+        return signal.get("type") == "approval.requested" and signal.get("subject_id") == marker["approval_id"]
+
+    read, _ = await read_stream(orders.nc, "AMP_SIGNALS", gateway_signals(orders.subjects), marker_requested)
+    requested = [d for _, d in read if d.get("type") == "approval.requested" and d["subject_id"] == approval_id]
+    assert len(requested) == 1, [d for _, d in read]  # asking again found the same approval: no second signal
+    signal = requested[0]
+    assert signal["app"] == "aurora.gateway" and signal["subject_kind"] == "approval"
+    data = signal["data"]
+    assert data["id"] == approval_id and data["tool"] == WRITE and data["state"] == "pending"
+    assert data["agent"] == AGENT and data["task_id"] == "t-req" and data["run_id"] == "r-req"
+    assert data["arguments"] == arguments and data["side_effect"] == "write"
+
+
+# -- 4. a granted approval expires if it is not used in time -------------------------------------
+
+TTL = 3.0
+
+
+@pytest.mark.parametrize("gateway_env", [{
+    "AURORA_APPROVAL_TTL_SECONDS": str(TTL),
+    "AURORA_APPROVAL_SWEEP_SECONDS": "3600",  # the sweeper runs once at start: only the call checks expiry
+}], ids=["ttl-3s"])
+async def test_a_granted_approval_used_after_its_expiry_is_refused_at_call_time(
+        orders: Pool, server: RecordingServer) -> None:
+    _, late = await call(orders, WRITE, {"item": "late"}, agent=AGENT, task_id="t-exp")
+    _, prompt = await call(orders, WRITE, {"item": "prompt"}, agent=AGENT, task_id="t-exp")
+    assert late["status"] == prompt["status"] == "needs_approval", (late, prompt)
+    for held in (late, prompt):
+        granted = await orders.admin("approvals", "grant", {"id": held["approval_id"], "by": "tester"})
+        assert granted["state"] == "granted"
+    # used within its time, a granted approval lets the write through (this gateway honours grants)
+    _, used = await call(orders, WRITE, {"item": "prompt"}, agent=AGENT, task_id="t-exp",
+                         approval_id=prompt["approval_id"])
+    assert used["status"] == "ok", used
+    assert [r.path for r in server.requests] == ["/orders"]
+
+    expires_at = datetime.fromisoformat(late["structured"]["expires_at"])
+    await asyncio.sleep(max(0.0, expires_at.timestamp() - time.time()) + 0.3)
+    stored = await orders.admin("approvals", "get", {"id": late["approval_id"]})
+    assert stored["state"] == "granted"  # nothing expired it meanwhile: the call must notice
+    _, refused = await call(orders, WRITE, {"item": "late"}, agent=AGENT, task_id="t-exp",
+                            approval_id=late["approval_id"])
+    assert refused["status"] == "denied" and refused["error"]["code"] == "approval_expired", refused
+    assert refused["approval_id"] == late["approval_id"]
+    assert [r.path for r in server.requests] == ["/orders"]  # the late write never went out
+    stored = await orders.admin("approvals", "get", {"id": late["approval_id"]})
+    assert stored["state"] == "expired", stored
+
+
+# -- 6. an open circuit takes the system's tools out of the agent's set -------------------------
+
+async def test_an_open_circuit_takes_its_tools_from_the_agent_until_the_cooldown_passes(
+        orders: Pool, server: RecordingServer) -> None:
+    port = server.port
+    server.stop()
+    for _ in range(2):
+        _, dead = await call(orders, READ, {"id": 1}, agent=AGENT)
+        assert dead["status"] == "unavailable", dead
+    opened = time.monotonic()
+    view = await orders.admin("agents", "tools", {"agent": AGENT})
+    _, refused = await call(orders, READ, {"id": 1}, agent=AGENT)
+    assert time.monotonic() - opened < COOLDOWN, "too slow to look inside the cool-down"
+    available = {t["name"] for t in view["available"]}
+    assert READ not in available and WRITE not in available, view
+    reasons = {e["tool"]: e["reason"] for e in view["excluded"]}
+    assert reasons[READ] == reasons[WRITE] == "circuit_open", view["excluded"]
+    detail = next(e["detail"] for e in view["excluded"] if e["tool"] == READ)
+    assert "orders" in detail and "open" in detail
+    # refused by the available set (denied), before the circuit itself is asked (which says unavailable)
+    assert refused["status"] == "denied" and refused["error"]["code"] == "circuit_open", refused
+
+    revived = RecordingServer(answer, port=port).start()
+    try:
+        await asyncio.sleep(max(0.0, COOLDOWN - (time.monotonic() - opened)) + 0.2)
+        view = await wait_until_available(orders, READ, WRITE, timeout=2.0)
+        assert not any(e["reason"] == "circuit_open" for e in view["excluded"]), view["excluded"]
+        _, trial = await call(orders, READ, {"id": 9}, agent=AGENT)
+        assert trial["status"] == "ok" and trial["structured"]["data"] == {"id": 9}, trial
+        status = {s["name"]: s for s in await orders.admin("systems", "status")}
+        assert status["orders"]["circuit"] == "closed"
+    finally:
+        revived.stop()
