@@ -8,7 +8,6 @@ import functools
 import os
 
 import httpx
-import msgspec
 from nats.aio.client import Client as NATS
 from nats.micro import add_service
 from nats.micro.request import Request
@@ -68,20 +67,12 @@ class InFlight:
         task.add_done_callback(self.tasks.discard)
 
 
-async def sweep_expired_approvals(
-    approvals: ApprovalStore, gateway: Gateway, stop: asyncio.Event, every: float
-) -> None:
-    """Approvals nobody decided in time expire on their own, and say so (`approval.expired`)."""
+async def sweep_expired_approvals(approvals: ApprovalStore, stop: asyncio.Event, every: float) -> None:
+    """Approvals nobody decided in time expire on their own; the store reports each one it
+    expires (`approval.expired`), here or wherever a late decision or call found it first."""
     while not stop.is_set():
         try:
-            for approval in await approvals.expire_due():
-                gateway.platform_event(
-                    "approval.expired",
-                    f"approval for {approval.tool} expired",
-                    msgspec.to_builtins(approval),
-                    session_id=approval.session_id,
-                    subject=("approval", approval.id),
-                )
+            await approvals.expire_due()
         except Exception as exc:
             log.warning("approval sweep failed", error=str(exc))
         with contextlib.suppress(TimeoutError):
@@ -105,6 +96,7 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     signals.start()
     audit.start()
     gateway = Gateway(nc, subjects, apps, health, signals, pool, audit)
+    approvals.on_expired = gateway.approval_expired
     await gateway.start()
     http_client = httpx.AsyncClient(timeout=httpx.Timeout(30.0))
     http = HttpSystems(
@@ -162,7 +154,7 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     await nc.flush()  # "serving" means the endpoints' subscriptions reached the server
     log.info("serving", apps=len(gateway.sessions), tools=len(gateway.catalog.tools()))
     sweeper = asyncio.create_task(
-        sweep_expired_approvals(approvals, gateway, stop, float(os.environ.get("AURORA_APPROVAL_SWEEP_SECONDS", "5"))),
+        sweep_expired_approvals(approvals, stop, float(os.environ.get("AURORA_APPROVAL_SWEEP_SECONDS", "5"))),
         name="gateway-approval-sweeper",
     )
     answers = ChatAnswers(js, subjects, approvals, events_stream(subjects).name, gateway.publish_approval_decision)

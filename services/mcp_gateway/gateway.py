@@ -260,6 +260,13 @@ class Gateway:
             f"approval-{approval.id}-{verb}", f"approval.{verb}", f"{approval.tool} {verb} by {approval.decided_by}",
             msgspec.to_builtins(approval), session_id=approval.session_id, subject=("approval", approval.id))
 
+    def approval_expired(self, approval: Approval) -> None:
+        """Its waiting task is cancelled on this event; the id is the approval's own, so the
+        bridge keeps one event however many times it is reported."""
+        self._outbox.put(_platform_signal(
+            f"approval-{approval.id}-expired", "approval.expired", f"approval for {approval.tool} expired",
+            msgspec.to_builtins(approval), approval.session_id, ("approval", approval.id)))
+
     def approval_requested(self, approval: Approval) -> None:
         self.platform_event(
             "approval.requested", f"{approval.tool} needs approval", msgspec.to_builtins(approval),

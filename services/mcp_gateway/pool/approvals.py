@@ -7,7 +7,7 @@ the same canonical argument hash and the same task it was requested for.
 
 from __future__ import annotations
 
-import contextlib
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -35,9 +35,13 @@ _decoder = msgspec.json.Decoder(Approval)
 
 
 class ApprovalStore:
-    def __init__(self, kv: KeyValue, *, ttl_seconds: float = 24 * 3600) -> None:
+    def __init__(self, kv: KeyValue, *, ttl_seconds: float = 24 * 3600,
+                 on_expired: Callable[[Approval], None] | None = None) -> None:
         self._kv = kv
         self._ttl = ttl_seconds
+        # Called once for each approval this store moves to `expired`, whoever noticed first
+        # (the sweep, a late decision, a call presenting it): its task waits on `approval.expired`.
+        self.on_expired = on_expired
 
     async def get(self, approval_id: str) -> tuple[Approval, int] | None:
         try:
@@ -145,7 +149,7 @@ class ApprovalStore:
 
     async def expire_due(self) -> list[Approval]:
         """Mark every pending or granted approval past its expiry as expired; return those this
-        call expired (so each `approval.expired` event is published once)."""
+        call expired (each also reported to `on_expired`, once)."""
         expired: list[Approval] = []
         for value in (await read_all(self._kv)).values():
             if _effective_state(_decoder.decode(value)) != "expired":
@@ -160,16 +164,24 @@ class ApprovalStore:
                     await self._kv.update(approval.id, msgspec.json.encode(changed), last=revision)
                 except KeyWrongLastSequenceError:
                     continue  # decided or expired by someone else meanwhile
+                self._expired(changed)
                 expired.append(changed)
         return expired
 
     async def _expire_if_due(self, approval: Approval, revision: int) -> Approval:
         if approval.state in ("pending", "granted") and is_past(approval.expires_at):
             expired = msgspec.structs.replace(approval, state="expired")
-            with contextlib.suppress(KeyWrongLastSequenceError):
+            try:
                 await self._kv.update(approval.id, msgspec.json.encode(expired), last=revision)
+            except KeyWrongLastSequenceError:
+                return expired  # someone else moved it first, and reported it
+            self._expired(expired)
             return expired
         return approval
+
+    def _expired(self, approval: Approval) -> None:
+        if self.on_expired is not None:
+            self.on_expired(approval)
 
 
 def _effective_state(approval: Approval) -> str:

@@ -74,17 +74,20 @@ async def test_the_sweep_expires_undecided_and_unused_approvals_once(store: Appr
     assert late_grant.value.code == "approval_expired"
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "bug: ApprovalStore._expire_if_due (called by decide/request/consume) writes state `expired` to KV, "
-    "and expire_due only reports approvals still stored as pending/granted, so an approval that a late "
-    "decision finds expired is never reported and the gateway never publishes its `approval.expired`: "
-    "the task waiting on it stays awaiting_approval"))
-async def test_a_pending_approval_that_a_late_decision_finds_expired_is_still_reported_by_the_sweep(
-        store: ApprovalStore) -> None:
-    pending = await ask(store, "forgotten")
-    await past_expiry(pending)
-    with pytest.raises(ApprovalRefused) as late_grant:  # the operator grants a moment too late
-        await store.decide(pending.id, grant=True, by="tester", note=None)
-    assert late_grant.value.code == "approval_expired"
-    # the sweep is the only place `approval.expired` is published from (services/mcp_gateway/__main__.py)
-    assert [a.id for a in await store.expire_due()] == [pending.id]
+async def test_every_expiry_is_reported_once_whoever_notices_it_first(store: ApprovalStore) -> None:
+    """The sweep, a decision a moment too late, a call presenting an expired grant: whichever
+    finds an approval past its expiry first moves it to `expired` and reports it (its task waits
+    on `approval.expired`); nobody reports it a second time."""
+    reported: list[str] = []
+    store.on_expired = lambda approval: reported.append(approval.id)
+    late_decision, late_use, swept = await ask(store, "decide"), await ask(store, "use"), await ask(store, "sweep")
+    await store.decide(late_use.id, grant=True, by="tester", note=None)
+    await past_expiry(swept)
+    with pytest.raises(ApprovalRefused):
+        await store.decide(late_decision.id, grant=True, by="tester", note=None)
+    with pytest.raises(ApprovalRefused):
+        await store.consume(late_use.id, TOOL, {"item": "use"}, "t-1")
+    assert reported == [late_decision.id, late_use.id]
+    await store.expire_due()
+    await store.expire_due()
+    assert reported == [late_decision.id, late_use.id, swept.id]
