@@ -1,11 +1,16 @@
-"""Serve the notes app: `python -m apps.aurora_app_notes [--host H] [--port P]` (MCP endpoint at /mcp)."""
+"""Serve the notes app: `python -m apps.aurora_app_notes [--host H] [--port P]` (MCP endpoint at /mcp).
+
+With AURORA_NOTES_TOKEN set, every request but /healthz needs `Authorization: Bearer <token>`
+(the way a remote business app guards itself; Aurora sends it from `mcp.headers`)."""
 
 from __future__ import annotations
 
 import argparse
+import hmac
 import os
 
 import uvicorn
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from apps.common import load_startup
 
@@ -31,8 +36,28 @@ def main() -> None:
     args = parser.parse_args()
 
     app = NotesApp(startup)
-    asgi = app.server.streamable_http_app(host=args.host)
+    asgi: ASGIApp = app.server.streamable_http_app(host=args.host)
+    token = os.environ.get("AURORA_NOTES_TOKEN")
+    if token:
+        asgi = require_bearer(asgi, token)
     uvicorn.run(asgi, host=args.host, port=args.port, log_level=args.log_level)
+
+
+def require_bearer(app: ASGIApp, token: str) -> ASGIApp:
+    """Refuse (401) any HTTP request without the bearer token, /healthz excepted."""
+    expected = f"Bearer {token}".encode()
+
+    async def guarded(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope.get("path") != "/healthz":
+            given = dict(scope.get("headers") or []).get(b"authorization", b"")
+            if not hmac.compare_digest(given, expected):
+                await send({"type": "http.response.start", "status": 401,
+                            "headers": [(b"content-type", b"text/plain"), (b"www-authenticate", b"Bearer")]})
+                await send({"type": "http.response.body", "body": b"missing or wrong bearer token"})
+                return
+        await app(scope, receive, send)
+
+    return guarded
 
 
 if __name__ == "__main__":

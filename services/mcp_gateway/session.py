@@ -20,6 +20,7 @@ from mcp.client._transport import TransportStreams
 from mcp.shared.exceptions import MCPError
 
 from services.mcp_gateway.transports.direct import ConnectionLost, DirectCalls, SupportsDirectCalls, result_of
+from services.mcp_gateway.transports.http import ReportsHttpErrors
 from services.mcp_gateway.transports.tap import tapped
 from shared.appconfig import AppConfig
 from shared.contracts.health import SessionStatus
@@ -178,7 +179,10 @@ class AppSession:
             except _Lost as exc:
                 raise InitializeFailed(f"initialize interrupted: {attempt.reason}") from exc
             except MCPError as exc:
-                raise InitializeFailed(f"initialize refused: {exc.message} (code {exc.code})", refused=True) from exc
+                http = transport.last_http_error if isinstance(transport, ReportsHttpErrors) else None
+                detail = f": {http}" if http else ""
+                raise InitializeFailed(f"initialize refused: {exc.message} (code {exc.code}){detail}",
+                                       refused=http is None) from exc
             self.server_info = init.server_info
             attempt.direct = transport.direct if isinstance(transport, SupportsDirectCalls) else None
             attempt.session = session

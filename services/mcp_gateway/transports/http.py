@@ -4,7 +4,9 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from types import TracebackType
+from typing import Any, Protocol, runtime_checkable
 
 from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
@@ -13,11 +15,43 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from shared.appconfig import expand_env
 
 
-@asynccontextmanager
-async def http_transport(url: str, headers: dict[str, str]) -> AsyncIterator[TransportStreams]:
-    resolved = {name: expand_env(value) for name, value in headers.items()}
-    async with (
-        create_mcp_http_client(headers=resolved) as client,
-        streamable_http_client(expand_env(url), http_client=client) as streams,
-    ):
-        yield streams[0], streams[1]
+@runtime_checkable
+class ReportsHttpErrors(Protocol):
+    """A transport that remembers the last HTTP error status it got."""
+
+    last_http_error: str | None
+
+
+class HttpTransport(AbstractAsyncContextManager[TransportStreams]):
+    """The SDK's Streamable HTTP client. The SDK turns a non-2xx answer into a generic
+    "Server returned an error response"; `last_http_error` keeps what the server said
+    ("HTTP 401 Unauthorized") so a session's reason names it. Header values never appear."""
+
+    def __init__(self, url: str, headers: dict[str, str]) -> None:
+        self.last_http_error: str | None = None
+        self._streams = self._open(url, headers)
+
+    async def __aenter__(self) -> TransportStreams:
+        return await self._streams.__aenter__()
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> bool | None:
+        return await self._streams.__aexit__(exc_type, exc, tb)
+
+    @asynccontextmanager
+    async def _open(self, url: str, headers: dict[str, str]) -> AsyncIterator[TransportStreams]:
+        resolved = {name: expand_env(value) for name, value in headers.items()}
+
+        async def remember(response: Any) -> None:
+            if response.status_code >= 400:
+                self.last_http_error = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
+
+        async with create_mcp_http_client(headers=resolved) as client:
+            client.event_hooks["response"] = [*client.event_hooks.get("response", []), remember]
+            async with streamable_http_client(expand_env(url), http_client=client) as streams:
+                yield streams[0], streams[1]
+
+
+def http_transport(url: str, headers: dict[str, str]) -> HttpTransport:
+    return HttpTransport(url, headers)
