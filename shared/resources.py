@@ -5,8 +5,8 @@ A document `{kind: Binding, id: …}` goes to `<prefix>.admin.<area>.apply` as
 "unchanged", "revision"}`; `get` answers one document (with `id`) or `{"items": [...]}`, and
 `delete` `{"kind", "id", "result": "deleted" | "absent"}`.
 
-Today the router serves `bindings`, `pipelines` and — until the gateway's tool pool takes agents
-over — `agents`; the gateway serves `systems`. Kinds with a `model` can be validated by the CLI
+The router serves `bindings` and `pipelines`; the gateway's tool pool serves `agents` and
+`systems`. Kinds with a `model` can be validated by the CLI
 before anything is sent, so one bad document in a file applies nothing.
 """
 

@@ -18,7 +18,7 @@ from services.mcp_gateway.http import OpenApiError, import_operations, load_open
 from services.mcp_gateway.platform_tools import PLATFORM_TOOLS, source_app_of
 from services.mcp_gateway.platform_tools import check as check_platform
 from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
-from services.mcp_gateway.pool.availability import available_tools
+from services.mcp_gateway.pool.availability import available_tools, unresolved_duplicates
 from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.lifecycle import LifecycleError, transition
 from services.mcp_gateway.pool.registry import PoolError, ToolPool
@@ -223,6 +223,10 @@ def _tool_endpoints(pool: ToolPool) -> Endpoints:
 
 
 def _agent_endpoints(gateway: Gateway, pool: ToolPool, executable: Executability) -> Endpoints:
+    # Agents are the tool pool's (their bindings are governance's business): the gateway
+    # serves `aurora apply/get/delete` for them, as it does for systems.
+    resources = ResourceAdmin(kind_named("agents"), pool.bucket("agents"))
+
     async def agent_tools(body: dict[str, Any]) -> dict[str, Any]:
         """The agent's tools for one run: bound pool tools that can run now, plus the platform
         tools this event and this agent allow (`delivery` is the run's delivery context)."""
@@ -262,7 +266,18 @@ def _agent_endpoints(gateway: Gateway, pool: ToolPool, executable: Executability
             "excluded": excluded,
         }
 
-    return {("agents", "tools"): agent_tools}
+    async def apply_agent(body: dict[str, Any]) -> dict[str, Any]:
+        """Governance first: one capability bound twice needs a reviewer's pick of the winner."""
+        document = body.get("document")
+        bound = document.get("tools") if isinstance(document, dict) else None
+        if isinstance(bound, list):
+            problems = unresolved_duplicates(pool.tools[n] for n in bound if isinstance(n, str) and n in pool.tools)
+            if problems:
+                raise AdminRequestError("duplicate_capability", "; ".join(problems))
+        return await resources.apply(body)
+
+    return {("agents", "tools"): agent_tools, ("agents", "apply"): apply_agent,
+            ("agents", "get"): resources.get, ("agents", "delete"): resources.delete}
 
 
 def _approval_endpoints(gateway: Gateway, approvals: ApprovalStore) -> Endpoints:

@@ -14,9 +14,10 @@ from shared.errors import ConfigError
 @dataclass(frozen=True)
 class RouterSettings:
     router: RouterConfig
-    # Until the gateway's tool pool owns agents, the router serves `amp.admin.agents.*` so that
-    # agents can be applied and routed to. Set AURORA_ROUTER_SERVE_AGENTS=0 once the gateway does.
-    serve_agents: bool = True
+    # The gateway's tool pool serves `amp.admin.agents.{apply,get,delete}`; a router can serve them
+    # instead where no gateway runs (AURORA_ROUTER_SERVE_AGENTS=1, e.g. routing tried alone).
+    # Never both: two services on one admin subject would share its requests.
+    serve_agents: bool = False
 
 
 def _int(env: Mapping[str, str], name: str, default: int, minimum: int) -> int:
@@ -36,7 +37,7 @@ def load_router_settings(env: Mapping[str, str] | None = None) -> RouterSettings
     """AURORA_ROUTER_BATCH, AURORA_ROUTER_INLINE_LIMIT (bytes), AURORA_ROUTER_INSTANCE,
     AURORA_ROUTER_SERVE_AGENTS (1/0)."""
     env = os.environ if env is None else env
-    serve = env.get("AURORA_ROUTER_SERVE_AGENTS", "1")
+    serve = env.get("AURORA_ROUTER_SERVE_AGENTS", "0")
     if serve not in ("0", "1"):
         raise ConfigError(f"must be 0 or 1, not {serve!r}", field="AURORA_ROUTER_SERVE_AGENTS")
     config = RouterConfig(

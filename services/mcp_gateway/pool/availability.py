@@ -3,7 +3,7 @@ bound tool left out. The gateway serves this set and refuses any call outside it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from shared.contracts.tooldef import ToolDefinition
@@ -51,15 +51,30 @@ def available_tools(
     return Availability(available=tuple(kept), excluded=(*excluded, *dropped))
 
 
-def _resolve_duplicates(tools: list[ToolDefinition]) -> tuple[list[ToolDefinition], list[Exclusion]]:
-    """One capability may enter an agent once: a reviewer's `preferred` mark picks the winner;
-    without one, every copy is left out rather than guessing."""
+def unresolved_duplicates(tools: Iterable[ToolDefinition]) -> list[str]:
+    """Why these tools may not be bound together: each capability offered by two or more of
+    them without exactly one reviewer-preferred winner (`aurora tools mark`)."""
+    return [
+        f"capability {capability!r} is provided by {', '.join(t.name for t in group)}: a reviewer marks which one "
+        "wins (`aurora tools mark <tool> --capability ... --preferred`) before an agent may bind both"
+        for capability, group in _by_capability(tools).items()
+        if len(group) > 1 and sum(t.preferred for t in group) != 1
+    ]
+
+
+def _by_capability(tools: Iterable[ToolDefinition]) -> dict[str, list[ToolDefinition]]:
     by_capability: dict[str, list[ToolDefinition]] = {}
     for tool in tools:
         if tool.capability:
             by_capability.setdefault(tool.capability, []).append(tool)
+    return by_capability
+
+
+def _resolve_duplicates(tools: list[ToolDefinition]) -> tuple[list[ToolDefinition], list[Exclusion]]:
+    """One capability may enter an agent once: a reviewer's `preferred` mark picks the winner;
+    without one, every copy is left out rather than guessing."""
     dropped: dict[str, Exclusion] = {}
-    for capability, group in by_capability.items():
+    for capability, group in _by_capability(tools).items():
         if len(group) < 2:
             continue
         winners = [t for t in group if t.preferred]

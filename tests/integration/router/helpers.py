@@ -29,8 +29,9 @@ async def running_router(nc: NATS, subjects: Subjects, *, capabilities: dict[str
                          **config: Any) -> AsyncIterator[RouterService]:
     """A RouterService in this process, routing until the block ends."""
     config.setdefault("fetch_timeout", 0.2)
-    service = RouterService(nc, subjects, RouterSettings(router=RouterConfig(instance="test", **config)),
-                            capabilities)
+    # No gateway runs in these tests: the router serves agents itself (AURORA_ROUTER_SERVE_AGENTS=1).
+    service = RouterService(nc, subjects, RouterSettings(router=RouterConfig(instance="test", **config),
+                                                         serve_agents=True), capabilities)
     await service.start()
     stop = asyncio.Event()
     task = asyncio.create_task(service.run(stop), name="test-router")

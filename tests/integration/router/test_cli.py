@@ -33,7 +33,7 @@ async def aurora(nats_url: str, *args: str) -> tuple[int, str, str]:
 
 @pytest.fixture
 async def router(spawn: Any) -> Any:
-    process = spawn("services.router", tag="router")
+    process = spawn("services.router", tag="router", AURORA_ROUTER_SERVE_AGENTS="1")
     await asyncio.to_thread(process.wait_for_log, '"ready"', 30)
     return process
 
@@ -133,7 +133,7 @@ async def test_emitted_events_reach_their_agents_synthetic_stays_synthetic(
         spawn: Any, nats_url: str, nc: NATS, subjects: Subjects) -> None:
     """The example routes on a bridge + router stack: `aurora events emit` all the way to a run."""
     bridge = spawn("services.event_bridge", tag="bridge")
-    router = spawn("services.router", tag="router")
+    router = spawn("services.router", tag="router", AURORA_ROUTER_SERVE_AGENTS="1")
     await asyncio.to_thread(bridge.wait_for_log, '"started"', 30)
     await asyncio.to_thread(router.wait_for_log, '"ready"', 30)
     assert (await aurora(nats_url, "apply", "-f", str(EXAMPLE)))[0] == 0

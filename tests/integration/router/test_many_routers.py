@@ -38,7 +38,8 @@ def make_events() -> list[dict[str, Any]]:
 async def test_three_routers_one_killed_exactly_one_run_per_event(nc: NATS, subjects: Subjects,
                                                                  spawn: Any) -> None:
     js = nc.jetstream()
-    routers = [spawn("services.router", tag=f"router-{i}", AURORA_ROUTER_INSTANCE=f"r{i}") for i in range(3)]
+    routers = [spawn("services.router", tag=f"router-{i}", AURORA_ROUTER_INSTANCE=f"r{i}",
+                     AURORA_ROUTER_SERVE_AGENTS="1") for i in range(3)]
     for router in routers:
         await asyncio.to_thread(router.wait_for_log, '"ready"', 30)
     for area, doc in [

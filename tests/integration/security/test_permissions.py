@@ -263,23 +263,23 @@ async def test_the_runner_cannot_replay_stored_documents_into_an_admin_endpoint(
     """nats-server 2.15 lets a push consumer deliver to any subject (nats-io/nats-server#8274),
     so the runner can point one at an admin endpoint: the endpoint must ignore stream
     deliveries (their reply subject is an ack subject), never take them for requests."""
-    router = await connect("router")
+    gateway = await connect("mcp-gateway")  # the agents' admin area is the gateway's
     deleted: list[dict[str, object]] = []
 
     async def delete(body: dict[str, object]) -> dict[str, object]:
         deleted.append(body)
         return {"deleted": True}
 
-    service = await start_admin_service(router.nc, SUBJECTS, name="aurora-agents", area="agents",
+    service = await start_admin_service(gateway.nc, SUBJECTS, name="aurora-agents", area="agents",
                                         version="0.1.0", endpoints={"delete": delete})
     try:
-        agents = await ensure_bucket(router.nc.jetstream(), agents_bucket(SUBJECTS))
+        agents = await ensure_bucket(gateway.nc.jetstream(), agents_bucket(SUBJECTS))
         await agents.put("welcome", b'{"kind": "Agent", "id": "welcome"}')
         js = runner.nc.jetstream(timeout=1)
         await js.add_consumer("KV_AMP_AGENTS", ConsumerConfig(
             deliver_subject=SUBJECTS.admin("agents", "delete"), deliver_group="q", ack_policy=AckPolicy.NONE))
         await asyncio.sleep(1.0)
         if deleted:
-            pytest.fail(f"the runner had the router delete {deleted}")
+            pytest.fail(f"the runner had the gateway delete {deleted}")
     finally:
         await service.stop()

@@ -192,3 +192,20 @@ async def test_a_synthetic_run_never_reaches_a_pool_write(pool: Pool) -> None:
     assert write["approval_id"] is None  # no approval is even asked for
     read = await pool.call("echo.counter_get", {"key": "syn"}, agent=AGENT, synthetic=True)
     assert read["status"] == "ok" and read["structured"]["count"] == before
+
+
+async def test_an_agent_may_bind_one_capability_twice_only_once_a_reviewer_picked_the_winner(pool: Pool) -> None:
+    for name in ("echo.echo", "echo.counter_get"):
+        await pool.admin("tools", "mark", {"name": name, "capability": "test.lookup", "preferred": False})
+    agent = {"kind": "Agent", "id": "doubled", "agent_kind": "playbook", "events": ["*"],
+             "tools": ["echo.echo", "echo.counter_get"]}
+    with pytest.raises(AdminRequestError, match=r"'test\.lookup' is provided by") as refused:
+        await pool.admin("agents", "apply", {"document": agent})
+    assert refused.value.code == "duplicate_capability"
+    await pool.admin("tools", "mark", {"name": "echo.echo", "preferred": True})
+    applied = await pool.admin("agents", "apply", {"document": agent})
+    assert applied["result"] == "created"
+    tools = await pool.admin("agents", "tools", {"agent": "doubled"})
+    assert {e["tool"]: e["reason"] for e in tools["excluded"]}.get("echo.counter_get") == "duplicate_capability"
+    for name in ("echo.echo", "echo.counter_get"):  # the other tests' agents bind these tools too
+        await pool.admin("tools", "mark", {"name": name, "capability": "", "preferred": False})

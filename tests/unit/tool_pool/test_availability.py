@@ -46,3 +46,15 @@ def test_duplicate_capabilities_need_a_reviewer_to_pick_the_winner() -> None:
     decided = available_tools(["sys.lookup", "crm.lookup"], {t.name: t for t in (mcp, preferred)}, never_blocked)
     assert [t.name for t in decided.available] == ["crm.lookup"]
     assert decided.reason_for("sys.lookup") is not None
+
+
+def test_binding_one_capability_twice_needs_exactly_one_preferred() -> None:
+    from services.mcp_gateway.pool.availability import unresolved_duplicates
+
+    mcp, http = tool("crm.find", capability="customer.lookup"), tool("erp.find", capability="customer.lookup")
+    [problem] = unresolved_duplicates([mcp, http, tool("crm.other", capability="other")])
+    assert "'customer.lookup' is provided by crm.find, erp.find" in problem and "tools mark" in problem
+    assert unresolved_duplicates([mcp.model_copy(update={"preferred": True}), http]) == []
+    both = [mcp.model_copy(update={"preferred": True}), http.model_copy(update={"preferred": True})]
+    assert len(unresolved_duplicates(both)) == 1  # two winners is no decision
+    assert unresolved_duplicates([mcp, tool("crm.plain")]) == []
