@@ -12,6 +12,7 @@ from typing import Generic, TypeVar
 
 import msgspec
 from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from shared.errors import AuroraError
@@ -108,6 +109,17 @@ class KvMirror(Generic[T]):
                     self._changed()
         finally:
             await watcher.stop()  # type: ignore[no-untyped-call]
+
+    async def read_through(self, key: str) -> T | None:
+        """The entry as the bucket holds it now, taken into the mirror: for a key the watch has
+        not delivered yet (it was written a moment ago, elsewhere)."""
+        try:
+            entry = await self._kv.get(key)
+        except KeyNotFoundError:
+            return None
+        self._apply(key, entry.value, entry.operation)
+        self._changed()
+        return self.items.get(key)
 
     def _apply(self, key: str, value: bytes | None, operation: str | None) -> None:
         if operation in _DELETED or value is None:

@@ -6,6 +6,8 @@ The hot path reads these in memory; admin reads (`get`, `dry_run`) read the buck
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 import msgspec
 from nats.js.kv import KeyValue
 
@@ -14,6 +16,7 @@ from shared.contracts.agent import AgentRouting
 from shared.contracts.binding import Binding
 from shared.contracts.pipeline import PipelineRouting
 from shared.contracts.resource import parse_resource
+from shared.contracts.run import RunTarget
 from shared.kvmirror import KvMirror
 
 
@@ -64,6 +67,15 @@ class Catalog:
 
     def pipeline(self, pipeline_id: str) -> PipelineRouting | None:
         return self._pipelines.items.get(pipeline_id)
+
+    async def read_through(self, targets: Iterable[RunTarget]) -> bool:
+        """Look the targets up in their buckets now (the watch may lag behind a write another
+        service just made); True when any of them exists after all."""
+        found = False
+        for target in targets:
+            mirror = self._agents if target.type == "agent" else self._pipelines
+            found = await mirror.read_through(target.id) is not None or found
+        return found
 
     def counts(self) -> dict[str, int]:
         return {"bindings": len(self._bindings.items), "agents": len(self._agents.items),

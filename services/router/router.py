@@ -70,6 +70,7 @@ class _Work:
     run: RunMessage | None = None
     invalid: str | None = None
     error: str | None = None
+    missing: RunTarget | None = None  # processor_not_found: the target this router did not know
 
 
 @dataclass(slots=True)
@@ -155,6 +156,11 @@ class Router:
         now = self._clock()
         at = now.isoformat(timespec="milliseconds")
         work = [self._route(msg, now, at) for msg in msgs]
+        missing = {item.missing for item in work if item.missing is not None}
+        if missing and await self._catalog.read_through(missing):
+            # A target created a moment ago (another service wrote it; the watch has not brought
+            # it yet): route those events again with what the buckets hold now.
+            work = [self._reroute(item, now, at) if item.missing is not None else item for item in work]
         for item in work:  # rare paths first, one by one
             if item.run is not None and item.run.offload is not None:
                 await self._offload(item)
@@ -188,6 +194,11 @@ class Router:
             else:
                 await item.msg.ack()
 
+    def _reroute(self, item: _Work, now: datetime, at: str) -> _Work:
+        self.stats.received -= 1
+        self.stats.statuses["processor_not_found"] -= 1
+        return self._route(item.msg, now, at)
+
     def _route(self, msg: Msg, now: datetime, at: str) -> _Work:
         self.stats.received += 1
         raw = msg.data
@@ -219,7 +230,8 @@ class Router:
             candidates=decision.candidates, reason=decision.reason, event_type=payload.type,
             source_app=header.source.app, synthetic=payload.synthetic, at=at, router=self._config.instance,
         )
-        return _Work(msg=msg, key=trace_key(header.message_id), trace=encode_trace(trace), run=run)
+        missing = decision.target if decision.status == "processor_not_found" else None
+        return _Work(msg=msg, key=trace_key(header.message_id), trace=encode_trace(trace), run=run, missing=missing)
 
     def _run_subject(self, target: RunTarget) -> str:
         subject = self._run_subjects.get(target)

@@ -1,0 +1,41 @@
+"""A KV mirror behind a write made elsewhere: `read_through` takes the entry the bucket holds now,
+so the router finds an agent another service created a moment ago."""
+
+from __future__ import annotations
+
+import json
+
+from nats.aio.client import Client as NATS
+
+from services.router.catalog import Catalog
+from shared.contracts.run import RunTarget
+from shared.kvmirror import KvMirror
+from shared.streams import agents_bucket, bindings_bucket, ensure_bucket, pipelines_bucket
+from shared.subjects import Subjects
+
+
+async def test_read_through_takes_what_the_watch_has_not_brought_yet(nc: NATS, subjects: Subjects) -> None:
+    kv = await ensure_bucket(nc.jetstream(), agents_bucket(subjects))
+    mirror: KvMirror[bytes] = KvMirror(kv, bytes, name="agents")
+    await mirror.start()
+    await mirror.stop()  # the watch is behind: nothing new arrives by it
+    await kv.put("late", b"written elsewhere")
+    assert "late" not in mirror.items
+    assert await mirror.read_through("late") == b"written elsewhere"
+    assert mirror.items["late"] == b"written elsewhere"
+    assert await mirror.read_through("never") is None
+
+
+async def test_the_router_catalog_finds_a_target_created_a_moment_ago(nc: NATS, subjects: Subjects) -> None:
+    js = nc.jetstream()
+    buckets = [await ensure_bucket(js, spec(subjects)) for spec in (bindings_bucket, agents_bucket, pipelines_bucket)]
+    catalog = Catalog(*buckets)
+    await catalog.start()
+    await catalog.stop()  # freeze the watches, as a lagging one would be
+    agent = {"kind": "Agent", "id": "fresh", "agent_kind": "playbook", "events": ["*"]}
+    await buckets[1].put("fresh", json.dumps(agent).encode())
+    assert catalog.agent("fresh") is None
+    assert await catalog.read_through([RunTarget(type="agent", id="fresh"), RunTarget(type="pipeline", id="none")])
+    routing = catalog.agent("fresh")
+    assert routing is not None and routing.enabled
+    assert not await catalog.read_through([RunTarget(type="agent", id="missing")])
