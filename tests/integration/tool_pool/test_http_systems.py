@@ -49,7 +49,8 @@ def answer(request: Recorded) -> Reply:
     if request.path.startswith("/devices/"):
         return Reply.json({"code": 0, "data": {"id": int(request.path.rsplit("/", 1)[1])}})
     body = json.loads(request.body or b"{}")
-    return Reply.json({"code": 0, "data": {"order": 7}}, delay=3.0 if body.get("item") == "slow" else 0.0)
+    # Far past the 1 s timeout: even a gateway starved of CPU for seconds sees the timeout first.
+    return Reply.json({"code": 0, "data": {"order": 7}}, delay=10.0 if body.get("item") == "slow" else 0.0)
 
 
 @pytest.fixture
