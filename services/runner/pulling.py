@@ -46,3 +46,14 @@ async def pull_into_tasks(
             task = asyncio.create_task(handle(msg), name=f"{task_name}-{msg.metadata.sequence.stream}")
             running.add(task)
             task.add_done_callback(running.discard)
+
+
+async def keep_in_progress(msg: Msg, every: float) -> None:
+    """Tell JetStream the message is still being worked on, every `every` seconds, until
+    cancelled: a long run or resume keeps its message without a shorter ack wait."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await msg.in_progress()
+        except Exception as exc:
+            log.warning("heartbeat failed", subject=msg.subject, error=str(exc))

@@ -31,7 +31,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from services.runner import interactions, statemachine
 from services.runner.config import RunnerConfig
 from services.runner.executor import Executor
-from services.runner.pulling import pull_into_tasks
+from services.runner.pulling import keep_in_progress, pull_into_tasks
 from services.runner.tasks import TaskStore
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.task import Task, TaskError, TaskStep
@@ -94,7 +94,7 @@ class Resumer:
                 task.cancel()
 
     async def _handle(self, msg: Msg) -> None:
-        beat = asyncio.create_task(self._heartbeat(msg), name="resume-heartbeat")
+        beat = asyncio.create_task(keep_in_progress(msg, self._config.heartbeat), name="resume-heartbeat")
         outcome: Outcome = "nak"
         try:
             outcome = await self.handle(msg.data, redelivered=msg.metadata.num_delivered > 1)
@@ -113,14 +113,6 @@ class Resumer:
                 await msg.nak(delay=min(2.0 * msg.metadata.num_delivered, 30.0))
         except Exception as exc:
             log.warning("could not settle a resume event", outcome=outcome, error=str(exc))
-
-    async def _heartbeat(self, msg: Msg) -> None:
-        while True:
-            await asyncio.sleep(self._config.heartbeat)
-            try:
-                await msg.in_progress()
-            except Exception as exc:
-                log.warning("heartbeat failed", subject=msg.subject, error=str(exc))
 
     # -- what each event does --------------------------------------------------------------------
     async def handle(self, data: bytes, *, redelivered: bool = False) -> Outcome:

@@ -18,7 +18,7 @@ from nats.js import JetStreamContext
 
 from services.runner.config import RunnerConfig
 from services.runner.executor import Executor, InvalidRun, Verdict
-from services.runner.pulling import pull_into_tasks
+from services.runner.pulling import keep_in_progress, pull_into_tasks
 from shared.deadletter import dead_letter
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -92,7 +92,7 @@ class Worker:
 
     async def _handle(self, msg: Msg) -> None:
         self.stats.received += 1
-        beat = asyncio.create_task(self._heartbeat(msg), name="run-heartbeat")
+        beat = asyncio.create_task(keep_in_progress(msg, self._config.heartbeat), name="run-heartbeat")
         verdict: Verdict = "retry"
         try:
             verdict = await self._executor.handle_run(msg.data, deliveries=msg.metadata.num_delivered,
@@ -123,14 +123,6 @@ class Worker:
                 await msg.term()
         except Exception as exc:  # the message returns after the ack wait; the task state holds
             log.warning("could not settle a run message", verdict=verdict, error=str(exc))
-
-    async def _heartbeat(self, msg: Msg) -> None:
-        while True:
-            await asyncio.sleep(self._config.heartbeat)
-            try:
-                await msg.in_progress()
-            except Exception as exc:
-                log.warning("heartbeat failed", subject=msg.subject, error=str(exc))
 
     async def _dead_letter(self, msg: Msg, reason: str) -> Verdict:
         meta = msg.metadata
