@@ -81,3 +81,32 @@ async def pool(nc: NATS, subjects: Subjects, spawn: Any, tmp_path: Path) -> Asyn
 
 def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
+
+
+async def gateway_with_orders(nc: NATS, subjects: Subjects, spawn: Any, folder: Path, *, base_url: str,
+                              spec: dict[str, Any], cooldown: float, env: dict[str, str] | None = None
+                              ) -> tuple[Pool, dict[str, Any]]:
+    """A gateway process (no apps) with the HTTP system `orders` at `base_url` (business contract
+    `code == 0`, circuit opening after 2 transport failures) and `spec`'s operations imported
+    as drafts; (the pool, what the import answered)."""
+    config = folder / "apps.yml"
+    config.write_text("apps: {}\n")
+    spec_file = folder / "orders.yaml"
+    spec_file.write_text(yaml.safe_dump(spec))
+    spawn("services.mcp_gateway", tag="gateway", AURORA_APPS_CONFIG=str(config), **(env or {}))
+    pool = Pool(nc, subjects)
+    deadline = asyncio.get_running_loop().time() + 30
+    while True:
+        try:
+            await pool.admin("systems", "apply", {"document": {
+                "kind": "System", "name": "orders", "type": "http", "base_url": base_url, "timeout_seconds": 1.0,
+                "contract": {"success_field": "code", "success_values": [0], "message_field": "msg"},
+                "circuit": {"failure_threshold": 2, "cooldown_seconds": cooldown}}})
+            break
+        except Exception:
+            if asyncio.get_running_loop().time() > deadline:
+                raise
+            await asyncio.sleep(0.2)
+    imported = await pool.admin("systems", "import_openapi", {"name": "orders", "base_url": base_url,
+                                                              "spec": str(spec_file)})
+    return pool, imported

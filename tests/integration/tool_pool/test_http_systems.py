@@ -5,18 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
-from tests.integration.tool_pool.conftest import Pool
+from tests.integration.tool_pool.conftest import Pool, gateway_with_orders
 
 SPEC = {
     "openapi": "3.0.3",
@@ -63,26 +61,8 @@ def server() -> Iterator[RecordingServer]:
 @pytest.fixture
 async def http_pool(nc: NATS, subjects: Subjects, spawn: Any, tmp_path: Path,
                     server: RecordingServer) -> AsyncIterator[Pool]:
-    config = tmp_path / "apps.yml"
-    config.write_text("apps: {}\n")
-    spec = tmp_path / "orders.yaml"
-    spec.write_text(yaml.safe_dump(SPEC))
-    spawn("services.mcp_gateway", tag="gateway", AURORA_APPS_CONFIG=str(config))
-    pool = Pool(nc, subjects)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            await pool.admin("systems", "apply", {"document": {
-                "kind": "System", "name": "orders", "type": "http", "base_url": server.url, "timeout_seconds": 1.0,
-                "contract": {"success_field": "code", "success_values": [0], "message_field": "msg"},
-                "circuit": {"failure_threshold": 2, "cooldown_seconds": 1.0}}})
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.2)
-    imported = await pool.admin("systems", "import_openapi", {"name": "orders", "base_url": server.url,
-                                                              "spec": str(spec)})
+    pool, imported = await gateway_with_orders(nc, subjects, spawn, tmp_path, base_url=server.url, spec=SPEC,
+                                               cooldown=1.0)
     assert sorted(imported["created"]) == ["orders.createOrder", "orders.getDevice"], imported
     yield pool
 

@@ -18,7 +18,6 @@ from typing import Any
 
 import msgspec
 import pytest
-import yaml
 from nats.aio.client import Client as NATS
 from nats.js.api import RawStreamMsg
 from nats.js.errors import NotFoundError
@@ -31,7 +30,7 @@ from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnve
 from shared.streams import agents_bucket, ensure_bucket
 from shared.subjects import Subjects
 from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
-from tests.integration.tool_pool.conftest import Pool
+from tests.integration.tool_pool.conftest import Pool, gateway_with_orders
 
 AGENT = "buyer"
 READ, WRITE = "orders.getDevice", "orders.createOrder"
@@ -84,28 +83,10 @@ async def orders(nc: NATS, subjects: Subjects, spawn: Any, tmp_path: Path, serve
                  gateway_env: dict[str, str]) -> AsyncIterator[Pool]:
     """A gateway with the HTTP system `orders` (business contract `code == 0`, circuit opening
     after 2 transport failures), its two tools published, and agent `buyer` bound to both."""
-    config = tmp_path / "apps.yml"
-    config.write_text("apps: {}\n")
-    spec = tmp_path / "orders.yaml"
-    spec.write_text(yaml.safe_dump(SPEC))
-    spawn("services.mcp_gateway", tag="gateway", AURORA_APPS_CONFIG=str(config), **gateway_env)
+    pool, imported = await gateway_with_orders(nc, subjects, spawn, tmp_path, base_url=server.url, spec=SPEC,
+                                               cooldown=COOLDOWN, env=gateway_env)
     agents = await ensure_bucket(nc.jetstream(), agents_bucket(subjects))
     await agents.put(AGENT, canonical_json(Agent(id=AGENT, agent_kind="playbook", tools=(READ, WRITE))))
-    pool = Pool(nc, subjects)
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            await pool.admin("systems", "apply", {"document": {
-                "kind": "System", "name": "orders", "type": "http", "base_url": server.url, "timeout_seconds": 1.0,
-                "contract": {"success_field": "code", "success_values": [0], "message_field": "msg"},
-                "circuit": {"failure_threshold": 2, "cooldown_seconds": COOLDOWN}}})
-            break
-        except Exception:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.2)
-    imported = await pool.admin("systems", "import_openapi", {"name": "orders", "base_url": server.url,
-                                                              "spec": str(spec)})
     assert sorted(imported["created"]) == [WRITE, READ], imported
     for name in (READ, WRITE):
         await pool.admin("tools", "review", {"name": name})
