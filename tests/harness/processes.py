@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -99,3 +100,14 @@ def service_env(nats_url: str, **extra: str) -> dict[str, str]:
     env.update({"NATS_URL": nats_url, "PYTHONUNBUFFERED": "1", "AURORA_LOG_LEVEL": "INFO"})
     env.update(extra)
     return env
+
+
+async def logged(process: ServiceProcess, needle: str, timeout: float = 30.0) -> None:
+    """Wait (without blocking the loop) until the process's log holds `needle`."""
+    deadline = time.monotonic() + timeout
+    while needle not in process.logs():
+        if not process.alive():
+            raise AssertionError(f"{process.module} exited ({process.returncode()}):\n{process.logs()[-4000:]}")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{process.module} never logged {needle!r}:\n{process.logs()[-4000:]}")
+        await asyncio.sleep(0.05)

@@ -21,6 +21,7 @@ from nats.js.errors import NotFoundError
 from shared.admin import admin_request
 from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess
+from tests.harness.processes import logged as logged  # one wait-for-log for every test
 
 REPO = Path(__file__).resolve().parents[3]
 PYTHON = sys.executable
@@ -64,17 +65,6 @@ def write_apps(folder: Path, apps: dict[str, dict[str, Any]], name: str = "apps.
 
 
 # -- processes ------------------------------------------------------------------------------
-async def logged(process: ServiceProcess, needle: str, timeout: float = 30.0) -> None:
-    """Wait (without blocking the loop) until the process's log holds `needle`."""
-    deadline = time.monotonic() + timeout
-    while needle not in process.logs():
-        if not process.alive():
-            raise AssertionError(f"{process.module} exited ({process.returncode()}):\n{process.logs()[-4000:]}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{process.module} never logged {needle!r}:\n{process.logs()[-4000:]}")
-        await asyncio.sleep(0.05)
-
-
 async def exited(process: ServiceProcess, timeout: float = 20.0) -> int:
     deadline = time.monotonic() + timeout
     while process.alive():

@@ -19,7 +19,7 @@ from shared.admin import admin_request
 from shared.clock import now_iso
 from shared.contracts.run import run_id_for
 from shared.subjects import Subjects
-from tests.harness.processes import ServiceProcess
+from tests.harness.processes import logged as logged  # one wait-for-log for every test
 
 REPO = Path(__file__).resolve().parents[3]
 PYTHON = sys.executable
@@ -139,16 +139,6 @@ def sent(chat_log: Path) -> list[dict[str, Any]]:
     if not chat_log.exists():
         return []
     return [json.loads(line) for line in chat_log.read_text(encoding="utf-8").splitlines() if line.strip()]
-
-
-async def logged(process: ServiceProcess, needle: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while needle not in process.logs():
-        if not process.alive():
-            raise AssertionError(f"{process.module} exited ({process.returncode()}):\n{process.logs()[-4000:]}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{process.module} never logged {needle!r}:\n{process.logs()[-4000:]}")
-        await asyncio.sleep(0.05)
 
 
 async def poll(probe: Callable[[], Awaitable[Any]], *, timeout: float = 20.0, what: str) -> Any:
