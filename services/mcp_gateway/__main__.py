@@ -122,7 +122,11 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
 
     async def serve(request: Request, operator: bool) -> None:
         try:
-            await request.respond(await handler.handle(request.data, operator=operator))
+            reply, record = await handler.answer(request.data, operator=operator)
+            try:
+                await request.respond(reply)
+            finally:  # audited even when the answer cannot be sent; the caller does not wait for it
+                await handler.report(record)
         finally:
             in_flight.leave()
 

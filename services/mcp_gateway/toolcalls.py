@@ -105,15 +105,17 @@ class ToolCallHandler:
         self._on_result = on_result
         self._on_approval_requested = on_approval_requested
 
-    async def handle(self, data: bytes, *, operator: bool = False) -> bytes:
-        """Answer one call. `operator` is true for calls on the operator subject: only they may
-        go without an agent (an agent-less call elsewhere could come from any runner)."""
+    async def answer(self, data: bytes, *, operator: bool = False) -> tuple[bytes, CallRecord | None]:
+        """The reply to one call, and what to report of it once the reply is on its way (the
+        report is not the caller's to wait for). `operator` is true for calls on the operator
+        subject: only they may go without an agent (an agent-less call elsewhere could come from
+        any runner)."""
         started = time.perf_counter()
         try:
             envelope = decode_request(data)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             malformed = classify.failed("denied", "invalid_request", f"malformed tool call: {exc}")
-            return _reply(None, GATEWAY_APP, malformed)
+            return _reply(None, GATEWAY_APP, malformed), None
         request = envelope.payload
         refusal: tuple[str, str] | None
         if envelope.header.method != METHOD_CALL:
@@ -122,11 +124,10 @@ class ToolCallHandler:
             refusal = _misrouted(request, operator)
         if refusal is not None:  # refused before any tool was looked at: audited all the same
             refused = classify.failed("denied", *refusal)
-            if self._on_result is not None:
-                await self._on_result(CallRecord(request=request, tool=None, result=refused,
-                                                 call_id=envelope.header.message_id, executed=False,
-                                                 anonymous=not operator and request.context.agent is None))
-            return _reply(envelope, GATEWAY_APP, refused)
+            refused_record = CallRecord(request=request, tool=None, result=refused,
+                                        call_id=envelope.header.message_id, executed=False,
+                                        anonymous=not operator and request.context.agent is None)
+            return _reply(envelope, GATEWAY_APP, refused), refused_record
         tool = await self._pool.tool(request.tool)
         system = tool.system if tool is not None else None
         if tool is not None:
@@ -138,19 +139,14 @@ class ToolCallHandler:
             result = classify.failed("denied", "unknown_tool", f"no tool named {request.tool!r}")
             executed = False
         result = msgspec.structs.replace(result, duration_ms=round((time.perf_counter() - started) * 1000, 3))
-        if self._on_result is not None:
-            await self._on_result(
-                CallRecord(
-                    request=request,
-                    tool=tool,
-                    result=result,
-                    system=system,
-                    call_id=envelope.header.message_id,
-                    executed=executed,
-                    trace=envelope.header.trace,
-                )
-            )
-        return _reply(envelope, system or GATEWAY_APP, result)
+        record = CallRecord(request=request, tool=tool, result=result, system=system,
+                            call_id=envelope.header.message_id, executed=executed, trace=envelope.header.trace)
+        return _reply(envelope, system or GATEWAY_APP, result), record
+
+    async def report(self, record: CallRecord | None) -> None:
+        """Audit the call and, when it ran, make it a `tool.*` event."""
+        if record is not None and self._on_result is not None:
+            await self._on_result(record)
 
     async def _run_platform(self, request: ToolCallRequest, spec: PlatformTool) -> tuple[ToolCallResult, bool]:
         """Platform tools are re-checked here at call time: the agent may use this one, the

@@ -14,7 +14,7 @@ round trips on every gateway call (caller → gateway, gateway → supervisor), 
 round trips" is what a gateway with no cost of its own would show.
 
 Environment: BENCH_SEQ sequential calls (default 500), BENCH_CONC concurrent calls (default
-2,000), BENCH_CALLERS concurrent callers (default 32), BENCH_ROUNDS rounds of each (default 2;
+2,000), BENCH_CALLERS concurrent callers (default 32), BENCH_ROUNDS rounds of each (default 3;
 the best round of each counts). Goals: gateway p50 within 1.5x of direct, gateway throughput
 with 32 callers at least 70% of direct.
 """
@@ -283,6 +283,8 @@ def report(seq_direct: Run, seq_gateway: Run, conc_direct: Run, conc_gateway: Ru
     lines.append(f"  floor: direct p50 + 2 NATS round trips = {floor:.2f} ms = {floor / seq_direct.p50:.2f}x direct; "
                  f"the gateway path's own cost above it: {own:.2f} ms")
     lines.append(f"sequential p99: gateway {seq_gateway.pct(0.99) / seq_direct.pct(0.99):.2f}x direct")
+    lines.append(f"{callers} callers p50: gateway {conc_gateway.p50 / conc_direct.p50:.2f}x direct, "
+                 f"p99 {conc_gateway.pct(0.99) / conc_direct.pct(0.99):.2f}x")
     lines.append(f"{callers} callers throughput: gateway {rate_ratio:.0%} of direct "
                  f"(goal >= {THROUGHPUT_GOAL:.0%}: {'met' if rate_ratio >= THROUGHPUT_GOAL else 'NOT met'})")
     return "\n".join(lines)
@@ -292,7 +294,7 @@ async def main() -> None:
     n_seq = env_int("BENCH_SEQ", 500)
     n_conc = env_int("BENCH_CONC", 2000)
     callers = env_int("BENCH_CALLERS", 32)
-    rounds = env_int("BENCH_ROUNDS", 2)
+    rounds = env_int("BENCH_ROUNDS", 3)
     subject = "amp.admin.tools.call"  # an operator call: the echo tool is bound to no agent
     with tempfile.TemporaryDirectory(prefix="aurora-bench-gw-") as tmp:
         platform = Platform(Path(tmp))
