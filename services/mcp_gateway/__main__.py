@@ -125,6 +125,9 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
             reply, record = await handler.answer(request.data, operator=operator)
             try:
                 await request.respond(reply)
+                # `respond` only queues the reply for nats-py's flusher task; letting it run
+                # first puts the reply on the wire before the audit record is built (0.1 ms).
+                await asyncio.sleep(0)
             finally:  # audited even when the answer cannot be sent; the caller does not wait for it
                 await handler.report(record)
         finally:
