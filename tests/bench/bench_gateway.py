@@ -8,10 +8,12 @@ The same tool (`echo` of tests/apps/echo_app.py, a stdio server) is called
     session reaches the app through a real `app-supervisor` process relaying stdio over NATS,
 first sequentially (latency), then with many concurrent callers (throughput).
 
-A third path is measured in the same run as a floor: one plain nats-py request/reply round trip
-to a responder process that answers with the request's bytes. The architecture puts two such
-round trips on every gateway call (caller → gateway, gateway → supervisor), so "direct p50 + two
-round trips" is what a gateway with no cost of its own would show.
+Two more paths are measured in the same run as floors (tests/bench/round_trips.py): one plain
+nats-py request/reply round trip to a responder process that answers with the request's bytes,
+and the same round trip with the NATS protocol written on bare sockets (no client library). The
+architecture puts two such round trips on every gateway call (caller → gateway, gateway →
+supervisor), so "direct p50 + two round trips" is what a gateway with no cost of its own would
+show, and the bare-socket version is what no Python NATS client can go below.
 
 Environment: BENCH_SEQ sequential calls (default 500), BENCH_CONC concurrent calls (default
 2,000), BENCH_CALLERS concurrent callers (default 32), BENCH_ROUNDS rounds of each (default 3;
@@ -43,6 +45,16 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats
 from tests.bench.common import env_int
+from tests.bench.round_trips import (
+    RAW_RESPONDER,
+    RAW_SUBJECT,
+    RESPONDER,
+    SUBJECT,
+    RawRequester,
+    raw_round_trip_call,
+    request_payload,
+    round_trip_call,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 ECHO_APP = REPO / "tests" / "apps" / "echo_app.py"
@@ -51,7 +63,6 @@ THROUGHPUT_GOAL = 0.7
 ARGUMENTS: dict[str, Any] = {"value": {"city": "北京", "n": 42, "t": 21.5, "ok": True, "tags": ["a", "b"]}}
 
 Call = Callable[[], Awaitable[None]]
-ROUND_TRIP_SUBJECT = "bench.round_trip"
 
 
 @dataclass(frozen=True)
@@ -122,36 +133,6 @@ def gateway_call(nc: NATS, subject: str) -> Call:
     return call
 
 
-RESPONDER = """
-import asyncio, sys
-import nats
-
-async def main() -> None:
-    nc = await nats.connect(sys.argv[1])
-
-    async def answer(msg) -> None:
-        await msg.respond(msg.data)
-
-    await nc.subscribe(sys.argv[2], cb=answer)
-    await nc.flush()
-    print("ready", flush=True)
-    await asyncio.Event().wait()
-
-asyncio.run(main())
-"""
-
-
-def round_trip_call(nc: NATS, subject: str) -> Call:
-    """A plain request/reply of the gateway call's size: the cost of one NATS hop and back."""
-    payload = json.dumps({"payload": {"tool": "bench.echo.echo", "arguments": ARGUMENTS, "context": {}}}).encode()
-
-    async def call() -> None:
-        reply = await nc.request(subject, payload, timeout=30)
-        assert reply.data == payload
-
-    return call
-
-
 class Platform:
     """nats-server, app-supervisor and mcp-gateway processes serving the echo app."""
 
@@ -174,14 +155,21 @@ class Platform:
             process = subprocess.Popen([sys.executable, "-m", module], cwd=REPO, env=env, stdout=log,
                                        stderr=subprocess.STDOUT)
             self._processes.append((process, log))
-        log = (self.folder / "responder.log").open("wb")
-        responder = subprocess.Popen([sys.executable, "-c", RESPONDER, self.nats.url, ROUND_TRIP_SUBJECT],
-                                     cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-        self._processes.insert(0, (responder, log))
+        for name, script, responds_on in (("responder", RESPONDER, SUBJECT),
+                                          ("raw-responder", RAW_RESPONDER, RAW_SUBJECT)):
+            log = (self.folder / f"{name}.log").open("wb")
+            responder = subprocess.Popen([sys.executable, "-c", script, self.nats.url, responds_on],
+                                         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+            self._processes.insert(0, (responder, log))
 
-    async def ready(self, nc: NATS, subject: str, timeout: float = 60) -> None:
+    async def ready(self, nc: NATS, raw: RawRequester, subject: str, timeout: float = 60) -> None:
         deadline = time.monotonic() + timeout
-        for call in (gateway_call(nc, subject), round_trip_call(nc, ROUND_TRIP_SUBJECT)):
+        payload = request_payload(ARGUMENTS)
+
+        async def raw_answered() -> None:
+            assert await raw.request(RAW_SUBJECT, payload, timeout=1) == payload
+
+        for call in (gateway_call(nc, subject), round_trip_call(nc, payload), raw_answered):
             await self._until_answered(call, deadline)
 
     async def _until_answered(self, call: Call, deadline: float) -> None:
@@ -266,9 +254,9 @@ def best(runs: list[Run]) -> Run:
 
 
 def report(seq_direct: Run, seq_gateway: Run, conc_direct: Run, conc_gateway: Run, callers: int,
-           round_trip: Run) -> str:
+           round_trip: Run, raw_round_trip: Run) -> str:
     rows = [("", "calls", "p50 ms", "p99 ms", "calls/s")]
-    for run in (seq_direct, seq_gateway, conc_direct, conc_gateway, round_trip):
+    for run in (seq_direct, seq_gateway, conc_direct, conc_gateway, round_trip, raw_round_trip):
         rows.append((run.name, f"{len(run.latencies):,}", f"{run.p50:.2f}", f"{run.pct(0.99):.2f}",
                      f"{run.rate:,.0f}"))
     widths = [max(len(row[i]) for row in rows) for i in range(5)]
@@ -282,6 +270,11 @@ def report(seq_direct: Run, seq_gateway: Run, conc_direct: Run, conc_gateway: Ru
     own = seq_gateway.p50 - floor
     lines.append(f"  floor: direct p50 + 2 NATS round trips = {floor:.2f} ms = {floor / seq_direct.p50:.2f}x direct; "
                  f"the gateway path's own cost above it: {own:.2f} ms")
+    bare = seq_direct.p50 + 2 * raw_round_trip.p50
+    left = P50_GOAL * seq_direct.p50 - bare
+    lines.append(f"  with no NATS client library at all (the protocol on bare sockets): {bare:.2f} ms = "
+                 f"{bare / seq_direct.p50:.2f}x direct, leaving {left:.2f} ms to the goal for the NATS client "
+                 "library, the gateway's checks and the supervisor's relay")
     lines.append(f"sequential p99: gateway {seq_gateway.pct(0.99) / seq_direct.pct(0.99):.2f}x direct")
     lines.append(f"{callers} callers p50: gateway {conc_gateway.p50 / conc_direct.p50:.2f}x direct, "
                  f"p99 {conc_gateway.pct(0.99) / conc_direct.pct(0.99):.2f}x")
@@ -301,7 +294,8 @@ async def main() -> None:
         platform.start()
         try:
             nc = await nats.connect(platform.nats.url, pending_size=64 * 1024 * 1024)
-            await platform.ready(nc, subject)
+            raw = await RawRequester.connect(platform.nats.url)
+            await platform.ready(nc, raw, subject)
             via_gateway = gateway_call(nc, subject)
             params = StdioServerParameters(command=sys.executable, args=[str(ECHO_APP)])
             async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
@@ -309,14 +303,17 @@ async def main() -> None:
                 direct = direct_call(session)
                 for call in (direct, via_gateway):  # warm both paths
                     await sequential("warm-up", call, 50)
-                via_nats = round_trip_call(nc, ROUND_TRIP_SUBJECT)
-                await sequential("warm-up", via_nats, 50)
-                results: dict[str, list[Run]] = {"sd": [], "sg": [], "cd": [], "cg": [], "rt": []}
+                via_nats = round_trip_call(nc, request_payload(ARGUMENTS))
+                via_socket = raw_round_trip_call(raw, request_payload(ARGUMENTS))
+                for call in (via_nats, via_socket):
+                    await sequential("warm-up", call, 50)
+                results: dict[str, list[Run]] = {"sd": [], "sg": [], "cd": [], "cg": [], "rt": [], "raw": []}
                 cpu: dict[str, dict[str, float]] = {}
                 for r in range(rounds):  # interleaved, so drift on a shared machine hits both
                     results["sd"].append(await sequential("direct, sequential", direct, n_seq))
                     results["sg"].append(await sequential("gateway, sequential", via_gateway, n_seq))
                     results["rt"].append(await sequential("NATS round trip", via_nats, n_seq))
+                    results["raw"].append(await sequential("bare-socket round trip", via_socket, n_seq))
                     results["cd"].append(await measured(
                         concurrent(f"direct, {callers} callers", direct, n_conc, callers), cpu))
                     results["cg"].append(await measured(
@@ -325,13 +322,14 @@ async def main() -> None:
                           f"gateway {results['sg'][-1].p50:.2f} ms; {callers} callers direct "
                           f"{results['cd'][-1].rate:,.0f}/s, gateway {results['cg'][-1].rate:,.0f}/s",
                           flush=True)
+            raw.close()
             await nc.close()
         finally:
             platform.stop()
     print(f"gateway benchmark: echo over stdio, {n_seq:,} sequential and {n_conc:,} concurrent calls, "
           f"best of {rounds} round(s)")
     print(report(best(results["sd"]), best(results["sg"]), best(results["cd"]), best(results["cg"]), callers,
-                 best(results["rt"])))
+                 best(results["rt"]), best(results["raw"])))
     print(f"CPU ms per call in each process (last round; the machine has {os.cpu_count()} CPUs):")
     for name, usage in cpu.items():
         total = sum(usage.values())
