@@ -134,14 +134,20 @@ class Resumer:
             return await self._refused(body, verb)
         return "ack"  # approval.requested: nothing to do
 
-    async def _granted(self, approval: dict[str, Any], redelivered: bool) -> Outcome:
+    async def _decided_task(self, approval: dict[str, Any]) -> tuple[str, Task] | None:
+        """The approval's id and the task it was asked for, if both are there."""
         approval_id, task_id = approval.get("id"), approval.get("task_id")
         if not isinstance(approval_id, str) or not isinstance(task_id, str):
-            return "ack"
+            return None
         found = await self._store.get(task_id)
-        if found is None:
+        return (approval_id, found[0]) if found is not None else None
+
+    async def _granted(self, approval: dict[str, Any], redelivered: bool) -> Outcome:
+        decided = await self._decided_task(approval)
+        if decided is None:
             return "ack"
-        task = found[0]
+        approval_id, task = decided
+        task_id = task.id
         action = on_grant(task, approval_id, redelivered=redelivered)
         if action == "wait":
             return "nak"  # the decision beat the runner parking the task for it: come back then
@@ -162,13 +168,12 @@ class Resumer:
         return "nak" if verdict in ("nak", "retry") else "ack"
 
     async def _refused(self, approval: dict[str, Any], verb: str) -> Outcome:
-        approval_id, task_id = approval.get("id"), approval.get("task_id")
-        if not isinstance(approval_id, str) or not isinstance(task_id, str):
+        decided = await self._decided_task(approval)
+        if decided is None:
             return "ack"
-        found = await self._store.get(task_id)
-        if found is None:
-            return "ack"
-        action = on_refusal(found[0], approval_id)
+        approval_id, task = decided
+        task_id = task.id
+        action = on_refusal(task, approval_id)
         if action != "cancel":
             return "nak" if action == "wait" else "ack"
         if verb == "denied":
