@@ -192,11 +192,17 @@ class Resumer:
 
     async def _move(self, task_id: str, approval_id: str, change: Callable[[Task], Task]) -> Task | None:
         """Apply `change` if the task still waits for this approval (compare-and-set)."""
+        return await self._move_if(task_id, lambda t: t.approval_id == approval_id, change)
+
+    async def _move_if(self, task_id: str, waits_for_it: Callable[[Task], bool],
+                       change: Callable[[Task], Task]) -> Task | None:
+        """Apply `change` if the task is still parked on what `waits_for_it` checks (compare-and-set);
+        None when it is not (another runner or an earlier delivery moved it first)."""
         applied = False
 
         def guarded(task: Task) -> Task:
             nonlocal applied
-            if task.state != "awaiting_approval" or task.approval_id != approval_id:
+            if task.state != "awaiting_approval" or not waits_for_it(task):
                 return task
             applied = True
             return change(task)
@@ -232,18 +238,12 @@ class Resumer:
             at = event.header.timestamp
             answered = interactions.answered_step(waiting, str(value), by=by, at=at)
             reason = f"interaction {interaction_id} answered by {by} at {at}"
-            applied = False
 
             def record(current: Task) -> Task:
-                nonlocal applied
-                if current.state != "awaiting_approval" or current.interaction_id != interaction_id:
-                    return current
-                applied = True
                 logged = statemachine.record_steps(current, [answered], now=self._store.clock())
                 return statemachine.transition(logged, "queued", by=by, now=self._store.clock(), reason=reason)
 
-            await self._store.change(task_id, record)
-            if not applied:
+            if await self._move_if(task_id, lambda t: t.interaction_id == interaction_id, record) is None:
                 return "ack"
         elif not (redelivered and task.state in ("queued", "running") and waiting.done):
             return "ack"
