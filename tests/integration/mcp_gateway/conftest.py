@@ -9,6 +9,7 @@ their own stack with the harness's `spawn`.
 
 from __future__ import annotations
 
+import contextlib
 import subprocess
 import time
 import urllib.request
@@ -63,20 +64,27 @@ def _wait_http(url: str, process: subprocess.Popen[bytes], timeout: float = 20.0
     raise AssertionError(f"{url} did not answer within {timeout}s")
 
 
+@contextlib.contextmanager
+def serving_notes(folder: Path, env: dict[str, str] | None = None) -> Iterator[str]:
+    """The notes example app served over Streamable HTTP on a free port (no supervisor); yields
+    its MCP URL. Its output goes to `folder`/notes.log."""
+    port = free_port()
+    with (folder / "notes.log").open("wb") as log:
+        process = subprocess.Popen(
+            [PYTHON, "-m", "apps.aurora_app_notes", "--host", "127.0.0.1", "--port", str(port)],
+            cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
+        try:
+            _wait_http(f"http://127.0.0.1:{port}/healthz", process)
+            yield f"http://127.0.0.1:{port}/mcp"
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
 @pytest.fixture(scope="package")
 def notes_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """The notes example app served over Streamable HTTP on a free port (no supervisor)."""
-    port = free_port()
-    log = (tmp_path_factory.mktemp("notes") / "notes.log").open("wb")
-    process = subprocess.Popen([PYTHON, "-m", "apps.aurora_app_notes", "--host", "127.0.0.1", "--port", str(port)],
-                               cwd=REPO, stdout=log, stderr=subprocess.STDOUT)
-    try:
-        _wait_http(f"http://127.0.0.1:{port}/healthz", process)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
-        log.close()
+    with serving_notes(tmp_path_factory.mktemp("notes")) as url:
+        yield url
 
 
 @pytest.fixture(scope="package")

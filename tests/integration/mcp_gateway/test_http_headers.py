@@ -4,7 +4,6 @@ expanded when the gateway connects, and the secret never shows in the gateway's 
 from __future__ import annotations
 
 import os
-import subprocess
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -12,10 +11,9 @@ from pathlib import Path
 import pytest
 from nats.aio.client import Client as NATS
 
-from aurora_cli.localnats import free_port
 from shared.admin import admin_request
 from shared.subjects import Subjects
-from tests.integration.mcp_gateway.conftest import PYTHON, REPO, Stack, _wait_http
+from tests.integration.mcp_gateway.conftest import Stack, serving_notes
 from tests.integration.mcp_gateway.helpers import call_until_ok, poll, write_apps
 
 SECRET = f"s3cret-{uuid.uuid4().hex}"
@@ -24,17 +22,8 @@ SECRET = f"s3cret-{uuid.uuid4().hex}"
 @pytest.fixture
 def guarded_notes(tmp_path: Path) -> Iterator[str]:
     """The notes app refusing every request without `Authorization: Bearer <SECRET>`."""
-    port = free_port()
-    env = {**os.environ, "AURORA_NOTES_TOKEN": SECRET}
-    with (tmp_path / "notes.log").open("wb") as log:
-        process = subprocess.Popen([PYTHON, "-m", "apps.aurora_app_notes", "--port", str(port)], cwd=REPO, env=env,
-                                   stdout=log, stderr=subprocess.STDOUT)
-        try:
-            _wait_http(f"http://127.0.0.1:{port}/healthz", process)
-            yield f"http://127.0.0.1:{port}/mcp"
-        finally:
-            process.terminate()
-            process.wait(10)
+    with serving_notes(tmp_path, {**os.environ, "AURORA_NOTES_TOKEN": SECRET}) as url:
+        yield url
 
 
 def notes_app(url: str) -> dict[str, object]:
