@@ -9,6 +9,7 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 from nats.aio.client import Client as NATS
+from nats.js import JetStreamContext
 
 from aurora_cli.localnats import LocalNats
 from services.event_bridge.mapping import Rejected, map_signal
@@ -102,6 +103,9 @@ async def test_ten_thousand_signals_survive_sigkilled_bridges(
     for threshold in (1500, 4500, 7500):
         await wait_until(lambda t=threshold: _at_least(nc, t), timeout=60,
                          what=f"{threshold} events before kill #{kills + 1}")
+        # Kill while the bridge holds delivered, unacked signals: a kill between two batches
+        # would interrupt nothing, and the redelivery check below would depend on luck.
+        await wait_until(lambda: _in_flight(js), timeout=30, what=f"signals in flight before kill #{kills + 1}")
         bridge.kill()
         kills += 1
         assert not bridge.alive()
@@ -117,6 +121,11 @@ async def test_ten_thousand_signals_survive_sigkilled_bridges(
     assert consumer.delivered.consumer_seq > len(signals)
     assert kills == 3 and bridge.alive()
     assert bridge.logs().count('"started"') == 4
+
+
+async def _in_flight(js: JetStreamContext) -> bool:
+    info = await js.consumer_info("AMP_SIGNALS", "event-bridge")
+    return info.num_ack_pending > 0
 
 
 async def _at_least(nc: NATS, count: int) -> bool:
