@@ -86,25 +86,31 @@ class Executor:
             found = await self._store.get(run.run_id)
             if found is None:
                 return "retry"
-        return await self.resume(*found, stopping=stopping)
+        # A run delivered again means its runner stopped acking it: a task still `running` is taken over.
+        return await self.resume(*found, stopping=stopping, take_over=deliveries > 1)
 
     async def resume_task(self, task_id: str, *, approvals: Mapping[str, str] | None = None,
-                          stopping: asyncio.Event | None = None) -> Verdict | None:
+                          stopping: asyncio.Event | None = None, take_over: bool = False) -> Verdict | None:
         """Resume a stored task by id, no run message needed (None: no such task). For a task
         awaiting approval, `approvals` maps the waiting step (`recovery.waiting_for_approval`)
         to the granted approval's id; that step's tool is called again with it, and no step
         that finished is run again. Whoever calls this must make the call durable (e.g. from
-        a consumer that acks only after it returns): unlike a run, nothing redelivers it."""
+        a consumer that acks only after it returns): unlike a run, nothing redelivers it.
+        A task another runner is running is left to it ("drop") unless `take_over` says that
+        runner stopped (the message that resumed it came again)."""
         found = await self._store.get(task_id)
         if found is None:
             return None
-        return await self.resume(*found, stopping=stopping or asyncio.Event(), approvals=approvals)
+        return await self.resume(*found, stopping=stopping or asyncio.Event(), approvals=approvals,
+                                 take_over=take_over)
 
     async def resume(self, task: Task, revision: int, *, stopping: asyncio.Event,
-                     approvals: Mapping[str, str] | None = None) -> Verdict:
+                     approvals: Mapping[str, str] | None = None, take_over: bool = False) -> Verdict:
         """Continue a stored task from its step log (completed steps are not run again)."""
         if task.terminal or (task.state == "awaiting_approval" and not approvals):
             return "ack"
+        if task.state == "running" and not take_over:
+            return "drop"  # its runner is alive as far as anyone knows: taking over would race it
         handle = self._store.handle(task, revision)
         now = self._store.clock()
         try:

@@ -164,7 +164,7 @@ class Resumer:
                 return "ack"
         log.info("approval granted: resuming the task", task=task_id, approval=approval_id, step=step.id)
         verdict = await self._executor.resume_task(task_id, approvals={step.id: approval_id},
-                                                   stopping=self._stopping)
+                                                   stopping=self._stopping, take_over=redelivered)
         return "nak" if verdict in ("nak", "retry") else "ack"
 
     async def _refused(self, approval: dict[str, Any], verb: str) -> Outcome:
@@ -248,7 +248,7 @@ class Resumer:
         elif not (redelivered and task.state in ("queued", "running") and waiting.done):
             return "ack"
         log.info("interaction answered: resuming the task", task=task_id, interaction=interaction_id)
-        verdict = await self._executor.resume_task(task_id, stopping=self._stopping)
+        verdict = await self._executor.resume_task(task_id, stopping=self._stopping, take_over=redelivered)
         return "nak" if verdict in ("nak", "retry") else "ack"
 
 

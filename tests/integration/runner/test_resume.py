@@ -11,18 +11,22 @@ import json
 import uuid
 from collections.abc import AsyncIterator
 
+import msgspec
 import pytest
 from nats.aio.client import Client as NATS
 
+from services.runner import statemachine
 from services.runner.config import RunnerConfig
 from services.runner.recovery import waiting_for_approval
 from services.runner.service import RunnerService
 from shared.admin import admin_request
 from shared.contracts.task import decode_task
+from shared.streams import tasks_bucket
 from shared.subjects import Subjects
 from tests.integration.runner.conftest import Stack
 from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, settled, task_id_of
 from tests.integration.runner.test_recovery import _counter
+from tests.unit.runner.factories import NOW, a_run, an_event
 
 
 @pytest.fixture
@@ -72,3 +76,28 @@ async def test_a_granted_approval_resumes_the_task_and_the_write_runs_once(
     assert await runner.executor.resume_task(task_id, approvals={step.id: waiting["approval_id"]}) == "ack"
     await asyncio.sleep(0.2)
     assert await _counter(snc, subjects, case) == 1  # a finished task is not run again
+
+
+async def test_a_running_task_is_taken_over_only_when_its_runner_is_known_to_have_stopped(
+        stack: Stack, snc: NATS, subjects: Subjects, runner: RunnerService) -> None:
+    # A resume racing a live runner (say, a grant handled while another runner already resumed
+    # the task) must leave the task alone; a resume message that came again means the runner
+    # holding the task stopped, and only then is it taken over.
+    run_id = f"held-{uuid.uuid4().hex[:8]}"
+    held = statemachine.new_task(msgspec.structs.replace(a_run(), run_id=run_id), an_event(),
+                                 runner="runner-elsewhere", now=NOW)
+    kv = await snc.jetstream().key_value(tasks_bucket(subjects).name)
+    await kv.create(run_id, msgspec.json.encode(held))
+
+    assert await runner.executor.resume_task(run_id) == "drop"
+    entry = await kv.get(run_id)
+    assert entry.value is not None
+    kept = decode_task(entry.value)
+    assert (kept.state, kept.attempts, kept.runner) == ("running", 1, "runner-elsewhere")
+
+    assert await runner.executor.resume_task(run_id, take_over=True) == "ack"
+    entry = await kv.get(run_id)
+    assert entry.value is not None
+    taken = decode_task(entry.value)
+    assert (taken.attempts, taken.runner) == (2, "in-process")
+    assert any(t.reason == "resumed after attempt 1 (runner runner-elsewhere) stopped" for t in taken.transitions)
