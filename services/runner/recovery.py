@@ -11,9 +11,12 @@
 from __future__ import annotations
 
 import json
-from typing import Literal
+from typing import Any, Literal
 
-from shared.contracts.task import Task, TaskStep
+import msgspec
+
+from shared.contracts.audit import AuditRecord
+from shared.contracts.task import StepError, Task, TaskStep
 
 Action = Literal["run", "reuse", "repeat", "look_up"]
 
@@ -60,3 +63,25 @@ def unverified_check(step: TaskStep, *, reason: str = LOST, system: str | None =
         f"(step {step.id}, call {step.call_id or '?'}, started {step.started_at}): {reason}; "
         "it was not repeated"
     )
+
+
+def from_audit(step: TaskStep, record: AuditRecord) -> TaskStep:
+    """A started write finished with what the gateway audited for its call. The audit keeps a
+    summary of the result (at most 512 characters, secret fields redacted): when that summary
+    is a whole JSON object it is the structured result later steps and the answer read."""
+    error = StepError(code=record.error_code, message=record.error_message or "") if record.error_code else None
+    return msgspec.structs.replace(
+        step, status="finished", finished_at=record.at, classification=record.status,  # type: ignore[arg-type]
+        error=error, approval_id=record.approval_id or step.approval_id, text=record.output_summary or None,
+        structured=structured_summary(record.output_summary),
+        note=f"outcome not recorded before a crash; recovered from the gateway audit of call {record.call_id}",
+    )
+
+
+def structured_summary(summary: str) -> dict[str, Any] | None:
+    """The audited result as an object, or None (a truncated summary, or content blocks)."""
+    try:
+        value = json.loads(summary)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None

@@ -22,8 +22,7 @@ from services.runner.errors import Unverified
 from services.runner.results import bounded, business_ids, error_of, text_of, truncate
 from services.runner.toolclient import REPLY_MARGIN, ToolClient, call_id_for
 from shared.clock import now_iso
-from shared.contracts.audit import AuditRecord
-from shared.contracts.task import StepError, TaskStep
+from shared.contracts.task import TaskStep
 from shared.contracts.toolcall import ToolActor, ToolCallContext, ToolCallRequest, ToolCallResult
 from shared.logs import get_logger
 
@@ -114,7 +113,7 @@ class ToolSteps:
         record = await self._audit.find(step.call_id, since=step.started_at) if step.call_id else None
         if record is not None:
             log.info("write outcome recovered from the audit", task=ctx.task_id, step=step.id, status=record.status)
-            return _from_audit(step, record)
+            return recovery.from_audit(step, record)
         if verify is not None:
             found = await verify()
             if found is True:
@@ -133,12 +132,3 @@ async def _after_call_window(step: TaskStep, timeout: float) -> None:
     remaining = timeout + REPLY_MARGIN - (datetime.now(UTC) - started).total_seconds()
     if remaining > 0:
         await asyncio.sleep(remaining)
-
-
-def _from_audit(step: TaskStep, record: AuditRecord) -> TaskStep:
-    error = StepError(code=record.error_code, message=record.error_message or "") if record.error_code else None
-    return msgspec.structs.replace(
-        step, status="finished", finished_at=record.at, classification=record.status,  # type: ignore[arg-type]
-        error=error, approval_id=record.approval_id or step.approval_id, text=record.output_summary or None,
-        note=f"outcome not recorded before a crash; recovered from the gateway audit of call {record.call_id}",
-    )

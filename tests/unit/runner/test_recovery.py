@@ -5,8 +5,15 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from services.runner.recovery import action_for, pending_lookups, unverified_check, waiting_for_approval
+from services.runner.recovery import (
+    action_for,
+    from_audit,
+    pending_lookups,
+    unverified_check,
+    waiting_for_approval,
+)
 from services.runner.statemachine import new_task, record_steps, transition
+from shared.contracts.audit import AuditRecord
 from tests.unit.runner.factories import NOW, a_run, a_step, an_event
 
 
@@ -66,3 +73,30 @@ def test_the_step_an_approval_resumes_is_the_one_that_asked_for_it() -> None:
     step = waiting_for_approval(waiting)
     assert step is not None and step.id == "book"
     assert waiting_for_approval(msgspec.structs.replace(waiting, approval_id="apr-other")) is None
+
+
+def _audited(**fields: object) -> AuditRecord:
+    return AuditRecord(**{"call_id": "call-1", "at": "2026-01-01T00:00:05+00:00", "tool": "app.write",
+                          "system": "app", "caller": "agent:helper", "status": "ok", **fields})
+
+
+def test_a_write_recovered_from_the_audit_keeps_its_structured_result_for_later_steps() -> None:
+    step = a_step("count", status="started", side_effect="write", call_id="call-1")
+    recovered = from_audit(step, _audited(output_summary='{"key":"k","count":1}', approval_id="apr-1"))
+    assert recovered.status == "finished" and recovered.classification == "ok"
+    assert recovered.structured == {"key": "k", "count": 1}
+    assert recovered.finished_at == "2026-01-01T00:00:05+00:00" and recovered.approval_id == "apr-1"
+    assert recovered.note is not None and "call-1" in recovered.note
+
+
+@pytest.mark.parametrize("summary", ['{"key":"k","text":"long…', '[{"type":"text","text":"done"}]', ""])
+def test_a_truncated_or_unstructured_audit_summary_is_kept_as_text_only(summary: str) -> None:
+    recovered = from_audit(a_step(status="started", side_effect="write"), _audited(output_summary=summary))
+    assert recovered.structured is None and recovered.text == (summary or None)
+
+
+def test_a_failed_write_recovered_from_the_audit_keeps_its_error() -> None:
+    recovered = from_audit(a_step(status="started", side_effect="write"),
+                           _audited(status="business_error", error_code="rejected", error_message="no stock"))
+    assert recovered.classification == "business_error"
+    assert recovered.error is not None and (recovered.error.code, recovered.error.message) == ("rejected", "no stock")
