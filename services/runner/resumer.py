@@ -164,7 +164,7 @@ class Resumer:
                 return "ack"
         log.info("approval granted: resuming the task", task=task_id, approval=approval_id, step=step.id)
         verdict = await self._executor.resume_task(task_id, approvals={step.id: approval_id},
-                                                   stopping=self._stopping, take_over=redelivered)
+                                                   stopping=self._stopping, take_over=action == "resume")
         return "nak" if verdict in ("nak", "retry") else "ack"
 
     async def _refused(self, approval: dict[str, Any], verb: str) -> Outcome:
@@ -232,7 +232,8 @@ class Resumer:
         if target is not None and target.session_id and session and session != target.session_id:
             log.warning("an answer from another conversation ignored", task=task_id, interaction=interaction_id)
             return "ack"
-        if task.state == "awaiting_approval" and task.interaction_id == interaction_id and not waiting.done:
+        parked = task.state == "awaiting_approval" and task.interaction_id == interaction_id and not waiting.done
+        if parked:
             actor = event.payload.actor
             by = f"{actor.kind} {actor.id}" if actor is not None else "the user"
             at = event.header.timestamp
@@ -248,7 +249,8 @@ class Resumer:
         elif not (redelivered and task.state in ("queued", "running") and waiting.done):
             return "ack"
         log.info("interaction answered: resuming the task", task=task_id, interaction=interaction_id)
-        verdict = await self._executor.resume_task(task_id, stopping=self._stopping, take_over=redelivered)
+        # Not parked: an earlier delivery recorded the answer and its runner stopped mid-resume.
+        verdict = await self._executor.resume_task(task_id, stopping=self._stopping, take_over=not parked)
         return "nak" if verdict in ("nak", "retry") else "ack"
 
 

@@ -18,15 +18,17 @@ from nats.aio.client import Client as NATS
 from services.runner import statemachine
 from services.runner.config import RunnerConfig
 from services.runner.recovery import waiting_for_approval
+from services.runner.resumer import GATEWAY_APP, Resumer, granted_reason
 from services.runner.service import RunnerService
+from services.runner.tasks import TaskStore
 from shared.admin import admin_request
-from shared.contracts.task import decode_task
+from shared.contracts.task import Task, decode_task
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
 from tests.integration.runner.conftest import Stack
 from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, settled, task_id_of
 from tests.integration.runner.test_recovery import _counter
-from tests.unit.runner.factories import NOW, a_run, an_event
+from tests.unit.runner.factories import NOW, a_run, a_step, an_event
 
 
 @pytest.fixture
@@ -101,3 +103,38 @@ async def test_a_running_task_is_taken_over_only_when_its_runner_is_known_to_hav
     taken = decode_task(entry.value)
     assert (taken.attempts, taken.runner) == (2, "in-process")
     assert any(t.reason == "resumed after attempt 1 (runner runner-elsewhere) stopped" for t in taken.transitions)
+
+
+async def test_a_grant_delivered_again_takes_over_the_task_its_resuming_runner_left_running(
+        stack: Stack, snc: NATS, subjects: Subjects, runner: RunnerService) -> None:
+    # The grant was applied and a runner began resuming the task, then stopped: the grant event
+    # comes again (its message was never acked) and is the only thing that can move the task on.
+    approval, run_id = f"apr-{uuid.uuid4().hex[:8]}", f"left-{uuid.uuid4().hex[:8]}"
+    asked = statemachine.record_steps(
+        statemachine.new_task(msgspec.structs.replace(a_run(), run_id=run_id), an_event(), runner="r0", now=NOW),
+        [a_step("count", side_effect="write", classification="needs_approval", approval_id=approval)], now=NOW)
+    parked = statemachine.transition(asked, "awaiting_approval", by="r0", now=NOW, approval_id=approval)
+    granted = statemachine.transition(parked, "queued", by="alice", now=NOW,
+                                      reason=f"{granted_reason(approval)} by alice at {NOW}")
+    left = statemachine.claim(granted, runner="stopped-runner", now=NOW)
+    js = snc.jetstream()
+    kv = await js.key_value(tasks_bucket(subjects).name)
+    await kv.create(run_id, msgspec.json.encode(left))
+
+    async def unpublished(task: Task) -> None:
+        return None
+
+    store = TaskStore(kv, unpublished, js=js, bucket=tasks_bucket(subjects).name)
+    resumer = Resumer(js, subjects, store, runner.executor, RunnerConfig(instance="in-process"), stream="unused")
+    grant = msgspec.json.encode({
+        "header": {"method": "aurora/event", "message_id": f"evt-{approval}", "timestamp": NOW,
+                   "source": {"app": GATEWAY_APP}},
+        "payload": {"type": "approval.granted", "data": {"id": approval, "task_id": run_id}}})
+
+    assert await resumer.handle(grant, redelivered=True) == "ack"
+    entry = await kv.get(run_id)
+    assert entry.value is not None
+    taken = decode_task(entry.value)
+    assert (taken.attempts, taken.runner) == (left.attempts + 1, "in-process")
+    assert any(t.reason == f"resumed after attempt {left.attempts} (runner stopped-runner) stopped"
+               for t in taken.transitions)
