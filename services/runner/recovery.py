@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 import msgspec
 
+from services.runner.results import business_ids
 from shared.contracts.audit import AuditRecord
 from shared.contracts.task import StepError, Task, TaskStep
 
@@ -68,12 +69,14 @@ def unverified_check(step: TaskStep, *, reason: str = LOST, system: str | None =
 def from_audit(step: TaskStep, record: AuditRecord) -> TaskStep:
     """A started write finished with what the gateway audited for its call. The audit keeps a
     summary of the result (at most 512 characters, secret fields redacted): when that summary
-    is a whole JSON object it is the structured result later steps and the answer read."""
+    is a whole JSON object it is the structured result later steps and the answer read, and
+    the business ids in it are kept as for a write that finished normally."""
     error = StepError(code=record.error_code, message=record.error_message or "") if record.error_code else None
+    structured = structured_summary(record.output_summary)
     return msgspec.structs.replace(
         step, status="finished", finished_at=record.at, classification=record.status,  # type: ignore[arg-type]
         error=error, approval_id=record.approval_id or step.approval_id, text=record.output_summary or None,
-        structured=structured_summary(record.output_summary),
+        structured=structured, business_ids=business_ids(structured) if structured is not None else {},
         note=f"outcome not recorded before a crash; recovered from the gateway audit of call {record.call_id}",
     )
 

@@ -82,9 +82,10 @@ def _audited(**fields: object) -> AuditRecord:
 
 def test_a_write_recovered_from_the_audit_keeps_its_structured_result_for_later_steps() -> None:
     step = a_step("count", status="started", side_effect="write", call_id="call-1")
-    recovered = from_audit(step, _audited(output_summary='{"key":"k","count":1}', approval_id="apr-1"))
+    recovered = from_audit(step, _audited(output_summary='{"order_id":"o-7","count":1}', approval_id="apr-1"))
     assert recovered.status == "finished" and recovered.classification == "ok"
-    assert recovered.structured == {"key": "k", "count": 1}
+    assert recovered.structured == {"order_id": "o-7", "count": 1}
+    assert recovered.business_ids == {"order_id": "o-7"}
     assert recovered.finished_at == "2026-01-01T00:00:05+00:00" and recovered.approval_id == "apr-1"
     assert recovered.note is not None and "call-1" in recovered.note
 
