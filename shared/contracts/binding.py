@@ -27,9 +27,6 @@ ACTOR_KINDS = ("user", "system", "api")
 PIPELINE_EVENTS = "message."  # pipelines accept `message.*` events only
 MAX_REGEX = 512
 
-Scalar = str | int | float | bool | None
-
-
 def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
