@@ -42,4 +42,3 @@ class HealthStore:
             await self._kv.put(key, _encoder.encode(record))
         except (NatsError, JetStreamError, TimeoutError) as exc:
             log.error("health write failed", key=key, status=record.status, error=str(exc))
-

@@ -27,6 +27,7 @@ ACTOR_KINDS = ("user", "system", "api")
 PIPELINE_EVENTS = "message."  # pipelines accept `message.*` events only
 MAX_REGEX = 512
 
+
 def _is_scalar(value: Any) -> bool:
     return value is None or isinstance(value, str | int | float | bool)
 
