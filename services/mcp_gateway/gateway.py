@@ -27,7 +27,7 @@ from services.mcp_gateway.outbox import Outbox
 from services.mcp_gateway.pool.audit import AuditItem, summarize
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.session import AppSession, TransportFactory
-from services.mcp_gateway.toolcalls import GATEWAY_APP, CallRecord
+from services.mcp_gateway.toolcalls import CallRecord
 from services.mcp_gateway.transports.http import http_transport
 from services.mcp_gateway.transports.nats_stdio import nats_stdio_transport
 from shared.appconfig import AppConfig, AppsConfig
@@ -38,6 +38,7 @@ from shared.contracts.approval import Approval
 from shared.contracts.audit import AuditRecord
 from shared.contracts.health import SessionHealth, SessionStatus, session_key
 from shared.contracts.signals import (
+    GATEWAY_APP,
     LifecycleState,
     PlatformEventSignal,
     ResourceReadSignal,

@@ -15,9 +15,10 @@ from nats.micro.request import Request
 
 from services.mcp_gateway import progress
 from services.mcp_gateway.pool.approvals import ApprovalStore
-from services.mcp_gateway.toolcalls import GATEWAY_APP, CallRecord, ToolCallHandler, result_reply
+from services.mcp_gateway.toolcalls import CallRecord, ToolCallHandler, result_reply
 from shared.admin import request_reply
 from shared.bus import is_jetstream_delivery
+from shared.contracts.signals import GATEWAY_APP
 from shared.contracts.toolcall import ToolCallEnvelope, decode_request
 from shared.logs import get_logger
 

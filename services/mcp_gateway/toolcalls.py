@@ -38,6 +38,7 @@ from shared.clock import now_iso
 from shared.contracts.agent import Agent
 from shared.contracts.approval import Approval, ChatQuestion
 from shared.contracts.envelope import Header, Source, Trace
+from shared.contracts.signals import GATEWAY_APP
 from shared.contracts.system import System
 from shared.contracts.toolcall import (
     METHOD_CALL,
@@ -52,7 +53,6 @@ from shared.contracts.toolcall import (
 from shared.contracts.tooldef import HttpExecution, McpExecution, ToolDefinition
 from shared.logs import get_logger
 
-GATEWAY_APP = "aurora.gateway"
 log = get_logger("aurora.mcp_gateway.toolcalls")
 
 
