@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -13,8 +12,9 @@ import pytest
 from aurora_cli.localnats import free_port
 from tests.harness.processes import REPO, service_env
 
-# A few seconds at most: `connect` would retry for ever, so a value checked after it never exits.
-EXIT_WITHIN = 15.0
+# `connect` would retry for ever, so a value checked after it never exits; unloaded, each exits
+# within 2-3 s (imports), and the margin is for a machine shared by many test runs.
+EXIT_WITHIN = 60.0
 
 
 @pytest.mark.parametrize(("module", "variable", "value"), [
@@ -29,11 +29,9 @@ def test_a_bad_value_exits_2_naming_it_while_nats_is_down(tmp_path: Path, module
     apps = tmp_path / "apps.yml"
     apps.write_text("apps: {}\n", encoding="utf-8")
     env = service_env(f"nats://127.0.0.1:{free_port()}", AURORA_APPS_CONFIG=str(apps), **{variable: value})
-    started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", module], cwd=REPO, env=env, capture_output=True, text=True,
                           timeout=EXIT_WITHIN)
     assert done.returncode == 2, (done.returncode, done.stderr)
-    assert time.monotonic() - started < EXIT_WITHIN
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr
     assert f"{variable}={value!r}" in lines[0] and "must be" in lines[0], lines[0]
