@@ -19,7 +19,7 @@ from services.mcp_gateway.catalog import (
     ToolCatalog,
     check_no_conflicts,
     prefixed_name,
-    side_effect_of,
+    side_effect_of_annotations,
 )
 from services.mcp_gateway.http_systems import HttpSystems
 from services.mcp_gateway.observe import lifecycle_signal, notification_signal
@@ -352,7 +352,7 @@ def _catalog_tool(app: AppConfig, tool: types.Tool) -> CatalogTool:
         input_schema=tool.input_schema,
         output_schema=tool.output_schema,
         annotations=annotations,
-        side_effect=side_effect_of(annotations),
+        side_effect=side_effect_of_annotations(annotations),
     )
 
 

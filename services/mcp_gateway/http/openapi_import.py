@@ -61,7 +61,7 @@ class _Op:
     notes: list[str] = field(default_factory=list)
 
 
-def side_effect_of(method: str) -> SideEffect:
+def side_effect_of_method(method: str) -> SideEffect:
     """GET/HEAD read, DELETE is dangerous, everything else writes."""
     upper = method.upper()
     if upper in ("GET", "HEAD"):
@@ -177,7 +177,7 @@ def _tool(op: _Op, resolver: Resolver, document: dict[str, Any], *, system: str,
             operation_id=op.operation.get("operationId") if isinstance(op.operation.get("operationId"), str)
             else None,
         ),
-        side_effect=side_effect_of(op.method),
+        side_effect=side_effect_of_method(op.method),
         state="DRAFT",
         missing=tuple(dict.fromkeys(missing)),
         changed_by=by,
