@@ -30,7 +30,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from services.runner import interactions, statemachine
 from services.runner.config import RunnerConfig
-from services.runner.executor import Executor
+from services.runner.executor import TaskExecutor
 from services.runner.pulling import keep_in_progress, pull_into_tasks
 from services.runner.tasks import TaskStore
 from shared.contracts.envelope import EventEnvelope
@@ -60,7 +60,7 @@ def resume_consumer(config: RunnerConfig, subjects: Subjects) -> ConsumerConfig:
 
 
 class Resumer:
-    def __init__(self, js: JetStreamContext, subjects: Subjects, store: TaskStore, executor: Executor,
+    def __init__(self, js: JetStreamContext, subjects: Subjects, store: TaskStore, executor: TaskExecutor,
                  config: RunnerConfig, stream: str) -> None:
         self._js = js
         self._subjects = subjects

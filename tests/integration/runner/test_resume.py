@@ -2,7 +2,7 @@
 granted approval — the waiting write is called once, with it; nothing finished runs again.
 
 The runner here runs in this process (against the shared stack's NATS), to call
-`Executor.resume_task` directly, as the approval flow will."""
+`TaskExecutor.resume_task` directly, as the approval flow will."""
 
 from __future__ import annotations
 
