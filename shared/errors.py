@@ -2,6 +2,7 @@
 
 AuroraError
 ├── ConfigError            a setting or config file is wrong (names file, app, field)
+│   └── SettingsError      an environment variable's value is unusable (names it, its value, what it must be)
 ├── EnvelopeError          an AMP envelope failed validation (names the field)
 ├── SubjectError           an id cannot become a subject token, or two ids collide
 └── StreamConfigConflict   an existing JetStream stream/bucket differs from what we need
@@ -26,6 +27,17 @@ class ConfigError(AuroraError):
         self.file = file
         self.app = app
         self.field = field
+
+
+class SettingsError(ConfigError):
+    """An environment variable holds a value the service cannot use."""
+
+    def __init__(self, variable: str, value: str, expected: str) -> None:
+        super().__init__(f"{variable}={value!r} is not valid: it must be {expected}")
+        self.field = variable
+        self.variable = variable
+        self.value = value
+        self.expected = expected
 
 
 class EnvelopeError(AuroraError):

@@ -21,7 +21,6 @@ from shared.contracts.resource import ResourceError, ResourceModel
 from shared.contracts.system import System
 
 APPLY, GET, DELETE = "apply", "get", "delete"
-RESULTS = ("created", "updated", "unchanged")
 
 
 @dataclass(frozen=True)

@@ -6,29 +6,38 @@ import asyncio
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from nats.aio.client import Client as NATS
 
 from shared.bus import connect
 from shared.errors import AuroraError
 from shared.logs import configure_logging, get_logger
-from shared.settings import Settings, load_settings
+from shared.settings import Settings
 from shared.telemetry import setup_tracing
 
 ServiceMain = Callable[[Settings, NATS, asyncio.Event], Awaitable[None]]
+T = TypeVar("T")
 
 
-def run_service(name: str, main: ServiceMain) -> None:
-    """Run `main(settings, nc, stop)` until SIGTERM/SIGINT sets `stop`, then drain NATS.
-
-    A configuration error exits with status 2 and a one-line message; nothing is retried,
-    so a bad config never becomes a crash loop hidden in logs.
-    """
+def load_or_exit(name: str, load: Callable[[], T]) -> T:
+    """Settings are loaded before anything connects (`connect` retries for ever, so a bad
+    value found after it would go unreported while NATS is down): a configuration error
+    exits with status 2 and one line on stderr naming what to fix, never a traceback, and
+    nothing is retried, so a bad config never becomes a crash loop hidden in logs."""
     try:
-        settings = load_settings()
+        return load()
     except AuroraError as exc:
         print(f"aurora-{name}: configuration error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from exc
+        raise SystemExit(2) from None
+
+
+def run_service(name: str, main: ServiceMain, settings: Settings) -> None:
+    """Run `main(settings, nc, stop)` until SIGTERM/SIGINT sets `stop`, then drain NATS.
+
+    `settings` are the ones `__main__` loaded with `load_or_exit(name, load_settings)`, with
+    the service's own, before calling: nothing is read after connecting.
+    """
     configure_logging(name, settings.log_level)
     setup_tracing(name)
     try:

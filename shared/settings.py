@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.errors import ConfigError
+from shared.errors import ConfigError, SettingsError
 from shared.subjects import Subjects
 
 
@@ -31,6 +31,112 @@ class Settings:
     subjects: Subjects
     apps_config: Path
     log_level: str = "INFO"
+
+
+# -- typed readers of environment variables --------------------------------------------------
+# Every service reads its own settings through these, before it connects anywhere: an unset or
+# empty variable gives the default, a bad value raises SettingsError naming the variable, the
+# value and what it must be (the composition root turns that into exit status 2).
+
+_TRUE = ("1", "true", "yes", "on")
+_FALSE = ("0", "false", "no", "off")
+
+
+def _raw(env: Mapping[str, str], name: str) -> str | None:
+    raw = env.get(name)
+    return None if raw is None or raw.strip() == "" else raw.strip()
+
+
+def _bounds(kind: str, minimum: float | None, maximum: float | None) -> str:
+    if minimum is not None and maximum is not None:
+        return f"{kind} from {minimum:g} to {maximum:g}"
+    if minimum is not None:
+        return f"{kind} of at least {minimum:g}"
+    if maximum is not None:
+        return f"{kind} of at most {maximum:g}"
+    return kind
+
+
+def _checked(name: str, raw: str, value: float, kind: str, minimum: float | None, maximum: float | None) -> None:
+    if (minimum is not None and value < minimum) or (maximum is not None and value > maximum) or value != value:
+        raise SettingsError(name, raw, _bounds(kind, minimum, maximum))
+
+
+def read_int(env: Mapping[str, str], name: str, default: int, *, minimum: int | None = None,
+             maximum: int | None = None) -> int:
+    raw = _raw(env, name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SettingsError(name, raw, _bounds("an integer", minimum, maximum)) from None
+    _checked(name, raw, value, "an integer", minimum, maximum)
+    return value
+
+
+def read_float(env: Mapping[str, str], name: str, default: float, *, minimum: float | None = None,
+               maximum: float | None = None) -> float:
+    raw = _raw(env, name)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise SettingsError(name, raw, _bounds("a number", minimum, maximum)) from None
+    if value in (float("inf"), float("-inf")):
+        raise SettingsError(name, raw, _bounds("a finite number", minimum, maximum))
+    _checked(name, raw, value, "a number", minimum, maximum)
+    return value
+
+
+def read_bool(env: Mapping[str, str], name: str, default: bool) -> bool:
+    raw = _raw(env, name)
+    if raw is None:
+        return default
+    if raw.lower() in _TRUE:
+        return True
+    if raw.lower() in _FALSE:
+        return False
+    raise SettingsError(name, raw, "1 or 0 (also true/false, yes/no, on/off)")
+
+
+def read_str(env: Mapping[str, str], name: str, default: str) -> str:
+    return _raw(env, name) or default
+
+
+def read_optional(env: Mapping[str, str], name: str) -> str | None:
+    return _raw(env, name)
+
+
+def read_choice(env: Mapping[str, str], name: str, default: str, choices: tuple[str, ...]) -> str:
+    raw = _raw(env, name)
+    if raw is None:
+        return default
+    if raw not in choices:
+        raise SettingsError(name, raw, "one of " + ", ".join(choices))
+    return raw
+
+
+def read_url(env: Mapping[str, str], name: str, *, schemes: tuple[str, ...] = ("http", "https")) -> str | None:
+    raw = _raw(env, name)
+    if raw is None:
+        return None
+    scheme, sep, rest = raw.partition("://")
+    if not sep or scheme.lower() not in schemes or not rest:
+        raise SettingsError(name, raw, "a URL starting with " + " or ".join(f"{s}://" for s in schemes))
+    return raw
+
+
+def read_path(env: Mapping[str, str], name: str, default: Path | None = None, *,
+              must_exist: bool = False) -> Path | None:
+    raw = _raw(env, name)
+    if raw is None:
+        return default
+    path = Path(raw)
+    if must_exist and not path.exists():
+        raise SettingsError(name, raw, "the path of an existing file or folder")
+    return path
 
 
 def inbox_prefix_for(user: str | None) -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-from collections.abc import Mapping
 
 from opentelemetry import context as otel_context
 from opentelemetry import trace
@@ -20,7 +19,7 @@ _propagator = TraceContextTextMapPropagator()
 _configured = False
 
 
-def setup_tracing(service: str) -> trace.Tracer:
+def setup_tracing(service: str) -> None:
     """Install a tracer provider once per process; spans go to the console only when
     AURORA_TRACE_CONSOLE=1 (an OTLP exporter can be added by the deployment)."""
     global _configured
@@ -30,7 +29,6 @@ def setup_tracing(service: str) -> trace.Tracer:
             provider.add_span_processor(BatchSpanProcessor(ConsoleSpanExporter()))
         trace.set_tracer_provider(provider)
         _configured = True
-    return trace.get_tracer(f"aurora.{service}")
 
 
 def inject_headers(headers: dict[str, str] | None = None, ctx: Context | None = None) -> dict[str, str]:
@@ -38,18 +36,6 @@ def inject_headers(headers: dict[str, str] | None = None, ctx: Context | None = 
     carrier: dict[str, str] = dict(headers or {})
     _propagator.inject(carrier, context=ctx)
     return carrier
-
-
-def extract_context(headers: Mapping[str, str] | None) -> Context:
-    """The trace context a message carried in its NATS headers (or an empty one)."""
-    return _propagator.extract(dict(headers or {}))
-
-
-def envelope_trace(ctx: Context | None = None) -> Trace | None:
-    carrier = inject_headers({}, ctx)
-    if "traceparent" not in carrier:
-        return None
-    return Trace(traceparent=carrier["traceparent"], tracestate=carrier.get("tracestate"))
 
 
 def root_trace(message_id: str) -> Trace:

@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-import os
-import sys
 from functools import partial
 
 from nats.aio.client import Client as NATS
 from nats.micro.service import Service
 
 from services.app_supervisor.admin import serve_admin
-from services.app_supervisor.startup import load_apps, load_options
+from services.app_supervisor.startup import load_app_supervisor_settings
 from services.app_supervisor.supervisor import SupervisedApp, Supervisor, SupervisorOptions
-from shared.errors import AuroraError
-from shared.service import run_service
+from shared.service import load_or_exit, run_service
 from shared.settings import Settings, load_settings
 
 NAME = "app-supervisor"
@@ -37,15 +34,9 @@ async def main(apps: list[SupervisedApp], options: SupervisorOptions, settings: 
 def run() -> None:
     # Checked before connecting to NATS: a bad config or command fails at once, even when
     # NATS is not reachable yet, and nothing has been spawned.
-    try:
-        settings = load_settings()
-        apps = load_apps(settings.apps_config, os.environ)
-        options = load_options(os.environ)
-    except AuroraError as exc:
-        print(f"aurora-{NAME}: configuration error: {exc}", file=sys.stderr)
-        raise SystemExit(2) from exc
-    run_service(NAME, partial(main, apps, options))
-
+    settings = load_or_exit(NAME, load_settings)
+    own = load_or_exit(NAME, lambda: load_app_supervisor_settings(settings.apps_config))
+    run_service(NAME, partial(main, own.apps, own.options), settings)
 
 if __name__ == "__main__":
     run()

@@ -9,7 +9,7 @@ import msgspec
 from nats.aio.client import Client as NATS
 from nats.micro.service import Service
 
-from services.app_supervisor.runner import RestartRefused
+from services.app_supervisor.keeper import RestartRefused
 from services.app_supervisor.supervisor import Supervisor, UnknownApp
 from shared.admin import AdminRequestError, start_admin_service
 from shared.contracts.mcp_relay import RestartRequest

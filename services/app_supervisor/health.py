@@ -42,7 +42,3 @@ class HealthStore:
             await self._kv.put(key, _encoder.encode(record))
         except (NatsError, JetStreamError, TimeoutError) as exc:
             log.error("health write failed", key=key, status=record.status, error=str(exc))
-
-
-def decode_health(data: bytes) -> ProcessHealth:
-    return msgspec.json.decode(data, type=ProcessHealth)

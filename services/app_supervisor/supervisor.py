@@ -16,9 +16,9 @@ from nats.aio.client import Client as NATS
 from services.app_supervisor.backoff import Clock, RestartTracker
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.health import HealthStore
+from services.app_supervisor.keeper import AppKeeper
 from services.app_supervisor.process import AppProcess
 from services.app_supervisor.reporter import NatsReporter, Reporter
-from services.app_supervisor.runner import AppRunner
 from services.app_supervisor.sessions import SessionWatch
 from shared.appconfig import AppConfig
 from shared.contracts.health import ProcessHealth
@@ -59,7 +59,7 @@ class Supervisor:
         self._reporter = reporter or NatsReporter(nc, subjects, self._health)
         self._sessions = SessionWatch(nc, subjects, [(a.spec.app_id, a.spec.instance) for a in apps])
         self._runners = [
-            AppRunner(
+            AppKeeper(
                 app.spec, RestartTracker(app.config.restart, clock), self._reporter,
                 self._new_process, grace=self._options.stop_grace_seconds,
                 command=list(app.config.mcp.command or []),
@@ -87,7 +87,7 @@ class Supervisor:
     def status(self) -> list[ProcessHealth]:
         return [runner.health() for runner in self._runners]
 
-    def runner(self, app: str, instance: str) -> AppRunner:
+    def runner(self, app: str, instance: str) -> AppKeeper:
         for runner in self._runners:
             if instance == runner.spec.instance and app in (runner.spec.app_id, runner.spec.name):
                 return runner
@@ -110,7 +110,7 @@ class Supervisor:
         await self._sessions.stop()
         log.info("all apps stopped")
 
-    async def _stop_after_session(self, runner: AppRunner) -> None:
+    async def _stop_after_session(self, runner: AppKeeper) -> None:
         key = (runner.spec.app_id, runner.spec.instance)
         book = self._sessions.book
         if book.must_wait(key):

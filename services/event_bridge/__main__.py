@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import asyncio
-import os
+from functools import partial
 from typing import Any
 
 from nats.aio.client import Client as NATS
 
 from services.event_bridge.bridge import BridgeConfig, EventBridge
+from services.event_bridge.config import load_event_bridge_settings
 from shared.admin import start_admin_service
-from shared.service import run_service
-from shared.settings import Settings
+from shared.service import load_or_exit, run_service
+from shared.settings import Settings, load_settings
+
+NAME = "event-bridge"
 
 
-async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    config = BridgeConfig(batch=int(os.environ.get("AURORA_BRIDGE_BATCH", "256")))
+async def main(config: BridgeConfig, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     bridge = EventBridge(nc, settings.subjects, config)
     await bridge.start()
 
@@ -40,5 +42,12 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
         await admin.stop()
 
 
+def run() -> None:
+    # Everything is read and checked before connecting: a bad value exits 2 even while NATS is down.
+    settings = load_or_exit(NAME, load_settings)
+    config = load_or_exit(NAME, load_event_bridge_settings)
+    run_service(NAME, partial(main, config), settings)
+
+
 if __name__ == "__main__":
-    run_service("event-bridge", main)
+    run()

@@ -46,7 +46,7 @@ class CatalogTool:
         }
 
 
-def side_effect_of(annotations: Mapping[str, Any] | None) -> SideEffect:
+def side_effect_of_annotations(annotations: Mapping[str, Any] | None) -> SideEffect:
     """From MCP annotations: read-only → read; destructive → dangerous; anything else, including
     no annotations at all, is a write (unknown means write)."""
     hints = annotations or {}

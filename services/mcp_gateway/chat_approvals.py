@@ -26,6 +26,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
 from shared.contracts.approval import Approval, ChatQuestion
 from shared.contracts.envelope import EventEnvelope
+from shared.contracts.signals import INTERACTION_SUBMITTED
 from shared.logs import get_logger
 from shared.streams import ensure_consumer
 from shared.subjects import Subjects
@@ -33,7 +34,6 @@ from shared.subjects import Subjects
 log = get_logger("aurora.mcp_gateway.chat_approvals")
 PREFIX = "apr."
 DURABLE = "gateway-chat-approvals"
-SUBMITTED = "interaction.submitted"
 ALLOW = ("1", "yes", "y", "allow", "ok", "是", "同意", "允许")
 REFUSE = ("2", "no", "n", "refuse", "deny", "否", "拒绝")
 _decode_event = msgspec.json.Decoder(EventEnvelope).decode
@@ -97,7 +97,7 @@ def answers_consumer(subjects: Subjects) -> ConsumerConfig:
         ack_policy=AckPolicy.EXPLICIT,
         ack_wait=30,
         max_deliver=5,
-        filter_subject=f"{subjects.prefix}.evt.*.{SUBMITTED}",
+        filter_subject=f"{subjects.prefix}.evt.*.{INTERACTION_SUBMITTED}",
     )
 
 

@@ -19,7 +19,7 @@ from services.mcp_gateway.catalog import (
     ToolCatalog,
     check_no_conflicts,
     prefixed_name,
-    side_effect_of,
+    side_effect_of_annotations,
 )
 from services.mcp_gateway.http_systems import HttpSystems
 from services.mcp_gateway.observe import lifecycle_signal, notification_signal
@@ -27,7 +27,7 @@ from services.mcp_gateway.outbox import Outbox
 from services.mcp_gateway.pool.audit import AuditItem, summarize
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.session import AppSession, TransportFactory
-from services.mcp_gateway.toolcalls import GATEWAY_APP, CallRecord
+from services.mcp_gateway.toolcalls import CallRecord
 from services.mcp_gateway.transports.http import http_transport
 from services.mcp_gateway.transports.nats_stdio import nats_stdio_transport
 from shared.appconfig import AppConfig, AppsConfig
@@ -38,6 +38,7 @@ from shared.contracts.approval import Approval
 from shared.contracts.audit import AuditRecord
 from shared.contracts.health import SessionHealth, SessionStatus, session_key
 from shared.contracts.signals import (
+    GATEWAY_APP,
     LifecycleState,
     PlatformEventSignal,
     ResourceReadSignal,
@@ -351,7 +352,7 @@ def _catalog_tool(app: AppConfig, tool: types.Tool) -> CatalogTool:
         input_schema=tool.input_schema,
         output_schema=tool.output_schema,
         annotations=annotations,
-        side_effect=side_effect_of(annotations),
+        side_effect=side_effect_of_annotations(annotations),
     )
 
 

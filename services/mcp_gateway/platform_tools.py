@@ -51,10 +51,6 @@ PLATFORM_TOOLS: dict[str, PlatformTool] = {
 }
 
 
-def is_platform_tool(name: str) -> bool:
-    return name.startswith(("event_", "platform_"))
-
-
 @dataclass(frozen=True)
 class Refusal:
     reason: str  # adapter_api_unsupported | event_incompatible | event_target_unavailable | not_allowed | …

@@ -31,12 +31,14 @@ from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
 from services.mcp_gateway.pool.availability import available_tools
 from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
+from services.mcp_gateway.progress import sending
 from services.mcp_gateway.session import AppSession, CallInterrupted, CallTimedOut, SessionUnavailable
 from shared.appconfig import AppsConfig
 from shared.clock import now_iso
 from shared.contracts.agent import Agent
 from shared.contracts.approval import Approval, ChatQuestion
 from shared.contracts.envelope import Header, Source, Trace
+from shared.contracts.signals import GATEWAY_APP
 from shared.contracts.system import System
 from shared.contracts.toolcall import (
     METHOD_CALL,
@@ -51,7 +53,6 @@ from shared.contracts.toolcall import (
 from shared.contracts.tooldef import HttpExecution, McpExecution, ToolDefinition
 from shared.logs import get_logger
 
-GATEWAY_APP = "aurora.gateway"
 log = get_logger("aurora.mcp_gateway.toolcalls")
 
 
@@ -115,7 +116,7 @@ class ToolCallHandler:
             envelope = decode_request(data)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             malformed = classify.failed("denied", "invalid_request", f"malformed tool call: {exc}")
-            return _reply(None, GATEWAY_APP, malformed), None
+            return result_reply(None, GATEWAY_APP, malformed), None
         request = envelope.payload
         refusal: tuple[str, str] | None
         if envelope.header.method != METHOD_CALL:
@@ -127,7 +128,7 @@ class ToolCallHandler:
             refused_record = CallRecord(request=request, tool=None, result=refused,
                                         call_id=envelope.header.message_id, executed=False,
                                         anonymous=not operator and request.context.agent is None)
-            return _reply(envelope, GATEWAY_APP, refused), refused_record
+            return result_reply(envelope, GATEWAY_APP, refused), refused_record
         tool = await self._pool.tool(request.tool)
         system = tool.system if tool is not None else None
         if tool is not None:
@@ -141,7 +142,7 @@ class ToolCallHandler:
         result = msgspec.structs.replace(result, duration_ms=round((time.perf_counter() - started) * 1000, 3))
         record = CallRecord(request=request, tool=tool, result=result, system=system,
                             call_id=envelope.header.message_id, executed=executed, trace=envelope.header.trace)
-        return _reply(envelope, system or GATEWAY_APP, result), record
+        return result_reply(envelope, system or GATEWAY_APP, result), record
 
     async def report(self, record: CallRecord | None) -> None:
         """Audit the call and, when it ran, make it a `tool.*` event."""
@@ -185,6 +186,7 @@ class ToolCallHandler:
             return _suppressed(spec.name, app_tool.name, arguments, spec.side_effect), False
         session = self._sessions.get(app_tool.app_key)
         timeout = app.mcp.call_timeout_seconds
+        sending(request.tool, spec.side_effect)  # from here a failure may follow a call sent
         return await self._call_session(session, app_tool.tool, arguments, spec.side_effect, timeout), True
 
     async def _run(self, request: ToolCallRequest, tool: ToolDefinition, call_id: str) -> tuple[ToolCallResult, bool]:
@@ -201,6 +203,7 @@ class ToolCallHandler:
             if isinstance(gate, ToolCallResult):
                 return gate, False
             approval_id = gate
+        sending(request.tool, tool.side_effect)  # from here a failure may follow a call sent
         result = await self._execute(request, tool, call_id)
         return msgspec.structs.replace(result, approval_id=approval_id), True
 
@@ -368,7 +371,8 @@ def _ms(started: float) -> float:
     return round((time.perf_counter() - started) * 1000, 3)
 
 
-def _reply(request: ToolCallEnvelope | None, app_id: str, result: ToolCallResult) -> bytes:
+def result_reply(request: ToolCallEnvelope | None, app_id: str, result: ToolCallResult) -> bytes:
+    """The reply envelope to `request` (None: it could not be decoded), from `app_id`."""
     header = Header(
         method=METHOD_RESULT,
         message_id=str(uuid.uuid4()),

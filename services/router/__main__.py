@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 from pathlib import Path
 
 from nats.aio.client import Client as NATS
 
-from services.router.config import load_router_settings
+from services.router.config import RouterSettings, load_router_settings
 from services.router.service import RouterService
 from shared.appconfig import load_apps_config
 from shared.logs import get_logger
-from shared.service import run_service
-from shared.settings import Settings
+from shared.service import load_or_exit, run_service
+from shared.settings import Settings, load_settings
 
+NAME = "router"
 log = get_logger("aurora.router")
 
 
@@ -21,14 +23,16 @@ def app_capabilities(path: Path) -> dict[str, tuple[str, ...]]:
     """Each app's declared platform capabilities (its `platform:` map), which every run's
     delivery context carries. The router needs no apps otherwise: without the file, none."""
     if not path.exists():
-        log.info("no apps config; runs carry no app capabilities", file=str(path))
         return {}
     apps = load_apps_config(path)
     return {app.app_id: tuple(sorted(app.platform)) for app in apps.apps.values()}
 
 
-async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    service = RouterService(nc, settings.subjects, load_router_settings(), app_capabilities(settings.apps_config))
+async def main(own: RouterSettings, capabilities: dict[str, tuple[str, ...]], settings: Settings, nc: NATS,
+               stop: asyncio.Event) -> None:
+    if not settings.apps_config.exists():
+        log.info("no apps config; runs carry no app capabilities", file=str(settings.apps_config))
+    service = RouterService(nc, settings.subjects, own, capabilities)
     await service.start()
     try:
         await service.run(stop)
@@ -36,5 +40,13 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
         await service.stop()
 
 
+def run() -> None:
+    # Everything is read and checked before connecting: a bad value exits 2 even while NATS is down.
+    settings = load_or_exit(NAME, load_settings)
+    own = load_or_exit(NAME, load_router_settings)
+    capabilities = load_or_exit(NAME, lambda: app_capabilities(settings.apps_config))
+    run_service(NAME, partial(main, own, capabilities), settings)
+
+
 if __name__ == "__main__":
-    run_service("router", main)
+    run()

@@ -13,7 +13,7 @@ resumed from its log (another runner, after the ack wait) reuses every recorded 
 up each write left `started` — the gateway's audit of that call id, then the step's read-back —
 and is `unverified`, saying what to check, only when neither knows (`recovery`). Approvals: a
 write answered `needs_approval` parks the task (`awaiting_approval`) and acks the run;
-`Executor.resume_task` continues it with the granted approval. A task is taken from the runner
+`TaskExecutor.resume_task` continues it with the granted approval. A task is taken from the runner
 running it only when the message that started or resumed it came again (that runner stopped
 acking it); any other resume of a running task leaves it to its runner.
 """

@@ -3,17 +3,20 @@
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
 from nats.aio.client import Client as NATS
 
-from services.runner.config import load_runner_config
+from services.runner.config import RunnerConfig, load_runner_settings
 from services.runner.service import RunnerService
-from shared.service import run_service
-from shared.settings import Settings
+from shared.service import load_or_exit, run_service
+from shared.settings import Settings, load_settings
+
+NAME = "runner"
 
 
-async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    service = RunnerService(nc, settings.subjects, load_runner_config())
+async def main(config: RunnerConfig, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
+    service = RunnerService(nc, settings.subjects, config)
     await service.start()
     try:
         await service.run(stop)
@@ -21,5 +24,12 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
         await service.stop()
 
 
+def run() -> None:
+    # Everything is read and checked before connecting: a bad value exits 2 even while NATS is down.
+    settings = load_or_exit(NAME, load_settings)
+    config = load_or_exit(NAME, load_runner_settings)
+    run_service(NAME, partial(main, config), settings)
+
+
 if __name__ == "__main__":
-    run_service("runner", main)
+    run()

@@ -52,7 +52,7 @@ class InvalidRun(AuroraError):
     """A run message that cannot be read: dead-lettered with the reason."""
 
 
-class Executor:
+class TaskExecutor:
     def __init__(self, store: TaskStore, catalog: Catalog, drivers: Mapping[str, AgentDriver],
                  steps: ToolSteps, events: EventSource, config: RunnerConfig) -> None:
         self._store = store

@@ -21,7 +21,7 @@ from services.runner.context import RunContext
 from services.runner.errors import AwaitInteraction, StepFailed
 from services.runner.steps import ToolSteps
 from shared.clock import now_iso
-from shared.contracts.signals import PlatformEventSignal
+from shared.contracts.signals import RUNNER_APP, PlatformEventSignal
 from shared.contracts.task import StepError, TaskStep
 from shared.logs import get_logger
 from shared.signal_publisher import publish_signal
@@ -29,8 +29,6 @@ from shared.subjects import Subjects
 
 log = get_logger("aurora.runner.interactions")
 EXECUTABLE_ACTION = "interaction.requested"
-SUBMITTED = "interaction.submitted"
-RUNNER_APP = "aurora.runner"
 EVENT_REPLY = "event_reply"
 _PREFIX = "ix"
 

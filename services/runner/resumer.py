@@ -30,17 +30,17 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from services.runner import interactions, statemachine
 from services.runner.config import RunnerConfig
-from services.runner.executor import Executor
+from services.runner.executor import TaskExecutor
 from services.runner.pulling import keep_in_progress, pull_into_tasks
 from services.runner.tasks import TaskStore
 from shared.contracts.envelope import EventEnvelope
+from shared.contracts.signals import GATEWAY_APP, INTERACTION_SUBMITTED
 from shared.contracts.task import Task, TaskError, TaskStep
 from shared.logs import get_logger
 from shared.streams import ensure_consumer
 from shared.subjects import Subjects
 
 log = get_logger("aurora.runner.resumer")
-GATEWAY_APP = "aurora.gateway"
 DURABLE = "runner-resume"
 Outcome = Literal["ack", "nak", "term"]
 _decoder = msgspec.json.Decoder(EventEnvelope)
@@ -55,12 +55,12 @@ def resume_consumer(config: RunnerConfig, subjects: Subjects) -> ConsumerConfig:
         ack_wait=config.ack_wait,
         max_deliver=-1,
         filter_subjects=[subjects.event(GATEWAY_APP, "approval.>"),
-                         f"{subjects.prefix}.evt.*.{interactions.SUBMITTED}"],
+                         f"{subjects.prefix}.evt.*.{INTERACTION_SUBMITTED}"],
     )
 
 
 class Resumer:
-    def __init__(self, js: JetStreamContext, subjects: Subjects, store: TaskStore, executor: Executor,
+    def __init__(self, js: JetStreamContext, subjects: Subjects, store: TaskStore, executor: TaskExecutor,
                  config: RunnerConfig, stream: str) -> None:
         self._js = js
         self._subjects = subjects
@@ -123,7 +123,7 @@ class Resumer:
             return "term"
         payload = event.payload
         body: dict[str, Any] = payload.data if isinstance(payload.data, dict) else {}
-        if payload.type == interactions.SUBMITTED:
+        if payload.type == INTERACTION_SUBMITTED:
             return await self._answered(event, body, redelivered)
         if event.header.source.app != GATEWAY_APP:
             return "ack"  # only the gateway decides approvals

@@ -18,7 +18,7 @@ from services.runner.config import RunnerConfig
 from services.runner.drivers.base import AgentDriver
 from services.runner.drivers.llm import LlmDriver
 from services.runner.drivers.playbook import PlaybookDriver
-from services.runner.executor import EventSource, Executor
+from services.runner.executor import EventSource, TaskExecutor
 from services.runner.history import StreamHistory
 from services.runner.interactions import Announcer
 from services.runner.llm_client import HttpChatModel
@@ -47,12 +47,12 @@ class RunnerService:
         self._catalog: Catalog | None = None
         self._worker: Worker | None = None
         self._resumer: Resumer | None = None
-        self._executor: Executor | None = None
+        self._executor: TaskExecutor | None = None
         self._http: httpx.AsyncClient | None = None
         self._admin: Service | None = None
 
     @property
-    def executor(self) -> Executor:
+    def executor(self) -> TaskExecutor:
         """Runs and resumes tasks; `resume_task` is where a granted approval continues one."""
         if self._executor is None:
             raise RuntimeError("RunnerService used before start()")
@@ -84,7 +84,7 @@ class RunnerService:
         drivers: dict[str, AgentDriver] = {"playbook": PlaybookDriver(steps, announcer)}
         drivers["llm"] = LlmDriver(HttpChatModel(self._http), GatewayTools(nc, subjects), steps, history,
                                    config.models, announcer=announcer)
-        executor = self._executor = Executor(store, catalog, drivers, steps, EventSource(js), config)
+        executor = self._executor = TaskExecutor(store, catalog, drivers, steps, EventSource(js), config)
         worker = Worker(js, subjects, executor, config, stores.runs_stream)
         await worker.start()
         self._worker = worker

@@ -7,13 +7,12 @@ from typing import Any
 from nats.js import JetStreamContext
 
 from shared.clock import now_iso
-from shared.contracts.signals import PlatformEventSignal
+from shared.contracts.signals import RUNNER_APP, PlatformEventSignal
 from shared.contracts.task import Task
 from shared.logs import get_logger
 from shared.signal_publisher import publish_signal
 from shared.subjects import Subjects
 
-RUNNER_APP = "aurora.runner"
 log = get_logger("aurora.runner.events")
 
 

@@ -17,6 +17,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source, Trace
+from shared.contracts.signals import RUNNER_APP
 from shared.contracts.toolcall import (
     METHOD_CALL,
     ToolCallEnvelope,
@@ -27,7 +28,6 @@ from shared.contracts.toolcall import (
     encode,
 )
 
-RUNNER_SOURCE = "aurora.runner"
 _CALL_NAMESPACE = uuid.UUID("5d1c9f0e-7b2a-4e61-9c3d-8a4f2e6b1d07")
 # The gateway answers within the call's timeout; this much more is allowed for the wire.
 REPLY_MARGIN = 5.0
@@ -47,7 +47,7 @@ class NatsToolClient:
     def __init__(self, nc: NATS, subject: str, *, instance: str) -> None:
         self._nc = nc
         self._subject = subject
-        self._source = Source(app=RUNNER_SOURCE, instance=instance[:64] or "default")
+        self._source = Source(app=RUNNER_APP, instance=instance[:64] or "default")
 
     async def call(self, request: ToolCallRequest, *, call_id: str, timeout: float,
                    side_effect: str | None, trace: Trace | None = None) -> ToolCallResult:

@@ -17,7 +17,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from services.runner.config import RunnerConfig
-from services.runner.executor import Executor, InvalidRun, Verdict
+from services.runner.executor import InvalidRun, TaskExecutor, Verdict
 from services.runner.pulling import keep_in_progress, pull_into_tasks
 from shared.deadletter import dead_letter
 from shared.logs import get_logger
@@ -40,7 +40,7 @@ class WorkerStats:
 
 
 class Worker:
-    def __init__(self, js: JetStreamContext, subjects: Subjects, executor: Executor, config: RunnerConfig,
+    def __init__(self, js: JetStreamContext, subjects: Subjects, executor: TaskExecutor, config: RunnerConfig,
                  stream: str) -> None:
         self._js = js
         self._subjects = subjects

@@ -23,12 +23,9 @@ FIXED_FIELDS = (
     "source.app", "bot", "workspace", "conversation", "session_id",
     "actor.id", "actor.kind", "subject.kind", "subject.id",
 )
-DATA_PREFIX = "data."
 ACTOR_KINDS = ("user", "system", "api")
 PIPELINE_EVENTS = "message."  # pipelines accept `message.*` events only
 MAX_REGEX = 512
-
-Scalar = str | int | float | bool | None
 
 
 def _is_scalar(value: Any) -> bool:

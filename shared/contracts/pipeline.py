@@ -49,7 +49,6 @@ class OutputStage(ResourceModel):
     deliver: bool = True
 
 
-StageType = Literal["filter", "preprocess", "agent", "postprocess", "output"]
 StageConfig = FilterStage | PreprocessStage | AgentStage | PostprocessStage | OutputStage
 STAGE_CONFIGS: dict[str, type[ResourceModel]] = {
     "filter": FilterStage,

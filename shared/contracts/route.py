@@ -16,10 +16,6 @@ RouteStatus = Literal[
     "dispatched", "discarded", "route_not_found", "processor_not_found",
     "processor_disabled", "processor_incompatible", "invalid_event", "expired",
 ]
-ROUTE_STATUSES: tuple[RouteStatus, ...] = (
-    "dispatched", "discarded", "route_not_found", "processor_not_found",
-    "processor_disabled", "processor_incompatible", "invalid_event", "expired",
-)
 
 
 class RouteCheck(msgspec.Struct, frozen=True, kw_only=True):

@@ -91,10 +91,15 @@ class NativeEventSignal(SignalBase, frozen=True, kw_only=True, tag="native_event
 # Platform services name themselves `aurora.<service>`; only they may publish platform events,
 # and each only its own namespaces: a runner cannot announce an approval, nor the gateway a task.
 PLATFORM_APP_PREFIX = "aurora."
+GATEWAY_APP = "aurora.gateway"
+RUNNER_APP = "aurora.runner"
 PLATFORM_EVENT_NAMESPACES: dict[str, tuple[str, ...]] = {
-    "aurora.gateway": ("approval.", "system."),
-    "aurora.runner": ("task.", "interaction.requested."),
+    GATEWAY_APP: ("approval.", "system."),
+    RUNNER_APP: ("task.", "interaction.requested."),
 }
+# What an app publishes when its user answers a question asked in the chat: the gateway decides
+# the approval it answers, a runner resumes the task that asked.
+INTERACTION_SUBMITTED = "interaction.submitted"
 
 
 def platform_type_problem(app: str, event_type: str) -> str | None:

@@ -1,22 +1,14 @@
 """HTTP systems in the tool pool: OpenAPI import, the HTTP executor, circuit breakers and probes.
 
-Pure parts (no I/O): `openapi_import.import_operations`/`merge_draft`, `request.build_request`,
+Pure parts (no I/O): `openapi_import.import_operations`, `merge.merge_draft`, `request.build_request`,
 `circuit.CircuitBreaker`. I/O parts take their `httpx.AsyncClient` from the caller.
 """
 
 from services.mcp_gateway.http.circuit import Admission, CircuitBreaker, CircuitSnapshot, CircuitState, Transition
 from services.mcp_gateway.http.executor import HttpExecutor, HttpOutcome, SecretMissing, read_secret
-from services.mcp_gateway.http.openapi_import import (
-    ImportResult,
-    MergeDecision,
-    OpenApiError,
-    Rename,
-    import_operations,
-    load_openapi,
-    load_openapi_async,
-    merge_draft,
-    plan_merge,
-)
+from services.mcp_gateway.http.merge import MergeDecision, merge_draft, plan_merge
+from services.mcp_gateway.http.openapi_import import ImportResult, Rename, import_operations
+from services.mcp_gateway.http.openapi_load import OpenApiError, load_openapi, load_openapi_async
 from services.mcp_gateway.http.probe import Prober, probe
 
 __all__ = [

@@ -1,6 +1,6 @@
 """OpenAPI operations → DRAFT HTTP tool definitions with their parameter mapping and review findings.
 
-Pure except `load_openapi`: the same document, package and system always give the same tools
+Pure (documents are read by `openapi_load`): the same document, package and system always give the same tools
 with the same names, so importing again updates drafts (see `merge_draft`) instead of duplicating.
 """
 
@@ -12,15 +12,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from services.mcp_gateway.http.findings import review_findings
-from services.mcp_gateway.http.merge import MergeDecision, merge_draft, plan_merge
-from services.mcp_gateway.http.openapi_load import OpenApiError, load_openapi, load_openapi_async, parse_openapi
+from services.mcp_gateway.http.openapi_load import OpenApiError
 from services.mcp_gateway.http.schema import Resolver, as_dict, as_list, is_object_schema, json_media, merge_all_of
 from shared.contracts.tooldef import HttpExecution, HttpParam, ParamLocation, SideEffect, ToolDefinition
-
-__all__ = [
-    "ImportResult", "MergeDecision", "OpenApiError", "Rename", "import_operations", "load_openapi",
-    "load_openapi_async", "merge_draft", "parse_openapi", "plan_merge",
-]
 
 HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
 _METHODS: tuple[str, ...] = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
@@ -67,7 +61,7 @@ class _Op:
     notes: list[str] = field(default_factory=list)
 
 
-def side_effect_of(method: str) -> SideEffect:
+def side_effect_of_method(method: str) -> SideEffect:
     """GET/HEAD read, DELETE is dangerous, everything else writes."""
     upper = method.upper()
     if upper in ("GET", "HEAD"):
@@ -183,7 +177,7 @@ def _tool(op: _Op, resolver: Resolver, document: dict[str, Any], *, system: str,
             operation_id=op.operation.get("operationId") if isinstance(op.operation.get("operationId"), str)
             else None,
         ),
-        side_effect=side_effect_of(op.method),
+        side_effect=side_effect_of_method(op.method),
         state="DRAFT",
         missing=tuple(dict.fromkeys(missing)),
         changed_by=by,

@@ -8,9 +8,9 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
+import httpx2
 from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
 from shared.appconfig import expand_env
 
@@ -47,10 +47,16 @@ class HttpTransport(AbstractAsyncContextManager[TransportStreams]):
             if response.status_code >= 400:
                 self.last_http_error = f"HTTP {response.status_code} {response.reason_phrase}".rstrip()
 
-        async with create_mcp_http_client(headers=resolved) as client:
+        async with httpx2.AsyncClient(headers=resolved, timeout=_TIMEOUT) as client:
             client.event_hooks["response"] = [*client.event_hooks.get("response", []), remember]
             async with streamable_http_client(expand_env(url), http_client=client) as streams:
                 yield streams[0], streams[1]
+
+
+# The SDK's recommended timeouts for a client of its own (connect/write/pool 30 s; reading 300 s,
+# since a server may hold a response stream open). `streamable_http_client` takes any
+# `httpx2.AsyncClient`; building ours keeps the headers and the hook without the SDK's private module.
+_TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
 
 def http_transport(url: str, headers: dict[str, str]) -> HttpTransport:

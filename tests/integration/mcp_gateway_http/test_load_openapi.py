@@ -7,7 +7,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from services.mcp_gateway.http.openapi_import import OpenApiError, load_openapi, load_openapi_async
+from services.mcp_gateway.http.openapi_load import OpenApiError, load_openapi, load_openapi_async
 from tests.integration.mcp_gateway_http.recording_server import RecordingServer, Reply, free_port
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "openapi"

@@ -11,7 +11,8 @@ import httpx
 import pytest
 
 from services.mcp_gateway.http.executor import HttpExecutor
-from services.mcp_gateway.http.openapi_import import import_operations, load_openapi
+from services.mcp_gateway.http.openapi_import import import_operations
+from services.mcp_gateway.http.openapi_load import load_openapi
 from shared.contracts.system import System
 from shared.contracts.tooldef import ToolDefinition
 from tests.integration.mcp_gateway_http.recording_server import RecordingServer

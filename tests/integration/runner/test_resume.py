@@ -2,7 +2,7 @@
 granted approval — the waiting write is called once, with it; nothing finished runs again.
 
 The runner here runs in this process (against the shared stack's NATS), to call
-`Executor.resume_task` directly, as the approval flow will."""
+`TaskExecutor.resume_task` directly, as the approval flow will."""
 
 from __future__ import annotations
 
@@ -18,10 +18,11 @@ from nats.aio.client import Client as NATS
 from services.runner import statemachine
 from services.runner.config import RunnerConfig
 from services.runner.recovery import waiting_for_approval
-from services.runner.resumer import GATEWAY_APP, Resumer, granted_reason
+from services.runner.resumer import Resumer, granted_reason
 from services.runner.service import RunnerService
 from services.runner.tasks import TaskStore
 from shared.admin import admin_request
+from shared.contracts.signals import GATEWAY_APP
 from shared.contracts.task import Task, decode_task
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects

@@ -11,7 +11,7 @@ from typing import Any
 from nats.aio.client import Client as NATS
 from nats.js.api import AckPolicy, ConsumerInfo
 
-from services.runner.config import RunnerConfig, load_runner_config
+from services.runner.config import RunnerConfig, load_runner_settings
 from services.runner.stores import runs_consumer
 from shared.streams import runs_stream
 from shared.subjects import Subjects
@@ -30,7 +30,7 @@ async def _runs_consumer_info(nc: NATS, subjects: Subjects) -> ConsumerInfo:
 async def test_the_stack_runners_consumer_caps_runs_in_flight_at_the_default(
         stack: Stack, snc: NATS, subjects: Subjects) -> None:
     info = await _runs_consumer_info(snc, subjects)
-    expected = runs_consumer(load_runner_config(RUNNER_ENV), subjects)
+    expected = runs_consumer(load_runner_settings(RUNNER_ENV), subjects)
     assert info.stream_name == "AMP_RUNS" == runs_stream(subjects).name
     assert info.config.max_ack_pending == expected.max_ack_pending == 1000  # no AURORA_RUNNER_MAX_ACK_PENDING
     assert info.config.ack_policy == AckPolicy.EXPLICIT and info.config.ack_wait == 3.0  # RUNNER_ENV's ack wait

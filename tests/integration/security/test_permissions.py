@@ -21,14 +21,13 @@ from services.runner.audit import JetStreamAudit
 from services.runner.config import RunnerConfig
 from services.runner.history import StreamHistory
 from services.runner.stores import ensure_runs_consumer, open_stores
-from services.runner.task_events import RUNNER_APP
 from services.runner.tasks import TaskStore
 from shared.admin import start_admin_service
 from shared.clock import now_iso
 from shared.contracts.audit import AuditRecord
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import ObjectRef, RunPayload, RunTarget
-from shared.contracts.signals import NativeEventSignal, PlatformEventSignal
+from shared.contracts.signals import RUNNER_APP, NativeEventSignal, PlatformEventSignal
 from shared.kvmirror import KvMirror, read_all
 from shared.run_events import run_event
 from shared.signal_publisher import new_signal_id, publish_signal

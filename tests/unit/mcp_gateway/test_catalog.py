@@ -12,7 +12,7 @@ from services.mcp_gateway.catalog import (
     ToolCatalog,
     check_no_conflicts,
     prefixed_name,
-    side_effect_of,
+    side_effect_of_annotations,
 )
 
 WEATHER = ("im.polaris.weather", "default")
@@ -24,7 +24,7 @@ def tool(package: str, name: str, *, app_name: str | None = None, instance: str 
     return CatalogTool(
         name=prefixed_name(package, name), app_id=package, instance=instance, app_name=app_name or package,
         tool=name, description=f"{name} of {package}", input_schema={"type": "object"},
-        annotations=annotations or {}, side_effect=side_effect_of(annotations),
+        annotations=annotations or {}, side_effect=side_effect_of_annotations(annotations),
     )
 
 
@@ -97,4 +97,4 @@ def test_distinct_names_pass_the_start_up_check() -> None:
     ({"readOnlyHint": "true"}, "write"),  # only a real boolean counts
 ])
 def test_side_effect_from_annotations(annotations: dict[str, Any] | None, expected: str) -> None:
-    assert side_effect_of(annotations) == expected
+    assert side_effect_of_annotations(annotations) == expected

@@ -6,7 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from services.mcp_gateway.http.openapi_import import import_operations, load_openapi, merge_draft, plan_merge
+from services.mcp_gateway.http.merge import merge_draft, plan_merge
+from services.mcp_gateway.http.openapi_import import import_operations
+from services.mcp_gateway.http.openapi_load import load_openapi
 from shared.contracts.tooldef import ReviewNote, ToolDefinition
 
 PETSTORE = Path(__file__).resolve().parents[2] / "fixtures" / "openapi" / "petstore-3.0.json"

@@ -10,13 +10,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from services.mcp_gateway.http.openapi_import import (
-    ImportResult,
-    OpenApiError,
-    import_operations,
-    load_openapi,
-    parse_openapi,
-)
+from services.mcp_gateway.http.openapi_import import ImportResult, import_operations
+from services.mcp_gateway.http.openapi_load import OpenApiError, load_openapi, parse_openapi
 from shared.contracts.tooldef import TOOL_NAME_PATTERN, HttpExecution, HttpParam, ToolDefinition
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "openapi"

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from services.runner.config import load_runner_config
+from services.runner.config import load_runner_settings
 from services.runner.drivers.llm import turn_from_log
 from services.runner.llm_client import ChatTurn, ModelFailed, ToolCallProposal, parse_turn
 from services.runner.results import bounded, business_ids, for_model, step_view, truncate
@@ -64,7 +64,7 @@ def test_anything_else_is_a_bad_response(raw: bytes) -> None:
 
 
 def test_settings_fail_fast_naming_the_variable() -> None:
-    config = load_runner_config({"AURORA_RUNNER_CONCURRENCY": "4", "AURORA_RUNNER_ACK_WAIT_SECONDS": "6",
+    config = load_runner_settings({"AURORA_RUNNER_CONCURRENCY": "4", "AURORA_RUNNER_ACK_WAIT_SECONDS": "6",
                                  "AURORA_MODEL_BASE_URL": "http://llm:8000/v1", "AURORA_MODEL": "qwen"})
     assert config.concurrency == 4 and config.heartbeat == 2.0 and config.models.model == "qwen"
     for env, field in [({"AURORA_RUNNER_CONCURRENCY": "0"}, "AURORA_RUNNER_CONCURRENCY"),
@@ -72,7 +72,7 @@ def test_settings_fail_fast_naming_the_variable() -> None:
                        ({"AURORA_RUNNER_ACK_WAIT_SECONDS": "0.1"}, "AURORA_RUNNER_ACK_WAIT_SECONDS"),
                        ({"AURORA_MODEL_BASE_URL": "llm:8000"}, "AURORA_MODEL_BASE_URL")]:
         with pytest.raises(ConfigError, match=field):
-            load_runner_config(env)
+            load_runner_settings(env)
 
 
 def test_a_task_event_is_fixed_by_task_and_transition() -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from services.runner.config import RunnerConfig, load_runner_config
+from services.runner.config import RunnerConfig, load_runner_settings
 from services.runner.drivers.base import GOOD, describe_failure, settle
 from services.runner.errors import AwaitApproval, Unverified
 from services.runner.stores import runs_consumer
@@ -54,9 +54,9 @@ def test_a_failure_names_the_step_its_tool_and_why() -> None:
 def test_the_runs_consumer_caps_runs_in_flight_as_configured() -> None:
     subjects = Subjects("amp")
     assert runs_consumer(RunnerConfig(), subjects).max_ack_pending == 1000
-    configured = load_runner_config({"AURORA_RUNNER_MAX_ACK_PENDING": "25"})
+    configured = load_runner_settings({"AURORA_RUNNER_MAX_ACK_PENDING": "25"})
     consumer = runs_consumer(configured, subjects)
     assert consumer.max_ack_pending == 25 and consumer.durable_name == "runner" and consumer.max_deliver == -1
     for raw in ("0", "-1", "lots"):
         with pytest.raises(ConfigError, match="AURORA_RUNNER_MAX_ACK_PENDING"):
-            load_runner_config({"AURORA_RUNNER_MAX_ACK_PENDING": raw})
+            load_runner_settings({"AURORA_RUNNER_MAX_ACK_PENDING": raw})

@@ -11,7 +11,7 @@ import pytest
 
 from services.app_supervisor.backoff import RestartTracker
 from services.app_supervisor.config_check import LaunchSpec
-from services.app_supervisor.runner import AppRunner, RestartRefused, describe_exit
+from services.app_supervisor.keeper import AppKeeper, RestartRefused, describe_exit
 from shared.appconfig import RestartPolicy
 from shared.contracts.health import ProcessHealth
 from shared.contracts.mcp_relay import ProcessEvent
@@ -81,7 +81,7 @@ class Recorder:
 
 @dataclass
 class Harness:
-    runner: AppRunner
+    runner: AppKeeper
     recorder: Recorder
     processes: list[FakeProcess]
 
@@ -102,7 +102,7 @@ def harness(fail_starts: tuple[int, ...] = (), **policy: float) -> Harness:
         processes.append(FakeProcess(generation, generation in fail_starts))
         return processes[-1]
 
-    runner = AppRunner(SPEC, RestartTracker(RestartPolicy.model_validate(settings), asyncio.get_running_loop().time),
+    runner = AppKeeper(SPEC, RestartTracker(RestartPolicy.model_validate(settings), asyncio.get_running_loop().time),
                        recorder, new_process, grace=0.1, command=["server"])
     return Harness(runner, recorder, processes)
 

@@ -25,7 +25,7 @@ from shared.logs import get_logger
 
 
 class ManagedProcess(Protocol):
-    """One generation of an app's process, as the runner uses it (see `AppProcess`)."""
+    """One generation of an app's process, as the keeper uses it (see `AppProcess`)."""
 
     @property
     def pid(self) -> int: ...
@@ -68,7 +68,7 @@ def describe_exit(code: int | None, stderr_tail: list[str]) -> str:
     return text[:MAX_ERROR_CHARS]
 
 
-class AppRunner:
+class AppKeeper:
     """Owns one app's processes; `start()` once, `stop()` once, `restart()` on request."""
 
     def __init__(self, spec: LaunchSpec, tracker: RestartTracker, reporter: Reporter,
@@ -112,7 +112,7 @@ class AppRunner:
 
     def _log_failure(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:
-            log.error("app runner failed: the app is no longer supervised", app=self.spec.name,
+            log.error("app keeper failed: the app is no longer supervised", app=self.spec.name,
                       error=repr(task.exception()))
 
     def drain(self) -> None:

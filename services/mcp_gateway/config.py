@@ -1,0 +1,31 @@
+"""Gateway settings: the apps config and the gateway's own timings, read before connecting."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from shared.appconfig import AppsConfig, load_apps_config
+from shared.settings import read_float
+
+
+@dataclass(frozen=True)
+class GatewaySettings:
+    apps: AppsConfig
+    approval_ttl_seconds: float = 24 * 3600.0  # an approval nobody decides expires after this
+    approval_sweep_seconds: float = 5.0  # how often undecided approvals are checked for expiry
+    shutdown_wait_seconds: float = 10.0  # SIGTERM: how long calls in flight may take to finish
+
+
+def load_mcp_gateway_settings(apps_config: Path, env: Mapping[str, str] | None = None) -> GatewaySettings:
+    """The apps config file, AURORA_APPROVAL_TTL_SECONDS (a day), AURORA_APPROVAL_SWEEP_SECONDS (5),
+    AURORA_SHUTDOWN_WAIT_SECONDS (10)."""
+    env = os.environ if env is None else env
+    return GatewaySettings(
+        apps=load_apps_config(apps_config),
+        approval_ttl_seconds=read_float(env, "AURORA_APPROVAL_TTL_SECONDS", 24 * 3600.0, minimum=1.0),
+        approval_sweep_seconds=read_float(env, "AURORA_APPROVAL_SWEEP_SECONDS", 5.0, minimum=0.1),
+        shutdown_wait_seconds=read_float(env, "AURORA_SHUTDOWN_WAIT_SECONDS", 10.0, minimum=0.0),
+    )

@@ -1,0 +1,168 @@
+"""The gateway's parts wired together: pool, outboxes, sessions, HTTP systems, tool-call and admin
+endpoints, the approval sweeper and the chat answers.
+
+`__main__` runs one `GatewayService` per process. `start()` and `stop()` are idempotent, and a
+start-up that fails half-way stops whatever it had started (subscriptions, sessions, HTTP
+clients, tasks) before it raises: every part is registered for stopping as it is started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import functools
+
+import httpx
+from nats.aio.client import Client as NATS
+from nats.micro import add_service
+
+from services.mcp_gateway.admin import admin_endpoints
+from services.mcp_gateway.chat_approvals import ChatAnswers
+from services.mcp_gateway.config import GatewaySettings
+from services.mcp_gateway.gateway import Gateway
+from services.mcp_gateway.http_systems import HttpSystems
+from services.mcp_gateway.outbox import Outbox
+from services.mcp_gateway.pool.approvals import ApprovalStore
+from services.mcp_gateway.pool.audit import AuditItem, audit_publisher
+from services.mcp_gateway.pool.executable import Executability
+from services.mcp_gateway.pool.registry import ToolPool
+from services.mcp_gateway.serving import CallServer, InFlight, sweep_expired_approvals
+from services.mcp_gateway.toolcalls import ToolCallHandler
+from shared.admin import wrap_handler
+from shared.contracts.signals import SignalBase
+from shared.logs import get_logger
+from shared.signal_publisher import publish_signal
+from shared.streams import (
+    approvals_bucket,
+    apps_bucket,
+    audit_stream,
+    ensure_bucket,
+    ensure_streams,
+    events_stream,
+    fabric_streams,
+)
+from shared.subjects import Subjects
+
+VERSION = "0.1.0"
+log = get_logger("aurora.mcp_gateway")
+
+
+class GatewayService:
+    """One gateway: `await start()`, `await run(stop)`, `await stop()`.
+
+    `pool` and `http_client` may be given (a test passes a pool that fails, a client with its own
+    transport); the service starts and stops them all the same.
+    """
+
+    def __init__(self, nc: NATS, subjects: Subjects, settings: GatewaySettings, *, pool: ToolPool | None = None,
+                 http_client: httpx.AsyncClient | None = None) -> None:
+        self._nc = nc
+        self._subjects = subjects
+        self._settings = settings
+        self._pool = pool
+        self._http_client = http_client
+        self._parts: contextlib.AsyncExitStack | None = None
+        self._gateway: Gateway | None = None
+
+    @property
+    def gateway(self) -> Gateway:
+        if self._gateway is None:
+            raise RuntimeError("GatewayService used before start()")
+        return self._gateway
+
+    async def start(self) -> None:
+        if self._parts is not None:
+            return
+        parts = contextlib.AsyncExitStack()
+        try:
+            await self._start(parts)
+        except BaseException:
+            self._gateway = None
+            await parts.aclose()  # stop what was started, newest first; then say why
+            raise
+        self._parts = parts
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Serve until `stop` is set (SIGTERM)."""
+        if self._parts is None:
+            raise RuntimeError("GatewayService used before start()")
+        await stop.wait()
+
+    async def stop(self) -> None:
+        """The seed's shutdown order: stop taking calls, let calls in flight finish (bounded),
+        close the MCP sessions (the supervisor stops app processes only after that), then the
+        outboxes and the pool."""
+        parts, self._parts, self._gateway = self._parts, None, None
+        if parts is not None:
+            await parts.aclose()
+
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        nc, subjects, settings = self._nc, self._subjects, self._settings
+        js = nc.jetstream()
+        await ensure_streams(js, [*fabric_streams(subjects), audit_stream(subjects)])
+        health = await ensure_bucket(js, apps_bucket(subjects))
+        approvals_kv = await ensure_bucket(js, approvals_bucket(subjects))
+        pool = self._pool or ToolPool(js, subjects)
+        parts.push_async_callback(pool.stop)
+        await pool.start()
+        signals: Outbox[SignalBase] = Outbox("signals", functools.partial(publish_signal, js, subjects))
+        audit: Outbox[AuditItem] = Outbox("audit", audit_publisher(js, subjects))
+        parts.push_async_callback(audit.stop)
+        parts.push_async_callback(signals.stop)
+        signals.start()
+        audit.start()
+        gateway = Gateway(nc, subjects, settings.apps, health, signals, pool, audit)
+        approvals = ApprovalStore(approvals_kv, ttl_seconds=settings.approval_ttl_seconds,
+                                  on_expired=gateway.approval_expired)
+        parts.push_async_callback(gateway.stop)
+        await gateway.start()
+        http_client = self._http_client or httpx.AsyncClient(timeout=httpx.Timeout(30.0))
+        parts.push_async_callback(http_client.aclose)
+        http = HttpSystems(
+            http_client,
+            lambda: pool.systems,
+            lambda kind, summary, data: gateway.platform_event(kind, summary, data, subject=("system", data["system"])),
+        )
+        gateway.http_systems = http
+        parts.push_async_callback(http.stop)
+        await http.start()
+        executable = Executability(lambda: pool.systems, gateway.sessions, gateway.catalog, http.circuit_open)
+        handler = ToolCallHandler(
+            pool, gateway.sessions, executable, approvals=approvals, apps=settings.apps, catalog=gateway.catalog,
+            http=http, on_result=gateway.record_call, on_approval_requested=gateway.approval_requested,
+        )
+        in_flight = InFlight()
+        parts.push_async_callback(in_flight.wait_idle, settings.shutdown_wait_seconds)
+        calls = CallServer(handler, in_flight)
+        service = await add_service(
+            nc, name="aurora-mcp-gateway", version=VERSION, description="MCP sessions, tool pool, tool calls"
+        )
+        parts.push_async_callback(service.stop)
+        await service.add_endpoint(name="tool-call", subject=subjects.tool_call, handler=calls.tool_call)
+        await service.add_endpoint(name="operator-tool-call", subject=subjects.operator_tool_call,
+                                   handler=calls.operator_call)
+        for (area, verb), endpoint in admin_endpoints(gateway, pool, approvals, executable).items():
+            await service.add_endpoint(
+                name=f"{area}-{verb}".replace("_", "-"),
+                subject=subjects.admin(area, verb),
+                handler=wrap_handler(verb, endpoint),
+            )
+        halt = asyncio.Event()
+        answers = ChatAnswers(js, subjects, approvals, events_stream(subjects).name, gateway.publish_approval_decision)
+        background = [
+            asyncio.create_task(sweep_expired_approvals(approvals, halt, settings.approval_sweep_seconds),
+                                name="gateway-approval-sweeper"),
+            asyncio.create_task(answers.run(halt), name="gateway-chat-answers"),
+        ]
+        parts.push_async_callback(_halt, halt, background)
+        await nc.flush()  # "serving" means the endpoints' subscriptions reached the server
+        self._gateway = gateway
+        log.info("serving", apps=len(gateway.sessions), tools=len(gateway.catalog.tools()))
+
+
+async def _halt(halt: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
+    """Background loops stop at `halt`; one that already failed is logged, not raised again."""
+    halt.set()
+    for outcome in await asyncio.gather(*tasks, return_exceptions=True):
+        if isinstance(outcome, Exception):
+            log.warning("a background task had failed", error=f"{type(outcome).__name__}: {outcome}")

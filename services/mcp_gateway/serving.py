@@ -1,0 +1,132 @@
+"""Serving tool calls off the gateway's endpoints: one task per call, a reply to every request.
+
+A failure inside the gateway while a call is handled still gets an envelope reply
+(`internal_error`, with an error id that the log line holding the traceback has too); its status
+says whether the call may have been sent (see `progress`). The call is audited like any other.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+import msgspec
+from nats.micro.request import Request
+
+from services.mcp_gateway import progress
+from services.mcp_gateway.pool.approvals import ApprovalStore
+from services.mcp_gateway.toolcalls import CallRecord, ToolCallHandler, result_reply
+from shared.admin import request_reply
+from shared.bus import is_jetstream_delivery
+from shared.contracts.signals import GATEWAY_APP
+from shared.contracts.toolcall import ToolCallEnvelope, decode_request
+from shared.logs import get_logger
+
+log = get_logger("aurora.mcp_gateway")
+
+
+class InFlight:
+    """Counts calls being served, so shutdown can let them finish (bounded)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.idle = asyncio.Event()
+        self.idle.set()
+
+    def enter(self) -> None:
+        self.count += 1
+        self.idle.clear()
+
+    def leave(self) -> None:
+        self.count -= 1
+        if self.count == 0:
+            self.idle.set()
+
+    def track(self, task: asyncio.Task[None]) -> None:
+        # Keep a reference until the task is done (the loop holds only weak ones).
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def wait_idle(self, grace: float) -> None:
+        try:
+            await asyncio.wait_for(self.idle.wait(), grace)
+        except TimeoutError:
+            log.warning("calls still in flight at shutdown", count=self.count)
+
+
+class CallServer:
+    """The handlers of the tool-call endpoints (agents' calls, and operators' on the admin subject)."""
+
+    def __init__(self, handler: ToolCallHandler, in_flight: InFlight) -> None:
+        self._handler = handler
+        self._in_flight = in_flight
+
+    async def tool_call(self, request: Request) -> None:
+        self._dispatch(request, operator=False)
+
+    async def operator_call(self, request: Request) -> None:
+        self._dispatch(request, operator=True)
+
+    def _dispatch(self, request: Request, *, operator: bool) -> None:
+        if is_jetstream_delivery(request_reply(request)):
+            return
+        # nats-py runs a subscription's callback for one message at a time: each call gets its
+        # own task, or one slow tool would hold up every other call.
+        self._in_flight.enter()
+        name = "operator-tool-call" if operator else "tool-call"
+        self._in_flight.track(asyncio.create_task(self._serve(request, operator), name=name))
+
+    async def _serve(self, request: Request, operator: bool) -> None:
+        tracked = progress.track()  # in this task's own context: one per call
+        try:
+            try:
+                reply, record = await self._handler.answer(request.data, operator=operator)
+            except Exception:
+                reply, record = self._internal_error(request.data, tracked, operator)
+            try:
+                await request.respond(reply)
+                # `respond` only queues the reply for nats-py's flusher task; letting it run
+                # first puts the reply on the wire before the audit record is built (0.1 ms).
+                await asyncio.sleep(0)
+            except Exception as exc:
+                log.warning("a tool call's reply could not be sent", error=f"{type(exc).__name__}: {exc}")
+            finally:  # audited even when the answer cannot be sent; the caller does not wait for it
+                await self._report(record)
+        finally:
+            self._in_flight.leave()
+
+    def _internal_error(self, data: bytes, tracked: progress.CallProgress,
+                        operator: bool) -> tuple[bytes, CallRecord | None]:
+        """Called inside the `except` of a failed answer: logs the traceback under a new error id."""
+        error_id = progress.new_error_id()
+        envelope: ToolCallEnvelope | None = None
+        with contextlib.suppress(msgspec.MsgspecError):  # `answer` got past decoding, so this decodes
+            envelope = decode_request(data)
+        tool = envelope.payload.tool if envelope is not None else None
+        result = progress.internal_failure(tracked, tool, error_id)
+        log.exception("a tool call failed inside the gateway", error_id=error_id, tool=tool, status=result.status)
+        if envelope is None:
+            return result_reply(None, GATEWAY_APP, result), None
+        record = CallRecord(request=envelope.payload, tool=None, result=result, call_id=envelope.header.message_id,
+                            executed=tool in tracked.sent, trace=envelope.header.trace,
+                            anonymous=not operator and envelope.payload.context.agent is None)
+        return result_reply(envelope, GATEWAY_APP, result), record
+
+    async def _report(self, record: CallRecord | None) -> None:
+        try:
+            await self._handler.report(record)
+        except Exception:
+            log.exception("a tool call could not be reported", call_id=record.call_id if record else None)
+
+
+async def sweep_expired_approvals(approvals: ApprovalStore, stop: asyncio.Event, every: float) -> None:
+    """Approvals nobody decided in time expire on their own; the store reports each one it
+    expires (`approval.expired`), here or wherever a late decision or call found it first."""
+    while not stop.is_set():
+        try:
+            await approvals.expire_due()
+        except Exception as exc:
+            log.warning("approval sweep failed", error=str(exc))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), every)
