@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 from nats.js import JetStreamContext
 from nats.js.api import (
-    ConsumerConfig,
     DiscardPolicy,
     KeyValueConfig,
     ObjectStoreConfig,
@@ -150,13 +149,6 @@ async def _owners(js: JetStreamContext, subjects: tuple[str, ...]) -> list[str]:
 async def ensure_streams(js: JetStreamContext, specs: list[StreamSpec]) -> None:
     for spec in specs:
         await ensure_stream(js, spec)
-
-
-async def ensure_consumer(js: JetStreamContext, stream: str, config: ConsumerConfig) -> None:
-    """Create a durable consumer, or bring an existing one to this configuration (the server
-    treats a durable create as create-or-update and refuses only fields it cannot change)."""
-    assert config.durable_name, "Aurora's consumers are durable"
-    await js.add_consumer(stream, config=config)
 
 
 async def ensure_bucket(js: JetStreamContext, spec: BucketSpec) -> KeyValue:
