@@ -206,7 +206,7 @@ class AtLeastOnceConsumer:
             await self._dead_letter(msg, outcome.reason)
         elif kind in ("retry", "hand_back"):
             self.stats.retried += 1
-            if kind == "retry":
+            if kind == "retry" and outcome.reason:
                 self.stats.last_error = outcome.reason
             delivered = msg.metadata.num_delivered
             if exhausted(delivered, self._max_deliver):

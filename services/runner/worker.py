@@ -26,7 +26,7 @@ from shared.subjects import Subjects
 log = get_logger("aurora.runner.worker")
 STAGE = "runner"
 _OUTCOMES: dict[Verdict, Outcome] = {"ack": ACK, "nak": HAND_BACK, "term": TERM, "drop": LEAVE,
-                                     "retry": Retry("the run will be tried again")}
+                                     "retry": Retry("")}  # the executor said why in the task and its log
 
 
 @dataclass
