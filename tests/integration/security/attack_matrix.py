@@ -72,8 +72,9 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
                  _row(A, N, A, A, A, N, A)),
     "ephemeral": ("a short-lived pull consumer `<user>_eph_…` on `AMP_EVENTS`",
                   _row(R, R, R, R, A, A, A)),
-    "kv_watch": ("watch a bucket it reads (nats-py's ordered consumer: the bare create on a KV stream)",
-                 _row(R, R, A, A, A, A, R)),
+    "kv_watch": ("watch a bucket it reads through a `<user>_eph_…` pull consumer", _row(R, R, A, A, A, A, R)),
+    "ordered": ("watch a bucket with nats-py's ordered consumer (its create is the bare form)",
+                _row(R, R, R, R, R, A, R)),
     "legacy_create": ("create a consumer on a stream with a durable's name in the body "
                       "(legacy `CONSUMER.CREATE.<stream>`)", _row(R, R, R, R, R, A, R)),
     "scoped_update": ("create or re-filter another's durable through its name-scoped subject",

@@ -25,6 +25,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from services.router.stores import open_stores as open_router_stores
 from services.runner.stores import open_stores as open_runner_stores
 from shared.consumers import ensure_durable
+from shared.kvwatch import BucketWatch
 from shared.streams import (
     agents_bucket,
     approvals_bucket,
@@ -179,8 +180,22 @@ def _ephemeral(user: str, ctx: Context) -> Probe:
                    {"stream_name": "AMP_EVENTS", "config": config.as_dict()})
 
 
-def _kv_watch(session: Session) -> Probe:
-    bucket = {"router": "AMP_BINDINGS", "runner": "AMP_AGENTS"}.get(session.user, "AMP_TOOLS")
+def _bucket_of(user: str) -> str:
+    return {"router": "AMP_BINDINGS", "runner": "AMP_AGENTS"}.get(user, "AMP_TOOLS")
+
+
+async def _kv_watch(session: Session) -> None:
+    """The services' own watcher (shared/kvwatch.py, as KvMirror and read_all use it)."""
+    watch = BucketWatch(session.nc.jetstream(), _bucket_of(session.user), owner=session.user)
+    try:
+        await watch.initial()
+    finally:
+        await watch.stop()
+
+
+def _ordered(session: Session) -> Probe:
+    """What nats-py's `kv.watch` sends: an ordered push consumer through the bare create."""
+    bucket = _bucket_of(session.user)
     stream = f"KV_{bucket}"
     config = ConsumerConfig(deliver_subject=session.nc.new_inbox(), ack_policy=AckPolicy.NONE,
                             deliver_policy=DeliverPolicy.LAST_PER_SUBJECT, filter_subject=f"$KV.{bucket}.>",
@@ -201,7 +216,9 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
     if key == "ephemeral":
         return [_ephemeral(user, ctx)]
     if key == "kv_watch":
-        return [_kv_watch(session)]
+        return [code(_kv_watch)]
+    if key == "ordered":
+        return [_ordered(session)]
     if key == "legacy_create":
         # The server itself may refuse a durable there (it does since 2.11): only the
         # permission is tested, so any answer counts as allowed.

@@ -25,6 +25,7 @@ from services.runner.task_events import RUNNER_APP
 from services.runner.tasks import TaskStore
 from shared.admin import start_admin_service
 from shared.clock import now_iso
+from shared.consumers import ephemeral_name
 from shared.contracts.audit import AuditRecord
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import ObjectRef, RunPayload, RunTarget
@@ -276,8 +277,10 @@ async def test_the_runner_cannot_replay_stored_documents_into_an_admin_endpoint(
         agents = await ensure_bucket(gateway.nc.jetstream(), agents_bucket(SUBJECTS))
         await agents.put("welcome", b'{"kind": "Agent", "id": "welcome"}')
         js = runner.nc.jetstream(timeout=1)
+        # Named like its own watchers, so the create is one the runner may send.
         await js.add_consumer("KV_AMP_AGENTS", ConsumerConfig(
-            deliver_subject=SUBJECTS.admin("agents", "delete"), deliver_group="q", ack_policy=AckPolicy.NONE))
+            name=ephemeral_name("runner"), deliver_subject=SUBJECTS.admin("agents", "delete"), deliver_group="q",
+            ack_policy=AckPolicy.NONE))
         await asyncio.sleep(1.0)
         if deleted:
             pytest.fail(f"the runner had the gateway delete {deleted}")
