@@ -82,9 +82,10 @@ class EventBridge:
         await self._consumer.start()
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Bridge until `stop`; while one batch waits for JetStream's acks the next is published."""
+        """Bridge until `stop`, one batch at a time: publish it, wait once for JetStream's acks,
+        settle it, fetch the next."""
         try:
-            await self._consumer.run_batches(stop, self._start, batch=self._config.batch, in_flight=2)
+            await self._consumer.run_batches(stop, self._start, batch=self._config.batch, in_flight=1)
         finally:
             await self.stop()
 
