@@ -84,23 +84,28 @@ class BucketWatch:
 
     async def changes(self) -> AsyncIterator[KeyValue.Entry]:
         """Every change after `initial()`, until `stop()`."""
+        want = 1
         while not self._stopped:
             sub = self._sub or await self._reopen()
             if sub is None:
                 continue
             try:
-                msgs = await sub.fetch(256, timeout=5.0)
+                # Only as many as are pending (else one): once a message came, nats-py's fetch
+                # waits out its timeout for the rest of the batch, which would delay a change.
+                msgs = await sub.fetch(want, timeout=5.0)
             except (NatsTimeoutError, TimeoutError):
+                want = 1
                 continue
             except Exception as exc:  # the consumer is gone or the connection dropped: reopen
                 if self._stopped:
                     return
                 log.warning("bucket watch interrupted; reopening", bucket=self._bucket, error=str(exc))
-                self._sub = None
+                self._sub, want = None, 1
                 await asyncio.sleep(0.5)
                 continue
             for msg in msgs:
                 yield self._entry(msg)
+            want = min(max(msgs[-1].metadata.num_pending, 1), 256) if msgs else 1
 
     async def _reopen(self) -> JetStreamContext.PullSubscription | None:
         try:
