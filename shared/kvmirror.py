@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
-from typing import Generic, TypeVar
+from collections.abc import AsyncIterator, Callable
+from typing import Generic, Protocol, TypeVar
 
 import msgspec
 from nats.errors import TimeoutError as NatsTimeoutError
@@ -16,7 +16,9 @@ from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from shared.errors import AuroraError
+from shared.kvwatch import BucketWatch
 from shared.logs import get_logger
+from shared.streams import Bucket
 
 log = get_logger("aurora.kvmirror")
 T = TypeVar("T")
@@ -61,10 +63,44 @@ async def _initial_entries(kv: KeyValue) -> tuple[KeyValue.KeyWatcher, list[KeyV
     return watcher, entries
 
 
+class _Watch(Protocol):
+    def changes(self) -> AsyncIterator[KeyValue.Entry]: ...
+    async def stop(self) -> None: ...
+
+
+class _NatsPyWatch:
+    """nats-py's own watcher, for a bucket opened without `ensure_bucket` (the CLI's)."""
+
+    def __init__(self, watcher: KeyValue.KeyWatcher) -> None:
+        self._watcher = watcher
+
+    async def changes(self) -> AsyncIterator[KeyValue.Entry]:
+        async for entry in self._watcher:
+            if entry is not None:
+                yield entry
+
+    async def stop(self) -> None:
+        await self._watcher.stop()  # type: ignore[no-untyped-call]
+
+
+async def _open_watch(kv: KeyValue) -> tuple[_Watch, list[KeyValue.Entry]]:
+    """A watch on the bucket and its current entries: a named pull consumer for the buckets the
+    services open (`Bucket`), nats-py's watcher otherwise."""
+    if isinstance(kv, Bucket):
+        watch = BucketWatch(kv.js, kv.bucket)
+        try:
+            return watch, await watch.initial(timeout=_INITIAL_TIMEOUT)
+        except BaseException:
+            await watch.stop()
+            raise
+    watcher, entries = await _initial_entries(kv)
+    return _NatsPyWatch(watcher), entries
+
+
 async def read_all(kv: KeyValue) -> dict[str, bytes]:
     """Every live key and value of a bucket, as of now."""
-    watcher, entries = await _initial_entries(kv)
-    await watcher.stop()  # type: ignore[no-untyped-call]
+    watch, entries = await _open_watch(kv)
+    await watch.stop()
     found: dict[str, bytes] = {}
     for entry in entries:
         if entry.operation in _DELETED or entry.value is None:
@@ -89,7 +125,7 @@ class KvMirror(Generic[T]):
     async def start(self) -> None:
         if self._task is not None:
             return
-        watcher, entries = await _initial_entries(self._kv)
+        watcher, entries = await _open_watch(self._kv)
         for entry in entries:
             self._apply(entry.key, entry.value, entry.operation)
         self._changed()
@@ -101,14 +137,13 @@ class KvMirror(Generic[T]):
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
 
-    async def _follow(self, watcher: KeyValue.KeyWatcher) -> None:
+    async def _follow(self, watch: _Watch) -> None:
         try:
-            async for entry in watcher:
-                if entry is not None:
-                    self._apply(entry.key, entry.value, entry.operation)
-                    self._changed()
+            async for entry in watch.changes():
+                self._apply(entry.key, entry.value, entry.operation)
+                self._changed()
         finally:
-            await watcher.stop()  # type: ignore[no-untyped-call]
+            await watch.stop()
 
     async def read_through(self, key: str) -> T | None:
         """The entry as the bucket holds it now, taken into the mirror: for a key the watch has

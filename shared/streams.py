@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 
 from nats.js import JetStreamContext
 from nats.js.api import (
-    ConsumerConfig,
     DiscardPolicy,
     KeyValueConfig,
     ObjectStoreConfig,
@@ -152,19 +151,27 @@ async def ensure_streams(js: JetStreamContext, specs: list[StreamSpec]) -> None:
         await ensure_stream(js, spec)
 
 
-async def ensure_consumer(js: JetStreamContext, stream: str, config: ConsumerConfig) -> None:
-    """Create a durable consumer, or bring an existing one to this configuration (the server
-    treats a durable create as create-or-update and refuses only fields it cannot change)."""
-    assert config.durable_name, "Aurora's consumers are durable"
-    await js.add_consumer(stream, config=config)
+class Bucket(KeyValue):
+    """A KV bucket that keeps its JetStream context where Aurora can use it (nats-py's is
+    private): its watchers are named pull consumers (shared/kvwatch.py), not nats-py's."""
+
+    def __init__(self, js: JetStreamContext, name: str, *, direct: bool) -> None:
+        super().__init__(name=name, stream=f"KV_{name}", pre=f"$KV.{name}.", js=js, direct=direct)
+        self.js = js
+        self.bucket = name
 
 
-async def ensure_bucket(js: JetStreamContext, spec: BucketSpec) -> KeyValue:
+async def _bucket(js: JetStreamContext, kv: KeyValue, name: str) -> Bucket:
+    status = await kv.status()
+    return Bucket(js, name, direct=bool(status.stream_info.config.allow_direct))
+
+
+async def ensure_bucket(js: JetStreamContext, spec: BucketSpec) -> Bucket:
     """Open a KV bucket, creating it if needed; an existing one must keep its history and ttl."""
     try:
         kv = await js.key_value(spec.name)
     except BucketNotFoundError:
-        return await js.create_key_value(
+        created = await js.create_key_value(
             config=KeyValueConfig(
                 bucket=spec.name,
                 description=spec.description or None,
@@ -173,6 +180,7 @@ async def ensure_bucket(js: JetStreamContext, spec: BucketSpec) -> KeyValue:
                 storage=StorageType.FILE,
             )
         )
+        return await _bucket(js, created, spec.name)
     status = await kv.status()
     found_history = status.history or 1
     found_ttl = float(status.ttl or 0)
@@ -181,7 +189,7 @@ async def ensure_bucket(js: JetStreamContext, spec: BucketSpec) -> KeyValue:
             f"bucket {spec.name} exists with history={found_history}, ttl={found_ttl}; "
             f"Aurora needs history={spec.history}, ttl={spec.ttl}"
         )
-    return kv
+    return Bucket(js, spec.name, direct=bool(status.stream_info.config.allow_direct))
 
 
 # --- routing: runs, bindings, agents, pipelines, route traces, large run events -------------

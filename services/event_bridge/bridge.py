@@ -10,22 +10,20 @@ terminated, so it is never redelivered forever.
 from __future__ import annotations
 
 import asyncio
-from contextlib import suppress
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 
 import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.errors import TimeoutError as NatsTimeoutError
-from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 
 from services.event_bridge.mapping import Rejected, map_signal, with_trace
+from shared.consumer import ACK, AtLeastOnceConsumer, ConsumerStats, Outcome, Poison, Retry
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import decode_signal
-from shared.deadletter import dead_letter
 from shared.logs import get_logger
-from shared.streams import ensure_consumer, ensure_streams, fabric_streams, signals_stream
+from shared.streams import ensure_streams, fabric_streams, signals_stream
 from shared.subjects import Subjects
 
 log = get_logger("aurora.event_bridge")
@@ -47,79 +45,63 @@ class BridgeConfig:
 
 
 @dataclass
-class BridgeStats:
+class BridgeStats(ConsumerStats):
     published: int = 0
-    dead_lettered: int = 0
-    retried: int = 0
-    last_error: str | None = None
     extra: dict[str, int] = field(default_factory=dict)
+
+
+def bridge_consumer(config: BridgeConfig, subjects: Subjects) -> ConsumerConfig:
+    return ConsumerConfig(
+        durable_name=config.durable,
+        description="event-bridge: signals to AMP events",
+        deliver_policy=DeliverPolicy.ALL,
+        ack_policy=AckPolicy.EXPLICIT,
+        max_deliver=config.max_deliver,
+        backoff=list(config.backoff),
+        max_ack_pending=config.max_ack_pending,
+        filter_subject=subjects.signals_all,
+    )
 
 
 class EventBridge:
     """Consumes the signal stream with a durable pull consumer shared by every bridge."""
 
     def __init__(self, nc: NATS, subjects: Subjects, config: BridgeConfig | None = None) -> None:
-        self._nc = nc
         self._js = nc.jetstream()
         self._subjects = subjects
         self._config = config or BridgeConfig()
-        self._signals_stream = signals_stream(subjects).name
         self.stats = BridgeStats()
-        self._sub: JetStreamContext.PullSubscription | None = None
+        self._consumer = AtLeastOnceConsumer(
+            self._js, subjects, stream=signals_stream(subjects).name,
+            config=bridge_consumer(self._config, subjects), stage=STAGE,
+            fetch_timeout=self._config.fetch_timeout, stats=self.stats,
+        )
 
     async def start(self) -> None:
-        cfg = self._config
         await ensure_streams(self._js, fabric_streams(self._subjects))
-        await ensure_consumer(
-            self._js,
-            self._signals_stream,
-            ConsumerConfig(
-                durable_name=cfg.durable,
-                description="event-bridge: signals to AMP events",
-                deliver_policy=DeliverPolicy.ALL,
-                ack_policy=AckPolicy.EXPLICIT,
-                max_deliver=cfg.max_deliver,
-                backoff=list(cfg.backoff),
-                max_ack_pending=cfg.max_ack_pending,
-                filter_subject=self._subjects.signals_all,
-            ),
-        )
-        self._sub = await self._js.pull_subscribe_bind(cfg.durable, stream=self._signals_stream)
+        await self._consumer.start()
 
     async def run(self, stop: asyncio.Event) -> None:
-        if self._sub is None:
-            raise RuntimeError("EventBridge.run() called before start()")
-        sub = self._sub
+        """Bridge until `stop`, one batch at a time: publish it, wait once for JetStream's acks,
+        settle it, fetch the next."""
         try:
-            while not stop.is_set():
-                try:
-                    msgs = await sub.fetch(self._config.batch, timeout=self._config.fetch_timeout)
-                except (TimeoutError, NatsTimeoutError):
-                    continue
-                except Exception as exc:  # connection trouble: nats-py reconnects, we try again
-                    self.stats.last_error = f"fetch: {exc}"
-                    log.warning("fetch failed", error=str(exc))
-                    await asyncio.sleep(0.5)
-                    continue
-                await self.process(msgs)
+            await self._consumer.run_batches(stop, self._start, batch=self._config.batch, in_flight=1)
         finally:
             await self.stop()
 
     async def stop(self) -> None:
-        """Let go of the pull subscription; idempotent.
-
-        Unsubscribed here rather than left to `nc.drain()`: nats-py's drain waits until every
-        message queued on a subscription is marked done, which `fetch()` never does for the
-        status replies it leaves behind, so the process would hang on SIGTERM until the drain
-        timeout. Whatever was fetched but not acked is redelivered after the ack wait.
-        """
-        sub, self._sub = self._sub, None
-        if sub is not None:
-            with suppress(Exception):
-                await sub.unsubscribe()
+        """Let go of the pull subscription; idempotent. Whatever was fetched but not acked is
+        redelivered after the ack wait."""
+        await self._consumer.stop()
 
     async def process(self, msgs: list[Msg]) -> None:
-        pending: list[tuple[Msg, asyncio.Future[PubAck]]] = []
+        """Bridge one batch to the end: publish, wait for the acknowledgements, settle."""
+        await self._consumer.finish(msgs, await self._start(msgs))
+
+    async def _start(self, msgs: list[Msg]) -> Callable[[], Awaitable[Sequence[Outcome]]]:
+        """Publish every event of the batch without waiting; what is returned waits once."""
+        outcomes: list[Outcome] = []
+        pending: list[tuple[int, asyncio.Future[PubAck]]] = []
         for msg in msgs:
             try:
                 outcome = self._convert(msg)
@@ -129,7 +111,7 @@ class EventBridge:
                 log.exception("signal could not be converted", subject=msg.subject)
                 outcome = Rejected(f"could not convert the signal: {type(exc).__name__}: {exc}")
             if isinstance(outcome, Rejected):
-                await self._reject(msg, outcome.reason)
+                outcomes.append(Poison(outcome.reason))
                 continue
             subject = self._subjects.event(outcome.header.source.app, outcome.payload.type)
             headers = {"Nats-Msg-Id": outcome.header.message_id}
@@ -138,27 +120,32 @@ class EventBridge:
             try:
                 future = await self._js.publish_async(subject, _encoder.encode(outcome), headers=headers)
             except Exception as exc:
-                await self._retry_later(msg, f"publishing the event failed: {_describe(exc)}")
+                outcomes.append(Retry(f"publishing the event failed: {_describe(exc)}"))
                 continue
-            pending.append((msg, future))
-        if not pending:
-            return
-        # One deadline for the whole batch: publishes lost with a dropped connection never get
-        # an answer, and waiting for each in turn would stall the bridge for batch × timeout.
-        await asyncio.wait([future for _, future in pending], timeout=self._config.publish_timeout)
-        for msg, future in pending:
-            if not future.done():
-                future.cancel()
-                error = f"no acknowledgement within {self._config.publish_timeout}s"
-            elif future.cancelled():
-                error = "cancelled"
-            elif (failure := future.exception()) is not None:
-                error = _describe(failure)
-            else:
-                await msg.ack()
-                self.stats.published += 1
-                continue
-            await self._retry_later(msg, f"publishing the event failed: {error}")
+            pending.append((len(outcomes), future))
+            outcomes.append(ACK)
+
+        async def finish() -> Sequence[Outcome]:
+            if not pending:
+                return outcomes
+            # One deadline for the whole batch: publishes lost with a dropped connection never
+            # get an answer, and waiting for each in turn would stall for batch × timeout.
+            await asyncio.wait([future for _, future in pending], timeout=self._config.publish_timeout)
+            for index, future in pending:
+                if not future.done():
+                    future.cancel()
+                    error = f"no acknowledgement within {self._config.publish_timeout}s"
+                elif future.cancelled():
+                    error = "cancelled"
+                elif (failure := future.exception()) is not None:
+                    error = _describe(failure)
+                else:
+                    self.stats.published += 1
+                    continue
+                outcomes[index] = Retry(f"publishing the event failed: {error}")
+            return outcomes
+
+        return finish
 
     def _convert(self, msg: Msg) -> EventEnvelope | Rejected:
         parts = msg.subject.split(".")
@@ -172,36 +159,6 @@ class EventBridge:
             return Rejected(f"signal kind {type(signal).__struct_config__.tag!r} arrived on {msg.subject!r}")
         event = map_signal(signal, subject_app_token=parts[2])
         return event if isinstance(event, Rejected) else with_trace(event, msg.headers)
-
-    async def _reject(self, msg: Msg, reason: str) -> None:
-        meta = msg.metadata
-        try:
-            await dead_letter(
-                self._js,
-                self._subjects,
-                stage=STAGE,
-                data=msg.data,
-                reason=reason,
-                original_subject=msg.subject,
-                stream=meta.stream,
-                sequence=meta.sequence.stream,
-            )
-        except Exception as exc:
-            await self._retry_later(msg, f"dead-lettering failed: {exc}", dead_letter_on_last=False)
-            return
-        await msg.term()
-        self.stats.dead_lettered += 1
-        log.info("signal dead-lettered", subject=msg.subject, reason=reason)
-
-    async def _retry_later(self, msg: Msg, error: str, *, dead_letter_on_last: bool = True) -> None:
-        self.stats.last_error = error
-        self.stats.retried += 1
-        delivered = msg.metadata.num_delivered
-        if dead_letter_on_last and delivered >= self._config.max_deliver:
-            await self._reject(msg, f"gave up after {delivered} deliveries: {error}")
-            return
-        log.warning("signal will be retried", subject=msg.subject, error=error, delivered=delivered)
-        await msg.nak(delay=min(2.0 * delivered, 30.0))
 
 
 def _describe(exc: BaseException) -> str:

@@ -13,27 +13,26 @@ comes from the same app, conversation and user. The decision then travels like o
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 from collections.abc import Awaitable, Callable
 
 import msgspec
 from nats.aio.msg import Msg
-from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
+from shared.consumer import ACK, AtLeastOnceConsumer, Outcome, Retry
 from shared.contracts.approval import Approval, ChatQuestion
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import INTERACTION_SUBMITTED
 from shared.logs import get_logger
-from shared.streams import ensure_consumer
 from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_gateway.chat_approvals")
 PREFIX = "apr."
 DURABLE = "gateway-chat-approvals"
+STAGE = "mcp_gateway"  # dead letters: amp.dlq.mcp_gateway
 ALLOW = ("1", "yes", "y", "allow", "ok", "是", "同意", "允许")
 REFUSE = ("2", "no", "n", "refuse", "deny", "否", "拒绝")
 _decode_event = msgspec.json.Decoder(EventEnvelope).decode
@@ -89,14 +88,14 @@ def answer_problem(asked: ChatQuestion | None, event: EventEnvelope) -> str | No
     return None
 
 
-def answers_consumer(subjects: Subjects) -> ConsumerConfig:
+def answers_consumer(subjects: Subjects, max_deliver: int = 5) -> ConsumerConfig:
     return ConsumerConfig(
         durable_name=DURABLE,
         description="gateway: users' answers to approvals asked for in a chat",
         deliver_policy=DeliverPolicy.NEW,
         ack_policy=AckPolicy.EXPLICIT,
         ack_wait=30,
-        max_deliver=5,
+        max_deliver=max_deliver,
         filter_subject=f"{subjects.prefix}.evt.*.{INTERACTION_SUBMITTED}",
     )
 
@@ -105,42 +104,28 @@ class ChatAnswers:
     """Consumes `interaction.submitted` events and decides the approvals they answer."""
 
     def __init__(self, js: JetStreamContext, subjects: Subjects, approvals: ApprovalStore, stream: str,
-                 publish_decision: Callable[[Approval, str], Awaitable[None]]) -> None:
-        self._js = js
-        self._subjects = subjects
+                 publish_decision: Callable[[Approval, str], Awaitable[None]], *, max_deliver: int = 5) -> None:
         self._approvals = approvals
-        self._stream = stream
         self._publish_decision = publish_decision
+        # An answer that keeps failing (NATS trouble deciding or publishing) is dead-lettered
+        # after its last delivery, never dropped.
+        self.consumer = AtLeastOnceConsumer(js, subjects, stream=stream, config=answers_consumer(subjects, max_deliver),
+                                            stage=STAGE)
 
     async def run(self, stop: asyncio.Event) -> None:
-        await ensure_consumer(self._js, self._stream, answers_consumer(self._subjects))
-        sub = await self._js.pull_subscribe_bind(DURABLE, stream=self._stream)
+        await self.consumer.start()
         try:
-            while not stop.is_set():
-                try:
-                    msgs = await sub.fetch(16, timeout=1.0)
-                except (TimeoutError, NatsTimeoutError):
-                    continue
-                except Exception as exc:
-                    log.warning("fetching answers failed", error=str(exc))
-                    await asyncio.sleep(0.5)
-                    continue
-                for msg in msgs:
-                    await self._settle(msg)
+            await self.consumer.run_each(stop, self._handle, concurrency=1)
         finally:
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
+            await self.consumer.stop()
 
-    async def _settle(self, msg: Msg) -> None:
+    async def _handle(self, msg: Msg) -> Outcome:
         try:
             await self.answered(msg.data)
         except Exception as exc:  # NATS trouble deciding or publishing: the answer comes again
             log.warning("an approval answer could not be handled; it will come again", error=str(exc))
-            with contextlib.suppress(Exception):
-                await msg.nak(delay=2.0)
-            return
-        with contextlib.suppress(Exception):
-            await msg.ack()
+            return Retry(f"the answer could not be handled: {type(exc).__name__}: {exc}")
+        return ACK
 
     async def answered(self, data: bytes) -> Approval | None:
         """Decide the approval this answer is for, when it may; the decided approval or None."""

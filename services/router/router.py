@@ -13,13 +13,12 @@ from __future__ import annotations
 import asyncio
 import json
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
 
 from services.router.catalog import Catalog
@@ -28,9 +27,9 @@ from services.router.events import decode_event
 from services.router.selection import decide
 from services.router.stores import RouterStores
 from services.router.traces import encode_trace, kv_subject, trace_key
+from shared.consumer import ACK, AtLeastOnceConsumer, ConsumerStats, Outcome, Poison, Retry
 from shared.contracts.route import RouteTrace
 from shared.contracts.run import RunTarget
-from shared.deadletter import dead_letter
 from shared.errors import EnvelopeError
 from shared.logs import get_logger
 from shared.streams import events_stream
@@ -54,12 +53,22 @@ class RouterConfig:
 
 
 @dataclass
-class RouterStats:
+class RouterStats(ConsumerStats):
     received: int = 0
     statuses: Counter[str] = field(default_factory=Counter)
-    dead_lettered: int = 0
-    retried: int = 0
-    last_error: str | None = None
+
+
+def router_consumer(config: RouterConfig, subjects: Subjects) -> ConsumerConfig:
+    return ConsumerConfig(
+        durable_name=config.durable,
+        description="router: events to runs",
+        deliver_policy=DeliverPolicy.ALL,
+        ack_policy=AckPolicy.EXPLICIT,
+        max_deliver=config.max_deliver,
+        backoff=list(config.backoff),
+        max_ack_pending=config.max_ack_pending,
+        filter_subject=subjects.events_all,
+    )
 
 
 @dataclass(slots=True)
@@ -93,64 +102,37 @@ class Router:
         self._stores = stores
         self._config = config or RouterConfig()
         self._clock = clock
-        self._events_stream = events_stream(subjects).name
         self._run_subjects: dict[RunTarget, str] = {}
-        self._sub: object | None = None
         self.stats = RouterStats()
+        self._consumer = AtLeastOnceConsumer(
+            self._js, subjects, stream=events_stream(subjects).name,
+            config=router_consumer(self._config, subjects), stage=STAGE,
+            fetch_timeout=self._config.fetch_timeout, stats=self.stats,
+        )
 
     async def start(self) -> None:
-        cfg = self._config
-        await self._js.add_consumer(
-            self._events_stream,
-            config=ConsumerConfig(
-                durable_name=cfg.durable,
-                description="router: events to runs",
-                deliver_policy=DeliverPolicy.ALL,
-                ack_policy=AckPolicy.EXPLICIT,
-                max_deliver=cfg.max_deliver,
-                backoff=list(cfg.backoff),
-                max_ack_pending=cfg.max_ack_pending,
-                filter_subject=self._subjects.events_all,
-            ),
-        )
-        self._sub = await self._js.pull_subscribe_bind(cfg.durable, stream=self._events_stream)
+        await self._consumer.start()
 
     async def stop(self) -> None:
-        """Drop the pull subscription: a status message left in its queue would otherwise hold
-        up `nc.drain()` until it times out."""
-        sub, self._sub = self._sub, None
-        if sub is not None:
-            await sub.unsubscribe()  # type: ignore[attr-defined]
+        """Drop the pull subscription (idempotent)."""
+        await self._consumer.stop()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Route until `stop`. While one batch waits for JetStream's acknowledgements, the next
         is fetched and published (at most two batches in flight)."""
-        if self._sub is None:
-            raise RuntimeError("Router.run() called before start()")
-        sub = self._sub
-        settling: asyncio.Task[None] | None = None
-        try:
-            while not stop.is_set():
-                try:
-                    msgs = await sub.fetch(self._config.batch, timeout=self._config.fetch_timeout)  # type: ignore[attr-defined]
-                except (TimeoutError, NatsTimeoutError):
-                    continue
-                except Exception as exc:  # connection trouble: nats-py reconnects, we try again
-                    self.stats.last_error = f"fetch: {exc}"
-                    log.warning("fetch failed", error=str(exc))
-                    await asyncio.sleep(0.5)
-                    continue
-                batch = await self._send(msgs)
-                if settling is not None:
-                    await settling
-                settling = asyncio.create_task(self._settle(batch), name="router-settle")
-        finally:
-            if settling is not None:
-                await settling
+        await self._consumer.run_batches(stop, self._start, batch=self._config.batch, in_flight=2)
 
     async def process(self, msgs: list[Msg]) -> None:
-        """Route one batch to the end: publish, wait for every acknowledgement, ack the events."""
-        await self._settle(await self._send(msgs))
+        """Route one batch to the end: publish, wait for every acknowledgement, settle the events."""
+        await self._consumer.finish(msgs, await self._start(msgs))
+
+    async def _start(self, msgs: list[Msg]) -> Callable[[], Awaitable[Sequence[Outcome]]]:
+        batch = await self._send(msgs)
+
+        async def finish() -> Sequence[Outcome]:
+            return await self._outcomes(batch)
+
+        return finish
 
     async def _send(self, msgs: list[Msg]) -> _Batch:
         now = self._clock()
@@ -161,11 +143,9 @@ class Router:
             # A target created a moment ago (another service wrote it; the watch has not brought
             # it yet): route those events again with what the buckets hold now.
             work = [self._reroute(item, now, at) if item.missing is not None else item for item in work]
-        for item in work:  # rare paths first, one by one
+        for item in work:  # the rare path first, one by one
             if item.run is not None and item.run.offload is not None:
                 await self._offload(item)
-            elif item.invalid is not None:
-                await self._dead_letter(item)
         pending: list[tuple[_Work, asyncio.Future[PubAck]]] = []
         publish = self._js.publish_async
         routes = self._stores.routes_bucket
@@ -178,7 +158,7 @@ class Router:
             pending.append((item, await publish(kv_subject(routes, item.key), item.trace)))
         return _Batch(work=work, pending=pending)
 
-    async def _settle(self, batch: _Batch) -> None:
+    async def _outcomes(self, batch: _Batch) -> list[Outcome]:
         pending = batch.pending
         if pending:
             await asyncio.wait([future for _, future in pending], timeout=self._config.publish_timeout)
@@ -186,13 +166,10 @@ class Router:
             if item.error is None and (not future.done() or future.cancelled() or future.exception()):
                 problem = "timed out" if not future.done() or future.cancelled() else future.exception()
                 item.error = f"publishing failed: {problem}"
-        for item in batch.work:
-            if item.error is not None:
-                await self._retry_later(item.msg, item.error)
-            elif item.invalid is not None:
-                await item.msg.term()
-            else:
-                await item.msg.ack()
+        # An invalid event is dead-lettered once its trace is stored (the loop does it).
+        return [Retry(item.error) if item.error is not None
+                else Poison(item.invalid) if item.invalid is not None else ACK
+                for item in batch.work]
 
     def _reroute(self, item: _Work, now: datetime, at: str) -> _Work:
         self.stats.received -= 1
@@ -245,42 +222,6 @@ class Router:
             await self._stores.run_events.put(item.run.offload.name, item.msg.data)
         except Exception as exc:
             item.error = f"storing the large event failed: {exc}"
-
-    async def _dead_letter(self, item: _Work) -> None:
-        meta = item.msg.metadata
-        try:
-            await dead_letter(
-                self._js, self._subjects, stage=STAGE, data=item.msg.data,
-                reason=item.invalid or "invalid event", original_subject=item.msg.subject,
-                stream=meta.stream, sequence=meta.sequence.stream,
-            )
-        except Exception as exc:
-            item.error = f"dead-lettering failed: {exc}"
-            return
-        self.stats.dead_lettered += 1
-        log.info("event dead-lettered", subject=item.msg.subject, reason=item.invalid)
-
-    async def _retry_later(self, msg: Msg, error: str) -> None:
-        self.stats.last_error = error
-        self.stats.retried += 1
-        delivered = msg.metadata.num_delivered
-        if delivered >= self._config.max_deliver:
-            meta = msg.metadata
-            try:
-                await dead_letter(
-                    self._js, self._subjects, stage=STAGE, data=msg.data,
-                    reason=f"gave up after {delivered} deliveries: {error}",
-                    original_subject=msg.subject, stream=meta.stream, sequence=meta.sequence.stream,
-                )
-            except Exception as exc:
-                log.warning("dead-lettering failed", subject=msg.subject, error=str(exc))
-                await msg.nak(delay=30.0)
-                return
-            self.stats.dead_lettered += 1
-            await msg.term()
-            return
-        log.warning("event will be retried", subject=msg.subject, error=error, delivered=delivered)
-        await msg.nak(delay=min(2.0 * delivered, 30.0))
 
 
 def _fallback_id(msg: Msg) -> str:

@@ -13,12 +13,14 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
+from shared.consumers import pull_ephemeral
 from shared.contracts.audit import AuditRecord
 from shared.logs import get_logger
 from shared.streams import audit_stream
 from shared.subjects import Subjects
 
 log = get_logger("aurora.runner.audit")
+OWNER = "runner"  # ephemeral consumers are named runner_eph_<random>
 _decoder = msgspec.json.Decoder(AuditRecord)
 
 
@@ -43,7 +45,7 @@ class JetStreamAudit:
             mem_storage=True,
         )
         try:
-            sub = await self._js.pull_subscribe(self._filter, stream=self._stream, config=config)
+            sub = await pull_ephemeral(self._js, self._stream, self._filter, config, owner=OWNER)
         except NotFoundError:
             return None
         needle = call_id.encode()

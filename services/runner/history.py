@@ -16,6 +16,7 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
+from shared.consumers import pull_ephemeral
 from shared.contracts.envelope import EventEnvelope
 from shared.subjects import Subjects, app_token
 
@@ -93,7 +94,7 @@ class StreamHistory:
                                 ack_policy=AckPolicy.NONE, filter_subject=subject, inactive_threshold=5.0,
                                 mem_storage=True)
         try:
-            sub = await self._js.pull_subscribe(subject, stream=self._stream, config=config)
+            sub = await pull_ephemeral(self._js, self._stream, subject, config, owner="runner")
         except NotFoundError:
             return {"events": [], "note": "the event log is not available"}
         found: list[bytes] = []

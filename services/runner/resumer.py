@@ -31,13 +31,13 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from services.runner import interactions, statemachine
 from services.runner.config import RunnerConfig
 from services.runner.executor import TaskExecutor
-from services.runner.pulling import keep_in_progress, pull_into_tasks
 from services.runner.tasks import TaskStore
+from shared.consumer import ACK, TERM, AtLeastOnceConsumer, Retry
+from shared.consumer import Outcome as Settlement
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import GATEWAY_APP, INTERACTION_SUBMITTED
 from shared.contracts.task import Task, TaskError, TaskStep
 from shared.logs import get_logger
-from shared.streams import ensure_consumer
 from shared.subjects import Subjects
 
 log = get_logger("aurora.runner.resumer")
@@ -67,52 +67,32 @@ class Resumer:
         self._store = store
         self._executor = executor
         self._config = config
-        self._stream = stream
-        self._sub: JetStreamContext.PullSubscription | None = None
-        self._running: set[asyncio.Task[None]] = set()
         self._stopping = asyncio.Event()
+        self._consumer = AtLeastOnceConsumer(js, subjects, stream=stream, config=resume_consumer(config, subjects),
+                                             stage="runner", heartbeat=config.heartbeat)
 
     async def start(self) -> None:
-        if self._sub is None:
-            await ensure_consumer(self._js, self._stream, resume_consumer(self._config, self._subjects))
-            self._sub = await self._js.pull_subscribe_bind(DURABLE, stream=self._stream)
+        await self._consumer.start()
 
     async def stop(self) -> None:
-        sub, self._sub = self._sub, None
-        if sub is not None:
-            await sub.unsubscribe()
+        await self._consumer.stop()
 
     async def run(self, stop: asyncio.Event) -> None:
-        if self._sub is None:
-            raise RuntimeError("Resumer.run() called before start()")
-        await pull_into_tasks(self._sub, stop, self._running, concurrency=self._config.concurrency,
-                              handle=self._handle, task_name="resume")
-        if self._running:
+        await self._consumer.run_each(stop, self._handle, concurrency=self._config.concurrency)
+        running = self._consumer.running
+        if running:
             self._stopping.set()  # resumed tasks hand back at their next step; the event comes again
-            await asyncio.wait(set(self._running), timeout=self._config.stop_timeout)
-            for task in list(self._running):
+            await asyncio.wait(set(running), timeout=self._config.stop_timeout)
+            for task in list(running):
                 task.cancel()
 
-    async def _handle(self, msg: Msg) -> None:
-        beat = asyncio.create_task(keep_in_progress(msg, self._config.heartbeat), name="resume-heartbeat")
-        outcome: Outcome = "nak"
-        try:
-            outcome = await self.handle(msg.data, redelivered=msg.metadata.num_delivered > 1)
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("resuming failed; the event will come again", subject=msg.subject)
-        finally:
-            beat.cancel()
-        try:
-            if outcome == "ack":
-                await msg.ack()
-            elif outcome == "term":
-                await msg.term()
-            else:
-                await msg.nak(delay=min(2.0 * msg.metadata.num_delivered, 30.0))
-        except Exception as exc:
-            log.warning("could not settle a resume event", outcome=outcome, error=str(exc))
+    async def _handle(self, msg: Msg) -> Settlement:
+        outcome = await self.handle(msg.data, redelivered=msg.metadata.num_delivered > 1)
+        if outcome == "ack":
+            return ACK
+        if outcome == "term":
+            return TERM
+        return Retry("the task cannot take this event yet")
 
     # -- what each event does --------------------------------------------------------------------
     async def handle(self, data: bytes, *, redelivered: bool = False) -> Outcome:

@@ -9,10 +9,10 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.kv import KeyValue
 
 from services.runner.config import RunnerConfig
+from shared.consumers import ensure_durable
 from shared.streams import (
     agents_bucket,
     ensure_bucket,
-    ensure_consumer,
     ensure_streams,
     fabric_streams,
     pipelines_bucket,
@@ -64,4 +64,4 @@ def runs_consumer(config: RunnerConfig, subjects: Subjects) -> ConsumerConfig:
 
 async def ensure_runs_consumer(js: JetStreamContext, stores: RunnerStores, config: RunnerConfig,
                                subjects: Subjects) -> None:
-    await ensure_consumer(js, stores.runs_stream, runs_consumer(config, subjects))
+    await ensure_durable(js, stores.runs_stream, runs_consumer(config, subjects))

@@ -24,6 +24,7 @@ from services.runner.stores import ensure_runs_consumer, open_stores
 from services.runner.tasks import TaskStore
 from shared.admin import start_admin_service
 from shared.clock import now_iso
+from shared.consumers import ephemeral_name
 from shared.contracts.audit import AuditRecord
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import ObjectRef, RunPayload, RunTarget
@@ -112,9 +113,9 @@ async def test_the_runner_calls_tools_by_requesting_them(connect: Connect, runne
 async def test_the_runner_cannot_write_approvals_tools_systems_or_agents(
         connect: Connect, runner: Session, bucket: object) -> None:
     name = bucket(SUBJECTS).name  # type: ignore[operator]
-    kv = await runner.nc.jetstream(timeout=0.5).key_value(name)
+    # The runner may not even look at these buckets (stream info), so the put is a raw publish.
     with pytest.raises(REFUSED):
-        await kv.put("apr-1", json.dumps({"state": "granted"}).encode())
+        await runner.nc.jetstream(timeout=0.5).publish(f"$KV.{name}.apr-1", json.dumps({"state": "granted"}).encode())
     await runner.refused(f"$KV.{name}.apr-1")
     operator_kv = await (await connect("operator")).nc.jetstream().key_value(name)
     with pytest.raises(KeyNotFoundError):
@@ -275,8 +276,10 @@ async def test_the_runner_cannot_replay_stored_documents_into_an_admin_endpoint(
         agents = await ensure_bucket(gateway.nc.jetstream(), agents_bucket(SUBJECTS))
         await agents.put("welcome", b'{"kind": "Agent", "id": "welcome"}')
         js = runner.nc.jetstream(timeout=1)
+        # Named like its own watchers, so the create is one the runner may send.
         await js.add_consumer("KV_AMP_AGENTS", ConsumerConfig(
-            deliver_subject=SUBJECTS.admin("agents", "delete"), deliver_group="q", ack_policy=AckPolicy.NONE))
+            name=ephemeral_name("runner"), deliver_subject=SUBJECTS.admin("agents", "delete"), deliver_group="q",
+            ack_policy=AckPolicy.NONE))
         await asyncio.sleep(1.0)
         if deleted:
             pytest.fail(f"the runner had the gateway delete {deleted}")

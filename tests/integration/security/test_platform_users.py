@@ -96,12 +96,11 @@ async def test_the_consumer_reads_events_and_publishes_nothing(connect: Connect)
     await ensure_streams(bridge.nc.jetstream(), fabric_streams(SUBJECTS))
     live = await consumer.nc.subscribe(SUBJECTS.events_all)
     cjs = consumer.nc.jetstream(timeout=2)
-    durable = await cjs.pull_subscribe(SUBJECTS.events_all, durable="my-app", stream="AMP_EVENTS")
-    ordered = await cjs.subscribe(SUBJECTS.events_all, ordered_consumer=True)  # like `aurora events tail`
+    # A durable of its own, named with its prefix (the README's example).
+    durable = await cjs.pull_subscribe(SUBJECTS.events_all, durable="consumer_my_app", stream="AMP_EVENTS")
     await consumer.nc.flush()
     await bridge.nc.jetstream().publish(EVENT, b'{"n": 1}', headers={"Nats-Msg-Id": "e-1"})
     assert (await live.next_msg(timeout=2)).data == b'{"n": 1}'
-    assert (await ordered.next_msg(timeout=2)).data == b'{"n": 1}'
     (stored,) = await durable.fetch(1, timeout=2)
     await stored.ack_sync(timeout=2)
     await consumer.clean()
@@ -115,6 +114,9 @@ async def test_the_consumer_reads_events_and_publishes_nothing(connect: Connect)
     with pytest.raises(REFUSED):  # nor move the router's cursor
         await cjs.add_consumer("AMP_EVENTS", ConsumerConfig(durable_name="router", filter_subject="amp.evt.x"))
     await consumer.refused("$JS.API.CONSUMER.DURABLE.CREATE.AMP_EVENTS.router")
+    with pytest.raises(REFUSED):  # the legacy create, the one whose body names the consumer
+        await cjs.subscribe(SUBJECTS.events_all, ordered_consumer=True)
+    await consumer.refused("$JS.API.CONSUMER.CREATE.AMP_EVENTS")
     for subject in (SUBJECTS.tool_call, SUBJECTS.admin("approvals", "list")):
         with pytest.raises(REFUSED):
             await consumer.nc.request(subject, b"{}", timeout=0.3)

@@ -1,0 +1,246 @@
+"""The one at-least-once consumer loop every service uses, with one retry and dead-letter policy.
+
+A service hands the loop its durable's config and a handler; the loop creates the durable
+(through the name-scoped API, see `shared.consumers`), fetches, calls the handler and settles
+each message by the `Outcome` the handler returns:
+
+- `ACK` / `TERM`: done (`TERM` also tells JetStream never to deliver it again);
+- `Retry(reason)`: nak with `backoff(delivered)`; when the message has had its last delivery
+  (`max_deliver`), it is dead-lettered with the reason instead, so nothing is dropped silently;
+- `HAND_BACK`: nak at once (a runner stopping gives its run to another), same last-delivery rule;
+- `Poison(reason)`: it can never be processed: dead-lettered to `AMP_DLQ` with the reason, then
+  terminated. A dead letter that cannot be published is retried later, never terminated;
+- `LEAVE`: nothing (abandoned at shutdown; it comes back after the ack wait).
+
+Two shapes of work: `run_batches` for the hot paths (the bridge and the router publish a whole
+batch, then wait once for JetStream's acks; `pipeline=2` lets the next batch be published while
+the last one settles) and `run_each` for slow work (one task per message, at most `concurrency`
+at once, each kept alive with `in_progress`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import suppress
+from dataclasses import dataclass
+
+from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js import JetStreamContext
+from nats.js.api import ConsumerConfig
+
+from shared.consumers import ensure_durable
+from shared.deadletter import dead_letter
+from shared.logs import get_logger
+from shared.subjects import Subjects
+
+log = get_logger("aurora.consumer")
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    kind: str  # ack | term | retry | hand_back | poison | leave
+    reason: str = ""
+
+
+ACK = Outcome("ack")
+TERM = Outcome("term")
+HAND_BACK = Outcome("hand_back")
+LEAVE = Outcome("leave")
+
+
+def Retry(reason: str) -> Outcome:
+    return Outcome("retry", reason)
+
+
+def Poison(reason: str) -> Outcome:
+    return Outcome("poison", reason)
+
+
+def backoff(delivered: int) -> float:
+    """Seconds before a message that failed on its `delivered`-th delivery comes again."""
+    return min(2.0 * delivered, 30.0)
+
+
+def exhausted(delivered: int, max_deliver: int) -> bool:
+    """This delivery was the last JetStream will make (`max_deliver` ≤ 0: unlimited)."""
+    return max_deliver > 0 and delivered >= max_deliver
+
+
+@dataclass
+class ConsumerStats:
+    settled: int = 0
+    retried: int = 0
+    dead_lettered: int = 0
+    last_error: str | None = None
+
+
+BatchHandler = Callable[[list[Msg]], Awaitable[Callable[[], Awaitable[Sequence[Outcome]]]]]
+"""Starts a batch (e.g. publishes its results) and returns what finishes it: a coroutine
+function giving one outcome per message, in order."""
+
+MessageHandler = Callable[[Msg], Awaitable[Outcome]]
+
+
+class AtLeastOnceConsumer:
+    """A durable pull consumer on `stream`, dead-lettering to `<prefix>.dlq.<stage>`."""
+
+    def __init__(self, js: JetStreamContext, subjects: Subjects, *, stream: str, config: ConsumerConfig,
+                 stage: str, fetch_timeout: float = 1.0, heartbeat: float | None = None,
+                 stats: ConsumerStats | None = None) -> None:
+        assert config.durable_name, "an at-least-once consumer is durable"
+        self._js = js
+        self._subjects = subjects
+        self._stream = stream
+        self._config = config
+        self._stage = stage
+        self._fetch_timeout = fetch_timeout
+        self._heartbeat = heartbeat
+        self._max_deliver = config.max_deliver or -1
+        self._sub: JetStreamContext.PullSubscription | None = None
+        self.running: set[asyncio.Task[None]] = set()
+        self.stats = stats if stats is not None else ConsumerStats()
+
+    @property
+    def durable(self) -> str:
+        return str(self._config.durable_name)
+
+    async def start(self) -> None:
+        if self._sub is None:
+            await ensure_durable(self._js, self._stream, self._config)
+            self._sub = await self._js.pull_subscribe_bind(self.durable, stream=self._stream)
+
+    async def stop(self) -> None:
+        """Let go of the pull subscription; idempotent. Unsubscribed here rather than left to
+        `nc.drain()`, which waits for status replies `fetch()` never marks done."""
+        sub, self._sub = self._sub, None
+        if sub is not None:
+            with suppress(Exception):
+                await sub.unsubscribe()
+
+    async def _fetch(self, batch: int) -> list[Msg]:
+        if self._sub is None:
+            raise RuntimeError(f"consumer {self.durable}: run before start()")
+        try:
+            return await self._sub.fetch(batch, timeout=self._fetch_timeout)
+        except (TimeoutError, NatsTimeoutError):
+            return []
+        except Exception as exc:  # connection trouble: nats-py reconnects, we try again
+            self.stats.last_error = f"fetch: {exc}"
+            log.warning("fetch failed", consumer=self.durable, error=str(exc))
+            await asyncio.sleep(0.5)
+            return []
+
+    async def run_batches(self, stop: asyncio.Event, handle: BatchHandler, *, batch: int,
+                          in_flight: int = 2) -> None:
+        """Until `stop`: fetch up to `batch` and start it; it finishes and settles in the
+        background while the next batches are fetched and started, at most `in_flight` at once
+        (1: each batch is settled before the next fetch)."""
+        settling: list[asyncio.Task[None]] = []
+        try:
+            while not stop.is_set():
+                msgs = await self._fetch(batch)
+                if not msgs:
+                    continue
+                finish = await handle(msgs)
+                settling.append(asyncio.create_task(self.finish(msgs, finish), name=f"{self.durable}-settle"))
+                while len(settling) >= in_flight:
+                    await settling.pop(0)
+        finally:
+            for task in settling:
+                await task
+
+    async def finish(self, msgs: list[Msg], finish: Callable[[], Awaitable[Sequence[Outcome]]]) -> None:
+        """Wait for a started batch's outcomes and settle each message."""
+        outcomes = await finish()
+        for msg, outcome in zip(msgs, outcomes, strict=True):
+            await self.settle(msg, outcome)
+
+    async def run_each(self, stop: asyncio.Event, handle: MessageHandler, *, concurrency: int) -> None:
+        """Until `stop`: keep at most `concurrency` messages in work, one task each; fetch only as
+        many as there are free slots, so a busy process leaves the rest to others."""
+        while not stop.is_set():
+            free = concurrency - len(self.running)
+            if free <= 0:
+                await asyncio.wait(self.running, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
+                continue
+            for msg in await self._fetch(free):
+                task = asyncio.create_task(self._one(msg, handle),
+                                           name=f"{self.durable}-{msg.metadata.sequence.stream}")
+                self.running.add(task)
+                task.add_done_callback(self.running.discard)
+
+    async def _one(self, msg: Msg, handle: MessageHandler) -> None:
+        beat = asyncio.create_task(_keep_in_progress(msg, self._heartbeat)) if self._heartbeat else None
+        outcome = LEAVE
+        try:
+            outcome = await handle(msg)
+        except asyncio.CancelledError:
+            raise  # abandoned: LEAVE, the message comes back after the ack wait
+        except Exception as exc:
+            log.exception("handling failed; the message will come again", consumer=self.durable,
+                          subject=msg.subject)
+            outcome = Retry(f"{type(exc).__name__}: {exc}")
+        finally:
+            if beat is not None:
+                beat.cancel()
+            if outcome is not LEAVE:
+                await self.settle(msg, outcome)
+
+    async def settle(self, msg: Msg, outcome: Outcome) -> None:
+        """Apply the one policy; never raises (a message not settled comes back after the ack wait)."""
+        try:
+            await self._settle(msg, outcome)
+        except Exception as exc:
+            log.warning("could not settle a message", consumer=self.durable, outcome=outcome.kind, error=str(exc))
+
+    async def _settle(self, msg: Msg, outcome: Outcome) -> None:
+        kind = outcome.kind
+        self.stats.settled += 1
+        if kind == "ack":
+            await msg.ack()
+        elif kind == "term":
+            await msg.term()
+        elif kind == "poison":
+            await self._dead_letter(msg, outcome.reason)
+        elif kind in ("retry", "hand_back"):
+            self.stats.retried += 1
+            if kind == "retry" and outcome.reason:
+                self.stats.last_error = outcome.reason
+            delivered = msg.metadata.num_delivered
+            if exhausted(delivered, self._max_deliver):
+                await self._dead_letter(msg, f"gave up after {delivered} deliveries: {outcome.reason or kind}")
+            elif kind == "hand_back":
+                await msg.nak()
+            else:
+                log.warning("message will be retried", consumer=self.durable, subject=msg.subject,
+                            error=outcome.reason, delivered=delivered)
+                await msg.nak(delay=backoff(delivered))
+
+    async def _dead_letter(self, msg: Msg, reason: str) -> None:
+        meta = msg.metadata
+        try:
+            await dead_letter(self._js, self._subjects, stage=self._stage, data=msg.data, reason=reason,
+                              original_subject=msg.subject, stream=meta.stream, sequence=meta.sequence.stream)
+        except Exception as exc:
+            # Never terminate what is not stored elsewhere: try again later.
+            self.stats.last_error = f"dead-lettering failed: {exc}"
+            log.warning("dead-lettering failed; the message will come again", consumer=self.durable,
+                        subject=msg.subject, error=str(exc))
+            await msg.nak(delay=backoff(meta.num_delivered))
+            return
+        await msg.term()
+        self.stats.dead_lettered += 1
+        log.info("message dead-lettered", consumer=self.durable, subject=msg.subject, reason=reason)
+
+
+async def _keep_in_progress(msg: Msg, every: float) -> None:
+    """Tell JetStream the message is still being worked on, every `every` seconds, until
+    cancelled: long work keeps its message without a shorter ack wait."""
+    while True:
+        await asyncio.sleep(every)
+        try:
+            await msg.in_progress()
+        except Exception as exc:
+            log.warning("heartbeat failed", subject=msg.subject, error=str(exc))

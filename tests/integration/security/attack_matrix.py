@@ -1,0 +1,106 @@
+"""The attack matrix: what each NATS identity must be able to do on JetStream, and what it must
+be refused, as data. `test_attack_matrix.py` drives every row against a real nats-server running
+deploy/nats-auth.conf; `render_markdown()` prints the table README.md shows ("Security"):
+
+    .venv/bin/python -m tests.integration.security.attack_matrix
+
+A row names an action once; the test expands it into concrete API requests for each identity
+(for "another's durable": every platform durable the identity does not own, taken from the
+services' own consumer configs, so a new durable is covered the day it is written).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from nats.js.api import ConsumerConfig
+
+from services.event_bridge.bridge import BridgeConfig, bridge_consumer
+from services.mcp_gateway.chat_approvals import answers_consumer
+from services.router.router import RouterConfig, router_consumer
+from services.runner.config import RunnerConfig
+from services.runner.resumer import resume_consumer
+from services.runner.stores import runs_consumer
+from shared.subjects import Subjects
+
+SUBJECTS = Subjects("amp")
+IDENTITIES = ("event-bridge", "app-supervisor", "mcp-gateway", "router", "runner", "operator", "consumer")
+ALLOWED, REFUSED, NONE = "allowed", "refused", "–"
+
+
+@dataclass(frozen=True)
+class Durable:
+    owner: str
+    stream: str
+    config: ConsumerConfig
+
+    @property
+    def name(self) -> str:
+        return str(self.config.durable_name)
+
+
+def platform_durables() -> list[Durable]:
+    """Every durable consumer the services create, from their own code."""
+    runner = RunnerConfig()
+    return [
+        Durable("event-bridge", "AMP_SIGNALS", bridge_consumer(BridgeConfig(), SUBJECTS)),
+        Durable("router", "AMP_EVENTS", router_consumer(RouterConfig(), SUBJECTS)),
+        Durable("mcp-gateway", "AMP_EVENTS", answers_consumer(SUBJECTS)),
+        Durable("runner", "AMP_RUNS", runs_consumer(runner, SUBJECTS)),
+        Durable("runner", "AMP_EVENTS", resume_consumer(runner, SUBJECTS)),
+    ]
+
+
+# The external consumer's own durable, named with its prefix as README.md shows.
+CONSUMER_DURABLE = Durable("consumer", "AMP_EVENTS", ConsumerConfig(
+    durable_name="consumer_matrix", filter_subject=SUBJECTS.events_all, ack_wait=30))
+
+
+def _row(*cells: str) -> dict[str, str]:
+    assert len(cells) == len(IDENTITIES)
+    return dict(zip(IDENTITIES, cells, strict=True))
+
+
+A, R, N = ALLOWED, REFUSED, NONE
+# Column order: event-bridge, app-supervisor, mcp-gateway, router, runner, operator, consumer.
+MATRIX: dict[str, tuple[str, dict[str, str]]] = {
+    "own_streams": ("create (or find) its own streams and buckets, by its own start-up code",
+                    _row(A, A, A, A, A, A, N)),
+    "own_durable": ("create or update its own durable, through `CONSUMER.CREATE.<stream>.<name>`",
+                    _row(A, N, A, A, A, N, A)),
+    "pull_own": ("pull (`MSG.NEXT`) from its own durable and ack what it got",
+                 _row(A, N, A, A, A, N, A)),
+    "ephemeral": ("a short-lived pull consumer `<user>_eph_…` on `AMP_EVENTS`",
+                  _row(R, R, R, R, A, A, A)),
+    "kv_watch": ("watch a bucket it reads through a `<user>_eph_…` pull consumer", _row(R, R, A, A, A, A, R)),
+    "ordered": ("watch a bucket with nats-py's ordered consumer (its create is the bare form)",
+                _row(R, R, R, R, R, A, R)),
+    "legacy_create": ("create a consumer on a stream with a durable's name in the body "
+                      "(legacy `CONSUMER.CREATE.<stream>`)", _row(R, R, R, R, R, A, R)),
+    "scoped_update": ("create or re-filter another's durable through its name-scoped subject",
+                      _row(R, R, R, R, R, A, R)),
+    "durable_create": ("`CONSUMER.DURABLE.CREATE` another's durable (legacy)", _row(R, R, R, R, R, A, R)),
+    "steal": ("pull (`MSG.NEXT`) from another's durable", _row(R, R, R, R, R, A, R)),
+    "ack_other": ("ack for another's durable (`$JS.ACK.<stream>.<durable>.…`)", _row(R, R, R, R, R, A, R)),
+    "info_other": ("read another's durable (`CONSUMER.INFO`)", _row(R, R, R, R, R, A, R)),
+    "pause": ("pause another's durable", _row(R, R, R, R, R, A, R)),
+    "delete": ("delete a consumer (`gateway-chat-approvals`, or its own)", _row(R, R, R, R, R, A, R)),
+    "list": ("list a stream's consumers (`CONSUMER.NAMES` / `LIST`)", _row(R, R, R, R, R, A, R)),
+    "inbox_stream": ("create a stream not its own, one capturing another user's `_INBOX_<user>.>`",
+                     _row(R, R, R, R, R, A, R)),
+    "reshape": ("update or purge a platform stream (`AMP_EVENTS`)", _row(R, R, R, R, R, A, R)),
+    "other_streams": ("read a stream other than `AMP_EVENTS` (`AMP_AUDIT`, `AMP_DLQ`, approvals)",
+                      _row(N, N, N, N, N, N, R)),
+}
+
+
+def render_markdown() -> str:
+    """The matrix as a markdown table (README.md, "Security")."""
+    lines = ["| action | " + " | ".join(IDENTITIES) + " |", "|---|" + "---|" * len(IDENTITIES)]
+    for text, expected in MATRIX.values():
+        lines.append(f"| {text} | " + " | ".join(expected[who] for who in IDENTITIES) + " |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(render_markdown())

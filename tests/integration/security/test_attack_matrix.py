@@ -1,0 +1,325 @@
+"""Every identity against the attack matrix (attack_matrix.py), on a real nats-server running
+deploy/nats-auth.conf, with the platform's streams and durables created by the services' own
+code as their own users.
+
+A probe is *refused* when nats-server reports the permissions violation for its subject, and
+*allowed* when the server answered it (for what a service must do: answered without an error)
+or, for a publish that gets no answer (an ack), when the answer to a request sent after it came
+back with no violation: the server handles a connection's messages in order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+
+from services.router.stores import open_stores as open_router_stores
+from services.runner.stores import open_stores as open_runner_stores
+from shared.consumers import ensure_durable
+from shared.kvwatch import BucketWatch
+from shared.streams import (
+    agents_bucket,
+    approvals_bucket,
+    apps_bucket,
+    audit_stream,
+    ensure_bucket,
+    ensure_streams,
+    fabric_streams,
+    systems_bucket,
+    tools_bucket,
+)
+from tests.harness.processes import REPO
+from tests.integration.security.attack_matrix import (
+    ALLOWED,
+    CONSUMER_DURABLE,
+    IDENTITIES,
+    MATRIX,
+    NONE,
+    REFUSED,
+    SUBJECTS,
+    Durable,
+    platform_durables,
+    render_markdown,
+)
+from tests.integration.security.conftest import Connect, Session
+
+Probe = Callable[[Session], Awaitable[str]]
+
+
+def _violation(subject: str) -> str:
+    return f'permissions violation for publish to "{subject}"'.lower()
+
+
+def _refused_since(session: Session, start: int, subject: str | None = None) -> bool:
+    wanted = _violation(subject) if subject else "permissions violation"
+    return any(wanted in str(error).lower() for error in session.errors[start:])
+
+
+def request(subject: str, body: Any = None, *, must_succeed: bool = True) -> Probe:
+    payload = b"" if body is None else json.dumps(body).encode()
+
+    async def probe(session: Session) -> str:
+        start = len(session.errors)
+        reply = asyncio.ensure_future(session.nc.request(subject, payload, timeout=5))
+        while not reply.done():
+            if _refused_since(session, start, subject):
+                reply.cancel()
+                return REFUSED
+            await asyncio.sleep(0.005)
+        try:
+            msg = reply.result()
+        except (NatsTimeoutError, NoRespondersError, asyncio.CancelledError) as exc:
+            return f"unanswered ({type(exc).__name__})"
+        if must_succeed and msg.data.startswith(b"{") and "error" in json.loads(msg.data):
+            return f"answered with an error: {msg.data[:300]!r}"
+        return ALLOWED
+
+    probe.__qualname__ = subject
+    return probe
+
+
+def publish(subject: str) -> Probe:
+    async def probe(session: Session) -> str:
+        start = len(session.errors)
+        await session.nc.publish(subject, b"")
+        # The answer to a later request is the sign the server has handled the publish (a
+        # flush is not: its PONG may answer an earlier PING whose wait was given up).
+        await session.nc.request("$JS.API.INFO", b"", timeout=5)
+        return REFUSED if _refused_since(session, start, subject) else ALLOWED
+
+    probe.__qualname__ = subject
+    return probe
+
+
+def code(run: Callable[[Session], Awaitable[object]]) -> Probe:
+    """The services' own code as that user: allowed when it finished and nothing was refused."""
+    async def probe(session: Session) -> str:
+        start = len(session.errors)
+        try:
+            await asyncio.wait_for(run(session), 15)
+        except Exception as exc:
+            if _refused_since(session, start):
+                return REFUSED
+            return f"failed: {type(exc).__name__}: {exc}"
+        return REFUSED if _refused_since(session, start) else ALLOWED
+
+    return probe
+
+
+# --- the probes of each row -------------------------------------------------------------------
+
+async def _own_streams(session: Session) -> None:
+    js = session.nc.jetstream()
+    user = session.user
+    if user in ("event-bridge", "app-supervisor", "mcp-gateway", "operator"):
+        await ensure_streams(js, fabric_streams(SUBJECTS))
+    if user in ("app-supervisor", "mcp-gateway"):
+        await ensure_bucket(js, apps_bucket(SUBJECTS))
+    if user == "mcp-gateway":
+        await ensure_streams(js, [audit_stream(SUBJECTS)])
+        for bucket in (approvals_bucket, tools_bucket, systems_bucket, agents_bucket):
+            await ensure_bucket(js, bucket(SUBJECTS))
+    if user == "router":
+        await open_router_stores(js, SUBJECTS)
+    if user == "runner":
+        await open_runner_stores(js, SUBJECTS)
+
+
+def _owned(user: str) -> list[Durable]:
+    return [d for d in [*platform_durables(), CONSUMER_DURABLE] if d.owner == user]
+
+
+def _others(user: str) -> list[Durable]:
+    return [d for d in platform_durables() if d.owner != user]
+
+
+def _changed(durable: Durable, *, named: bool = True) -> dict[str, Any]:
+    """The durable's config, re-described (a field the server lets an update change); the legacy
+    create carries the durable's name in `durable_name` only, as the attack did."""
+    config = durable.config.evolve(name=durable.name if named else None, description="taken over")
+    return {"stream_name": durable.stream, "config": config.as_dict()}
+
+
+def _scoped_subject(durable: Durable) -> str:
+    subject = f"$JS.API.CONSUMER.CREATE.{durable.stream}.{durable.name}"
+    return f"{subject}.{durable.config.filter_subject}" if durable.config.filter_subject else subject
+
+
+async def _pull_own(session: Session) -> None:
+    js = session.nc.jetstream()
+    for durable in _owned(session.user):
+        sub = await js.pull_subscribe_bind(durable.name, stream=durable.stream)
+        try:
+            (msg,) = await sub.fetch(1, timeout=5)
+            await msg.ack_sync(timeout=5)
+        finally:
+            await sub.unsubscribe()
+
+
+@dataclass
+class Context:
+    ephemerals: dict[str, str] = field(default_factory=dict)  # user → its short-lived consumer
+    events_config: dict[str, Any] = field(default_factory=dict)  # AMP_EVENTS as it is (an update's body)
+
+
+def _ephemeral(user: str, ctx: Context) -> Probe:
+    name = f"{user}_eph_{uuid.uuid4().hex}"
+    ctx.ephemerals[user] = name
+    config = ConsumerConfig(name=name, ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.NEW,
+                            filter_subject=SUBJECTS.events_all, inactive_threshold=120.0)
+    return request(f"$JS.API.CONSUMER.CREATE.AMP_EVENTS.{name}.{SUBJECTS.events_all}",
+                   {"stream_name": "AMP_EVENTS", "config": config.as_dict()})
+
+
+def _bucket_of(user: str) -> str:
+    return {"router": "AMP_BINDINGS", "runner": "AMP_AGENTS"}.get(user, "AMP_TOOLS")
+
+
+async def _kv_watch(session: Session) -> None:
+    """The services' own watcher (shared/kvwatch.py, as KvMirror and read_all use it)."""
+    watch = BucketWatch(session.nc.jetstream(), _bucket_of(session.user), owner=session.user)
+    try:
+        await watch.initial()
+    finally:
+        await watch.stop()
+
+
+def _ordered(session: Session) -> Probe:
+    """What nats-py's `kv.watch` sends: an ordered push consumer through the bare create."""
+    bucket = _bucket_of(session.user)
+    stream = f"KV_{bucket}"
+    config = ConsumerConfig(deliver_subject=session.nc.new_inbox(), ack_policy=AckPolicy.NONE,
+                            deliver_policy=DeliverPolicy.LAST_PER_SUBJECT, filter_subject=f"$KV.{bucket}.>",
+                            max_deliver=1, flow_control=True, idle_heartbeat=5.0, inactive_threshold=5.0,
+                            mem_storage=True, num_replicas=1)
+    return request(f"$JS.API.CONSUMER.CREATE.{stream}", {"stream_name": stream, "config": config.as_dict()})
+
+
+def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
+    user = session.user
+    others = _others(user)
+    if key == "own_streams":
+        return [code(_own_streams)] if user != "consumer" else []
+    if key == "own_durable":
+        return [code(lambda s, d=d: ensure_durable(s.nc.jetstream(), d.stream, d.config)) for d in _owned(user)]
+    if key == "pull_own":
+        return [code(_pull_own)] if _owned(user) else []
+    if key == "ephemeral":
+        return [_ephemeral(user, ctx)]
+    if key == "kv_watch":
+        return [code(_kv_watch)]
+    if key == "ordered":
+        return [_ordered(session)]
+    if key == "legacy_create":
+        # The server itself may refuse a durable there (it does since 2.11): only the
+        # permission is tested, so any answer counts as allowed.
+        return [request(f"$JS.API.CONSUMER.CREATE.{d.stream}", _changed(d, named=False), must_succeed=False)
+                for d in others]
+    if key == "scoped_update":
+        return [request(_scoped_subject(d), _changed(d)) for d in others]
+    if key == "durable_create":
+        return [request(f"$JS.API.CONSUMER.DURABLE.CREATE.{d.stream}.{d.name}",
+                        {"stream_name": d.stream, "config": d.config.evolve(description="taken over").as_dict()})
+                for d in others]
+    if key == "steal":
+        return [request(f"$JS.API.CONSUMER.MSG.NEXT.{d.stream}.{d.name}", {"batch": 1, "no_wait": True},
+                        must_succeed=False) for d in others]
+    if key == "ack_other":
+        return [publish(f"$JS.ACK.{d.stream}.{d.name}.1.1.1.1.0") for d in others]
+    if key == "info_other":
+        return [request(f"$JS.API.CONSUMER.INFO.{d.stream}.{d.name}") for d in others]
+    if key == "pause":
+        return [request(f"$JS.API.CONSUMER.PAUSE.{d.stream}.{d.name}", {"pause_until": "2000-01-01T00:00:00Z"})
+                for d in others]
+    if key == "delete":
+        if user == "operator":  # its own short-lived consumer: the platform's stay for the other rows
+            return [request(f"$JS.API.CONSUMER.DELETE.AMP_EVENTS.{ctx.ephemerals[user]}")]
+        targets = [*_owned(user), *(d for d in others if d.name == "gateway-chat-approvals")]
+        return [request(f"$JS.API.CONSUMER.DELETE.{d.stream}.{d.name}") for d in targets]
+    if key == "list":
+        return [request("$JS.API.CONSUMER.NAMES.AMP_EVENTS", {}), request("$JS.API.CONSUMER.LIST.AMP_EVENTS", {})]
+    if key == "inbox_stream":
+        victim = "router" if user == "runner" else "runner"
+        name = f"STEAL_{user.upper().replace('-', '_')}"
+        return [request(f"$JS.API.STREAM.CREATE.{name}",
+                        {"name": name, "subjects": [f"_INBOX_{victim}.>"], "storage": "memory"})]
+    if key == "reshape":
+        return [request("$JS.API.STREAM.UPDATE.AMP_EVENTS", ctx.events_config),
+                request("$JS.API.STREAM.PURGE.AMP_EVENTS", {"filter": "amp.evt.nobody.here"})]
+    if key == "other_streams":
+        if user != "consumer":
+            return []
+        return [request("$JS.API.STREAM.INFO.AMP_AUDIT"), request("$JS.API.STREAM.MSG.GET.AMP_DLQ", {"seq": 1}),
+                request("$JS.API.CONSUMER.CREATE.AMP_DLQ.consumer_dlq",
+                        {"stream_name": "AMP_DLQ", "config": {"name": "consumer_dlq", "ack_policy": "none"}}),
+                request("$JS.API.DIRECT.GET.KV_AMP_APPROVALS", {"last_by_subj": "$KV.AMP_APPROVALS.x"})]
+    raise AssertionError(f"no probes for row {key!r}")
+
+
+# --- the test ---------------------------------------------------------------------------------
+
+async def _feed(sessions: dict[str, Session]) -> None:
+    """One message for every durable to pull: an answer event (router, chat answers and the
+    runners' resume consumer all take `interaction.submitted`), a signal, a run."""
+    event = SUBJECTS.event("im.polaris.qq", "interaction.submitted")
+    await sessions["event-bridge"].nc.jetstream().publish(event, b"{}")
+    await sessions["operator"].nc.jetstream().publish(SUBJECTS.signal("im.polaris.qq", "native_event"), b"{}")
+    await sessions["router"].nc.jetstream().publish(SUBJECTS.run("agent", "matrix"), b"{}")
+
+
+async def test_every_identity_can_do_its_job_and_nothing_the_matrix_refuses(connect: Connect) -> None:
+    sessions = {user: await connect(user) for user in IDENTITIES}
+    ctx = Context()
+    mismatches: list[str] = []
+    for key, (text, expected) in MATRIX.items():
+        if key == "pull_own":
+            await _feed(sessions)
+        if key == "reshape":
+            info = await sessions["operator"].nc.jetstream().stream_info("AMP_EVENTS")
+            ctx.events_config = info.config.as_dict()
+        for user in IDENTITIES:
+            session = sessions[user]
+            tried = probes(key, session, ctx)
+            found = [await probe(session) for probe in tried]
+            want = expected[user]
+            if want == NONE:
+                assert not found, f"{key}: {user} has no expectation but {len(found)} probe(s)"
+                continue
+            assert found, f"{key}: no probe for {user}"
+            wrong = [f"{result} ({probe.__qualname__})" for probe, result in zip(tried, found, strict=True)
+                     if result != want]
+            if wrong:
+                mismatches.append(f"{user}: {text}: expected {want}, got {wrong}")
+        if key == "inbox_stream":  # a capture (the operator's, or one let through) must not outlive its row
+            ojs = sessions["operator"].nc.jetstream()
+            for name in await ojs.streams_info():
+                if name.config.name and name.config.name.startswith("STEAL_"):
+                    await ojs.delete_stream(name.config.name)
+    assert not mismatches, "\n".join(mismatches)
+
+
+def test_the_matrix_covers_every_identity_and_every_platform_durable() -> None:
+    assert all(set(expected) == set(IDENTITIES) for _, expected in MATRIX.values())
+    owners = {d.owner for d in platform_durables()}
+    assert owners == {"event-bridge", "router", "mcp-gateway", "runner"}
+    config = (REPO / "deploy" / "nats-auth.conf").read_text()
+    # Where an identity may name consumers freely (`<stream>.*`), each platform durable on that
+    # stream must be denied to it by name: a durable missing here would be open to it.
+    for durable in platform_durables():
+        assert f'"$JS.API.CONSUMER.MSG.NEXT.{durable.stream}.{durable.name}"' in config, durable.name
+
+
+@pytest.mark.parametrize("section", ["README.md"])
+def test_the_readme_shows_the_matrix_as_tested(section: str) -> None:
+    assert render_markdown() in (REPO / section).read_text(), (
+        "README.md's Security table differs from attack_matrix.py: "
+        "paste `python -m tests.integration.security.attack_matrix`")
