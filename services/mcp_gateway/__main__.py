@@ -14,6 +14,7 @@ from nats.micro.request import Request
 
 from services.mcp_gateway.admin import admin_endpoints
 from services.mcp_gateway.chat_approvals import ChatAnswers
+from services.mcp_gateway.custody import Custody
 from services.mcp_gateway.gateway import Gateway
 from services.mcp_gateway.http_systems import HttpSystems
 from services.mcp_gateway.outbox import Outbox
@@ -38,6 +39,8 @@ from shared.streams import (
     ensure_streams,
     events_stream,
     fabric_streams,
+    pipelines_bucket,
+    run_records_bucket,
 )
 
 log = get_logger("aurora.mcp_gateway")
@@ -89,6 +92,9 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
         await ensure_bucket(js, approvals_bucket(subjects)),
         ttl_seconds=float(os.environ.get("AURORA_APPROVAL_TTL_SECONDS", str(24 * 3600))),
     )
+    # Read only (the router writes them); created here too so that either may start first.
+    custody = Custody(await ensure_bucket(js, run_records_bucket(subjects)),
+                      functools.partial(js.key_value, pipelines_bucket(subjects).name))
     pool = ToolPool(js, subjects)
     await pool.start()
     signals: Outbox[SignalBase] = Outbox("signals", functools.partial(publish_signal, js, subjects))
@@ -114,6 +120,7 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
         approvals=approvals,
         apps=apps,
         catalog=gateway.catalog,
+        custody=custody,
         http=http,
         on_result=gateway.record_call,
         on_approval_requested=gateway.approval_requested,

@@ -1,11 +1,14 @@
 """The routing loop: pull events, decide, publish runs and traces, ack what JetStream stored.
 
 Per batch: every event is validated and routed in memory; large events go to the Object Store;
-invalid ones are dead-lettered; then every run (`Nats-Msg-Id` = run id) and every trace is
-published without waiting, and the batch waits once for all the acknowledgements. An event
-is acked only when its run and its trace were both stored. A crash anywhere redelivers the
-event to another router: it routes to the same run id, JetStream drops the copy, and the trace
-is written again — nothing lost, nothing doubled.
+invalid ones are dead-lettered; every run's record (what the gateway decides its tool calls
+from) is published without waiting and the batch waits once for those acknowledgements, so no
+runner ever holds a run whose record is missing; then every run (`Nats-Msg-Id` = run id) and
+every trace is published without waiting, and the batch waits once for all the
+acknowledgements. An event is acked only when its record, its run and its trace were stored.
+A crash anywhere redelivers the event to another router: it routes to the same run id, the
+record stays the first one, JetStream drops the run's copy, and the trace is written again —
+nothing lost, nothing doubled.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from shared.contracts.run import RunTarget
 from shared.deadletter import dead_letter
 from shared.errors import EnvelopeError
 from shared.logs import get_logger
+from shared.run_records import CREATE_ONLY, already_recorded, record_subject
 from shared.streams import events_stream
 from shared.subjects import Subjects
 
@@ -166,6 +170,7 @@ class Router:
                 await self._offload(item)
             elif item.invalid is not None:
                 await self._dead_letter(item)
+        await self._record_runs(work)
         pending: list[tuple[_Work, asyncio.Future[PubAck]]] = []
         publish = self._js.publish_async
         routes = self._stores.routes_bucket
@@ -177,6 +182,27 @@ class Router:
                 pending.append((item, await publish(item.run.subject, item.run.data, headers=headers)))
             pending.append((item, await publish(kv_subject(routes, item.key), item.trace)))
         return _Batch(work=work, pending=pending)
+
+    async def _record_runs(self, work: list[_Work]) -> None:
+        """Store every run's record (create-only: a redelivered event's record is already there,
+        which counts as stored) before any of the runs goes out; a run whose record could not be
+        stored is not published, and its event comes again."""
+        publish = self._js.publish_async
+        bucket = self._stores.run_records_bucket
+        pending: list[tuple[_Work, asyncio.Future[PubAck]]] = []
+        for item in work:
+            if item.run is not None and item.error is None:
+                future = await publish(record_subject(bucket, item.run.run_id), item.run.record,
+                                       headers=dict(CREATE_ONLY))
+                pending.append((item, future))
+        if not pending:
+            return
+        await asyncio.wait([future for _, future in pending], timeout=self._config.publish_timeout)
+        for item, future in pending:
+            if not future.done() or future.cancelled():
+                item.error = "storing the run record timed out"
+            elif future.exception() is not None and not already_recorded(future.exception()):
+                item.error = f"storing the run record failed: {future.exception()}"
 
     async def _settle(self, batch: _Batch) -> None:
         pending = batch.pending
