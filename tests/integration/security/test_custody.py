@@ -190,7 +190,7 @@ async def test_a_call_for_a_run_never_dispatched_is_unknown_run_and_audited(
         custody: Custody, users: dict[str, Session]) -> None:
     case = f"nr-{uuid.uuid4().hex[:6]}"
     await admin_request(users["operator"].nc, SUBJECTS, "agents", "apply",
-                        {"document": playbook(f"a-{case}", [f"{ECHO}.counter_increment"])})
+                        {"document": playbook(f"a-{case}", [f"{ECHO}.echo"])})
     made_up = f"run-{case}"
     call_id, result = await runner_call(users, f"{ECHO}.echo", {"value": case},
                                         {"agent": f"a-{case}", "run_id": made_up, "task_id": made_up})
