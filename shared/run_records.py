@@ -1,9 +1,10 @@
 """Run records in KV: what the router dispatched, written once, read by the gateway.
 
-A record is written create-only (`Nats-Expected-Last-Subject-Sequence: 0`): the first write of
-a run id wins and a redelivered event's second write is refused by JetStream with
-`ALREADY_RECORDED`, which the writer counts as success — the same run id always keeps the
-same record. Only run ids that are plain KV keys are looked up: a caller's `run_id` with a
+A record is a pure function of the event, the binding and the source app's capabilities, so
+writing it again for a redelivered event writes the same bytes; within the bucket's duplicate
+window the rewrite is not even stored (`Nats-Msg-Id` = run id). (Create-only writes, with
+`Nats-Expected-Last-Subject-Sequence`, cannot be pipelined: nats-py's `publish_async` never
+resolves the future of a refused one.) Only run ids that are plain KV keys are looked up: a caller's `run_id` with a
 wildcard or a space is never turned into a subject.
 """
 
@@ -13,13 +14,9 @@ import re
 
 import msgspec
 from nats.js import JetStreamContext
-from nats.js.errors import APIError
 
 from shared.contracts.run import RunRecord
 
-# JetStream's err_code for "wrong last sequence": the record exists already.
-ALREADY_RECORDED = 10071
-CREATE_ONLY = {"Nats-Expected-Last-Subject-Sequence": "0"}
 _KEY = re.compile(r"^[-_=a-zA-Z0-9]{1,128}$")
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(RunRecord)
@@ -44,16 +41,13 @@ def decode_record(data: bytes) -> RunRecord:
     return _decoder.decode(data)
 
 
-def already_recorded(exc: BaseException | None) -> bool:
-    return isinstance(exc, APIError) and exc.err_code == ALREADY_RECORDED
+def record_headers(run_id: str) -> dict[str, str]:
+    return {"Nats-Msg-Id": run_id}
 
 
 async def put_record(js: JetStreamContext, bucket: str, record: RunRecord) -> None:
-    """Write one record create-only (a record already there is left as it is)."""
+    """Write one record, waiting for JetStream's acknowledgement."""
     if not is_record_key(record.run_id):
         raise ValueError(f"run id {record.run_id!r} is not a valid record key")
-    try:
-        await js.publish(record_subject(bucket, record.run_id), encode_record(record), headers=dict(CREATE_ONLY))
-    except APIError as exc:
-        if not already_recorded(exc):
-            raise
+    await js.publish(record_subject(bucket, record.run_id), encode_record(record),
+                     headers=record_headers(record.run_id))

@@ -216,7 +216,7 @@ def routes_bucket(subjects: Subjects) -> BucketSpec:
 
 
 def run_records_bucket(subjects: Subjects) -> BucketSpec:
-    """The router's record of every run it dispatched (create-only), keyed by run id; the
+    """The router's record of every run it dispatched, keyed by run id (the same run, the same record); the
     gateway reads the agent, target and approver of a call from it. Kept as long as tasks."""
     return BucketSpec(name=subjects.stream("RUN_RECORDS"), ttl=30 * DAY, description="dispatched runs")
 

@@ -90,7 +90,7 @@ def build_run(event: EventEnvelope, raw: bytes, *, binding_id: str, target: RunT
         run_id=run_id, target=target, binding_id=binding_id, event_message_id=header.message_id,
         source_app=header.source.app, source_instance=header.source.instance,
         session_id=event.payload.session_id, reply_target=target_frozen, actor=event.payload.actor,
-        capabilities=capabilities, synthetic=synthetic, dispatched_at=timestamp,
+        capabilities=capabilities, synthetic=synthetic, event_at=header.timestamp,
     )
     return RunMessage(run_id=run_id, subject=subject, data=_encoder.encode(run), offload=offload,
                       record=encode_record(record))

@@ -36,7 +36,7 @@ from shared.contracts.run import RunTarget
 from shared.deadletter import dead_letter
 from shared.errors import EnvelopeError
 from shared.logs import get_logger
-from shared.run_records import CREATE_ONLY, already_recorded, record_subject
+from shared.run_records import record_headers, record_subject
 from shared.streams import events_stream
 from shared.subjects import Subjects
 
@@ -184,16 +184,16 @@ class Router:
         return _Batch(work=work, pending=pending)
 
     async def _record_runs(self, work: list[_Work]) -> None:
-        """Store every run's record (create-only: a redelivered event's record is already there,
-        which counts as stored) before any of the runs goes out; a run whose record could not be
-        stored is not published, and its event comes again."""
+        """Store every run's record (a redelivered event's is the same record) before any of the
+        runs goes out; a run whose record could not be stored is not published, and its event
+        comes again."""
         publish = self._js.publish_async
         bucket = self._stores.run_records_bucket
         pending: list[tuple[_Work, asyncio.Future[PubAck]]] = []
         for item in work:
             if item.run is not None and item.error is None:
-                future = await publish(record_subject(bucket, item.run.run_id), item.run.record,
-                                       headers=dict(CREATE_ONLY))
+                run_id = item.run.run_id
+                future = await publish(record_subject(bucket, run_id), item.run.record, headers=record_headers(run_id))
                 pending.append((item, future))
         if not pending:
             return
@@ -201,7 +201,7 @@ class Router:
         for item, future in pending:
             if not future.done() or future.cancelled():
                 item.error = "storing the run record timed out"
-            elif future.exception() is not None and not already_recorded(future.exception()):
+            elif future.exception() is not None:
                 item.error = f"storing the run record failed: {future.exception()}"
 
     async def _settle(self, batch: _Batch) -> None:

@@ -99,9 +99,10 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
     """The router's record of a run it dispatched, kept in a bucket only the router writes.
 
     The gateway decides a tool call's agent, delivery target, source app and chat approver from
-    this record, never from what the caller says (custody, not claims). Written once, before the
-    run is published, and never changed: the same run id always has the same record. The run's
-    task has the run's id (`services.runner.statemachine.new_task`).
+    this record, never from what the caller says (custody, not claims). Written before the run
+    is published, from the event alone: the same run id always has the same record (hence the
+    event's time, not the routing's). The run's task has the run's id
+    (`services.runner.statemachine.new_task`).
     """
 
     run_id: str
@@ -115,4 +116,4 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
     actor: Actor | None = None  # who caused the event: the only one who may answer a chat approval
     capabilities: tuple[str, ...] = ()
     synthetic: bool = False
-    dispatched_at: str
+    event_at: str  # the event's timestamp

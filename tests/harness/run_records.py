@@ -2,7 +2,7 @@
 
 The gateway decides every call on `amp.tool.call` from the router's record of the run it names
 (services/mcp_gateway/custody.py). A test that calls the gateway without going through a real
-router writes that record here first — the same struct, the same create-only write, the same
+router writes that record here first — the same struct, the same write, the same
 bucket — and sends `run_context(record)` (agent, run id, task id) as the call's context.
 """
 
@@ -39,7 +39,8 @@ async def dispatched(nc: NATS, subjects: Subjects, *, agent: str | None = None, 
     record = RunRecord(
         run_id=run_id or f"run-{uuid.uuid4().hex}", target=target, binding_id=binding_id,
         event_message_id=message_id, source_app=source_app, session_id=session_id, reply_target=reply_target,
-        actor=actor, capabilities=capabilities, synthetic=synthetic, dispatched_at=now_iso(),
+        actor=actor, capabilities=capabilities, synthetic=synthetic,
+        event_at=event.header.timestamp if event is not None else now_iso(),
     )
     js = nc.jetstream()
     spec = run_records_bucket(subjects)
