@@ -23,7 +23,8 @@ async def test_a_dispatched_run_has_one_record_frozen_from_its_event(nc: NATS, s
     doc = event_doc("message.received", session_id="g-1", actor={"id": "u-9", "kind": "user"},
                     subject={"kind": "message", "id": "m-1"}, synthetic=True, data={"text": "hi"})
     run_id = run_id_for(doc["header"]["message_id"], "all")
-    async with running_router(nc, subjects, capabilities={"im.polaris.qq": ("reply",)}):
+    capabilities = {"im.polaris.qq": ("reply",)}
+    async with running_router(nc, subjects, capabilities=capabilities):
         await publish_events(js, subjects, [doc])
         await eventually(lambda: _runs(js, subjects, 1), what="one run")
     records = await js.key_value(run_records_bucket(subjects).name)
@@ -37,12 +38,13 @@ async def test_a_dispatched_run_has_one_record_frozen_from_its_event(nc: NATS, s
     assert record.reply_target.message_id == "m-1" and record.reply_target.actor_id == "u-9"
     assert record.synthetic is True and record.capabilities == ("reply",)
 
-    # The same event again (a router crashed before its ack): the first record stays as it was.
+    # The same event again (a router crashed before its ack): the same record is written again.
     await js.publish(subjects.event("im.polaris.qq", "message.received"), json.dumps(doc).encode())
-    async with running_router(nc, subjects):
+    async with running_router(nc, subjects, capabilities=capabilities):
         await eventually(lambda: _consumer_done(js, subjects), what="the copy routed")
     again = await records.get(run_id)
-    assert again.revision == entry.revision and again.value == entry.value
+    assert again.value == entry.value and again.revision is not None and entry.revision is not None
+    assert again.revision > entry.revision  # it was written again, and is the same
     assert await stream_count(js, subjects.stream("RUNS")) == 1
 
 
