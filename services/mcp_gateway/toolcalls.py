@@ -1,10 +1,11 @@
 """`amp.tool.call`: one envelope in, one envelope out, whatever happens in between.
 
 The gateway is the one enforcement point. In order: a call on the tool-call subject acts for
-the run it names, as the router recorded it (`custody`: agent, target, approver); the tool must exist and not be
-deprecated; an agent's call must be inside its available set (bound ∩ published ∩
-executable); a synthetic run never reaches a side-effecting tool; an agent's write needs a
-matching approval, consumed exactly once. Only then does an executor run the call.
+the run it names as the router recorded it (`custody`: agent, target, approver, never the
+caller's say); the tool must exist and not be deprecated; an agent's call must be inside
+its available set (bound ∩ published ∩ executable); a synthetic run never reaches a
+side-effecting tool; an agent's write needs a matching approval, consumed exactly once. Only
+then does an executor run the call.
 """
 
 from __future__ import annotations

@@ -7,8 +7,8 @@ routed, the batch waits once for the records' acknowledgements — so no runner 
 whose record is missing — publishes its runs (`Nats-Msg-Id` = run id) and waits once for all
 the rest. An event is acked only when its record, its run and its trace were stored.
 A crash anywhere redelivers the event to another router: it routes to the same run id, the
-record stays the first one, JetStream drops the run's copy, and the trace is written again —
-nothing lost, nothing doubled.
+same record and trace are written again, and JetStream drops the run's copy — nothing lost,
+nothing doubled.
 """
 
 from __future__ import annotations
