@@ -223,6 +223,12 @@ def routes_bucket(subjects: Subjects) -> BucketSpec:
     return BucketSpec(name=subjects.stream("ROUTES"), ttl=7 * DAY, description="route traces")
 
 
+def run_records_bucket(subjects: Subjects) -> BucketSpec:
+    """The router's record of every run it dispatched, keyed by run id (the same run, the same record); the
+    gateway reads the agent, target and approver of a call from it. Kept as long as tasks."""
+    return BucketSpec(name=subjects.stream("RUN_RECORDS"), ttl=30 * DAY, description="dispatched runs")
+
+
 def run_events_store(subjects: Subjects) -> BucketSpec:
     """Object Store for events too large to travel inline in a run."""
     return BucketSpec(name=subjects.stream("RUN_EVENTS"), ttl=7 * DAY,

@@ -19,6 +19,7 @@ from nats.micro import add_service
 from services.mcp_gateway.admin import admin_endpoints
 from services.mcp_gateway.chat_approvals import ChatAnswers
 from services.mcp_gateway.config import GatewaySettings
+from services.mcp_gateway.custody import Custody
 from services.mcp_gateway.gateway import Gateway
 from services.mcp_gateway.http_systems import HttpSystems
 from services.mcp_gateway.outbox import Outbox
@@ -40,6 +41,8 @@ from shared.streams import (
     ensure_streams,
     events_stream,
     fabric_streams,
+    pipelines_bucket,
+    run_records_bucket,
 )
 from shared.subjects import Subjects
 
@@ -102,6 +105,9 @@ class GatewayService:
         await ensure_streams(js, [*fabric_streams(subjects), audit_stream(subjects)])
         health = await ensure_bucket(js, apps_bucket(subjects))
         approvals_kv = await ensure_bucket(js, approvals_bucket(subjects))
+        # Read only (the router writes them); created here too so that either may start first.
+        custody = Custody(await ensure_bucket(js, run_records_bucket(subjects)),
+                          functools.partial(js.key_value, pipelines_bucket(subjects).name))
         pool = self._pool or ToolPool(js, subjects)
         parts.push_async_callback(pool.stop)
         await pool.start()
@@ -129,7 +135,7 @@ class GatewayService:
         executable = Executability(lambda: pool.systems, gateway.sessions, gateway.catalog, http.circuit_open)
         handler = ToolCallHandler(
             pool, gateway.sessions, executable, approvals=approvals, apps=settings.apps, catalog=gateway.catalog,
-            http=http, on_result=gateway.record_call, on_approval_requested=gateway.approval_requested,
+            custody=custody, http=http, on_result=gateway.record_call, on_approval_requested=gateway.approval_requested,
         )
         in_flight = InFlight()
         parts.push_async_callback(in_flight.wait_idle, settings.shutdown_wait_seconds)

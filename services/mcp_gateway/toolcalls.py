@@ -1,9 +1,11 @@
 """`amp.tool.call`: one envelope in, one envelope out, whatever happens in between.
 
-The gateway is the one enforcement point. In order: the tool must exist and not be
-deprecated; an agent's call must be inside its available set (bound ∩ published ∩
-executable); a synthetic run never reaches a side-effecting tool; an agent's write needs a
-matching approval, consumed exactly once. Only then does an executor run the call.
+The gateway is the one enforcement point. In order: a call on the tool-call subject acts for
+the run it names as the router recorded it (`custody`: agent, target, approver, never the
+caller's say); the tool must exist and not be deprecated; an agent's call must be inside
+its available set (bound ∩ published ∩ executable); a synthetic run never reaches a
+side-effecting tool; an agent's write needs a matching approval, consumed exactly once. Only
+then does an executor run the call.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import msgspec
 
 from services.mcp_gateway import chat_approvals, classify
 from services.mcp_gateway.catalog import ToolCatalog
+from services.mcp_gateway.custody import Custody, CustodyRefusal
 from services.mcp_gateway.platform_tools import (
     PLATFORM_TOOLS,
     PlatformTool,
@@ -92,6 +95,7 @@ class ToolCallHandler:
         approvals: ApprovalStore,
         apps: AppsConfig,
         catalog: ToolCatalog,
+        custody: Custody,
         http: HttpRunner | None = None,
         on_result: Callable[[CallRecord], Awaitable[None]] | None = None,
         on_approval_requested: Callable[[Approval], None] | None = None,
@@ -102,6 +106,7 @@ class ToolCallHandler:
         self._sessions = sessions
         self._executable = executable
         self._approvals = approvals
+        self._custody = custody
         self._http = http
         self._on_result = on_result
         self._on_approval_requested = on_approval_requested
@@ -118,13 +123,19 @@ class ToolCallHandler:
             malformed = classify.failed("denied", "invalid_request", f"malformed tool call: {exc}")
             return result_reply(None, GATEWAY_APP, malformed), None
         request = envelope.payload
-        refusal: tuple[str, str] | None
+        refusal: tuple[str, str] | None = None
+        status = "denied"
         if envelope.header.method != METHOD_CALL:
             refusal = "invalid_request", f"header.method must be {METHOD_CALL!r}, not {envelope.header.method!r}"
-        else:
-            refusal = _misrouted(request, operator)
+        elif not operator:  # from here on the run's record, not the caller, says who acts for whom
+            acting = await self._custody.context_for(request.context)
+            if isinstance(acting, CustodyRefusal):
+                status, refusal = acting.status, (acting.reason, acting.detail)
+            else:
+                request = msgspec.structs.replace(request, context=acting)
+        refusal = refusal or _misrouted(request, operator)
         if refusal is not None:  # refused before any tool was looked at: audited all the same
-            refused = classify.failed("denied", *refusal)
+            refused = classify.failed(status, *refusal)
             refused_record = CallRecord(request=request, tool=None, result=refused,
                                         call_id=envelope.header.message_id, executed=False,
                                         anonymous=not operator and request.context.agent is None)

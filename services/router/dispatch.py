@@ -2,6 +2,7 @@
 
 The event is inlined as the exact bytes that arrived (already validated), so a run never
 re-encodes its event; above `inline_limit` it is referenced in the Object Store instead.
+Every run comes with its run record (`RunRecord`), which the router writes before the run.
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from shared.contracts.run import (
     ObjectRef,
     ReplyTarget,
     RunPayload,
+    RunRecord,
     RunTarget,
     method_for,
     run_id_for,
 )
+from shared.run_records import encode_record
 
 ROUTER_APP = "aurora.router"
 _encoder = msgspec.json.Encoder()
@@ -28,12 +31,14 @@ _RawRunPayload = RunPayload[msgspec.Raw]  # subscripting a generic per call is n
 
 @dataclass(frozen=True, slots=True)
 class RunMessage:
-    """A run ready to publish; when `offload` is set, those bytes go to the Object Store first."""
+    """A run ready to publish; when `offload` is set, those bytes go to the Object Store first.
+    `record` is its encoded run record, stored before the run is published."""
 
     run_id: str
     subject: str
     data: bytes
     offload: ObjectRef | None
+    record: bytes
 
 
 def reply_target(event: EventEnvelope) -> ReplyTarget | None:
@@ -67,6 +72,8 @@ def build_run(event: EventEnvelope, raw: bytes, *, binding_id: str, target: RunT
     if len(raw) > inline_limit:
         offload = ObjectRef(bucket=store_bucket, name=header.message_id, size=len(raw))
         inline = None
+    target_frozen = reply_target(event)
+    synthetic = event.payload.synthetic
     run = Envelope(
         header=Header(
             method=method_for(target.type), message_id=run_id, timestamp=timestamp,
@@ -75,8 +82,15 @@ def build_run(event: EventEnvelope, raw: bytes, *, binding_id: str, target: RunT
         ),
         payload=_RawRunPayload(
             run_id=run_id, target=target, binding_id=binding_id, event=inline, event_ref=offload,
-            delivery=DeliveryContext(reply_target=reply_target(event), capabilities=capabilities),
-            synthetic=event.payload.synthetic,
+            delivery=DeliveryContext(reply_target=target_frozen, capabilities=capabilities),
+            synthetic=synthetic,
         ),
     )
-    return RunMessage(run_id=run_id, subject=subject, data=_encoder.encode(run), offload=offload)
+    record = RunRecord(
+        run_id=run_id, target=target, binding_id=binding_id, event_message_id=header.message_id,
+        source_app=header.source.app, source_instance=header.source.instance,
+        session_id=event.payload.session_id, reply_target=target_frozen, actor=event.payload.actor,
+        capabilities=capabilities, synthetic=synthetic, event_at=header.timestamp,
+    )
+    return RunMessage(run_id=run_id, subject=subject, data=_encoder.encode(run), offload=offload,
+                      record=encode_record(record))

@@ -1,11 +1,14 @@
 """The routing loop: pull events, decide, publish runs and traces, ack what JetStream stored.
 
 Per batch: every event is validated and routed in memory; large events go to the Object Store;
-invalid ones are dead-lettered; then every run (`Nats-Msg-Id` = run id) and every trace is
-published without waiting, and the batch waits once for all the acknowledgements. An event
-is acked only when its run and its trace were both stored. A crash anywhere redelivers the
-event to another router: it routes to the same run id, JetStream drops the copy, and the trace
-is written again — nothing lost, nothing doubled.
+invalid ones are dead-lettered; every run's record (what the gateway decides its tool calls
+from) and every trace is published without waiting. Then, while the next batch is fetched and
+routed, the batch waits once for the records' acknowledgements — so no runner ever holds a run
+whose record is missing — publishes its runs (`Nats-Msg-Id` = run id) and waits once for all
+the rest. An event is acked only when its record, its run and its trace were stored.
+A crash anywhere redelivers the event to another router: it routes to the same run id, the
+same record and trace are written again, and JetStream drops the run's copy — nothing lost,
+nothing doubled.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from shared.contracts.route import RouteTrace
 from shared.contracts.run import RunTarget
 from shared.errors import EnvelopeError
 from shared.logs import get_logger
+from shared.run_records import record_subject
 from shared.streams import events_stream
 from shared.subjects import Subjects
 
@@ -85,6 +89,7 @@ class _Work:
 @dataclass(slots=True)
 class _Batch:
     work: list[_Work]
+    records: list[tuple[_Work, asyncio.Future[PubAck]]]  # run records, awaited before their runs go out
     pending: list[tuple[_Work, asyncio.Future[PubAck]]]
 
 
@@ -146,22 +151,37 @@ class Router:
         for item in work:  # the rare path first, one by one
             if item.run is not None and item.run.offload is not None:
                 await self._offload(item)
-        pending: list[tuple[_Work, asyncio.Future[PubAck]]] = []
         publish = self._js.publish_async
-        routes = self._stores.routes_bucket
+        routes, records = self._stores.routes_bucket, self._stores.run_records_bucket
+        batch = _Batch(work=work, records=[], pending=[])
         for item in work:
             if item.error is not None:
                 continue
             if item.run is not None:
-                headers = {"Nats-Msg-Id": item.run.run_id}
-                pending.append((item, await publish(item.run.subject, item.run.data, headers=headers)))
-            pending.append((item, await publish(kv_subject(routes, item.key), item.trace)))
-        return _Batch(work=work, pending=pending)
+                record = await publish(record_subject(records, item.run.run_id), item.run.record)
+                batch.records.append((item, record))
+            batch.pending.append((item, await publish(kv_subject(routes, item.key), item.trace)))
+        return batch
 
     async def _outcomes(self, batch: _Batch) -> list[Outcome]:
+        """Runs go out only once their records are stored (a run whose record could not be
+        stored is not published: its event comes again); then every acknowledgement is
+        awaited and each event's outcome decided."""
+        timeout = self._config.publish_timeout
+        if batch.records:
+            await asyncio.wait([future for _, future in batch.records], timeout=timeout)
+        publish = self._js.publish_async
+        for item, future in batch.records:
+            if not future.done() or future.cancelled() or future.exception() is not None:
+                problem = "timed out" if not future.done() or future.cancelled() else future.exception()
+                item.error = f"storing the run record failed: {problem}"
+                continue
+            assert item.run is not None
+            headers = {"Nats-Msg-Id": item.run.run_id}
+            batch.pending.append((item, await publish(item.run.subject, item.run.data, headers=headers)))
         pending = batch.pending
         if pending:
-            await asyncio.wait([future for _, future in pending], timeout=self._config.publish_timeout)
+            await asyncio.wait([future for _, future in pending], timeout=timeout)
         for item, future in pending:
             if item.error is None and (not future.done() or future.cancelled() or future.exception()):
                 problem = "timed out" if not future.done() or future.cancelled() else future.exception()

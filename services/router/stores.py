@@ -18,6 +18,7 @@ from shared.streams import (
     pipelines_bucket,
     routes_bucket,
     run_events_store,
+    run_records_bucket,
     runs_stream,
 )
 from shared.subjects import Subjects
@@ -32,12 +33,15 @@ class RouterStores:
     routes_bucket: str
     run_events: ObjectStore
     run_events_bucket: str
+    run_records: KeyValue
+    run_records_bucket: str
 
 
 async def open_stores(js: JetStreamContext, subjects: Subjects) -> RouterStores:
     await ensure_streams(js, [*fabric_streams(subjects), runs_stream(subjects)])
     routes = routes_bucket(subjects)
     events = run_events_store(subjects)
+    records = run_records_bucket(subjects)
     return RouterStores(
         bindings=await ensure_bucket(js, bindings_bucket(subjects)),
         agents=await ensure_bucket(js, agents_bucket(subjects)),
@@ -46,4 +50,6 @@ async def open_stores(js: JetStreamContext, subjects: Subjects) -> RouterStores:
         routes_bucket=routes.name,
         run_events=await ensure_object_store(js, events),
         run_events_bucket=events.name,
+        run_records=await ensure_bucket(js, records),
+        run_records_bucket=records.name,
     )

@@ -76,7 +76,9 @@ class RunContext:
 
     def delivery_wire(self) -> dict[str, Any]:
         """The delivery context as tool calls carry it: the frozen reply target (or none), the
-        capabilities, and the event's source app (a fact of the event, not a target)."""
+        capabilities, and the event's source app (a fact of the event, not a target). The
+        gateway decides a call from the router's run record, not from this (it is sent for
+        compatibility and for listing the agent's tools)."""
         wire: dict[str, Any] = msgspec.to_builtins(self.delivery)
         wire["source_app"] = self.event.header.source.app
         return wire

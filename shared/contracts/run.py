@@ -17,7 +17,7 @@ from typing import Generic, Literal, TypeVar
 
 import msgspec
 
-from shared.contracts.envelope import Envelope, EventEnvelope
+from shared.contracts.envelope import Actor, Envelope, EventEnvelope
 
 METHOD_AGENT_RUN = "agent/run"
 METHOD_PIPELINE_RUN = "pipeline/run"
@@ -93,3 +93,27 @@ class RunPayload(msgspec.Struct, Generic[E], frozen=True, kw_only=True):
 
 RunEnvelope = Envelope[RunPayload[EventEnvelope]]
 """A run as its consumers read it."""
+
+
+class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """The router's record of a run it dispatched, kept in a bucket only the router writes.
+
+    The gateway decides a tool call's agent, delivery target, source app and chat approver from
+    this record, never from what the caller says (custody, not claims). Written before the run
+    is published, from the event alone: the same run id always has the same record (hence the
+    event's time, not the routing's). The run's task has the run's id
+    (`services.runner.statemachine.new_task`).
+    """
+
+    run_id: str
+    target: RunTarget
+    binding_id: str
+    event_message_id: str
+    source_app: str
+    source_instance: str = "default"
+    session_id: str | None = None  # the event's conversation (approvals and audit name it)
+    reply_target: ReplyTarget | None = None
+    actor: Actor | None = None  # who caused the event: the only one who may answer a chat approval
+    capabilities: tuple[str, ...] = ()
+    synthetic: bool = False
+    event_at: str  # the event's timestamp

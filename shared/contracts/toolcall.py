@@ -35,7 +35,14 @@ class ToolActor(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class ToolCallContext(msgspec.Struct, frozen=True, kw_only=True):
-    """Who calls and why; `agent: None` is an operator call."""
+    """Who calls and why; `agent: None` is an operator call.
+
+    On `amp.tool.call` the gateway requires `run_id` and `task_id` (= the run id) and decides
+    from the router's run record, not from this context: `agent` must be absent or the run's;
+    `delivery`, `actor` and `session_id` are kept on the wire for compatibility and ignored
+    (replaced by the record's); `synthetic` can only add to the record's. See
+    `services.mcp_gateway.custody`.
+    """
 
     agent: str | None = None
     run_id: str | None = None

@@ -35,6 +35,7 @@ from shared.streams import tasks_bucket
 from shared.subjects import Subjects
 from tests.bench.common import Result, best, env_int
 from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.run_records import dispatched
 from tests.integration.runner.helpers import ECHO, stack_apps, write_apps
 
 GOAL = 3.5
@@ -59,10 +60,13 @@ def run_message(n: int, tag: str) -> tuple[str, bytes]:
 async def publish_runs(nc: NATS, count: int, tag: str) -> list[str]:
     js = nc.jetstream()
     subject = SUBJECTS.run("agent", AGENT)
-    ids, pending = [], []
+    ids = [run_message(n, tag)[0] for n in range(count)]
+    # Each run's record first, as the router writes it: the gateway acts for recorded runs only.
+    await asyncio.gather(*[dispatched(nc, SUBJECTS, agent=AGENT, run_id=run_id, source_app="bench.source")
+                           for run_id in ids])
+    pending = []
     for n in range(count):
         run_id, data = run_message(n, tag)
-        ids.append(run_id)
         pending.append(await js.publish_async(subject, data, headers={"Nats-Msg-Id": run_id}))
     await asyncio.gather(*pending)
     return ids
@@ -132,7 +136,7 @@ async def gateway_ceiling(nc: NATS, callers: int = 16) -> float:
             payload=ToolCallRequest(tool=f"{ECHO}.slow", arguments={"seconds": SLEEP})))
 
     started = time.perf_counter()
-    await asyncio.gather(*[nc.request(SUBJECTS.tool_call, request(), timeout=60) for _ in range(callers)])
+    await asyncio.gather(*[nc.request(SUBJECTS.operator_tool_call, request(), timeout=60) for _ in range(callers)])
     return callers / (time.perf_counter() - started)
 
 

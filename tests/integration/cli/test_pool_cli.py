@@ -25,6 +25,7 @@ import yaml
 from aurora_cli.localnats import LocalNats
 from shared.subjects import Subjects
 from tests.harness.processes import REPO, ServiceProcess, service_env
+from tests.harness.run_records import dispatched, run_context
 from tests.integration.cli.conftest import Cli, cli_runner
 
 PYTHON = sys.executable
@@ -262,6 +263,10 @@ async def _call(url: str, arguments: dict[str, Any], context: dict[str, Any]) ->
                 "payload": {"tool": "im.polaris.qq.send_message", "arguments": arguments, "context": context}}
     nc = await nats.connect(url)
     try:
+        if context.get("agent"):  # an agent's call is its run's: recorded as the router would
+            record = await dispatched(nc, SUBJECTS, agent=context["agent"], run_id=context["task_id"],
+                                      session_id=context.get("session_id"))
+            envelope["payload"]["context"] = {**context, **run_context(record)}
         subject = SUBJECTS.tool_call if context.get("agent") else SUBJECTS.operator_tool_call
         reply = await nc.request(subject, json.dumps(envelope, ensure_ascii=False).encode(), timeout=15)
     finally:

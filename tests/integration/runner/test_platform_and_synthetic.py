@@ -13,7 +13,9 @@ from typing import Any
 from nats.aio.client import Client as NATS
 
 from shared.admin import AdminRequestError, admin_request
+from shared.contracts.run import ReplyTarget
 from shared.subjects import Subjects
+from tests.harness.run_records import dispatched
 from tests.integration.runner.conftest import Stack
 from tests.integration.runner.helpers import CHAT, ECHO, apply, bind, event, publish_events, sent, settled, task_id_of
 from tests.integration.runner.test_approvals_resume import crafted_call
@@ -64,6 +66,8 @@ async def test_a_platform_tool_not_allowed_is_denied_even_when_crafted(stack: St
     delivery: dict[str, Any] = {"reply_target": {"app": CHAT, "session_id": f"s-{case}"}, "source_app": CHAT}
     offered = await agent_tools(snc, subjects, f"a-{case}", delivery)
     assert {e["tool"]: e["reason"] for e in offered["excluded"]}.get("platform_send_message") == "not_allowed"
+    await dispatched(snc, subjects, agent=f"a-{case}", run_id=f"t-{case}", source_app=CHAT,
+                     reply_target=ReplyTarget(app=CHAT, session_id=f"s-{case}"))
     result = await crafted_call(snc, subjects, agent=f"a-{case}", tool="platform_send_message",
                                 arguments={"session_id": "anyone", "text": "spam"}, task_id=f"t-{case}",
                                 delivery=delivery)
@@ -78,6 +82,8 @@ async def test_a_platform_tool_without_an_agent_is_the_operators_alone(stack: St
     subject; a tool that names its own target (`platform_*`) is an operator call."""
     case = f"pl-{uuid.uuid4().hex[:6]}"
     delivery: dict[str, Any] = {"reply_target": {"app": CHAT, "session_id": f"s-{case}"}, "source_app": CHAT}
+    await dispatched(snc, subjects, pipeline=f"p-{case}", run_id=f"t-{case}", source_app=CHAT,
+                     reply_target=ReplyTarget(app=CHAT, session_id=f"s-{case}"))
     result = await crafted_call(snc, subjects, agent=None, tool="platform_send_message",
                                 arguments={"session_id": "victim", "text": f"spam {case}"}, task_id=f"t-{case}",
                                 delivery=delivery)

@@ -20,6 +20,7 @@ from shared.contracts.task import Task, TaskStep, Transition, encode_task
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
+from tests.harness.run_records import dispatched
 from tests.integration.runner.conftest import Stack
 from tests.integration.runner.helpers import CHAT, ECHO, apply, event, sent, settled
 
@@ -37,6 +38,14 @@ def _parts(case: str, agent_id: str, *, data: dict[str, Any] | None = None) -> t
     return envelope, delivery, run
 
 
+async def _record(nc: NATS, run: RunPayload[EventEnvelope], subjects: Subjects) -> None:
+    """The run's record, as the router writes it before publishing a run."""
+    assert run.event is not None
+    await dispatched(nc, subjects, agent=run.target.id, run_id=run.run_id, source_app=CHAT,
+                     reply_target=run.delivery.reply_target, actor=run.event.payload.actor,
+                     session_id=run.event.payload.session_id, binding_id=run.binding_id)
+
+
 async def _seed_and_publish(nc: NATS, subjects: Subjects, run: RunPayload[EventEnvelope], steps: list[TaskStep],
                             agent_id: str) -> None:
     """The task a killed runner left behind (attempt 1 of `dead-runner`), then its run again."""
@@ -46,6 +55,7 @@ async def _seed_and_publish(nc: NATS, subjects: Subjects, run: RunPayload[EventE
                 event_type=run.event.payload.type, session_id=run.event.payload.session_id, source_app=CHAT,
                 delivery=run.delivery, event=run.event, attempts=1, runner="dead-runner", steps=tuple(steps),
                 transitions=(Transition(to="running", at=LONG_AGO, by="dead-runner"),))
+    await _record(nc, run, subjects)
     js = nc.jetstream()
     kv = await js.key_value(tasks_bucket(subjects).name)
     await kv.create(task.id, encode_task(task))
@@ -71,6 +81,7 @@ async def test_a_reply_the_audit_recorded_is_not_sent_again(stack: Stack, snc: N
     await apply(snc, subjects, "agents", _playbook_agent(agent_id, [], "hello", []))
     _, delivery, run = _parts(case, agent_id)
     call_id = str(uuid.uuid4())
+    await _record(snc, run, subjects)
     # The killed runner's call did reach the gateway: the reply went out and was audited.
     request = ToolCallEnvelope(
         header=Header(method="tools/call", message_id=call_id, timestamp=LONG_AGO, source=Source(app="aurora.runner")),

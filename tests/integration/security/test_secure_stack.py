@@ -33,6 +33,7 @@ from shared.contracts.toolcall import (
 from shared.signal_publisher import new_signal_id, publish_signal
 from shared.subjects import Subjects
 from tests.harness.processes import REPO, ServiceProcess, service_env
+from tests.harness.run_records import dispatched, run_context
 from tests.integration.cli.conftest import AURORA
 from tests.integration.runner.helpers import ECHO, PYTHON, RUNNER_ENV, poll, stdio, write_apps
 from tests.integration.security.conftest import SecureNats, Session, open_session, start_secure_nats
@@ -199,13 +200,16 @@ async def test_a_write_waits_for_an_approval_only_the_operator_grants(stack: Sta
 async def test_the_runner_cannot_call_a_tool_as_the_operator(stack: Stack) -> None:
     """Operator calls have their own subject, which only operator credentials may publish; an
     agent-less call on the runners' subject is refused by the gateway."""
+    router = await stack.session("router")  # a pipeline run without an agent, as the router records it
+    run = await dispatched(router.nc, SUBJECTS, pipeline="no-agent", source_app=ECHO)
+    await router.nc.close()
     runner = await stack.session("runner")
     try:
         envelope = ToolCallEnvelope(
             header=Header(method=METHOD_CALL, message_id=str(uuid.uuid4()), timestamp=now_iso(),
                           source=Source(app="aurora.runner")),
             payload=ToolCallRequest(tool=f"{ECHO}.counter_increment", arguments={"key": "forged"},
-                                    context=ToolCallContext(agent=None)),  # no agent, no binding, no approval
+                                    context=ToolCallContext(**run_context(run))),  # no agent, no approval
         )
         reply = await runner.nc.request(SUBJECTS.tool_call, msgspec.json.encode(envelope), timeout=10)
         result = decode_result(reply.data).payload

@@ -23,6 +23,7 @@ from shared.contracts.resource import canonical_json
 from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.streams import agents_bucket, ensure_bucket
 from shared.subjects import Subjects
+from tests.harness.run_records import dispatched, run_context
 
 REPO = Path(__file__).resolve().parents[3]
 AGENT = "clerk"
@@ -37,6 +38,10 @@ class Pool:
         self.subjects = subjects
 
     async def call(self, tool: str, arguments: dict[str, Any], **context: Any) -> dict[str, Any]:
+        """An agent's call (`agent=`) is a run's: its task (or a fresh one) is recorded as that
+        agent's run first, as the router would; without an agent it is an operator call."""
+        if context.get("agent"):
+            context = await agent_run_context(self.nc, self.subjects, **context)
         envelope = ToolCallEnvelope(
             header=Header(method=METHOD_CALL, message_id=str(uuid.uuid4()), timestamp=now_iso(),
                           source=Source(app="aurora.test")),
@@ -60,6 +65,13 @@ class Pool:
                 pass
             await asyncio.sleep(0.2)
         raise AssertionError(f"tools {names} never appeared")
+
+
+async def agent_run_context(nc: NATS, subjects: Subjects, **context: Any) -> dict[str, Any]:
+    """The context with its run recorded: run id = task id (`task_id`, or a fresh one)."""
+    run_id = context.get("task_id") or f"run-{uuid.uuid4().hex[:12]}"
+    record = await dispatched(nc, subjects, agent=context["agent"], run_id=run_id)
+    return {**context, **run_context(record, agent=context["agent"])}
 
 
 @pytest.fixture

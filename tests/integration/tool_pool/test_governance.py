@@ -16,6 +16,7 @@ from shared.admin import AdminRequestError
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
 from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
+from tests.harness.run_records import dispatched, run_context
 from tests.integration.tool_pool.conftest import AGENT, Pool
 
 
@@ -156,11 +157,14 @@ async def test_a_decision_is_published_before_its_answer_and_deciding_again_publ
 
 
 async def test_a_call_refused_before_any_tool_is_looked_at_is_audited_too(pool: Pool) -> None:
-    """An agent-less call on the runners' subject: refused (`operator_only`), and on the record."""
+    """An agent-less call on the runners' subject (a pipeline run's, with no AI stage acting):
+    refused (`operator_only`), and on the record."""
+    run = await dispatched(pool.nc, pool.subjects, pipeline="no-agent")
     envelope = ToolCallEnvelope(
         header=Header(method=METHOD_CALL, message_id=f"anon-{uuid.uuid4().hex[:8]}", timestamp=now_iso(),
                       source=Source(app="aurora.test")),
-        payload=ToolCallRequest(tool="echo.counter_increment", arguments={"key": "anon"}, context=ToolCallContext()),
+        payload=ToolCallRequest(tool="echo.counter_increment", arguments={"key": "anon"},
+                                context=ToolCallContext(**run_context(run))),
     )
     reply = await pool.nc.request(pool.subjects.tool_call, msgspec.json.encode(envelope), timeout=20)
     result = decode_result(reply.data).payload

@@ -30,7 +30,7 @@ from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnve
 from shared.streams import agents_bucket, ensure_bucket
 from shared.subjects import Subjects
 from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
-from tests.integration.tool_pool.conftest import Pool, gateway_with_orders
+from tests.integration.tool_pool.conftest import Pool, agent_run_context, gateway_with_orders
 
 AGENT = "buyer"
 READ, WRITE = "orders.getDevice", "orders.createOrder"
@@ -112,6 +112,8 @@ async def wait_until_available(pool: Pool, *names: str, timeout: float = 15.0) -
 async def call(pool: Pool, tool: str, arguments: dict[str, Any], **context: Any) -> tuple[str, dict[str, Any]]:
     """One call with a call id of our own (the audit record's `call_id`): (call id, result)."""
     call_id = f"cov-{uuid.uuid4().hex[:12]}"
+    if context.get("agent"):
+        context = await agent_run_context(pool.nc, pool.subjects, **context)
     envelope = ToolCallEnvelope(
         header=Header(method=METHOD_CALL, message_id=call_id, timestamp=now_iso(), source=Source(app="aurora.test")),
         payload=ToolCallRequest(tool=tool, arguments=arguments, context=ToolCallContext(**context)),
@@ -211,10 +213,10 @@ async def test_an_opening_circuit_is_published_as_a_gateway_platform_event(
 async def test_a_write_held_for_approval_publishes_approval_requested_once(orders: Pool,
                                                                            server: RecordingServer) -> None:
     arguments = {"item": "bolt"}
-    _, held = await call(orders, WRITE, arguments, agent=AGENT, task_id="t-req", run_id="r-req")
+    _, held = await call(orders, WRITE, arguments, agent=AGENT, task_id="t-req")
     assert held["status"] == "needs_approval" and held["side_effect"] == "write", held
     approval_id = held["approval_id"]
-    _, again = await call(orders, WRITE, arguments, agent=AGENT, task_id="t-req", run_id="r-req")
+    _, again = await call(orders, WRITE, arguments, agent=AGENT, task_id="t-req")
     assert again["status"] == "needs_approval" and again["approval_id"] == approval_id  # the same approval
     assert not any(r.path == "/orders" for r in server.requests)  # nothing was written
     # a later, different request marks where the gateway's signals for the first ones must be
@@ -230,7 +232,8 @@ async def test_a_write_held_for_approval_publishes_approval_requested_once(order
     assert signal["app"] == "aurora.gateway" and signal["subject_kind"] == "approval"
     data = signal["data"]
     assert data["id"] == approval_id and data["tool"] == WRITE and data["state"] == "pending"
-    assert data["agent"] == AGENT and data["task_id"] == "t-req" and data["run_id"] == "r-req"
+    # the run's task has the run's id (the gateway refuses a call whose task is not its run's)
+    assert data["agent"] == AGENT and data["task_id"] == "t-req" and data["run_id"] == "t-req"
     assert data["arguments"] == arguments and data["side_effect"] == "write"
 
 

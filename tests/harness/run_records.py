@@ -1,0 +1,55 @@
+"""The one way tests give a hand-made tool call a run: write its run record as the router does.
+
+The gateway decides every call on `amp.tool.call` from the router's record of the run it names
+(services/mcp_gateway/custody.py). A test that calls the gateway without going through a real
+router writes that record here first — the same struct, the same write, the same
+bucket — and sends `run_context(record)` (agent, run id, task id) as the call's context.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from nats.aio.client import Client as NATS
+
+from services.router.dispatch import reply_target as frozen_target
+from shared.clock import now_iso
+from shared.contracts.envelope import Actor, EventEnvelope
+from shared.contracts.run import ReplyTarget, RunRecord, RunTarget
+from shared.run_records import put_record
+from shared.streams import ensure_bucket, run_records_bucket
+from shared.subjects import Subjects
+
+
+async def dispatched(nc: NATS, subjects: Subjects, *, agent: str | None = None, pipeline: str | None = None,
+                     run_id: str | None = None, event: EventEnvelope | None = None,
+                     reply_target: ReplyTarget | None = None, actor: Actor | None = None,
+                     session_id: str | None = None, source_app: str = "tests", synthetic: bool = False,
+                     capabilities: tuple[str, ...] = (), binding_id: str = "test-binding") -> RunRecord:
+    """Record a run of `agent` (or of `pipeline`) as dispatched. With `event`, the target, actor,
+    session and source come from the event exactly as the router freezes them."""
+    assert (agent is None) != (pipeline is None), "a run is an agent's or a pipeline's"
+    target = RunTarget(type="agent", id=agent) if agent is not None else RunTarget(type="pipeline", id=str(pipeline))
+    message_id = str(uuid.uuid4())
+    if event is not None:
+        message_id, source_app = event.header.message_id, event.header.source.app
+        reply_target, actor = frozen_target(event), event.payload.actor
+        session_id, synthetic = event.payload.session_id, event.payload.synthetic
+    record = RunRecord(
+        run_id=run_id or f"run-{uuid.uuid4().hex}", target=target, binding_id=binding_id,
+        event_message_id=message_id, source_app=source_app, session_id=session_id, reply_target=reply_target,
+        actor=actor, capabilities=capabilities, synthetic=synthetic,
+        event_at=event.header.timestamp if event is not None else now_iso(),
+    )
+    js = nc.jetstream()
+    spec = run_records_bucket(subjects)
+    await ensure_bucket(js, spec)
+    await put_record(js, spec.name, record)
+    return record
+
+
+def run_context(record: RunRecord, **extra: Any) -> dict[str, Any]:
+    """A call's context for this run, as the runner sends it (plus `extra`)."""
+    agent = record.target.id if record.target.type == "agent" else None
+    return {"agent": agent, "run_id": record.run_id, "task_id": record.run_id, **extra}
