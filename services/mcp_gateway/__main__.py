@@ -15,6 +15,8 @@ from nats.micro.request import Request
 from services.mcp_gateway.admin import admin_endpoints
 from services.mcp_gateway.chat_approvals import ChatAnswers
 from services.mcp_gateway.gateway import Gateway
+from services.mcp_gateway.http.limits import OpenApiLimits
+from services.mcp_gateway.http.openapi_job import OpenApiImporter
 from services.mcp_gateway.http_systems import HttpSystems
 from services.mcp_gateway.outbox import Outbox
 from services.mcp_gateway.pool.approvals import ApprovalStore
@@ -81,6 +83,7 @@ async def sweep_expired_approvals(approvals: ApprovalStore, stop: asyncio.Event,
 
 async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     apps = load_apps_config(settings.apps_config)
+    importer = OpenApiImporter(OpenApiLimits.from_env(os.environ))  # a bad limit stops start-up here
     js = nc.jetstream()
     subjects = settings.subjects
     await ensure_streams(js, [*fabric_streams(subjects), audit_stream(subjects)])
@@ -152,7 +155,7 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     )
     await service.add_endpoint(name="tool-call", subject=subjects.tool_call, handler=tool_call)
     await service.add_endpoint(name="operator-tool-call", subject=subjects.operator_tool_call, handler=operator_call)
-    for (area, verb), endpoint in admin_endpoints(gateway, pool, approvals, executable).items():
+    for (area, verb), endpoint in admin_endpoints(gateway, pool, approvals, executable, importer=importer).items():
         await service.add_endpoint(
             name=f"{area}-{verb}".replace("_", "-"),
             subject=subjects.admin(area, verb),

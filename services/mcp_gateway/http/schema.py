@@ -4,14 +4,20 @@ The input schema of an imported tool must stand on its own (it is shown to a mod
 without the document), so every local reference is inlined. A reference that points back into its
 own expansion is cut after one level and reported; a reference outside the document is reported
 and left as an empty schema. Every finding goes to the `problems` list the caller passes in.
+
+Inlining is where a small document becomes a huge one (fan-out: each schema refers to the next
+one several times), so every node it writes is counted against the import's `Budget`: past
+`max_nodes` nodes in all, `max_depth` levels of nesting or `max_ref_depth` nested references the
+document is refused (`OpenApiLimitExceeded`), not cut: a half-expanded schema would validate
+calls differently from what the API expects.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
-MAX_DEPTH = 32
+from services.mcp_gateway.http.limits import Budget, OpenApiLimitExceeded, OpenApiLimits
+
 _DROPPED = frozenset({"xml", "discriminator", "externalDocs"})
 # Keywords whose value is one schema, a list of schemas, or a map of name → schema.
 _ONE = frozenset({"items", "additionalProperties", "not", "contains", "if", "then", "else", "propertyNames",
@@ -23,9 +29,10 @@ _MAP = frozenset({"properties", "patternProperties", "dependentSchemas", "$defs"
 class Resolver:
     """Reads one OpenAPI document; `openapi30` switches the 3.0 → JSON Schema conversions on."""
 
-    def __init__(self, document: dict[str, Any]) -> None:
+    def __init__(self, document: dict[str, Any], budget: Budget | None = None) -> None:
         self._doc = document
         self.openapi30 = str(document.get("openapi", "")).startswith("3.0")
+        self.budget = budget or Budget(OpenApiLimits())
 
     def pointer(self, ref: str) -> Any:
         """The node a local reference (`#/components/schemas/Pet`) names; KeyError when absent."""
@@ -36,7 +43,8 @@ class Resolver:
             token = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(node, dict) and token in node:
                 node = node[token]
-            elif isinstance(node, list) and token.isdigit() and int(token) < len(node):
+            elif isinstance(node, list) and token.isascii() and token.isdigit() and len(token) < 10 \
+                    and int(token) < len(node):
                 node = node[int(token)]
             else:
                 raise KeyError(ref)
@@ -60,31 +68,50 @@ class Resolver:
 
     def schema(self, node: Any, problems: list[str]) -> Any:
         """A copy of `node` with local refs inlined and OpenAPI-only keywords converted or dropped."""
-        return self._convert(node, (), problems)
+        return self._convert(node, (), problems, 0)
 
-    def _convert(self, node: Any, stack: tuple[str, ...], problems: list[str]) -> Any:
+    def _convert(self, node: Any, stack: tuple[str, ...], problems: list[str], depth: int) -> Any:
         if not isinstance(node, dict):
-            return copy.deepcopy(node)  # a boolean schema (3.1) or a malformed value, kept as given
-        if len(stack) > MAX_DEPTH:
-            problems.append(f"schema: nesting deeper than {MAX_DEPTH} references was cut")
-            return {}
+            return self._copy(node, depth)  # a boolean schema (3.1) or a malformed value, kept as given
+        limits = self.budget.limits
+        if depth > limits.max_depth:
+            raise OpenApiLimitExceeded(f"an expanded schema nests deeper than {limits.max_depth} levels",
+                                       setting="AURORA_OPENAPI_MAX_DEPTH")
         if "$ref" in node:
-            return self._follow(node, stack, problems)
+            return self._follow(node, stack, problems, depth)
+        self.budget.expand()
         out: dict[str, Any] = {}
         for key, value in node.items():
             if key in _DROPPED or key.startswith("x-"):
                 continue
             if key in _ONE and isinstance(value, dict):
-                out[key] = self._convert(value, stack, problems)
+                out[key] = self._convert(value, stack, problems, depth + 1)
             elif key in _MANY and isinstance(value, list):
-                out[key] = [self._convert(item, stack, problems) for item in value]
+                out[key] = [self._convert(item, stack, problems, depth + 2) for item in value]
             elif key in _MAP and isinstance(value, dict):
-                out[key] = {name: self._convert(sub, stack, problems) for name, sub in value.items()}
+                out[key] = {name: self._convert(sub, stack, problems, depth + 2) for name, sub in value.items()}
             else:
-                out[key] = copy.deepcopy(value)
+                out[key] = self._copy(value, depth + 1)
         return self._from_30(out) if self.openapi30 else out
 
-    def _follow(self, node: dict[str, Any], stack: tuple[str, ...], problems: list[str]) -> Any:
+    def _copy(self, value: Any, depth: int) -> Any:
+        """A copy of a plain JSON value, each node counted (an `enum` or `default` is copied
+        again every time its schema is inlined)."""
+        self.budget.expand()
+        if isinstance(value, dict):
+            self._deeper(depth)
+            return {key: self._copy(item, depth + 1) for key, item in value.items()}
+        if isinstance(value, list):
+            self._deeper(depth)
+            return [self._copy(item, depth + 1) for item in value]
+        return value
+
+    def _deeper(self, depth: int) -> None:
+        if depth > self.budget.limits.max_depth:
+            raise OpenApiLimitExceeded(f"an expanded schema nests deeper than {self.budget.limits.max_depth} "
+                                       "levels", setting="AURORA_OPENAPI_MAX_DEPTH")
+
+    def _follow(self, node: dict[str, Any], stack: tuple[str, ...], problems: list[str], depth: int) -> Any:
         ref = str(node["$ref"])
         if not ref.startswith("#"):
             problems.append(f"schema: external $ref {ref} is not resolved")
@@ -100,11 +127,14 @@ class Resolver:
             if isinstance(target, dict) and isinstance(target.get("type"), str):
                 cut["type"] = target["type"]
             return cut
-        resolved = self._convert(target, (*stack, ref), problems)
+        if len(stack) >= self.budget.limits.max_ref_depth:
+            raise OpenApiLimitExceeded(f"a schema nests more than {self.budget.limits.max_ref_depth} $refs "
+                                       f"inside one another (at {ref[:200]})", setting="AURORA_OPENAPI_MAX_REF_DEPTH")
+        resolved = self._convert(target, (*stack, ref), problems, depth)
         siblings = {k: v for k, v in node.items() if k != "$ref"}
         if siblings and not self.openapi30 and isinstance(resolved, dict):
             # 3.1 allows keywords beside $ref (a local description wins over the target's).
-            resolved = {**resolved, **self._convert(siblings, stack, problems)}
+            resolved = {**resolved, **self._convert(siblings, stack, problems, depth)}
         return resolved
 
     @staticmethod
