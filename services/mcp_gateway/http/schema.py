@@ -33,6 +33,11 @@ class Resolver:
         self._doc = document
         self.openapi30 = str(document.get("openapi", "")).startswith("3.0")
         self.budget = budget or Budget(OpenApiLimits())
+        # ref → (its expansion, nodes, height, problems found): a schema referred to from many
+        # places is converted once; each use still costs its nodes. Only expansions that cut no
+        # recursion are kept (a cut depends on the references above it).
+        self._memo: dict[str, tuple[Any, int, int, tuple[str, ...]]] = {}
+        self._cuts = 0
 
     def pointer(self, ref: str) -> Any:
         """The node a local reference (`#/components/schemas/Pet`) names; KeyError when absent."""
@@ -123,6 +128,7 @@ class Resolver:
             return {"description": f"unresolved reference {ref}"}
         if ref in stack:
             problems.append(f"schema: recursive $ref {ref} is cut after one level")
+            self._cuts += 1
             cut: dict[str, Any] = {"description": f"(recursive {ref.rsplit('/', 1)[-1]}, not expanded further)"}
             if isinstance(target, dict) and isinstance(target.get("type"), str):
                 cut["type"] = target["type"]
@@ -130,12 +136,26 @@ class Resolver:
         if len(stack) >= self.budget.limits.max_ref_depth:
             raise OpenApiLimitExceeded(f"a schema nests more than {self.budget.limits.max_ref_depth} $refs "
                                        f"inside one another (at {ref[:200]})", setting="AURORA_OPENAPI_MAX_REF_DEPTH")
-        resolved = self._convert(target, (*stack, ref), problems, depth)
+        resolved = self._expanded(ref, target, stack, problems, depth)
         siblings = {k: v for k, v in node.items() if k != "$ref"}
         if siblings and not self.openapi30 and isinstance(resolved, dict):
             # 3.1 allows keywords beside $ref (a local description wins over the target's).
             resolved = {**resolved, **self._convert(siblings, stack, problems, depth)}
         return resolved
+
+    def _expanded(self, ref: str, target: Any, stack: tuple[str, ...], problems: list[str], depth: int) -> Any:
+        known = self._memo.get(ref)
+        if known is not None:
+            result, nodes, height, found = known
+            self._deeper(depth + height)
+            self.budget.expand(nodes)
+            problems.extend(found)
+            return result
+        cuts, before, noted = self._cuts, self.budget.expanded, len(problems)
+        result = self._convert(target, (*stack, ref), problems, depth)
+        if self._cuts == cuts:
+            self._memo[ref] = (result, self.budget.expanded - before, _height(result), tuple(problems[noted:]))
+        return result
 
     @staticmethod
     def _from_30(schema: dict[str, Any]) -> dict[str, Any]:
@@ -157,6 +177,14 @@ class Resolver:
                 else:
                     del schema[exclusive]
         return schema
+
+
+def _height(value: Any) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_height(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_height(v) for v in value), default=0)
+    return 0
 
 
 def merge_all_of(schema: dict[str, Any]) -> dict[str, Any]:
