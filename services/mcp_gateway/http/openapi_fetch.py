@@ -48,14 +48,38 @@ async def _fetch(url: str, client: httpx.AsyncClient, limits: OpenApiLimits, tim
                 current = _redirect_target(url, response)
                 continue
             response.raise_for_status()
-            body = await _read_capped(url, response, limits.max_bytes)
-            try:
-                return body.decode(response.charset_encoding or "utf-8")
-            except (LookupError, UnicodeDecodeError) as exc:
-                raise OpenApiError(f"the document is not text in its declared encoding: {exc}",
-                                   source=url) from exc
-    raise OpenApiLimitExceeded(f"the URL redirects more than {limits.max_redirects} times",
-                               setting="AURORA_OPENAPI_MAX_REDIRECTS", source=url)
+            _check_declared(url, response, limits.max_bytes)
+            capped = _Capped(url, limits.max_bytes)
+            async for chunk in response.aiter_bytes():
+                capped.add(chunk)
+            return capped.text(response)
+    raise _too_many_redirects(url, limits)
+
+
+def fetch_spec_blocking(url: str, limits: OpenApiLimits, *, timeout: float) -> str:
+    """`fetch_spec` for blocking callers (tests, scripts), with the same limits."""
+    current = httpx.URL(url)
+    try:
+        with httpx.Client() as client:
+            for _hop in range(limits.max_redirects + 1):
+                with client.stream("GET", current, timeout=timeout, follow_redirects=False) as response:
+                    if response.is_redirect:
+                        current = _redirect_target(url, response)
+                        continue
+                    response.raise_for_status()
+                    _check_declared(url, response, limits.max_bytes)
+                    capped = _Capped(url, limits.max_bytes)
+                    for chunk in response.iter_bytes():
+                        capped.add(chunk)
+                    return capped.text(response)
+    except httpx.HTTPError as exc:
+        raise OpenApiError(f"cannot fetch the document: {exc}", source=url) from exc
+    raise _too_many_redirects(url, limits)
+
+
+def _too_many_redirects(url: str, limits: OpenApiLimits) -> OpenApiLimitExceeded:
+    return OpenApiLimitExceeded(f"the URL redirects more than {limits.max_redirects} times",
+                                setting="AURORA_OPENAPI_MAX_REDIRECTS", source=url)
 
 
 def _redirect_target(url: str, response: httpx.Response) -> httpx.URL:
@@ -71,20 +95,37 @@ def _redirect_target(url: str, response: httpx.Response) -> httpx.URL:
     return target
 
 
-async def _read_capped(url: str, response: httpx.Response, max_bytes: int) -> bytes:
-    too_big = OpenApiLimitExceeded(f"the document is larger than {max_bytes} bytes",
-                                   setting="AURORA_OPENAPI_MAX_BYTES", source=url)
+def _too_big(url: str, max_bytes: int) -> OpenApiLimitExceeded:
+    return OpenApiLimitExceeded(f"the document is larger than {max_bytes} bytes",
+                                setting="AURORA_OPENAPI_MAX_BYTES", source=url)
+
+
+def _check_declared(url: str, response: httpx.Response, max_bytes: int) -> None:
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > max_bytes:
-        raise too_big
-    chunks: list[bytes] = []
-    total = 0
-    async for chunk in response.aiter_bytes():
-        total += len(chunk)
-        if total > max_bytes:
-            raise too_big
-        chunks.append(chunk)
-    return b"".join(chunks)
+        raise _too_big(url, max_bytes)
+
+
+class _Capped:
+    """A body gathered chunk by chunk, refused as soon as it passes the cap."""
+
+    def __init__(self, url: str, max_bytes: int) -> None:
+        self._url, self._max = url, max_bytes
+        self._chunks: list[bytes] = []
+        self._total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self._total += len(chunk)
+        if self._total > self._max:
+            raise _too_big(self._url, self._max)
+        self._chunks.append(chunk)
+
+    def text(self, response: httpx.Response) -> str:
+        try:
+            return b"".join(self._chunks).decode(response.charset_encoding or "utf-8")
+        except (LookupError, UnicodeDecodeError) as exc:
+            raise OpenApiError(f"the document is not text in its declared encoding: {exc}",
+                               source=self._url) from exc
 
 
 def read_spec_file(source: str, max_bytes: int, *, allowed: Path | None) -> str:

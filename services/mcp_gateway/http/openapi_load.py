@@ -18,7 +18,7 @@ import httpx
 import yaml
 
 from services.mcp_gateway.http.limits import Budget, OpenApiError, OpenApiLimitExceeded, OpenApiLimits
-from services.mcp_gateway.http.openapi_fetch import fetch_spec, is_url, read_spec_file
+from services.mcp_gateway.http.openapi_fetch import fetch_spec, fetch_spec_blocking, is_url, read_spec_file
 
 __all__ = ["OpenApiError", "OpenApiLimitExceeded", "load_openapi", "load_openapi_async", "parse_openapi"]
 
@@ -30,10 +30,20 @@ class _Loader(yaml.SafeLoader):
     node composed costs a tick of the import's budget, so a slow parse stops when time is up."""
 
     budget: Budget
+    depth = 0
 
     def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:  # type: ignore[override]
+        # Refused while composing: the scanner is lazy and slow on deep flow collections, so
+        # stopping here stops it reading the rest.
         self.budget.tick()
-        return super().compose_node(parent, index)  # type: ignore[arg-type]
+        self.depth += 1
+        try:
+            if self.depth > self.budget.limits.max_depth:
+                raise OpenApiLimitExceeded(f"the document nests deeper than {self.budget.limits.max_depth} levels",
+                                           setting="AURORA_OPENAPI_MAX_DEPTH")
+            return super().compose_node(parent, index)  # type: ignore[arg-type]
+        finally:
+            self.depth -= 1
 
 
 _Loader.yaml_implicit_resolvers = {
@@ -47,7 +57,7 @@ def load_openapi(source: str, *, timeout: float = 10.0, limits: OpenApiLimits | 
     Files are read wherever they are: the specs-folder rule is the gateway's (`OpenApiImporter`)."""
     limits = limits or OpenApiLimits()
     if is_url(source):
-        text = asyncio.run(_fetch_alone(source, limits, timeout))
+        text = fetch_spec_blocking(source, limits, timeout=timeout)
     else:
         text = read_spec_file(source, limits.max_bytes, allowed=None)
     return parse_openapi(text, source, Budget(limits))

@@ -38,6 +38,7 @@ class Resolver:
         # recursion are kept (a cut depends on the references above it).
         self._memo: dict[str, tuple[Any, int, int, tuple[str, ...]]] = {}
         self._cuts = 0
+        self._heights: dict[int, int] = {}
 
     def pointer(self, ref: str) -> Any:
         """The node a local reference (`#/components/schemas/Pet`) names; KeyError when absent."""
@@ -154,7 +155,8 @@ class Resolver:
         cuts, before, noted = self._cuts, self.budget.expanded, len(problems)
         result = self._convert(target, (*stack, ref), problems, depth)
         if self._cuts == cuts:
-            self._memo[ref] = (result, self.budget.expanded - before, _height(result), tuple(problems[noted:]))
+            self._memo[ref] = (result, self.budget.expanded - before, _height(result, self._heights),
+                               tuple(problems[noted:]))
         return result
 
     @staticmethod
@@ -179,12 +181,16 @@ class Resolver:
         return schema
 
 
-def _height(value: Any) -> int:
-    if isinstance(value, dict):
-        return 1 + max((_height(v) for v in value.values()), default=0)
-    if isinstance(value, list):
-        return 1 + max((_height(v) for v in value), default=0)
-    return 0
+def _height(value: Any, known: dict[int, int]) -> int:
+    """Levels of nesting; `known` remembers shared nodes (kept alive by the memo) by identity,
+    so a shared expansion is measured once however often it is used."""
+    if not isinstance(value, (dict, list)):
+        return 0
+    found = known.get(id(value))
+    if found is None:
+        children = value.values() if isinstance(value, dict) else value
+        found = known[id(value)] = 1 + max((_height(child, known) for child in children), default=0)
+    return found
 
 
 def merge_all_of(schema: dict[str, Any]) -> dict[str, Any]:
