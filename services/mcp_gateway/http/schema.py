@@ -44,8 +44,11 @@ class Resolver:
         """The node a local reference (`#/components/schemas/Pet`) names; KeyError when absent."""
         if not ref.startswith("#"):
             raise KeyError(ref)
+        tokens = ref[1:].split("/")[1:]
+        if len(tokens) > self.budget.limits.max_depth:  # deeper than the document may nest: not in it
+            raise KeyError(ref)
         node: Any = self._doc
-        for raw in ref[1:].split("/")[1:]:
+        for raw in tokens:
             token = raw.replace("~1", "/").replace("~0", "~")
             if isinstance(node, dict) and token in node:
                 node = node[token]
