@@ -90,9 +90,9 @@ def test_whole_body_keeps_any_json_value() -> None:
     ("~_-", "~_-"), ("ü x", "%C3%BC%20x"), ("%2e", "%252e"),
 ])
 def test_a_path_value_stays_one_segment(value: str, segment: str) -> None:
-    assert build_request(execution(), "http://h", {"id": value}).url == f"http://h/d/{segment}"
+    assert build_request(execution("/d/{id}", ID), "http://h", {"id": value}).url == f"http://h/d/{segment}"
 
 
 def test_an_empty_path_value_is_refused() -> None:
     with pytest.raises(RequestBuildError, match="path argument `id` is empty"):
-        build_request(execution(), "http://h", {"id": ""})
+        build_request(execution("/d/{id}", ID), "http://h", {"id": ""})
