@@ -126,7 +126,10 @@ def _parse(text: str, budget: Budget) -> Any:
             raise deep from None
         except ValueError as exc:  # e.g. an integer longer than Python converts
             raise OpenApiError(f"not valid JSON: {exc}") from exc
-    loader = _Loader(text)
+    try:
+        loader = _Loader(text)  # the reader refuses control characters already here
+    except yaml.YAMLError as exc:
+        raise OpenApiError(f"not valid YAML: {exc}") from exc
     loader.budget = budget
     try:
         return loader.get_single_data()
