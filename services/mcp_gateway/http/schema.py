@@ -199,7 +199,7 @@ def _height(value: Any, known: dict[int, int]) -> int:
 def merge_all_of(schema: dict[str, Any]) -> dict[str, Any]:
     """`allOf` of plain object schemas → one object schema (the usual composition); else unchanged."""
     parts = schema.get("allOf")
-    if not isinstance(parts, list) or any(not _plain_object(p) for p in parts):
+    if not isinstance(parts, list) or any(not _plain_object(p) for p in parts) or not _plain_fields(schema):
         return schema
     merged: dict[str, Any] = {k: v for k, v in schema.items() if k != "allOf"}
     merged["type"] = "object"
@@ -218,10 +218,18 @@ def merge_all_of(schema: dict[str, Any]) -> dict[str, Any]:
 
 
 def _plain_object(part: Any) -> bool:
-    if not isinstance(part, dict) or part.get("type", "object") != "object":
+    if not isinstance(part, dict) or part.get("type", "object") != "object" or not _plain_fields(part):
         return False
     allowed = {"type", "properties", "required", "description", "title", "allOf"}
     return set(part) <= allowed
+
+
+def _plain_fields(schema: dict[str, Any]) -> bool:
+    """`properties` a mapping and `required` a list of names, as merging needs them (else the
+    schema is kept as written: a malformed document is not ours to repair)."""
+    required = schema.get("required", [])
+    return isinstance(schema.get("properties", {}), dict) and isinstance(required, list) and all(
+        isinstance(name, str) for name in required)
 
 
 def is_object_schema(schema: Any) -> bool:

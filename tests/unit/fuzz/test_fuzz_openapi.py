@@ -34,6 +34,11 @@ def _ref(kind: str) -> st.SearchStrategy[dict[str, Any]]:
     return st.builds(lambda name: {"$ref": f"#/components/{kind}/{name}"}, st.sampled_from((*NAMES, "Nope", "")))
 
 
+# An allOf part the importer merges into one object (the usual composition), fields malformed or not.
+plain = st.fixed_dictionaries({"type": st.just("object")}, optional={
+    "properties": st.dictionaries(st.text(max_size=4), st.fixed_dictionaries({"type": st.just("string")}),
+                                  max_size=2) | scalars,
+    "required": st.lists(st.text(max_size=4), max_size=2) | scalars, "description": junk})
 schemas: st.SearchStrategy[Any] = st.recursive(
     st.fixed_dictionaries({}, optional={
         "type": st.sampled_from(["string", "integer", "number", "boolean", "object", "array", "null", 5]),
@@ -43,17 +48,18 @@ schemas: st.SearchStrategy[Any] = st.recursive(
     lambda inner: st.fixed_dictionaries({}, optional={
         "type": st.just("object"), "properties": st.dictionaries(st.text(max_size=6), inner, max_size=4),
         "required": st.lists(st.text(max_size=6), max_size=3) | junk, "items": inner,
-        "additionalProperties": st.booleans() | inner, "allOf": st.lists(inner, max_size=3) | junk,
+        "additionalProperties": st.booleans() | inner, "allOf": st.lists(inner | plain, max_size=3) | junk,
         "anyOf": st.lists(inner, max_size=3), "not": inner}),
     max_leaves=10,
 )
+composed = st.fixed_dictionaries({"allOf": st.lists(plain, min_size=1, max_size=3)})
 parameters = st.fixed_dictionaries({
     "name": st.text(max_size=10) | junk, "in": st.sampled_from(["path", "query", "header", "cookie", "body"]) | junk,
 }, optional={"required": st.booleans() | junk, "schema": schemas, "description": st.text(max_size=10),
              "content": st.dictionaries(st.sampled_from(["application/json", "text/plain"]),
                                         st.fixed_dictionaries({"schema": schemas}), max_size=2)}) | _ref("parameters")
 media = st.dictionaries(st.sampled_from(["application/json", "application/x+json", "text/plain", "*/*"]),
-                        st.fixed_dictionaries({}, optional={"schema": schemas}) | junk, max_size=2)
+                        st.fixed_dictionaries({}, optional={"schema": schemas | composed}) | junk, max_size=2)
 operations = st.fixed_dictionaries({}, optional={
     "operationId": st.text(max_size=12) | junk, "summary": st.text(max_size=12) | junk,
     "parameters": st.lists(parameters, max_size=4) | junk,
@@ -119,6 +125,25 @@ def test_any_text_is_imported_or_refused_with_a_reason(text: str) -> None:
 @given(documents)
 def test_structured_documents_as_json(document: dict[str, Any]) -> None:
     run_import(json.dumps(document))
+
+
+# An operation whose JSON body and parameters are always there, so their schemas are converted.
+well_formed_operations = st.fixed_dictionaries({
+    "requestBody": st.fixed_dictionaries({"content": st.fixed_dictionaries({
+        "application/json": st.fixed_dictionaries({"schema": schemas | composed})})}),
+    "parameters": st.lists(parameters, max_size=3),
+}, optional={"operationId": st.text(max_size=8), "responses": operations.map(lambda op: op.get("responses"))})
+
+
+@STRUCTURED
+@given(st.lists(well_formed_operations, min_size=1, max_size=3),
+       st.dictionaries(st.sampled_from(NAMES), schemas, max_size=4), st.sampled_from(["3.0.3", "3.1.0"]))
+def test_operations_in_a_well_formed_document(ops: list[dict[str, Any]], components: dict[str, Any],
+                                              version: str) -> None:
+    # The envelope is right, so every example reaches the conversion of its operations.
+    paths = {f"/p{n}/{{id}}": {"post": op} for n, op in enumerate(ops)}
+    run_import(json.dumps({"openapi": version, "info": {"title": "t", "version": "1"}, "paths": paths,
+                           "components": {"schemas": components}}))
 
 
 @STRUCTURED
