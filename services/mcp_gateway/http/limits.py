@@ -107,7 +107,12 @@ class Budget:
         """Called once per node parsed or visited: refuses the document when its time is up."""
         self._ticks += 1
         # Reading the clock costs more than counting; every 256 nodes is well under a millisecond.
-        if self._ticks & 0xFF == 0 and time.monotonic() > self._deadline:
+        if self._ticks & 0xFF == 0:
+            self.check_time()
+
+    def check_time(self) -> None:
+        """Refuses the document when its time is up (for steps that may each take long)."""
+        if time.monotonic() > self._deadline:
             raise OpenApiLimitExceeded(
                 f"reading and converting the document takes longer than {self.limits.seconds:g} s",
                 setting="AURORA_OPENAPI_SECONDS")

@@ -32,6 +32,18 @@ class _Loader(yaml.SafeLoader):
     budget: Budget
     depth = 0
 
+    # The scanner looks ahead across a whole flow collection (`[[[[…`) before the composer sees
+    # its first node, in time quadratic in its depth: it is bounded and timed where it scans.
+    def fetch_more_tokens(self) -> None:
+        self.budget.check_time()
+        super().fetch_more_tokens()  # type: ignore[misc]
+
+    def fetch_flow_collection_start(self, TokenClass: type[yaml.Token]) -> None:
+        super().fetch_flow_collection_start(TokenClass)  # type: ignore[misc]
+        if self.flow_level > self.budget.limits.max_depth:
+            raise OpenApiLimitExceeded(f"the document nests deeper than {self.budget.limits.max_depth} levels",
+                                       setting="AURORA_OPENAPI_MAX_DEPTH")
+
     def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:  # type: ignore[override]
         # Refused while composing: the scanner is lazy and slow on deep flow collections, so
         # stopping here stops it reading the rest.

@@ -33,7 +33,8 @@ def refused(text: str, limits: OpenApiLimits | None = None) -> OpenApiLimitExcee
     started = time.monotonic()
     with pytest.raises(OpenApiLimitExceeded) as caught:
         convert(text, limits)
-    assert time.monotonic() - started < 3.0, "a hostile document must be refused quickly"
+    # Seconds, not minutes: on a quiet machine each of these takes well under one.
+    assert time.monotonic() - started < 5.0, "a hostile document must be refused quickly"
     return caught.value
 
 
@@ -72,7 +73,7 @@ def test_a_yaml_alias_inside_itself_is_refused() -> None:
 
 
 @pytest.mark.parametrize("text", ['{"a":' + "[" * 5000 + "]" * 5000 + "}",
-                                  HEAD + "paths: {}\nx: " + "[" * 3000 + "]" * 3000 + "\n"])
+                                  HEAD + "paths: {}\nx: " + "[" * 100_000 + "]" * 100_000 + "\n"])
 def test_deep_nesting_is_refused_not_a_recursion_crash(text: str) -> None:
     assert "nests deeper than 64 levels (AURORA_OPENAPI_MAX_DEPTH)" in str(refused(text))
 
@@ -100,8 +101,8 @@ def test_recursion_that_defeats_sharing_still_stops_at_the_node_limit() -> None:
         "me": {"$ref": f"#/components/schemas/S{i}"}, "l": {"$ref": f"#/components/schemas/S{i + 1}"},
         "r": {"$ref": f"#/components/schemas/S{i + 1}"}}} for i in range(24)}
     components["S24"] = {"type": "string"}
-    error = refused(body_schema({"$ref": "#/components/schemas/S0"}, components), OpenApiLimits(max_nodes=20_000))
-    assert str(error).endswith("the expanded schemas exceed 20000 nodes (AURORA_OPENAPI_MAX_NODES)")
+    error = refused(body_schema({"$ref": "#/components/schemas/S0"}, components), OpenApiLimits(max_nodes=5_000))
+    assert str(error).endswith("the expanded schemas exceed 5000 nodes (AURORA_OPENAPI_MAX_NODES)")
 
 
 def test_the_time_budget_stops_a_slow_conversion() -> None:
