@@ -32,8 +32,9 @@ class _Loader(yaml.SafeLoader):
     budget: Budget
     depth = 0
 
-    # The scanner looks ahead across a whole flow collection (`[[[[…`) before the composer sees
-    # its first node, in time quadratic in its depth: it is bounded and timed where it scans.
+    # The scanner looks ahead through a flow collection (`[[[[…`) for the end of a possible key
+    # before the composer sees a node: deep flow nesting is refused where it opens, and every
+    # token fetched is timed by the budget.
     def fetch_more_tokens(self) -> None:
         self.budget.check_time()
         super().fetch_more_tokens()  # type: ignore[misc]
@@ -45,8 +46,8 @@ class _Loader(yaml.SafeLoader):
                                        setting="AURORA_OPENAPI_MAX_DEPTH")
 
     def compose_node(self, parent: yaml.Node | None, index: object) -> yaml.Node | None:  # type: ignore[override]
-        # Refused while composing: the scanner is lazy and slow on deep flow collections, so
-        # stopping here stops it reading the rest.
+        # Nesting counted while composing: a deep block document stops at the limit, not at
+        # Python's recursion limit (a RecursionError is no refusal a user can act on).
         self.budget.tick()
         self.depth += 1
         try:
