@@ -31,6 +31,8 @@ app = typer.Typer(
 
 # Importing fetches and converts a whole document: give it longer than a plain admin call.
 IMPORT_TIMEOUT = 60.0
+# A local document travels in the request; NATS carries at most 8 MB (deploy/nats.conf).
+MAX_SENT_BYTES = 7 * 1024 * 1024
 
 
 @app.callback()
@@ -67,9 +69,10 @@ def one_line(text: Any, limit: int = 80) -> str | None:
 
 
 def import_request(name: str, base_url: str, spec: str, package: str | None, *,
-                   cwd: Path | None = None) -> dict[str, Any]:
-    """The `systems.import_openapi` body, checked here: a local spec becomes an absolute path
-    (the gateway reads it; it does not share the CLI's working directory)."""
+                   cwd: Path | None = None, on_gateway: bool = False) -> dict[str, Any]:
+    """The `systems.import_openapi` body, checked here. A local spec is read here and sent as
+    `document` (the gateway does not share the CLI's files, and reads its own only below its
+    specs folder); with `on_gateway`, `spec` is a path the gateway reads there."""
     if not re.fullmatch(SYSTEM_NAME_PATTERN, name):
         raise CliError(f"NAME {name!r}: letters, digits, '.', '_' or '-', starting with a letter or digit",
                        exit_code=EXIT_USAGE)
@@ -77,17 +80,34 @@ def import_request(name: str, base_url: str, spec: str, package: str | None, *,
         raise CliError(f"--base-url {base_url!r} must be an http:// or https:// URL", exit_code=EXIT_USAGE)
     if package is not None and not re.fullmatch(PACKAGE_PATTERN, package):
         raise CliError(f"--package {package!r}: letters, digits, '.', '_' or '-'", exit_code=EXIT_USAGE)
-    if not spec.startswith(("http://", "https://")):
+    body: dict[str, Any] = {"name": name, "base_url": base_url, "spec": spec, "by": operator()}
+    if not spec.startswith(("http://", "https://")) and not on_gateway:
         path = Path(spec).expanduser()
         if not path.is_absolute():
             path = (cwd or Path.cwd()) / path
         if not path.is_file():
             raise CliError(f"--spec {spec}: no such file (give a path or an http(s) URL)", exit_code=EXIT_USAGE)
-        spec = str(path.resolve())
-    body: dict[str, Any] = {"name": name, "base_url": base_url, "spec": spec, "by": operator()}
+        body["spec"], body["document"] = str(path.resolve()), _read_spec(spec, path)
     if package is not None:
         body["package"] = package
     return body
+
+
+def _read_spec(spec: str, path: Path) -> str:
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_SENT_BYTES + 1)
+    except OSError as exc:
+        raise CliError(f"--spec {spec}: cannot read it ({exc.strerror or exc})", exit_code=EXIT_USAGE) from exc
+    if len(data) > MAX_SENT_BYTES:
+        raise CliError(f"--spec {spec}: larger than {MAX_SENT_BYTES} bytes, too large to send; serve it over "
+                       "http(s) or put it below the gateway's AURORA_SPECS_DIR and use --on-gateway",
+                       exit_code=EXIT_USAGE)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CliError(f"--spec {spec}: not UTF-8 text ({exc.reason} at byte {exc.start})",
+                       exit_code=EXIT_USAGE) from exc
 
 
 def _tool_name(item: Any) -> str:
@@ -146,6 +166,9 @@ def import_openapi(
         "--spec", help="OpenAPI 3.0/3.1 document: a file path or an http(s) URL, JSON or YAML.")],
     package: Annotated[str | None, typer.Option(
         "--package", help="Tool name prefix (default: the system's name).")] = None,
+    on_gateway: Annotated[bool, typer.Option(
+        "--on-gateway", help="--spec is a file on the gateway's host, below its AURORA_SPECS_DIR "
+                             "(default: the CLI reads the file and sends it).")] = False,
     timeout: Annotated[float, typer.Option(
         "--timeout", min=1.0, help="Seconds to wait for the import.")] = IMPORT_TIMEOUT,
     json_output: Annotated[bool, typer.Option("--json", help="Print the import result as JSON.")] = False,
@@ -153,7 +176,7 @@ def import_openapi(
     """Register an HTTP system and turn each OpenAPI operation into a DRAFT tool (again: update them)."""
     settings = settings_or_fail()
     with cli_errors():
-        body = import_request(name, base_url, spec, package)
+        body = import_request(name, base_url, spec, package, on_gateway=on_gateway)
     with stderr.status(f"importing {body['spec']} into system {name}…", spinner="dots"):
         reply = run(admin_call(settings, "systems", "import_openapi", body, timeout=timeout))
     if json_output:

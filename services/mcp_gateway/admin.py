@@ -14,7 +14,9 @@ from typing import Any
 import msgspec
 
 from services.mcp_gateway.gateway import Gateway
-from services.mcp_gateway.http import OpenApiError, import_operations, load_openapi_async, plan_merge
+from services.mcp_gateway.http import OpenApiError, plan_merge
+from services.mcp_gateway.http.limits import OpenApiLimits
+from services.mcp_gateway.http.openapi_job import OpenApiImporter
 from services.mcp_gateway.platform_tools import PLATFORM_TOOLS, source_app_of
 from services.mcp_gateway.platform_tools import check as check_platform
 from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
@@ -44,10 +46,11 @@ def _text(body: dict[str, Any], field: str, *, required: bool = True) -> str:
     return ""
 
 
-def admin_endpoints(gateway: Gateway, pool: ToolPool, approvals: ApprovalStore, executable: Executability) -> Endpoints:
+def admin_endpoints(gateway: Gateway, pool: ToolPool, approvals: ApprovalStore, executable: Executability,
+                    *, importer: OpenApiImporter | None = None) -> Endpoints:
     endpoints: Endpoints = {}
     endpoints.update(_gateway_endpoints(gateway))
-    endpoints.update(_system_endpoints(gateway, pool))
+    endpoints.update(_system_endpoints(gateway, pool, importer or OpenApiImporter(OpenApiLimits.from_env({}))))
     endpoints.update(_tool_endpoints(pool))
     endpoints.update(_agent_endpoints(gateway, pool, executable))
     endpoints.update(_approval_endpoints(gateway, approvals))
@@ -88,7 +91,7 @@ def _gateway_endpoints(gateway: Gateway) -> Endpoints:
     }
 
 
-def _system_endpoints(gateway: Gateway, pool: ToolPool) -> Endpoints:
+def _system_endpoints(gateway: Gateway, pool: ToolPool, importer: OpenApiImporter) -> Endpoints:
     resources = ResourceAdmin(kind_named("systems"), pool.bucket("systems"))
 
     async def set_enabled(body: dict[str, Any], enabled: bool) -> dict[str, Any]:
@@ -113,21 +116,24 @@ def _system_endpoints(gateway: Gateway, pool: ToolPool) -> Endpoints:
 
     async def import_openapi(body: dict[str, Any]) -> dict[str, Any]:
         """Register (or update) an HTTP system from an OpenAPI document; its operations become
-        drafts. Importing again updates drafts instead of duplicating them."""
+        drafts. Importing again updates drafts instead of duplicating them. The document is
+        `document` (its text, as the CLI sends a local file; `spec` then names it), else read
+        from `spec`: an http(s) URL or a file below the gateway's specs folder."""
         name, base_url, spec = _text(body, "name"), _text(body, "base_url"), _text(body, "spec")
         by = _text(body, "by", required=False) or "operator"
+        document = body.get("document")
+        if document is not None and not isinstance(document, str):
+            raise AdminRequestError("invalid_request", "field 'document' must be the document's text (a string)")
         try:
-            document = await load_openapi_async(spec)
-            result = import_operations(
-                document, system=name, package=_text(body, "package", required=False) or name, now=now_iso(), by=by
-            )
+            result = await importer.run(spec, document, system=name, now=now_iso(), by=by,
+                                        package=_text(body, "package", required=False) or name)
         except OpenApiError as exc:
             raise AdminRequestError("invalid_openapi", str(exc)) from exc
         existing = pool.systems.get(name)
         if existing is not None and existing.type != "http":
             raise AdminRequestError("conflict", f"system {name!r} is an {existing.type} system")
         system = (existing or System(name=name, base_url=base_url)).model_copy(
-            update={"base_url": base_url, "openapi": OpenApiSource(spec=spec)}
+            update={"base_url": base_url, "openapi": OpenApiSource(spec=spec, sent=document is not None)}
         )
         await pool.put_system(system)
         outcome: dict[str, Any] = {

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from services.mcp_gateway.http.limits import OpenApiLimits
 from shared.appconfig import AppsConfig, load_apps_config
 from shared.settings import read_float
 
@@ -17,15 +18,17 @@ class GatewaySettings:
     approval_ttl_seconds: float = 24 * 3600.0  # an approval nobody decides expires after this
     approval_sweep_seconds: float = 5.0  # how often undecided approvals are checked for expiry
     shutdown_wait_seconds: float = 10.0  # SIGTERM: how long calls in flight may take to finish
+    openapi_limits: OpenApiLimits = field(default_factory=OpenApiLimits)  # bounds of one OpenAPI import
 
 
 def load_mcp_gateway_settings(apps_config: Path, env: Mapping[str, str] | None = None) -> GatewaySettings:
     """The apps config file, AURORA_APPROVAL_TTL_SECONDS (a day), AURORA_APPROVAL_SWEEP_SECONDS (5),
-    AURORA_SHUTDOWN_WAIT_SECONDS (10)."""
+    AURORA_SHUTDOWN_WAIT_SECONDS (10), the OpenAPI import limits (`AURORA_OPENAPI_*`, `AURORA_SPECS_DIR`)."""
     env = os.environ if env is None else env
     return GatewaySettings(
         apps=load_apps_config(apps_config),
         approval_ttl_seconds=read_float(env, "AURORA_APPROVAL_TTL_SECONDS", 24 * 3600.0, minimum=1.0),
         approval_sweep_seconds=read_float(env, "AURORA_APPROVAL_SWEEP_SECONDS", 5.0, minimum=0.1),
         shutdown_wait_seconds=read_float(env, "AURORA_SHUTDOWN_WAIT_SECONDS", 10.0, minimum=0.0),
+        openapi_limits=OpenApiLimits.from_env(env),
     )

@@ -21,6 +21,7 @@ from services.mcp_gateway.chat_approvals import ChatAnswers
 from services.mcp_gateway.config import GatewaySettings
 from services.mcp_gateway.custody import Custody
 from services.mcp_gateway.gateway import Gateway
+from services.mcp_gateway.http.openapi_job import OpenApiImporter
 from services.mcp_gateway.http_systems import HttpSystems
 from services.mcp_gateway.outbox import Outbox
 from services.mcp_gateway.pool.approvals import ApprovalStore
@@ -147,7 +148,8 @@ class GatewayService:
         await service.add_endpoint(name="tool-call", subject=subjects.tool_call, handler=calls.tool_call)
         await service.add_endpoint(name="operator-tool-call", subject=subjects.operator_tool_call,
                                    handler=calls.operator_call)
-        for (area, verb), endpoint in admin_endpoints(gateway, pool, approvals, executable).items():
+        for (area, verb), endpoint in admin_endpoints(gateway, pool, approvals, executable,
+                                                     importer=OpenApiImporter(settings.openapi_limits)).items():
             await service.add_endpoint(
                 name=f"{area}-{verb}".replace("_", "-"),
                 subject=subjects.admin(area, verb),

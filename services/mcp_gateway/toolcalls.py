@@ -19,6 +19,7 @@ from typing import Any, Protocol
 import msgspec
 
 from services.mcp_gateway import chat_approvals, classify
+from services.mcp_gateway.arguments import ArgumentCheck
 from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.custody import Custody, CustodyRefusal
 from services.mcp_gateway.platform_tools import (
@@ -99,6 +100,7 @@ class ToolCallHandler:
         http: HttpRunner | None = None,
         on_result: Callable[[CallRecord], Awaitable[None]] | None = None,
         on_approval_requested: Callable[[Approval], None] | None = None,
+        arguments: ArgumentCheck | None = None,
     ) -> None:
         self._pool = pool
         self._apps = apps
@@ -110,6 +112,7 @@ class ToolCallHandler:
         self._http = http
         self._on_result = on_result
         self._on_approval_requested = on_approval_requested
+        self._arguments = arguments or ArgumentCheck()
 
     async def answer(self, data: bytes, *, operator: bool = False) -> tuple[bytes, CallRecord | None]:
         """The reply to one call, and what to report of it once the reply is on its way (the
@@ -202,7 +205,7 @@ class ToolCallHandler:
 
     async def _run(self, request: ToolCallRequest, tool: ToolDefinition, call_id: str) -> tuple[ToolCallResult, bool]:
         agent = await self._pool.agent(request.context.agent) if request.context.agent else None
-        refusal = self._refusal(request, tool, agent)
+        refusal = self._refusal(request, tool, agent) or self._arguments.refusal(tool, request.arguments)
         if refusal is not None:
             return refusal, False
         ctx = request.context

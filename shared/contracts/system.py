@@ -53,6 +53,9 @@ class CircuitConfig(ResourceModel):
 
 class OpenApiSource(ResourceModel):
     spec: str  # a path or an http(s) URL; JSON or YAML
+    # True when the caller sent the document's text (the CLI reads a local file and sends it):
+    # `spec` is then the caller's own path, for the record, not one the gateway can read.
+    sent: bool = False
 
 
 class System(ResourceModel):

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, get_args
 
 from services.mcp_gateway.http.findings import review_findings
+from services.mcp_gateway.http.limits import Budget
 from services.mcp_gateway.http.openapi_load import OpenApiError
 from services.mcp_gateway.http.schema import Resolver, as_dict, as_list, is_object_schema, json_media, merge_all_of
 from shared.contracts.tooldef import HttpExecution, HttpParam, ParamLocation, SideEffect, ToolDefinition
@@ -75,11 +76,12 @@ def slugify(text: str) -> str:
 
 
 def import_operations(document: dict[str, Any], *, system: str, package: str, now: str,
-                      by: str) -> ImportResult:
-    """One DRAFT tool per operation, named `<package>.<operationId or method_path>`."""
+                      by: str, budget: Budget | None = None) -> ImportResult:
+    """One DRAFT tool per operation, named `<package>.<operationId or method_path>`; the schemas
+    inlined count against `budget` (OpenApiLimitExceeded past it)."""
     if not all(_SEGMENT.match(part) for part in package.split(".")):
         raise OpenApiError(f"package {package!r} must be dot-separated segments of letters, digits, _ and -")
-    resolver = Resolver(document)
+    resolver = Resolver(document, budget)
     ops, skipped = _operations(document, resolver)
     renamed = _assign_names(ops, package)
     tools = tuple(_tool(op, resolver, document, system=system, now=now, by=by) for op in ops)

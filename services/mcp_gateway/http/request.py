@@ -2,7 +2,8 @@
 
 JSON argument types are kept exactly: the body is serialized once with `json.dumps` (an int stays
 an int, `1.0` stays `1.0`, nested values untouched). Path, query and header values are text on the
-wire: booleans become `true`/`false`, lists repeat in the query, path values are percent-encoded.
+wire: booleans become `true`/`false`, lists repeat in the query, path values are percent-encoded
+(`path_segment`: one segment each, `..` included).
 """
 
 from __future__ import annotations
@@ -44,6 +45,15 @@ def _text(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
+def path_segment(text: str) -> str:
+    """A path value percent-encoded so it stays one segment of the path it was given for: every
+    character outside RFC 3986's unreserved set is encoded (`/` included), and so are the dots
+    of `.` and `..`, which a client or server would otherwise resolve to this or the parent
+    path (httpx turns `/users/..` into `/`)."""
+    encoded = quote(text, safe="")
+    return encoded.replace(".", "%2E") if encoded.strip(".") == "" else encoded
+
+
 def build_request(execution: HttpExecution, base_url: str, arguments: dict[str, Any],
                   required: list[str] | tuple[str, ...] = ()) -> RequestParts:
     """The request for `arguments`; RequestBuildError names every missing or unexpected argument."""
@@ -79,7 +89,10 @@ def build_request(execution: HttpExecution, base_url: str, arguments: dict[str, 
                 continue
             elif param.location == "path":
                 items = value if isinstance(value, list) else [value]
-                path_values[wire] = quote(",".join(_text(v) for v in items), safe="")
+                text = ",".join(_text(v) for v in items)
+                if not text:  # `/users/{id}` with "" would be `/users/`, another resource
+                    raise RequestBuildError("invalid_arguments", f"path argument `{param.name}` is empty")
+                path_values[wire] = path_segment(text)
             elif param.location == "query":
                 query += [(wire, _text(v)) for v in (value if isinstance(value, list) else [value]) if v is not None]
             else:

@@ -175,7 +175,8 @@ async def _http_write_tool(snc: NATS, subjects: Subjects, system: str, server: R
         "kind": "System", "name": system, "type": "http", "base_url": server.url, "timeout_seconds": 10.0}},
         timeout=20)
     imported = await admin_request(snc, subjects, "systems", "import_openapi",
-                                   {"name": system, "base_url": server.url, "spec": str(spec)}, timeout=20)
+                                   {"name": system, "base_url": server.url, "spec": str(spec),
+                                    "document": spec.read_text(encoding="utf-8")}, timeout=20)
     tool = f"{system}.createOrder"
     assert imported["created"] == [tool], imported
     for action in ("review", "publish"):

@@ -105,7 +105,9 @@ async def gateway_with_orders(nc: NATS, subjects: Subjects, spawn: Any, folder: 
     config.write_text("apps: {}\n")
     spec_file = folder / "orders.yaml"
     spec_file.write_text(yaml.safe_dump(spec))
-    spawn("services.mcp_gateway", tag="gateway", AURORA_APPS_CONFIG=str(config), **(env or {}))
+    # The spec file is read by the gateway itself: its folder is the gateway's specs folder.
+    spawn("services.mcp_gateway", tag="gateway", AURORA_APPS_CONFIG=str(config),
+          **{"AURORA_SPECS_DIR": str(folder), **(env or {})})
     pool = Pool(nc, subjects)
     deadline = asyncio.get_running_loop().time() + 30
     while True:

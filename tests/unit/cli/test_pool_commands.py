@@ -138,10 +138,11 @@ def test_status_rows() -> None:
     assert "\n" not in rows[1][6] and len(rows[1][6]) == 80 and rows[1][6].endswith("…")
 
 
-def test_import_request_makes_a_local_spec_absolute(tmp_path: Path) -> None:
+def test_import_request_sends_a_local_spec_with_its_absolute_path(tmp_path: Path) -> None:
     (tmp_path / "api.yaml").write_text("openapi: 3.0.3\n")
     body = import_request("petstore", "https://api.example.com/v3", "api.yaml", "pets", cwd=tmp_path)
     assert body["spec"] == str(tmp_path / "api.yaml")
+    assert body["document"] == "openapi: 3.0.3\n"  # the gateway does not read the CLI's files
     assert {k: body[k] for k in ("name", "base_url", "package")} == {
         "name": "petstore", "base_url": "https://api.example.com/v3", "package": "pets"}
     assert body["by"]
@@ -150,6 +151,21 @@ def test_import_request_makes_a_local_spec_absolute(tmp_path: Path) -> None:
 def test_import_request_passes_a_url_through_and_omits_no_package() -> None:
     body = import_request("petstore", "http://x", "https://example.com/openapi.json", None)
     assert body["spec"] == "https://example.com/openapi.json" and "package" not in body
+
+
+def test_import_request_leaves_a_file_on_the_gateway_for_the_gateway_to_read(tmp_path: Path) -> None:
+    body = import_request("petstore", "http://x", "team/api.yaml", None, cwd=tmp_path, on_gateway=True)
+    assert body["spec"] == "team/api.yaml" and "document" not in body
+
+
+def test_import_request_refuses_a_spec_too_large_to_send_or_not_text(tmp_path: Path) -> None:
+    (tmp_path / "big.json").write_bytes(b"{" + b" " * (7 * 1024 * 1024) + b"}")
+    with pytest.raises(CliError, match="larger than 7340032 bytes, too large to send") as raised:
+        import_request("petstore", "http://x", "big.json", None, cwd=tmp_path)
+    assert raised.value.exit_code == 2
+    (tmp_path / "latin1.yaml").write_bytes("title: caf\xe9\n".encode("latin-1"))
+    with pytest.raises(CliError, match="not UTF-8 text"):
+        import_request("petstore", "http://x", "latin1.yaml", None, cwd=tmp_path)
 
 
 @pytest.mark.parametrize(("args", "message"), [

@@ -83,3 +83,16 @@ def test_whole_body_keeps_any_json_value() -> None:
         parts = build_request(mapping, "http://h", {"body": value})
         assert parts.body is not None and json.loads(parts.body) == value
     assert build_request(mapping, "http://h", {"body": 1.0}).body == b"1.0"
+
+
+@pytest.mark.parametrize(("value", "segment"), [
+    ("..", "%2E%2E"), (".", "%2E"), ("...", "%2E%2E%2E"), ("a.b", "a.b"), ("a/../b", "a%2F..%2Fb"),
+    ("~_-", "~_-"), ("ü x", "%C3%BC%20x"), ("%2e", "%252e"),
+])
+def test_a_path_value_stays_one_segment(value: str, segment: str) -> None:
+    assert build_request(execution("/d/{id}", ID), "http://h", {"id": value}).url == f"http://h/d/{segment}"
+
+
+def test_an_empty_path_value_is_refused() -> None:
+    with pytest.raises(RequestBuildError, match="path argument `id` is empty"):
+        build_request(execution("/d/{id}", ID), "http://h", {"id": ""})
