@@ -17,7 +17,7 @@ from typing import Generic, Literal, TypeVar
 
 import msgspec
 
-from shared.contracts.envelope import Envelope, EventEnvelope
+from shared.contracts.envelope import Envelope, EventEnvelope, decode_bounded
 
 METHOD_AGENT_RUN = "agent/run"
 METHOD_PIPELINE_RUN = "pipeline/run"
@@ -93,3 +93,10 @@ class RunPayload(msgspec.Struct, Generic[E], frozen=True, kw_only=True):
 
 RunEnvelope = Envelope[RunPayload[EventEnvelope]]
 """A run as its consumers read it."""
+
+_run_decoder = msgspec.json.Decoder(RunEnvelope)
+
+
+def decode_run(data: bytes) -> RunEnvelope:
+    """Decode a run message; raises msgspec.DecodeError (ValidationError) naming the bad field."""
+    return decode_bounded(_run_decoder, data)
