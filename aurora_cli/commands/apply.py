@@ -63,6 +63,8 @@ def read_yaml_documents(path: Path) -> list[tuple[int, Any]]:
         loaded = list(yaml.safe_load_all(text))
     except yaml.YAMLError as exc:
         raise CliError(f"{name}: not valid YAML: {exc}".replace("\n", " ")) from exc
+    except RecursionError as exc:  # PyYAML composes nested collections recursively
+        raise CliError(f"{name}: not valid YAML: nested too deeply") from exc
     return [(index, doc) for index, doc in enumerate(loaded, start=1) if doc is not None]
 
 
