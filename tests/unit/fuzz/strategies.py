@@ -172,3 +172,11 @@ def _at(doc: Any, path: tuple[str | int, ...]) -> Any:
     for part in path:
         doc = doc[part]
     return doc
+
+
+def alias_bomb(head: str, indent: str) -> str:
+    """`head`, then a mapping (at `indent`) of nine YAML anchors, each a list of nine aliases of
+    the one before: a few hundred bytes that stand for 9**9 (387 million) values."""
+    lines = [f"{indent}l0: &l0 [{', '.join(['x'] * 9)}]\n"]
+    lines += [f"{indent}l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 9)]
+    return head + "".join(lines)

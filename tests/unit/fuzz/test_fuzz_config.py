@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from services.app_supervisor.config_check import launch_specs
 from shared.appconfig import AppsConfig, load_apps_config, parse_apps_config
 from shared.errors import ConfigError
-from tests.unit.fuzz.strategies import Mutation, any_json, huge_numbers, mutated, odd_strings
+from tests.unit.fuzz.strategies import Mutation, alias_bomb, any_json, huge_numbers, mutated, odd_strings
 
 FUZZ = settings(max_examples=80, deadline=2000, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -150,14 +150,12 @@ _yaml_texts = st.one_of(
         "apps:\n\tqq: {}\n",  # a tab
         "apps: !!python/object:os.system {}\n",  # an unsafe tag
         "apps: &a [*a]\n",  # an alias to itself
-        "[" * 5000 + "]" * 5000,  # deeper than PyYAML recurses
         "apps: {qq: {mcp: {command: [true]}, startup: &x {a: [1]}}}\nx: *y\n",
     ]),
 )
 
 # Three hundred bytes that stand for a billion values once the aliases are expanded.
-ALIAS_BOMB = "apps:\n  qq:\n    mcp: {command: [\"true\"]}\n    startup:\n" + "".join(
-    f"      l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9) if i else ', '.join(['x'] * 9)}]\n" for i in range(9))
+ALIAS_BOMB = alias_bomb('apps:\n  qq:\n    mcp: {command: ["true"]}\n    startup:\n', "      ")
 
 
 @FUZZ
@@ -172,6 +170,13 @@ def test_any_file_is_a_config_or_a_config_error_naming_the_file(text: str) -> No
             assert exc.file == str(path) and str(path) in str(exc)
             return
         _check(config.model_dump())
+
+
+def test_nesting_deeper_than_the_yaml_parser_recurses_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "config.yml"
+    path.write_text("[" * 5000 + "]" * 5000, encoding="utf-8")
+    with pytest.raises(ConfigError, match="nested too deeply"):
+        load_apps_config(path)
 
 
 def test_an_alias_bomb_is_refused_quickly_naming_the_field(tmp_path: Path) -> None:
