@@ -17,6 +17,7 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from shared import yamldocs
 from shared.contracts.plain_json import size_problem
 from shared.contracts.signals import PLATFORM_APP_PREFIX
 from shared.errors import ConfigError, SubjectError
@@ -199,7 +200,7 @@ def load_apps_config(path: Path) -> AppsConfig:
     """Read and validate the file; every problem is a ConfigError naming file, app and field."""
     file = str(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yamldocs.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise ConfigError("apps config file not found", file=file) from exc
     except OSError as exc:  # a directory, no permission …
@@ -208,7 +209,7 @@ def load_apps_config(path: Path) -> AppsConfig:
         raise ConfigError(f"not UTF-8 text: {exc}", file=file) from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"not valid YAML: {exc}", file=file) from exc
-    except RecursionError as exc:  # PyYAML composes nested collections recursively
+    except RecursionError as exc:  # nesting that the bounded reader still let through
         raise ConfigError("not valid YAML: nested too deeply", file=file) from exc
     return parse_apps_config(raw, source=file)
 

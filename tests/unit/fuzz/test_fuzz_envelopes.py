@@ -30,7 +30,7 @@ from tests.unit.fuzz.strategies import Mutation, any_json, documents, mutated
 
 # Bounded and reproducible: the default suite runs these in seconds, the same examples each
 # time; the deadline is what "no hang" means per example (generous: the machine is shared).
-FUZZ = settings(max_examples=60, deadline=2000, derandomize=True, database=None,
+FUZZ = settings(max_examples=40, deadline=2000, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 _DEEP = b"[" * 100_000 + b"]" * 100_000  # deeper than any recursive parser goes

@@ -29,7 +29,7 @@ from shared.contracts.system import System
 from tests.unit.contracts.strategies import envelopes
 from tests.unit.fuzz.strategies import Mutation, alias_bomb, any_json, huge_numbers, mutated, odd_strings
 
-FUZZ = settings(max_examples=80, deadline=2000, derandomize=True, database=None,
+FUZZ = settings(max_examples=40, deadline=2000, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 _ids = st.sampled_from(["welcome", "a1", "p1", "b-2", "x_y"])
@@ -187,7 +187,7 @@ def test_any_file_is_documents_or_errors_naming_file_and_document(text: str) -> 
 def test_nesting_deeper_than_the_yaml_parser_recurses_is_an_error_naming_the_file(tmp_path: Path) -> None:
     path = tmp_path / "deep.yml"
     path.write_text("[" * 5000 + "]" * 5000, encoding="utf-8")
-    with pytest.raises(CliError, match=f"{path}: not valid YAML: nested too deeply"):
+    with pytest.raises(CliError, match=rf"{path}: not valid YAML: .*nest(ed deeper than 100 levels|ing depth)"):
         load_documents(path)
 
 
