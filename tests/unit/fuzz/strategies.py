@@ -180,3 +180,31 @@ def alias_bomb(head: str, indent: str) -> str:
     lines = [f"{indent}l0: &l0 [{', '.join(['x'] * 9)}]\n"]
     lines += [f"{indent}l{i}: &l{i} [{', '.join([f'*l{i - 1}'] * 9)}]\n" for i in range(1, 9)]
     return head + "".join(lines)
+
+
+# Every single change `every_change` makes at each place of a document.
+REPLACEMENTS: tuple[Any, ...] = (None, True, 0, -1, 2**64, 1.5, "", " ", "a\x00b", "x" * 300, "²", "..", [], [1], {},
+                                 {"x": 1})
+
+
+def every_change(doc: dict[str, Any]) -> list[tuple[dict[str, Any], Mutation]]:
+    """Each document that differs from `doc` by one change — every place replaced by each of
+    REPLACEMENTS, dropped, or given an unknown key — exhaustively, not by chance."""
+    cases: list[tuple[dict[str, Any], Mutation]] = []
+    for path in [(), *_paths(doc)]:
+        target = _at(doc, path)
+        if path:
+            for value in REPLACEMENTS:
+                if value == target and type(value) is type(target):
+                    continue
+                changed = copy.deepcopy(doc)
+                _at(changed, path[:-1])[path[-1]] = copy.deepcopy(value)
+                cases.append((changed, Mutation(path, "replace", doc)))
+            dropped = copy.deepcopy(doc)
+            del _at(dropped, path[:-1])[path[-1]]
+            cases.append((dropped, Mutation(path, "drop", doc)))
+        if isinstance(target, dict):
+            extra = copy.deepcopy(doc)
+            _at(extra, path)["x_unknown"] = 1
+            cases.append((extra, Mutation((*path, "x_unknown"), "unknown_key", doc)))
+    return cases

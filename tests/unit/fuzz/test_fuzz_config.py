@@ -20,7 +20,15 @@ from hypothesis import strategies as st
 from services.app_supervisor.config_check import launch_specs
 from shared.appconfig import AppsConfig, load_apps_config, parse_apps_config
 from shared.errors import ConfigError
-from tests.unit.fuzz.strategies import Mutation, alias_bomb, any_json, huge_numbers, mutated, odd_strings
+from tests.unit.fuzz.strategies import (
+    Mutation,
+    alias_bomb,
+    any_json,
+    every_change,
+    huge_numbers,
+    mutated,
+    odd_strings,
+)
 
 FUZZ = settings(max_examples=40, deadline=2000, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -194,3 +202,24 @@ def test_a_file_that_is_not_text_or_not_a_file_is_a_config_error(tmp_path: Path)
         load_apps_config(binary)
     with pytest.raises(ConfigError, match="cannot read"):
         load_apps_config(tmp_path)  # a directory
+
+
+FULL_CONFIG: dict[str, Any] = {"apps": {
+    "qq": {"enabled": True, "package": "im.polaris.qq", "instance": "default", "governance": "review",
+           "startup": {"greeting": "hi"}, "platform": {"reply": "send"},
+           "mcp": {"enabled": True, "transport": "stdio", "command": ["true", "--flag"], "env": {"A": "${TOKEN}"},
+                   "cwd": "/tmp", "health_timeout_seconds": 5, "call_timeout_seconds": 30, "ping_interval_seconds": 0,
+                   "publish_resource_reads": False},
+           "restart": {"backoff_initial_seconds": 0.5, "backoff_max_seconds": 30, "max_restarts": 5,
+                       "window_seconds": 60}},
+    "notes": {"mcp": {"transport": "streamable_http", "url": "http://127.0.0.1:1/mcp",
+                      "headers": {"Authorization": "Bearer ${TOKEN}"}}},
+}}
+
+
+def test_every_single_change_to_a_config_is_refused_naming_file_app_and_field() -> None:
+    assert isinstance(_check(FULL_CONFIG), AppsConfig)
+    for doc, mutation in every_change(FULL_CONFIG):
+        outcome = _check(doc, mutation)
+        if isinstance(outcome, ConfigError) and len(mutation.path) > 2 and mutation.how != "unknown_key":
+            assert mutation.field in str(outcome) or mutation.field in (outcome.field or ""), (str(outcome), mutation)

@@ -27,7 +27,15 @@ from shared.contracts.resource import ResourceError, ResourceModel, parse_resour
 from shared.contracts.route import ROUTE_STATUSES
 from shared.contracts.system import System
 from tests.unit.contracts.strategies import envelopes
-from tests.unit.fuzz.strategies import Mutation, alias_bomb, any_json, huge_numbers, mutated, odd_strings
+from tests.unit.fuzz.strategies import (
+    Mutation,
+    alias_bomb,
+    any_json,
+    every_change,
+    huge_numbers,
+    mutated,
+    odd_strings,
+)
 
 FUZZ = settings(max_examples=40, deadline=2000, derandomize=True, database=None,
                 suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -113,7 +121,8 @@ resources = bindings | agents | pipelines | systems
 
 def _parse(doc: Any) -> ResourceModel | ResourceError:
     """What apply (the CLI before sending, and each admin endpoint) does with one document."""
-    model = MODELS.get(doc.get("kind")) if isinstance(doc, dict) else None
+    kind = doc.get("kind") if isinstance(doc, dict) else None
+    model = MODELS.get(kind) if isinstance(kind, str) else None
     try:
         return parse_resource(model or Binding, doc if isinstance(doc, dict) else {"value": doc})
     except ResourceError as exc:
@@ -244,3 +253,41 @@ def test_routing_any_event_ends_in_one_status_with_reasons(docs: list[dict[str, 
     assert all(step.reason.strip() for step in (*hot.steps, *dry.steps))
     if hot.status != "dispatched":
         assert hot.reason
+
+
+FULL_DOCUMENTS: list[dict[str, Any]] = [
+    {"kind": "Binding", "id": "welcome-new", "event_pattern": "group.member_joined", "target_type": "agent",
+     "target_id": "welcome", "priority": 10, "enabled": True, "description": "d",
+     "filters": [{"field": "source.app", "op": "eq", "value": "im.polaris.qq"},
+                 {"field": "data.items.0", "op": "in", "value": [1, "a"]},
+                 {"field": "actor.kind", "op": "neq", "value": "system"},
+                 {"field": "data.text", "op": "regex", "value": "^hi"}]},
+    {"kind": "Agent", "id": "welcome", "agent_kind": "playbook", "events": ["group.*"],
+     "tools": ["im.polaris.qq.send_message"], "allowed_platform_tools": [], "enabled": True,
+     "playbook": {"steps": [{"id": "greet", "kind": "tool", "tool": "im.polaris.qq.send_message",
+                             "arguments": {"text": "{{ event.payload.summary }}"}, "on_error": "continue",
+                             "timeout_seconds": 10, "verify": {"tool": "im.polaris.qq.get", "expect": "result.ok"}},
+                            {"id": "ask", "kind": "interaction", "question": "ok?", "options": ["yes", "no"]}],
+                  "answer": "done"}},
+    {"kind": "Agent", "id": "helper", "agent_kind": "llm", "events": ["message.*"], "prompt": "be kind",
+     "model": {"base_url": "http://127.0.0.1:1/v1", "model": "m", "api_key_env": "KEY", "temperature": 0.5,
+               "max_tokens": 100, "timeout_seconds": 30}, "max_tool_rounds": 4, "tool_result_limit": 1000},
+    {"kind": "Pipeline", "id": "chat", "stages": [
+        {"name": "f", "type": "filter", "config": {"pattern": "hi", "min_length": 1}},
+        {"name": "ai", "type": "agent", "config": {"agent": "helper"}},
+        {"name": "out", "type": "output", "config": {"deliver": True}}]},
+    {"kind": "System", "name": "crm", "type": "http", "base_url": "http://127.0.0.1:1", "timeout_seconds": 5,
+     "auth": {"header": "Authorization", "scheme": "Bearer", "value_env": "CRM_TOKEN"},
+     "contract": {"success_field": "code", "success_values": [0], "message_field": "msg"},
+     "probe": {"path": "/health", "method": "GET"}, "circuit": {"failure_threshold": 2, "cooldown_seconds": 5}},
+]
+
+
+@pytest.mark.parametrize("full", FULL_DOCUMENTS, ids=[f"{d['kind']}-{d.get('id', d.get('name'))}"
+                                                      for d in FULL_DOCUMENTS])
+def test_every_single_change_to_a_document_is_refused_naming_the_field(full: dict[str, Any]) -> None:
+    assert not isinstance(_parse(full), ResourceError)
+    for doc, mutation in every_change(full):
+        outcome = _parse(doc)
+        if isinstance(outcome, ResourceError) and mutation.field and mutation.field != "kind":
+            assert mutation.field in str(outcome), (str(outcome), mutation)
