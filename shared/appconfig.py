@@ -8,6 +8,7 @@ types are errors naming the file, the app and the field.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -16,9 +17,11 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from shared import yamldocs
+from shared.contracts.plain_json import size_problem
 from shared.contracts.signals import PLATFORM_APP_PREFIX
-from shared.errors import ConfigError
-from shared.subjects import check_unique_tokens
+from shared.errors import ConfigError, SubjectError
+from shared.subjects import app_token, check_unique_tokens
 
 # `${VAR}`, or `${VAR:-default}` (the default when VAR is unset or empty, as in the shell).
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
@@ -26,7 +29,23 @@ PACKAGE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    # No `.inf` / `.nan`: a timeout or backoff of infinity is a typo, never a setting.
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
+
+
+class FieldProblem(ValueError):
+    """A check across fields that knows which field is wrong (pydantic only knows the model)."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+def _no_nul(value: str, what: str) -> None:
+    # The OS refuses NUL in a program, an argument, a path or the environment: say so at
+    # start-up, not as a failed spawn later.
+    if "\x00" in value:
+        raise ValueError(f"{what} {value[:60]!r} contains a NUL character")
 
 
 class RestartPolicy(_Strict):
@@ -55,10 +74,35 @@ class McpConfig(_Strict):
     @model_validator(mode="after")
     def _transport_fields(self) -> McpConfig:
         if self.enabled and self.transport == "stdio" and not self.command:
-            raise ValueError("transport stdio needs mcp.command (a list: program and arguments)")
+            raise FieldProblem("transport stdio needs mcp.command (a list: program and arguments)",
+                               field="mcp.command")
         if self.enabled and self.transport == "streamable_http" and not self.url:
-            raise ValueError("transport streamable_http needs mcp.url")
+            raise FieldProblem("transport streamable_http needs mcp.url", field="mcp.url")
         return self
+
+    @field_validator("command")
+    @classmethod
+    def _command_is_executable(cls, value: list[str] | None) -> list[str] | None:
+        for number, part in enumerate(value or []):
+            _no_nul(part, "program" if number == 0 else f"argument {number}")
+        return value
+
+    @field_validator("cwd")
+    @classmethod
+    def _cwd_is_a_path(cls, value: str | None) -> str | None:
+        if value is not None:
+            _no_nul(value, "cwd")
+        return value
+
+    @field_validator("env")
+    @classmethod
+    def _env_is_settable(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, item in value.items():
+            if not key or "=" in key:
+                raise ValueError(f"environment variable name {key[:60]!r} must be non-empty, without '='")
+            _no_nul(key, "environment variable name")
+            _no_nul(item, f"the value of {key}")
+        return value
 
 
 # Platform capabilities an app may implement with one of its MCP tools (see `platform:`).
@@ -76,6 +120,20 @@ class AppConfig(_Strict):
     restart: RestartPolicy = Field(default_factory=RestartPolicy)
     # capability → the app's MCP tool implementing it, e.g. {reply: send_message}
     platform: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("startup")
+    @classmethod
+    def _startup_is_json(cls, value: dict[str, Any]) -> dict[str, Any]:
+        # It reaches the app as JSON (AURORA_APP_STARTUP): YAML's dates, sets, binary and
+        # .nan/.inf have no JSON form.
+        too_big = size_problem(value, max_values=10_000, max_depth=32)
+        if too_big is not None:
+            raise ValueError(f"{too_big[0]}: {too_big[1]}")
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError, RecursionError) as exc:
+            raise ValueError(f"must be plain JSON data (quote dates and times): {exc}") from exc
+        return value
 
     @field_validator("package")
     @classmethod
@@ -96,8 +154,8 @@ class AppConfig(_Strict):
     @model_validator(mode="after")
     def _name_is_not_a_platform_name(self) -> AppConfig:
         if self.package is None and self.name.startswith(PLATFORM_APP_PREFIX):
-            raise ValueError(f"app names starting with {PLATFORM_APP_PREFIX!r} are reserved for Aurora itself; "
-                             "set a package")
+            raise FieldProblem(f"app names starting with {PLATFORM_APP_PREFIX!r} are reserved for Aurora itself; "
+                               "set a package", field="package")
         return self
 
     @property
@@ -142,11 +200,17 @@ def load_apps_config(path: Path) -> AppsConfig:
     """Read and validate the file; every problem is a ConfigError naming file, app and field."""
     file = str(path)
     try:
-        raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+        raw = yamldocs.safe_load(path.read_text(encoding="utf-8"))
     except FileNotFoundError as exc:
         raise ConfigError("apps config file not found", file=file) from exc
+    except OSError as exc:  # a directory, no permission …
+        raise ConfigError(f"cannot read the apps config file: {exc.strerror or exc}", file=file) from exc
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"not UTF-8 text: {exc}", file=file) from exc
     except yaml.YAMLError as exc:
         raise ConfigError(f"not valid YAML: {exc}", file=file) from exc
+    except RecursionError as exc:  # nesting that the bounded reader still let through
+        raise ConfigError("not valid YAML: nested too deeply", file=file) from exc
     return parse_apps_config(raw, source=file)
 
 
@@ -155,10 +219,9 @@ def parse_apps_config(raw: Any, *, source: str = "<memory>") -> AppsConfig:
         raw = {}
     if not isinstance(raw, dict):
         raise ConfigError("the top level must be a mapping with an `apps:` key", file=source)
-    unknown = set(raw) - {"apps"}
+    unknown = sorted(str(key) for key in raw if key != "apps")  # YAML keys need not be strings
     if unknown:
-        raise ConfigError(f"unknown top-level key(s): {', '.join(sorted(unknown))}", file=source,
-                          field=sorted(unknown)[0])
+        raise ConfigError(f"unknown top-level key(s): {', '.join(unknown)}", file=source, field=unknown[0])
     apps_raw = raw.get("apps") or {}
     if not isinstance(apps_raw, dict):
         raise ConfigError("`apps` must be a mapping of app name to settings", file=source, field="apps")
@@ -169,17 +232,21 @@ def parse_apps_config(raw: Any, *, source: str = "<memory>") -> AppsConfig:
         try:
             apps[str(name)] = AppConfig.model_validate({"name": str(name), **body})
         except ValidationError as exc:
-            first = exc.errors(include_url=False)[0]
-            field = ".".join(str(p) for p in first["loc"]) or None
-            reasons = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or '(app)'}: {e['msg']}"
-                for e in exc.errors(include_url=False)
-            )
+            errors = exc.errors(include_url=False)
+            reasons = "; ".join(f"{_field_of(e) or '(app)'}: {e['msg']}" for e in errors)
             raise ConfigError(f"invalid app settings: {reasons}", file=source, app=str(name),
-                              field=field) from exc
+                              field=_field_of(errors[0]) or None) from exc
     config = AppsConfig(apps=apps, source=source)
     _check_identities(config)
     return config
+
+
+def _field_of(error: Any) -> str:
+    """The dotted field an error is about: its location, or the field a FieldProblem names."""
+    problem = (error.get("ctx") or {}).get("error")
+    if isinstance(problem, FieldProblem):
+        return problem.field
+    return ".".join(str(part) for part in error["loc"])
 
 
 def _check_identities(config: AppsConfig) -> None:
@@ -193,6 +260,10 @@ def _check_identities(config: AppsConfig) -> None:
                 file=config.source, app=app.name, field="package",
             )
         seen[key] = app.name
+        try:
+            app_token(app.app_id)
+        except SubjectError as exc:
+            raise ConfigError(str(exc), file=config.source, app=app.name, field="package") from exc
     try:
         check_unique_tokens({app.app_id for app in config.enabled()})
     except Exception as exc:

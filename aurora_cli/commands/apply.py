@@ -19,6 +19,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from aurora_cli.output import EXIT_FAILURE, CliError, connected, print_json, run, settings_or_fail, stdout, table
+from shared import yamldocs
 from shared.admin import AdminRequestError, admin_request
 from shared.contracts.resource import ResourceError, parse_resource
 from shared.resources import APPLY, DELETE, GET, ResourceKind, kind_named, kind_of
@@ -60,9 +61,11 @@ def read_yaml_documents(path: Path) -> list[tuple[int, Any]]:
     except OSError as exc:
         raise CliError(f"{name}: cannot read: {exc.strerror or exc}") from exc
     try:
-        loaded = list(yaml.safe_load_all(text))
+        loaded = yamldocs.safe_load_all(text)
     except yaml.YAMLError as exc:
         raise CliError(f"{name}: not valid YAML: {exc}".replace("\n", " ")) from exc
+    except RecursionError as exc:  # nesting that the bounded reader still let through
+        raise CliError(f"{name}: not valid YAML: nested too deeply") from exc
     return [(index, doc) for index, doc in enumerate(loaded, start=1) if doc is not None]
 
 

@@ -42,6 +42,13 @@ class LaunchSpec:
 def resolve_program(program: str, *, cwd: str | None, path: str | None) -> str:
     """The executable file `program` names, the way exec would find it; raises ValueError
     with the reason when there is none."""
+    try:
+        return _resolve(program, cwd=cwd, path=path)
+    except OSError as exc:  # e.g. a name longer than the file system allows
+        raise ValueError(f"{program[:80]!r} cannot be looked up: {exc.strerror or exc}") from exc
+
+
+def _resolve(program: str, *, cwd: str | None, path: str | None) -> str:
     if os.sep in program or (os.altsep and os.altsep in program):
         candidate = Path(program)
         if not candidate.is_absolute():
@@ -86,7 +93,7 @@ def launch_spec(app: AppConfig, base_env: Mapping[str, str], *, source: str | No
     if not command:
         raise CommandError("mcp.command is empty", file=source, app=app.name, field="mcp.command")
     cwd = app.mcp.cwd
-    if cwd is not None and not Path(cwd).is_dir():
+    if cwd is not None and not _is_dir(cwd):
         raise CommandError(f"mcp.cwd {cwd!r} is not a directory (command {command!r})",
                            file=source, app=app.name, field="mcp.cwd")
     env = app_environment(app, base_env, source=source)
@@ -97,6 +104,13 @@ def launch_spec(app: AppConfig, base_env: Mapping[str, str], *, source: str | No
                            file=source, app=app.name, field="mcp.command") from exc
     return LaunchSpec(name=app.name, app_id=app.app_id, instance=app.instance, argv=tuple(command),
                       env=env, cwd=cwd, program=program)
+
+
+def _is_dir(path: str) -> bool:
+    try:
+        return Path(path).is_dir()
+    except OSError:  # a path longer than the file system allows is no directory either
+        return False
 
 
 def stdio_apps(config: AppsConfig) -> list[AppConfig]:

@@ -123,7 +123,10 @@ def _payload_problem(signal: SignalBase) -> str | None:
         return "uri must not be empty"
     event_type = event_type_of(signal)
     if len(event_type) > _MAX_TYPE_LENGTH or not _EVENT_TYPE.fullmatch(event_type):
-        return f"it would become the invalid event type {event_type[:140]!r}"
+        # Name the field the type is made of, so the publisher knows what to fix.
+        field = "method" if isinstance(signal, NotificationSignal) else "type"
+        return (f"{field}: it would become the invalid event type {event_type[:140]!r} "
+                f"(lowercase dotted words, at most {_MAX_TYPE_LENGTH} characters)")
     return None
 
 

@@ -53,7 +53,9 @@ def getter_for(field: str) -> Getter:
         for segment in path:
             if isinstance(current, dict):
                 current = current.get(segment, MISSING)
-            elif isinstance(current, list) and segment.isdigit() and int(segment) < len(current):
+            # ASCII digits only: `²` is a digit that int() refuses (a crash found by fuzzing), and
+            # `١` one that int() reads as 1 — neither is how a JSON path spells an index.
+            elif isinstance(current, list) and segment.isascii() and segment.isdigit() and int(segment) < len(current):
                 current = current[int(segment)]
             else:
                 return MISSING

@@ -35,7 +35,7 @@ from services.runner.errors import (
 from services.runner.steps import ToolSteps
 from services.runner.tasks import TaskHandle, TaskStore
 from shared.contracts.envelope import EventEnvelope
-from shared.contracts.run import RunEnvelope, RunPayload
+from shared.contracts.run import RunPayload, decode_run
 from shared.contracts.task import Task, TaskError, TaskState
 from shared.errors import AuroraError
 from shared.logs import get_logger
@@ -45,7 +45,6 @@ log = get_logger("aurora.runner")
 Verdict = Literal["ack", "nak", "retry", "drop", "term"]
 EVENT_REPLY = "event_reply"
 SYNTHETIC_NOTE = "synthetic: no side effect reached an app; the steps record what would have been done"
-_run_decoder = msgspec.json.Decoder(RunEnvelope)
 
 
 class InvalidRun(AuroraError):
@@ -66,8 +65,8 @@ class TaskExecutor:
     # -- entry points ---------------------------------------------------------------------------
     async def handle_run(self, data: bytes, *, deliveries: int, stopping: asyncio.Event) -> Verdict:
         try:
-            run = _run_decoder.decode(data).payload
-        except (msgspec.ValidationError, msgspec.DecodeError) as exc:
+            run = decode_run(data).payload
+        except msgspec.DecodeError as exc:  # ValidationError too, and nesting too deep
             raise InvalidRun(f"not a run envelope: {exc}") from exc
         # A first delivery almost never has a task yet: try to create it straight away.
         found = None if deliveries <= 1 else await self._store.get(run.run_id)

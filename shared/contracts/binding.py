@@ -55,29 +55,29 @@ class BindingFilter(ResourceModel):
 def _check_value(field: str, op: str, value: Any, *, fixed: bool) -> None:
     if op in ("starts_with", "regex"):
         if not isinstance(value, str) or not value:
-            raise ValueError(f"op {op} needs a non-empty string value")
+            raise ValueError(f"value: op {op} needs a non-empty string")
         if op == "regex":
             if len(value) > MAX_REGEX:
-                raise ValueError(f"regex longer than {MAX_REGEX} characters")
+                raise ValueError(f"value: regex longer than {MAX_REGEX} characters")
             try:
                 re.compile(value)
             except re.error as exc:
-                raise ValueError(f"regex {value!r} does not compile: {exc}") from exc
+                raise ValueError(f"value: regex {value!r} does not compile: {exc}") from exc
         return
     values: list[Any]
     if op == "in":
         if not isinstance(value, list) or not value:
-            raise ValueError("op in needs a non-empty list value")
+            raise ValueError("value: op in needs a non-empty list")
         values = value
     else:
         values = [value]
     for item in values:
         if not _is_scalar(item):
-            raise ValueError(f"op {op} compares with a string, number, boolean or null, not {item!r}")
+            raise ValueError(f"value: op {op} compares with a string, number, boolean or null, not {item!r}")
         if fixed and not isinstance(item, str):
-            raise ValueError(f"field {field} is a string: compare it with a string, not {item!r}")
+            raise ValueError(f"value: field {field} is a string: compare it with a string, not {item!r}")
         if field == "actor.kind" and op in ("eq", "neq", "in") and item not in ACTOR_KINDS:
-            raise ValueError(f"actor.kind is one of {', '.join(ACTOR_KINDS)}, never {item!r}")
+            raise ValueError(f"value: actor.kind is one of {', '.join(ACTOR_KINDS)}, never {item!r}")
 
 
 class Binding(ResourceModel):

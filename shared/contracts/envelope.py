@@ -76,3 +76,19 @@ class Envelope(msgspec.Struct, Generic[P], frozen=True, kw_only=True):
 
 
 EventEnvelope = Envelope[EventPayload]
+
+
+T = TypeVar("T")
+
+
+def decode_bounded(decoder: msgspec.json.Decoder[T], data: bytes) -> T:
+    """`decoder.decode(data)`, with nesting too deep to decode said as the DecodeError it is.
+
+    msgspec raises RecursionError for input nested beyond the interpreter's limit; the edges
+    map DecodeError (and ValidationError, a subclass) to a dead letter or an `invalid_request`
+    reply, so deep input must be one too rather than an exception nobody expects.
+    """
+    try:
+        return decoder.decode(data)
+    except RecursionError as exc:
+        raise msgspec.DecodeError(f"JSON nested too deeply to decode ({exc})") from exc

@@ -13,6 +13,7 @@ from typing import Annotated, Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from shared.contracts.plain_json import size_problem
 from shared.contracts.validation import problems_of
 from shared.errors import AuroraError
 
@@ -38,6 +39,9 @@ M = TypeVar("M", bound=ResourceModel)
 
 def parse_resource(model: type[M], document: Mapping[str, Any]) -> M:
     """Validate one document against `model`; raise ResourceError naming every bad field."""
+    too_big = size_problem(dict(document))
+    if too_big is not None:
+        raise ResourceError([too_big])
     try:
         text = json.dumps(dict(document), allow_nan=False, ensure_ascii=False)
     except (TypeError, ValueError) as exc:

@@ -17,7 +17,7 @@ from typing import Generic, Literal, TypeVar
 
 import msgspec
 
-from shared.contracts.envelope import Actor, Envelope, EventEnvelope
+from shared.contracts.envelope import Actor, Envelope, EventEnvelope, decode_bounded
 
 METHOD_AGENT_RUN = "agent/run"
 METHOD_PIPELINE_RUN = "pipeline/run"
@@ -117,3 +117,11 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
     capabilities: tuple[str, ...] = ()
     synthetic: bool = False
     event_at: str  # the event's timestamp
+
+
+_run_decoder = msgspec.json.Decoder(RunEnvelope)
+
+
+def decode_run(data: bytes) -> RunEnvelope:
+    """Decode a run message; raises msgspec.DecodeError (ValidationError) naming the bad field."""
+    return decode_bounded(_run_decoder, data)

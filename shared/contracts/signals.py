@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from shared.contracts.envelope import Trace
+from shared.contracts.envelope import Trace, decode_bounded
 
 LifecycleState = Literal[
     "connected",
@@ -163,4 +163,4 @@ def encode_signal(signal: SignalBase) -> bytes:
 
 def decode_signal(data: bytes) -> Signal:
     """Decode a signal; raises msgspec.ValidationError / DecodeError naming the bad field."""
-    return _decoder.decode(data)
+    return decode_bounded(_decoder, data)

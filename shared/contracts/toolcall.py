@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from shared.contracts.envelope import Envelope
+from shared.contracts.envelope import Envelope, decode_bounded
 
 METHOD_CALL = "tools/call"
 METHOD_RESULT = "tools/result"
@@ -91,9 +91,9 @@ def encode(value: msgspec.Struct) -> bytes:
 
 
 def decode_request(data: bytes) -> ToolCallEnvelope:
-    """Raises msgspec.ValidationError / DecodeError naming the bad field."""
-    return _request_decoder.decode(data)
+    """Raises msgspec.ValidationError / DecodeError naming the bad field (also for nesting too deep)."""
+    return decode_bounded(_request_decoder, data)
 
 
 def decode_result(data: bytes) -> ToolResultEnvelope:
-    return _result_decoder.decode(data)
+    return decode_bounded(_result_decoder, data)
