@@ -15,10 +15,32 @@ from nats.aio.client import Client as NATS
 from shared.admin import AdminRequestError, admin_request
 from shared.subjects import Subjects
 from tests.integration.runner.conftest import Stack
-from tests.integration.runner.helpers import CHAT, ECHO, apply, bind, event, publish_events, sent, settled, task_id_of
+from tests.integration.runner.helpers import (
+    CHAT,
+    ECHO,
+    apply,
+    bind,
+    event,
+    publish_events,
+    quiet,
+    sent,
+    settled,
+    task_id_of,
+)
 from tests.integration.runner.test_approvals_resume import crafted_call
+from tests.integration.runner.test_interactions import operator_call
 
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
+
+
+async def chat_caught_up(stack: Stack, nc: NATS, subjects: Subjects, case: str) -> str:
+    """Send a marker message of our own through the chat app and see it in the app's log: the
+    app has handled whatever the gateway sent it before (a refused call it made anyway, say).
+    The marker's text."""
+    marker = f"marker {case}"
+    await operator_call(nc, subjects, f"{CHAT}.send_message", {"session_id": f"m-{case}", "text": marker})
+    assert sent(stack.chat_log)[-1]["text"] == marker
+    return marker
 
 
 async def agent_tools(nc: NATS, subjects: Subjects, agent: str, delivery: dict[str, Any]) -> dict[str, Any]:
@@ -68,7 +90,7 @@ async def test_a_platform_tool_not_allowed_is_denied_even_when_crafted(stack: St
                                 arguments={"session_id": "anyone", "text": "spam"}, task_id=f"t-{case}",
                                 delivery=delivery)
     assert result.status == "denied" and result.error is not None and result.error.code == "not_allowed", result
-    await asyncio.sleep(0.5)
+    await chat_caught_up(stack, snc, subjects, case)
     assert not [r for r in sent(stack.chat_log) if r.get("text") == "spam"]
 
 
@@ -82,7 +104,7 @@ async def test_a_platform_tool_without_an_agent_is_the_operators_alone(stack: St
                                 arguments={"session_id": "victim", "text": f"spam {case}"}, task_id=f"t-{case}",
                                 delivery=delivery)
     assert result.status == "denied" and result.error is not None and result.error.code == "operator_only", result
-    await asyncio.sleep(0.5)
+    await chat_caught_up(stack, snc, subjects, case)
     assert not [r for r in sent(stack.chat_log) if r.get("text") == f"spam {case}"]
 
 
@@ -108,5 +130,7 @@ async def test_a_synthetic_friend_request_runs_end_to_end_and_the_app_does_nothi
     assert answer["classification"] == "suppressed", answer
     assert answer["structured"]["would_call"] and answer["structured"]["arguments"]["accept"] is True, answer
     assert done["delivered"] is False
-    await asyncio.sleep(0.5)
-    assert len(sent(stack.chat_log)) == before  # the chat app's side-effect log did not grow
+    await quiet(snc, subjects)  # the run is acknowledged: nothing of it is still on its way
+    marker = await chat_caught_up(stack, snc, subjects, case)
+    # the chat app's side-effect log grew by our marker alone
+    assert [r["text"] for r in sent(stack.chat_log)[before:]] == [marker]
