@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -23,7 +22,7 @@ from shared.clock import now_iso
 from shared.contracts.run import run_id_for
 from shared.subjects import Subjects
 from tests.harness.processes import logged as logged  # one wait-for-log for every test
-from tests.harness.waiting import consumed
+from tests.harness.waiting import NOT_SERVING_YET, consumed
 from tests.harness.waiting import poll as poll  # one poll helper for every test
 
 REPO = Path(__file__).resolve().parents[3]
@@ -131,9 +130,13 @@ async def bind(nc: NATS, subjects: Subjects, binding_id: str, pattern: str, targ
 
 
 async def task(nc: NATS, subjects: Subjects, task_id: str) -> dict[str, Any] | None:
-    """The task, or None while there is none (yet); any other error fails the test."""
+    """The task; None while there is none yet, or while no runner answers (the tests stop and
+    start runners, and a runner that is stopping can take a request it no longer answers). Any
+    other error fails the test."""
     try:
         found: dict[str, Any] = await admin_request(nc, subjects, "tasks", "get", {"id": task_id})
+    except NOT_SERVING_YET:
+        return None
     except AdminRequestError as exc:
         if exc.code == "not_found":
             return None
@@ -146,14 +149,19 @@ TERMINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 
 async def settled(nc: NATS, subjects: Subjects, task_id: str, *, timeout: float = 30.0,
                   states: tuple[str, ...] = (*TERMINAL, "awaiting_approval")) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
+    """The task once it is in one of `states`."""
+
+    last: dict[str, Any] | None = None
+
+    async def found() -> dict[str, Any] | None:
+        nonlocal last
         last = await task(nc, subjects, task_id)
-        if last is not None and last["state"] in states:
-            return last
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"task {task_id} did not settle within {timeout}s; last: {json.dumps(last)[:3000]}")
+        return last if last is not None and last["state"] in states else None
+
+    try:
+        return await poll(found, timeout=timeout, what=f"task {task_id} in {states}", interval=0.1)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the task: {json.dumps(last)[:3000]}") from None
 
 
 def sent(chat_log: Path) -> list[dict[str, Any]]:
