@@ -26,8 +26,13 @@ T = TypeVar("T")
 NOT_SERVING_YET: tuple[type[Exception], ...] = (NoRespondersError, NatsTimeoutError)
 
 
-def _timed_out(timeout: float, what: str, last: object) -> AssertionError:
-    return AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}"[:4000])
+class TimedOut(AssertionError):
+    """What `poll` raises when the sign never came (a failed assertion in the probe propagates
+    as itself)."""
+
+
+def _timed_out(timeout: float, what: str, last: object) -> TimedOut:
+    return TimedOut(f"timed out after {timeout}s waiting for {what}; last: {last!r}"[:4000])
 
 
 async def poll(probe: Callable[[], Awaitable[T | None]], *, timeout: float = 20.0, what: str,

@@ -5,7 +5,6 @@ agent → `event_respond_friend_request`) without the chat app doing anything.""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from typing import Any
@@ -21,6 +20,7 @@ from tests.integration.runner.helpers import (
     apply,
     bind,
     event,
+    poll,
     publish_events,
     quiet,
     sent,
@@ -45,16 +45,18 @@ async def chat_caught_up(stack: Stack, nc: NATS, subjects: Subjects, case: str) 
 
 async def agent_tools(nc: NATS, subjects: Subjects, agent: str, delivery: dict[str, Any]) -> dict[str, Any]:
     """`amp.admin.agents.tools`, once the gateway's copy of a just-applied agent has it."""
-    for _ in range(40):
+
+    async def known() -> dict[str, Any] | None:
         try:
             found: dict[str, Any] = await admin_request(nc, subjects, "agents", "tools",
                                                         {"agent": agent, "delivery": delivery}, timeout=20)
-            return found
         except AdminRequestError as exc:
             if exc.code != "unknown_agent":
                 raise
-            await asyncio.sleep(0.25)
-    raise AssertionError(f"the gateway never knew agent {agent}")
+            return None
+        return found
+
+    return await poll(known, timeout=10, what=f"the gateway to know agent {agent}", interval=0.25)
 
 
 async def test_event_reply_is_not_offered_without_a_reply_target(stack: Stack, snc: NATS, subjects: Subjects) -> None:
