@@ -1,11 +1,15 @@
 """Test MCP app over stdio: an asset register (8 records, read-only) for the cross-system relay.
 
 `search_assets(device_name)` finds candidate assets linked to a device name (an empty list when
-none is); `get_asset_profile(asset_code)` answers one asset's profile.
+none is); `get_asset_profile(asset_code)` answers one asset's profile. With `ASSETS_CALL_LOG`
+set, every call is appended to that file (one JSON line: tool, arguments), so a test can count
+the calls that really reached the app.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Any
 
 import anyio
@@ -34,12 +38,20 @@ ASSETS: list[dict[str, Any]] = [
      "location": "Hall 5", "owner": "Production", "model": "Schuler MSD 400", "installed": "2016-02-20"},
 ]
 
+def _called(tool: str, **arguments: Any) -> None:
+    path = os.environ.get("ASSETS_CALL_LOG")
+    if path:
+        with open(path, "a", encoding="utf-8") as log:
+            log.write(json.dumps({"tool": tool, "arguments": arguments}) + "\n")
+
+
 server = MCPServer("aurora-test-assets", version="0.1.0", instructions="Asset register (test data).")
 
 
 @server.tool(annotations=READ)
 def search_assets(device_name: str) -> dict[str, Any]:
     """Assets linked to the device named `device_name`: `items` (assetCode, name), maybe empty."""
+    _called("search_assets", device_name=device_name)
     items = [{"assetCode": a["assetCode"], "name": a["name"]} for a in ASSETS if a["device_name"] == device_name]
     return {"items": items, "count": len(items)}
 
@@ -47,6 +59,7 @@ def search_assets(device_name: str) -> dict[str, Any]:
 @server.tool(annotations=READ)
 def get_asset_profile(asset_code: str) -> dict[str, Any]:
     """The profile of asset `asset_code`: name, site, location, owner, model, install date."""
+    _called("get_asset_profile", asset_code=asset_code)
     for asset in ASSETS:
         if asset["assetCode"] == asset_code:
             return asset

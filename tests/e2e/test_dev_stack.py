@@ -18,7 +18,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -27,6 +26,7 @@ import pytest
 
 from aurora_cli.localnats import free_port
 from tests.harness.processes import REPO, service_env
+from tests.harness.waiting import TimedOut, poll, poll_sync
 from tests.integration.cli.conftest import AURORA, Cli, cli_runner, wait_for_bridge_consumer
 
 HELLO = json.dumps({"text": "你好"}, ensure_ascii=False)
@@ -75,13 +75,17 @@ class DevProcess:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
     def wait_until_up(self, timeout: float = 90.0) -> None:
-        deadline = time.monotonic() + timeout
-        while "Aurora dev stack is up" not in self.output():
+        def up() -> bool:
+            if "Aurora dev stack is up" in self.output():
+                return True
             if self.process.poll() is not None:
                 raise AssertionError(f"aurora dev exited with {self.process.returncode}:\n{self.output()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"aurora dev never came up:\n{self.output()}")
-            time.sleep(0.1)
+            return False
+
+        try:
+            poll_sync(up, timeout=timeout, what="aurora dev to come up", interval=0.1)
+        except TimedOut:
+            raise AssertionError(f"aurora dev never came up:\n{self.output()}") from None
 
     def ctrl_c(self, timeout: float = 90.0) -> int:
         os.killpg(self.process.pid, signal.SIGINT)
@@ -154,14 +158,18 @@ async def test_make_dev_emit_tail_and_a_plain_subscriber(dev: DevProcess, tmp_pa
 
 async def _poll_cli(cli: Cli, *args: str, until: Callable[[subprocess.CompletedProcess[str]], bool],
                     timeout: float = 30.0, what: str) -> subprocess.CompletedProcess[str]:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = await asyncio.to_thread(cli, *args)
-        if until(result):
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: last output {result.returncode}: {result.stdout[-2000:]}{result.stderr}")
-        await asyncio.sleep(0.3)
+    last: subprocess.CompletedProcess[str] | None = None
+
+    async def answered() -> subprocess.CompletedProcess[str] | None:
+        nonlocal last
+        last = await asyncio.to_thread(cli, *args)
+        return last if until(last) else None
+
+    try:
+        return await poll(answered, timeout=timeout, what=what, interval=0.3)
+    except TimedOut:
+        assert last is not None
+        raise AssertionError(f"{what}: last output {last.returncode}: {last.stdout[-2000:]}{last.stderr}") from None
 
 
 def _ok(result: subprocess.CompletedProcess[str]) -> bool:

@@ -29,6 +29,7 @@ from tests.integration.runner.helpers import (
     bind,
     event,
     logged,
+    poll,
     publish_events,
     sent,
     settled,
@@ -159,9 +160,10 @@ async def test_sigterm_finishes_short_runs_and_hands_long_ones_back(tmp_path: Pa
 
 
 async def _poll_runner(nc: NATS, subjects: Subjects, task_id: str) -> str:
-    for _ in range(200):
+    """The runner of the task, once it runs."""
+
+    async def running() -> str | None:
         found = await task(nc, subjects, task_id)
-        if found is not None and found["state"] == "running":
-            return str(found["runner"])
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{task_id} never ran")
+        return str(found["runner"]) if found is not None and found["state"] == "running" else None
+
+    return await poll(running, timeout=10, what=f"{task_id} to run")

@@ -15,6 +15,10 @@ class Broker(Protocol):
     @property
     def url(self) -> str: ...
 
+    def restart(self) -> None:
+        """Stop the server and start it again on the same store and address (clients reconnect)."""
+        ...
+
     def stop(self) -> None: ...
 
 
@@ -40,13 +44,26 @@ class ContainerBroker:
     def url(self) -> str:
         return str(self._container.nats_uri())
 
+    def restart(self) -> None:
+        # `docker restart` keeps the container, so its JetStream store; the URL is read again
+        # from the container afterwards.
+        self._container.get_wrapped_container().restart()
+
     def stop(self) -> None:
         self._container.stop()
+
+
+class LocalBroker(LocalNats):
+    """The local nats-server binary on a temporary store."""
+
+    def restart(self) -> None:
+        self.stop()
+        self.start()
 
 
 def start_broker(store_dir: Path, log_file: Path | None = None, *, use_docker: bool = False) -> Broker:
     if use_docker:
         return ContainerBroker()
-    server = LocalNats(store_dir, log_file=log_file)
+    server = LocalBroker(store_dir, log_file=log_file)
     server.start()
     return server

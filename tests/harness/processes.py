@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import IO
+
+from tests.harness.waiting import TimedOut, poll, poll_sync
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,14 +85,18 @@ class ServiceProcess:
         return self.log_path.read_text(errors="replace") if self.log_path.exists() else ""
 
     def wait_for_log(self, needle: str, timeout: float = 20.0) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if needle in self.logs():
-                return
-            if not self.alive():
-                raise AssertionError(f"{self.module} exited ({self.returncode()}):\n{self.logs()}")
-            time.sleep(0.05)
-        raise AssertionError(f"{self.module} never logged {needle!r}:\n{self.logs()}")
+        try:
+            poll_sync(lambda: self.has_logged(needle), timeout=timeout, what=f"{self.module} to log {needle!r}")
+        except TimedOut:
+            raise AssertionError(f"{self.module} never logged {needle!r}:\n{self.logs()[-4000:]}") from None
+
+    def has_logged(self, needle: str) -> bool:
+        """Whether the log holds `needle`; a process that exited without logging it fails."""
+        if needle in self.logs():
+            return True
+        if not self.alive():
+            raise AssertionError(f"{self.module} exited ({self.returncode()}):\n{self.logs()[-4000:]}")
+        return False
 
 
 def service_env(nats_url: str, **extra: str) -> dict[str, str]:
@@ -104,10 +108,11 @@ def service_env(nats_url: str, **extra: str) -> dict[str, str]:
 
 async def logged(process: ServiceProcess, needle: str, timeout: float = 30.0) -> None:
     """Wait (without blocking the loop) until the process's log holds `needle`."""
-    deadline = time.monotonic() + timeout
-    while needle not in process.logs():
-        if not process.alive():
-            raise AssertionError(f"{process.module} exited ({process.returncode()}):\n{process.logs()[-4000:]}")
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{process.module} never logged {needle!r}:\n{process.logs()[-4000:]}")
-        await asyncio.sleep(0.05)
+
+    async def holds() -> bool:
+        return process.has_logged(needle)
+
+    try:
+        await poll(holds, timeout=timeout, what=f"{process.module} to log {needle!r}")
+    except TimedOut:
+        raise AssertionError(f"{process.module} never logged {needle!r}:\n{process.logs()[-4000:]}") from None

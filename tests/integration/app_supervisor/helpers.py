@@ -7,7 +7,7 @@ import contextlib
 import json
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from nats.js import JetStreamContext
 from nats.js.errors import KeyNotFoundError, NotFoundError
 
 from shared.subjects import Subjects, app_token
+from tests.harness.waiting import poll as poll  # one poll helper for every test
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[2]
@@ -163,17 +164,6 @@ async def stream_messages(js: JetStreamContext, stream: str, prefix: str = "") -
             found.append((msg.subject, json.loads(msg.data)))
     return found
 
-
-async def poll(probe: Callable[[], Awaitable[Any]], timeout: float = 10.0, what: str = "") -> Any:
-    """Call `probe` until it returns something truthy."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await probe()
-        if last:
-            return last
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}; last: {last!r}")
 
 
 async def health_record(js: JetStreamContext, subjects: Subjects, app: str,

@@ -35,7 +35,7 @@ async def _logged(supervisor: ServiceProcess, message: str, timeout: float = 10.
     async def probe() -> dict[str, object] | None:
         return next((r for r in log_records(supervisor.logs()) if r.get("msg") == message), None)
 
-    record: dict[str, object] = await poll(probe, timeout, f"log {message!r}")
+    record: dict[str, object] = await poll(probe, timeout=timeout, what=f"log {message!r}")
     return record
 
 
@@ -112,7 +112,7 @@ async def test_an_app_ignoring_sigterm_and_its_children_are_killed_after_the_gra
     assert await exit_code == 0
     assert stopped["exit_code"] == -9 and stopped["generation"] == 1
     assert not pid_alive(started["pid"])
-    await poll(lambda: asyncio.sleep(0, not pid_alive(child)), 3, "the app's child to be gone")
+    await poll(lambda: asyncio.sleep(0, not pid_alive(child)), timeout=3, what="the app's child to be gone")
     await _logged(supervisor, "app ignored SIGTERM, killing it")
 
     health = await health_record(nc.jetstream(), subjects, "test.stubborn")
@@ -133,7 +133,7 @@ async def test_what_a_crashed_app_leaves_behind_is_killed_with_it(
     await channels.send(b"exit")
     exited = await channels.wait_state("exited", 1)
     assert exited["exit_code"] == 5
-    await poll(lambda: asyncio.sleep(0, not pid_alive(child)), 3, "the app's child to be gone")
+    await poll(lambda: asyncio.sleep(0, not pid_alive(child)), timeout=3, what="the app's child to be gone")
 
 
 async def test_a_killed_supervisor_leaves_no_orphans_and_its_health_survives(
@@ -149,7 +149,7 @@ async def test_a_killed_supervisor_leaves_no_orphans_and_its_health_survives(
     supervisor.kill()  # SIGKILL: no clean-up runs in the supervisor
 
     # silent_app ignores the end of its stdin: only the kernel's parent-death signal ends it.
-    await poll(lambda: asyncio.sleep(0, not pid_alive(started["pid"])), 3, "the app to be gone")
+    await poll(lambda: asyncio.sleep(0, not pid_alive(started["pid"])), timeout=3, what="the app to be gone")
     after = await health_record(nc.jetstream(), subjects, "test.silent")
     assert after is not None and after["status"] == "running" and after["pid"] == started["pid"]
     assert any(r.get("msg") == "app process started" for r in log_records(supervisor.logs()))

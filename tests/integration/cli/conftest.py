@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -13,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.harness.processes import REPO, ServiceProcess, service_env
+from tests.harness.waiting import poll_sync
 
 AURORA = Path(sys.executable).parent / "aurora"
 
@@ -42,16 +42,14 @@ def streams_report(cli: Cli) -> dict[str, Any]:
 def wait_for_bridge_consumer(cli: Cli, timeout: float = 20.0) -> dict[str, Any]:
     """Poll `aurora streams --json` until the bridge's durable consumer exists (it creates the
     streams and the consumer right after it logs `started`)."""
-    deadline = time.monotonic() + timeout
-    while True:
+
+    def with_consumer() -> dict[str, Any] | None:
         report = streams_report(cli)
         streams = {s["name"]: s for s in report["streams"]}
         consumers = {c["name"] for c in streams.get("AMP_SIGNALS", {}).get("consumers", [])}
-        if "event-bridge" in consumers:
-            return report
-        if time.monotonic() > deadline:
-            raise AssertionError(f"the event-bridge never created its consumer: {report}")
-        time.sleep(0.1)
+        return report if "event-bridge" in consumers else None
+
+    return poll_sync(with_consumer, timeout=timeout, what="the event-bridge's consumer", interval=0.1)
 
 
 @pytest.fixture

@@ -13,6 +13,7 @@ from rich.console import Console
 
 from aurora_cli.devstack import DevStack, DevStackError, ServiceSpec, service_specs
 from aurora_cli.localnats import free_port
+from tests.harness.waiting import poll_sync
 
 PY = sys.executable
 READY = 'print(\'{"msg": "started"}\', flush=True)'
@@ -28,13 +29,6 @@ def _stack(tmp_path: Path, specs: list[ServiceSpec], **options: float) -> tuple[
     return DevStack(tmp_path / "dev", port=free_port(), specs=specs, console=console, **options), out
 
 
-def _wait_for(condition: object, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():  # type: ignore[operator]
-        assert time.monotonic() < deadline, "condition never became true"
-        time.sleep(0.05)
-
-
 def test_a_service_that_exits_is_reported_loudly_and_the_others_keep_running(tmp_path: Path) -> None:
     bridge, *_ = service_specs(["event_bridge"])
     crasher = _fake("crasher", f"{READY}; import sys; print('boom', flush=True); sys.exit(3)")
@@ -46,7 +40,7 @@ def test_a_service_that_exits_is_reported_loudly_and_the_others_keep_running(tmp
             stack.check()  # what `wait()` does every 0.2 s
             return "crasher" in stack.unexpected_exits
 
-        _wait_for(reported)
+        poll_sync(reported, what="the crasher reported")
         stack.check()
         stack.check()
         assert stack.unexpected_exits == ["crasher"]  # reported once

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nats.aio.client import Client as NATS
@@ -15,17 +14,7 @@ from shared.admin import admin_request
 from shared.contracts.signals import SignalBase, encode_signal, signal_kind
 from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess
-
-
-async def wait_until(
-    check: Callable[[], Awaitable[bool]], *, timeout: float, what: str, interval: float = 0.05
-) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if await check():
-            return
-        await asyncio.sleep(interval)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+from tests.harness.waiting import poll as poll  # one poll helper for every test
 
 
 async def wait_for_health(nc: NATS, subjects: Subjects, *, timeout: float = 20) -> None:
@@ -38,7 +27,7 @@ async def wait_for_health(nc: NATS, subjects: Subjects, *, timeout: float = 20) 
             return False
         return True
 
-    await wait_until(answers, timeout=timeout, what="the bridge's health endpoint")
+    await poll(answers, timeout=timeout, what="the bridge's health endpoint")
 
 
 async def stream_count(js: JetStreamContext, stream: str) -> int:
@@ -62,7 +51,7 @@ async def wait_for_count(js: JetStreamContext, stream: str, count: int, *, timeo
         return last == count
 
     try:
-        await wait_until(reached, timeout=timeout, what=f"{count} messages in {stream}")
+        await poll(reached, timeout=timeout, what=f"{count} messages in {stream}")
     except AssertionError as exc:
         raise AssertionError(f"{exc} (it holds {last})") from None
 

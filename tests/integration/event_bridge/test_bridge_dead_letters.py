@@ -23,11 +23,11 @@ from shared.signal_publisher import publish_signal
 from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess
 from tests.integration.event_bridge.helpers import (
+    poll,
     publish_raw,
     read_stream,
     stream_count,
     wait_for_count,
-    wait_until,
 )
 from tests.unit.event_bridge.signals import base, one_of_each_kind
 
@@ -137,7 +137,7 @@ async def test_malformed_signals_are_dead_lettered_and_the_bridge_keeps_working(
         assert health["status"] == "ok"
         return bool(health["published"] == 1)
 
-    await wait_until(healthy, timeout=10, what="the health endpoint to count the good event")
+    await poll(healthy, timeout=10, what="the health endpoint to count the good event")
     health = await admin_request(nc, subjects, "event_bridge", "health")
     assert health["dead_lettered"] == N and health["retried"] == 0
     assert bridge.alive()

@@ -19,10 +19,10 @@ from shared.streams import ensure_streams, fabric_streams
 from shared.subjects import Subjects, app_token
 from tests.harness.processes import ServiceProcess
 from tests.integration.event_bridge.helpers import (
+    poll,
     read_stream,
     wait_for_count,
     wait_for_health,
-    wait_until,
 )
 from tests.unit.event_bridge.signals import APP, one_of_each_kind, platform_event
 
@@ -108,7 +108,7 @@ async def test_a_signal_whose_event_cannot_be_stored_yet_is_retried_not_lost(
         health = await admin_request(nc, subjects, "event_bridge", "health")
         return bool(health["retried"] >= 1)
 
-    await wait_until(retried, timeout=20, what="the bridge to retry the signal")
+    await poll(retried, timeout=20, what="the bridge to retry the signal")
     health = await admin_request(nc, subjects, "event_bridge", "health")
     assert health["dead_lettered"] == 0 and "publishing the event failed" in health["last_error"]
     await ensure_streams(js, fabric_streams(subjects))

@@ -32,7 +32,7 @@ from shared.contracts.signals import encode_signal
 from shared.signal_publisher import publish_signal
 from shared.streams import ensure_streams, fabric_streams
 from shared.subjects import Subjects, app_token
-from tests.integration.event_bridge.helpers import read_stream, stream_count, wait_for_count, wait_until
+from tests.integration.event_bridge.helpers import poll, read_stream, stream_count, wait_for_count
 from tests.unit.event_bridge.signals import one_of_each_kind
 
 pytestmark = pytest.mark.usefixtures("fabric")
@@ -102,7 +102,7 @@ async def test_a_signal_whose_event_can_never_be_stored_is_dead_lettered_after_m
     async def terminated() -> bool:
         return any(kind == "MSG_TERMINATED" for kind, _ in advisories)
 
-    await wait_until(terminated, timeout=5, what="the server's MSG_TERMINATED advisory")
+    await poll(terminated, timeout=5, what="the server's MSG_TERMINATED advisory")
     [term] = [a for kind, a in advisories if kind == "MSG_TERMINATED"]
     assert term["stream_seq"] == ack.seq and term["deliveries"] == MAX_DELIVER, term
     naks = [a for kind, a in advisories if kind == "MSG_NAKED"]

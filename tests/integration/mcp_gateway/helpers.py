@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +22,7 @@ from shared.admin import admin_request
 from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess
 from tests.harness.processes import logged as logged  # one wait-for-log for every test
+from tests.harness.waiting import poll as poll  # one poll helper for every test
 
 REPO = Path(__file__).resolve().parents[3]
 PYTHON = sys.executable
@@ -130,16 +131,6 @@ async def catalog(nc: NATS, subjects: Subjects, app: str | None = None) -> dict[
     tools = await admin_request(nc, subjects, "gateway", "tools", {"app": app})
     return {t["name"]: t for t in tools}
 
-
-async def poll(probe: Callable[[], Awaitable[Any]], *, timeout: float = 10.0, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await probe()
-        if last:
-            return last
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}"[:4000])
 
 
 async def stored_events(js: JetStreamContext, subjects: Subjects) -> list[tuple[str, dict[str, Any]]]:

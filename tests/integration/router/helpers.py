@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -22,6 +21,7 @@ from services.router.service import RouterService
 from shared.admin import admin_request
 from shared.contracts.run import RunEnvelope
 from shared.subjects import Subjects
+from tests.harness.waiting import poll as poll  # one poll helper for every test
 
 
 @asynccontextmanager
@@ -61,15 +61,6 @@ async def publish_events(js: JetStreamContext, subjects: Subjects, docs: Iterabl
             pending.clear()
     await asyncio.gather(*pending)
 
-
-async def eventually(check: Callable[[], Awaitable[bool]], timeout: float = 20.0,
-                     what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if await check():
-            return
-        await asyncio.sleep(0.05)
-    raise AssertionError(f"{what} not reached within {timeout}s")
 
 
 async def stream_count(js: JetStreamContext, stream: str) -> int:

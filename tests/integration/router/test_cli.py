@@ -14,7 +14,7 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.harness.processes import REPO, service_env
-from tests.integration.router.helpers import drain_runs, eventually, publish_events
+from tests.integration.router.helpers import drain_runs, poll, publish_events
 from tests.unit.router.factories import event_doc
 
 EXAMPLE = REPO / "services" / "router" / "examples" / "routes.yml"
@@ -119,7 +119,7 @@ async def test_route_dry_run_and_trace(router: Any, nats_url: str, nc: NATS, sub
     async def traced() -> bool:
         return (await aurora(nats_url, "route", "trace", message_id, "--json"))[0] == 0
 
-    await eventually(traced, what="the trace")
+    await poll(traced, what="the trace")
     code, out, _ = await aurora(nats_url, "route", "trace", message_id, "--json")
     found = json.loads(out)
     assert (found["status"], found["binding_id"], found["synthetic"]) == ("dispatched", "chat", True)
@@ -149,7 +149,7 @@ async def test_emitted_events_reach_their_agents_synthetic_stays_synthetic(
         return (await aurora(nats_url, "route", "trace", message_id, "--json"))[0] == 0
 
     for message_id in emitted.values():
-        await eventually(lambda m=message_id: traced(m), what="the trace")
+        await poll(lambda m=message_id: traced(m), what="the trace")
     chat = json.loads((await aurora(nats_url, "route", "trace", emitted["message.received"], "--json"))[1])
     greet = json.loads((await aurora(nats_url, "route", "trace", emitted["group.member_joined"], "--json"))[1])
     assert (chat["status"], chat["target"], chat["synthetic"]) == ("dispatched", {"type": "agent", "id": "chat"}, True)

@@ -12,7 +12,7 @@ from nats.aio.client import Client as NATS
 from aurora_cli.localnats import LocalNats
 from shared.run_events import run_event
 from shared.subjects import Subjects
-from tests.integration.router.helpers import apply, drain_runs, eventually, publish_events, running_router
+from tests.integration.router.helpers import apply, drain_runs, poll, publish_events, running_router
 from tests.integration.router.helpers import stream_count as count
 from tests.unit.router.factories import event_doc
 
@@ -55,7 +55,7 @@ async def test_one_mib_event_goes_by_reference_and_comes_back_whole(big_nc: NATS
         async def one_run() -> bool:
             return await count(js, subjects.stream("RUNS")) == 1
 
-        await eventually(one_run, what="the run")
+        await poll(one_run, what="the run")
     [(msg, run)] = await drain_runs(js, subjects, 1)
     assert len(msg.data) < 4096, "the run itself stays small"
     assert run.payload.event is None and run.payload.event_ref is not None

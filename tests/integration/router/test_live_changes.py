@@ -7,7 +7,7 @@ from nats.aio.client import Client as NATS
 from shared.admin import admin_request
 from shared.streams import ensure_stream, runs_stream
 from shared.subjects import Subjects
-from tests.integration.router.helpers import apply, eventually, publish_events, running_router, stream_count
+from tests.integration.router.helpers import apply, poll, publish_events, running_router, stream_count
 from tests.unit.router.factories import event_doc
 
 
@@ -35,13 +35,13 @@ async def test_bindings_and_agents_changes_apply_to_the_next_event(nc: NATS, sub
             async def done() -> bool:
                 return await _status(nc, subjects, doc["header"]["message_id"]) == expected
 
-            await eventually(done, what=expected)
+            await poll(done, what=expected)
 
         async def loaded() -> bool:  # the junk entry is not counted as a binding
             health = await admin_request(nc, subjects, "router", "health")
             return bool(health["bindings"] == 1 and health["agents"] == 1)
 
-        await eventually(loaded, what="the binding loaded")
+        await poll(loaded, what="the binding loaded")
         await route("dispatched")
         await apply(nc, subjects, "agents", {"id": "chat", "agent_kind": "llm", "events": ["message.*"],
                                              "enabled": False})
@@ -65,7 +65,7 @@ async def test_an_event_whose_run_cannot_be_stored_is_retried_not_lost(nc: NATS,
         async def retried() -> bool:
             return router.stats.retried >= 1
 
-        await eventually(retried, what="a failed publish")
+        await poll(retried, what="a failed publish")
         info = await js.consumer_info(subjects.stream("EVENTS"), "router")
         assert info.num_ack_pending == 1 or info.num_redelivered >= 1, "the event was not acked"
         await ensure_stream(js, runs_stream(subjects))
@@ -73,5 +73,5 @@ async def test_an_event_whose_run_cannot_be_stored_is_retried_not_lost(nc: NATS,
         async def one_run() -> bool:
             return await stream_count(js, subjects.stream("RUNS")) == 1
 
-        await eventually(one_run, timeout=30, what="the run after the retry")
+        await poll(one_run, timeout=30, what="the run after the retry")
         assert await _status(nc, subjects, doc["header"]["message_id"]) == "dispatched"

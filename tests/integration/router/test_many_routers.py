@@ -15,7 +15,7 @@ from nats.aio.client import Client as NATS
 from shared.admin import admin_request
 from shared.contracts.run import run_id_for
 from shared.subjects import Subjects
-from tests.integration.router.helpers import apply, drain_runs, eventually, publish_events, stream_count
+from tests.integration.router.helpers import apply, drain_runs, poll, publish_events, stream_count
 from tests.unit.router.factories import event_doc
 
 TOTAL = 10_000
@@ -62,7 +62,7 @@ async def test_three_routers_one_killed_exactly_one_run_per_event(nc: NATS, subj
                 seen.add(health["instance"])
         return len(seen) == 3
 
-    await eventually(catalogs_loaded, what="every router loading the bindings")
+    await poll(catalogs_loaded, what="every router loading the bindings")
     docs = make_events()
     started = time.monotonic()
     publishing = asyncio.create_task(publish_events(js, subjects, docs))
@@ -70,7 +70,7 @@ async def test_three_routers_one_killed_exactly_one_run_per_event(nc: NATS, subj
     async def half_way() -> bool:
         return await stream_count(js, subjects.stream("RUNS")) >= TOTAL // 2
 
-    await eventually(half_way, timeout=60, what="half of the runs")
+    await poll(half_way, timeout=60, what="half of the runs")
     # Freeze it first: its outstanding pull still receives events it can no longer ack, so the
     # SIGKILL always leaves work for the others to redeliver, however the machine is loaded.
     os.kill(routers[0].pid, signal.SIGSTOP)
@@ -82,7 +82,7 @@ async def test_three_routers_one_killed_exactly_one_run_per_event(nc: NATS, subj
         info = await js.consumer_info(subjects.stream("EVENTS"), "router")
         return info.num_pending == 0 and info.num_ack_pending == 0
 
-    await eventually(all_done, timeout=60, what="every event routed and acknowledged")
+    await poll(all_done, timeout=60, what="every event routed and acknowledged")
     elapsed = time.monotonic() - started
     info = await js.consumer_info(subjects.stream("EVENTS"), "router")
     assert info.delivered.consumer_seq > info.delivered.stream_seq == TOTAL, "the kill left work to redeliver"

@@ -14,7 +14,7 @@ from shared.subjects import Subjects
 from tests.integration.router.helpers import (
     apply,
     drain_runs,
-    eventually,
+    poll,
     publish_events,
     running_router,
     stream_count,
@@ -86,7 +86,7 @@ async def test_every_event_gets_one_status_a_trace_and_at_most_one_run(nc: NATS,
                 return False
             return True
 
-        await eventually(all_traced, what="a trace for every event")
+        await poll(all_traced, what="a trace for every event")
         traces = {name: await trace(nc, subjects, doc["header"]["message_id"]) for name, doc in events.items()}
         for name in ("route_not_found", "processor_not_found", "processor_disabled",
                      "processor_incompatible", "expired", "discarded"):
@@ -134,12 +134,12 @@ async def test_redelivered_event_makes_no_second_run(nc: NATS, subjects: Subject
     doc = event_doc("message.received")
     async with running_router(nc, subjects):
         await publish_events(js, subjects, [doc])
-        await eventually(lambda: _count(js, subjects), what="one run")
+        await poll(lambda: _count(js, subjects), what="one run")
     # the same event again under another stream id (as if the router crashed before its ack)
     doc_again = json.dumps(doc).encode()
     await js.publish(subjects.event("im.polaris.qq", "message.received"), doc_again)
     async with running_router(nc, subjects):
-        await eventually(lambda: _consumer_done(js, subjects), what="the copy routed")
+        await poll(lambda: _consumer_done(js, subjects), what="the copy routed")
     assert await stream_count(js, subjects.stream("RUNS")) == 1
 
 

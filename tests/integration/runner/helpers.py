@@ -5,21 +5,25 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import yaml
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
+from nats.js.errors import NotFoundError
 
-from shared.admin import admin_request
+from services.runner.config import RunnerConfig
+from services.runner.resumer import DURABLE as RESUME
+from shared.admin import AdminRequestError, admin_request
 from shared.clock import now_iso
 from shared.contracts.run import run_id_for
 from shared.subjects import Subjects
 from tests.harness.processes import logged as logged  # one wait-for-log for every test
+from tests.harness.waiting import NOT_SERVING_YET, consumed
+from tests.harness.waiting import poll as poll  # one poll helper for every test
 
 REPO = Path(__file__).resolve().parents[3]
 PYTHON = sys.executable
@@ -50,10 +54,23 @@ def stack_apps(chat_log: Path) -> dict[str, dict[str, Any]]:
         "chat": stdio([PYTHON, "-m", "apps.aurora_app_chat"], package=CHAT,
                       mcp={"env": {"CHAT_LOG_FILE": str(chat_log)}}, platform=CHAT_PLATFORM),
         "alarms": stdio([PYTHON, str(APPS / "alarms_app.py")], package=ALARMS),
-        "assets": stdio([PYTHON, str(APPS / "assets_app.py")], package=ASSETS),
+        "assets": stdio([PYTHON, str(APPS / "assets_app.py")], package=ASSETS,
+                        mcp={"env": {"ASSETS_CALL_LOG": str(assets_calls_log(chat_log))}}),
         "echo": stdio([PYTHON, str(APPS / "echo_app.py")], package=ECHO,
                       mcp={"env": {"ECHO_COUNTER_FILE": str(chat_log.with_name("echo-counter.jsonl"))}}),
     }
+
+
+def assets_calls_log(chat_log: Path) -> Path:
+    """Where the stack's assets app writes down every call it answered (beside the chat log)."""
+    return chat_log.with_name("assets-calls.jsonl")
+
+
+def assets_calls(chat_log: Path, tool: str) -> list[dict[str, Any]]:
+    """The arguments of every `tool` call the stack's assets app answered so far."""
+    path = assets_calls_log(chat_log)
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return [call["arguments"] for call in map(json.loads, lines) if call["tool"] == tool]
 
 
 def write_apps(folder: Path, apps: dict[str, dict[str, Any]]) -> Path:
@@ -113,10 +130,17 @@ async def bind(nc: NATS, subjects: Subjects, binding_id: str, pattern: str, targ
 
 
 async def task(nc: NATS, subjects: Subjects, task_id: str) -> dict[str, Any] | None:
+    """The task; None while there is none yet, or while no runner answers (the tests stop and
+    start runners, and a runner that is stopping can take a request it no longer answers). Any
+    other error fails the test."""
     try:
         found: dict[str, Any] = await admin_request(nc, subjects, "tasks", "get", {"id": task_id})
-    except Exception:
+    except NOT_SERVING_YET:
         return None
+    except AdminRequestError as exc:
+        if exc.code == "not_found":
+            return None
+        raise
     return found
 
 
@@ -125,14 +149,19 @@ TERMINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 
 async def settled(nc: NATS, subjects: Subjects, task_id: str, *, timeout: float = 30.0,
                   states: tuple[str, ...] = (*TERMINAL, "awaiting_approval")) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
+    """The task once it is in one of `states`."""
+
+    last: dict[str, Any] | None = None
+
+    async def found() -> dict[str, Any] | None:
+        nonlocal last
         last = await task(nc, subjects, task_id)
-        if last is not None and last["state"] in states:
-            return last
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"task {task_id} did not settle within {timeout}s; last: {json.dumps(last)[:3000]}")
+        return last if last is not None and last["state"] in states else None
+
+    try:
+        return await poll(found, timeout=timeout, what=f"task {task_id} in {states}", interval=0.1)
+    except AssertionError as exc:
+        raise AssertionError(f"{exc}; the task: {json.dumps(last)[:3000]}") from None
 
 
 def sent(chat_log: Path) -> list[dict[str, Any]]:
@@ -140,16 +169,6 @@ def sent(chat_log: Path) -> list[dict[str, Any]]:
         return []
     return [json.loads(line) for line in chat_log.read_text(encoding="utf-8").splitlines() if line.strip()]
 
-
-async def poll(probe: Callable[[], Awaitable[Any]], *, timeout: float = 20.0, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        last = await probe()
-        if last:
-            return last
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}; last: {last!r}"[:3000])
 
 
 async def stored_events(nc: NATS, subject: str, wanted: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
@@ -168,3 +187,37 @@ async def stored_events(nc: NATS, subject: str, wanted: Callable[[dict[str, Any]
                 found.append({**doc, "_headers": dict(msg.headers or {})})
     finally:
         await sub.unsubscribe()
+
+
+async def stored_event(nc: NATS, subjects: Subjects, app: str, event_type: str,
+                       wanted: Callable[[dict[str, Any]], bool], *, timeout: float = 20.0) -> int:
+    """Wait until the latest `event_type` event of `app` in AMP_EVENTS is one `wanted` holds
+    for (the bridge has stored it); its stream sequence."""
+    js = nc.jetstream()
+    stream, subject = subjects.stream("EVENTS"), subjects.event(app, event_type)
+
+    async def latest() -> int:
+        try:
+            msg = await js.get_last_msg(stream, subject)
+        except NotFoundError:
+            return 0
+        return int(msg.seq or 0) if msg.data and wanted(json.loads(msg.data)) else 0
+
+    return await poll(latest, timeout=timeout, what=f"{event_type} of {app} in {stream}")
+
+
+async def handled(nc: NATS, subjects: Subjects, durable: str, *, through: int = 0) -> None:
+    """Every signal so far made an event by the bridge, then every event so far for consumer
+    `durable` (the runners' `runner-resume`, the gateway's `gateway-chat-approvals`) handled and
+    acknowledged: what those could still do to a task is done."""
+    js = nc.jetstream()
+    await consumed(js, subjects.stream("SIGNALS"), "event-bridge")
+    await consumed(js, subjects.stream("EVENTS"), durable, through=through)
+
+
+async def quiet(nc: NATS, subjects: Subjects) -> None:
+    """Nothing left in flight for the runners: every signal so far bridged, every approval and
+    answer event handled, every run acknowledged. A reply or call that has not happened by now
+    will not happen."""
+    await handled(nc, subjects, RESUME)
+    await consumed(nc.jetstream(), subjects.stream("RUNS"), RunnerConfig().durable)

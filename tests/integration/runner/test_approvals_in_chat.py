@@ -5,13 +5,13 @@ write runs once), and a refusal cancels the task saying who refused."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from typing import Any
 
 from nats.aio.client import Client as NATS
 
+from services.mcp_gateway.chat_approvals import DURABLE as CHAT_APPROVALS
 from shared.admin import admin_request
 from shared.subjects import Subjects
 from tests.integration.runner.conftest import Stack
@@ -21,10 +21,12 @@ from tests.integration.runner.helpers import (
     apply,
     bind,
     event,
+    handled,
     poll,
     publish_events,
     sent,
     settled,
+    stored_event,
     task_id_of,
 )
 from tests.integration.runner.test_interactions import operator_call
@@ -73,7 +75,11 @@ async def test_the_user_who_asked_confirms_in_the_chat_and_the_write_runs_once(
     assert stored["asked_in_chat"]["actor_id"] == USER and stored["asked_in_chat"]["session_id"] == session
 
     await answer(snc, subjects, approval_id, session, "1", user="someone-else")  # not theirs to allow
-    await asyncio.sleep(1.5)
+    # the gateway has taken that answer (stored, delivered, acknowledged) and decided nothing
+    seq = await stored_event(snc, subjects, CHAT, "interaction.submitted", lambda doc: (
+        doc["payload"]["data"]["interaction_id"] == f"apr.{approval_id}"
+        and doc["payload"]["actor"]["id"] == "someone-else"))
+    await handled(snc, subjects, CHAT_APPROVALS, through=seq)
     assert (await admin_request(snc, subjects, "approvals", "get", {"id": approval_id}))["state"] == "pending"
     assert (await settled(snc, subjects, task_id))["state"] == "awaiting_approval"
     assert await _counter(snc, subjects, case) == 0

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 from nats.aio.client import Client as NATS
 
+from services.runner.resumer import DURABLE as RESUME
 from shared.contracts.envelope import Header, Source
 from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.subjects import Subjects
@@ -20,14 +21,21 @@ from tests.integration.runner.helpers import (
     ASSETS,
     CHAT,
     apply,
+    assets_calls,
     bind,
     event,
+    handled,
     poll,
     publish_events,
+    quiet,
     sent,
     settled,
+    stored_event,
     task_id_of,
 )
+
+PUMPS = ("Pump P-101", "Pump P-102")
+ASKED = ("AS-0001", "AS-0002")
 
 
 async def operator_call(nc: NATS, subjects: Subjects, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
@@ -67,9 +75,16 @@ async def test_several_matching_assets_ask_the_user_and_the_answer_resumes_the_t
     await apply(snc, subjects, "agents", asset_chooser(f"a-{case}"))
     await bind(snc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
     doc = event("message.received", {"case": case, "text": "where is the pump?"}, session_id=session)
-    await publish_events(snc.jetstream(), subjects, [doc])
     task_id = task_id_of(doc, f"b-{case}")
 
+    def searches() -> list[dict[str, Any]]:
+        return [a for a in assets_calls(stack.chat_log, "search_assets") if a["device_name"] in PUMPS]
+
+    def profiles() -> list[dict[str, Any]]:
+        return [a for a in assets_calls(stack.chat_log, "get_asset_profile") if a["asset_code"] in ASKED]
+
+    searched_before, profiled_before = searches(), profiles()
+    await publish_events(snc.jetstream(), subjects, [doc])
     waiting = await settled(snc, subjects, task_id)
     assert waiting["state"] == "awaiting_approval", json.dumps(waiting)[:3000]
     interaction_id = waiting["interaction_id"]
@@ -97,17 +112,27 @@ async def test_several_matching_assets_ask_the_user_and_the_answer_resumes_the_t
     assert pick["structured"]["choice"]["assetCode"] == "AS-0002" and "user u1" in pick["note"]
     assert any("interaction" in (t["reason"] or "") and "answered by user u1" in t["reason"]
                for t in done["transitions"])
-    # the searches ran once, before the question: not again after the answer
-    assert [s["id"] for s in done["steps"]].count("p101") == 1
+    # the searches reached the assets app once each, before the question: not again after the
+    # answer; the chosen asset's profile once
+    assert searches() == [*searched_before, {"device_name": "Pump P-101"}, {"device_name": "Pump P-102"}]
+    assert profiles() == [*profiled_before, {"asset_code": "AS-0002"}]
+
     async def final_replies() -> list[dict[str, Any]]:
         return [r for r in sent(stack.chat_log) if r.get("session_id") == session and "AS-0002" in r.get("text", "")]
 
-    replies = await poll(final_replies, what="the final reply")
-    assert len(replies) == 1
+    await poll(final_replies, what="the final reply")
 
-    # the same answer again does nothing
+    # the same answer again does nothing: once the runners have handled it (stored, delivered and
+    # acknowledged), the task, the asset calls and the replies are as they were
     await operator_call(snc, subjects, f"{CHAT}.simulate_interaction_answer",
                         {"interaction_id": interaction_id, "value": "1", "session_id": session})
+    seq = await stored_event(snc, subjects, CHAT, "interaction.submitted", lambda d: (
+        d["payload"]["data"] == {"interaction_id": interaction_id, "value": "1"}))
+    await handled(snc, subjects, RESUME, through=seq)
+    await quiet(snc, subjects)
     again = await settled(snc, subjects, task_id)
-    assert again["answer"] == done["answer"] and len(again["transitions"]) == len(done["transitions"])
+    assert again["answer"] == done["answer"] and again["transitions"] == done["transitions"]
+    assert again["steps"] == done["steps"]
+    assert len(searches()) == len(searched_before) + 2 and len(profiles()) == len(profiled_before) + 1
+    assert len(await final_replies()) == 1  # one reply, also after everything settled
     await requested.unsubscribe()

@@ -5,7 +5,6 @@ agent → `event_respond_friend_request`) without the chat app doing anything.""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from typing import Any
@@ -17,24 +16,49 @@ from shared.contracts.run import ReplyTarget
 from shared.subjects import Subjects
 from tests.harness.run_records import dispatched
 from tests.integration.runner.conftest import Stack
-from tests.integration.runner.helpers import CHAT, ECHO, apply, bind, event, publish_events, sent, settled, task_id_of
+from tests.integration.runner.helpers import (
+    CHAT,
+    ECHO,
+    apply,
+    bind,
+    event,
+    poll,
+    publish_events,
+    quiet,
+    sent,
+    settled,
+    task_id_of,
+)
 from tests.integration.runner.test_approvals_resume import crafted_call
+from tests.integration.runner.test_interactions import operator_call
 
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 
 
+async def chat_caught_up(stack: Stack, nc: NATS, subjects: Subjects, case: str) -> str:
+    """Send a marker message of our own through the chat app and see it in the app's log: the
+    app has handled whatever the gateway sent it before (a refused call it made anyway, say).
+    The marker's text."""
+    marker = f"marker {case}"
+    await operator_call(nc, subjects, f"{CHAT}.send_message", {"session_id": f"m-{case}", "text": marker})
+    assert sent(stack.chat_log)[-1]["text"] == marker
+    return marker
+
+
 async def agent_tools(nc: NATS, subjects: Subjects, agent: str, delivery: dict[str, Any]) -> dict[str, Any]:
     """`amp.admin.agents.tools`, once the gateway's copy of a just-applied agent has it."""
-    for _ in range(40):
+
+    async def known() -> dict[str, Any] | None:
         try:
             found: dict[str, Any] = await admin_request(nc, subjects, "agents", "tools",
                                                         {"agent": agent, "delivery": delivery}, timeout=20)
-            return found
         except AdminRequestError as exc:
             if exc.code != "unknown_agent":
                 raise
-            await asyncio.sleep(0.25)
-    raise AssertionError(f"the gateway never knew agent {agent}")
+            return None
+        return found
+
+    return await poll(known, timeout=10, what=f"the gateway to know agent {agent}", interval=0.25)
 
 
 async def test_event_reply_is_not_offered_without_a_reply_target(stack: Stack, snc: NATS, subjects: Subjects) -> None:
@@ -72,7 +96,7 @@ async def test_a_platform_tool_not_allowed_is_denied_even_when_crafted(stack: St
                                 arguments={"session_id": "anyone", "text": "spam"}, task_id=f"t-{case}",
                                 delivery=delivery)
     assert result.status == "denied" and result.error is not None and result.error.code == "not_allowed", result
-    await asyncio.sleep(0.5)
+    await chat_caught_up(stack, snc, subjects, case)
     assert not [r for r in sent(stack.chat_log) if r.get("text") == "spam"]
 
 
@@ -88,7 +112,7 @@ async def test_a_platform_tool_without_an_agent_is_the_operators_alone(stack: St
                                 arguments={"session_id": "victim", "text": f"spam {case}"}, task_id=f"t-{case}",
                                 delivery=delivery)
     assert result.status == "denied" and result.error is not None and result.error.code == "operator_only", result
-    await asyncio.sleep(0.5)
+    await chat_caught_up(stack, snc, subjects, case)
     assert not [r for r in sent(stack.chat_log) if r.get("text") == f"spam {case}"]
 
 
@@ -114,5 +138,7 @@ async def test_a_synthetic_friend_request_runs_end_to_end_and_the_app_does_nothi
     assert answer["classification"] == "suppressed", answer
     assert answer["structured"]["would_call"] and answer["structured"]["arguments"]["accept"] is True, answer
     assert done["delivered"] is False
-    await asyncio.sleep(0.5)
-    assert len(sent(stack.chat_log)) == before  # the chat app's side-effect log did not grow
+    await quiet(snc, subjects)  # the run is acknowledged: nothing of it is still on its way
+    marker = await chat_caught_up(stack, snc, subjects, case)
+    # the chat app's side-effect log grew by our marker alone
+    assert [r["text"] for r in sent(stack.chat_log)[before:]] == [marker]

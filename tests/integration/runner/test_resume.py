@@ -6,7 +6,6 @@ The runner here runs in this process (against the shared stack's NATS), to call
 
 from __future__ import annotations
 
-import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -27,7 +26,7 @@ from shared.contracts.task import Task, decode_task
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
 from tests.integration.runner.conftest import Stack
-from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, settled, task_id_of
+from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, quiet, settled, task_id_of
 from tests.integration.runner.test_recovery import _counter
 from tests.unit.runner.factories import NOW, a_run, a_step, an_event
 
@@ -77,8 +76,9 @@ async def test_a_granted_approval_resumes_the_task_and_the_write_runs_once(
     assert done["delivered"] is True and await _counter(snc, subjects, case) == 1
 
     assert await runner.executor.resume_task(task_id, approvals={step.id: waiting["approval_id"]}) == "ack"
-    await asyncio.sleep(0.2)
+    await quiet(snc, subjects)  # every runner has handled the grant and the run: nothing is on its way
     assert await _counter(snc, subjects, case) == 1  # a finished task is not run again
+    assert (await settled(snc, subjects, task_id))["transitions"] == done["transitions"]
 
 
 async def test_a_running_task_is_taken_over_only_when_its_runner_is_known_to_have_stopped(

@@ -48,7 +48,7 @@ async def test_a_configured_max_ack_pending_reaches_the_server_and_holds_runs_ba
 
     # With the runner stopped, take its place on the same durable: of five queued runs the server
     # hands out three, and the next one only once one of those is acknowledged.
-    assert runner.terminate(timeout=20) is not None
+    assert runner.terminate(timeout=20) == 0, runner.logs()[-3000:]  # drained and stopped, not killed
     js = nc.jetstream()
     for _ in range(5):
         run_id = f"run-{uuid.uuid4().hex[:8]}"

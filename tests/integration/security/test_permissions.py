@@ -7,7 +7,6 @@ anyone but `aurora.runner`; it must still do everything the runner's own code do
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import msgspec
@@ -47,6 +46,7 @@ from shared.streams import (
     tools_bucket,
 )
 from shared.subjects import Subjects
+from tests.harness.waiting import poll
 from tests.integration.security.conftest import Connect, Session, request_until_answered
 
 SUBJECTS = Subjects("amp")
@@ -280,7 +280,12 @@ async def test_the_runner_cannot_replay_stored_documents_into_an_admin_endpoint(
         await js.add_consumer("KV_AMP_AGENTS", ConsumerConfig(
             name=ephemeral_name("runner"), deliver_subject=SUBJECTS.admin("agents", "delete"), deliver_group="q",
             ack_policy=AckPolicy.NONE))
-        await asyncio.sleep(1.0)
+
+        async def handled() -> bool:  # the endpoint got the stored document and its handler returned
+            [endpoint] = service.stats().endpoints
+            return endpoint.num_requests >= 1 and endpoint.processing_time > 0
+
+        await poll(handled, what="the stream delivery to reach the admin endpoint")
         if deleted:
             pytest.fail(f"the runner had the gateway delete {deleted}")
     finally:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 import sys
 import uuid
@@ -21,9 +20,10 @@ from shared.contracts.agent import Agent
 from shared.contracts.envelope import Header, Source
 from shared.contracts.resource import canonical_json
 from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
-from shared.streams import agents_bucket, ensure_bucket
+from shared.streams import agents_bucket, audit_stream, ensure_bucket
 from shared.subjects import Subjects
 from tests.harness.run_records import dispatched, run_context
+from tests.harness.waiting import NOT_SERVING_YET, poll
 
 REPO = Path(__file__).resolve().parents[3]
 AGENT = "clerk"
@@ -37,13 +37,16 @@ class Pool:
         self.nc = nc
         self.subjects = subjects
 
-    async def call(self, tool: str, arguments: dict[str, Any], **context: Any) -> dict[str, Any]:
-        """An agent's call (`agent=`) is a run's: its task (or a fresh one) is recorded as that
-        agent's run first, as the router would; without an agent it is an operator call."""
+    async def call(self, tool: str, arguments: dict[str, Any], *, call_id: str | None = None,
+                   **context: Any) -> dict[str, Any]:
+        """One call; `call_id` (the envelope's message id, the audit record's key) is made up
+        when not given. An agent's call (`agent=`) is a run's: its task (or a fresh one) is
+        recorded as that agent's run first, as the router would; without an agent it is an
+        operator call."""
         if context.get("agent"):
             context = await agent_run_context(self.nc, self.subjects, **context)
         envelope = ToolCallEnvelope(
-            header=Header(method=METHOD_CALL, message_id=str(uuid.uuid4()), timestamp=now_iso(),
+            header=Header(method=METHOD_CALL, message_id=call_id or str(uuid.uuid4()), timestamp=now_iso(),
                           source=Source(app="aurora.test")),
             payload=ToolCallRequest(tool=tool, arguments=arguments, context=ToolCallContext(**context)),
         )
@@ -55,16 +58,14 @@ class Pool:
         return await admin_request(self.nc, self.subjects, area, verb, body or {}, timeout=10)
 
     async def wait_for_tools(self, *names: str, timeout: float = 30.0) -> None:
-        deadline = asyncio.get_running_loop().time() + timeout
-        while asyncio.get_running_loop().time() < deadline:
+        async def listed() -> bool:
             try:
-                listed = {t["name"] for t in await self.admin("gateway", "tools")}
-                if set(names) <= listed:
-                    return
-            except Exception:
-                pass
-            await asyncio.sleep(0.2)
-        raise AssertionError(f"tools {names} never appeared")
+                tools = {t["name"] for t in await self.admin("gateway", "tools")}
+            except NOT_SERVING_YET:  # the gateway is still starting
+                return False
+            return set(names) <= tools
+
+        await poll(listed, timeout=timeout, what=f"tools {names} in the gateway's catalog", interval=0.2)
 
 
 async def agent_run_context(nc: NATS, subjects: Subjects, **context: Any) -> dict[str, Any]:
@@ -91,6 +92,19 @@ async def pool(nc: NATS, subjects: Subjects, spawn: Any, tmp_path: Path) -> Asyn
     yield client
 
 
+async def audit_records(pool: Pool) -> list[dict[str, Any]]:
+    """Every audit record stored so far, oldest first, consuming nothing."""
+    js = pool.nc.jetstream()
+    stream = audit_stream(pool.subjects).name
+    info = await js.stream_info(stream)
+    records: list[dict[str, Any]] = []
+    for seq in range(info.state.first_seq, info.state.last_seq + 1):
+        msg = await js.get_msg(stream, seq)
+        if msg.data:
+            records.append(json.loads(msg.data))
+    return records
+
+
 def as_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False)
 
@@ -109,18 +123,18 @@ async def gateway_with_orders(nc: NATS, subjects: Subjects, spawn: Any, folder: 
     spawn("services.mcp_gateway", tag="gateway", AURORA_APPS_CONFIG=str(config),
           **{"AURORA_SPECS_DIR": str(folder), **(env or {})})
     pool = Pool(nc, subjects)
-    deadline = asyncio.get_running_loop().time() + 30
-    while True:
+
+    async def applied() -> bool:
         try:
             await pool.admin("systems", "apply", {"document": {
                 "kind": "System", "name": "orders", "type": "http", "base_url": base_url, "timeout_seconds": 1.0,
                 "contract": {"success_field": "code", "success_values": [0], "message_field": "msg"},
                 "circuit": {"failure_threshold": 2, "cooldown_seconds": cooldown}}})
-            break
-        except Exception:
-            if asyncio.get_running_loop().time() > deadline:
-                raise
-            await asyncio.sleep(0.2)
+        except NOT_SERVING_YET:  # the gateway is still starting
+            return False
+        return True
+
+    await poll(applied, timeout=30, what="the gateway to take the orders system", interval=0.2)
     imported = await pool.admin("systems", "import_openapi", {"name": "orders", "base_url": base_url,
                                                               "spec": str(spec_file)})
     return pool, imported

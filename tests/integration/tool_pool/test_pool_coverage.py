@@ -29,6 +29,7 @@ from shared.contracts.resource import canonical_json
 from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.streams import agents_bucket, ensure_bucket
 from shared.subjects import Subjects
+from tests.harness.waiting import poll
 from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
 from tests.integration.tool_pool.conftest import Pool, agent_run_context, gateway_with_orders
 
@@ -96,17 +97,11 @@ async def orders(nc: NATS, subjects: Subjects, spawn: Any, tmp_path: Path, serve
 
 
 async def wait_until_available(pool: Pool, *names: str, timeout: float = 15.0) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
-    view: dict[str, Any] = {}
-    while time.monotonic() < deadline:
-        try:
-            view = await pool.admin("agents", "tools", {"agent": AGENT})
-            if set(names) <= {t["name"] for t in view["available"]}:
-                return view
-        except Exception:
-            pass
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"{names} never became available to {AGENT}: {view}")
+    async def available() -> dict[str, Any] | None:
+        view: dict[str, Any] = await pool.admin("agents", "tools", {"agent": AGENT})
+        return view if set(names) <= {t["name"] for t in view["available"]} else None
+
+    return await poll(available, timeout=timeout, what=f"{names} available to {AGENT}", interval=0.1)
 
 
 async def call(pool: Pool, tool: str, arguments: dict[str, Any], **context: Any) -> tuple[str, dict[str, Any]]:
