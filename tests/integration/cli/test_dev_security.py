@@ -49,7 +49,7 @@ def _passwords(creds: Path) -> dict[str, str]:
 async def _refused_anonymously(url: str, **options: object) -> str:
     anonymous = NATS()
     try:
-        with pytest.raises(Exception) as refused:  # noqa: PT011 - the server's reason is checked below
+        with pytest.raises(Exception) as refused:
             # (nats-py retries a failed first connect forever with 0 attempts; 1 gives up at once.)
             await asyncio.wait_for(anonymous.connect(url, allow_reconnect=False, connect_timeout=3,
                                                      max_reconnect_attempts=1, **options), 20)
@@ -86,7 +86,7 @@ async def test_the_default_is_secure_with_kept_credentials_and_no_password_in_an
 
         # nats-server's environment: the hashes, no password, nothing from the shell's NATS_*.
         assert stack.nats.pid is not None
-        server_env = Path(f"/proc/{stack.nats.pid}/environ").read_bytes().decode()
+        server_env = Path(f"/proc/{stack.nats.pid}/environ").read_bytes().decode()  # noqa: ASYNC240
         assert "AURORA_NATS_RUNNER_PASSWORD=\"$2b$" in server_env
         for secret in [*passwords.values(), *SHELL_SECRETS.values()]:
             assert secret not in server_env

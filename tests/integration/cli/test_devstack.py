@@ -25,7 +25,9 @@ def _fake(name: str, body: str) -> ServiceSpec:
 def _stack(tmp_path: Path, specs: list[ServiceSpec], **options: float) -> tuple[DevStack, io.StringIO]:
     out = io.StringIO()
     console = Console(file=out, width=200, color_system=None)
-    return DevStack(tmp_path / "dev", port=free_port(), specs=specs, console=console, **options), out
+    # These fakes are no NATS users: their lifecycle is the point here, not the permissions.
+    return DevStack(tmp_path / "dev", port=free_port(), specs=specs, console=console, insecure=True,
+                    **options), out
 
 
 def _wait_for(condition: object, timeout: float = 10.0) -> None:
