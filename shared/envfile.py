@@ -11,7 +11,7 @@ from shared.errors import ConfigError
 _KEY = re.compile(r"[A-Z_][A-Z0-9_]*")
 
 
-def parse_env_text(text: str, *, source: str) -> dict[str, str]:
+def parse_env_text(text: str, *, source: str, field: str | None = None) -> dict[str, str]:
     """`KEY=VALUE` lines (blank lines and `#` comments skipped); anything else is an error
     naming the file and line."""
     values: dict[str, str] = {}
@@ -21,7 +21,7 @@ def parse_env_text(text: str, *, source: str) -> dict[str, str]:
             continue
         key, sep, value = line.partition("=")
         if not sep or not _KEY.fullmatch(key.strip()):
-            raise ConfigError(f"line {number} is not KEY=VALUE", file=source)
+            raise ConfigError(f"line {number} is not KEY=VALUE", file=source, field=field)
         values[key.strip()] = value.strip()
     return values
 
@@ -36,7 +36,7 @@ def read_env_file(path: Path, *, allowed: tuple[str, ...], field: str) -> dict[s
     if mode & 0o077:
         raise ConfigError(f"the credentials file is readable by others (mode {mode & 0o777:o}): chmod 600 it",
                           file=str(path), field=field)
-    values = parse_env_text(text, source=str(path))
+    values = parse_env_text(text, source=str(path), field=field)
     unknown = sorted(set(values) - set(allowed))
     if unknown:
         raise ConfigError(f"unexpected key(s) {', '.join(unknown)}; allowed: {', '.join(allowed)}",
