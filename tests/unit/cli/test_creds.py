@@ -92,7 +92,8 @@ def test_the_cli_uses_the_default_dev_folder_only_when_nothing_else_is_set(tmp_p
     (dev / "tls").mkdir()
     (dev / "tls" / "ca.pem").write_text("-")
     found = cli_environment({}, dev)
-    assert found == {"NATS_CREDS_ENV_FILE": str(dev / "creds" / "operator.env"), "NATS_TLS_CA": str(dev / "tls" / "ca.pem")}
+    assert found == {"NATS_CREDS_ENV_FILE": str(dev / "creds" / "operator.env"),
+                     "NATS_TLS_CA": str(dev / "tls" / "ca.pem")}
     assert cli_environment({"NATS_URL": "nats://localhost:5000"}, dev)["NATS_CREDS_ENV_FILE"]
     assert "NATS_CREDS_ENV_FILE" not in cli_environment({"NATS_USER": "me", "NATS_PASSWORD": "x"}, dev)
     assert cli_environment({"NATS_URL": "nats://nats.example.com:4222"}, dev) == {
