@@ -13,7 +13,6 @@ import contextlib
 import importlib.util
 import json
 import os
-import secrets
 import signal
 import socket
 import subprocess
@@ -28,6 +27,9 @@ from typing import IO, Any
 from rich.console import Console
 from rich.text import Text
 
+from aurora_cli.clienv import DEV_DIR
+from aurora_cli.creds import CLIENT_USERS, SERVICE_USERS, Credentials, password_variable
+from aurora_cli.devsecurity import AUTH_CONFIG, INSECURE_WARNING, DevSecurity, DevSecurityError
 from aurora_cli.localnats import LocalNats, NatsServerError, nats_server_binary
 from shared.errors import AuroraError
 
@@ -42,46 +44,9 @@ class DevStackError(AuroraError):
     """The local stack cannot start (port taken, nats-server missing …)."""
 
 
-# `--secure`: nats-server runs deploy/nats-auth.conf, which has one user per service (and the
-# operator CLI and external consumers); each password comes from the server's environment.
-AUTH_CONFIG = Path("deploy") / "nats-auth.conf"
-AUTH_PREFIX = "amp"  # the subject prefix deploy/nats-auth.conf is written for
-NATS_USERS = {  # service folder → its NATS user
-    "event_bridge": "event-bridge",
-    "app_supervisor": "app-supervisor",
-    "mcp_gateway": "mcp-gateway",
-    "router": "router",
-    "runner": "runner",
-}
-CLIENT_USERS = ("operator", "consumer")
-
-
-def password_variable(user: str) -> str:
-    """The server-side variable deploy/nats-auth.conf reads `user`'s password from."""
-    return f"AURORA_NATS_{user.upper().replace('-', '_')}_PASSWORD"
-
-
-def _is_password_variable(name: str) -> bool:
-    return name.startswith("AURORA_NATS_") and name.endswith("_PASSWORD")
-
-
-@dataclass(frozen=True)
-class Credentials:
-    """Random per-run passwords for every user of deploy/nats-auth.conf."""
-
-    passwords: dict[str, str]
-
-    @classmethod
-    def generate(cls) -> Credentials:
-        # nats-server parses a variable's value like config text: one starting with a digit is
-        # read as a number and the server refuses to start, so every password starts with a letter.
-        return cls({user: "pw" + secrets.token_urlsafe(24) for user in (*NATS_USERS.values(), *CLIENT_USERS)})
-
-    def server_env(self) -> dict[str, str]:
-        return {password_variable(user): password for user, password in self.passwords.items()}
-
-    def client_env(self, user: str) -> dict[str, str]:
-        return {"NATS_USER": user, "NATS_PASSWORD": self.passwords[user]}
+# Kept importable from here: tests and tools name them through the dev stack.
+NATS_USERS = SERVICE_USERS
+__all__ = ["AUTH_CONFIG", "CLIENT_USERS", "NATS_USERS", "Credentials", "DevSecurityError", "password_variable"]
 
 
 @dataclass(frozen=True)
@@ -218,9 +183,10 @@ class DevStack:
     `stop()` is idempotent and safe after a partial start. `unexpected_exits` names every
     service that exited while nobody asked it to.
 
-    `secure=True` runs nats-server with deploy/nats-auth.conf and random passwords drawn for
-    this run: each service gets only its own user and password in its environment, example
-    apps get none, and the operator's are written to `<data-dir>/operator.env` for the CLI.
+    Secure by default (`aurora_cli.devsecurity`): nats-server runs deploy/nats-auth.conf with
+    the bcrypt hashes of credentials kept in `<data-dir>/creds/`, and each service is given the
+    path of its own credentials file, example apps nothing. `insecure=True` is the loud opt-out;
+    `tls=True` adds a local CA and TLS (`<data-dir>/tls/`).
     """
 
     def __init__(
@@ -236,7 +202,8 @@ class DevStack:
         stop_timeout: float = 10.0,
         cwd: Path | None = None,
         notes_port: int = NOTES_PORT,
-        secure: bool = False,
+        insecure: bool = False,
+        tls: bool = False,
     ) -> None:
         self.data_dir = data_dir.resolve()
         self.logs_dir = self.data_dir / "logs"
@@ -250,11 +217,12 @@ class DevStack:
         self.stop_timeout = stop_timeout
         self.cwd = cwd or services_root().parent
         self._base_env = dict(os.environ if env is None else env)
-        self.credentials = self._secure_setup() if secure else None
+        self.security = DevSecurity(self.data_dir, self.cwd / AUTH_CONFIG, insecure=insecure, tls=tls)
+        self.security.check(self._base_env, [s.name for s in self.specs if s.ready_port is None])
+        self.credentials: Credentials | None = None  # read or made by start()
         self.nats = SessionNats(
             self.data_dir / "jetstream", port=port, host=host, log_file=self.logs_dir / "nats.log",
-            config_file=(self.cwd / AUTH_CONFIG) if secure else None,
-            env=({**self._server_env(), **self.credentials.server_env()} if self.credentials else None),
+            config_file=self.security.server_config, env=self.security.server_env(self._base_env),
         )
         self._running: list[_Running] = []
         self._print_lock = threading.Lock()
@@ -266,6 +234,10 @@ class DevStack:
     def url(self) -> str:
         return self.nats.url
 
+    @property
+    def insecure(self) -> bool:
+        return self.security.insecure
+
     # ------------------------------------------------------------------ start
 
     def start(self, stop: threading.Event | None = None) -> None:
@@ -276,54 +248,35 @@ class DevStack:
                 f"port {self.port} on {self.host} is in use: is another `aurora dev` or nats-server "
                 "running? Stop it or choose another with --port"
             )
-        mode = f", users and permissions from {self.nats.config_file}" if self.credentials else ""
-        self.say("nats", "bold", f"starting nats-server on {self.url} (store {self.nats.store_dir}{mode})")
+        if self.insecure:
+            self.alert(INSECURE_WARNING)
+        self.credentials, created = self.security.prepare()
+        self.nats.env = self.security.server_env(self._base_env)  # now with the hashes prepare() made
         if self.credentials is not None:
-            self._write_client_credentials()
+            kept = len(self.credentials.passwords) - len(created)
+            self.say("nats", "bold", f"credentials in {self.security.creds_dir}/ ({len(created)} made, {kept} kept); "
+                     "nats-server holds only their bcrypt hashes")
+        mode = f", config {self.nats.config_file}" if self.nats.config_file else ""
+        tls = ", TLS (CA " + str(self.security.ca_file) + ")" if self.security.tls else ""
+        self.say("nats", "bold", f"starting nats-server on {self.url} (store {self.nats.store_dir}{mode}{tls})")
         self.nats.start()
         for index, spec in enumerate(self.specs):
             if stop is not None and stop.is_set():
                 return
             self._start_service(spec, COLORS[index % len(COLORS)], stop)
 
-    def _secure_setup(self) -> Credentials:
-        """Check that `--secure` can work here, before anything starts."""
-        config = self.cwd / AUTH_CONFIG
-        if not config.is_file():
-            raise DevStackError(f"--secure needs {config}, which does not exist")
-        prefix = self._base_env.get("AURORA_SUBJECT_PREFIX", AUTH_PREFIX)
-        if prefix != AUTH_PREFIX:
-            raise DevStackError(f"{config} is written for the subject prefix {AUTH_PREFIX!r}, not {prefix!r}: "
-                                "adapt its subjects and stream names, or run without --secure")
-        missing = [s.name for s in self.specs if s.ready_port is None and s.name not in NATS_USERS]
-        if missing:
-            raise DevStackError(f"no NATS user for the service(s) {', '.join(missing)} in {config}: "
-                                "add one (and its permissions) there and in NATS_USERS")
-        return Credentials.generate()
-
-    def _server_env(self) -> dict[str, str]:
-        return {k: v for k, v in self._base_env.items() if not _is_password_variable(k)}
-
     def _child_env(self, spec: ServiceSpec | None = None) -> dict[str, str]:
-        withheld = ("NATS_CREDS", "NATS_USER", "NATS_PASSWORD")
-        env = {k: v for k, v in self._base_env.items() if k not in withheld and not _is_password_variable(k)}
+        service = spec.name if spec is not None and spec.ready_port is None else None
+        env = self.security.child_env(self._base_env, service)
         env.update({"NATS_URL": self.url, "PYTHONUNBUFFERED": "1",
                     "AURORA_NOTES_URL": f"http://127.0.0.1:{self.notes_port}/mcp"})
         # apps/config.yml starts stdio apps as `python …`: the venv's python, whatever the PATH.
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
-        if self.credentials is not None and spec is not None and spec.name in NATS_USERS:
-            env.update(self.credentials.client_env(NATS_USERS[spec.name]))  # its own user only
         return env
 
-    def _write_client_credentials(self) -> None:
-        """`<data-dir>/<user>.env` (mode 0600) for the operator CLI and a test consumer."""
-        assert self.credentials is not None
-        for user in CLIENT_USERS:
-            path = self.data_dir / f"{user}.env"
-            path.unlink(missing_ok=True)
-            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w", encoding="utf-8") as out:
-                out.writelines(f"{k}={v}\n" for k, v in self.credentials.client_env(user).items())
+    def client_env(self, user: str = "operator") -> dict[str, str]:
+        """What a client sets to reach this stack as `user` (the URL, its credentials file, the CA)."""
+        return {"NATS_URL": self.url, **self.security.client_env(user)}
 
     def _start_service(self, spec: ServiceSpec, color: str, stop: threading.Event | None) -> None:
         log = open(self.logs_dir / f"{spec.label}.log", "ab")  # noqa: SIM115 - closed in stop()
@@ -437,11 +390,15 @@ class DevStack:
     def banner(self, aurora: str = "aurora", *, demo: str | None = None) -> str:
         env = "" if self.port == 4222 and self.host == "127.0.0.1" else f"NATS_URL={self.url} "
         names = ", ".join(r.spec.label for r in self._running if r.process.poll() is None) or "none"
-        secure: list[str] = []
-        if self.credentials is not None:
-            operator = self.data_dir / "operator.env"
-            env = f"env $(cat {operator}) {env}"
-            secure = [f"  users     one per service, passwords drawn for this run; the CLI's in {operator}"]
+        if self.data_dir != (Path.cwd() / DEV_DIR).resolve():  # the CLI finds only var/dev's by itself
+            env += "".join(f"{k}={v} " for k, v in self.security.client_env("operator").items())
+        if self.insecure:
+            secure = [f"  !!! {INSECURE_WARNING}"]
+        else:
+            secure = [f"  users     one per service, credentials kept in {self.security.creds_dir}/ "
+                      "(operator.env: the CLI's; consumer.env: an external reader's)"]
+        if self.security.tls:
+            secure.append(f"  TLS       clients verify the server against {self.security.ca_file} (NATS_TLS_CA)")
         message = json.dumps({"text": "北京天气", "city": "北京"}, ensure_ascii=False)
         try_lines = [
             f"  {env}{aurora} events tail",

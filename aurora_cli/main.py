@@ -29,9 +29,10 @@ def _register() -> None:
     app.add_typer(agents.app, name="agents")
     app.add_typer(approvals.app, name="approvals")
     app.add_typer(audit.app, name="audit")
-    from aurora_cli.commands import tasks
+    from aurora_cli.commands import creds, tasks
 
     app.add_typer(tasks.app, name="tasks")
+    app.add_typer(creds.app, name="creds")
 
 
 _register()

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
@@ -23,6 +24,8 @@ from rich.console import Console, ConsoleOptions, RenderResult
 from rich.measure import Measurement
 from rich.table import Table
 
+from aurora_cli.clienv import cli_environment
+from shared.bus import tls_context
 from shared.errors import AuroraError
 from shared.settings import NatsSettings, Settings, load_settings
 
@@ -129,7 +132,7 @@ def describe(exc: BaseException) -> str:
 def settings_or_fail() -> Settings:
     """The environment's settings (NATS_URL …); a bad value is a one-line error."""
     try:
-        return load_settings()
+        return load_settings(cli_environment(os.environ))
     except AuroraError as exc:
         fail(f"configuration: {exc}")
 
@@ -151,6 +154,9 @@ async def connected(settings: NatsSettings, *, timeout: float = 3.0) -> AsyncIte
         "reconnect_time_wait": 0.1,
         "inbox_prefix": settings.inbox_prefix,
     }
+    context = tls_context(settings)
+    if context is not None:
+        options["tls"] = context
     if settings.creds is not None:
         options["user_credentials"] = str(settings.creds)
     if settings.user is not None:

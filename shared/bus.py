@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import ssl
 
 import nats
 import nats.errors
@@ -12,6 +13,14 @@ from shared.logs import get_logger
 from shared.settings import NatsSettings
 
 log = get_logger("aurora.bus")
+
+
+def tls_context(settings: NatsSettings) -> ssl.SSLContext | None:
+    """A client context that trusts only the CA of NATS_TLS_CA (and checks the host name); None
+    without one. Given a context, nats-py upgrades to TLS when the server asks for it."""
+    if settings.tls_ca is None:
+        return None
+    return ssl.create_default_context(cafile=str(settings.tls_ca))
 
 
 async def connect(settings: NatsSettings, *, name: str, connect_timeout: float = 5.0) -> NATS:
@@ -42,6 +51,9 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
         "disconnected_cb": on_disconnected,
         "reconnected_cb": on_reconnected,
     }
+    context = tls_context(settings)
+    if context is not None:
+        options["tls"] = context
     if settings.creds is not None:
         options["user_credentials"] = str(settings.creds)
     if settings.user is not None:

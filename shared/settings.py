@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from shared.envfile import read_env_file
 from shared.errors import ConfigError, SettingsError
 from shared.subjects import Subjects
 
@@ -19,6 +20,7 @@ class NatsSettings:
     user: str | None = None
     password: str | None = None
     inbox_prefix: str = "_INBOX"
+    tls_ca: Path | None = None  # verify the server against this CA (PEM); None: no TLS unless asked
 
     @property
     def servers(self) -> list[str]:
@@ -155,10 +157,36 @@ def _inbox_prefix(env: Mapping[str, str], user: str | None) -> str:
     return prefix
 
 
+CREDS_ENV_FILE = "NATS_CREDS_ENV_FILE"
+
+
+def _with_credentials_file(env: Mapping[str, str]) -> Mapping[str, str]:
+    """NATS_USER / NATS_PASSWORD read from the file NATS_CREDS_ENV_FILE names, so that the
+    password never sits in this process's environment (which its children could read)."""
+    path = env.get(CREDS_ENV_FILE)
+    if not path:
+        return env
+    if env.get("NATS_USER") or env.get("NATS_PASSWORD") or env.get("NATS_CREDS"):
+        raise ConfigError("set either NATS_CREDS_ENV_FILE or NATS_USER/NATS_PASSWORD/NATS_CREDS, not both",
+                          field=CREDS_ENV_FILE)
+    values = read_env_file(Path(path), allowed=("NATS_USER", "NATS_PASSWORD"), field=CREDS_ENV_FILE)
+    if not values.get("NATS_USER") or not values.get("NATS_PASSWORD"):
+        raise ConfigError("the file must set NATS_USER and NATS_PASSWORD", file=path, field=CREDS_ENV_FILE)
+    return {**env, **values}
+
+
+def _tls_ca(env: Mapping[str, str]) -> Path | None:
+    ca = env.get("NATS_TLS_CA") or None
+    if ca and not Path(ca).is_file():
+        raise ConfigError("CA certificate file does not exist", file=ca, field="NATS_TLS_CA")
+    return Path(ca) if ca else None
+
+
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
-    """Read NATS_URL, NATS_CREDS / NATS_USER / NATS_PASSWORD, NATS_INBOX_PREFIX, AURORA_APPS_CONFIG,
-    AURORA_SUBJECT_PREFIX and AURORA_LOG_LEVEL; fail fast on a bad value."""
-    env = os.environ if env is None else env
+    """Read NATS_URL, NATS_CREDS / NATS_USER / NATS_PASSWORD (or NATS_CREDS_ENV_FILE), NATS_TLS_CA,
+    NATS_INBOX_PREFIX, AURORA_APPS_CONFIG, AURORA_SUBJECT_PREFIX and AURORA_LOG_LEVEL; fail fast
+    on a bad value."""
+    env = _with_credentials_file(os.environ if env is None else env)
     creds = env.get("NATS_CREDS") or None
     if creds and not Path(creds).is_file():
         raise ConfigError("credentials file does not exist", file=creds, field="NATS_CREDS")
@@ -178,6 +206,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
             user=env.get("NATS_USER") or None,
             password=env.get("NATS_PASSWORD") or None,
             inbox_prefix=_inbox_prefix(env, env.get("NATS_USER") or None),
+            tls_ca=_tls_ca(env),
         ),
         subjects=subjects,
         apps_config=Path(env.get("AURORA_APPS_CONFIG", "apps/config.yml")),

@@ -14,8 +14,9 @@ from typing import Annotated
 import typer
 
 from aurora_cli import devseed
+from aurora_cli.devsecurity import INSECURE_WARNING
 from aurora_cli.devstack import DevStack
-from aurora_cli.output import cli_errors
+from aurora_cli.output import EXIT_USAGE, CliError, cli_errors
 from shared.settings import load_settings
 
 
@@ -29,16 +30,24 @@ def dev(
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="NATS client port.")] = 4222,
     notes_port: Annotated[int, typer.Option(
         "--notes-port", min=1, max=65535, help="Port of the example notes app (Streamable HTTP).")] = 8765,
+    insecure: Annotated[bool, typer.Option(
+        "--insecure", help="Run nats-server with no users or permissions (loudly warned). By default every "
+        "service has its own user from deploy/nats-auth.conf, credentials kept in <data-dir>/creds/.")] = False,
+    tls: Annotated[bool, typer.Option(
+        "--tls", help="Serve NATS over TLS with a local CA made in <data-dir>/tls/; every service and the CLI "
+        "verify the server against it (NATS_TLS_CA).")] = False,
     secure: Annotated[bool, typer.Option(
-        "--secure", help="NATS users and subject permissions from deploy/nats-auth.conf, with passwords "
-        "drawn for this run: each service gets its own; the CLI's are in <data-dir>/operator.env.")] = False,
+        "--secure", hidden=True, help="Accepted for compatibility: secure is the default.")] = False,
     demo: Annotated[bool, typer.Option(
         "--demo/--no-demo", help="Create the agents and bindings of apps/demo.yml that do not exist yet, "
         "so an emitted chat message is routed and answered at once.")] = True,
 ) -> None:
     """Run nats-server and every service until Ctrl-C; logs go to the terminal and <data-dir>/logs/."""
     with cli_errors():
-        stack = DevStack(data_dir, port=port, notes_port=notes_port, secure=secure)
+        if secure and insecure:
+            raise CliError("--secure and --insecure contradict each other (secure is the default)",
+                           exit_code=EXIT_USAGE)
+        stack = DevStack(data_dir, port=port, notes_port=notes_port, insecure=insecure, tls=tls)
     stop = threading.Event()
     force = threading.Event()
 
@@ -59,6 +68,8 @@ def dev(
         stack.stop(force=force.is_set())
         for signum, handler in previous.items():
             signal.signal(signum, handler)
+    if stack.insecure:
+        stack.alert(INSECURE_WARNING)
     if stack.unexpected_exits:
         stack.alert(f"stopped; these exited on their own while running: {', '.join(stack.unexpected_exits)}")
         raise typer.Exit(1)
@@ -68,9 +79,7 @@ def dev(
 def _seed_demo(stack: DevStack) -> str:
     """Create the demo's missing resources; the banner's line about them (or why not)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_")}
-    env["NATS_URL"] = stack.url
-    if stack.credentials is not None:
-        env.update(stack.credentials.client_env("operator"))
+    env.update(stack.client_env("operator"))
     try:
         seeded = asyncio.run(devseed.seed(load_settings(env), devseed.demo_documents()))
     except Exception as exc:  # the stack is up all the same; say why the demo is not

@@ -17,9 +17,16 @@ from shared.appconfig import AppConfig, AppsConfig, expand_env
 from shared.errors import ConfigError
 
 STARTUP_ENV = "AURORA_APP_STARTUP"
-# The supervisor's own NATS credentials are not the apps' business: an app talks MCP over
-# stdio and must not be able to speak on the bus as the supervisor.
-WITHHELD_ENV = ("NATS_CREDS", "NATS_USER", "NATS_PASSWORD", "NATS_TOKEN", "NATS_NKEY")
+# An app inherits only what a program needs to run (an allow-list: a new platform variable is
+# withheld without anyone remembering to): never NATS_* or AURORA_* settings, whose values or
+# paths lead to the platform's credentials. What else an app needs, its own `mcp.env` says.
+INHERITED_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "LANG", "LANGUAGE", "TERM",
+                 "VIRTUAL_ENV", "SYSTEMROOT")
+INHERITED_PREFIXES = ("LC_", "PYTHON")
+
+
+def inherited(key: str) -> bool:
+    return key in INHERITED_ENV or key.startswith(INHERITED_PREFIXES)
 
 
 class CommandError(ConfigError):
@@ -73,9 +80,9 @@ def _resolve(program: str, *, cwd: str | None, path: str | None) -> str:
 
 def app_environment(app: AppConfig, base: Mapping[str, str], *, source: str | None = None
                     ) -> dict[str, str]:
-    """The supervisor's environment (minus its NATS credentials), `mcp.env` over it with
+    """The allow-listed part of the supervisor's environment (`inherited`), `mcp.env` over it with
     `${VAR}` expanded from `base`, and `AURORA_APP_STARTUP` = the app's `startup` as JSON."""
-    env = {key: value for key, value in base.items() if key not in WITHHELD_ENV}
+    env = {key: value for key, value in base.items() if inherited(key)}
     for key, value in app.mcp.env.items():
         try:
             env[key] = expand_env(value, dict(base))

@@ -22,9 +22,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import nats
+import nats.errors
 import pytest
+from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import free_port
+from shared.envfile import parse_env_text
 from tests.harness.processes import REPO, service_env
 from tests.harness.waiting import TimedOut, poll, poll_sync
 from tests.integration.cli.conftest import AURORA, Cli, cli_runner, wait_for_bridge_consumer
@@ -62,6 +65,7 @@ class DevProcess:
     def __init__(self, data_dir: Path, port: int, log: Path) -> None:
         self.url = f"nats://127.0.0.1:{port}"
         self.log = log
+        self.creds = data_dir / "creds"
         env = service_env(self.url)
         env.pop("NATS_URL")  # `aurora dev` sets it for its children
         with log.open("wb") as out:
@@ -70,6 +74,18 @@ class DevProcess:
                 [str(AURORA), "dev", "--data-dir", str(data_dir), "--port", str(port),
                  "--notes-port", str(free_port())],
                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+
+    def cli(self) -> Cli:
+        """The CLI as the operator, with the credentials `aurora dev` made at its first start."""
+        run = cli_runner(self.url)
+
+        def as_operator(*args: str, timeout: float = 30.0, **env: str) -> subprocess.CompletedProcess[str]:
+            return run(*args, timeout=timeout, NATS_CREDS_ENV_FILE=str(self.creds / "operator.env"), **env)
+
+        return as_operator
+
+    def password(self, user: str) -> str:
+        return parse_env_text((self.creds / f"{user}.env").read_text(), source=user)["NATS_PASSWORD"]
 
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
@@ -114,12 +130,24 @@ def dev(tmp_path: Path) -> Iterator[DevProcess]:
 
 async def test_make_dev_emit_tail_and_a_plain_subscriber(dev: DevProcess, tmp_path: Path) -> None:
     dev.wait_until_up()
-    cli = cli_runner(dev.url)
+    cli = dev.cli()
     await asyncio.to_thread(wait_for_bridge_consumer, cli)
     children = _descendants(dev.process.pid)
     assert len(children) >= 2, dev.output()  # nats-server and at least the event-bridge
 
-    nc = await nats.connect(dev.url)
+    # Secure with no option given: an anonymous client is refused, and so is the CLI without the file.
+    anonymous = NATS()
+    try:
+        with pytest.raises(nats.errors.Error, match="Authorization Violation"):
+            await anonymous.connect(dev.url, allow_reconnect=False, connect_timeout=3, max_reconnect_attempts=1)
+    finally:
+        await anonymous.close()
+    refused = await asyncio.to_thread(cli_runner(dev.url), "streams", "--json")
+    assert refused.returncode == 1 and "Authorization Violation" in refused.stderr
+    assert "INSECURE" not in dev.output()
+
+    # A plain nats-py subscriber, as the external `consumer` identity.
+    nc = await nats.connect(dev.url, user="consumer", password=dev.password("consumer"))
     try:
         # Only message events: with apps configured, `app.*` events arrive as well.
         sub = await nc.subscribe("amp.evt.*.message.>")

@@ -26,7 +26,9 @@ def _fake(name: str, body: str) -> ServiceSpec:
 def _stack(tmp_path: Path, specs: list[ServiceSpec], **options: float) -> tuple[DevStack, io.StringIO]:
     out = io.StringIO()
     console = Console(file=out, width=200, color_system=None)
-    return DevStack(tmp_path / "dev", port=free_port(), specs=specs, console=console, **options), out
+    # These fakes are no NATS users: their lifecycle is the point here, not the permissions.
+    return DevStack(tmp_path / "dev", port=free_port(), specs=specs, console=console, insecure=True,
+                    **options), out
 
 
 def test_a_service_that_exits_is_reported_loudly_and_the_others_keep_running(tmp_path: Path) -> None:

@@ -93,10 +93,13 @@ def test_the_app_env_is_merged_expanded_and_carries_startup() -> None:
         "mcp": {"command": ["sh"], "env": {"TOKEN": "Bearer ${SECRET}", "HOME": "/srv/notes"}},
     }})
     app = config.apps["notes"]
-    base = {"SECRET": "s3", "HOME": "/root", "KEEP": "1", "NATS_PASSWORD": "pw", "NATS_CREDS": "/c"}
+    base = {"SECRET": "s3", "HOME": "/root", "PATH": "/bin", "LC_ALL": "C.UTF-8", "PYTHONPATH": "/p",
+            "NATS_PASSWORD": "pw", "NATS_CREDS": "/c", "NATS_CREDS_ENV_FILE": "/creds/app-supervisor.env",
+            "AURORA_NATS_RUNNER_PASSWORD": "pw2", "AURORA_APPS_CONFIG": "apps/config.yml", "OPENAI_API_KEY": "k"}
     env = app_environment(app, base)
-    assert env["TOKEN"] == "Bearer s3" and env["HOME"] == "/srv/notes" and env["KEEP"] == "1"
-    assert "NATS_PASSWORD" not in env and "NATS_CREDS" not in env
+    assert env["TOKEN"] == "Bearer s3" and env["HOME"] == "/srv/notes"
+    # Only the allow-list is inherited: no NATS or Aurora setting, no unrelated secret.
+    assert set(env) == {"TOKEN", "HOME", "PATH", "LC_ALL", "PYTHONPATH", STARTUP_ENV}
     assert json.loads(env[STARTUP_ENV]) == {"city": "北京", "n": 1}
 
 

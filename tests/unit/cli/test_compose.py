@@ -14,6 +14,7 @@ import jsonschema
 import pytest
 import yaml
 
+from aurora_cli.creds import SERVER_USERS_FILE, SERVICE_USERS, init_credentials, read_server_env
 from aurora_cli.devstack import START_ORDER, discover_services
 from aurora_cli.localnats import nats_server_binary
 
@@ -28,7 +29,8 @@ def _runs_a_service(service: dict[str, Any]) -> bool:
 
 
 AURORA = {name: svc for name, svc in SERVICES.items() if _runs_a_service(svc)}
-EXAMPLE_APPS = {name: svc for name, svc in SERVICES.items() if name != "nats" and name not in AURORA}
+NOT_APPS = ("nats", "creds-init")
+EXAMPLE_APPS = {name: svc for name, svc in SERVICES.items() if name not in NOT_APPS and name not in AURORA}
 
 
 def _module(service: dict[str, Any]) -> str:
@@ -103,16 +105,42 @@ def test_nats_runs_jetstream_on_a_named_volume_with_a_health_check() -> None:
     assert test[0] == "CMD" and "wget" in test and any("8222/healthz" in part for part in test)
 
 
-def test_the_nats_config_is_valid_for_nats_server() -> None:
-    """With the passwords compose passes to the nats container (deploy/nats-auth.conf, included,
-    reads them from the environment), and not without them."""
-    passwords = dict(SERVICES["nats"]["environment"])
-    env = {"PATH": os.environ.get("PATH", ""), **{name: f"pw-{name.lower()}" for name in passwords}}
+def test_the_nats_config_is_valid_with_the_hashes_creds_init_makes(tmp_path: Path) -> None:
+    """deploy/nats.conf (with deploy/nats-auth.conf included) reads each password's bcrypt hash from
+    the environment the nats service sources from server-users.env; without them it refuses to start."""
+    init_credentials(tmp_path, cost=4)
+    hashes = read_server_env(tmp_path / SERVER_USERS_FILE)
+    env = {"PATH": os.environ.get("PATH", ""), **hashes}
     command = [str(nats_server_binary()), "-c", str(REPO / "deploy" / "nats.conf"), "-t"]
     result = subprocess.run(command, capture_output=True, text=True, timeout=30, env=env)
     assert result.returncode == 0, result.stdout + result.stderr
     missing = subprocess.run(command, capture_output=True, text=True, timeout=30, env={"PATH": env["PATH"]})
     assert missing.returncode != 0 and "AURORA_NATS_" in missing.stdout + missing.stderr
+
+
+def test_credentials_come_from_the_init_volume_each_service_mounting_only_its_own() -> None:
+    init = SERVICES["creds-init"]
+    assert init["command"] == ["aurora", "creds", "init", "--dir", "/creds"]
+    assert "aurora-creds:/creds" in init["volumes"] and "aurora-creds" in COMPOSE["volumes"]
+    nats = SERVICES["nats"]
+    assert nats["depends_on"]["creds-init"] == {"condition": "service_completed_successfully"}
+    assert [v["volume"]["subpath"] for v in nats["volumes"] if isinstance(v, dict)] == [SERVER_USERS_FILE]
+    for folder, user in SERVICE_USERS.items():
+        service = AURORA[folder.replace("_", "-")]
+        mounts = [v for v in service.get("volumes", []) if isinstance(v, dict) and v["source"] == "aurora-creds"]
+        assert [(m["volume"]["subpath"], m["target"], m["read_only"]) for m in mounts] == [
+            (f"{user}.env", service["environment"]["NATS_CREDS_ENV_FILE"], True)]
+        assert not [k for k in service["environment"] if k in ("NATS_USER", "NATS_PASSWORD")
+                    or k.startswith("AURORA_NATS_")]
+    assert "volumes" not in SERVICES["aurora-app-notes"] and "environment" not in SERVICES["aurora-app-notes"]
+    assert not (REPO / ".env.example").exists()  # nothing to fill in by hand
+
+
+def test_the_monitoring_port_is_not_published_and_nats_listens_on_this_host_only() -> None:
+    assert SERVICES["nats"]["ports"] == ["127.0.0.1:4222:4222"]
+    assert all("8222" not in str(port) for svc in SERVICES.values() for port in svc.get("ports", []))
+    conf = (REPO / "deploy" / "nats.conf").read_text(encoding="utf-8")
+    assert "http: 127.0.0.1:8222" in conf
 
 
 def test_the_image_installs_every_package_of_the_project() -> None:

@@ -6,6 +6,7 @@ import json
 import socket
 from pathlib import Path
 
+import pytest
 from rich.console import Console
 
 from aurora_cli.devstack import (
@@ -72,14 +73,19 @@ def test_other_lines_pass_through_unchanged() -> None:
     assert format_log_line('{"no": "msg"}') == '{"no": "msg"}'
 
 
-def test_the_banner_names_the_url_and_the_commands(tmp_path: Path) -> None:
-    default = DevStack(tmp_path, port=4222, specs=[]).banner(".venv/bin/aurora")
+def test_the_banner_names_the_url_and_the_commands(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)  # the default data folder, var/dev, whose credentials the CLI finds itself
+    default = DevStack(Path("var/dev"), port=4222, specs=[]).banner(".venv/bin/aurora")
     assert "nats://127.0.0.1:4222" in default
     assert "  .venv/bin/aurora events tail" in default
     assert ".venv/bin/aurora events emit message.received --app im.polaris.qq --data '{\"text\":\"你好\"}'" in default
-    other = DevStack(tmp_path, port=5001, specs=[]).banner("aurora")
+    other = DevStack(Path("var/dev"), port=5001, specs=[]).banner("aurora")
     assert "  NATS_URL=nats://127.0.0.1:5001 aurora events tail" in other
-    with_demo = DevStack(tmp_path, port=4222, specs=[]).banner("aurora", demo="agent/weather-desk (1 created)")
+    elsewhere = DevStack(tmp_path / "other", port=4222, specs=[]).banner("aurora")
+    creds = tmp_path / "other" / "creds" / "operator.env"
+    assert f"  NATS_CREDS_ENV_FILE={creds} aurora events tail" in elsewhere
+    assert "users     one per service" in default and "INSECURE" not in default
+    with_demo = DevStack(Path("var/dev"), port=4222, specs=[]).banner("aurora", demo="agent/weather-desk (1 created)")
     assert "  demo      agent/weather-desk (1 created)" in with_demo
     assert "aurora events emit message.received --app im.polaris.qq --session group_1 --data" in with_demo
     assert "aurora tasks list" in with_demo

@@ -1,0 +1,38 @@
+"""Where the CLI finds `aurora dev`'s credentials by itself, so the README's commands work as
+written: with no credentials configured and NATS on this machine, the operator's file and the CA
+that `aurora dev` keeps in its default data folder (relative to the working directory)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import urlsplit
+
+DEV_DIR = Path("var/dev")  # `aurora dev`'s default --data-dir
+CREDENTIAL_KEYS = ("NATS_USER", "NATS_PASSWORD", "NATS_CREDS", "NATS_CREDS_ENV_FILE")
+LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
+
+
+def operator_file(data_dir: Path) -> Path:
+    return data_dir / "creds" / "operator.env"
+
+
+def ca_file(data_dir: Path) -> Path:
+    return data_dir / "tls" / "ca.pem"
+
+
+def is_local(url: str) -> bool:
+    return all(urlsplit(part.strip()).hostname in LOCAL_HOSTS for part in url.split(",") if part.strip())
+
+
+def cli_environment(env: Mapping[str, str], dev_dir: Path = DEV_DIR) -> dict[str, str]:
+    """`env`, plus NATS_CREDS_ENV_FILE and NATS_TLS_CA from `dev_dir` when they apply: nothing
+    configured for them, NATS_URL unset or local, and the files there."""
+    result = dict(env)
+    if not is_local(env.get("NATS_URL") or "nats://127.0.0.1:4222"):
+        return result
+    if not any(env.get(key) for key in CREDENTIAL_KEYS) and operator_file(dev_dir).is_file():
+        result["NATS_CREDS_ENV_FILE"] = str(operator_file(dev_dir))
+    if not env.get("NATS_TLS_CA") and ca_file(dev_dir).is_file():
+        result["NATS_TLS_CA"] = str(ca_file(dev_dir))
+    return result

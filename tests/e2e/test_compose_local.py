@@ -1,0 +1,164 @@
+"""compose.yaml's own commands, run as local processes (no Docker here): `creds-init` makes the
+credentials (twice: the second run keeps them), the nats service's command sources the hashes and
+starts nats-server with deploy/nats.conf, and every Aurora service starts with its compose
+environment and only its own mounted credentials file; the server refused nothing they did, an
+anonymous client is refused, and the operator's file from the volume works for the CLI."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+
+from aurora_cli.localnats import free_port, nats_server_binary
+from tests.harness.processes import REPO, ServiceProcess
+from tests.integration.cli.conftest import AURORA
+
+COMPOSE: dict[str, Any] = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
+SERVICES: dict[str, Any] = COMPOSE["services"]
+
+
+def _interpolate(value: str) -> str:
+    """Compose's `${VAR:-default}` (the defaults: nothing is set here) and `$$` escapes."""
+    value = re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", value)
+    return value.replace("$$", "$")
+
+
+def _mounts(service: dict[str, Any], volumes: dict[str, Path]) -> dict[str, Path]:
+    """container path → local path, for named volumes (with subpaths) and binds of this repo."""
+    found: dict[str, Path] = {}
+    for mount in service.get("volumes", []):
+        if isinstance(mount, str):
+            source, target = mount.split(":")[:2]
+            found[target] = (REPO / source) if source.startswith("./") else volumes[source]
+        else:
+            base = volumes[mount["source"]]
+            found[mount["target"]] = base / mount.get("volume", {}).get("subpath", "")
+    return found
+
+
+def _localize(arg: str, mounts: dict[str, Path]) -> str:
+    for target in sorted(mounts, key=len, reverse=True):
+        arg = arg.replace(target, str(mounts[target]))
+    return arg
+
+
+@pytest.fixture
+def volumes(tmp_path: Path) -> dict[str, Path]:
+    found = {name: tmp_path / "volumes" / name for name in COMPOSE["volumes"]}
+    for path in found.values():
+        path.mkdir(parents=True)
+    return found
+
+
+def test_compose_commands_run_locally_with_generated_credentials(tmp_path: Path, volumes: dict[str, Path]) -> None:
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("NATS_", "AURORA_"))}
+    clean["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{clean.get('PATH', '')}"
+
+    # creds-init, twice: the second run keeps every file as it was.
+    init = SERVICES["creds-init"]
+    argv = [_localize(a, _mounts(init, volumes)) for a in init["command"]]
+    assert argv[0] == "aurora"
+    for attempt in range(2):
+        done = subprocess.run([str(AURORA), *argv[1:]], env=clean, capture_output=True, text=True, timeout=60,
+                              check=False)
+        assert done.returncode == 0, done.stderr
+        if attempt == 0:
+            first = {p.name: p.read_bytes() for p in volumes["aurora-creds"].iterdir()}
+    assert {p.name: p.read_bytes() for p in volumes["aurora-creds"].iterdir()} == first
+
+    # nats: its compose command, paths mapped to local folders, on free ports.
+    nats = SERVICES["nats"]
+    mounts = _mounts(nats, volumes)
+    etc = tmp_path / "etc-nats"
+    etc.mkdir()
+    # The container's /etc/nats, so that nats.conf finds nats-auth.conf beside it.
+    for target, source in list(mounts.items()):
+        if target.startswith("/etc/nats/"):
+            shutil.copy(source, etc / Path(target).name)
+            (etc / Path(target).name).chmod(0o600)
+            mounts[target] = etc / Path(target).name
+    command = [_localize(_interpolate(a), mounts) for a in nats["command"]]
+    assert command[:2] == ["sh", "-ec"]
+    command[2] = command[2].replace("exec nats-server", f"exec {nats_server_binary()}")
+    port, monitor = free_port(), free_port()
+    log = tmp_path / "nats.log"
+    with log.open("wb") as out:
+        server = subprocess.Popen([*command, "-a", "127.0.0.1", "-p", str(port), "-m", str(monitor)],
+                                  env={"PATH": clean["PATH"]}, stdout=out, stderr=subprocess.STDOUT)
+    processes: list[ServiceProcess] = []
+    try:
+        _healthy(f"http://127.0.0.1:{monitor}/healthz?js-enabled-only=true", server, log)
+        url = f"nats://127.0.0.1:{port}"
+        anonymous = subprocess.run([str(AURORA), "streams", "--json"], env={**clean, "NATS_URL": url}, cwd=tmp_path,
+                                   capture_output=True, text=True, timeout=60, check=False)
+        assert anonymous.returncode == 1 and "Authorization Violation" in anonymous.stderr
+        server_env = _environ(server.pid)  # the hashes, sourced by the command; no password
+        assert sorted(k for k in server_env if k.endswith("_PASSWORD")) == sorted(_hashes(volumes))
+        assert all(server_env[k].startswith('"$2b$') for k in _hashes(volumes))
+        passwords = [line.split("=", 1)[1] for p in volumes["aurora-creds"].glob("*.env")
+                     if p.name != "server-users.env" for line in p.read_text().splitlines()
+                     if line.startswith("NATS_PASSWORD=")]
+        assert len(passwords) == 7 and not [pw for pw in passwords if pw in "\n".join(server_env.values())]
+
+        logs = tmp_path / "logs"
+        logs.mkdir()
+        for name, service in SERVICES.items():
+            command = service.get("command") or []
+            if command[:2] != ["python", "-m"] or not command[2].startswith("services."):
+                continue
+            mounts = _mounts(service, volumes)
+            env = {**clean, **{k: _localize(_interpolate(str(v)), mounts) for k, v in service["environment"].items()}}
+            env["NATS_URL"] = url
+            processes.append(ServiceProcess(command[2], env, logs, name).start())
+        for process in processes:
+            process.wait_for_log('"msg": "started"', timeout=60)
+
+        operator = volumes["aurora-creds"] / "operator.env"
+        streams = subprocess.run([str(AURORA), "streams", "--json"], cwd=tmp_path,
+                                 env={**clean, "NATS_URL": url, "NATS_CREDS_ENV_FILE": str(operator)},
+                                 capture_output=True, text=True, timeout=60, check=False)
+        assert streams.returncode == 0, streams.stderr
+        for process in processes:
+            assert process.alive(), process.logs()[-3000:]
+        assert [line for line in log.read_text().splitlines() if "Violation" in line] == []
+    finally:
+        for process in reversed(processes):
+            process.terminate(timeout=15)
+        server.terminate()
+        server.wait(15)
+
+
+def _hashes(volumes: dict[str, Path]) -> list[str]:
+    text = (volumes["aurora-creds"] / "server-users.env").read_text()
+    return re.findall(r"^(AURORA_NATS_\w+_PASSWORD)=", text, flags=re.MULTILINE)
+
+
+def _environ(pid: int) -> dict[str, str]:
+    raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
+    return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
+
+
+def _healthy(url: str, server: subprocess.Popen[bytes], log: Path, timeout: float = 30.0) -> None:
+    """The compose health check (`wget …/healthz`), against the local monitoring port."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if server.poll() is not None:
+            raise AssertionError(f"nats exited with {server.returncode}:\n{log.read_text()}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"nats never became healthy:\n{log.read_text()}")
+        time.sleep(0.2)
