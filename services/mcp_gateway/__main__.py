@@ -21,12 +21,14 @@ from services.mcp_gateway.pool.approvals import ApprovalStore
 from services.mcp_gateway.pool.audit import AuditItem, audit_publisher
 from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
+from services.mcp_gateway.redaction import GatewayRedaction
 from services.mcp_gateway.toolcalls import ToolCallHandler
 from shared.admin import request_reply, wrap_handler
 from shared.appconfig import load_apps_config
 from shared.bus import is_jetstream_delivery
 from shared.contracts.signals import SignalBase
-from shared.logs import get_logger
+from shared.logs import get_logger, scrub_logs_with
+from shared.redaction import Redactor
 from shared.service import run_service
 from shared.settings import Settings
 from shared.signal_publisher import publish_signal
@@ -85,17 +87,22 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     subjects = settings.subjects
     await ensure_streams(js, [*fabric_streams(subjects), audit_stream(subjects)])
     health = await ensure_bucket(js, apps_bucket(subjects))
+    pool = ToolPool(js, subjects)
+    redaction = GatewayRedaction(Redactor(), lambda: pool.tools)
+    redaction.learn_apps(apps)
+    scrub_logs_with(redaction.redactor.scrub)
     approvals = ApprovalStore(
         await ensure_bucket(js, approvals_bucket(subjects)),
         ttl_seconds=float(os.environ.get("AURORA_APPROVAL_TTL_SECONDS", str(24 * 3600))),
+        redact=redaction.arguments,
     )
-    pool = ToolPool(js, subjects)
     await pool.start()
+    redaction.learn_systems(pool.systems.values())
     signals: Outbox[SignalBase] = Outbox("signals", functools.partial(publish_signal, js, subjects))
     audit: Outbox[AuditItem] = Outbox("audit", audit_publisher(js, subjects))
     signals.start()
     audit.start()
-    gateway = Gateway(nc, subjects, apps, health, signals, pool, audit)
+    gateway = Gateway(nc, subjects, apps, health, signals, pool, audit, redaction=redaction)
     approvals.on_expired = gateway.approval_expired
     await gateway.start()
     http_client = httpx.AsyncClient(timeout=httpx.Timeout(30.0))
@@ -103,6 +110,7 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
         http_client,
         lambda: pool.systems,
         lambda kind, summary, data: gateway.platform_event(kind, summary, data, subject=("system", data["system"])),
+        secrets=redaction.read_secret,
     )
     gateway.http_systems = http
     await http.start()
