@@ -90,6 +90,7 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     pool = ToolPool(js, subjects)
     redaction = GatewayRedaction(Redactor(), lambda: pool.tools)
     redaction.learn_apps(apps)
+    scrub_logs_with(redaction.redactor.scrub)
     approvals = ApprovalStore(
         await ensure_bucket(js, approvals_bucket(subjects)),
         ttl_seconds=float(os.environ.get("AURORA_APPROVAL_TTL_SECONDS", str(24 * 3600))),
@@ -104,9 +105,6 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     gateway = Gateway(nc, subjects, apps, health, signals, pool, audit, redaction=redaction)
     approvals.on_expired = gateway.approval_expired
     await gateway.start()
-    # Installed once start-up succeeded: with it installed earlier, a failed start-up was seen
-    # to hang the process's exit (tests/integration/mcp_gateway/test_lifecycle.py); not understood yet.
-    scrub_logs_with(redaction.redactor.scrub)
     http_client = httpx.AsyncClient(timeout=httpx.Timeout(30.0))
     http = HttpSystems(
         http_client,
