@@ -8,11 +8,12 @@ arguments it keeps), the audit and `tool.*` events (`Gateway.record_call`), the 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from services.mcp_gateway.http.executor import read_secret
-from shared.appconfig import AppsConfig, expand_env
+from shared.appconfig import ENV_REFERENCE, AppsConfig, expand_env
 from shared.contracts.system import AuthHeader, System
 from shared.contracts.tooldef import ToolDefinition
 from shared.errors import AuroraError
@@ -55,14 +56,18 @@ class GatewayRedaction:
         self.redactor.learn(value)
         return value
 
-    def learn_apps(self, apps: AppsConfig) -> None:
-        """Apps' `mcp.headers` values, resolved from the environment as the transport sends them."""
+    def learn_apps(self, apps: AppsConfig, env: Mapping[str, str] | None = None) -> None:
+        """Apps' `mcp.headers` values, resolved from the environment as the transport sends them,
+        and every variable a header or `mcp.url` references (`https://x/mcp?key=${KEY}`)."""
+        source = dict(os.environ if env is None else env)
         for app in apps.apps.values():
             for name, raw in app.mcp.headers.items():
                 try:
-                    self.redactor.learn(expand_env(raw))
+                    self.redactor.learn(expand_env(raw, source))
                 except AuroraError as exc:  # the session reports it; nothing to hide yet
                     log.debug("header not resolved", app=app.name, header=name, error=str(exc))
+            for raw in [*app.mcp.headers.values(), app.mcp.url or ""]:
+                self.redactor.learn(*(source.get(match.group(1)) for match in ENV_REFERENCE.finditer(raw)))
 
     def learn_systems(self, systems: Iterable[System]) -> None:
         """HTTP systems' credentials as they stand now (each call learns its own again)."""
