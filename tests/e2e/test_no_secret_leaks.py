@@ -62,6 +62,7 @@ from tests.integration.runner.helpers import (
     task_id_of,
     write_apps,
 )
+from tests.integration.runner.test_tasks_cli import cli
 
 pytestmark = pytest.mark.timeout(240)
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
@@ -219,6 +220,9 @@ async def approved_secret_write(nc: NATS, subjects: Subjects, stack: Stack) -> d
     shown = await admin_request(nc, subjects, "approvals", "get", {"id": approval_id})
     assert shown["arguments"] == {"user": "ann", "password": "[redacted]", "pin": "[redacted]"}, shown
     assert "decision_salt" not in shown
+    printed = cli(stack.url, "approvals", "show", approval_id)  # what an operator reads
+    assert printed.returncode == 0 and "set_password" in printed.stdout and "[redacted]" in printed.stdout, printed
+    assert PASSWORD not in printed.stdout and PIN not in printed.stdout
     await admin_request(nc, subjects, "approvals", "grant", {"id": approval_id, "by": "secrets-test"})
     done = await settled(nc, subjects, task_id, timeout=60, states=FINAL)
     assert done["state"] == "succeeded", json.dumps(done)[:4000]
