@@ -131,6 +131,7 @@ async def main(settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     async def serve(request: Request, operator: bool) -> None:
         try:
             reply, record = await handler.answer(request.data, operator=operator)
+            reply = redaction.reply(reply)  # no configured credential goes back to a caller
             try:
                 await request.respond(reply)
                 # `respond` only queues the reply for nats-py's flusher task; letting it run

@@ -43,6 +43,19 @@ class GatewayRedaction:
     def scrub(self, text: str | None) -> str | None:
         return self.redactor.scrub(text) if text is not None else None
 
+    def reply(self, data: bytes) -> bytes:
+        """A tool call's encoded reply with every known credential replaced: what a tool answers
+        ends up in the caller's step log. One pass over the JSON text; the marker has no quote or
+        backslash, so the JSON stays valid."""
+        if not self.redactor.known_count:
+            return data
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return data
+        scrubbed = self.redactor.scrub(text)
+        return data if scrubbed is text or scrubbed == text else scrubbed.encode("utf-8")
+
     def summary(self, value: Any, paths: Paths | None = None, limit: int = SUMMARY_LIMIT) -> str:
         """A redacted value as compact JSON, at most `limit` characters (redacted before it is cut,
         so a cut never leaves half a secret)."""

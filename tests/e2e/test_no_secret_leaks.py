@@ -186,6 +186,9 @@ async def header_app_call(nc: NATS, subjects: Subjects) -> None:
         return result if result["status"] == "ok" else None
 
     await poll(listed, timeout=40, what="the guarded notes app answering")
+    # A tool that echoes a configured credential: the caller (and the audit) get it redacted.
+    echoed = await raw_operator_call(nc, subjects, f"{ECHO}.echo", {"value": f"header was {HEADER_TOKEN}"})
+    assert echoed["status"] == "ok" and echoed["structured"] == {"value": "header was [redacted]"}, echoed
 
 
 async def approved_secret_write(nc: NATS, subjects: Subjects, stack: Stack) -> dict[str, Any]:
