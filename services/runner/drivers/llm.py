@@ -174,7 +174,8 @@ class LlmDriver:
             return self._refuse(ctx, step_id, action_tool.TOOL_NAME, "invalid_arguments",
                                 "action must be a non-empty string", limit)
         if action != EXECUTABLE_ACTION:
-            step = action_tool.telemetry_step(step_id, action, arguments)
+            kept = self._steps.secrets.redactor.arguments(arguments) if self._steps.secrets is not None else arguments
+            step = action_tool.telemetry_step(step_id, action, kept)  # recorded only: nothing secret kept
             ctx.handle.stage(step)
             return action_tool.telemetry_result(step)
         question, options = arguments.get("question"), arguments.get("options", [])
