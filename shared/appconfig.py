@@ -25,6 +25,7 @@ from shared.subjects import app_token, check_unique_tokens
 
 # `${VAR}`, or `${VAR:-default}` (the default when VAR is unset or empty, as in the shell).
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+ENV_REFERENCE = _ENV_REF  # `${NAME}` / `${NAME:-default}`: group 1 is the variable's name
 PACKAGE_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 
 

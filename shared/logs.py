@@ -5,10 +5,17 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from collections.abc import MutableMapping
+from collections.abc import Callable, MutableMapping
 from typing import Any
 
 _RESERVED = {"exc_info", "stack_info", "stacklevel", "extra"}
+_scrubbers: list[Callable[[str], str]] = []
+
+
+def scrub_logs_with(scrub: Callable[[str], str]) -> None:
+    """Every log line of this process passes through `scrub` (a `Redactor.scrub`: known
+    credential values replaced) before it is written. Set by a composition root."""
+    _scrubbers.append(scrub)
 
 
 class JsonFormatter(logging.Formatter):
@@ -27,7 +34,10 @@ class JsonFormatter(logging.Formatter):
         entry.update(getattr(record, "fields", {}))
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False, default=str)
+        line = json.dumps(entry, ensure_ascii=False, default=str)
+        for scrub in _scrubbers:
+            line = scrub(line)
+        return line
 
 
 class Log(logging.LoggerAdapter[logging.Logger]):

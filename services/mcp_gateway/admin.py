@@ -289,13 +289,13 @@ def _agent_endpoints(gateway: Gateway, pool: ToolPool, executable: Executability
 def _approval_endpoints(gateway: Gateway, approvals: ApprovalStore) -> Endpoints:
     async def list_approvals(body: dict[str, Any]) -> list[dict[str, Any]]:
         state = body.get("state")
-        return [msgspec.to_builtins(a) for a in await approvals.find(state if isinstance(state, str) else None)]
+        return [gateway.approval_view(a) for a in await approvals.find(state if isinstance(state, str) else None)]
 
     async def get(body: dict[str, Any]) -> dict[str, Any]:
         found = await approvals.get(_text(body, "id"))
         if found is None:
             raise AdminRequestError("not_found", f"no approval {body['id']!r}")
-        return dict(msgspec.to_builtins(found[0]))
+        return gateway.approval_view(found[0])
 
     def decide(grant: bool) -> AdminHandler:
         verb = "granted" if grant else "denied"
@@ -313,7 +313,7 @@ def _approval_endpoints(gateway: Gateway, approvals: ApprovalStore) -> Endpoints
                     await publish_decision(exc.approval, verb)
                 raise AdminRequestError(exc.code, str(exc)) from exc
             await publish_decision(approval, verb)
-            return dict(msgspec.to_builtins(approval))
+            return gateway.approval_view(approval)
 
         return handler
 

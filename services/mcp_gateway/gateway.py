@@ -24,8 +24,9 @@ from services.mcp_gateway.catalog import (
 from services.mcp_gateway.http_systems import HttpSystems
 from services.mcp_gateway.observe import lifecycle_signal, notification_signal
 from services.mcp_gateway.outbox import Outbox
-from services.mcp_gateway.pool.audit import AuditItem, summarize
+from services.mcp_gateway.pool.audit import AuditItem
 from services.mcp_gateway.pool.registry import ToolPool
+from services.mcp_gateway.redaction import GatewayRedaction
 from services.mcp_gateway.session import AppSession, TransportFactory
 from services.mcp_gateway.toolcalls import CallRecord
 from services.mcp_gateway.transports.http import http_transport
@@ -34,7 +35,7 @@ from shared.appconfig import AppConfig, AppsConfig
 from shared.bus import is_jetstream_delivery
 from shared.clock import now_iso
 from shared.contracts import mcp_relay
-from shared.contracts.approval import Approval
+from shared.contracts.approval import Approval, decision_signal_id, public_view
 from shared.contracts.audit import AuditRecord
 from shared.contracts.health import SessionHealth, SessionStatus, session_key
 from shared.contracts.signals import (
@@ -49,6 +50,7 @@ from shared.contracts.signals import (
 from shared.contracts.system import System
 from shared.contracts.tooldef import McpExecution
 from shared.logs import get_logger
+from shared.redaction import Redactor
 from shared.signal_publisher import new_signal_id, publish_signal
 from shared.subjects import Subjects, app_token
 
@@ -65,8 +67,10 @@ class Gateway:
     """Implements the sessions' listener: health, signals, catalog updates."""
 
     def __init__(self, nc: NATS, subjects: Subjects, apps: AppsConfig, health: KeyValue, outbox: Outbox[SignalBase],
-                 pool: ToolPool, audit: Outbox[AuditItem]) -> None:
+                 pool: ToolPool, audit: Outbox[AuditItem], *, redaction: GatewayRedaction | None = None) -> None:
         self._nc = nc
+        # What the audit and the events keep of arguments, results and errors (secrets replaced).
+        self.redaction = redaction or GatewayRedaction(Redactor(), lambda: pool.tools)
         self._pool = pool
         self._audit = audit
         self._subjects = subjects
@@ -211,6 +215,8 @@ class Gateway:
         """Every answered call is audited; every executed one also becomes a `tool.*` event."""
         result, ctx = record.result, record.request.context
         app_id = record.system or GATEWAY_APP
+        hide = self.redaction
+        error_message = hide.scrub(result.error.message) if result.error else None
         self._audit.put((app_id, AuditRecord(
             call_id=record.call_id, at=now_iso(), tool=record.request.tool, system=record.system,
             caller=f"agent:{ctx.agent}" if ctx.agent else "anonymous" if record.anonymous else "operator",
@@ -218,10 +224,10 @@ class Gateway:
             task_id=ctx.task_id, session_id=ctx.session_id, actor=ctx.actor.id if ctx.actor else None,
             synthetic=ctx.synthetic, status=result.status,
             error_code=result.error.code if result.error else None,
-            error_message=result.error.message if result.error else None, duration_ms=result.duration_ms,
+            error_message=error_message, duration_ms=result.duration_ms,
             approval_id=result.approval_id, side_effect=result.side_effect,
-            input_summary=summarize(record.request.arguments),
-            output_summary=summarize(result.structured if result.structured is not None else result.content),
+            input_summary=hide.summary(record.request.arguments, hide.paths(record.request.tool)),
+            output_summary=hide.summary(result.structured if result.structured is not None else result.content),
         )))
         if not record.executed or record.system is None:
             return
@@ -236,7 +242,7 @@ class Gateway:
             tool=record.request.tool, outcome=outcome, status=result.status, duration_ms=result.duration_ms,
             call_id=record.call_id, run_id=ctx.run_id, task_id=ctx.task_id, agent=ctx.agent,
             session_id=ctx.session_id, synthetic=ctx.synthetic,
-            error={"code": result.error.code, "message": result.error.message} if result.error else None,
+            error={"code": result.error.code, "message": error_message or ""} if result.error else None,
             trace=record.trace,
         ))
 
@@ -256,22 +262,29 @@ class Gateway:
     async def publish_approval_decision(self, approval: Approval, verb: str) -> None:
         """`approval.granted` / `approval.denied`: a waiting task resumes (or is cancelled) on it,
         so it is published before the decision is answered, under an id of its own (deciding
-        again publishes it again; the bridge keeps it once)."""
+        again publishes it again; the bridge keeps it once) that no app can predict and take first."""
         await self.publish_platform_event(
-            f"approval-{approval.id}-{verb}", f"approval.{verb}", f"{approval.tool} {verb} by {approval.decided_by}",
-            msgspec.to_builtins(approval), session_id=approval.session_id, subject=("approval", approval.id))
+            decision_signal_id(approval, verb), f"approval.{verb}", f"{approval.tool} {verb} by {approval.decided_by}",
+            self.approval_view(approval), session_id=approval.session_id, subject=("approval", approval.id))
 
     def approval_expired(self, approval: Approval) -> None:
         """Its waiting task is cancelled on this event; the id is the approval's own, so the
         bridge keeps one event however many times it is reported."""
         self._outbox.put(_platform_signal(
-            f"approval-{approval.id}-expired", "approval.expired", f"approval for {approval.tool} expired",
-            msgspec.to_builtins(approval), approval.session_id, ("approval", approval.id)))
+            decision_signal_id(approval, "expired"), "approval.expired", f"approval for {approval.tool} expired",
+            self.approval_view(approval), approval.session_id, ("approval", approval.id)))
 
     def approval_requested(self, approval: Approval) -> None:
         self.platform_event(
-            "approval.requested", f"{approval.tool} needs approval", msgspec.to_builtins(approval),
+            "approval.requested", f"{approval.tool} needs approval", self.approval_view(approval),
             session_id=approval.session_id, subject=("approval", approval.id))
+
+    def approval_view(self, approval: Approval) -> dict[str, Any]:
+        """An approval as its events carry it: its stored (already redacted) arguments redacted
+        once more, as an approval stored before redaction existed may hold secrets."""
+        view = public_view(approval)
+        view["arguments"] = self.redaction.arguments(approval.tool, approval.arguments)
+        return view
 
     async def record_resource_read(self, session: AppSession, uri: str, contents: list[dict[str, Any]]) -> None:
         """Resource reads become `resource.read` events only when the app's config asks."""

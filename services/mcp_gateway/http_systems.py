@@ -11,7 +11,7 @@ import httpx
 
 from services.mcp_gateway import classify
 from services.mcp_gateway.http import CircuitBreaker, HttpExecutor, Prober, Transition
-from shared.contracts.system import System
+from shared.contracts.system import AuthHeader, System
 from shared.contracts.toolcall import ToolCallResult
 from shared.contracts.tooldef import ToolDefinition
 
@@ -27,8 +27,9 @@ class HttpSystems:
         events: EventSink,
         *,
         clock: Callable[[], float] = time.monotonic,
+        secrets: Callable[[AuthHeader], str] | None = None,
     ) -> None:
-        self._executor = HttpExecutor(client)
+        self._executor = HttpExecutor(client, secrets)
         self._systems = systems
         self._events = events
         self._clock = clock

@@ -28,11 +28,13 @@ from services.mcp_gateway.pool.approvals import ApprovalStore
 from services.mcp_gateway.pool.audit import AuditItem, audit_publisher
 from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
+from services.mcp_gateway.redaction import GatewayRedaction
 from services.mcp_gateway.serving import CallServer, InFlight, sweep_expired_approvals
 from services.mcp_gateway.toolcalls import ToolCallHandler
 from shared.admin import wrap_handler
 from shared.contracts.signals import SignalBase
-from shared.logs import get_logger
+from shared.logs import get_logger, scrub_logs_with
+from shared.redaction import Redactor
 from shared.signal_publisher import publish_signal
 from shared.streams import (
     approvals_bucket,
@@ -110,17 +112,21 @@ class GatewayService:
         custody = Custody(await ensure_bucket(js, run_records_bucket(subjects)),
                           functools.partial(js.key_value, pipelines_bucket(subjects).name))
         pool = self._pool or ToolPool(js, subjects)
+        redaction = GatewayRedaction(Redactor(), lambda: pool.tools)
+        redaction.learn_apps(settings.apps)
+        scrub_logs_with(redaction.redactor.scrub)
         parts.push_async_callback(pool.stop)
         await pool.start()
+        redaction.learn_systems(pool.systems.values())
         signals: Outbox[SignalBase] = Outbox("signals", functools.partial(publish_signal, js, subjects))
         audit: Outbox[AuditItem] = Outbox("audit", audit_publisher(js, subjects))
         parts.push_async_callback(audit.stop)
         parts.push_async_callback(signals.stop)
         signals.start()
         audit.start()
-        gateway = Gateway(nc, subjects, settings.apps, health, signals, pool, audit)
+        gateway = Gateway(nc, subjects, settings.apps, health, signals, pool, audit, redaction=redaction)
         approvals = ApprovalStore(approvals_kv, ttl_seconds=settings.approval_ttl_seconds,
-                                  on_expired=gateway.approval_expired)
+                                  on_expired=gateway.approval_expired, redact=redaction.arguments)
         parts.push_async_callback(gateway.stop)
         await gateway.start()
         http_client = self._http_client or httpx.AsyncClient(timeout=httpx.Timeout(30.0))
@@ -129,6 +135,7 @@ class GatewayService:
             http_client,
             lambda: pool.systems,
             lambda kind, summary, data: gateway.platform_event(kind, summary, data, subject=("system", data["system"])),
+            secrets=redaction.read_secret,
         )
         gateway.http_systems = http
         parts.push_async_callback(http.stop)
@@ -140,7 +147,7 @@ class GatewayService:
         )
         in_flight = InFlight()
         parts.push_async_callback(in_flight.wait_idle, settings.shutdown_wait_seconds)
-        calls = CallServer(handler, in_flight)
+        calls = CallServer(handler, in_flight, redaction.reply)
         service = await add_service(
             nc, name="aurora-mcp-gateway", version=VERSION, description="MCP sessions, tool pool, tool calls"
         )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Callable
 
 import msgspec
 from nats.micro.request import Request
@@ -58,9 +59,11 @@ class InFlight:
 class CallServer:
     """The handlers of the tool-call endpoints (agents' calls, and operators' on the admin subject)."""
 
-    def __init__(self, handler: ToolCallHandler, in_flight: InFlight) -> None:
+    def __init__(self, handler: ToolCallHandler, in_flight: InFlight,
+                 scrub_reply: Callable[[bytes], bytes] = lambda reply: reply) -> None:
         self._handler = handler
         self._in_flight = in_flight
+        self._scrub_reply = scrub_reply  # no configured credential goes back to a caller
 
     async def tool_call(self, request: Request) -> None:
         self._dispatch(request, operator=False)
@@ -85,7 +88,7 @@ class CallServer:
             except Exception:
                 reply, record = self._internal_error(request.data, tracked, operator)
             try:
-                await request.respond(reply)
+                await request.respond(self._scrub_reply(reply))
                 # `respond` only queues the reply for nats-py's flusher task; letting it run
                 # first puts the reply on the wire before the audit record is built (0.1 ms).
                 await asyncio.sleep(0)

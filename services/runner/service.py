@@ -6,6 +6,9 @@
 from __future__ import annotations
 
 import asyncio
+import os
+from collections.abc import Mapping
+from typing import Any
 
 import httpx
 from nats.aio.client import Client as NATS
@@ -23,6 +26,7 @@ from services.runner.history import StreamHistory
 from services.runner.interactions import Announcer
 from services.runner.llm_client import HttpChatModel
 from services.runner.resumer import Resumer
+from services.runner.secrets import StepSecrets, seal_key_material
 from services.runner.steps import ToolSteps
 from services.runner.stores import ensure_runs_consumer, open_stores
 from services.runner.task_events import TaskEvents
@@ -31,7 +35,8 @@ from services.runner.toolclient import NatsToolClient
 from services.runner.tooling import GatewayTools
 from services.runner.worker import Worker
 from shared.admin import start_admin_service
-from shared.logs import get_logger
+from shared.logs import get_logger, scrub_logs_with
+from shared.redaction import Redactor
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
 
@@ -40,8 +45,10 @@ log = get_logger("aurora.runner")
 
 
 class RunnerService:
-    def __init__(self, nc: NATS, subjects: Subjects, config: RunnerConfig) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, config: RunnerConfig,
+                 env: Mapping[str, str] | None = None) -> None:
         self._nc = nc
+        self._env: Mapping[str, str] = os.environ if env is None else env  # the seal key's source
         self._subjects = subjects
         self._config = config
         self._catalog: Catalog | None = None
@@ -77,7 +84,8 @@ class RunnerService:
         store = TaskStore(stores.tasks, events.publish, js=js, bucket=tasks_bucket(subjects).name)
         steps = ToolSteps(NatsToolClient(nc, subjects.tool_call, instance=config.instance),
                           JetStreamAudit(js, subjects), catalog.side_effect,
-                          default_timeout=config.tool_timeout, result_limit=config.step_result_limit)
+                          default_timeout=config.tool_timeout, result_limit=config.step_result_limit,
+                          secrets=self._secrets(catalog))
         self._http = httpx.AsyncClient(limits=httpx.Limits(max_connections=max(config.concurrency * 2, 10)))
         history = StreamHistory(js, subjects, window=config.history_window, scan_limit=config.history_scan_limit)
         announcer = Announcer(js, subjects, instance=config.instance)
@@ -97,6 +105,20 @@ class RunnerService:
         )
         await self._nc.flush()  # "ready" means the admin endpoints' subscriptions reached the server
         log.info("ready", instance=config.instance, concurrency=config.concurrency, ack_wait=config.ack_wait)
+
+    def _secrets(self, catalog: Catalog) -> StepSecrets:
+        material, where = seal_key_material(self._env)
+        if where == "the development key":
+            log.warning("secret tool arguments in the step log are sealed with the DEVELOPMENT key: set "
+                        "AURORA_RUNNER_SEAL_KEY or run with NATS credentials")
+        redactor = Redactor([v for v in (self._env.get(self._config.models.api_key_env or ""),) if v])
+        scrub_logs_with(redactor.scrub)
+
+        def schema_of(tool: str) -> dict[str, Any] | None:
+            found = catalog.tools.items.get(tool)
+            return found.input_schema if found is not None else None
+
+        return StepSecrets(redactor, schema_of, material)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Runs from the queue, and waiting tasks resumed when their approval or answer comes."""

@@ -4,6 +4,9 @@ A read is recorded when it finishes (losing it in a crash only means reading aga
 anything not declared read-only, deliveries included — is recorded `started` (with its call id)
 before the call and `finished` after it, each durably, so a resumed task knows which writes
 may have happened. For such a step found `started`, see `recovery`.
+
+The log keeps a call's arguments redacted, the full ones sealed beside them (`secrets`); a call
+made again (an approval came) with the logged arguments is made with the sealed ones.
 """
 
 from __future__ import annotations
@@ -18,8 +21,9 @@ import msgspec
 from services.runner import recovery
 from services.runner.audit import AuditLookup
 from services.runner.context import RunContext
-from services.runner.errors import Unverified
+from services.runner.errors import StepFailed, Unverified
 from services.runner.results import bounded, business_ids, error_of, text_of, truncate
+from services.runner.secrets import SealBroken, StepSecrets
 from services.runner.toolclient import REPLY_MARGIN, ToolClient, call_id_for
 from shared.clock import now_iso
 from shared.contracts.task import TaskStep
@@ -34,8 +38,9 @@ Kind = Literal["tool", "delivery", "verify"]
 
 class ToolSteps:
     def __init__(self, tools: ToolClient, audit: AuditLookup, side_effect_of: Callable[[str], str], *,
-                 default_timeout: float, result_limit: int) -> None:
+                 default_timeout: float, result_limit: int, secrets: StepSecrets | None = None) -> None:
         self._tools = tools
+        self.secrets = secrets
         self._audit = audit
         self._side_effect_of = side_effect_of
         self._timeout = default_timeout
@@ -62,14 +67,16 @@ class ToolSteps:
             note = "the read-back found no trace of the first call, so it was made again"
         effect = side_effect or self._side_effect_of(tool)
         limit = timeout or self._timeout
+        arguments = self._full(prior, arguments)
+        kept, sealed = self.secrets.keep(tool, arguments) if self.secrets is not None else (arguments, None)
         started = TaskStep(
             id=step_id, kind=kind, name=tool, status="started", started_at=now_iso(), side_effect=effect,
-            arguments=arguments, call_id=call_id_for(ctx.task_id, step_id, ctx.attempt),
+            arguments=kept, sealed_arguments=sealed, call_id=call_id_for(ctx.task_id, step_id, ctx.attempt),
             approval_id=ctx.approvals.get(step_id), note=note, timeout_seconds=limit,
         )
         if effect != "read":
             await ctx.handle.record(started)
-        call = self._tools.call(self._request(ctx, started, limit), call_id=started.call_id or "",
+        call = self._tools.call(self._request(ctx, started, arguments, limit), call_id=started.call_id or "",
                                 timeout=limit, side_effect=effect, trace=ctx.event.header.trace)
         result = await (ctx.interruptible(call) if effect == "read" else call)
         finished = self._finished(started, result)
@@ -79,12 +86,24 @@ class ToolSteps:
             ctx.handle.stage(finished)
         return finished
 
-    def _request(self, ctx: RunContext, step: TaskStep, timeout: float) -> ToolCallRequest:
+    def _full(self, prior: TaskStep | None, arguments: dict[str, Any]) -> dict[str, Any]:
+        """The arguments to call with: the sealed ones when these are the logged, redacted ones."""
+        if prior is None or prior.sealed_arguments is None or arguments != prior.arguments:
+            return arguments
+        if self.secrets is None:
+            raise StepFailed("secrets_sealed", f"step {prior.id}'s arguments are sealed and this runner has no key")
+        try:
+            return self.secrets.opened(prior.sealed_arguments)
+        except SealBroken as exc:
+            raise StepFailed("secrets_sealed", f"step {prior.id}: {exc}") from exc
+
+    def _request(self, ctx: RunContext, step: TaskStep, arguments: dict[str, Any],
+                 timeout: float) -> ToolCallRequest:
         payload = ctx.event.payload
         actor = ToolActor(id=payload.actor.id, kind=payload.actor.kind) if payload.actor else None
         return ToolCallRequest(
             tool=step.name,
-            arguments=step.arguments or {},
+            arguments=arguments,
             context=ToolCallContext(
                 agent=ctx.agent, run_id=ctx.handle.task.run_id, task_id=ctx.task_id, step_id=step.id,
                 session_id=payload.session_id, actor=actor, approval_id=step.approval_id,

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
+import secrets
 from typing import Any, Literal
 
 import msgspec
@@ -40,6 +42,32 @@ class Approval(msgspec.Struct, frozen=True, kw_only=True):
     consumed_at: str | None = None
     session_id: str | None = None
     asked_in_chat: ChatQuestion | None = None
+    # Random, made with the approval and never shown or published: the ids of its decision
+    # events are derived from it, so no app can predict one and publish it first (JetStream
+    # would then drop the platform's event as a duplicate). See `decision_signal_id`.
+    decision_salt: str = ""
+
+
+def new_decision_salt() -> str:
+    return secrets.token_hex(16)
+
+
+def decision_signal_id(approval: Approval, verb: str) -> str:
+    """The id of `approval.<verb>`: the same each time it is published again (so the bridge keeps
+    it once), and unpredictable to anyone who has not read the approvals bucket. An approval
+    stored before salts existed keeps its old, predictable id."""
+    if not approval.decision_salt:
+        return f"approval-{approval.id}-{verb}"
+    tag = hmac.new(approval.decision_salt.encode(), f"{approval.id}\n{verb}".encode(), hashlib.sha256).hexdigest()
+    return f"approval-{approval.id}-{verb}-{tag[:32]}"
+
+
+def public_view(approval: Approval) -> dict[str, Any]:
+    """The approval as events, the admin API and the CLI show it: its arguments are the
+    redacted ones it was stored with, and the decision salt stays out."""
+    view: dict[str, Any] = msgspec.to_builtins(approval)
+    view.pop("decision_salt", None)
+    return view
 
 
 def canonical_args_hash(arguments: dict[str, Any]) -> str:

@@ -64,7 +64,10 @@ class TaskStep(msgspec.Struct, frozen=True, kw_only=True):
     started_at: str
     finished_at: str | None = None
     side_effect: str | None = None  # tools: read | write | dangerous
-    arguments: dict[str, Any] | None = None
+    arguments: dict[str, Any] | None = None  # secret fields redacted (shared/redaction.py)
+    # The full arguments, encrypted with the runners' key, when `arguments` had any redacted: a
+    # call made again after its approval must send exactly what the approval was asked for.
+    sealed_arguments: str | None = None
     call_id: str | None = None  # the tool call's envelope message_id (the gateway's audit key)
     timeout_seconds: float | None = None  # how long the call was allowed to take
     classification: ToolStatus | None = None

@@ -1,8 +1,10 @@
-"""Test MCP app over stdio (lowlevel Server, raw arguments): echo, slow, crash, fail and counter tools."""
+"""Test MCP app over stdio (lowlevel Server, raw arguments): echo, slow, crash, fail, counter and
+set_password tools."""
 
 from __future__ import annotations
 
 import fcntl
+import hashlib
 import json
 import os
 import sys
@@ -69,6 +71,13 @@ TOOLS = [
         description="Read the per-key counter in $ECHO_COUNTER_FILE.",
         input_schema=_schema({"key": {"type": "string"}}, ["key"]),
         annotations=READ_ONLY,
+    ),
+    types.Tool(
+        name="set_password",
+        description="A write with secret arguments: answers a digest of the password, never the password.",
+        input_schema=_schema({"user": {"type": "string"}, "password": {"type": "string", "format": "password"},
+                              "pin": {"type": "string", "writeOnly": True}}, ["user", "password"]),
+        annotations=WRITE,
     ),
     types.Tool(
         name="get_startup",
@@ -147,6 +156,12 @@ async def call_tool(
             except (OSError, ValueError) as exc:
                 return _error(f"counter unavailable: {exc}")
             return _result({"key": key, "count": count})
+        case "set_password":
+            user, password = args.get("user"), args.get("password")
+            if not isinstance(user, str) or not isinstance(password, str):
+                return _error("user and password must be strings")
+            digest = hashlib.sha256(f"{password}|{args.get('pin', '')}".encode()).hexdigest()[:16]
+            return _result({"user": user, "changed": True, "digest": digest})
         case "get_startup":
             return _result({"startup": STARTUP, "pid": os.getpid()})
     raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")

@@ -38,10 +38,10 @@ from shared.contracts.system import AuthHeader, BusinessContract, System
 from shared.contracts.toolcall import ToolCallResult, ToolError, ToolStatus
 from shared.contracts.tooldef import HttpExecution, ToolDefinition
 from shared.errors import AuroraError
+from shared.redaction import MARKER as REDACTED
 
 MAX_TEXT_BYTES = 16 * 1024  # of the body shown as a text block
 MAX_BODY_BYTES = 4 * 1024 * 1024  # read at most this much of an answer
-REDACTED = "[redacted]"
 _GATEWAY_ERRORS = frozenset({502, 503, 504})
 _NOT_PROCESSED = frozenset({501, 503})
 

@@ -3,6 +3,9 @@
 Consuming is a compare-and-set on the approval's KV revision, so of any number of concurrent
 calls presenting one approval exactly one executes. An approval only fits the same tool,
 the same canonical argument hash and the same task it was requested for.
+
+The arguments stored with an approval (and shown in its events, the chat question and the CLI)
+are redacted: the check compares the hash of the full arguments, never the stored ones.
 """
 
 from __future__ import annotations
@@ -16,7 +19,13 @@ from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from shared.clock import is_past, now_iso
-from shared.contracts.approval import Approval, ChatQuestion, approval_id_for, canonical_args_hash
+from shared.contracts.approval import (
+    Approval,
+    ChatQuestion,
+    approval_id_for,
+    canonical_args_hash,
+    new_decision_salt,
+)
 from shared.contracts.toolcall import ToolCallContext
 from shared.errors import AuroraError
 from shared.kvmirror import read_all
@@ -32,13 +41,16 @@ class ApprovalRefused(AuroraError):
 
 
 _decoder = msgspec.json.Decoder(Approval)
+# (tool, arguments) → the arguments fit to store (secrets replaced)
+Redact = Callable[[str, dict[str, Any]], dict[str, Any]]
 
 
 class ApprovalStore:
     def __init__(self, kv: KeyValue, *, ttl_seconds: float = 24 * 3600,
-                 on_expired: Callable[[Approval], None] | None = None) -> None:
+                 on_expired: Callable[[Approval], None] | None = None, redact: Redact | None = None) -> None:
         self._kv = kv
         self._ttl = ttl_seconds
+        self._redact = redact
         # Called once for each approval this store moves to `expired`, whoever noticed first
         # (the sweep, a late decision, a call presenting it): its task waits on `approval.expired`.
         self.on_expired = on_expired
@@ -66,11 +78,12 @@ class ApprovalStore:
             task_id=context.task_id,
             run_id=context.run_id,
             agent=context.agent,
-            arguments=arguments,
+            arguments=self._redact(tool, arguments) if self._redact is not None else arguments,
             side_effect=side_effect,
             requested_at=now.isoformat(),
             expires_at=(now + timedelta(seconds=self._ttl)).isoformat(),
             session_id=context.session_id,
+            decision_salt=new_decision_salt(),
         )
         try:
             await self._kv.create(approval_id, msgspec.json.encode(approval))

@@ -1,34 +1,15 @@
-"""Audit records: one per tool call on `<p>.audit.<app>`, summaries truncated, secrets redacted."""
+"""Audit records: one per tool call on `<p>.audit.<app>`, summaries truncated, secrets redacted
+(the record is built in `Gateway.record_call` with the gateway's `GatewayRedaction`)."""
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 import msgspec
 from nats.js import JetStreamContext
 
 from shared.contracts.audit import AuditRecord
 from shared.subjects import Subjects
-
-SECRET_KEYS = re.compile(r"(pass(word)?|secret|token|api[_-]?key|authorization|credential|cookie)", re.I)
-REDACTED = "***"
-
-
-def redact(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: REDACTED if SECRET_KEYS.search(str(k)) else redact(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v) for v in value]
-    return value
-
-
-def summarize(value: Any, limit: int = 512) -> str:
-    text = json.dumps(redact(value), ensure_ascii=False, default=str, separators=(",", ":"))
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
 
 AuditItem = tuple[str, AuditRecord]
 

@@ -78,7 +78,8 @@ class LlmDriver:
             if last:
                 messages.append({"role": "system", "content": "The tool budget of this run is used up: "
                                  "answer now with what you have, and say what is missing."})
-            turn = await self._turn(ctx, call, f"{prefix}m{round_no}", messages, None if last else offered)
+            turn = await self._turn(ctx, call, f"{prefix}m{round_no}", messages, None if last else offered,
+                                    toolset.names)
             messages.append(turn.message())
             if not turn.tool_calls or last:
                 return turn.content
@@ -97,6 +98,8 @@ class LlmDriver:
                              "(AURORA_MODEL_BASE_URL, AURORA_MODEL)")
         key_env = settings.api_key_env if settings else defaults.api_key_env
         api_key = self._env(key_env) if key_env else None
+        if api_key and self._steps.secrets is not None:
+            self._steps.secrets.redactor.learn(api_key)  # a key read from a `*_env` never shows
         if key_env and not api_key:
             raise StepFailed("no_api_key", f"{key_env}, the environment variable of agent {agent.id}'s API key, "
                              "is not set")
@@ -106,7 +109,7 @@ class LlmDriver:
                          timeout=settings.timeout_seconds if settings else defaults.timeout_seconds)
 
     async def _turn(self, ctx: RunContext, call: ModelCall, step_id: str, messages: list[dict[str, Any]],
-                    tools: list[dict[str, Any]] | None) -> ChatTurn:
+                    tools: list[dict[str, Any]] | None, tool_of: dict[str, str]) -> ChatTurn:
         prior = ctx.handle.step(step_id)
         if prior is not None and prior.done and isinstance(prior.structured, dict):
             return turn_from_log(prior.structured)
@@ -117,10 +120,17 @@ class LlmDriver:
             raise StepFailed(exc.code, f"model call {step_id}: {exc}") from exc
         ctx.handle.stage(TaskStep(
             id=step_id, kind="model", name=call.model, status="finished", started_at=started, finished_at=now_iso(),
-            structured={"message": turn.message(), "finish_reason": turn.finish_reason, "usage": turn.usage},
+            # Secret arguments of the proposed calls are not kept: a resume gets them from the
+            # tool step's sealed arguments (steps.py).
+            structured={"message": self._kept(turn.message(), tool_of), "finish_reason": turn.finish_reason,
+                        "usage": turn.usage},
             text=turn.content,
         ))
         return turn
+
+    def _kept(self, message: dict[str, Any], tool_of: dict[str, str]) -> Any:
+        secrets = self._steps.secrets
+        return secrets.model_message(message, tool_of) if secrets is not None else message
 
     async def _tool_call(self, ctx: RunContext, agent: Agent, toolset: Toolset, step_id: str,
                          proposal: ToolCallProposal) -> str:
@@ -164,7 +174,8 @@ class LlmDriver:
             return self._refuse(ctx, step_id, action_tool.TOOL_NAME, "invalid_arguments",
                                 "action must be a non-empty string", limit)
         if action != EXECUTABLE_ACTION:
-            step = action_tool.telemetry_step(step_id, action, arguments)
+            kept = self._steps.secrets.redactor.arguments(arguments) if self._steps.secrets is not None else arguments
+            step = action_tool.telemetry_step(step_id, action, kept)  # recorded only: nothing secret kept
             ctx.handle.stage(step)
             return action_tool.telemetry_result(step)
         question, options = arguments.get("question"), arguments.get("options", [])

@@ -1,0 +1,97 @@
+"""The one redaction module: secret fields by schema and by name, known credential values in any
+string, and the approval's decision ids that no app can predict."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from shared.contracts.approval import Approval, canonical_args_hash, decision_signal_id, public_view
+from shared.logs import JsonFormatter, scrub_logs_with
+from shared.redaction import MARKER, Redactor, is_secret_name, secret_paths
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "user": {"type": "string"},
+        "pin": {"type": "string", "format": "password"},
+        "profile": {"type": "object", "properties": {"hint": {"type": "string", "writeOnly": True},
+                                                     "city": {"type": "string"}}},
+        "keys": {"type": "array", "items": {"type": "string", "writeOnly": True}},
+        "people": {"type": "array", "items": {"type": "object", "properties": {
+            "name": {"type": "string"}, "otp": {"type": "string", "format": "password"}}}},
+        "either": {"anyOf": [{"type": "object", "properties": {"seed": {"writeOnly": True}}}, {"type": "null"}]},
+    },
+}
+
+
+@pytest.mark.parametrize("name", ["password", "Passwd", "api_key", "apiKey", "X-Api-Key", "access_token",
+                                  "client_secret", "Authorization", "credentials", "new_password_again"])
+def test_secret_names_are_recognised(name: str) -> None:
+    assert is_secret_name(name)
+
+
+@pytest.mark.parametrize("name", ["user", "max_tokens", "prompt_tokens", "compass", "text", "passenger"])
+def test_ordinary_names_are_not_secret(name: str) -> None:
+    assert not is_secret_name(name)
+
+
+def test_schema_marks_nested_fields_arrays_and_branches_secret() -> None:
+    redactor = Redactor()
+    arguments = {
+        "user": "ann", "pin": "4321", "profile": {"hint": "my cat", "city": "Oslo"},
+        "keys": ["k1", "k2"], "people": [{"name": "bo", "otp": "777"}], "either": {"seed": "abc"},
+        "nested": {"list": [{"Password": "x", "ok": 1}]},
+    }
+    out = redactor.arguments(arguments, secret_paths(SCHEMA))
+    assert out == {
+        "user": "ann", "pin": MARKER, "profile": {"hint": MARKER, "city": "Oslo"},
+        "keys": [MARKER, MARKER], "people": [{"name": "bo", "otp": MARKER}], "either": {"seed": MARKER},
+        "nested": {"list": [{"Password": MARKER, "ok": 1}]},
+    }
+    assert arguments["pin"] == "4321"  # the caller's arguments are left as they are
+
+
+def test_known_values_are_scrubbed_inside_any_string_and_key() -> None:
+    redactor = Redactor(["tok-ABCDEF123456"])
+    redactor.learn("Bearer hdr-987654321")  # a header value: the whole and its token
+    value = {"error": "GET https://x.test/?key=tok-ABCDEF123456 failed",
+             "tok-ABCDEF123456": ["sent hdr-987654321"]}
+    text = json.dumps(redactor.value(value))
+    assert "tok-ABCDEF123456" not in text and "hdr-987654321" not in text
+    assert text.count(MARKER) == 3
+    assert redactor.scrub("short 1234") == "short 1234"  # too short to scrub from text safely
+
+
+def test_schema_paths_are_worked_out_once_per_schema_object() -> None:
+    redactor = Redactor()
+    first = redactor.for_schema("t", SCHEMA)
+    assert redactor.for_schema("t", SCHEMA) is first
+    changed = {**SCHEMA, "properties": {"pin": {"type": "string"}}}
+    assert redactor.for_schema("t", changed) == {}
+
+
+def test_log_lines_are_scrubbed_of_known_values() -> None:
+    redactor = Redactor(["log-secret-424242"])
+    scrub_logs_with(redactor.scrub)
+    record = logging.LogRecord("x", logging.INFO, __file__, 1, "failed with log-secret-424242", None, None)
+    record.fields = {"url": "http://h/?t=log-secret-424242"}
+    line = JsonFormatter("test").format(record)
+    assert "log-secret-424242" not in line and MARKER in line
+
+
+def _approval(salt: str) -> Approval:
+    return Approval(id="apr-1", tool="a.b", args_hash=canonical_args_hash({}), task_id="t",
+                    requested_at="2026-01-01T00:00:00+00:00", expires_at="2026-01-02T00:00:00+00:00",
+                    decision_salt=salt)
+
+
+def test_decision_ids_depend_on_the_hidden_salt_and_the_verb() -> None:
+    one, other = _approval("a" * 32), _approval("b" * 32)
+    granted = decision_signal_id(one, "granted")
+    assert granted == decision_signal_id(one, "granted")  # published again: the same id
+    assert granted != decision_signal_id(other, "granted") and granted != decision_signal_id(one, "denied")
+    assert granted != "approval-apr-1-granted"  # not the predictable form
+    assert "decision_salt" not in public_view(one) and "a" * 32 not in json.dumps(public_view(one))
