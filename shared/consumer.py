@@ -221,8 +221,9 @@ class AtLeastOnceConsumer:
     async def _dead_letter(self, msg: Msg, reason: str) -> None:
         meta = msg.metadata
         try:
-            await dead_letter(self._js, self._subjects, stage=self._stage, data=msg.data, reason=reason,
-                              original_subject=msg.subject, stream=meta.stream, sequence=meta.sequence.stream)
+            stored = await dead_letter(self._js, self._subjects, stage=self._stage, data=msg.data, reason=reason,
+                                       original_subject=msg.subject, stream=meta.stream,
+                                       sequence=meta.sequence.stream)
         except Exception as exc:
             # Never terminate what is not stored elsewhere: try again later.
             self.stats.last_error = f"dead-lettering failed: {exc}"
@@ -231,7 +232,8 @@ class AtLeastOnceConsumer:
             await msg.nak(delay=backoff(meta.num_delivered))
             return
         await msg.term()
-        self.stats.dead_lettered += 1
+        if stored:  # a message dead-lettered before (its term was lost) is not counted twice
+            self.stats.dead_lettered += 1
         log.info("message dead-lettered", consumer=self.durable, subject=msg.subject, reason=reason)
 
 

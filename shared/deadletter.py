@@ -25,8 +25,9 @@ async def dead_letter(
     original_subject: str,
     stream: str | None = None,
     sequence: int | None = None,
-) -> None:
-    """Keep the original bytes untouched and say why in headers.
+) -> bool:
+    """Keep the original bytes untouched and say why in headers; true when this stored a new
+    dead letter, false when JetStream already had it.
 
     When the original has a stream sequence, it names the dead letter (`Nats-Msg-Id`), so
     a stage that crashes after dead-lettering and sees the message again adds no second copy.
@@ -41,4 +42,5 @@ async def dead_letter(
         headers[ORIGINAL_STREAM] = stream
         headers[ORIGINAL_SEQUENCE] = str(sequence)
         headers["Nats-Msg-Id"] = f"dlq:{stage}:{stream}:{sequence}"
-    await js.publish(subjects.dlq(stage), data, headers=headers)
+    ack = await js.publish(subjects.dlq(stage), data, headers=headers)
+    return not ack.duplicate

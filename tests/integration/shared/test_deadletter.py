@@ -13,12 +13,14 @@ async def test_a_dead_letter_keeps_the_bytes_and_the_reason(nc: NATS, subjects: 
     js = nc.jetstream()
     await ensure_streams(js, fabric_streams(subjects))
     original = b"\x00\xffnot json\r\n"
+    stored_new = []
     for _ in range(2):  # a stage that crashed after dead-lettering does it again
-        await deadletter.dead_letter(
+        stored_new.append(await deadletter.dead_letter(
             js, subjects, stage="event_bridge", data=original,
             reason="malformed signal:\nline two", original_subject="amp.sig.a.lifecycle",
             stream="AMP_SIGNALS", sequence=42,
-        )
+        ))
+    assert stored_new == [True, False]  # the second is known as a copy, so no stage counts it twice
     info = await js.stream_info("AMP_DLQ")
     assert info.state.messages == 1
     stored = await js.get_msg("AMP_DLQ", seq=info.state.first_seq)
