@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import suppress
 
 from nats.aio.msg import Msg
+from nats.errors import ConnectionClosedError, ConnectionDrainingError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
@@ -96,6 +97,8 @@ class BucketWatch:
             except (NatsTimeoutError, TimeoutError):
                 want = 1
                 continue
+            except (ConnectionClosedError, ConnectionDrainingError):
+                return  # the client closed its connection: nothing more will come
             except Exception as exc:  # the consumer is gone or the connection dropped: reopen
                 if self._stopped:
                     return
@@ -110,6 +113,9 @@ class BucketWatch:
     async def _reopen(self) -> JetStreamContext.PullSubscription | None:
         try:
             return await self._open()
+        except (ConnectionClosedError, ConnectionDrainingError):
+            self._stopped = True  # the client closed its connection: the watch ends
+            return None
         except Exception as exc:
             log.warning("bucket watch could not reopen", bucket=self._bucket, error=str(exc))
             await asyncio.sleep(1.0)
