@@ -121,6 +121,7 @@ class KvMirror(Generic[T]):
         self._on_change = on_change
         self.items: dict[str, T] = {}
         self._task: asyncio.Task[None] | None = None
+        self._watch: _Watch | None = None
 
     async def start(self) -> None:
         if self._task is not None:
@@ -129,10 +130,17 @@ class KvMirror(Generic[T]):
         for entry in entries:
             self._apply(entry.key, entry.value, entry.operation)
         self._changed()
+        self._watch = watcher
         self._task = asyncio.create_task(self._follow(watcher), name=f"kv-mirror-{self._name}")
 
     async def stop(self) -> None:
         task, self._task = self._task, None
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            # Ended before the task is cancelled: on Python 3.11 a cancellation that meets a
+            # message arriving at that moment is swallowed inside nats-py's `next_msg`
+            # (`asyncio.wait_for`), and a watch that is not told to stop would fetch for ever.
+            await watch.stop()
         if task is not None:
             task.cancel()
             await asyncio.gather(task, return_exceptions=True)
