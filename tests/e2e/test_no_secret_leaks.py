@@ -171,8 +171,9 @@ async def http_system_calls(nc: NATS, subjects: Subjects, stack: Stack) -> None:
         "kind": "System", "name": "vault", "type": "http", "base_url": stack.vault_url,
         "contract": {"success_field": "code", "success_values": [0]},
         "auth": {"header": "Authorization", "scheme": "Bearer", "value_env": "AURORA_TEST_VAULT_TOKEN"}})
-    await admin_request(nc, subjects, "systems", "import_openapi",
-                        {"name": "vault", "base_url": stack.vault_url, "spec": str(spec)}, timeout=20)
+    await admin_request(nc, subjects, "systems", "import_openapi",  # the text is sent, as the CLI does
+                        {"name": "vault", "base_url": stack.vault_url, "spec": str(spec),
+                         "document": spec.read_text()}, timeout=20)
     whoami = await raw_operator_call(nc, subjects, "vault.whoami", {})
     assert whoami["status"] == "ok" and whoami["structured"]["seen"] == "Bearer [redacted]", whoami
     broken = await raw_operator_call(nc, subjects, "vault.broken", {})

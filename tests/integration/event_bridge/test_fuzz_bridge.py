@@ -22,7 +22,7 @@ from shared import deadletter
 from shared.contracts.validation import validate_event
 from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess
-from tests.integration.event_bridge.helpers import publish_raw, read_stream, stream_count, wait_until
+from tests.integration.event_bridge.helpers import poll, publish_raw, read_stream, stream_count
 from tests.unit.fuzz.strategies import any_json, mutated
 from tests.unit.fuzz.test_fuzz_envelopes import _native_events
 
@@ -68,7 +68,7 @@ async def _publish_and_count(url: str, batch: list[bytes], bridge: ServiceProces
             assert done <= total, f"{done} outcomes for {total} signals"
             return done == total
 
-        await wait_until(all_processed, timeout=30, what=f"{len(batch)} signals to become events or dead letters")
+        await poll(all_processed, timeout=30, what=f"{len(batch)} signals to become events or dead letters")
         consumer = await js.consumer_info("AMP_SIGNALS", "event-bridge")
         assert consumer.num_pending == 0
     finally:
@@ -85,7 +85,7 @@ async def _check_outcomes(url: str) -> tuple[int, int]:
         for letter in letters:
             assert letter.headers[deadletter.REASON].strip(), letter.headers
             assert letter.headers[deadletter.ORIGINAL_SUBJECT] == SUBJECT
-        await wait_until(_owes_nothing(nc), timeout=10, what="the bridge to ack every signal")
+        await poll(_owes_nothing(nc), timeout=10, what="the bridge to ack every signal")
         return len(events), len(letters)
     finally:
         await nc.close()

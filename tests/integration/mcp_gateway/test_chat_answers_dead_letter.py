@@ -22,7 +22,7 @@ from shared import deadletter
 from shared.contracts.approval import Approval, ChatQuestion
 from shared.streams import approvals_bucket, ensure_bucket, ensure_streams, events_stream, fabric_streams
 from shared.subjects import Subjects
-from tests.integration.event_bridge.helpers import read_stream, wait_for_count, wait_until
+from tests.integration.event_bridge.helpers import poll, read_stream, wait_for_count
 
 APP = "im.polaris.qq"
 
@@ -62,7 +62,7 @@ async def test_an_answer_that_keeps_failing_is_dead_lettered_after_its_last_deli
         async def listening() -> bool:
             return await _exists(js)
 
-        await wait_until(listening, timeout=10, what=f"the {DURABLE} consumer")
+        await poll(listening, timeout=10, what=f"the {DURABLE} consumer")
         ack = await js.publish(subjects.event(APP, "interaction.submitted"), answer(approval.id))
         await wait_for_count(js, "AMP_DLQ", 1, timeout=20)
     finally:

@@ -12,7 +12,7 @@ from shared.contracts.run import run_id_for
 from shared.run_records import decode_record
 from shared.streams import DAY, run_records_bucket
 from shared.subjects import Subjects
-from tests.integration.router.helpers import eventually, publish_events, running_router, stream_count
+from tests.integration.router.helpers import poll, publish_events, running_router, stream_count
 from tests.integration.router.test_routing import _consumer_done, setup_resources_min
 from tests.unit.router.factories import event_doc
 
@@ -26,7 +26,7 @@ async def test_a_dispatched_run_has_one_record_frozen_from_its_event(nc: NATS, s
     capabilities = {"im.polaris.qq": ("reply",)}
     async with running_router(nc, subjects, capabilities=capabilities):
         await publish_events(js, subjects, [doc])
-        await eventually(lambda: _runs(js, subjects, 1), what="one run")
+        await poll(lambda: _runs(js, subjects, 1), what="one run")
     records = await js.key_value(run_records_bucket(subjects).name)
     entry = await records.get(run_id)
     assert entry.value is not None
@@ -41,7 +41,7 @@ async def test_a_dispatched_run_has_one_record_frozen_from_its_event(nc: NATS, s
     # The same event again (a router crashed before its ack): the same record is written again.
     await js.publish(subjects.event("im.polaris.qq", "message.received"), json.dumps(doc).encode())
     async with running_router(nc, subjects, capabilities=capabilities):
-        await eventually(lambda: _consumer_done(js, subjects), what="the copy routed")
+        await poll(lambda: _consumer_done(js, subjects), what="the copy routed")
     again = await records.get(run_id)
     assert again.value == entry.value and again.revision is not None and entry.revision is not None
     assert again.revision > entry.revision  # it was written again, and is the same
@@ -63,12 +63,12 @@ async def test_no_run_is_published_while_its_record_cannot_be_stored(nc: NATS, s
         async def retried() -> bool:
             return router.stats.retried > 0 and "run record" in (router.stats.last_error or "")
 
-        await eventually(retried, what="the event held back for its record")
+        await poll(retried, what="the event held back for its record")
         assert await stream_count(js, subjects.stream("RUNS")) == 0
     # Once records can be stored again, the redelivered event becomes its run, with its record.
     await js.delete_key_value(spec.name)
     async with running_router(nc, subjects):
-        await eventually(lambda: _runs(js, subjects, 1), what="the run, once its record was stored", timeout=40)
+        await poll(lambda: _runs(js, subjects, 1), what="the run, once its record was stored", timeout=40)
     records = await js.key_value(spec.name)
     assert (await records.get(run_id_for(doc["header"]["message_id"], "all"))).value is not None
 

@@ -9,7 +9,7 @@ import json
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 import yaml
@@ -24,7 +24,7 @@ from shared.contracts.agent import Agent, AgentRouting
 from shared.contracts.binding import FIXED_FIELDS, Binding
 from shared.contracts.pipeline import Pipeline, PipelineRouting
 from shared.contracts.resource import ResourceError, ResourceModel, parse_resource
-from shared.contracts.route import ROUTE_STATUSES
+from shared.contracts.route import RouteStatus
 from shared.contracts.system import System
 from tests.unit.contracts.strategies import envelopes
 from tests.unit.fuzz.strategies import (
@@ -246,7 +246,7 @@ def test_routing_any_event_ends_in_one_status_with_reasons(docs: list[dict[str, 
     event = decode_event(encode_document(json.loads(raw)))
     hot = decide(event, table, _processors, now=_NOW)
     dry = decide(event, table, _processors, now=_NOW, explain=True)
-    assert hot.status in ROUTE_STATUSES
+    assert hot.status in get_args(RouteStatus)
     # The hot path and a dry run choose alike; a dry run explains every binding.
     assert (hot.status, hot.binding_id, hot.target) == (dry.status, dry.binding_id, dry.target)
     assert len(dry.steps) == len(table)
