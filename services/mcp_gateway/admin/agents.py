@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from services.mcp_gateway.admin.fields import Endpoints, text_field
-from services.mcp_gateway.gateway import Gateway
 from services.mcp_gateway.platform_tools import PLATFORM_TOOLS, source_app_of
 from services.mcp_gateway.platform_tools import check as check_platform
 from services.mcp_gateway.pool.availability import available_tools, unresolved_duplicates
@@ -13,11 +12,12 @@ from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.schema_adapter import build_name_map, llm_function
 from shared.admin import AdminRequestError
+from shared.appconfig import AppsConfig
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_named
 
 
-def agent_endpoints(gateway: Gateway, pool: ToolPool, executable: Executability) -> Endpoints:
+def agent_endpoints(pool: ToolPool, executable: Executability, apps: AppsConfig) -> Endpoints:
     # Agents are the tool pool's (their bindings are governance's business): the gateway
     # serves `aurora apply/get/delete` for them, as it does for systems.
     resources = ResourceAdmin(kind_named("agents"), pool.bucket("agents"))
@@ -41,7 +41,7 @@ def agent_endpoints(gateway: Gateway, pool: ToolPool, executable: Executability)
         ]
         excluded = [{"tool": e.tool, "reason": e.reason, "detail": e.detail} for e in availability.excluded]
         app_id = source_app_of(delivery)
-        app = gateway.app_config(app_id) if app_id else None
+        app = apps.get(app_id) if app_id else None
         for spec in PLATFORM_TOOLS.values():
             refusal = check_platform(
                 spec, delivery=delivery, app=app, allowed_platform_tools=agent.allowed_platform_tools

@@ -5,22 +5,22 @@ from __future__ import annotations
 from typing import Any
 
 from services.mcp_gateway.admin.fields import Endpoints, text_field
-from services.mcp_gateway.gateway import Gateway
+from services.mcp_gateway.platform_events import PlatformEvents
 from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
 from shared.admin import AdminHandler, AdminRequestError
 from shared.contracts.approval import Approval
 
 
-def approval_endpoints(gateway: Gateway, approvals: ApprovalStore) -> Endpoints:
+def approval_endpoints(approvals: ApprovalStore, events: PlatformEvents) -> Endpoints:
     async def list_approvals(body: dict[str, Any]) -> list[dict[str, Any]]:
         state = body.get("state")
-        return [gateway.approval_view(a) for a in await approvals.find(state if isinstance(state, str) else None)]
+        return [events.approval_view(a) for a in await approvals.find(state if isinstance(state, str) else None)]
 
     async def get(body: dict[str, Any]) -> dict[str, Any]:
         found = await approvals.get(text_field(body, "id"))
         if found is None:
             raise AdminRequestError("not_found", f"no approval {body['id']!r}")
-        return gateway.approval_view(found[0])
+        return events.approval_view(found[0])
 
     def decide(grant: bool) -> AdminHandler:
         verb = "granted" if grant else "denied"
@@ -37,13 +37,13 @@ def approval_endpoints(gateway: Gateway, approvals: ApprovalStore) -> Endpoints:
                     await publish_decision(exc.approval, verb)
                 raise AdminRequestError(exc.code, str(exc)) from exc
             await publish_decision(approval, verb)
-            return gateway.approval_view(approval)
+            return events.approval_view(approval)
 
         return handler
 
     async def publish_decision(approval: Approval, verb: str) -> None:
         try:
-            await gateway.publish_approval_decision(approval, verb)
+            await events.publish_approval_decision(approval, verb)
         except Exception as exc:
             raise AdminRequestError(
                 "event_not_published",

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from services.mcp_gateway.admin.fields import Endpoints, text_field
-from services.mcp_gateway.gateway import Gateway
 from services.mcp_gateway.http import OpenApiError, plan_merge
 from services.mcp_gateway.http.openapi_job import OpenApiImporter
+from services.mcp_gateway.platform_events import PlatformEvents
 from services.mcp_gateway.pool.registry import PoolError, ToolPool
+from services.mcp_gateway.status import StatusViews
 from shared.admin import AdminRequestError
 from shared.clock import now_iso
 from shared.contracts.system import OpenApiSource, System
@@ -16,7 +17,8 @@ from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_named
 
 
-def system_endpoints(gateway: Gateway, pool: ToolPool, importer: OpenApiImporter) -> Endpoints:
+def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: StatusViews,
+                     importer: OpenApiImporter) -> Endpoints:
     resources = ResourceAdmin(kind_named("systems"), pool.bucket("systems"))
 
     async def set_enabled(body: dict[str, Any], enabled: bool) -> dict[str, Any]:
@@ -25,7 +27,7 @@ def system_endpoints(gateway: Gateway, pool: ToolPool, importer: OpenApiImporter
             system = await pool.update_system(name, lambda s: s.model_copy(update={"enabled": enabled}))
         except PoolError as exc:
             raise AdminRequestError(exc.code, str(exc)) from exc
-        gateway.platform_event(
+        events.platform_event(
             f"system.{'enabled' if enabled else 'disabled'}",
             f"system {name} {'enabled' if enabled else 'disabled'}",
             {"system": name},
@@ -86,7 +88,7 @@ def system_endpoints(gateway: Gateway, pool: ToolPool, importer: OpenApiImporter
         return outcome
 
     async def status(_: dict[str, Any]) -> list[dict[str, Any]]:
-        return [gateway.system_status(system) for system in sorted(pool.systems.values(), key=lambda s: s.name)]
+        return [status_views.system_status(system) for system in sorted(pool.systems.values(), key=lambda s: s.name)]
 
     return {
         ("systems", "apply"): resources.apply,
