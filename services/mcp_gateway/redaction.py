@@ -1,7 +1,7 @@
 """The gateway's redaction: which of a tool's arguments are secret, and every credential it holds.
 
 Built by the composition root and passed to what stores or publishes: the approvals store (the
-arguments it keeps), the audit and `tool.*` events (`Gateway.record_call`), the HTTP executor
+arguments it keeps), the audit and `tool.*` events (`Reporting.record_call`), the HTTP executor
 (each credential it reads is learnt before it is sent) and the logs.
 """
 

@@ -17,6 +17,7 @@ from nats.aio.client import Client as NATS
 from nats.micro import add_service
 
 from services.mcp_gateway.admin import admin_endpoints
+from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.chat_approvals import ChatAnswers
 from services.mcp_gateway.config import GatewaySettings
 from services.mcp_gateway.custody import Custody
@@ -24,12 +25,16 @@ from services.mcp_gateway.gateway import Gateway
 from services.mcp_gateway.http.openapi_job import OpenApiImporter
 from services.mcp_gateway.http_systems import HttpSystems
 from services.mcp_gateway.outbox import Outbox
+from services.mcp_gateway.platform_events import PlatformEvents
 from services.mcp_gateway.pool.approvals import ApprovalStore
 from services.mcp_gateway.pool.audit import AuditItem, audit_publisher
 from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.redaction import GatewayRedaction
+from services.mcp_gateway.reporting import Reporting
 from services.mcp_gateway.serving import CallServer, InFlight, sweep_expired_approvals
+from services.mcp_gateway.sessions_listener import SessionsListener
+from services.mcp_gateway.status import StatusViews
 from services.mcp_gateway.toolcalls import ToolCallHandler
 from shared.admin import wrap_handler
 from shared.contracts.signals import SignalBase
@@ -124,26 +129,27 @@ class GatewayService:
         parts.push_async_callback(signals.stop)
         signals.start()
         audit.start()
-        gateway = Gateway(nc, subjects, settings.apps, health, signals, pool, audit, redaction=redaction)
+        # Built before what reports through them, so every part gets them in its constructor.
+        events = PlatformEvents(nc, subjects, signals, redaction)
+        reporting = Reporting(signals, audit, redaction)
+        catalog = ToolCatalog()
+        listener = SessionsListener(nc, subjects, health, signals, pool, catalog)
+        gateway = Gateway(nc, subjects, settings.apps, listener)
         approvals = ApprovalStore(approvals_kv, ttl_seconds=settings.approval_ttl_seconds,
-                                  on_expired=gateway.approval_expired, redact=redaction.arguments)
+                                  on_expired=events.approval_expired, redact=redaction.arguments)
         parts.push_async_callback(gateway.stop)
         await gateway.start()
         http_client = self._http_client or httpx.AsyncClient(timeout=httpx.Timeout(30.0))
         parts.push_async_callback(http_client.aclose)
-        http = HttpSystems(
-            http_client,
-            lambda: pool.systems,
-            lambda kind, summary, data: gateway.platform_event(kind, summary, data, subject=("system", data["system"])),
-            secrets=redaction.read_secret,
-        )
-        gateway.http_systems = http
+        http = HttpSystems(http_client, lambda: pool.systems, events.system_event, secrets=redaction.read_secret)
         parts.push_async_callback(http.stop)
         await http.start()
-        executable = Executability(lambda: pool.systems, gateway.sessions, gateway.catalog, http.circuit_open)
+        status = StatusViews(gateway.sessions, catalog, listener.catalog_errors, http)
+        executable = Executability(lambda: pool.systems, gateway.sessions, catalog, http.circuit_open)
         handler = ToolCallHandler(
-            pool, gateway.sessions, executable, approvals=approvals, apps=settings.apps, catalog=gateway.catalog,
-            custody=custody, http=http, on_result=gateway.record_call, on_approval_requested=gateway.approval_requested,
+            pool, gateway.sessions, executable, approvals=approvals, apps=settings.apps, catalog=catalog,
+            custody=custody, http=http, on_result=reporting.record_call,
+            on_approval_requested=events.approval_requested,
         )
         in_flight = InFlight()
         parts.push_async_callback(in_flight.wait_idle, settings.shutdown_wait_seconds)
@@ -155,15 +161,19 @@ class GatewayService:
         await service.add_endpoint(name="tool-call", subject=subjects.tool_call, handler=calls.tool_call)
         await service.add_endpoint(name="operator-tool-call", subject=subjects.operator_tool_call,
                                    handler=calls.operator_call)
-        for (area, verb), endpoint in admin_endpoints(gateway, pool, approvals, executable,
-                                                     importer=OpenApiImporter(settings.openapi_limits)).items():
+        endpoints = admin_endpoints(
+            sessions=gateway.sessions, catalog=catalog, status=status, events=events, reporting=reporting,
+            apps=settings.apps, pool=pool, approvals=approvals, executable=executable,
+            importer=OpenApiImporter(settings.openapi_limits),
+        )
+        for (area, verb), endpoint in endpoints.items():
             await service.add_endpoint(
                 name=f"{area}-{verb}".replace("_", "-"),
                 subject=subjects.admin(area, verb),
                 handler=wrap_handler(verb, endpoint),
             )
         halt = asyncio.Event()
-        answers = ChatAnswers(js, subjects, approvals, events_stream(subjects).name, gateway.publish_approval_decision)
+        answers = ChatAnswers(js, subjects, approvals, events_stream(subjects).name, events.publish_approval_decision)
         background = [
             asyncio.create_task(sweep_expired_approvals(approvals, halt, settings.approval_sweep_seconds),
                                 name="gateway-approval-sweeper"),
@@ -172,7 +182,7 @@ class GatewayService:
         parts.push_async_callback(_halt, halt, background)
         await nc.flush()  # "serving" means the endpoints' subscriptions reached the server
         self._gateway = gateway
-        log.info("serving", apps=len(gateway.sessions), tools=len(gateway.catalog.tools()))
+        log.info("serving", apps=len(gateway.sessions), tools=len(catalog.tools()))
 
 
 async def _halt(halt: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:

@@ -29,8 +29,11 @@ class _Loader(yaml.SafeLoader):
     """YAML without implicit timestamps (`2026-01-01` stays the string the document wrote); every
     node composed costs a tick of the import's budget, so a slow parse stops when time is up."""
 
-    budget: Budget
     depth = 0
+
+    def __init__(self, text: str, budget: Budget) -> None:
+        self.budget = budget  # before the reader starts: every token it fetches is timed
+        super().__init__(text)
 
     # The scanner looks ahead through a flow collection (`[[[[…`) for the end of a possible key
     # before the composer sees a node: deep flow nesting is refused where it opens, and every
@@ -140,10 +143,9 @@ def _parse(text: str, budget: Budget) -> Any:
         except ValueError as exc:  # e.g. an integer longer than Python converts
             raise OpenApiError(f"not valid JSON: {exc}") from exc
     try:
-        loader = _Loader(text)  # the reader refuses control characters already here
+        loader = _Loader(text, budget)  # the reader refuses control characters already here
     except yaml.YAMLError as exc:
         raise OpenApiError(f"not valid YAML: {exc}") from exc
-    loader.budget = budget
     try:
         return loader.get_single_data()
     except yaml.YAMLError as exc:

@@ -1,5 +1,5 @@
 """Audit records: one per tool call on `<p>.audit.<app>`, summaries truncated, secrets redacted
-(the record is built in `Gateway.record_call` with the gateway's `GatewayRedaction`)."""
+(the record is built in `Reporting.record_call` with the gateway's `GatewayRedaction`)."""
 
 from __future__ import annotations
 

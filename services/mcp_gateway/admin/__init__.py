@@ -1,0 +1,45 @@
+"""The gateway's admin endpoints, `<p>.admin.<area>.<verb>`, all JSON in and out, one module per area.
+
+gateway: apps, tools (the live MCP catalog), llm_tools, read_resource
+systems: apply, get, delete, enable, disable, import_openapi, status
+tools:   get, review, publish, deprecate, draft, mark
+agents:  tools (an agent's available set, LLM-ready, and why each bound tool is left out), apply, get, delete
+approvals: list, get, grant, deny
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from services.mcp_gateway.admin.agents import agent_endpoints
+from services.mcp_gateway.admin.approvals import approval_endpoints
+from services.mcp_gateway.admin.fields import Endpoints
+from services.mcp_gateway.admin.gateway import gateway_endpoints
+from services.mcp_gateway.admin.systems import system_endpoints
+from services.mcp_gateway.admin.tools import tool_endpoints
+from services.mcp_gateway.catalog import ToolCatalog
+from services.mcp_gateway.http.limits import OpenApiLimits
+from services.mcp_gateway.http.openapi_job import OpenApiImporter
+from services.mcp_gateway.platform_events import PlatformEvents
+from services.mcp_gateway.pool.approvals import ApprovalStore
+from services.mcp_gateway.pool.executable import Executability
+from services.mcp_gateway.pool.registry import ToolPool
+from services.mcp_gateway.reporting import Reporting
+from services.mcp_gateway.session import AppSession
+from services.mcp_gateway.status import StatusViews
+from shared.appconfig import AppsConfig
+
+__all__ = ["Endpoints", "admin_endpoints"]
+
+
+def admin_endpoints(*, sessions: Mapping[tuple[str, str], AppSession], catalog: ToolCatalog, status: StatusViews,
+                    events: PlatformEvents, reporting: Reporting, apps: AppsConfig, pool: ToolPool,
+                    approvals: ApprovalStore, executable: Executability,
+                    importer: OpenApiImporter | None = None) -> Endpoints:
+    endpoints: Endpoints = {}
+    endpoints.update(gateway_endpoints(sessions, catalog, status, reporting))
+    endpoints.update(system_endpoints(pool, events, status, importer or OpenApiImporter(OpenApiLimits.from_env({}))))
+    endpoints.update(tool_endpoints(pool))
+    endpoints.update(agent_endpoints(pool, executable, apps))
+    endpoints.update(approval_endpoints(approvals, events))
+    return endpoints

@@ -1,0 +1,101 @@
+"""`systems.*`: apply, get, delete, enable, disable, status, and importing an OpenAPI document."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.mcp_gateway.admin.fields import Endpoints, text_field
+from services.mcp_gateway.http import OpenApiError, plan_merge
+from services.mcp_gateway.http.openapi_job import OpenApiImporter
+from services.mcp_gateway.platform_events import PlatformEvents
+from services.mcp_gateway.pool.registry import PoolError, ToolPool
+from services.mcp_gateway.status import StatusViews
+from shared.admin import AdminRequestError
+from shared.clock import now_iso
+from shared.contracts.system import OpenApiSource, System
+from shared.resource_admin import ResourceAdmin
+from shared.resources import kind_named
+
+
+def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: StatusViews,
+                     importer: OpenApiImporter) -> Endpoints:
+    resources = ResourceAdmin(kind_named("systems"), pool.bucket("systems"))
+
+    async def set_enabled(body: dict[str, Any], enabled: bool) -> dict[str, Any]:
+        name = text_field(body, "name")
+        try:
+            system = await pool.update_system(name, lambda s: s.model_copy(update={"enabled": enabled}))
+        except PoolError as exc:
+            raise AdminRequestError(exc.code, str(exc)) from exc
+        events.platform_event(
+            f"system.{'enabled' if enabled else 'disabled'}",
+            f"system {name} {'enabled' if enabled else 'disabled'}",
+            {"system": name},
+            subject=("system", name),
+        )
+        return system.model_dump(mode="json")
+
+    async def enable(body: dict[str, Any]) -> dict[str, Any]:
+        return await set_enabled(body, True)
+
+    async def disable(body: dict[str, Any]) -> dict[str, Any]:
+        return await set_enabled(body, False)
+
+    async def import_openapi(body: dict[str, Any]) -> dict[str, Any]:
+        """Register (or update) an HTTP system from an OpenAPI document; its operations become
+        drafts. Importing again updates drafts instead of duplicating them. The document is
+        `document` (its text, as the CLI sends a local file; `spec` then names it), else read
+        from `spec`: an http(s) URL or a file below the gateway's specs folder."""
+        name, base_url, spec = text_field(body, "name"), text_field(body, "base_url"), text_field(body, "spec")
+        by = text_field(body, "by", required=False) or "operator"
+        document = body.get("document")
+        if document is not None and not isinstance(document, str):
+            raise AdminRequestError("invalid_request", "field 'document' must be the document's text (a string)")
+        try:
+            result = await importer.run(spec, document, system=name, now=now_iso(), by=by,
+                                        package=text_field(body, "package", required=False) or name)
+        except OpenApiError as exc:
+            raise AdminRequestError("invalid_openapi", str(exc)) from exc
+        existing = pool.systems.get(name)
+        if existing is not None and existing.type != "http":
+            raise AdminRequestError("conflict", f"system {name!r} is an {existing.type} system")
+        system = (existing or System(name=name, base_url=base_url)).model_copy(
+            update={"base_url": base_url, "openapi": OpenApiSource(spec=spec, sent=document is not None)}
+        )
+        await pool.put_system(system)
+        outcome: dict[str, Any] = {
+            "system": name,
+            "title": result.title,
+            "created": [],
+            "updated": [],
+            "unchanged": [],
+            "left": [],
+            "missing": {},
+            "renamed": [r.__dict__ for r in result.renamed],
+            "skipped": list(result.skipped),
+        }
+        for tool in result.tools:
+            decision = plan_merge(pool.tools.get(tool.name), tool)
+            if decision.tool is not None and decision.action in ("create", "update"):
+                await pool.put_tool(decision.tool)
+            key = {"create": "created", "update": "updated", "unchanged": "unchanged"}.get(decision.action)
+            if key is None:
+                outcome["left"].append({"tool": tool.name, "reason": decision.reason})
+            else:
+                outcome[key].append(tool.name)
+            if tool.missing:
+                outcome["missing"][tool.name] = list(tool.missing)
+        return outcome
+
+    async def status(_: dict[str, Any]) -> list[dict[str, Any]]:
+        return [status_views.system_status(system) for system in sorted(pool.systems.values(), key=lambda s: s.name)]
+
+    return {
+        ("systems", "apply"): resources.apply,
+        ("systems", "get"): resources.get,
+        ("systems", "delete"): resources.delete,
+        ("systems", "enable"): enable,
+        ("systems", "disable"): disable,
+        ("systems", "status"): status,
+        ("systems", "import_openapi"): import_openapi,
+    }

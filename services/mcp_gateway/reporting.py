@@ -1,0 +1,80 @@
+"""What the gateway reports of the work it does: an audit record for every answered call, a
+`tool.*` event for every executed one, and `resource.read` events when an app's config asks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from services.mcp_gateway.outbox import Outbox
+from services.mcp_gateway.pool.audit import AuditItem
+from services.mcp_gateway.redaction import GatewayRedaction
+from services.mcp_gateway.session import AppSession
+from services.mcp_gateway.toolcalls import CallRecord
+from shared.clock import now_iso
+from shared.contracts.audit import AuditRecord
+from shared.contracts.signals import GATEWAY_APP, ResourceReadSignal, SignalBase, ToolOutcome, ToolResultSignal
+from shared.contracts.tooldef import McpExecution
+from shared.signal_publisher import new_signal_id
+
+
+class Reporting:
+    def __init__(self, signals: Outbox[SignalBase], audit: Outbox[AuditItem], redaction: GatewayRedaction) -> None:
+        self._outbox = signals
+        self._audit = audit
+        # What the audit and the events keep of arguments, results and errors (secrets replaced).
+        self._redaction = redaction
+
+    async def record_call(self, record: CallRecord) -> None:
+        """Every answered call is audited; every executed one also becomes a `tool.*` event."""
+        result, ctx = record.result, record.request.context
+        app_id = record.system or GATEWAY_APP
+        hide = self._redaction
+        error_message = hide.scrub(result.error.message) if result.error else None
+        self._audit.put((app_id, AuditRecord(
+            call_id=record.call_id, at=now_iso(), tool=record.request.tool, system=record.system,
+            caller=f"agent:{ctx.agent}" if ctx.agent else "anonymous" if record.anonymous else "operator",
+            agent=ctx.agent, run_id=ctx.run_id,
+            task_id=ctx.task_id, session_id=ctx.session_id, actor=ctx.actor.id if ctx.actor else None,
+            synthetic=ctx.synthetic, status=result.status,
+            error_code=result.error.code if result.error else None,
+            error_message=error_message, duration_ms=result.duration_ms,
+            approval_id=result.approval_id, side_effect=result.side_effect,
+            input_summary=hide.summary(record.request.arguments, hide.paths(record.request.tool)),
+            output_summary=hide.summary(result.structured if result.structured is not None else result.content),
+        )))
+        if not record.executed or record.system is None:
+            return
+        outcome: ToolOutcome = (
+            "succeeded" if result.status == "ok"
+            else "timeout" if result.error is not None and result.error.code == "timeout" else "failed"
+        )
+        execution = record.tool.execution if record.tool is not None else None
+        instance = execution.instance if isinstance(execution, McpExecution) else "default"
+        self._outbox.put(ToolResultSignal(
+            signal_id=new_signal_id(), app=record.system, instance=instance, observed_at=now_iso(),
+            tool=record.request.tool, outcome=outcome, status=result.status, duration_ms=result.duration_ms,
+            call_id=record.call_id, run_id=ctx.run_id, task_id=ctx.task_id, agent=ctx.agent,
+            session_id=ctx.session_id, synthetic=ctx.synthetic,
+            error={"code": result.error.code, "message": error_message or ""} if result.error else None,
+            trace=record.trace,
+        ))
+
+    async def record_resource_read(self, session: AppSession, uri: str, contents: list[dict[str, Any]]) -> None:
+        """Resource reads become `resource.read` events only when the app's config asks."""
+        app = session.app
+        if not app.mcp.publish_resource_reads:
+            return
+        first = contents[0] if contents else {}
+        text = first.get("text") if isinstance(first.get("text"), str) else None
+        self._outbox.put(
+            ResourceReadSignal(
+                signal_id=new_signal_id(),
+                app=app.app_id,
+                instance=app.instance,
+                observed_at=now_iso(),
+                uri=uri,
+                mime_type=first.get("mimeType"),
+                size=len(text) if text is not None else None,
+                text=text[:4096] if text is not None else None,
+            )
+        )
