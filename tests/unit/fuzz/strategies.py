@@ -18,9 +18,16 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec.inspect as mi
+from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
 from tests.unit.contracts.strategies import app_ids, event_types, message_ids, timestamps
+
+# One profile for every fuzz test: derandomized and without an example database, so a CI run
+# tries the same examples as the run before it; a per-example deadline catches a hang.
+FUZZ = settings(max_examples=40, deadline=2000, derandomize=True, database=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
 
 # Numbers no JSON reader agrees on, strings that trip naive code (NUL, bidi marks, astral
 # characters, whitespace-only, very long), and values nested deeper than any parser recurses.

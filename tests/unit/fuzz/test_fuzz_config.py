@@ -14,13 +14,14 @@ from typing import Any
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from services.app_supervisor.config_check import launch_specs
 from shared.appconfig import AppsConfig, load_apps_config, parse_apps_config
 from shared.errors import ConfigError
 from tests.unit.fuzz.strategies import (
+    FUZZ,
     Mutation,
     alias_bomb,
     any_json,
@@ -30,8 +31,6 @@ from tests.unit.fuzz.strategies import (
     odd_strings,
 )
 
-FUZZ = settings(max_examples=40, deadline=2000, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 SOURCE = "apps/config.yml"
 ENV = {"PATH": os.environ.get("PATH", os.defpath), "HOME": "/tmp", "TOKEN": "t"}
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import msgspec
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from services.event_bridge.mapping import Rejected, map_signal
@@ -26,12 +26,10 @@ from shared.contracts.validation import validate_event, validate_native_event
 from shared.errors import EnvelopeError, SubjectError
 from shared.subjects import app_token
 from tests.unit.contracts.strategies import envelopes
-from tests.unit.fuzz.strategies import Mutation, any_json, documents, every_change, mutated
+from tests.unit.fuzz.strategies import FUZZ, Mutation, any_json, documents, every_change, mutated
 
 # Bounded and reproducible: the default suite runs these in seconds, the same examples each
 # time; the deadline is what "no hang" means per example (generous: the machine is shared).
-FUZZ = settings(max_examples=40, deadline=2000, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 _DEEP = b"[" * 100_000 + b"]" * 100_000  # deeper than any recursive parser goes
 # Found by this file: nesting this deep made msgspec raise RecursionError, which the gateway

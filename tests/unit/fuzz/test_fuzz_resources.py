@@ -13,7 +13,7 @@ from typing import Any, get_args
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from aurora_cli.commands.apply import DocumentErrors, load_documents
@@ -28,6 +28,7 @@ from shared.contracts.route import RouteStatus
 from shared.contracts.system import System
 from tests.unit.contracts.strategies import envelopes
 from tests.unit.fuzz.strategies import (
+    FUZZ,
     Mutation,
     alias_bomb,
     any_json,
@@ -36,9 +37,6 @@ from tests.unit.fuzz.strategies import (
     mutated,
     odd_strings,
 )
-
-FUZZ = settings(max_examples=40, deadline=2000, derandomize=True, database=None,
-                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
 _ids = st.sampled_from(["welcome", "a1", "p1", "b-2", "x_y"])
 _patterns = st.sampled_from(["*", "message.*", "message.received", "group.*", "group.member_joined", "tool.*"])
