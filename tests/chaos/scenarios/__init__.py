@@ -1,0 +1,1 @@
+"""One module per family of faults; each exposes `SCENARIOS: list[Scenario]`."""
