@@ -16,11 +16,11 @@ from typing import Any, Protocol, TypeVar
 
 import mcp_types as types
 from mcp import ClientSession
-from mcp.client._transport import TransportStreams
 from mcp.shared.exceptions import MCPError
 
 from services.mcp_gateway.transports.direct import ConnectionLost, DirectCalls, SupportsDirectCalls, result_of
 from services.mcp_gateway.transports.http import ReportsHttpErrors
+from services.mcp_gateway.transports.streams import TransportStreams
 from services.mcp_gateway.transports.tap import tapped
 from shared.appconfig import AppConfig
 from shared.contracts.health import SessionStatus

@@ -9,9 +9,9 @@ from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
 
 import httpx2
-from mcp.client._transport import TransportStreams
 from mcp.client.streamable_http import streamable_http_client
 
+from services.mcp_gateway.transports.streams import TransportStreams
 from shared.appconfig import expand_env
 
 

@@ -13,7 +13,6 @@ from functools import partial
 from types import TracebackType
 
 import anyio
-from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
 from mcp_types import jsonrpc_message_adapter
 from nats.aio.client import Client as NATS
@@ -21,6 +20,7 @@ from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 
 from services.mcp_gateway.transports.direct import DirectCalls
+from services.mcp_gateway.transports.streams import TransportStreams
 from shared.bus import is_jetstream_delivery
 from shared.logs import get_logger
 from shared.subjects import Subjects

@@ -11,10 +11,10 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any
 
 import anyio
-from mcp.client._transport import TransportStreams
 from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCNotification
 
+from services.mcp_gateway.transports.streams import TransportStreams
 from shared.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.tap")
