@@ -25,7 +25,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from aurora_cli.clienv import cli_environment
-from shared.bus import tls_context
+from shared.bus import credential_options
 from shared.errors import AuroraError
 from shared.settings import NatsSettings, Settings, load_settings
 
@@ -154,14 +154,7 @@ async def connected(settings: NatsSettings, *, timeout: float = 3.0) -> AsyncIte
         "reconnect_time_wait": 0.1,
         "inbox_prefix": settings.inbox_prefix,
     }
-    context = tls_context(settings)
-    if context is not None:
-        options["tls"] = context
-    if settings.creds is not None:
-        options["user_credentials"] = str(settings.creds)
-    if settings.user is not None:
-        options["user"] = settings.user
-        options["password"] = settings.password
+    options.update(credential_options(settings))
 
     async def quiet(_: Exception) -> None:  # the failure is reported once, below
         return None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+from typing import Any
 
 import nats
 import nats.errors
@@ -51,14 +52,7 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
         "disconnected_cb": on_disconnected,
         "reconnected_cb": on_reconnected,
     }
-    context = tls_context(settings)
-    if context is not None:
-        options["tls"] = context
-    if settings.creds is not None:
-        options["user_credentials"] = str(settings.creds)
-    if settings.user is not None:
-        options["user"] = settings.user
-        options["password"] = settings.password
+    options.update(credential_options(settings))
     delay = 0.2
     while True:
         try:
@@ -67,6 +61,20 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
             log.warning("nats not reachable yet; retrying", servers=settings.servers, error=str(exc))
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
+
+
+def credential_options(settings: NatsSettings) -> dict[str, Any]:
+    """The `nats.connect` options that say who this process is: TLS, a creds file or a password."""
+    options: dict[str, Any] = {}
+    context = tls_context(settings)
+    if context is not None:
+        options["tls"] = context
+    if settings.creds is not None:
+        options["user_credentials"] = str(settings.creds)
+    if settings.user is not None:
+        options["user"] = settings.user
+        options["password"] = settings.password
+    return options
 
 
 def is_jetstream_delivery(reply: str | None) -> bool:

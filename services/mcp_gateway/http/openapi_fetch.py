@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import httpx
@@ -56,25 +57,17 @@ async def _fetch(url: str, client: httpx.AsyncClient, limits: OpenApiLimits, tim
     raise _too_many_redirects(url, limits)
 
 
+async def fetch_spec_alone(url: str, limits: OpenApiLimits, *, timeout: float) -> str:
+    """`fetch_spec` with a client of its own, for a caller that has none."""
+    async with httpx.AsyncClient() as client:
+        return await fetch_spec(url, client, limits, timeout=timeout)
+
+
 def fetch_spec_blocking(url: str, limits: OpenApiLimits, *, timeout: float) -> str:
-    """`fetch_spec` for blocking callers (tests, scripts), with the same limits."""
-    current = httpx.URL(url)
-    try:
-        with httpx.Client() as client:
-            for _hop in range(limits.max_redirects + 1):
-                with client.stream("GET", current, timeout=timeout, follow_redirects=False) as response:
-                    if response.is_redirect:
-                        current = _redirect_target(url, response)
-                        continue
-                    response.raise_for_status()
-                    _check_declared(url, response, limits.max_bytes)
-                    capped = _Capped(url, limits.max_bytes)
-                    for chunk in response.iter_bytes():
-                        capped.add(chunk)
-                    return capped.text(response)
-    except httpx.HTTPError as exc:
-        raise OpenApiError(f"cannot fetch the document: {exc}", source=url) from exc
-    raise _too_many_redirects(url, limits)
+    """`fetch_spec` for blocking callers (tests, scripts): the same code on an event loop of its
+    own in a worker thread, so it works whether or not the caller's thread runs a loop."""
+    with ThreadPoolExecutor(max_workers=1) as worker:
+        return worker.submit(asyncio.run, fetch_spec_alone(url, limits, timeout=timeout)).result()
 
 
 def _too_many_redirects(url: str, limits: OpenApiLimits) -> OpenApiLimitExceeded:

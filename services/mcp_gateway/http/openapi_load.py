@@ -18,7 +18,13 @@ import httpx
 import yaml
 
 from services.mcp_gateway.http.limits import Budget, OpenApiError, OpenApiLimitExceeded, OpenApiLimits
-from services.mcp_gateway.http.openapi_fetch import fetch_spec, fetch_spec_blocking, is_url, read_spec_file
+from services.mcp_gateway.http.openapi_fetch import (
+    fetch_spec,
+    fetch_spec_alone,
+    fetch_spec_blocking,
+    is_url,
+    read_spec_file,
+)
 
 __all__ = ["OpenApiError", "OpenApiLimitExceeded", "load_openapi", "load_openapi_async", "parse_openapi"]
 
@@ -86,15 +92,10 @@ async def load_openapi_async(source: str, *, client: httpx.AsyncClient | None = 
     if not is_url(source):
         text = await asyncio.to_thread(read_spec_file, source, limits.max_bytes, allowed=None)
     elif client is None:
-        text = await _fetch_alone(source, limits, timeout)
+        text = await fetch_spec_alone(source, limits, timeout=timeout)
     else:
         text = await fetch_spec(source, client, limits, timeout=timeout)
     return await asyncio.to_thread(parse_openapi, text, source, Budget(limits))
-
-
-async def _fetch_alone(source: str, limits: OpenApiLimits, timeout: float) -> str:
-    async with httpx.AsyncClient() as own:
-        return await fetch_spec(source, own, limits, timeout=timeout)
 
 
 def parse_openapi(text: str, source: str, budget: Budget | None = None) -> dict[str, Any]:
