@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
-from nats.js.api import ConsumerConfig
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from shared.consumers import ensure_durable
 from shared.deadletter import dead_letter
@@ -66,6 +66,41 @@ def backoff(delivered: int) -> float:
 def exhausted(delivered: int, max_deliver: int) -> bool:
     """This delivery was the last JetStream will make (`max_deliver` ≤ 0: unlimited)."""
     return max_deliver > 0 and delivered >= max_deliver
+
+
+@dataclass(frozen=True)
+class BatchPolicy:
+    """How a hot-path stage (the bridge, the router) consumes its stream: batches of `batch`
+    messages, each batch's publishes acknowledged within `publish_timeout`, a message
+    redelivered after the `backoff` delays at most `max_deliver` times, then dead-lettered."""
+
+    durable: str = ""
+    batch: int = 256
+    fetch_timeout: float = 1.0
+    publish_timeout: float = 10.0
+    max_deliver: int = 10
+    # The first redelivery is soon, so a crashed process's work is picked up quickly; later
+    # ones give a struggling NATS room.
+    backoff: tuple[float, ...] = (2.0, 5.0, 15.0, 30.0, 60.0)
+    max_ack_pending: int = 4096
+
+
+def work_consumer(durable: str, description: str, filter_subject: str, *, max_deliver: int,
+                  max_ack_pending: int, backoff: Sequence[float] | None = None,
+                  ack_wait: float | None = None) -> ConsumerConfig:
+    """A durable pull consumer shared by every instance of a stage: all of the stream from the
+    start, each message acknowledged explicitly."""
+    return ConsumerConfig(
+        durable_name=durable,
+        description=description,
+        deliver_policy=DeliverPolicy.ALL,
+        ack_policy=AckPolicy.EXPLICIT,
+        ack_wait=ack_wait,
+        max_deliver=max_deliver,
+        backoff=list(backoff) if backoff else None,
+        max_ack_pending=max_ack_pending,
+        filter_subject=filter_subject,
+    )
 
 
 @dataclass

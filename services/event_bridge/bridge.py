@@ -16,10 +16,19 @@ from dataclasses import dataclass, field
 import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
+from nats.js.api import ConsumerConfig, PubAck
 
 from services.event_bridge.mapping import Rejected, map_signal, with_trace
-from shared.consumer import ACK, AtLeastOnceConsumer, ConsumerStats, Outcome, Poison, Retry
+from shared.consumer import (
+    ACK,
+    AtLeastOnceConsumer,
+    BatchPolicy,
+    ConsumerStats,
+    Outcome,
+    Poison,
+    Retry,
+    work_consumer,
+)
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import decode_signal
 from shared.logs import get_logger
@@ -32,16 +41,8 @@ _encoder = msgspec.json.Encoder()
 
 
 @dataclass(frozen=True)
-class BridgeConfig:
+class BridgeConfig(BatchPolicy):
     durable: str = "event-bridge"
-    batch: int = 256
-    fetch_timeout: float = 1.0
-    publish_timeout: float = 10.0
-    max_deliver: int = 10
-    # Redelivery delays after a missed ack; the first is short so a crashed bridge's work is
-    # picked up quickly, later ones give a struggling NATS room.
-    backoff: tuple[float, ...] = (2.0, 5.0, 15.0, 30.0, 60.0)
-    max_ack_pending: int = 4096
 
 
 @dataclass
@@ -51,16 +52,9 @@ class BridgeStats(ConsumerStats):
 
 
 def bridge_consumer(config: BridgeConfig, subjects: Subjects) -> ConsumerConfig:
-    return ConsumerConfig(
-        durable_name=config.durable,
-        description="event-bridge: signals to AMP events",
-        deliver_policy=DeliverPolicy.ALL,
-        ack_policy=AckPolicy.EXPLICIT,
-        max_deliver=config.max_deliver,
-        backoff=list(config.backoff),
-        max_ack_pending=config.max_ack_pending,
-        filter_subject=subjects.signals_all,
-    )
+    return work_consumer(config.durable, "event-bridge: signals to AMP events", subjects.signals_all,
+                         max_deliver=config.max_deliver, backoff=config.backoff,
+                         max_ack_pending=config.max_ack_pending)
 
 
 class EventBridge:

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, PubAck
+from nats.js.api import ConsumerConfig, PubAck
 
 from services.router.catalog import Catalog
 from services.router.dispatch import RunMessage, build_run
@@ -30,7 +30,16 @@ from services.router.events import decode_event
 from services.router.selection import decide
 from services.router.stores import RouterStores
 from services.router.traces import encode_trace, kv_subject, trace_key
-from shared.consumer import ACK, AtLeastOnceConsumer, ConsumerStats, Outcome, Poison, Retry
+from shared.consumer import (
+    ACK,
+    AtLeastOnceConsumer,
+    BatchPolicy,
+    ConsumerStats,
+    Outcome,
+    Poison,
+    Retry,
+    work_consumer,
+)
 from shared.contracts.route import RouteTrace
 from shared.contracts.run import RunTarget
 from shared.errors import EnvelopeError
@@ -44,13 +53,8 @@ STAGE = "router"
 
 
 @dataclass(frozen=True)
-class RouterConfig:
+class RouterConfig(BatchPolicy):
     durable: str = "router"
-    batch: int = 256
-    fetch_timeout: float = 1.0
-    publish_timeout: float = 10.0
-    max_deliver: int = 10
-    backoff: tuple[float, ...] = (2.0, 5.0, 15.0, 30.0, 60.0)
     max_ack_pending: int = 8192
     inline_limit: int = 256 * 1024
     instance: str = "router"
@@ -63,16 +67,9 @@ class RouterStats(ConsumerStats):
 
 
 def router_consumer(config: RouterConfig, subjects: Subjects) -> ConsumerConfig:
-    return ConsumerConfig(
-        durable_name=config.durable,
-        description="router: events to runs",
-        deliver_policy=DeliverPolicy.ALL,
-        ack_policy=AckPolicy.EXPLICIT,
-        max_deliver=config.max_deliver,
-        backoff=list(config.backoff),
-        max_ack_pending=config.max_ack_pending,
-        filter_subject=subjects.events_all,
-    )
+    return work_consumer(config.durable, "router: events to runs", subjects.events_all,
+                         max_deliver=config.max_deliver, backoff=config.backoff,
+                         max_ack_pending=config.max_ack_pending)
 
 
 @dataclass(slots=True)

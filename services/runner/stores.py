@@ -5,10 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from nats.js.api import ConsumerConfig
 from nats.js.kv import KeyValue
 
 from services.runner.config import RunnerConfig
+from shared.consumer import work_consumer
 from shared.consumers import ensure_durable
 from shared.streams import (
     agents_bucket,
@@ -50,16 +51,8 @@ def runs_consumer(config: RunnerConfig, subjects: Subjects) -> ConsumerConfig:
     """One durable pull consumer shared by every runner. Delivery is unlimited (a run the
     runners keep failing on is failed by its task's attempt count, not left in the queue);
     `max_ack_pending` caps the runs in flight across all runners (back-pressure)."""
-    return ConsumerConfig(
-        durable_name=config.durable,
-        description="runners: routed runs for agents and pipelines",
-        deliver_policy=DeliverPolicy.ALL,
-        ack_policy=AckPolicy.EXPLICIT,
-        ack_wait=config.ack_wait,
-        max_deliver=-1,
-        max_ack_pending=config.max_ack_pending,
-        filter_subject=subjects.runs_all,
-    )
+    return work_consumer(config.durable, "runners: routed runs for agents and pipelines", subjects.runs_all,
+                         ack_wait=config.ack_wait, max_deliver=-1, max_ack_pending=config.max_ack_pending)
 
 
 async def ensure_runs_consumer(js: JetStreamContext, stores: RunnerStores, config: RunnerConfig,
