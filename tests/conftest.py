@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.harness.broker import Broker, docker_reachable, start_broker
+from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess, service_env
 
 _USE_DOCKER = docker_reachable()
@@ -33,11 +33,8 @@ def nats_url(broker: Broker) -> str:
 
 @pytest.fixture
 async def nc(nats_url: str) -> AsyncIterator[NATS]:
-    client = await nats.connect(nats_url, max_reconnect_attempts=-1, reconnect_time_wait=0.2)
-    try:
+    async with nats_client(nats_url, max_reconnect_attempts=-1, reconnect_time_wait=0.2) as client:
         yield client
-    finally:
-        await client.close()
 
 
 @pytest.fixture

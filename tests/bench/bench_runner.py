@@ -34,7 +34,7 @@ from shared.kvmirror import read_all
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
 from tests.bench.common import Result, best, env_int
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.processes import ServiceProcess, process_children, service_env
 from tests.harness.run_records import dispatched
 from tests.integration.runner.helpers import ECHO, stack_apps, write_apps
 
@@ -81,17 +81,6 @@ async def queue_empty(nc: NATS, timeout: float) -> None:
         await asyncio.sleep(0.02)
 
 
-def _children() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    return children
-
-
 def _cpu(pid: int) -> float:
     """CPU seconds (user + system) a live process has used; 0 when it is gone or not Linux."""
     try:
@@ -113,7 +102,7 @@ def _nats_pid(store: Path) -> int | None:
 
 def cpu_by_group(groups: dict[str, list[int]]) -> dict[str, float]:
     """CPU seconds of each group of processes, their descendants (the supervisor's apps) included."""
-    children = _children()
+    children = process_children()
 
     def tree(pid: int) -> list[int]:
         found, todo = [], [pid]

@@ -28,29 +28,11 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import free_port
 from shared.envfile import parse_env_text
-from tests.harness.processes import REPO, service_env
+from tests.harness.processes import REPO, descendants, service_env
 from tests.harness.waiting import TimedOut, poll, poll_sync
 from tests.integration.cli.conftest import AURORA, Cli, cli_runner, wait_for_bridge_consumer
 
 HELLO = json.dumps({"text": "你好"}, ensure_ascii=False)
-
-
-def _descendants(pid: int) -> set[int]:
-    """Every live process below `pid` (read from /proc)."""
-    children: dict[int, list[int]] = {}
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
-    found: set[int] = set()
-    todo = [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.add(child)
-            todo.append(child)
-    return found
 
 
 def _alive(pid: int) -> bool:
@@ -110,7 +92,7 @@ class DevProcess:
     def kill(self) -> None:
         # Find the children first: once the launcher is gone they belong to init, and they run
         # in sessions of their own, so neither its pid nor its group would reach them.
-        children = _descendants(self.process.pid)
+        children = descendants(self.process.pid)
         if self.process.poll() is None:
             os.killpg(self.process.pid, signal.SIGKILL)
             self.process.wait()
@@ -132,7 +114,7 @@ async def test_make_dev_emit_tail_and_a_plain_subscriber(dev: DevProcess, tmp_pa
     dev.wait_until_up()
     cli = dev.cli()
     await asyncio.to_thread(wait_for_bridge_consumer, cli)
-    children = _descendants(dev.process.pid)
+    children = descendants(dev.process.pid)
     assert len(children) >= 2, dev.output()  # nats-server and at least the event-bridge
 
     # Secure with no option given: an anonymous client is refused, and so is the CLI without the file.
@@ -213,11 +195,11 @@ async def _the_example_apps_serve_and_heal(cli: Cli, dev: DevProcess) -> None:
     first = await _poll_cli(cli, *weather, until=_ok, what="a weather call")
     assert json.loads(first.stdout)["structured"]["city"] == "北京"
 
-    [app_pid] = [pid for pid in _descendants(dev.process.pid) if b"apps.aurora_app_weather" in _cmdline(pid)]
+    [app_pid] = [pid for pid in descendants(dev.process.pid) if b"apps.aurora_app_weather" in _cmdline(pid)]
     os.kill(app_pid, signal.SIGKILL)
     healed = await _poll_cli(cli, *weather, until=_ok, timeout=45, what="the weather app healed")
     assert json.loads(healed.stdout)["structured"]["city"] == "北京"
-    assert [pid for pid in _descendants(dev.process.pid) if b"apps.aurora_app_weather" in _cmdline(pid)] != [app_pid]
+    assert [pid for pid in descendants(dev.process.pid) if b"apps.aurora_app_weather" in _cmdline(pid)] != [app_pid]
 
 
 async def _the_demo_routes_and_answers(cli: Cli) -> None:

@@ -42,6 +42,7 @@ from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, decode_
 from shared.signal_publisher import new_signal_id, publish_signal
 from shared.subjects import Subjects, app_token
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
+from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess, service_env
 from tests.integration.mcp_gateway.conftest import serving_notes
 from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
@@ -145,11 +146,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 @pytest.fixture
 async def nc(stack: Stack) -> AsyncIterator[NATS]:
-    client = await nats.connect(stack.url)
-    try:
+    async with nats_client(stack.url) as client:
         yield client
-    finally:
-        await client.close()
 
 
 async def raw_operator_call(nc: NATS, subjects: Subjects, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:

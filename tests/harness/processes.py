@@ -116,3 +116,27 @@ async def logged(process: ServiceProcess, needle: str, timeout: float = 30.0) ->
         await poll(holds, timeout=timeout, what=f"{process.module} to log {needle!r}")
     except TimedOut:
         raise AssertionError(f"{process.module} never logged {needle!r}:\n{process.logs()[-4000:]}") from None
+
+
+def process_children() -> dict[int, list[int]]:
+    """Each live process's child pids, read from /proc (Linux)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    return children
+
+
+def descendants(pid: int, children: dict[int, list[int]] | None = None) -> set[int]:
+    """Every live process below `pid`."""
+    tree = process_children() if children is None else children
+    found: set[int] = set()
+    todo = [pid]
+    while todo:
+        for child in tree.get(todo.pop(), []):
+            found.add(child)
+            todo.append(child)
+    return found

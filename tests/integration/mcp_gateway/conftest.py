@@ -17,11 +17,11 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats, free_port
+from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess, service_env
 from tests.integration.mcp_gateway.helpers import (
     BRIDGE,
@@ -154,8 +154,5 @@ def stack(spawn: Spawn) -> Iterator[Stack]:
 @pytest.fixture
 async def pnc(platform: Platform) -> AsyncIterator[NATS]:
     """A client of the shared platform's nats-server."""
-    client = await nats.connect(platform.url)
-    try:
+    async with nats_client(platform.url) as client:
         yield client
-    finally:
-        await client.close()

@@ -26,6 +26,7 @@ from shared.appconfig import AppsConfig, parse_apps_config
 from shared.contracts.system import System
 from shared.contracts.tooldef import HttpExecution, SideEffect, ToolDefinition
 from shared.subjects import Subjects
+from tests.harness.clients import nats_client
 from tests.integration.mcp_gateway.helpers import call
 from tests.integration.mcp_gateway_http.recording_server import RecordingServer
 
@@ -74,11 +75,8 @@ def monitored(tmp_path: Path) -> Iterator[tuple[str, int]]:
 
 @pytest.fixture
 async def mnc(monitored: tuple[str, int]) -> AsyncIterator[NATS]:
-    client = await nats.connect(monitored[0], name="gateway-under-test")
-    try:
+    async with nats_client(monitored[0], name="gateway-under-test") as client:
         yield client
-    finally:
-        await client.close()
 
 
 def subscriptions(monitor: int, name: str) -> list[str]:

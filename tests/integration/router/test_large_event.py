@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats
 from shared.run_events import run_event
 from shared.subjects import Subjects
+from tests.harness.clients import nats_client
 from tests.integration.router.helpers import apply, drain_runs, poll, publish_events, running_router
 from tests.integration.router.helpers import stream_count as count
 from tests.unit.router.factories import event_doc
@@ -34,11 +34,8 @@ def big_broker(tmp_path: Path) -> Iterator[LocalNats]:
 
 @pytest.fixture
 async def big_nc(big_broker: LocalNats) -> AsyncIterator[NATS]:
-    client = await nats.connect(big_broker.url)
-    try:
+    async with nats_client(big_broker.url) as client:
         yield client
-    finally:
-        await client.close()
 
 
 async def test_one_mib_event_goes_by_reference_and_comes_back_whole(big_nc: NATS) -> None:

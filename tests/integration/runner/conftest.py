@@ -9,12 +9,12 @@ from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats
 from tests.fakes.openai_server import FakeOpenAI
+from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess, service_env
 from tests.integration.runner.helpers import RUNNER_ENV, stack_apps, write_apps
 
@@ -81,8 +81,5 @@ def stack(tmp_path_factory: pytest.TempPathFactory, fake_openai: FakeOpenAI) -> 
 
 @pytest.fixture
 async def snc(stack: Stack) -> AsyncIterator[NATS]:
-    client = await nats.connect(stack.url)
-    try:
+    async with nats_client(stack.url) as client:
         yield client
-    finally:
-        await client.close()

@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import msgspec
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 
@@ -25,6 +24,7 @@ from services.runner.resumer import DURABLE as RESUME
 from shared.contracts.envelope import Header, Source
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.subjects import Subjects
+from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess, service_env
 from tests.integration.runner.helpers import (
     ECHO,
@@ -87,11 +87,8 @@ def own_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnStack]:
 
 @pytest.fixture
 async def onc(own_stack: OwnStack) -> AsyncIterator[NATS]:
-    client = await nats.connect(own_stack.url)
-    try:
+    async with nats_client(own_stack.url) as client:
         yield client
-    finally:
-        await client.close()
 
 
 async def waiting_write(nc: NATS, subjects: Subjects, case: str) -> tuple[str, dict[str, Any]]:
