@@ -29,10 +29,11 @@ def _register() -> None:
     app.add_typer(agents.app, name="agents")
     app.add_typer(approvals.app, name="approvals")
     app.add_typer(audit.app, name="audit")
-    from aurora_cli.commands import creds, tasks
+    from aurora_cli.commands import creds, health, tasks
 
     app.add_typer(tasks.app, name="tasks")
     app.add_typer(creds.app, name="creds")
+    health.register(app)
 
 
 _register()

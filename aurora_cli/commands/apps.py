@@ -10,11 +10,13 @@ import json
 from typing import Annotated, Any
 
 import typer
+from nats.aio.client import Client as NATS
 from nats.js.errors import BucketNotFoundError, NoKeysError
 
 from aurora_cli.output import connected, print_json, run, settings_or_fail, stdout, table
 from shared.settings import Settings
 from shared.streams import apps_bucket
+from shared.subjects import Subjects
 
 
 def register(app: typer.Typer) -> None:
@@ -94,18 +96,23 @@ def merge_health(records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
 
 async def _collect(settings: Settings) -> list[dict[str, Any]]:
     async with connected(settings.nats) as nc:
-        js = nc.jetstream()
-        try:
-            kv = await js.key_value(apps_bucket(settings.subjects).name)
-        except BucketNotFoundError:
-            return []
-        try:
-            keys = await kv.keys()
-        except NoKeysError:
-            return []
-        records: dict[str, dict[str, Any]] = {}
-        for key in keys:
-            entry = await kv.get(key)
-            if entry.value:
-                records[key] = json.loads(entry.value)
-        return merge_health(records)
+        return await read_apps(nc, settings.subjects)
+
+
+async def read_apps(nc: NATS, subjects: Subjects) -> list[dict[str, Any]]:
+    """One row per app instance from the apps bucket; no bucket yet → no apps."""
+    js = nc.jetstream()
+    try:
+        kv = await js.key_value(apps_bucket(subjects).name)
+    except BucketNotFoundError:
+        return []
+    try:
+        keys = await kv.keys()
+    except NoKeysError:
+        return []
+    records: dict[str, dict[str, Any]] = {}
+    for key in keys:
+        entry = await kv.get(key)
+        if entry.value:
+            records[key] = json.loads(entry.value)
+    return merge_health(records)

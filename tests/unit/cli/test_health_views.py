@@ -1,0 +1,84 @@
+"""The pure parts of `aurora health`: grouping micro answers, stream lag, what counts as down."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from aurora_cli.commands.health import CORE_SERVICES, dead_letter_count, problems, service_rows, stream_rows
+
+NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+
+
+def _stats(name: str, instance: str, *, started: datetime, requests: int, errors: int = 0,
+           busy_ms: float = 0.0) -> dict[str, Any]:
+    return {"name": name, "id": instance, "version": "0.1.0", "started": started.isoformat(),
+            "endpoints": [{"name": "e", "num_requests": requests, "num_errors": errors,
+                           "processing_time": int(busy_ms * 1e6), "last_error": "boom" if errors else ""}]}
+
+
+def test_instances_of_one_service_are_summed_and_the_youngest_uptime_is_shown() -> None:
+    rows = {r["name"]: r for r in service_rows([
+        _stats("aurora-runner", "a", started=NOW - timedelta(hours=2), requests=10, busy_ms=20),
+        _stats("aurora-runner", "b", started=NOW - timedelta(seconds=30), requests=30, errors=1, busy_ms=60),
+    ], now=NOW)}
+    runner = rows["aurora-runner"]
+    assert runner["instances"] == 2 and runner["ids"] == ["a", "b"]
+    assert runner["uptime_s"] == 30.0
+    assert (runner["requests"], runner["errors"], runner["avg_ms"]) == (40, 1, 2.0)
+    assert runner["last_error"] == "boom"
+    # Every core service has a row, answered or not.
+    assert set(CORE_SERVICES) <= set(rows) and rows["aurora-router"]["instances"] == 0
+
+
+def _report(**parts: Any) -> dict[str, Any]:
+    answered = [_stats(name, "x", started=NOW, requests=0) for name in CORE_SERVICES]
+    report: dict[str, Any] = {"services": service_rows(answered, now=NOW), "apps": [], "systems": []}
+    report.update(parts)
+    return report
+
+
+def test_everything_answering_is_no_problem() -> None:
+    assert problems(_report()) == []
+
+
+def test_a_core_service_without_instances_is_down() -> None:
+    report = _report(services=service_rows([], now=NOW))
+    assert "router: no instance answers ($SRV.STATS)" in problems(report)
+    assert len(problems(report)) == len(CORE_SERVICES)
+
+
+def test_an_app_whose_session_or_process_is_down_is_named_with_its_error() -> None:
+    report = _report(apps=[
+        {"app": "chat", "instance": "default", "session": "connected", "process": "running"},
+        {"app": "crm", "instance": "default", "session": "unavailable", "process": None,
+         "last_error": "connection refused\nat 10.0.0.1"},
+        {"app": "notes", "instance": "default", "session": "connected", "process": "gave_up",
+         "process_error": "exit 3"},
+    ])
+    assert problems(report) == [
+        "app crm (default): session unavailable — connection refused at 10.0.0.1",
+        "app notes (default): process gave_up — exit 3",
+    ]
+
+
+def test_an_open_circuit_of_an_enabled_system_is_down_and_a_disabled_one_is_not() -> None:
+    report = _report(systems=[
+        {"name": "orders", "enabled": True, "circuit": "open", "last_error": "HTTP 503"},
+        {"name": "legacy", "enabled": False, "circuit": "open"},
+        {"name": "assets", "enabled": True, "circuit": "half_open"},
+    ])
+    assert problems(report) == ["system orders: circuit open — HTTP 503"]
+
+
+def test_stream_lag_is_the_most_a_consumer_has_left_and_dead_letters_are_counted() -> None:
+    streams = [
+        {"name": "AMP_EVENTS", "messages": 50, "consumers": [
+            {"pending": 3, "ack_pending": 2}, {"pending": 10, "ack_pending": 0}]},
+        {"name": "AMP_DLQ", "messages": 4, "consumers": []},
+    ]
+    assert stream_rows(streams) == [
+        {"name": "AMP_EVENTS", "messages": 50, "consumers": 2, "lag": 10},
+        {"name": "AMP_DLQ", "messages": 4, "consumers": 0, "lag": 0},
+    ]
+    assert dead_letter_count(streams, "AMP_DLQ") == 4 and dead_letter_count([], "AMP_DLQ") == 0
