@@ -52,7 +52,7 @@ def health(
 ) -> None:
     """Every service instance, app, HTTP system and stream, and the dead-letter count.
 
-    Exits 1 when something is down (a core service with no instance, an app whose session or process is down, an HTTP system whose circuit is open), 0 otherwise."""
+    Exits 1 when something is down, and says what; 0 when all is up."""
     settings = settings_or_fail()
     if watch:
         _watch(settings, interval)
