@@ -14,7 +14,7 @@ from shared.bus import connect
 from shared.errors import AuroraError
 from shared.logs import configure_logging, get_logger
 from shared.settings import Settings
-from shared.telemetry import setup_tracing
+from shared.telemetry import setup_tracing, shutdown_tracing
 
 ServiceMain = Callable[[Settings, NATS, asyncio.Event], Awaitable[None]]
 T = TypeVar("T")
@@ -39,13 +39,15 @@ def run_service(name: str, main: ServiceMain, settings: Settings) -> None:
     the service's own, before calling: nothing is read after connecting.
     """
     configure_logging(name, settings.log_level)
-    setup_tracing(name)
+    load_or_exit(name, lambda: setup_tracing(name))
     try:
         asyncio.run(_serve(name, settings, main))
     except AuroraError as exc:
         get_logger(name).error("start-up failed", error=str(exc))
         print(f"aurora-{name}: {exc}", file=sys.stderr)
         raise SystemExit(1) from exc
+    finally:
+        shutdown_tracing()
 
 
 async def _serve(name: str, settings: Settings, main: ServiceMain) -> None:

@@ -27,9 +27,11 @@ from nats.errors import Error as NatsError
 
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.framing import Oversized, read_lines, to_stdin_line
+from shared import tracing
 from shared.bus import is_jetstream_delivery
 from shared.logs import get_logger
 from shared.subjects import Subjects
+from shared.tracing import messaging
 
 log = get_logger("aurora.app_supervisor.process")
 
@@ -226,6 +228,16 @@ class AppProcess:
             log.error("c2s message dropped: not one JSON-RPC message", app=self._spec.name,
                       size=len(msg.data))
             return
+        incoming = tracing.headers_trace(msg.headers)
+        if incoming is None:  # not part of a traced call (the SDK's own traffic, or tracing off)
+            await self._write(stdin, line)
+            return
+        with tracing.handling("relay c2s", incoming, attributes={
+                **messaging("process", msg.subject), "aurora.app": self._spec.app_id,
+                "aurora.app.generation": self.generation}):
+            await self._write(stdin, line)
+
+    async def _write(self, stdin: asyncio.StreamWriter, line: bytes) -> None:
         try:
             stdin.write(line)
             await stdin.drain()

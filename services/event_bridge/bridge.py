@@ -18,7 +18,8 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, PubAck
 
-from services.event_bridge.mapping import Rejected, map_signal, with_trace
+from services.event_bridge.mapping import Rejected, map_signal, parent_trace, with_trace
+from shared import tracing
 from shared.consumer import (
     ACK,
     AtLeastOnceConsumer,
@@ -34,6 +35,8 @@ from shared.contracts.signals import decode_signal
 from shared.logs import get_logger
 from shared.streams import ensure_streams, fabric_streams, signals_stream
 from shared.subjects import Subjects
+from shared.telemetry import derived_ids
+from shared.tracing import messaging
 
 log = get_logger("aurora.event_bridge")
 STAGE = "event_bridge"
@@ -108,11 +111,8 @@ class EventBridge:
                 outcomes.append(Poison(outcome.reason))
                 continue
             subject = self._subjects.event(outcome.header.source.app, outcome.payload.type)
-            headers = {"Nats-Msg-Id": outcome.header.message_id}
-            if outcome.header.trace is not None and outcome.header.trace.traceparent:
-                headers["traceparent"] = outcome.header.trace.traceparent
             try:
-                future = await self._js.publish_async(subject, _encoder.encode(outcome), headers=headers)
+                future = await self._publish(msg, outcome, subject)
             except Exception as exc:
                 outcomes.append(Retry(f"publishing the event failed: {_describe(exc)}"))
                 continue
@@ -141,6 +141,21 @@ class EventBridge:
 
         return finish
 
+    async def _publish(self, msg: Msg, event: EventEnvelope, subject: str) -> asyncio.Future[PubAck]:
+        """Publish the event inside the bridge's span for it, whose ids are derived from the
+        message id so that a redelivered signal becomes the very same bytes again."""
+        parent = parent_trace(event, msg.headers)
+        trace_id, span_id = derived_ids(event.header.message_id)
+        with tracing.handling("process signal", parent, span_id=span_id,
+                              trace_id=None if parent is not None else trace_id,
+                              attributes=messaging("process", msg.subject, event.header.message_id)) as span:
+            event = with_trace(event, msg.headers, span.trace)
+            span.set("aurora.event.type", event.payload.type)
+            headers = {"Nats-Msg-Id": event.header.message_id}
+            if event.header.trace is not None and event.header.trace.traceparent:
+                headers["traceparent"] = event.header.trace.traceparent
+            return await self._js.publish_async(subject, _encoder.encode(event), headers=headers)
+
     def _convert(self, msg: Msg) -> EventEnvelope | Rejected:
         parts = msg.subject.split(".")
         if len(parts) != 4:
@@ -152,7 +167,7 @@ class EventBridge:
         if parts[3] != type(signal).__struct_config__.tag:
             return Rejected(f"signal kind {type(signal).__struct_config__.tag!r} arrived on {msg.subject!r}")
         event = map_signal(signal, subject_app_token=parts[2])
-        return event if isinstance(event, Rejected) else with_trace(event, msg.headers)
+        return event
 
 
 def _describe(exc: BaseException) -> str:

@@ -290,12 +290,19 @@ def _complete(signal: NativeEventSignal, native: NativeEvent) -> EventEnvelope:
     )
 
 
-def with_trace(event: EventEnvelope, headers: Mapping[str, str] | None) -> EventEnvelope:
-    """The event with the trace it continues: its own, else the one its signal's publisher was in
-    (the signal's `traceparent` header), else a new one rooted at the event (`root_trace`)."""
+def parent_trace(event: EventEnvelope, headers: Mapping[str, str] | None) -> Trace | None:
+    """The trace an event continues: its own, else the one its signal's publisher was in (the
+    signal's `traceparent` header); None when it starts a trace of its own."""
     if event.header.trace is not None:
-        return event
+        return event.header.trace
     traceparent = (headers or {}).get("traceparent")
-    trace = (Trace(traceparent=traceparent, tracestate=(headers or {}).get("tracestate")) if traceparent
-             else root_trace(event.header.message_id))
+    return Trace(traceparent=traceparent, tracestate=(headers or {}).get("tracestate")) if traceparent else None
+
+
+def with_trace(event: EventEnvelope, headers: Mapping[str, str] | None, span: Trace | None = None) -> EventEnvelope:
+    """The event carrying `span` (the bridge's span for it, when tracing is on), else the trace
+    it continues (`parent_trace`), else a new one rooted at the event (`root_trace`)."""
+    trace = span or parent_trace(event, headers) or root_trace(event.header.message_id)
+    if trace == event.header.trace:
+        return event
     return msgspec.structs.replace(event, header=msgspec.structs.replace(event.header, trace=trace))

@@ -9,19 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 from collections.abc import Callable
 
 import msgspec
 from nats.micro.request import Request
+from opentelemetry.trace import SpanKind
 
 from services.mcp_gateway import progress
 from services.mcp_gateway.pool.approvals import ApprovalStore
 from services.mcp_gateway.toolcalls import CallRecord, ToolCallHandler, result_reply
+from shared import tracing
 from shared.admin import request_reply
 from shared.bus import is_jetstream_delivery
 from shared.contracts.signals import GATEWAY_APP
 from shared.contracts.toolcall import ToolCallEnvelope, decode_request
 from shared.logs import get_logger
+from shared.tracing import messaging
 
 log = get_logger("aurora.mcp_gateway")
 
@@ -83,10 +87,17 @@ class CallServer:
     async def _serve(self, request: Request, operator: bool) -> None:
         tracked = progress.track()  # in this task's own context: one per call
         try:
-            try:
-                reply, record = await self._handler.answer(request.data, operator=operator)
-            except Exception:
-                reply, record = self._internal_error(request.data, tracked, operator)
+            with tracing.handling("tools/call", tracing.envelope_trace(request.data), kind=SpanKind.SERVER,
+                                  attributes={"mcp.method.name": "tools/call", "aurora.operator": operator,
+                                              **messaging("process", request.subject)}) as span:
+                try:
+                    reply, record = await self._handler.answer(request.data, operator=operator)
+                except Exception:
+                    reply, record = self._internal_error(request.data, tracked, operator)
+                if record is not None:
+                    describe_call(span, record)
+                    # The `tool.*` event of the call continues the gateway's span for it.
+                    record = dataclasses.replace(record, trace=span.trace or record.trace)
             try:
                 await request.respond(self._scrub_reply(reply))
                 # `respond` only queues the reply for nats-py's flusher task; letting it run
@@ -121,6 +132,25 @@ class CallServer:
             await self._handler.report(record)
         except Exception:
             log.exception("a tool call could not be reported", call_id=record.call_id if record else None)
+
+
+def describe_call(span: tracing.SpanHandle, record: CallRecord) -> None:
+    """What the gateway decided and what came of it, on the call's span."""
+    result = record.result
+    span.rename(f"tools/call {record.request.tool}")
+    span.update({
+        "gen_ai.tool.name": record.request.tool,
+        "gen_ai.tool.call.id": record.call_id,
+        "aurora.agent": record.request.context.agent,
+        "aurora.system": record.system,
+        "aurora.tool.side_effect": result.side_effect,
+        "aurora.tool.status": result.status,
+        "aurora.tool.executed": record.executed,
+        "aurora.approval.id": result.approval_id,
+        "error.type": result.error.code if result.error else None,
+    })
+    if result.status != "ok":
+        span.error(result.error.code if result.error else result.status)
 
 
 async def sweep_expired_approvals(approvals: ApprovalStore, stop: asyncio.Event, every: float) -> None:

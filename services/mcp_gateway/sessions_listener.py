@@ -21,6 +21,7 @@ from services.mcp_gateway.outbox import Outbox
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.session import AppSession
 from services.mcp_gateway.status import session_health
+from shared import tracing
 from shared.appconfig import AppConfig
 from shared.bus import is_jetstream_delivery
 from shared.clock import now_iso
@@ -98,8 +99,15 @@ class SessionsListener:
 
     async def notification(self, session: AppSession, method: str, params: dict[str, Any] | None) -> None:
         signal = notification_signal(session.app.app_id, session.app.instance, method, params)
-        if signal is not None:
-            self._outbox.put(signal)
+        if signal is None:
+            return
+        # Where an app's event enters the platform: the first span of the trace it starts.
+        with tracing.handling(f"{method} {session.app.app_id}", None, attributes={
+                "mcp.method.name": method, "aurora.app": session.app.app_id,
+                "aurora.app.instance": session.app.instance, "aurora.signal.id": signal.signal_id}) as span:
+            if span.trace is not None:
+                signal = msgspec.structs.replace(signal, trace=span.trace)
+        self._outbox.put(signal)
 
     async def initialize_refused(self, session: AppSession, reason: str) -> None:
         """A stdio server that refuses a second `initialize` gets a fresh process."""

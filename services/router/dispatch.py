@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import msgspec
 
-from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
+from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source, Trace
 from shared.contracts.run import (
     DeliveryContext,
     ObjectRef,
@@ -64,7 +64,9 @@ def reply_target(event: EventEnvelope) -> ReplyTarget | None:
 
 def build_run(event: EventEnvelope, raw: bytes, *, binding_id: str, target: RunTarget, subject: str,
               timestamp: str, router_instance: str, inline_limit: int, store_bucket: str,
-              capabilities: tuple[str, ...] = ()) -> RunMessage:
+              capabilities: tuple[str, ...] = (), trace: Trace | None = None) -> RunMessage:
+    """The run for `target`, carrying `trace` (the router's span, when tracing is on) or else
+    the event's own trace."""
     header = event.header
     run_id = run_id_for(header.message_id, binding_id)
     offload = None
@@ -78,7 +80,7 @@ def build_run(event: EventEnvelope, raw: bytes, *, binding_id: str, target: RunT
         header=Header(
             method=method_for(target.type), message_id=run_id, timestamp=timestamp,
             source=Source(app=ROUTER_APP, instance=router_instance),
-            trace=header.trace,
+            trace=trace or header.trace,
         ),
         payload=_RawRunPayload(
             run_id=run_id, target=target, binding_id=binding_id, event=inline, event_ref=offload,

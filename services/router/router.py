@@ -30,6 +30,7 @@ from services.router.events import decode_event
 from services.router.selection import decide
 from services.router.stores import RouterStores
 from services.router.traces import encode_trace, kv_subject, trace_key
+from shared import tracing
 from shared.consumer import (
     ACK,
     AtLeastOnceConsumer,
@@ -47,6 +48,8 @@ from shared.logs import get_logger
 from shared.run_records import record_subject
 from shared.streams import events_stream
 from shared.subjects import Subjects
+from shared.telemetry import derived_ids
+from shared.tracing import messaging
 
 log = get_logger("aurora.router")
 STAGE = "router"
@@ -205,17 +208,26 @@ class Router:
             trace = RouteTrace(message_id=message_id, status="invalid_event", reason=reason, at=at,
                                router=self._config.instance)
             return _Work(msg=msg, key=trace_key(message_id), trace=encode_trace(trace), invalid=reason)
-        decision = decide(event, self._catalog.table, self._catalog, now=now)
-        run: RunMessage | None = None
-        if decision.status == "dispatched":
-            assert decision.target is not None and decision.binding_id is not None
-            run = build_run(
-                event, raw, binding_id=decision.binding_id, target=decision.target,
-                subject=self._run_subject(decision.target), timestamp=at,
-                router_instance=self._config.instance, inline_limit=self._config.inline_limit,
-                store_bucket=self._stores.run_events_bucket,
-                capabilities=self._capabilities.get(event.header.source.app, ()),
-            )
+        # The span's id is derived from the event's, so an event routed again builds the very
+        # same run message.
+        span_id = derived_ids(f"route:{event.header.message_id}")[1]
+        with tracing.handling("process event", event.header.trace, span_id=span_id,
+                              attributes=messaging("process", msg.subject, event.header.message_id)) as span:
+            decision = decide(event, self._catalog.table, self._catalog, now=now)
+            run: RunMessage | None = None
+            if decision.status == "dispatched":
+                assert decision.target is not None and decision.binding_id is not None
+                run = build_run(
+                    event, raw, binding_id=decision.binding_id, target=decision.target,
+                    subject=self._run_subject(decision.target), timestamp=at,
+                    router_instance=self._config.instance, inline_limit=self._config.inline_limit,
+                    store_bucket=self._stores.run_events_bucket,
+                    capabilities=self._capabilities.get(event.header.source.app, ()), trace=span.trace,
+                )
+            span.update({"aurora.event.type": event.payload.type, "aurora.route.status": decision.status,
+                         "aurora.binding.id": decision.binding_id,
+                         "aurora.target": f"{decision.target.type}/{decision.target.id}" if decision.target else None,
+                         "aurora.run.id": run.run_id if run else None})
         self.stats.statuses[decision.status] += 1
         header, payload = event.header, event.payload
         trace = RouteTrace(

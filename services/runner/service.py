@@ -33,6 +33,7 @@ from services.runner.task_events import TaskEvents
 from services.runner.tasks import TaskStore
 from services.runner.toolclient import NatsToolClient
 from services.runner.tooling import GatewayTools
+from services.runner.traced import TracedChatModel, TracedToolClient
 from services.runner.worker import Worker
 from shared.admin import start_admin_service
 from shared.logs import get_logger, scrub_logs_with
@@ -82,7 +83,7 @@ class RunnerService:
         await catalog.start()
         events = TaskEvents(js, subjects, instance=config.instance)
         store = TaskStore(stores.tasks, events.publish, js=js, bucket=tasks_bucket(subjects).name)
-        steps = ToolSteps(NatsToolClient(nc, subjects.tool_call, instance=config.instance),
+        steps = ToolSteps(TracedToolClient(NatsToolClient(nc, subjects.tool_call, instance=config.instance)),
                           JetStreamAudit(js, subjects), catalog.side_effect,
                           default_timeout=config.tool_timeout, result_limit=config.step_result_limit,
                           secrets=self._secrets(catalog))
@@ -90,8 +91,9 @@ class RunnerService:
         history = StreamHistory(js, subjects, window=config.history_window, scan_limit=config.history_scan_limit)
         announcer = Announcer(js, subjects, instance=config.instance)
         drivers: dict[str, AgentDriver] = {"playbook": PlaybookDriver(steps, announcer)}
-        drivers["llm"] = LlmDriver(HttpChatModel(self._http), GatewayTools(nc, subjects), steps, history,
-                                   config.models, announcer=announcer)
+        model = TracedChatModel(HttpChatModel(self._http))
+        drivers["llm"] = LlmDriver(model, GatewayTools(nc, subjects), steps, history, config.models,
+                                   announcer=announcer)
         executor = self._executor = TaskExecutor(store, catalog, drivers, steps, EventSource(js), config)
         worker = Worker(js, subjects, executor, config, stores.runs_stream)
         await worker.start()

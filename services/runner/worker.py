@@ -19,9 +19,11 @@ from nats.js import JetStreamContext
 from services.runner.config import RunnerConfig
 from services.runner.executor import InvalidRun, TaskExecutor, Verdict
 from services.runner.stores import runs_consumer
+from shared import tracing
 from shared.consumer import ACK, HAND_BACK, LEAVE, TERM, AtLeastOnceConsumer, ConsumerStats, Outcome, Poison, Retry
 from shared.logs import get_logger
 from shared.subjects import Subjects
+from shared.tracing import messaging
 
 log = get_logger("aurora.runner.worker")
 STAGE = "runner"
@@ -81,6 +83,15 @@ class Worker:
 
     async def _handle(self, msg: Msg) -> Outcome:
         self.stats.received += 1
+        with tracing.handling("process run", tracing.envelope_trace(msg.data),
+                              attributes=messaging("process", msg.subject, msg.header.get("Nats-Msg-Id")
+                                                   if msg.header else None)) as span:
+            outcome = await self._execute(msg)
+            if outcome is not ACK:
+                span.set("aurora.run.outcome", outcome.kind)
+            return outcome
+
+    async def _execute(self, msg: Msg) -> Outcome:
         verdict: Verdict = "retry"
         try:
             verdict = await self._executor.handle_run(msg.data, deliveries=msg.metadata.num_delivered,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
-from functools import partial
 from types import TracebackType
 
 import anyio
@@ -21,6 +20,7 @@ from nats.errors import Error as NatsError
 
 from services.mcp_gateway.transports.direct import DirectCalls
 from services.mcp_gateway.transports.streams import TransportStreams
+from shared import tracing
 from shared.bus import is_jetstream_delivery
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -47,7 +47,12 @@ class NatsStdioTransport(AbstractAsyncContextManager[TransportStreams]):
     its pending calls fail when the relay closes."""
 
     def __init__(self, nc: NATS, subjects: Subjects, app_id: str, instance: str) -> None:
-        self.direct = DirectCalls(partial(nc.publish, subjects.mcp(app_id, instance, "c2s")))
+        c2s = subjects.mcp(app_id, instance, "c2s")
+
+        async def publish(data: bytes) -> None:  # the supervisor's relay span continues the call's
+            await nc.publish(c2s, data, headers=tracing.current_headers())
+
+        self.direct = DirectCalls(publish)
         self._relay = _relay(nc, subjects, app_id, instance, self.direct)
 
     async def __aenter__(self) -> TransportStreams:

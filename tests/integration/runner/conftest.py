@@ -27,13 +27,14 @@ class Stack:
     fake: FakeOpenAI
 
 
-def start_stack(folder: Path, *, runners: int, runner_env: dict[str, str] | None = None) -> tuple[
-        LocalNats, dict[str, ServiceProcess], Path]:
+def start_stack(folder: Path, *, runners: int, runner_env: dict[str, str] | None = None,
+                env: dict[str, str] | None = None) -> tuple[LocalNats, dict[str, ServiceProcess], Path]:
+    """`env`: more variables for every service (e.g. where to export traces)."""
     server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
     server.start()
     chat_log = folder / "chat-sent.jsonl"
     config = write_apps(folder, stack_apps(chat_log))
-    env = service_env(server.url, AURORA_APPS_CONFIG=str(config))
+    env = service_env(server.url, AURORA_APPS_CONFIG=str(config), **(env or {}))
     logs = folder / "logs"
     logs.mkdir(exist_ok=True)
     processes = {
