@@ -33,6 +33,9 @@ def _register() -> None:
 
     app.add_typer(tasks.app, name="tasks")
     app.add_typer(creds.app, name="creds")
+    from aurora_cli.commands import dlq
+
+    app.add_typer(dlq.app, name="dlq")
 
 
 _register()
