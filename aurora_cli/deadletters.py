@@ -11,10 +11,14 @@ from datetime import datetime, timedelta
 
 from aurora_cli.output import EXIT_USAGE, CliError
 from shared import deadletter as dl
+from shared.contracts.signals import PLATFORM_EVENT_NAMESPACES
+from shared.subjects import app_token
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 REPLAYED_FROM = "Aurora-Dlq-Replayed-From"
+# deploy/nats-auth.conf refuses the operator these apps' signals and events.
+PLATFORM_APP_TOKENS = frozenset(app_token(app) for app in PLATFORM_EVENT_NAMESPACES)
 
 
 def parse_duration(option: str, raw: str | None) -> timedelta | None:
@@ -121,6 +125,10 @@ def replay_target(letter: DeadLetter, prefix: str) -> str:
     if not subject or not subject.startswith(prefix + ".") or any(c in subject for c in "*> \t\r\n"):
         raise CliError(f"dead letter {letter.seq} has no replayable original subject ({subject!r}): "
                        f"only subjects under {prefix}.> are replayed")
+    tokens = subject.split(".")
+    if len(tokens) > 2 and tokens[1] in ("sig", "evt") and tokens[2] in PLATFORM_APP_TOKENS:
+        raise CliError(f"dead letter {letter.seq} is a platform service's own {tokens[1]} ({subject}): "
+                       "only that service publishes those, so it is not replayed by hand")
     return subject
 
 
