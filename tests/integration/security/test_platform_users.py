@@ -135,7 +135,8 @@ async def test_the_operator_administers_but_never_speaks_mcp(connect: Connect) -
     await operator.clean()
     for subject in (SUBJECTS.mcp("demo.notes", "default", "c2s"), SUBJECTS.signal("aurora.gateway", "platform_event"),
                     SUBJECTS.signal("aurora.runner", "platform_event"),
-                    SUBJECTS.event("aurora.gateway", "approval.granted"), SUBJECTS.event("aurora.runner", "task.failed")):
+                    SUBJECTS.event("aurora.gateway", "approval.granted"),
+                    SUBJECTS.event("aurora.runner", "task.failed")):
         await operator.nc.publish(subject, b"{}")
         await operator.refused(subject)
     await operator.nc.subscribe(SUBJECTS.tool_call)

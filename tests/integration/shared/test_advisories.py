@@ -49,7 +49,8 @@ async def test_a_signal_that_runs_out_of_deliveries_while_no_bridge_settles_it_r
     # Its durable is the real one, with max_deliver 2 so that this takes a second, not minutes.
     await ensure_durable(js, "AMP_SIGNALS", bridge_consumer(BridgeConfig(max_deliver=2, backoff=(0.5,)), subjects))
     original = b'{"signal": "from an app", "text": "\xe4\xbd\xa0\xe5\xa5\xbd"}'
-    headers = {"Nats-Msg-Id": "sig-advisory-1", "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
+    headers = {"Nats-Msg-Id": "sig-advisory-1",
+               "traceparent": "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"}
     ack = await js.publish(subjects.signal("im.polaris.qq", "native_event"), original, headers=headers)
     sub = await js.pull_subscribe_bind("event-bridge", stream="AMP_SIGNALS")
     for delivery in (1, 2):
