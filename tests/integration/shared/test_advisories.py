@@ -14,6 +14,8 @@ from nats.js.api import RawStreamMsg
 from nats.js.errors import NotFoundError
 
 from services.event_bridge.bridge import BridgeConfig, bridge_consumer
+from services.runner.config import RunnerConfig
+from services.runner.resumer import resume_consumer
 from shared import deadletter as dl
 from shared.consumers import ensure_durable
 from shared.subjects import Subjects
@@ -27,13 +29,13 @@ async def _router(spawn: Any) -> ServiceProcess:
     return process
 
 
-async def _letters(nc: NATS) -> list[RawStreamMsg]:
+async def _letters(nc: NATS, subject: str = "amp.dlq.>") -> list[RawStreamMsg]:
     js = nc.jetstream()
     found: list[RawStreamMsg] = []
     seq = 1
     while True:
         try:
-            msg = await js.get_msg("AMP_DLQ", seq, subject="amp.dlq.>", next=True)
+            msg = await js.get_msg("AMP_DLQ", seq, subject=subject, next=True)
         except NotFoundError:
             return found
         found.append(msg)
@@ -98,3 +100,29 @@ async def test_what_a_stage_dead_lettered_itself_is_not_doubled_by_the_advisory(
     assert got[dl.ORIGINAL_SEQUENCE] == str(ack.seq)
     assert got[dl.REASON].startswith("invalid event")
     assert json.loads(got[dl.ORIGINAL_HEADERS]) == {"Nats-Msg-Id": "broken-1", "x-origin": "test"}
+
+
+async def test_a_message_a_platform_consumer_terminated_without_a_dead_letter_reaches_the_dlq(
+    nc: NATS, subjects: Subjects, spawn: Any
+) -> None:
+    await _router(spawn)
+    js = nc.jetstream()
+    # The runners' resume consumer terminates an event it cannot read (it "ignores" it): the
+    # termination's advisory is all that says so. (The router dead-letters the same bytes as
+    # its own stage: each stage that gave up has its dead letter.)
+    await ensure_durable(js, "AMP_EVENTS", resume_consumer(RunnerConfig(), subjects))
+    subject = subjects.event("aurora.gateway", "approval.granted")
+    ack = await js.publish(subject, b"{unreadable", headers={"Nats-Msg-Id": "approval-broken"})
+    sub = await js.pull_subscribe_bind("runner-resume", stream="AMP_EVENTS")
+    (msg,) = await sub.fetch(1, timeout=10)
+    await msg.term()
+
+    async def one_letter() -> list[RawStreamMsg]:
+        return await _letters(nc, "amp.dlq.runner")
+
+    (letter,) = await poll(one_letter, timeout=20, what="the termination's dead letter")
+    got = letter.headers or {}
+    assert letter.subject == "amp.dlq.runner" and letter.data == b"{unreadable"
+    assert got[dl.VIA] == "advisory" and got[dl.CONSUMER] == "runner-resume" and got[dl.DELIVERIES] == "1"
+    assert got[dl.REASON].startswith("terminated by runner-resume")
+    assert got[dl.ORIGINAL_SUBJECT] == subject and got[dl.ORIGINAL_SEQUENCE] == str(ack.seq)
