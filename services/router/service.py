@@ -1,4 +1,5 @@
-"""The router's parts wired together: stores, catalog, routing loop and admin endpoints.
+"""The router's parts wired together: stores, catalog, routing loop and admin endpoints, and the
+dead-letter advisory listener (shared/advisories.py: what a stage could not dead-letter itself).
 
 `__main__` runs one `RouterService` per process; tests run it in-process against a real NATS.
 """
