@@ -38,6 +38,7 @@ log = get_logger("aurora.advisories")
 MAX_DELIVERIES = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 MSG_TERMINATED = "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED"
 QUEUE = "aurora-dlq-advisories"
+ATTEMPTS = 4  # over about 3.5 s
 # The streams whose durables are the platform's, by suffix (`AMP_` + suffix).
 WATCHED = ("SIGNALS", "EVENTS", "RUNS")
 
@@ -137,11 +138,19 @@ class AdvisoryListener:
 
     async def _on_advisory(self, msg: Msg) -> None:
         async with self._lock:
-            try:
-                await self.handle(msg.subject, msg.data)
-            except Exception as exc:
-                self.stats.failed += 1
-                log.warning("advisory not handled", subject=msg.subject, error=str(exc))
+            # An advisory is sent once and not stored: a short outage of AMP_DLQ is waited out
+            # here, a longer one leaves the message where it is (in its stream) and says so.
+            for attempt in range(ATTEMPTS):
+                try:
+                    await self.handle(msg.subject, msg.data)
+                    return
+                except Exception as exc:
+                    if attempt == ATTEMPTS - 1:
+                        self.stats.failed += 1
+                        log.warning("advisory not handled: the message stays in its stream", subject=msg.subject,
+                                    error=str(exc))
+                        return
+                    await asyncio.sleep(0.5 * 2 ** attempt)
 
     async def handle(self, subject: str, data: bytes) -> str:
         """Dead-letter what the advisory names; returns what happened (for logs and tests)."""
