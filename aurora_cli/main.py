@@ -48,6 +48,7 @@ COMMANDS: dict[str, Area] = {
     "audit": Area("audit", "Read the audit log of tool calls.", group=True),
     "tasks": Area("tasks", "Runner tasks: list them, show one with its steps, cancel one.", group=True),
     "creds": Area("creds", "NATS credentials for every Aurora identity.", group=True),
+    "dlq": Area("dlq", "Dead letters: list, show, replay and purge what a stage gave up on.", group=True),
 }
 
 

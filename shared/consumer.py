@@ -256,9 +256,12 @@ class AtLeastOnceConsumer:
     async def _dead_letter(self, msg: Msg, reason: str) -> None:
         meta = msg.metadata
         try:
+            # Written before the term: on a work-queue stream the term removes the original, so
+            # the advisory listener could not fetch it afterwards.
             stored = await dead_letter(self._js, self._subjects, stage=self._stage, data=msg.data, reason=reason,
                                        original_subject=msg.subject, stream=meta.stream,
-                                       sequence=meta.sequence.stream)
+                                       sequence=meta.sequence.stream, headers=msg.headers,
+                                       deliveries=meta.num_delivered, consumer=self.durable)
         except Exception as exc:
             # Never terminate what is not stored elsewhere: try again later.
             self.stats.last_error = f"dead-lettering failed: {exc}"

@@ -1,4 +1,5 @@
-"""The router's parts wired together: stores, catalog, routing loop and admin endpoints.
+"""The router's parts wired together: stores, catalog, routing loop and admin endpoints, and the
+dead-letter advisory listener (shared/advisories.py: what a stage could not dead-letter itself).
 
 `__main__` runs one `RouterService` per process; tests run it in-process against a real NATS.
 """
@@ -17,6 +18,7 @@ from services.router.config import RouterSettings
 from services.router.router import Router, RouterStats
 from services.router.stores import RouterStores, open_stores
 from shared.admin import start_admin_service
+from shared.advisories import AdvisoryListener
 from shared.logs import get_logger
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_of
@@ -37,6 +39,7 @@ class RouterService:
         self._catalog: Catalog | None = None
         self._router: Router | None = None
         self._services: list[Service] = []
+        self._advisories: AdvisoryListener | None = None
 
     @property
     def stats(self) -> RouterStats:
@@ -51,6 +54,9 @@ class RouterService:
         stores = self._stores = await open_stores(nc.jetstream(), subjects)
         catalog = self._catalog = Catalog(stores.bindings, stores.agents, stores.pipelines)
         await catalog.start()
+        # Before the router pulls: an advisory its own deliveries cause must find a listener.
+        self._advisories = AdvisoryListener(nc, subjects)
+        await self._advisories.start()
         router = Router(nc, subjects, catalog, stores, options.router, capabilities=self._capabilities)
         await router.start()
         self._router = router
@@ -85,4 +91,7 @@ class RouterService:
             await self._router.stop()
         if self._catalog is not None:
             await self._catalog.stop()
+        if self._advisories is not None:
+            await self._advisories.stop()
+            self._advisories = None
         self._router = None

@@ -91,6 +91,17 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
     "reshape": ("update or purge a platform stream (`AMP_EVENTS`)", _row(R, R, R, R, R, A, R)),
     "other_streams": ("read a stream other than `AMP_EVENTS` (`AMP_AUDIT`, `AMP_DLQ`, approvals)",
                       _row(N, N, N, N, N, N, R)),
+    # Dead letters (docs/security.md, "Dead letters"): the router's advisory listener, the operator's `aurora dlq`.
+    "advisories": ("hear the platform streams' consumer advisories (`MAX_DELIVERIES`, `MSG_TERMINATED`)",
+                   _row(R, R, R, A, R, R, R)),
+    "work_get": ("read a message of `AMP_RUNS` or `AMP_SIGNALS` by sequence (`STREAM.MSG.GET`)",
+                 _row(R, R, R, A, R, A, R)),
+    "dlq_other_stage": ("publish another stage's dead letters (`amp.dlq.<stage>`)", _row(R, R, R, A, R, R, R)),
+    "dlq_admin": ("read, delete or purge dead letters (`AMP_DLQ`: `MSG.GET`, `MSG.DELETE`, `PURGE`)",
+                  _row(R, R, R, R, R, A, R)),
+    "dlq_replay": ("replay a dead letter to an app's event or signal subject, or a run's", _row(N, N, N, N, N, A, R)),
+    "platform_forge": ("publish a platform service's own events or signals (`aurora_gateway`, `aurora_runner`)",
+                       _row(N, N, N, N, N, R, R)),
 }
 
 

@@ -100,6 +100,21 @@ def publish(subject: str) -> Probe:
     return probe
 
 
+def subscribe(subject: str) -> Probe:
+    async def probe(session: Session) -> str:
+        start = len(session.errors)
+        sub = await session.nc.subscribe(subject)
+        # As for a publish: the answer to a later request says the server has handled the SUB.
+        await session.nc.request("$JS.API.INFO", b"", timeout=5)
+        refused = any(f'permissions violation for subscription to "{subject}"'.lower() in str(error).lower()
+                      for error in session.errors[start:])
+        await sub.unsubscribe()
+        return REFUSED if refused else ALLOWED
+
+    probe.__qualname__ = f"SUB {subject}"
+    return probe
+
+
 def code(run: Callable[[Session], Awaitable[object]]) -> Probe:
     """The services' own code as that user: allowed when it finished and nothing was refused."""
     async def probe(session: Session) -> str:
@@ -262,6 +277,31 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
                 request("$JS.API.CONSUMER.CREATE.AMP_DLQ.consumer_dlq",
                         {"stream_name": "AMP_DLQ", "config": {"name": "consumer_dlq", "ack_policy": "none"}}),
                 request("$JS.API.DIRECT.GET.KV_AMP_APPROVALS", {"last_by_subj": "$KV.AMP_APPROVALS.x"})]
+    if key == "advisories":
+        return [subscribe("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.AMP_RUNS.*"),
+                subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.AMP_SIGNALS.*")]
+    if key == "work_get":
+        return [request(f"$JS.API.STREAM.MSG.GET.{stream}", {"seq": 1}, must_succeed=False)
+                for stream in ("AMP_RUNS", "AMP_SIGNALS")]
+    if key == "dlq_other_stage":
+        own = {"event-bridge": "event_bridge", "mcp-gateway": "mcp_gateway", "router": "router", "runner": "runner"}
+        return [publish(SUBJECTS.dlq(stage)) for stage in ("event_bridge", "router", "runner", "mcp_gateway")
+                if stage != own.get(user)]
+    if key == "dlq_admin":
+        return [request("$JS.API.STREAM.MSG.GET.AMP_DLQ", {"seq": 1}, must_succeed=False),
+                request("$JS.API.STREAM.MSG.DELETE.AMP_DLQ", {"seq": 1_000_000}, must_succeed=False),
+                request("$JS.API.STREAM.PURGE.AMP_DLQ", {"filter": "amp.dlq.nobody"})]
+    if key == "dlq_replay":
+        if user not in ("operator", "consumer"):
+            return []
+        return [publish(SUBJECTS.event("im.polaris.qq", "message.received")),
+                publish(SUBJECTS.signal("im.polaris.qq", "observed")), publish(SUBJECTS.run("agent", "matrix"))]
+    if key == "platform_forge":
+        if user not in ("operator", "consumer"):
+            return []
+        return [publish(SUBJECTS.event("aurora.gateway", "approval.granted")),
+                publish(SUBJECTS.signal("aurora.gateway", "platform_event")),
+                publish(SUBJECTS.event("aurora.runner", "task.failed"))]
     raise AssertionError(f"no probes for row {key!r}")
 
 

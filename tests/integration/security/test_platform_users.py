@@ -130,8 +130,13 @@ async def test_the_operator_administers_but_never_speaks_mcp(connect: Connect) -
     await js.publish(SUBJECTS.signal("im.polaris.qq", "native_event"), b"{}", headers={"Nats-Msg-Id": "s-1"})
     assert {info.config.name for info in await js.streams_info()} >= {"AMP_EVENTS", "AMP_SIGNALS", "AMP_DLQ"}
     await operator.clean()
+    # `aurora dlq replay` may send an app's event back to its subject, never a platform service's.
+    await js.publish(EVENT, b"{}", headers={"Nats-Msg-Id": "e-1"})
+    await operator.clean()
     for subject in (SUBJECTS.mcp("demo.notes", "default", "c2s"), SUBJECTS.signal("aurora.gateway", "platform_event"),
-                    EVENT):
+                    SUBJECTS.signal("aurora.runner", "platform_event"),
+                    SUBJECTS.event("aurora.gateway", "approval.granted"),
+                    SUBJECTS.event("aurora.runner", "task.failed")):
         await operator.nc.publish(subject, b"{}")
         await operator.refused(subject)
     await operator.nc.subscribe(SUBJECTS.tool_call)
