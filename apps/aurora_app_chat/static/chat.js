@@ -28,11 +28,20 @@ function status(text) {
   $("status").textContent = text || "";
 }
 
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
 async function post(body) {
   try {
-    const reply = await fetch("/events", {
-      method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body),
-    });
+    let reply = null;
+    // 503: the platform has not connected to the app yet (it is starting): wait as it asks, a while.
+    for (let attempt = 0; attempt < 20; attempt += 1) {
+      reply = await fetch("/events", {
+        method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body),
+      });
+      if (reply.status !== 503) break;
+      status("the platform is not connected to the chat app yet: retrying…");
+      await sleep(1000 * Number(reply.headers.get("retry-after") || 1));
+    }
     const answer = await reply.json().catch(() => ({}));
     if (!reply.ok) {
       status((answer.error && answer.error.message) || `the app answered ${reply.status}`);

@@ -36,6 +36,14 @@ class Web:
     async def post(self, body: Any, **kwargs: Any) -> httpx.Response:
         return await self.http.post("/events", json=body, **kwargs)
 
+    async def connected(self) -> None:
+        """Once the app has handled `notifications/initialized` (the client sends it and goes on)."""
+
+        async def ready() -> bool:
+            return bool((await self.http.get("/healthz")).json()["connected"])
+
+        await poll(ready, timeout=10, what="the chat app to see the client's session")
+
     async def view(self, conversation_id: str) -> dict[str, Any]:
         reply = await self.http.get(f"/conversations/{conversation_id}")
         assert reply.status_code == 200, reply.text
@@ -78,6 +86,8 @@ async def chat_web(tmp_path: Path, *, port: str = "0", initialize: bool = True,
             url = await served_url(stderr_path) if port == "0" else f"http://127.0.0.1:{port}/"
             web = Web(Chat(session, receive), url, stderr_path)
             try:
+                if initialize and port == "0":
+                    await web.connected()
                 yield web
             finally:
                 await web.http.aclose()
@@ -177,8 +187,10 @@ async def test_before_the_platform_connects_events_are_refused_with_503(tmp_path
         early = await web.post({"type": "message.received", "session_id": "g", "text": "too early"})
         assert early.status_code == 503 and early.headers["retry-after"] == "1"
         assert early.json()["error"]["code"] == "not_connected"
+        assert (await web.http.get("/healthz")).json() == {"ok": True, "connected": False}
         assert (await web.view("g"))["items"] == []  # refused means not shown either
         await web.chat.session.initialize()
+        await web.connected()
         late = await web.post({"type": "message.received", "session_id": "g", "text": "now"})
         assert late.status_code == 202
         assert (await web.chat.next_event())["payload"]["data"] == {"text": "now"}
