@@ -52,7 +52,7 @@ def stack_apps(chat_log: Path) -> dict[str, dict[str, Any]]:
     and asset systems of the cross-system relay, and the echo app (reads, a slow read)."""
     return {
         "chat": stdio([PYTHON, "-m", "apps.aurora_app_chat"], package=CHAT,
-                      mcp={"env": {"CHAT_LOG_FILE": str(chat_log)}}, platform=CHAT_PLATFORM),
+                      mcp={"env": {"CHAT_LOG_FILE": str(chat_log), "CHAT_WEB_PORT": "off"}}, platform=CHAT_PLATFORM),
         "alarms": stdio([PYTHON, str(APPS / "alarms_app.py")], package=ALARMS),
         "assets": stdio([PYTHON, str(APPS / "assets_app.py")], package=ASSETS,
                         mcp={"env": {"ASSETS_CALL_LOG": str(assets_calls_log(chat_log))}}),
