@@ -30,6 +30,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
+from shared import metrics
 from shared.consumers import ensure_durable
 from shared.deadletter import dead_letter
 from shared.logs import get_logger
@@ -233,10 +234,13 @@ class AtLeastOnceConsumer:
     async def _settle(self, msg: Msg, outcome: Outcome) -> None:
         kind = outcome.kind
         self.stats.settled += 1
+        metrics.consumer_lag.set(msg.metadata.num_pending or 0, stage=self._stage, consumer=self.durable)
         if kind == "ack":
             await msg.ack()
+            self._count("acked")
         elif kind == "term":
             await msg.term()
+            self._count("terminated")
         elif kind == "poison":
             await self._dead_letter(msg, outcome.reason)
         elif kind in ("retry", "hand_back"):
@@ -248,10 +252,15 @@ class AtLeastOnceConsumer:
                 await self._dead_letter(msg, f"gave up after {delivered} deliveries: {outcome.reason or kind}")
             elif kind == "hand_back":
                 await msg.nak()
+                self._count("handed_back")
             else:
+                self._count("retried")
                 log.warning("message will be retried", consumer=self.durable, subject=msg.subject,
                             error=outcome.reason, delivered=delivered)
                 await msg.nak(delay=backoff(delivered))
+
+    def _count(self, outcome: str) -> None:
+        metrics.stage_messages.add(1, {"stage": self._stage, "outcome": outcome})
 
     async def _dead_letter(self, msg: Msg, reason: str) -> None:
         meta = msg.metadata
@@ -272,6 +281,7 @@ class AtLeastOnceConsumer:
         await msg.term()
         if stored:  # a message dead-lettered before (its term was lost) is not counted twice
             self.stats.dead_lettered += 1
+            self._count("dead_lettered")
         log.info("message dead-lettered", consumer=self.durable, subject=msg.subject, reason=reason)
 
 

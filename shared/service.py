@@ -13,6 +13,7 @@ from nats.aio.client import Client as NATS
 from shared.bus import connect
 from shared.errors import AuroraError
 from shared.logs import configure_logging, get_logger
+from shared.metrics import setup_metrics, shutdown_metrics
 from shared.settings import Settings
 from shared.telemetry import setup_tracing, shutdown_tracing
 
@@ -40,6 +41,7 @@ def run_service(name: str, main: ServiceMain, settings: Settings) -> None:
     """
     configure_logging(name, settings.log_level)
     load_or_exit(name, lambda: setup_tracing(name))
+    load_or_exit(name, lambda: setup_metrics(name))
     try:
         asyncio.run(_serve(name, settings, main))
     except AuroraError as exc:
@@ -48,6 +50,7 @@ def run_service(name: str, main: ServiceMain, settings: Settings) -> None:
         raise SystemExit(1) from exc
     finally:
         shutdown_tracing()
+        shutdown_metrics()
 
 
 async def _serve(name: str, settings: Settings, main: ServiceMain) -> None:

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from services.app_supervisor.backoff import GiveUp, RestartTracker
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.reporter import Reporter
+from shared import metrics
 from shared.clock import now_iso
 from shared.contracts.health import ProcessHealth, ProcessStatus
 from shared.contracts.mcp_relay import ProcessEvent, ProcessState
@@ -119,6 +120,10 @@ class AppKeeper:
         """Shutdown has begun: an exit from now on is final, no more restarts."""
         self._draining = True
 
+    def _restarted(self) -> None:
+        self.restarts += 1
+        metrics.app_restarts.add(1, {"app": self.spec.app_id, "instance": self.spec.instance})
+
     async def restart(self, reason: str, timeout: float) -> int:
         """Kill the current process (stdin closed, SIGTERM, SIGKILL after the grace period)
         and start a new one now, without backoff; returns the new generation."""
@@ -181,7 +186,7 @@ class AppKeeper:
             if self._draining:
                 return
             if requested is not None:
-                self.restarts += 1
+                self._restarted()
                 await self._report("restarting", "restarting", "process_restarting",
                                    reason=f"restart requested: {requested}", delay_seconds=0.0)
                 continue
@@ -191,11 +196,11 @@ class AppKeeper:
                 await self._report("gave_up", "gave_up", "process_gave_up", reason=self.last_error)
                 await self._sleep(None)
                 if not self._stopping:  # an operator asked for a restart
-                    self.restarts += 1
+                    self._restarted()
                     await self._report("restarting", "restarting", "process_restarting",
                                        reason="restart requested after giving up", delay_seconds=0.0)
                 continue
-            self.restarts += 1
+            self._restarted()
             await self._report("restarting", "restarting", "process_restarting",
                                reason=f"restarting in {decision.delay:g} s",
                                delay_seconds=decision.delay, attempt=decision.attempt)

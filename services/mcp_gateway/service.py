@@ -36,6 +36,7 @@ from services.mcp_gateway.serving import CallServer, InFlight, sweep_expired_app
 from services.mcp_gateway.sessions_listener import SessionsListener
 from services.mcp_gateway.status import StatusViews
 from services.mcp_gateway.toolcalls import ToolCallHandler
+from shared import metrics
 from shared.admin import wrap_handler
 from shared.contracts.signals import SignalBase
 from shared.logs import get_logger, scrub_logs_with
@@ -137,6 +138,7 @@ class GatewayService:
         gateway = Gateway(nc, subjects, settings.apps, listener)
         approvals = ApprovalStore(approvals_kv, ttl_seconds=settings.approval_ttl_seconds,
                                   on_expired=events.approval_expired, redact=redaction.arguments)
+        metrics.observe_pending_approvals(lambda: approvals.pending)
         parts.push_async_callback(gateway.stop)
         await gateway.start()
         http_client = self._http_client or httpx.AsyncClient(timeout=httpx.Timeout(30.0))

@@ -19,7 +19,7 @@ from opentelemetry.trace import SpanKind
 from services.mcp_gateway import progress
 from services.mcp_gateway.pool.approvals import ApprovalStore
 from services.mcp_gateway.toolcalls import CallRecord, ToolCallHandler, result_reply
-from shared import tracing
+from shared import metrics, tracing
 from shared.admin import request_reply
 from shared.bus import is_jetstream_delivery
 from shared.contracts.signals import GATEWAY_APP
@@ -96,6 +96,8 @@ class CallServer:
                     reply, record = self._internal_error(request.data, tracked, operator)
                 if record is not None:
                     describe_call(span, record)
+                    metrics.tool_call_duration.record((record.result.duration_ms or 0.0) / 1000, {
+                        "tool": record.request.tool, "status": record.result.status})
                     # The `tool.*` event of the call continues the gateway's span for it.
                     record = dataclasses.replace(record, trace=span.trace or record.trace)
             try:

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from nats.js import JetStreamContext
 
+from shared import metrics
 from shared.clock import now_iso
 from shared.contracts.signals import RUNNER_APP, PlatformEventSignal
-from shared.contracts.task import Task
+from shared.contracts.task import TERMINAL_STATES, Task
 from shared.logs import get_logger
 from shared.signal_publisher import publish_signal
 from shared.subjects import Subjects
@@ -55,6 +57,16 @@ def task_signal(task: Task, *, instance: str) -> PlatformEventSignal:
     )
 
 
+def record_run(task: Task) -> None:
+    """How long the task took, from its creation to this final state (`aurora.run.duration`)."""
+    try:
+        took = (datetime.fromisoformat(task.updated_at) - datetime.fromisoformat(task.created_at)).total_seconds()
+    except ValueError:
+        return
+    metrics.run_duration.record(max(took, 0.0), {"agent": task.agent or f"{task.target.type}/{task.target.id}",
+                                                 "state": task.state})
+
+
 class TaskEvents:
     def __init__(self, js: JetStreamContext, subjects: Subjects, *, instance: str) -> None:
         self._js = js
@@ -64,6 +76,8 @@ class TaskEvents:
     async def publish(self, task: Task) -> None:
         """Best effort: the task in KV is the truth; an event lost here is logged, not retried
         forever (a resumed task publishes its latest transition again)."""
+        if task.state in TERMINAL_STATES:
+            record_run(task)
         try:
             await publish_signal(self._js, self._subjects, task_signal(task, instance=self._instance))
         except Exception as exc:

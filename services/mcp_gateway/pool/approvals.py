@@ -54,6 +54,7 @@ class ApprovalStore:
         # Called once for each approval this store moves to `expired`, whoever noticed first
         # (the sweep, a late decision, a call presenting it): its task waits on `approval.expired`.
         self.on_expired = on_expired
+        self.pending: int | None = None  # counted by each expiry sweep
 
     async def get(self, approval_id: str) -> tuple[Approval, int] | None:
         try:
@@ -164,8 +165,11 @@ class ApprovalStore:
         """Mark every pending or granted approval past its expiry as expired; return those this
         call expired (each also reported to `on_expired`, once)."""
         expired: list[Approval] = []
+        pending = 0
         for value in (await read_all(self._kv)).values():
-            if _effective_state(_decoder.decode(value)) != "expired":
+            state = _effective_state(_decoder.decode(value))
+            pending += state == "pending"
+            if state != "expired":
                 continue
             found = await self.get(_decoder.decode(value).id)
             if found is None:
@@ -179,6 +183,7 @@ class ApprovalStore:
                     continue  # decided or expired by someone else meanwhile
                 self._expired(changed)
                 expired.append(changed)
+        self.pending = pending  # what `aurora.approvals.pending` shows, as of this sweep
         return expired
 
     async def _expire_if_due(self, approval: Approval, revision: int) -> Approval:
