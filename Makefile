@@ -87,3 +87,21 @@ bench-gateway: $(STAMP)
 .PHONY: bench-runner
 bench-runner: $(STAMP)
 	$(PYTHON) -m tests.bench.bench_runner
+
+## bench: every benchmark into one report: bench/results.json, bench/results.md (table), bench/results.png
+.PHONY: bench bench-e2e bench-startup soak
+bench: $(STAMP)
+	$(BIN)/pip install --quiet -e '.[dev,bench]'
+	$(PYTHON) -m tests.bench.report
+
+## bench-e2e: event → reply through every process vs raw nats-py doing the same JetStream hops
+bench-e2e: $(STAMP)
+	$(PYTHON) -m tests.bench.bench_e2e
+
+## bench-startup: `aurora --help` CPU and wall time (goal under 0.25 s)
+bench-startup: $(STAMP)
+	$(PYTHON) -m tests.bench.bench_startup
+
+## soak: 10 minutes of steady load; fails if any service's resident memory grows more than 5 %
+soak: $(STAMP)
+	$(PYTHON) -m tests.bench.soak

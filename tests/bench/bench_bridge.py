@@ -36,7 +36,7 @@ from shared.contracts.signals import (
 )
 from shared.streams import ensure_streams, fabric_streams
 from shared.subjects import Subjects
-from tests.bench.common import Result, Stopwatch, best, env_int, table, until
+from tests.bench.common import Result, Stopwatch, best, env_int, record, table, until
 
 GOAL = 0.5
 APPS = ("im.polaris.qq", "im.polaris.wechat", "weather")
@@ -145,6 +145,9 @@ async def main() -> None:
             server.stop()
     print(f"event-bridge benchmark: N={n:,} signals, batch {batch}, best of {rounds} round(s)")
     print(table(best(raw), best(bridged), goal=GOAL))
+    base, measured = best(raw), best(bridged)
+    record("bridge", {"raw_per_s": base.rate, "per_s": measured.rate, "ratio": measured.rate / base.rate,
+                       "goal": GOAL})
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats
-from tests.bench.common import env_int
+from tests.bench.common import env_int, record
 from tests.bench.round_trips import (
     RAW_RESPONDER,
     RAW_SUBJECT,
@@ -330,6 +330,16 @@ async def main() -> None:
           f"best of {rounds} round(s)")
     print(report(best(results["sd"]), best(results["sg"]), best(results["cd"]), best(results["cg"]), callers,
                  best(results["rt"]), best(results["raw"])))
+    sd, sg, cd, cg, rt = best(results["sd"]), best(results["sg"]), best(results["cd"]), best(results["cg"]), \
+        best(results["rt"])
+    record("gateway", {
+        "sequential_p50_ms": {"direct": sd.p50, "gateway": sg.p50, "ratio": sg.p50 / sd.p50,
+                              "floor": sd.p50 + 2 * rt.p50, "own_cost_above_floor": sg.p50 - sd.p50 - 2 * rt.p50},
+        "callers": callers,
+        "concurrent": {"direct_per_s": cd.rate, "gateway_per_s": cg.rate, "ratio": cg.rate / cd.rate,
+                       "p50_ratio": cg.p50 / cd.p50},
+        "cpu_ms_per_call": cpu,
+    })
     print(f"CPU ms per call in each process (last round; the machine has {os.cpu_count()} CPUs):")
     for name, usage in cpu.items():
         total = sum(usage.values())

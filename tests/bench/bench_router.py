@@ -32,7 +32,7 @@ from shared.contracts.binding import Binding
 from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceModel, canonical_json, parse_resource
 from shared.subjects import Subjects
-from tests.bench.common import Result, Stopwatch, best, env_int, table
+from tests.bench.common import Result, Stopwatch, best, env_int, record, table
 
 GOAL = 0.5
 APPS = ("im.polaris.qq", "im.polaris.wx", "crm.orders")
@@ -199,6 +199,9 @@ async def main() -> None:
               f"({measured.rate / base.rate:.0%})", flush=True)
     print(f"router benchmark: N={n:,} events, 50 bindings, batch {batch}, best of {rounds} round(s)")
     print(table(best(raw), best(routed), goal=GOAL))
+    base, measured = best(raw), best(routed)
+    record("router", {"raw_per_s": base.rate, "per_s": measured.rate, "ratio": measured.rate / base.rate,
+                       "goal": GOAL})
 
 
 if __name__ == "__main__":

@@ -33,7 +33,8 @@ from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, encode
 from shared.kvmirror import read_all
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
-from tests.bench.common import Result, best, env_int
+from tests.bench.common import Result, best, env_int, record
+from tests.bench.resources import cpu_seconds
 from tests.harness.processes import ServiceProcess, process_children, service_env
 from tests.harness.run_records import dispatched
 from tests.integration.runner.helpers import ECHO, stack_apps, write_apps
@@ -81,15 +82,6 @@ async def queue_empty(nc: NATS, timeout: float) -> None:
         await asyncio.sleep(0.02)
 
 
-def _cpu(pid: int) -> float:
-    """CPU seconds (user + system) a live process has used; 0 when it is gone or not Linux."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
 def _nats_pid(store: Path) -> int | None:
     for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
         try:
@@ -112,7 +104,7 @@ def cpu_by_group(groups: dict[str, list[int]]) -> dict[str, float]:
             todo.extend(children.get(current, []))
         return found
 
-    return {name: sum(_cpu(p) for pid in pids for p in tree(pid)) for name, pids in groups.items()}
+    return {name: sum(cpu_seconds(p) for pid in pids for p in tree(pid)) for name, pids in groups.items()}
 
 
 async def gateway_ceiling(nc: NATS, callers: int = 16) -> float:
@@ -206,6 +198,8 @@ async def main() -> int:
     print("  CPU ms per run with 4 runners: " + ", ".join(f"{name} {ms:.1f}" for name, ms in cpu.items())
           + f"; {total:.1f} in all, so {os.cpu_count()} CPUs allow at most ~{(os.cpu_count() or 1) * 1000 / total:.0f}"
             " runs/s")
+    record("runner", {"one_per_s": one.rate, "four_per_s": four.rate, "ratio": ratio, "goal": GOAL,
+                      "cpu_ms_per_run": cpu})
     verdict = "met" if ratio >= GOAL else "NOT met"
     print(f"ratio: 4 runners = {ratio:.2f} × one runner (goal ≥ {GOAL}: {verdict})")
     return 0 if ratio >= GOAL else 1

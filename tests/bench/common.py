@@ -3,10 +3,26 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+
+RESULTS = "AURORA_BENCH_RESULTS"
+
+
+def record(benchmark: str, result: dict[str, object]) -> None:
+    """Add this benchmark's figures to the report `make bench` writes (`$AURORA_BENCH_RESULTS`,
+    a JSON object by benchmark name); without the variable, nothing is written."""
+    path = os.environ.get(RESULTS)
+    if not path:
+        return
+    target = Path(path)
+    results = json.loads(target.read_text()) if target.exists() else {}
+    results[benchmark] = result
+    target.write_text(json.dumps(results, indent=2, sort_keys=True))
 
 
 def env_int(name: str, default: int) -> int:

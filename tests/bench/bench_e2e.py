@@ -1,0 +1,303 @@
+"""`make bench-e2e`: event → reply through the whole platform, against raw nats-py doing the
+same JetStream hops in the same run.
+
+Aurora: an app's native event (a signal on `amp.sig.<chat>.native_event`) → event-bridge →
+AMP_EVENTS → router → AMP_RUNS → runner (a playbook agent that answers at once) → gateway →
+supervisor → the chat app: the clock stops when the reply's `tools/call` crosses the chat
+app's relay subject (`….c2s`), which the benchmark watches.
+
+The baseline, raw nats-py in this process: publish to a signals stream; a pull consumer
+publishes to an events stream and acks; a second publishes to a runs stream and acks; a third
+sends a request to a responder (the gateway's place), which publishes on a relay subject (the
+supervisor's) — the same three JetStream hops and the request/reply, with no work in any of
+them. Both are measured one event at a time (latency p50/p99) and with BENCH_BURST events
+published at once (events/s). Also reported: CPU milliseconds per event in each process, and
+each service's resident memory idle and after the load.
+
+BENCH_SEQ (default 200) sequential events, BENCH_BURST (default 1000), BENCH_ROUNDS (default 2).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import nats
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
+
+from aurora_cli.localnats import LocalNats
+from shared.admin import admin_request
+from shared.clock import now_iso
+from shared.contracts.signals import NativeEventSignal, encode_signal
+from shared.subjects import Subjects
+from tests.bench.common import env_int, record
+from tests.bench.resources import cpu_seconds, rss_mib
+from tests.harness.processes import ServiceProcess, service_env
+from tests.integration.runner.helpers import CHAT, stack_apps, write_apps
+
+SUBJECTS = Subjects("amp")
+SESSION = "load-room"
+
+
+@dataclass(frozen=True)
+class Latencies:
+    name: str
+    millis: list[float]
+
+    @property
+    def p50(self) -> float:
+        return statistics.median(self.millis)
+
+    @property
+    def p99(self) -> float:
+        ordered = sorted(self.millis)
+        return ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+
+
+@dataclass(frozen=True)
+class Burst:
+    name: str
+    count: int
+    seconds: float
+
+    @property
+    def rate(self) -> float:
+        return self.count / self.seconds
+
+
+class Replies:
+    """Replies seen on a subject, by the key each one carries; `wait(key)` for one."""
+
+    def __init__(self) -> None:
+        self._waiting: dict[str, asyncio.Future[float]] = {}
+
+    def expect(self, key: str) -> asyncio.Future[float]:
+        future: asyncio.Future[float] = asyncio.get_running_loop().create_future()
+        self._waiting[key] = future
+        return future
+
+    def saw(self, data: bytes) -> None:
+        text = data.decode(errors="replace")
+        marker = text.find("evkey-")
+        if marker < 0:
+            return
+        key = text[marker:marker + 18]
+        future = self._waiting.pop(key, None)
+        if future is not None and not future.done():
+            future.set_result(time.perf_counter())
+
+
+async def sequential(name: str, send: Callable[[str], Awaitable[None]], replies: Replies, n: int) -> Latencies:
+    millis = []
+    for _ in range(n):
+        key = f"evkey-{uuid.uuid4().hex[:12]}"
+        arrived = replies.expect(key)
+        started = time.perf_counter()
+        await send(key)
+        millis.append((await asyncio.wait_for(arrived, 30) - started) * 1000)
+    return Latencies(name, millis)
+
+
+async def burst(name: str, send: Callable[[str], Awaitable[None]], replies: Replies, n: int) -> Burst:
+    keys = [f"evkey-{uuid.uuid4().hex[:12]}" for _ in range(n)]
+    arrivals = [replies.expect(key) for key in keys]
+    started = time.perf_counter()
+    for key in keys:
+        await send(key)
+    await asyncio.wait_for(asyncio.gather(*arrivals), 300)
+    return Burst(name, n, time.perf_counter() - started)
+
+
+# --------------------------------------------------------------------------- Aurora
+
+
+def native_event(key: str) -> bytes:
+    event = {"header": {"message_id": key, "timestamp": now_iso()},
+             "payload": {"type": "message.received", "session_id": SESSION, "data": {"text": key},
+                         "actor": {"id": "bench-user", "kind": "user"}}}
+    return encode_signal(NativeEventSignal(signal_id=key, app=CHAT, observed_at=now_iso(), event=event))
+
+
+class Stack:
+    def __init__(self, folder: Path) -> None:
+        self.server = LocalNats(folder / "jetstream", log_file=folder / "nats.log")
+        self.folder = folder
+        self.processes: dict[str, ServiceProcess] = {}
+
+    def start(self) -> None:
+        self.server.start()
+        config = write_apps(self.folder, stack_apps(self.folder / "chat.jsonl"))
+        env = service_env(self.server.url, AURORA_APPS_CONFIG=str(config), AURORA_LOG_LEVEL="INFO")
+        logs = self.folder / "logs"
+        logs.mkdir()
+        for name, module in (("bridge", "services.event_bridge"), ("supervisor", "services.app_supervisor"),
+                             ("gateway", "services.mcp_gateway"), ("router", "services.router"),
+                             ("runner", "services.runner")):
+            self.processes[name] = ServiceProcess(module, env, logs, name).start()
+        self.processes["gateway"].wait_for_log('"serving"', timeout=60)
+        self.processes["router"].wait_for_log('"ready"', timeout=60)
+        self.processes["runner"].wait_for_log('"ready"', timeout=60)
+
+    def stop(self) -> None:
+        for name in ("runner", "router", "gateway", "supervisor", "bridge"):
+            if name in self.processes:
+                self.processes[name].terminate(timeout=20)
+        self.server.stop()
+
+    def pids(self) -> dict[str, int]:
+        found = {name: p.pid for name, p in self.processes.items()}
+        if self.server.pid is not None:
+            found["nats-server"] = self.server.pid
+        return found
+
+
+async def configure(nc: NATS) -> None:
+    await admin_request(nc, SUBJECTS, "agents", "apply", {"document": {
+        "kind": "Agent", "id": "bench-echo", "agent_kind": "playbook", "events": ["message.received"],
+        "playbook": {"steps": [], "answer": "{{ event.data.text }}"}}})
+    await admin_request(nc, SUBJECTS, "bindings", "apply", {"document": {
+        "kind": "Binding", "id": "bench-echo", "event_pattern": "message.received", "target_type": "agent",
+        "target_id": "bench-echo", "priority": 10}})
+
+
+# --------------------------------------------------------------------------- raw nats-py
+
+
+class RawPipeline:
+    """The same hops, bare: three streams, three pull consumers, one responder, one relay."""
+
+    def __init__(self, nc: NATS, prefix: str) -> None:
+        self._nc = nc
+        self._js = nc.jetstream()
+        self._prefix = prefix
+        self._tasks: list[asyncio.Task[None]] = []
+
+    async def start(self, relay: Callable[[Msg], Awaitable[None]]) -> None:
+        p = self._prefix
+        for stream in ("SIG", "EVT", "RUN"):
+            await self._js.add_stream(StreamConfig(name=f"{p}_{stream}", subjects=[f"{p}.{stream.lower()}.>"],
+                                                   retention=RetentionPolicy.WORK_QUEUE if stream == "RUN"
+                                                   else RetentionPolicy.LIMITS))
+        await self._nc.subscribe(f"{p}.relay", cb=relay)
+
+        async def respond(msg: Msg) -> None:  # the gateway's place: relay, then answer
+            await self._nc.publish(f"{p}.relay", msg.data)
+            await msg.respond(b'{"status":"ok"}')
+
+        await self._nc.subscribe(f"{p}.call", cb=respond)
+        self._tasks = [
+            asyncio.create_task(self._stage(f"{p}_SIG", f"{p}.sig.>", lambda m: self._js.publish(
+                f"{p}.evt.x", m.data, headers={"Nats-Msg-Id": f"e{m.metadata.sequence.stream}"}))),
+            asyncio.create_task(self._stage(f"{p}_EVT", f"{p}.evt.>", lambda m: self._js.publish(
+                f"{p}.run.x", m.data, headers={"Nats-Msg-Id": f"r{m.metadata.sequence.stream}"}))),
+            asyncio.create_task(self._stage(f"{p}_RUN", f"{p}.run.>", lambda m: self._nc.request(
+                f"{p}.call", m.data, timeout=30))),
+        ]
+
+    async def _stage(self, stream: str, subject: str, work: Callable[[Msg], Awaitable[Any]]) -> None:
+        durable = f"{stream.lower()}-stage"
+        await self._js.add_consumer(stream, ConsumerConfig(durable_name=durable, ack_policy=AckPolicy.EXPLICIT,
+                                                           max_ack_pending=8192))
+        sub = await self._js.pull_subscribe_bind(durable, stream=stream)
+        while True:
+            try:
+                msgs = await sub.fetch(256, timeout=1.0)
+            except (TimeoutError, nats.errors.TimeoutError):
+                continue
+            await asyncio.gather(*(work(m) for m in msgs))
+            await asyncio.gather(*(m.ack() for m in msgs))
+
+    async def send(self, key: str) -> None:
+        await self._js.publish(f"{self._prefix}.sig.x", key.encode(), headers={"Nats-Msg-Id": key})
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+
+# --------------------------------------------------------------------------- the run
+
+
+async def main() -> int:
+    n_seq = env_int("BENCH_SEQ", 200)
+    n_burst = env_int("BENCH_BURST", 1000)
+    rounds = env_int("BENCH_ROUNDS", 2)
+    with tempfile.TemporaryDirectory(prefix="aurora-bench-e2e-") as tmp:
+        stack = Stack(Path(tmp))
+        stack.start()
+        try:
+            nc = await nats.connect(stack.server.url, pending_size=64 * 1024 * 1024)
+            await configure(nc)
+            aurora_replies, raw_replies = Replies(), Replies()
+
+            async def seen(msg: Msg) -> None:
+                aurora_replies.saw(msg.data)
+
+            await nc.subscribe(SUBJECTS.mcp(CHAT, "default", "c2s"), cb=seen)
+            js = nc.jetstream()
+
+            async def via_aurora(key: str) -> None:
+                await js.publish(SUBJECTS.signal(CHAT, "native_event"), native_event(key),
+                                 headers={"Nats-Msg-Id": key})
+
+            async def relayed(msg: Msg) -> None:
+                raw_replies.saw(msg.data)
+
+            raw = RawPipeline(nc, "rawbench")
+            await raw.start(relayed)
+            await sequential("warm-up", via_aurora, aurora_replies, 20)
+            await sequential("warm-up", raw.send, raw_replies, 20)
+            idle = {name: rss_mib(pid) for name, pid in stack.pids().items()}
+            results: dict[str, list[Any]] = {"seq_raw": [], "seq": [], "burst_raw": [], "burst": []}
+            cpu_before = {name: cpu_seconds(pid) for name, pid in stack.pids().items()}
+            events = 0
+            for r in range(rounds):  # interleaved, so drift on a shared machine hits both
+                results["seq_raw"].append(await sequential("raw nats-py", raw.send, raw_replies, n_seq))
+                results["seq"].append(await sequential("aurora", via_aurora, aurora_replies, n_seq))
+                results["burst_raw"].append(await burst("raw nats-py", raw.send, raw_replies, n_burst))
+                results["burst"].append(await burst("aurora", via_aurora, aurora_replies, n_burst))
+                events += n_seq + n_burst
+                print(f"round {r + 1}/{rounds}: p50 raw {results['seq_raw'][-1].p50:.2f} ms, aurora "
+                      f"{results['seq'][-1].p50:.2f} ms; burst raw {results['burst_raw'][-1].rate:,.0f}/s, "
+                      f"aurora {results['burst'][-1].rate:,.0f}/s", flush=True)
+            cpu = {name: (cpu_seconds(pid) - cpu_before[name]) * 1000 / events for name, pid in stack.pids().items()}
+            loaded = {name: rss_mib(pid) for name, pid in stack.pids().items()}
+            await raw.stop()
+            await nc.close()
+        finally:
+            stack.stop()
+    seq_raw = min(results["seq_raw"], key=lambda r: r.p50)
+    seq = min(results["seq"], key=lambda r: r.p50)
+    b_raw = max(results["burst_raw"], key=lambda r: r.rate)
+    b = max(results["burst"], key=lambda r: r.rate)
+    print(f"end-to-end benchmark: event → reply, a playbook agent that answers at once; {n_seq} sequential "
+          f"and {n_burst} at once, best of {rounds}; {os.cpu_count()} CPUs")
+    print(f"  latency p50: raw {seq_raw.p50:.2f} ms, aurora {seq.p50:.2f} ms ({seq.p50 / seq_raw.p50:.1f}×); "
+          f"p99: raw {seq_raw.p99:.2f} ms, aurora {seq.p99:.2f} ms")
+    print(f"  throughput: raw {b_raw.rate:,.0f} events/s, aurora {b.rate:,.0f} events/s ({b.rate / b_raw.rate:.0%})")
+    print("  CPU ms per event: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
+          + f"; {sum(cpu.values()):.2f} in all")
+    print("  RSS MiB idle → loaded: " + ", ".join(f"{k} {idle[k]:.0f} → {loaded[k]:.0f}" for k in idle))
+    record("e2e", {
+        "latency_ms": {"raw_p50": seq_raw.p50, "raw_p99": seq_raw.p99, "p50": seq.p50, "p99": seq.p99,
+                       "p50_ratio": seq.p50 / seq_raw.p50},
+        "throughput": {"raw_per_s": b_raw.rate, "per_s": b.rate, "ratio": b.rate / b_raw.rate},
+        "cpu_ms_per_event": cpu, "rss_mib": {"idle": idle, "loaded": loaded},
+    })
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))

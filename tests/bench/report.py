@@ -1,0 +1,167 @@
+"""`make bench`: every benchmark, one after another, into one report.
+
+Each benchmark runs as its own process (as `make bench-<name>` runs it) and adds its figures
+to `bench/results.json`; this then writes `bench/results.md` (the table the README shows, with
+the machine it came from) and `bench/results.png` (each stage's figure beside its baseline
+from the same run). `python -m tests.bench.report --only e2e,gateway` runs some of them;
+`--render` only redraws the table and chart from the existing results.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import platform
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from tests.bench.common import RESULTS
+
+REPO = Path(__file__).resolve().parents[2]
+OUT = REPO / "bench"
+BENCHMARKS = ("startup", "bridge", "router", "gateway", "runner", "e2e")
+
+
+def machine() -> dict[str, Any]:
+    model = ""
+    with contextlib.suppress(OSError):
+        model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                      if line.startswith("model name")), "")
+    return {"cpus": os.cpu_count(), "cpu": model, "os": platform.platform(), "python": platform.python_version(),
+            "at": datetime.now(UTC).isoformat(timespec="minutes")}
+
+
+def run_all(names: list[str], results: Path) -> list[str]:
+    """Run each benchmark; the names of those that failed (their goal missed, or an error)."""
+    failed = []
+    for name in names:
+        print(f"=== {name}", flush=True)
+        code = subprocess.run([sys.executable, "-m", f"tests.bench.bench_{name}"], cwd=REPO,
+                              env={**os.environ, RESULTS: str(results)}, check=False).returncode
+        if code != 0:
+            failed.append(name)
+    return failed
+
+
+def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """(stage, Aurora, baseline from the same run, ratio) for every figure there is."""
+    found: list[tuple[str, str, str, str]] = []
+    if e2e := results.get("e2e"):
+        lat, thr = e2e["latency_ms"], e2e["throughput"]
+        found.append(("end to end, event → reply: p50 latency", f"{lat['p50']:.2f} ms",
+                      f"{lat['raw_p50']:.2f} ms (raw nats-py, same hops)", f"{lat['p50_ratio']:.1f}×"))
+        found.append(("end to end: p99 latency", f"{lat['p99']:.2f} ms", f"{lat['raw_p99']:.2f} ms",
+                      f"{lat['p99'] / lat['raw_p99']:.1f}×"))
+        found.append(("end to end: events/s", f"{thr['per_s']:,.0f}", f"{thr['raw_per_s']:,.0f}",
+                      f"{thr['ratio']:.0%}"))
+        cpu = e2e["cpu_ms_per_event"]
+        found.append(("CPU ms per event, all processes", f"{sum(cpu.values()):.2f}",
+                      ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()), "-"))
+        rss = e2e["rss_mib"]
+        found.append(("RSS MiB idle → loaded", ", ".join(
+            f"{k} {rss['idle'][k]:.0f}→{rss['loaded'][k]:.0f}" for k in rss["idle"]), "-", "-"))
+    for name, label, unit in (("bridge", "event-bridge: signals/s", "raw nats-py fetch + publish + ack"),
+                              ("router", "router: events/s, 50 bindings", "raw nats-py pull + publish + ack")):
+        if figures := results.get(name):
+            found.append((label, f"{figures['per_s']:,.0f}", f"{figures['raw_per_s']:,.0f} ({unit})",
+                          f"{figures['ratio']:.0%} (goal ≥ {figures['goal']:.0%})"))
+    if gw := results.get("gateway"):
+        seq, conc = gw["sequential_p50_ms"], gw["concurrent"]
+        found.append(("gateway: sequential p50", f"{seq['gateway']:.2f} ms", f"{seq['direct']:.2f} ms (MCP client)",
+                      f"{seq['ratio']:.2f}×; {seq['own_cost_above_floor']:.2f} ms above the 2-round-trip floor"))
+        found.append((f"gateway: {gw['callers']} callers, calls/s", f"{conc['gateway_per_s']:,.0f}",
+                      f"{conc['direct_per_s']:,.0f}", f"{conc['ratio']:.0%}"))
+        cpu = gw.get("cpu_ms_per_call") or {}
+        for run_name, usage in cpu.items():
+            if "gateway" in run_name:
+                found.append(("gateway: CPU ms per call", f"{sum(usage.values()):.2f}",
+                              ", ".join(f"{k} {v:.2f}" for k, v in usage.items()), "-"))
+    if runner := results.get("runner"):
+        found.append(("runner: runs/s, 4 processes vs 1", f"{runner['four_per_s']:,.1f}", f"{runner['one_per_s']:,.1f}",
+                      f"{runner['ratio']:.2f}× (goal ≥ {runner['goal']}×)"))
+    if startup := results.get("startup"):
+        found.append(("`aurora --help` start-up", f"{startup['cpu_s']:.3f} s CPU", f"{startup['wall_s']:.3f} s wall",
+                      f"goal ≤ {startup['goal_s']} s"))
+    return found
+
+
+def markdown(results: dict[str, Any]) -> str:
+    info = results.get("machine", {})
+    lines = [f"Measured {info.get('at', '?')} on {info.get('cpus', '?')} CPUs ({info.get('cpu') or 'unknown CPU'}), "
+             f"{info.get('os', '')}, Python {info.get('python', '')}.", "",
+             "| stage | Aurora | baseline (same run) | ratio |", "|---|---|---|---|"]
+    lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows(results)]
+    return "\n".join(lines) + "\n"
+
+
+def chart(results: dict[str, Any], path: Path) -> None:
+    """Throughput and latency per stage, each beside its baseline."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    pairs = []
+    if e2e := results.get("e2e"):
+        pairs.append(("end to end\nevents/s", e2e["throughput"]["per_s"], e2e["throughput"]["raw_per_s"]))
+    for name, label in (("bridge", "bridge\nsignals/s"), ("router", "router\nevents/s")):
+        if figures := results.get(name):
+            pairs.append((label, figures["per_s"], figures["raw_per_s"]))
+    if gw := results.get("gateway"):
+        pairs.append((f"gateway\n{gw['callers']} callers/s", gw["concurrent"]["gateway_per_s"],
+                      gw["concurrent"]["direct_per_s"]))
+    latencies = []
+    if e2e:
+        latencies.append(("end to end p50", e2e["latency_ms"]["p50"], e2e["latency_ms"]["raw_p50"]))
+        latencies.append(("end to end p99", e2e["latency_ms"]["p99"], e2e["latency_ms"]["raw_p99"]))
+    if gw:
+        latencies.append(("gateway p50", gw["sequential_p50_ms"]["gateway"], gw["sequential_p50_ms"]["direct"]))
+    figure, (left, right) = plt.subplots(1, 2, figsize=(12, 4.5))
+    for axis, data, title in ((left, pairs, "throughput (higher is better)"),
+                              (right, latencies, "latency, ms (lower is better)")):
+        labels = [d[0] for d in data]
+        positions = range(len(data))
+        axis.bar([p - 0.2 for p in positions], [d[1] for d in data], width=0.4, label="Aurora")
+        axis.bar([p + 0.2 for p in positions], [d[2] for d in data], width=0.4, label="baseline, same run")
+        axis.set_xticks(list(positions), labels, fontsize=8)
+        axis.set_title(title)
+        axis.legend(fontsize=8)
+    info = results.get("machine", {})
+    figure.suptitle(f"Aurora benchmarks — {info.get('cpus', '?')} CPUs, {info.get('at', '')}")
+    figure.tight_layout()
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--only", help="comma-separated: " + ",".join(BENCHMARKS))
+    parser.add_argument("--render", action="store_true", help="only redraw the table and chart")
+    args = parser.parse_args()
+    OUT.mkdir(exist_ok=True)
+    results_path = OUT / "results.json"
+    failed: list[str] = []
+    if not args.render:
+        names = args.only.split(",") if args.only else list(BENCHMARKS)
+        unknown = set(names) - set(BENCHMARKS)
+        if unknown:
+            parser.error(f"unknown benchmark(s): {', '.join(sorted(unknown))}")
+        results_path.write_text(json.dumps({"machine": machine()}))
+        failed = run_all(names, results_path)
+    results = json.loads(results_path.read_text())
+    (OUT / "results.md").write_text(markdown(results))
+    chart(results, OUT / "results.png")
+    print(markdown(results))
+    print(f"wrote {results_path}, {OUT / 'results.md'} and {OUT / 'results.png'}")
+    if failed:
+        print(f"goals missed or errors in: {', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

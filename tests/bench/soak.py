@@ -1,0 +1,87 @@
+"""`make soak`: steady load through the whole platform for SOAK_SECONDS (600), and a check that
+no service's resident memory grew more than 5 % over it.
+
+The load is the end-to-end benchmark's (native chat events answered by a playbook agent) at
+SOAK_RATE events/s (50). Memory is sampled every 10 s; the baseline is the sample after the
+first minute (caches, pools and JetStream buffers have filled by then), the result the
+median of the last three samples, so one garbage-collection spike decides nothing."""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import nats
+from nats.aio.msg import Msg
+
+from tests.bench.bench_e2e import SUBJECTS, Replies, Stack, configure, native_event
+from tests.bench.common import env_int, record
+from tests.bench.resources import rss_mib
+from tests.integration.runner.helpers import CHAT
+
+GROWTH = 0.05
+WARM_UP = 60.0
+SAMPLE_EVERY = 10.0
+
+
+async def main() -> int:
+    seconds = env_int("SOAK_SECONDS", 600)
+    rate = env_int("SOAK_RATE", 50)
+    with tempfile.TemporaryDirectory(prefix="aurora-soak-") as tmp:
+        stack = Stack(Path(tmp))
+        stack.start()
+        try:
+            nc = await nats.connect(stack.server.url)
+            await configure(nc)
+            replies = Replies()
+
+            async def seen(msg: Msg) -> None:
+                replies.saw(msg.data)
+
+            await nc.subscribe(SUBJECTS.mcp(CHAT, "default", "c2s"), cb=seen)
+            js = nc.jetstream()
+            samples: dict[str, list[float]] = {name: [] for name in stack.pids()}
+            baseline: dict[str, float] = {}
+            pending: list[asyncio.Future[float]] = []
+            started = time.monotonic()
+            next_sample = started + SAMPLE_EVERY
+            sent = 0
+            while (now := time.monotonic()) - started < seconds:
+                key = f"evkey-{uuid.uuid4().hex[:12]}"
+                pending.append(replies.expect(key))
+                await js.publish(SUBJECTS.signal(CHAT, "native_event"), native_event(key), headers={"Nats-Msg-Id": key})
+                sent += 1
+                if now >= next_sample:
+                    next_sample += SAMPLE_EVERY
+                    for name, pid in stack.pids().items():
+                        samples[name].append(rss_mib(pid))
+                    if not baseline and now - started >= WARM_UP:
+                        baseline = {name: values[-1] for name, values in samples.items()}
+                    print(f"{now - started:5.0f} s: {sent} events, " + ", ".join(
+                        f"{n} {v[-1]:.0f} MiB" for n, v in samples.items()), flush=True)
+                await asyncio.sleep(max(0.0, started + sent / rate - time.monotonic()))
+            await asyncio.wait_for(asyncio.gather(*pending), 120)
+            await nc.close()
+        finally:
+            stack.stop()
+    if not baseline:
+        print(f"soak too short to measure: SOAK_SECONDS must exceed the {WARM_UP:.0f} s warm-up")
+        return 2
+    growth = {name: statistics.median(values[-3:]) / baseline[name] - 1 for name, values in samples.items()}
+    worst = max(growth, key=lambda n: growth[n])
+    print(f"soak: {sent} events in {seconds} s, every one answered; RSS growth after the warm-up: "
+          + ", ".join(f"{n} {g:+.1%}" for n, g in growth.items()))
+    record("soak", {"seconds": seconds, "events": sent, "rss_growth": growth, "limit": GROWTH})
+    if growth[worst] > GROWTH:
+        print(f"FAILED: {worst} grew {growth[worst]:.1%} (limit {GROWTH:.0%})")
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(asyncio.run(main()))
