@@ -16,15 +16,31 @@ $(STAMP): pyproject.toml
 	@test -x $(BIN)/nats-server || (echo "nats-server missing from the venv" && exit 1)
 	@touch $(STAMP)
 
+# The chat page's browser test drives Debian's Chromium (tests/e2e/test_chat_page.py). Installed
+# here when missing and we are root (a fresh CI machine); otherwise a warning says what to run
+# (and the browser test fails saying the same).
+CHROMIUM  := /usr/bin/chromium
+$(CHROMIUM):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing chromium and chromium-driver (apt-get) for the browser test"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver; \
+	else \
+	  echo "warning: $(CHROMIUM) is missing: run 'sudo apt-get install chromium chromium-driver' (the browser test needs it)"; \
+	fi
+
+.PHONY: browser
+## browser: Debian's Chromium for the browser test (apt-get, as root)
+browser: $(CHROMIUM)
+
 ## install: create .venv with Aurora, the `aurora` CLI and nats-server
-install: $(STAMP)
+install: $(STAMP) $(CHROMIUM)
 
 ## dev: run the whole stack locally (embedded nats-server, every service); Ctrl-C stops it
 dev: $(STAMP)
 	$(BIN)/aurora dev
 
 ## test: lint, type-check and the default test suite (unit, integration, e2e)
-test: $(STAMP) lint typecheck
+test: $(STAMP) $(CHROMIUM) lint typecheck
 	$(PYTEST) -n 3 --dist loadscope -m "not slow and not bench" -q
 
 lint: $(STAMP)
@@ -39,7 +55,7 @@ test-unit: $(STAMP)
 test-integration: $(STAMP)
 	$(PYTEST) tests/integration -q -m "not slow and not bench"
 
-test-e2e: $(STAMP)
+test-e2e: $(STAMP) $(CHROMIUM)
 	$(PYTEST) tests/e2e -q -m "not slow and not bench"
 
 ## test-slow: long soak and chaos runs

@@ -1,0 +1,175 @@
+// The chat page: shows GET /conversations/<id> (polled) and turns what the person does into
+// POST /events. Plain DOM, no framework, no build step; text is always set as text, never as HTML.
+"use strict";
+
+const POLL_MS = 500;
+const $ = (id) => document.getElementById(id);
+const params = new URLSearchParams(window.location.search);
+let conversation = params.get("c") || $("conversation").value;
+let user = params.get("u") || $("user").value;
+let shown = "";  // the last view rendered, as JSON: re-render only when it changed
+
+$("conversation").value = conversation;
+$("user").value = user;
+
+function el(tag, className, text) {
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined && text !== null) node.textContent = String(text);
+  return node;
+}
+
+function time(at) {
+  const when = new Date(at);
+  return Number.isNaN(when.getTime()) ? "" : when.toLocaleTimeString();
+}
+
+function status(text) {
+  $("status").textContent = text || "";
+}
+
+async function post(body) {
+  try {
+    const reply = await fetch("/events", {
+      method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body),
+    });
+    const answer = await reply.json().catch(() => ({}));
+    if (!reply.ok) {
+      status((answer.error && answer.error.message) || `the app answered ${reply.status}`);
+      return null;
+    }
+    status("");
+    await refresh();
+    return answer;
+  } catch (error) {
+    status(`the chat app cannot be reached: ${error}`);
+    return null;
+  }
+}
+
+function renderQuestion(item) {
+  const question = item.question;
+  const box = el("div", "question");
+  box.dataset.interactionId = question.interaction_id;
+  box.appendChild(el("div", "text", question.question));
+  const options = el("div", "options");
+  const answered = question.answer ? String(question.answer.value).trim() : null;
+  for (const option of question.options) {
+    const button = el("button", "option", `${option.number}. ${option.label}`);
+    button.type = "button";
+    button.dataset.number = String(option.number);
+    if (answered !== null) {
+      button.disabled = true;
+      if (answered === String(option.number) || answered === option.label) button.classList.add("chosen");
+    } else {
+      button.addEventListener("click", () => post({
+        type: "interaction.submitted", session_id: conversation, user_id: user,
+        interaction_id: question.interaction_id, value: String(option.number),
+      }));
+    }
+    options.appendChild(button);
+  }
+  box.appendChild(options);
+  if (question.options.length === 0 && answered === null) {
+    const form = el("form", "free-answer");
+    const input = el("input");
+    input.placeholder = "Your answer";
+    form.append(input, el("button", null, "Answer"));
+    form.addEventListener("submit", (event) => {
+      event.preventDefault();
+      if (input.value.trim()) {
+        post({type: "interaction.submitted", session_id: conversation, user_id: user,
+              interaction_id: question.interaction_id, value: input.value});
+      }
+    });
+    box.appendChild(form);
+  }
+  const meta = answered === null ? `waiting for an answer · ${question.interaction_id}`
+    : `answered “${answered}” by ${question.answer.user_id} · ${question.interaction_id}`;
+  box.appendChild(el("div", "meta answer-state", meta));
+  return box;
+}
+
+function renderMessage(item) {
+  const li = el("li", `item message ${item.direction}${item.deleted ? " deleted" : ""}`);
+  li.dataset.messageId = item.message_id || "";
+  if (item.question) {
+    li.classList.add("asks");
+    li.appendChild(renderQuestion(item));
+  } else {
+    li.appendChild(el("div", "text", item.text));
+  }
+  if (item.reactions.length) li.appendChild(el("div", "reactions", item.reactions.join(" ")));
+  const who = item.direction === "in" ? item.user_id : "bot";
+  li.appendChild(el("div", "meta", `${who} · ${time(item.at)}${item.deleted ? " · deleted" : ""}`));
+  return li;
+}
+
+function renderNotice(item) {
+  const li = el("li", `item notice ${item.kind.replace("_", "-")}`);
+  if (item.kind === "member_joined") {
+    li.textContent = `${item.user_id} joined the group`;
+  } else if (item.kind === "answer") {
+    li.textContent = `${item.user_id} answered “${item.value}”`;
+  } else if (item.kind === "friend_request") {
+    li.dataset.requestId = item.request_id;
+    const response = item.response;
+    const state = !response ? "waiting for an answer"
+      : `${response.accept ? "accepted" : "declined"}${response.message ? `: ${response.message}` : ""}`;
+    li.textContent = `${item.user_id} sent a friend request${item.note ? ` (“${item.note}”)` : ""} — ${state}`;
+  }
+  li.appendChild(el("span", "meta", ` · ${time(item.at)}`));
+  return li;
+}
+
+function render(view) {
+  const list = $("timeline");
+  const atBottom = list.parentElement.scrollHeight - list.parentElement.scrollTop
+    - list.parentElement.clientHeight < 40;
+  list.replaceChildren(...view.items.map((item) => (item.kind === "message" ? renderMessage(item)
+    : renderNotice(item))));
+  $("empty").hidden = view.items.length > 0;
+  if (atBottom) list.parentElement.scrollTop = list.parentElement.scrollHeight;
+}
+
+async function refresh() {
+  try {
+    const reply = await fetch(`/conversations/${encodeURIComponent(conversation)}`, {cache: "no-store"});
+    if (!reply.ok) throw new Error(`${reply.status}`);
+    const text = await reply.text();
+    if (text !== shown) {
+      shown = text;
+      render(JSON.parse(text));
+    }
+  } catch (error) {
+    status(`the chat app cannot be reached: ${error}`);
+  }
+}
+
+$("who").addEventListener("submit", (event) => {
+  event.preventDefault();
+  conversation = $("conversation").value.trim();
+  user = $("user").value.trim();
+  const url = new URL(window.location.href);
+  url.searchParams.set("c", conversation);
+  url.searchParams.set("u", user);
+  window.history.replaceState(null, "", url);
+  shown = "";
+  refresh();
+});
+
+$("composer").addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const text = $("text").value;
+  if (!text.trim()) return;
+  if (await post({type: "message.received", session_id: conversation, user_id: user, text})) $("text").value = "";
+});
+
+$("join").addEventListener("click", () => post({type: "group.member_joined", session_id: conversation, user_id: user}));
+
+$("befriend").addEventListener("click", () => post({
+  type: "friend.request_received", user_id: user, note: $("note").value, shown_in: conversation,
+}));
+
+refresh();
+setInterval(refresh, POLL_MS);
