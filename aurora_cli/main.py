@@ -48,6 +48,8 @@ COMMANDS: dict[str, Area] = {
     "audit": Area("audit", "Read the audit log of tool calls.", group=True),
     "tasks": Area("tasks", "Runner tasks: list them, show one with its steps, cancel one.", group=True),
     "creds": Area("creds", "NATS credentials for every Aurora identity.", group=True),
+    "console": Area("console", "A web page for operators: live events, tasks, approvals, bindings, apps, tools "
+                               "and systems.", group=False),
 }
 
 
