@@ -154,7 +154,9 @@ def console_app(platform: Platform, config: ConsoleConfig) -> Starlette:
         except (ValueError, CliError) as exc:
             return _fragment(views.dry_run(None, str(exc)), 400)
         answer = await platform.dry_run(event)
-        return _fragment(views.dry_run(answer.value, answer.error), 200 if answer.error is None else 502)
+        source = event["header"]["source"]
+        note = None if has_source(doc) else f"header.source not given: the dry run used app {source['app']}"
+        return _fragment(views.dry_run(answer.value, answer.error, note), 200 if answer.error is None else 502)
 
     async def stream(request: Request) -> Response:
         return EventSourceResponse(live_events(platform), ping=15, send_timeout=30)
@@ -173,6 +175,11 @@ def console_app(platform: Platform, config: ConsoleConfig) -> Starlette:
         Route("/static/{name}", static),
     ]
     return Starlette(routes=routes, middleware=[Middleware(Guard, config=config)])
+
+
+def has_source(doc: Any) -> bool:
+    header = doc.get("header") if isinstance(doc, dict) else None
+    return isinstance(header, dict) and "source" in header
 
 
 async def live_events(platform: Platform) -> AsyncIterator[ServerSentEvent]:

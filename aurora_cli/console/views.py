@@ -116,8 +116,8 @@ def decision(approval_id: str, approval: dict[str, Any] | None, error: str | Non
     return render("decision.html", approval_id=approval_id, approval=approval or {}, error=error)
 
 
-def dry_run(reply: dict[str, Any] | None, error: str | None) -> Markup:
-    return render("dry_run.html", reply=reply or {}, error=error)
+def dry_run(reply: dict[str, Any] | None, error: str | None, note: str | None = None) -> Markup:
+    return render("dry_run.html", reply=reply or {}, error=error, note=note)
 
 
 def page(*, parts: dict[str, Markup], token: str, operator: str, nats_url: str) -> str:

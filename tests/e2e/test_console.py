@@ -198,6 +198,7 @@ async def test_a_dry_run_from_the_page_names_the_binding(
     await page.locator("#dry-run-submit").click()
     await expect(page.locator("#dry-run-status")).to_have_text("dispatched", timeout=LIVE)
     await expect(page.locator("#dry-run-binding")).to_have_text(f"b-{case}")
+    await expect(page.locator("#dry-run-note")).to_contain_text("the dry run used app aurora.cli")
 
     await page.locator("#dry-run-event").fill("{not json")
     await page.locator("#dry-run-submit").click()
