@@ -23,6 +23,7 @@ from playwright.async_api import Browser, Page, async_playwright, expect
 from aurora_cli.commands.pool_admin import operator
 from aurora_cli.localnats import LocalNats
 from shared.admin import admin_request
+from shared.contracts.signals import GATEWAY_APP
 from shared.subjects import Subjects
 from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess, service_env
@@ -36,6 +37,7 @@ from tests.integration.runner.helpers import (
     publish_events,
     settled,
     stack_apps,
+    stored_event,
     task_id_of,
     write_apps,
 )
@@ -177,6 +179,12 @@ async def test_an_approval_granted_on_the_page_resumes_its_task(
     assert decided and "fine from the console" in decided[0]["reason"], done["transitions"]
     approval = await admin_request(cnc, subjects, "approvals", "get", {"id": approval_id})
     assert approval["decided_by"] == me and approval["state"] in ("granted", "consumed"), approval
+    # the decision's event names the operator, in the events stream and live on the page
+    await stored_event(cnc, subjects, GATEWAY_APP, "approval.granted",
+                       lambda doc: doc["payload"]["data"]["id"] == approval_id
+                       and doc["payload"]["data"]["decided_by"] == me)
+    await expect(page.locator('#event-list li[data-type="approval.granted"] .detail')).to_contain_text(
+        f"{ECHO}.counter_increment granted by {me}")
 
     # the task's own page: its steps and history
     await page.locator(f'tr.task[data-task-id="{task_id}"] a').click()
