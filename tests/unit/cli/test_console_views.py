@@ -4,6 +4,8 @@ fields, a task's steps and history, and who may talk to the console."""
 from __future__ import annotations
 
 import json
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -160,3 +162,14 @@ def test_a_post_needs_the_token_and_no_foreign_origin() -> None:
     assert "token" in str(post_problem(token=None, expected="t", origin=None, host_header=host))
     assert "token" in str(post_problem(token="u", expected="t", origin=None, host_header=host))
     assert "Origin" in str(post_problem(token="t", expected="t", origin="http://evil.example", host_header=host))
+
+
+def test_the_page_loads_nothing_from_elsewhere() -> None:
+    """Offline: no CDN, no font or script from another host, in any template, script or style."""
+    folder = Path(views.__file__).parent
+    files = [*folder.joinpath("templates").iterdir(), *folder.joinpath("static").iterdir()]
+    assert len(files) > 5
+    for path in files:
+        text = path.read_text(encoding="utf-8")
+        assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text, re.I), path
+        assert "@import" not in text and "<script>" not in text, path  # no inline script (the CSP forbids it)
