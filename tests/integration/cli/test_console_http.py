@@ -3,6 +3,8 @@ refuses, the security headers, and sections that say which service does not answ
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,8 +12,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from shared.streams import ensure_stream, events_stream
+from shared.subjects import Subjects
+from tests.harness.broker import Broker
+from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess, service_env
-from tests.harness.waiting import poll_sync
+from tests.harness.waiting import poll, poll_sync
 from tests.integration.cli.conftest import Cli
 
 SERVING = re.compile(r"console serving (http://127\.0\.0\.1:(\d+)/)")
@@ -70,3 +76,53 @@ def test_a_remote_host_is_refused_unless_allowed_and_a_missing_nats_is_one_line(
     unreachable = cli("console", "--port", "0", NATS_URL="nats://127.0.0.1:1")
     assert unreachable.returncode == 1 and "cannot connect to NATS" in unreachable.stderr
     assert len(unreachable.stderr.strip().splitlines()) == 1
+
+
+async def _sse(client: httpx.AsyncClient, wanted: int) -> list[tuple[str, str]]:
+    """The first `wanted` (event, data) pairs of the console's event stream."""
+    found: list[tuple[str, str]] = []
+    name = ""
+    async with client.stream("GET", "/events/stream") as response:
+        assert response.status_code == 200
+        async for line in response.aiter_lines():
+            if line.startswith("event:"):
+                name = line.split(":", 1)[1].strip()
+            elif line.startswith("data:") and name:
+                found.append((name, line.split(":", 1)[1].strip()))
+                name = ""
+                if len(found) == wanted:
+                    return found
+    return found
+
+
+async def _publish(url: str, subjects: Subjects, message_id: str) -> None:
+    async with nats_client(url) as nc:
+        js = nc.jetstream()
+        await ensure_stream(js, events_stream(subjects))
+        await js.publish(subjects.event("test.app", "message.received"), json.dumps({
+            "header": {"message_id": message_id, "timestamp": "2026-12-01T12:00:00+00:00",
+                       "source": {"app": "test.app", "instance": "default"}},
+            "payload": {"type": "message.received", "summary": "<b>hi</b>", "data": {}}}).encode())
+
+
+async def test_live_events_are_streamed_and_the_console_reconnects_after_nats_restarts(
+        console: tuple[str, str], broker: Broker, subjects: Subjects) -> None:
+    url, _ = console
+    await _publish(broker.url, subjects, "m-1")
+    async with httpx.AsyncClient(base_url=url, timeout=20) as client:
+        # an event stored before the page opened comes first (the backlog), after `ready`
+        pairs = await asyncio.wait_for(_sse(client, 2), 20)
+        assert [name for name, _ in pairs] == ["ready", "amp"], pairs
+        item = json.loads(pairs[1][1])
+        assert (item["id"], item["type"], item["app"], item["detail"]) == (
+            "m-1", "message.received", "test.app", "<b>hi</b>")
+
+        broker.restart()  # the console's connection closes; the next request opens a new one
+
+        async def answered_again() -> str | None:
+            text = (await client.get("/part/approvals")).text
+            return text if "no mcp-gateway is running" in text else None
+
+        await poll(answered_again, timeout=20, what="the console to read through a new NATS connection")
+        again = await asyncio.wait_for(_sse(client, 2), 20)
+        assert [name for name, _ in again] == ["ready", "amp"] and json.loads(again[1][1])["id"] == "m-1"
