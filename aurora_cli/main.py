@@ -49,6 +49,8 @@ COMMANDS: dict[str, Area] = {
     "tasks": Area("tasks", "Runner tasks: list them, show one with its steps, cancel one.", group=True),
     "creds": Area("creds", "NATS credentials for every Aurora identity.", group=True),
     "dlq": Area("dlq", "Dead letters: list, show, replay and purge what a stage gave up on.", group=True),
+    "console": Area("console", "A web page for operators: live events, tasks, approvals, bindings, apps, tools "
+                               "and systems.", group=False),
 }
 
 

@@ -218,7 +218,7 @@ def _because(error: Any) -> str:
 def render(report: dict[str, Any]) -> Group:
     services = table("services", ["service", "instances", "version", "uptime", "requests", "errors", "avg ms"], [
         [r["name"], "0 DOWN" if r["core"] and not r["instances"] else r["instances"],
-         ", ".join(r["versions"]) or "-", _duration(r["uptime_s"]), r["requests"], r["errors"],
+         ", ".join(r["versions"]) or "-", duration(r["uptime_s"]), r["requests"], r["errors"],
          "-" if r["avg_ms"] is None else f"{r['avg_ms']:.2f}"]
         for r in report["services"]])
     apps = table("apps", ["app", "instance", "session", "process", "restarts", "last error"], [
@@ -240,7 +240,7 @@ def render(report: dict[str, Any]) -> Group:
     return Group(*parts)
 
 
-def _duration(seconds: float | None) -> str:
+def duration(seconds: float | None) -> str:
     if seconds is None:
         return "-"
     minutes, secs = divmod(int(seconds), 60)

@@ -92,7 +92,7 @@ def show(
         if value is not None:
             stdout.print(f"  {label}: {value}", markup=False)
     stdout.print(table("steps", ["id", "kind", "name", "result", "arguments", "output", "details"],
-                       [_step_row(step) for step in task.get("steps") or []]))
+                       [step_row(step) for step in task.get("steps") or []]))
     stdout.print(table("history", ["at", "state", "by", "reason"],
                        [[t["at"], t["to"], t["by"], t.get("reason")] for t in task.get("transitions") or []]))
 
@@ -123,7 +123,7 @@ def _short(value: Any, limit: int = 60) -> str | None:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _step_row(step: dict[str, Any]) -> list[Any]:
+def step_row(step: dict[str, Any]) -> list[Any]:
     output = step.get("structured") if step.get("structured") is not None else step.get("text")
     if step.get("error"):
         output = f"{step['error']['code']}: {step['error']['message']}"

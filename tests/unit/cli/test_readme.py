@@ -12,7 +12,7 @@ from aurora_cli.main import COMMANDS, load_command
 
 REPO = Path(__file__).resolve().parents[3]
 README = (REPO / "README.md").read_text(encoding="utf-8")
-DOCUMENTED_HERE = ("dev", "events", "streams", "health")  # the other areas document themselves
+DOCUMENTED_HERE = ("dev", "events", "streams", "health", "console")  # the other areas document themselves
 
 
 def test_ci_runs_the_readme_test_command() -> None:

@@ -1,0 +1,116 @@
+// The Aurora console's only script: refreshes the server-rendered sections, shows live events
+// (as text: event data is untrusted), and sends approval decisions and dry runs.
+"use strict";
+
+const TOKEN = document.querySelector('meta[name="console-token"]').content;
+const MAX_EVENTS = 200;
+const statusLine = document.getElementById("status");
+
+function say(text, bad) {
+  statusLine.textContent = text;
+  statusLine.className = bad ? "error" : "";
+}
+
+// A section's HTML comes from the server, which escaped everything in it.
+async function refresh(section) {
+  if (section.contains(document.activeElement) && document.activeElement.tagName === "INPUT") {
+    return;  // someone is typing a note there: do not replace it under their hands
+  }
+  try {
+    const response = await fetch(section.dataset.src, {headers: {"Accept": "text/html"}});
+    section.innerHTML = await response.text();
+  } catch (error) {
+    say("cannot reach the console: " + error, true);
+  }
+}
+
+function refreshNamed(...ids) {
+  for (const id of ids) {
+    const section = document.getElementById(id);
+    if (section && section.dataset.src) refresh(section);
+  }
+}
+
+for (const section of document.querySelectorAll("section[data-src]")) {
+  const every = Number(section.dataset.every || "10") * 1000;
+  setInterval(() => refresh(section), every);
+}
+
+async function post(url, body) {
+  const response = await fetch(url, {
+    method: "POST",
+    headers: {"Content-Type": "application/json", "X-Aurora-Console-Token": TOKEN},
+    body: JSON.stringify(body),
+  });
+  return {ok: response.ok, html: await response.text()};
+}
+
+// Grant / deny: the same admin call as `aurora approvals grant|deny`, recorded as this operator.
+document.addEventListener("click", async (event) => {
+  const button = event.target.closest("button[data-verb]");
+  if (!button) return;
+  const row = button.closest("tr");
+  const note = row ? row.querySelector("input.note") : null;
+  button.disabled = true;
+  const id = button.dataset.approval;
+  const answer = await post(`/approvals/${encodeURIComponent(id)}/${button.dataset.verb}`,
+                            {note: note ? note.value : ""});
+  const result = document.createElement("div");
+  result.innerHTML = answer.html;  // server-rendered and escaped
+  say(result.textContent.trim(), !answer.ok);
+  if (note) note.blur();
+  refreshNamed("approvals", "tasks", "task");
+});
+
+const form = document.getElementById("dry-run-form");
+if (form) {
+  form.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const answer = await post("/dry-run", {event: document.getElementById("dry-run-event").value});
+    document.getElementById("dry-run-result").innerHTML = answer.html;  // server-rendered and escaped
+  });
+}
+
+// Live events: each field is set with textContent, never parsed as HTML.
+const list = document.getElementById("event-list");
+const live = document.getElementById("live");
+let pending = null;
+
+function laterRefresh() {
+  if (pending) return;
+  pending = setTimeout(() => { pending = null; refreshNamed("approvals", "tasks", "task"); }, 300);
+}
+
+function addEvent(item) {
+  const entry = document.createElement("li");
+  entry.className = "event";
+  entry.dataset.type = item.type;
+  entry.dataset.id = item.id;
+  for (const field of ["time", "type", "app", "detail"]) {
+    const span = document.createElement("span");
+    span.className = field;
+    span.textContent = item[field];
+    entry.append(span, " ");
+  }
+  if (item.synthetic) entry.classList.add("synthetic");
+  entry.title = item.subject;
+  list.prepend(entry);
+  while (list.children.length > MAX_EVENTS) list.lastElementChild.remove();
+  if (item.type.startsWith("task.") || item.type.startsWith("approval.")) laterRefresh();
+}
+
+if (list && live) {
+  const source = new EventSource("/events/stream");
+  source.addEventListener("ready", () => { live.dataset.state = "open"; live.textContent = "live"; });
+  source.addEventListener("amp", (message) => addEvent(JSON.parse(message.data)));
+  source.addEventListener("trouble", (message) => {
+    live.dataset.state = "trouble";
+    live.textContent = JSON.parse(message.data).error;
+  });
+  source.onerror = () => {
+    if (live.dataset.state !== "trouble") {
+      live.dataset.state = "reconnecting";
+      live.textContent = "reconnecting…";
+    }
+  };
+}
