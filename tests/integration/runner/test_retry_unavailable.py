@@ -23,6 +23,7 @@ from services.runner.config import RunnerConfig
 from shared.contracts.task import decode_task
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
+from tests.fakes.openai_server import FakeOpenAI
 from tests.harness.processes import ServiceProcess
 from tests.harness.waiting import consumed
 from tests.integration.runner.conftest import start_stack, stop_stack
@@ -67,10 +68,20 @@ async def gnc(gateway_stack: GatewayStack) -> AsyncIterator[NATS]:
         yield client
     finally:
         await client.close()
-        gateway = gateway_stack.processes["gateway"]
-        if not gateway.alive():  # the next test starts with a gateway
-            gateway.start()
-            gateway.wait_for_log('"serving"', timeout=40)
+        if not gateway_stack.processes["gateway"].alive():  # the next test starts with a gateway
+            await start_gateway(gateway_stack)
+
+
+async def start_gateway(stack: GatewayStack) -> None:
+    """Start the stopped gateway and wait until this start of it serves (its log is appended to)."""
+    gateway = stack.processes["gateway"]
+    before = len(gateway.logs())
+    gateway.start()
+
+    async def serving() -> bool:
+        return '"serving"' in gateway.logs()[before:]
+
+    await poll(serving, timeout=40, what="the restarted gateway serving")
 
 
 async def stored(nc: NATS, subjects: Subjects, task_id: str) -> dict[str, Any] | None:
@@ -100,10 +111,10 @@ async def all_in(nc: NATS, subjects: Subjects, ids: list[str], holds: Any, *, ti
         raise AssertionError(f"{exc}: {json.dumps(list(last.values()))[:4000]}") from None
 
 
-def waited(task: dict[str, Any], tries: int = 1) -> bool:
-    """The task found no gateway for its reply at least `tries` times (and waits to try again)."""
+def waited(task: dict[str, Any], tries: int = 1, step: str = "deliver") -> bool:
+    """The task found no gateway for `step` at least `tries` times (and waits to try again)."""
     wait = task.get("retry")
-    return bool(wait) and wait["step"] == "deliver" and wait["code"] == "no_gateway" and wait["tries"] >= tries
+    return bool(wait) and wait["step"] == step and wait["code"] == "no_gateway" and wait["tries"] >= tries
 
 
 def echo_agent(agent_id: str, **extra: Any) -> dict[str, Any]:
@@ -113,10 +124,10 @@ def echo_agent(agent_id: str, **extra: Any) -> dict[str, Any]:
 
 
 async def start_runs(nc: NATS, subjects: Subjects, stack: GatewayStack, case: str, count: int,
-                     **agent: Any) -> tuple[list[str], list[str]]:
+                     agent: dict[str, Any] | None = None, **fields: Any) -> tuple[list[str], list[str]]:
     """Apply the agent (the gateway answers that), stop the gateway, publish `count` events each
     in its own conversation: (task ids, sessions)."""
-    await apply(nc, subjects, "agents", echo_agent(f"a-{case}", **agent))
+    await apply(nc, subjects, "agents", agent or echo_agent(f"a-{case}", **fields))
     await bind(nc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
     stack.processes["gateway"].terminate(timeout=20)
     sessions = [f"g-{case}-{n}" for n in range(count)]
@@ -162,8 +173,7 @@ async def test_a_wait_survives_a_sigkilled_runner(gateway_stack: GatewayStack, g
     await all_in(gnc, subjects, ids, waited, timeout=60, what="every run waiting for the gateway")
     old = gateway_stack.processes["runner-1"]
     old.kill()  # mid-wait: nothing of the wait is in its memory
-    gateway_stack.processes["gateway"].start()
-    gateway_stack.processes["gateway"].wait_for_log('"serving"', timeout=40)
+    await start_gateway(gateway_stack)
     fresh = ServiceProcess("services.runner", {**old.env, "AURORA_RUNNER_INSTANCE": "runner-after-kill"},
                            old.log_path.parent, "runner-after-kill").start()
     gateway_stack.processes["runner-1"] = fresh  # stopped with the stack
@@ -194,3 +204,24 @@ async def test_a_deadline_passing_while_the_gateway_stays_down_ends_the_task_onc
     assert replies(gateway_stack, sessions[0]) == []
     again = await stored(gnc, subjects, ids[0])  # the run was acked: nothing comes back to it
     assert again is not None and again["transitions"] == final["transitions"]
+
+
+async def test_an_llm_agent_waits_for_the_gateway_to_list_its_tools(
+        gateway_stack: GatewayStack, gnc: NATS, subjects: Subjects) -> None:
+    case = f"gwl-{uuid.uuid4().hex[:6]}"
+    fake = FakeOpenAI().start()
+    try:
+        fake.script(case, lambda chat: chat.answer("listed and answered"))
+        agent = {"kind": "Agent", "id": f"a-{case}", "agent_kind": "llm", "events": ["*"],
+                 "model": {"base_url": fake.base_url, "model": case}}
+        ids, sessions = await start_runs(gnc, subjects, gateway_stack, case, 1, agent)
+        await all_in(gnc, subjects, ids, lambda t: waited(t, 2, step="tools"), timeout=60,
+                     what="the run waiting for the gateway to list the agent's tools")
+        gateway_stack.processes["gateway"].start()
+        finals = await all_in(gnc, subjects, ids, lambda t: t["state"] in TERMINAL, timeout=90,
+                              what="the run settled after the gateway came back")
+    finally:
+        fake.stop()
+    final = finals[ids[0]]
+    assert final["state"] == "succeeded" and final["answer"] == "listed and answered", json.dumps(final)[:4000]
+    assert replies(gateway_stack, sessions[0]) == ["listed and answered"]
