@@ -14,7 +14,6 @@ from services.runner.errors import AwaitRetry, StepFailed
 from shared.admin import AdminRequestError, admin_request
 from shared.subjects import Subjects
 
-
 TOOLS_STEP = "tools"  # what a run waiting for the agent's tool list says it waits on
 
 
