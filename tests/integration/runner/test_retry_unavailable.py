@@ -225,3 +225,20 @@ async def test_an_llm_agent_waits_for_the_gateway_to_list_its_tools(
     final = finals[ids[0]]
     assert final["state"] == "succeeded" and final["answer"] == "listed and answered", json.dumps(final)[:4000]
     assert replies(gateway_stack, sessions[0]) == ["listed and answered"]
+
+
+async def test_a_question_to_the_user_waits_for_the_gateway_then_is_asked_once(
+        gateway_stack: GatewayStack, gnc: NATS, subjects: Subjects) -> None:
+    case = f"gwq-{uuid.uuid4().hex[:6]}"
+    agent = {"kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"],
+             "playbook": {"steps": [{"id": "pick", "kind": "interaction", "question": "Which pump?",
+                                     "options": ["P-1", "P-2"]}], "answer": "you chose {{ steps.pick.text }}"}}
+    ids, sessions = await start_runs(gnc, subjects, gateway_stack, case, 1, agent)
+    await all_in(gnc, subjects, ids, lambda t: waited(t, 2, step="pick.ask"), timeout=60,
+                 what="the question waiting for the gateway")
+    gateway_stack.processes["gateway"].start()
+    finals = await all_in(gnc, subjects, ids, lambda t: t["state"] == "awaiting_approval", timeout=90,
+                          what="the question asked and the task waiting for the answer")
+    assert finals[ids[0]]["interaction_id"], json.dumps(finals[ids[0]])[:3000]
+    asked = replies(gateway_stack, sessions[0])
+    assert len(asked) == 1 and "Which pump?" in asked[0], asked
