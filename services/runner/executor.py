@@ -20,7 +20,6 @@ from datetime import UTC, datetime
 from typing import Literal
 
 import msgspec
-from nats.js import JetStreamContext
 
 from services.runner import retry, statemachine
 from services.runner.catalog import Catalog
@@ -38,6 +37,7 @@ from services.runner.errors import (
     StepFailed,
     Unverified,
 )
+from services.runner.event_source import EventSource
 from services.runner.steps import ToolSteps
 from services.runner.tasks import TaskHandle, TaskStore
 from shared.contracts.envelope import EventEnvelope
@@ -45,7 +45,7 @@ from shared.contracts.run import RunPayload, decode_run
 from shared.contracts.task import Task, TaskError, TaskState
 from shared.errors import AuroraError
 from shared.logs import get_logger
-from shared.run_events import RunEventError, run_event
+from shared.run_events import RunEventError
 
 log = get_logger("aurora.runner")
 Verdict = Literal["ack", "nak", "retry", "drop", "term"]
@@ -311,20 +311,3 @@ def _wrote(handle: TaskHandle) -> bool:
     """Did the run change anything outside before it failed? Then it is partial, not failed."""
     return any(step.kind == "tool" and step.side_effect != "read" and step.classification == "ok"
                for step in handle.steps())
-
-
-class EventSource:
-    """A run's event: inline, or from the Object Store."""
-
-    def __init__(self, js: JetStreamContext) -> None:
-        self._js = js
-
-    async def read(self, run: RunPayload[EventEnvelope]) -> EventEnvelope:
-        return await run_event(self._js, run)
-
-    async def read_for(self, task: Task) -> EventEnvelope:
-        if task.event is not None:
-            return task.event
-        placeholder: RunPayload[EventEnvelope] = RunPayload(run_id=task.run_id, target=task.target,
-                                                            binding_id=task.binding_id, event_ref=task.event_ref)
-        return await self.read(placeholder)
