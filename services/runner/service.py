@@ -21,7 +21,8 @@ from services.runner.config import RunnerConfig
 from services.runner.drivers.base import AgentDriver
 from services.runner.drivers.llm import LlmDriver
 from services.runner.drivers.playbook import PlaybookDriver
-from services.runner.executor import EventSource, TaskExecutor
+from services.runner.event_source import EventSource
+from services.runner.executor import TaskExecutor
 from services.runner.history import StreamHistory
 from services.runner.interactions import Announcer
 from services.runner.llm_client import HttpChatModel
