@@ -25,7 +25,8 @@ from opentelemetry import trace
 from opentelemetry.trace import Span, SpanContext, SpanKind, Status, StatusCode, TraceFlags
 
 from shared.contracts.envelope import Trace
-from shared.telemetry import PinnedIds, context_from_trace, tracing_enabled
+from shared.telemetry import PinnedIds, context_from_trace
+from shared.telemetry import tracing_enabled as tracing_enabled  # re-exported: services ask here
 
 AttributeValue = str | bool | int | float
 Attributes = Mapping[str, AttributeValue | None]

@@ -145,7 +145,7 @@ class EventBridge:
         """Publish the event inside the bridge's span for it, whose ids are derived from the
         message id so that a redelivered signal becomes the very same bytes again."""
         parent = parent_trace(event, msg.headers)
-        trace_id, span_id = derived_ids(event.header.message_id)
+        trace_id, span_id = derived_ids(event.header.message_id) if tracing.tracing_enabled() else (None, None)
         with tracing.handling("process signal", parent, span_id=span_id,
                               trace_id=None if parent is not None else trace_id,
                               attributes=messaging("process", msg.subject, event.header.message_id)) as span:

@@ -210,7 +210,7 @@ class Router:
             return _Work(msg=msg, key=trace_key(message_id), trace=encode_trace(trace), invalid=reason)
         # The span's id is derived from the event's, so an event routed again builds the very
         # same run message.
-        span_id = derived_ids(f"route:{event.header.message_id}")[1]
+        span_id = derived_ids(f"route:{event.header.message_id}")[1] if tracing.tracing_enabled() else None
         with tracing.handling("process event", event.header.trace, span_id=span_id,
                               attributes=messaging("process", msg.subject, event.header.message_id)) as span:
             decision = decide(event, self._catalog.table, self._catalog, now=now)
