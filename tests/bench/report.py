@@ -138,10 +138,21 @@ def chart(results: dict[str, Any], path: Path) -> None:
     plt.close(figure)
 
 
+def paste_into_readme(table: str) -> None:
+    """Replace what stands between the README's bench markers with `table`."""
+    readme = REPO / "README.md"
+    text = readme.read_text(encoding="utf-8")
+    begin, end = "<!-- bench:begin -->\n", "<!-- bench:end -->"
+    head, _, rest = text.partition(begin)
+    _, _, tail = rest.partition(end)
+    readme.write_text(head + begin + table + end + tail, encoding="utf-8")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", help="comma-separated: " + ",".join(BENCHMARKS))
     parser.add_argument("--render", action="store_true", help="only redraw the table and chart")
+    parser.add_argument("--readme", action="store_true", help="also put the table into README.md")
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     results_path = OUT / "results.json"
@@ -157,6 +168,8 @@ def main() -> int:
     (OUT / "results.md").write_text(markdown(results))
     chart(results, OUT / "results.png")
     print(markdown(results))
+    if args.readme:
+        paste_into_readme(markdown(results))
     print(f"wrote {results_path}, {OUT / 'results.md'} and {OUT / 'results.png'}")
     if failed:
         print(f"goals missed or errors in: {', '.join(failed)}")
