@@ -260,8 +260,8 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
     if key == "ledger_write":  # a JetStream publish is answered (an ack) when it is let through
         return [request(f"$KV.{LEDGER}.calls.matrix-{user}", {"state": "done"})]
     if key == "ledger_read":  # any answer (the entry, or "not found") is the server's, not a refusal
-        return [request(f"$JS.API.STREAM.MSG.GET.KV_{LEDGER}", {"last_by_subj": f"$KV.{LEDGER}.calls.matrix-mcp-gateway"},
-                        must_succeed=False)]
+        entry = f"$KV.{LEDGER}.calls.matrix-mcp-gateway"
+        return [request(f"$JS.API.STREAM.MSG.GET.KV_{LEDGER}", {"last_by_subj": entry}, must_succeed=False)]
     if key == "other_streams":
         if user != "consumer":
             return []
