@@ -137,6 +137,8 @@ class CallLedger:
                 log.warning("ledger heartbeat failed", error=f"{type(exc).__name__}: {exc}")
 
     async def alive(self, instance: str) -> bool:
+        if not instance:  # released: nobody holds it
+            return False
         if instance == self.instance:
             return self._beating is not None
         try:
@@ -243,12 +245,24 @@ class Claim:
 
     async def finish(self, result: ToolCallResult) -> None:
         """Record the result the caller is about to get. A failure is logged: the entry stays
-        `executing`, and a call asked again is then in doubt (or sent again where that is safe)."""
+        `executing`, and a call asked again is then in doubt (or sent again where that is safe).
+
+        `unavailable` means nothing ran this time (the app's session was down, the system could
+        not be reached): that is not an outcome to repeat to whoever asks again. A new claim is
+        released (asked again, the call runs normally); a call sent again goes back to
+        abandoned (asked again, it is sent again)."""
         if self._taken is None or self._entry is None:
             return
-        done = msgspec.structs.replace(self._entry, state="done", result=result, finished_at=now_iso())
+        kv = self._ledger.kv
         try:
-            await self._ledger.kv.update(self._key, msgspec.json.encode(done), last=self._taken)
+            if result.status != "unavailable":
+                done = msgspec.structs.replace(self._entry, state="done", result=result, finished_at=now_iso())
+                await kv.update(self._key, msgspec.json.encode(done), last=self._taken)
+            elif self._revision is None:
+                await kv.delete(self._key, last=self._taken)
+            else:
+                abandoned = msgspec.structs.replace(self._entry, owner="", deadline=0.0)
+                await kv.update(self._key, msgspec.json.encode(abandoned), last=self._taken)
         except Exception as exc:
             log.warning("a call's result could not be recorded in the ledger", call_id=self.call_id,
                         error=f"{type(exc).__name__}: {exc}")

@@ -95,14 +95,18 @@ class NatsToolClient:
             return _failed("unavailable", "no_gateway", "no mcp-gateway answers tool calls", side_effect)
         asked = 1
         for delay in self._reask.delays():
-            if not _lost(answer):
+            # Asked again, `unavailable` says nothing ran this time (the gateway is back but the
+            # app's session is not yet): the call is still to be had, so ask again.
+            if not _lost(answer) and not (asked > 1 and _unavailable(answer)):
                 break
             await asyncio.sleep(delay)
             answer = await self._ask(envelope, timeout, side_effect)
             asked += 1
-        if isinstance(answer, ToolCallResult):
+        if isinstance(answer, ToolCallResult) and not (asked > 1 and _unavailable(answer)):
             return answer  # an answer, or `call_in_progress` still after every ask
-        detail = f"no answer from the gateway to {asked} asks (the last: {answer.code})"
+        # The first answer was lost, so the call may have run whatever the last ask heard.
+        last = answer.code if isinstance(answer, _Lost) else answer.error.code if answer.error else answer.status
+        detail = f"no answer from the gateway to {asked} asks (the last: {last})"
         if side_effect == "read":
             return _failed("timeout", "no_reply", f"{detail} within {timeout:g}s each", side_effect)
         return _failed("outcome_unknown", "no_reply", f"{detail}; the call may have run", side_effect)
@@ -119,6 +123,10 @@ class NatsToolClient:
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
             status = "tool_error" if side_effect == "read" else "outcome_unknown"
             return _failed(status, "bad_reply", f"the gateway's reply is malformed: {exc}", side_effect)
+
+
+def _unavailable(answer: ToolCallResult | _Lost) -> bool:
+    return isinstance(answer, ToolCallResult) and answer.status == "unavailable"
 
 
 def _lost(answer: ToolCallResult | _Lost) -> bool:
