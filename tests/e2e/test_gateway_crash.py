@@ -129,7 +129,8 @@ async def test_replies_in_flight_when_the_gateway_dies_are_delivered_exactly_onc
             await asyncio.sleep(0.5)
 
         replies = Counter(r["session_id"] for r in sent(chat_log))
-        print(f"\n{len(ids)} replies in flight when the gateway died: {dict(Counter(t.state for t in tasks.values()))}; "
+        states = dict(Counter(t.state for t in tasks.values()))
+        print(f"\n{len(ids)} replies in flight when the gateway died: {states}; "
               f"{gateway.logs().count('call sent again under its idempotency key')} sent again under their key")
         plain_replies = Counter(r["session_id"] for r in sent(plain_log))
         for task_id, n in ids.items():
