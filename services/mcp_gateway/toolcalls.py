@@ -14,11 +14,11 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Protocol, TypedDict
+from typing import Any, Protocol
 
 import msgspec
 
-from services.mcp_gateway import chat_approvals, classify
+from services.mcp_gateway import chat_approvals, classify, targets
 from services.mcp_gateway.arguments import ArgumentCheck
 from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.custody import Custody, CustodyRefusal
@@ -72,12 +72,6 @@ class HttpRunner(Protocol):
         idempotency_key: str | None,
         timeout: float | None = None,
     ) -> ToolCallResult: ...
-
-
-class _Target(TypedDict):
-    target: str
-    deduplicates: bool
-    timeout: float
 
 
 @dataclass(frozen=True)
@@ -153,14 +147,15 @@ class ToolCallHandler:
                                         call_id=envelope.header.message_id, executed=False,
                                         anonymous=not operator and request.context.agent is None)
             return result_reply(envelope, GATEWAY_APP, refused), refused_record
+        tool = await self._pool.tool(request.tool)
+        system = tool.system if tool is not None else None
         claim: Claim | None = None
-        if self._ledger is not None:  # asked before? (the caller's answer was lost)
+        if self._ledger is not None and targets.side_effect_of(tool, request.tool) not in (None, "read"):
+            # Asked before? (the caller's answer was lost.) Reads are not recorded: they read again.
             recalled = await self._ledger.recall(envelope.header.message_id, request)
             if not isinstance(recalled, Claim):  # answered from the ledger: nothing runs, nothing new to audit
                 return result_reply(envelope, GATEWAY_APP, recalled), None
             claim = recalled
-        tool = await self._pool.tool(request.tool)
-        system = tool.system if tool is not None else None
         if tool is not None:
             result, executed = await self._run(request, tool, envelope.header.message_id, claim)
         elif request.tool in PLATFORM_TOOLS:
@@ -244,28 +239,14 @@ class ToolCallHandler:
                 return gate, False
             approval_id = gate
         if claim is not None:
-            taken = await claim.take(side_effect=tool.side_effect, **self._target(tool, request))
+            target = targets.target_of(tool, request.timeout_seconds, self._sessions, self._pool.systems)
+            taken = await claim.take(side_effect=tool.side_effect, target=target.name, timeout=target.timeout,
+                                     deduplicates=target.deduplicates)
             if taken is not None:
                 return taken, False
         sending(request.tool, tool.side_effect)  # from here a failure may follow a call sent
         result = await self._execute(request, tool, call_id)
         return msgspec.structs.replace(result, approval_id=approval_id), True
-
-    def _target(self, tool: ToolDefinition, request: ToolCallRequest) -> _Target:
-        """Where the tool runs, whether it deduplicates on the idempotency key, and how long the
-        call may take there (the ledger's deadline)."""
-        execution = tool.execution
-        if isinstance(execution, McpExecution):
-            session = self._sessions.get((execution.app, execution.instance))
-            app = session.app if session is not None else None
-            limit = app.mcp.call_timeout_seconds if app is not None else 30.0
-            return {"target": app.name if app is not None else execution.app,
-                    "deduplicates": app is not None and execution.tool in app.mcp.idempotency_key_tools,
-                    "timeout": min(request.timeout_seconds or limit, limit)}
-        system = self._pool.systems.get(tool.system)
-        limit = request.timeout_seconds or (system.timeout_seconds if system is not None else 30.0)
-        return {"target": tool.system, "timeout": limit,
-                "deduplicates": system is not None and system.idempotency_header is not None}
 
     def _refusal(self, request: ToolCallRequest, tool: ToolDefinition, agent: Agent | None) -> ToolCallResult | None:
         if tool.state == "DEPRECATED":

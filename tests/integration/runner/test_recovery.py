@@ -16,11 +16,11 @@ from typing import Any
 import msgspec
 from nats.aio.client import Client as NATS
 
+from services.mcp_gateway.ledger import LedgerEntry, ledger_key
 from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
 from shared.contracts.run import METHOD_AGENT_RUN, DeliveryContext, ReplyTarget, RunPayload, RunTarget
 from shared.contracts.task import Task, TaskStep, Transition, encode_task
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
-from services.mcp_gateway.ledger import LedgerEntry, ledger_key
 from shared.streams import call_ledger_bucket, ensure_bucket, tasks_bucket
 from shared.subjects import Subjects
 from tests.harness.run_records import dispatched
