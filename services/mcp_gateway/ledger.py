@@ -214,6 +214,7 @@ class Claim:
         self._revision = revision  # None: create-if-absent; else the abandoned entry's revision
         self._taken: int | None = None
         self._entry: LedgerEntry | None = None
+        self.answered: ToolCallResult | None = None  # `take` found the call claimed: the ledger's answer
 
     async def take(self, *, side_effect: SideEffect, deduplicates: bool, target: str,
                    timeout: float) -> ToolCallResult | None:
@@ -231,13 +232,15 @@ class Claim:
             else:
                 self._taken = await kv.update(self._key, data, last=self._revision)
         except KeyWrongLastSequenceError:
-            # Another gateway claimed it first (the same call asked twice at once): its entry answers.
+            # Claimed first by another caller of the same call id (here or at another gateway): its
+            # entry answers.
             recalled = await self._ledger.recall(self.call_id, self._request)
-            if isinstance(recalled, ToolCallResult):
-                return recalled
-            return classify.failed("outcome_unknown", "call_in_progress",
-                                   f"call {self.call_id} was claimed by another gateway; ask again",
-                                   side_effect=side_effect)
+            if not isinstance(recalled, ToolCallResult):
+                recalled = classify.failed("outcome_unknown", "call_in_progress",
+                                           f"call {self.call_id} was claimed by another caller; ask again",
+                                           side_effect=side_effect)
+            self.answered = recalled
+            return recalled
         except Exception as exc:
             return _ledger_unavailable(exc)
         self._entry = entry

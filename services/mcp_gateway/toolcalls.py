@@ -164,6 +164,8 @@ class ToolCallHandler:
         else:
             result = classify.failed("denied", "unknown_tool", f"no tool named {request.tool!r}")
             executed = False
+        if claim is not None and claim.answered is not None:  # another claim had it first: its answer, as it is
+            return result_reply(envelope, GATEWAY_APP, claim.answered), None
         result = msgspec.structs.replace(result, duration_ms=round((time.perf_counter() - started) * 1000, 3))
         if claim is not None:  # before the reply: whoever asks again from now on gets this result
             await claim.finish(result)
