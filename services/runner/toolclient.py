@@ -12,6 +12,7 @@ ask is lost is the answer `timeout` for a read and `outcome_unknown` for anythin
 from __future__ import annotations
 
 import asyncio
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -49,6 +50,9 @@ class Reask:
     attempts: int = 6
     first_delay: float = 0.5
     max_delay: float = 4.0
+    # No new ask after this many times the first ask's own wait: a gateway that takes every ask
+    # and answers none is not waited for without end.
+    patience: float = 3.0
 
     def delays(self) -> Iterator[float]:
         delay = self.first_delay
@@ -94,7 +98,10 @@ class NatsToolClient:
         if isinstance(answer, _Lost) and not answer.received:  # nobody listened: nothing ran
             return _failed("unavailable", "no_gateway", "no mcp-gateway answers tool calls", side_effect)
         asked = 1
+        give_up = time.monotonic() + self._reask.patience * (timeout + REPLY_MARGIN)
         for delay in self._reask.delays():
+            if time.monotonic() + delay > give_up:
+                break
             # Asked again, `unavailable` says nothing ran this time (the gateway is back but the
             # app's session is not yet): the call is still to be had, so ask again.
             if not _lost(answer) and not (asked > 1 and _unavailable(answer)):
