@@ -170,11 +170,12 @@ def slow_orders() -> Iterator[RecordingServer]:
 
 async def _http_write_tool(snc: NATS, subjects: Subjects, system: str, server: RecordingServer,
                            folder: Path) -> str:
-    """An HTTP system at `server` whose POST /orders is a published write tool."""
+    """An HTTP system at `server` whose POST /orders is a published write tool, keyed by `Idempotency-Key`."""
     spec = folder / f"{system}.yaml"
     spec.write_text(yaml.safe_dump(ORDERS_SPEC), encoding="utf-8")
     await admin_request(snc, subjects, "systems", "apply", {"document": {
-        "kind": "System", "name": system, "type": "http", "base_url": server.url, "timeout_seconds": 10.0}},
+        "kind": "System", "name": system, "type": "http", "base_url": server.url, "timeout_seconds": 10.0,
+        "idempotency_header": "Idempotency-Key"}},
         timeout=20)
     imported = await admin_request(snc, subjects, "systems", "import_openapi",
                                    {"name": system, "base_url": server.url, "spec": str(spec),
@@ -215,12 +216,12 @@ async def test_a_write_with_no_answer_in_time_is_not_made_again_and_the_task_is_
     assert "it was not repeated" in check
     assert task["delivered"] is False and _replies(stack, case) == []
 
-    # The write reached the system exactly once, with the step's idempotency key, and stays so:
+    # The write reached the system exactly once, with its call id as the idempotency key, and stays so:
     # once the runners hold nothing in flight (the run and the grant acknowledged, so neither
     # comes back after the ack wait) nothing has called it again, nor touched the task.
     posts = [r for r in slow_orders.requests if r.method == "POST" and r.path == "/orders"]
     assert len(posts) == 1 and json.loads(posts[0].body) == {"item": "bolt"}
-    assert posts[0].header("Idempotency-Key") == f"{task_id}:order"
+    assert posts[0].header("Idempotency-Key") == order["call_id"]
     await quiet(snc, subjects)
     assert len(slow_orders.requests) == 1, slow_orders.requests
     later = await settled(snc, subjects, task_id, states=TERMINAL)
