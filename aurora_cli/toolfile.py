@@ -14,14 +14,14 @@ publish:                             # the reviewed tools; every other imported 
 
 Applying it imports the document (`systems.import_openapi`: drafts are created or updated,
 never duplicated), then moves each listed tool DRAFT → REVIEWING → PUBLISHED with its note, as
-the reviewer. Applying it again changes nothing. `${VAR:-default}` in `base_url` is read from
-the environment of whoever applies it (the same file serves `aurora dev` and compose).
+the reviewer. Applying it again changes nothing (a published tool is left as it is, even when
+the document changed: `aurora tools draft NAME` first to take a new version through review).
+`${VAR:-default}` in `base_url` is read from the environment of whoever applies it (the same
+file serves `aurora dev` and compose).
 """
 
 from __future__ import annotations
 
-import os
-import re
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -29,12 +29,12 @@ from nats.aio.client import Client as NATS
 from pydantic import Field
 
 from shared.admin import admin_request
-from shared.contracts.resource import ResourceModel
+from shared.appconfig import expand_env
+from shared.contracts.resource import ResourceModel, parse_resource
 from shared.contracts.system import SystemName
+from shared.errors import ConfigError
 from shared.resources import ResourceKind
 from shared.subjects import Subjects
-
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 
 
 class ReviewedTool(ResourceModel):
@@ -52,6 +52,11 @@ class OpenApiImport(ResourceModel):
     publish: tuple[ReviewedTool, ...] = ()
 
 
+def parse(body: dict[str, Any]) -> OpenApiImport:
+    """The document, checked as `aurora apply` checks every kind (ResourceError names the field)."""
+    return parse_resource(OpenApiImport, body)
+
+
 KIND = ResourceKind("OpenApiImport", "systems", "openapiimports", id_field="system", model=OpenApiImport)
 
 
@@ -61,16 +66,10 @@ class ToolFileError(Exception):
 
 def expand(value: str, env: dict[str, str] | None = None) -> str:
     """`${VAR}` and `${VAR:-default}` from the environment (a missing VAR without default: error)."""
-    source = os.environ if env is None else env
-
-    def one(match: re.Match[str]) -> str:
-        name, default = match.group(1), match.group(2)
-        found = source.get(name) or default
-        if found is None:
-            raise ToolFileError(f"${{{name}}} is not set and has no default (write ${{{name}:-…}})")
-        return found
-
-    return _VARIABLE.sub(one, value)
+    try:
+        return expand_env(value, env)
+    except ConfigError as exc:
+        raise ToolFileError(f"base_url: {exc}") from exc
 
 
 def import_body(doc: OpenApiImport, source: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
@@ -100,7 +99,8 @@ async def apply_import(nc: NATS, subjects: Subjects, doc: OpenApiImport, source:
     """Import, then review and publish the listed tools; `created`, `updated` or `unchanged`."""
     imported = await admin_request(nc, subjects, "systems", "import_openapi", import_body(doc, source),
                                    timeout=timeout)
-    names = set(imported.get("created", [])) | set(imported.get("updated", [])) | set(imported.get("unchanged", []))
+    names = {*imported.get("created", []), *imported.get("updated", []), *imported.get("unchanged", []),
+             *(left.get("tool") for left in imported.get("left", []) if isinstance(left, dict))}
     changed = bool(imported.get("created") or imported.get("updated"))
     for reviewed in doc.publish:
         if reviewed.tool not in names:

@@ -182,7 +182,7 @@ async def _apply_all(settings: Settings, documents: list[Document], timeout: flo
             if doc.kind is toolfile.KIND:  # the reviewed tool file: import, review, publish
                 try:
                     entry["result"] = await toolfile.apply_import(
-                        nc, settings.subjects, toolfile.OpenApiImport.model_validate(doc.body), Path(doc.source),
+                        nc, settings.subjects, toolfile.parse(doc.body), Path(doc.source),
                         timeout=max(timeout, 10.0))
                 except toolfile.ToolFileError as exc:
                     entry["error"] = str(exc)
