@@ -13,13 +13,17 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.session import ServerSession
 from mcp_types import ToolAnnotations
 
-from apps.common import event_params, send_event
+from apps.common import send_event
 
+from . import events
+from .conversation import Received
+from .events import Emission
 from .sent import SentLog
 
 SERVER_NAME = "aurora-app-chat"
@@ -42,45 +46,52 @@ def _new_id(prefix: str) -> str:
     return f"{prefix}-{uuid.uuid4().hex[:12]}"
 
 
-def _raw_message_type(session_id: str) -> str:
-    """The OneBot-style raw name a QQ adapter would report."""
-    return "message.group" if session_id.startswith("group") else "message.private"
+class NotConnected(RuntimeError):
+    """No MCP client has initialized a session yet: there is nobody to emit an event to."""
 
 
 class ChatApp:
-    """Holds the sent log, what it has seen of users, and the MCPServer."""
+    """Holds the sent log, what it has seen of users and emitted, the client session and the MCPServer."""
 
     def __init__(self, startup: dict[str, Any], sent: SentLog | None = None) -> None:
         self.bot: str = str(startup.get("bot") or "aurora-bot")
         self.sent = sent or SentLog()
+        self.received = Received()
         self.seen_users: dict[str, set[str]] = {}  # user id → sessions it was seen in
         self.friend_requests: dict[str, str] = {}  # request id → user id
+        # The platform's session, kept once it is initialized, so the web page can emit events too.
+        self.session: ServerSession | None = None
         self.server: MCPServer = MCPServer(
             SERVER_NAME,
             version="0.1.0",
             instructions="A simulated IM: send messages, react, answer friend requests; simulate_* emit events.",
             log_level=str(startup.get("log_level", "INFO")).upper(),  # type: ignore[arg-type]
+            middleware=[self._keep_session],
         )
         self._register_tools()
 
-    # -- events ---------------------------------------------------------------------------
-    async def _emit(self, session: ServerSession, event_type: str, data: dict[str, Any], *, summary: str,
-                    session_id: str | None, actor_id: str, subject: tuple[str, str],
-                    raw_type: str) -> dict[str, Any]:
-        params = event_params(event_type, data, summary=summary, session_id=session_id)
-        params["payload"].update(
-            bot=self.bot,
-            actor={"id": actor_id, "kind": "user"},
-            subject={"kind": subject[0], "id": subject[1]},
-            source_event_type=raw_type,
-        )
-        await send_event(session, params)
-        return params
+    async def _keep_session(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method == "notifications/initialized":
+            self.session = ctx.session  # a re-initialized client (stdio: the same pipe) replaces it
+        return result
 
-    def _saw(self, user_id: str, session_id: str | None) -> None:
-        sessions = self.seen_users.setdefault(user_id, set())
-        if session_id is not None:
-            sessions.add(session_id)
+    # -- events ---------------------------------------------------------------------------
+    async def emit(self, emission: Emission, session: ServerSession | None = None) -> dict[str, Any]:
+        """Send `emission` as `aurora/event` on `session` (else the kept one); its params."""
+        target = session or self.session
+        if target is None:
+            raise NotConnected("the platform has not connected to the chat app yet; retry in a moment")
+        if emission.event_type == "friend.request_received":
+            self.friend_requests[emission.subject[1]] = emission.actor[0]
+        if emission.actor[1] == "user":
+            sessions = self.seen_users.setdefault(emission.actor[0], set())
+            if emission.session_id is not None:
+                sessions.add(emission.session_id)
+        params = emission.params(self.bot)
+        await send_event(target, params)
+        self.received.add(params, shown_in=emission.shown_in)
+        return params
 
     # -- tools ----------------------------------------------------------------------------
     def _register_tools(self) -> None:
@@ -136,42 +147,24 @@ class ChatApp:
         @mcp.tool(annotations=SIMULATE)
         async def simulate_message(ctx: Context, session_id: str, text: str, user_id: str = "u1") -> dict[str, Any]:
             """Simulate user `user_id` writing `text` in `session_id`: emits `message.received`."""
-            message_id = _new_id("in")
-            self._saw(user_id, session_id)
-            event = await self._emit(
-                ctx.session, "message.received", {"text": text}, summary=f"{user_id} wrote in {session_id}",
-                session_id=session_id, actor_id=user_id, subject=("message", message_id),
-                raw_type=_raw_message_type(session_id))
-            return {"message_id": message_id, "event": event}
+            emission = events.message_received(session_id, text, user_id)
+            return {**emission.ids, "event": await self.emit(emission, ctx.session)}
 
         @mcp.tool(annotations=SIMULATE)
         async def simulate_friend_request(ctx: Context, user_id: str, note: str = "") -> dict[str, Any]:
             """Simulate user `user_id` asking to be friends: emits `friend.request_received`."""
-            request_id = _new_id("fr")
-            self.friend_requests[request_id] = user_id
-            self._saw(user_id, None)
-            event = await self._emit(
-                ctx.session, "friend.request_received", {"note": note}, summary=f"{user_id} sent a friend request",
-                session_id=None, actor_id=user_id, subject=("friend_request", request_id), raw_type="request.friend")
-            return {"request_id": request_id, "event": event}
+            emission = events.friend_request(user_id, note)
+            return {**emission.ids, "event": await self.emit(emission, ctx.session)}
 
         @mcp.tool(annotations=SIMULATE)
         async def simulate_interaction_answer(ctx: Context, interaction_id: str, value: str, session_id: str,
                                               user_id: str = "u1") -> dict[str, Any]:
             """Simulate user `user_id` answering the question `interaction_id` in `session_id` with `value`
             (an option's number or label): emits `interaction.submitted`."""
-            self._saw(user_id, session_id)
-            event = await self._emit(
-                ctx.session, "interaction.submitted", {"interaction_id": interaction_id, "value": value},
-                summary=f"{user_id} answered {interaction_id}", session_id=session_id, actor_id=user_id,
-                subject=("interaction", interaction_id), raw_type="message.interaction")
-            return {"event": event}
+            emission = events.interaction_answer(interaction_id, value, session_id, user_id)
+            return {"event": await self.emit(emission, ctx.session)}
 
         @mcp.tool(annotations=SIMULATE)
         async def simulate_member_joined(ctx: Context, session_id: str, user_id: str) -> dict[str, Any]:
             """Simulate user `user_id` joining the group `session_id`: emits `group.member_joined`."""
-            self._saw(user_id, session_id)
-            event = await self._emit(
-                ctx.session, "group.member_joined", {"user_id": user_id}, summary=f"{user_id} joined {session_id}",
-                session_id=session_id, actor_id=user_id, subject=("member", user_id), raw_type="notice.group_increase")
-            return {"event": event}
+            return {"event": await self.emit(events.member_joined(session_id, user_id), ctx.session)}

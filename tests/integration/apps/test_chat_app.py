@@ -47,7 +47,8 @@ class Chat:
 
 @asynccontextmanager
 async def chat_app(log_file: Path | None = None, startup: dict[str, Any] | None = None) -> AsyncIterator[Chat]:
-    env = {"PATH": "/usr/bin:/bin", "AURORA_APP_STARTUP": json.dumps(startup or {})}
+    # No web page here (tests/integration/apps/test_chat_web.py has it): no port to compete for.
+    env = {"PATH": "/usr/bin:/bin", "AURORA_APP_STARTUP": json.dumps(startup or {}), "CHAT_WEB_PORT": "off"}
     if log_file is not None:
         env["CHAT_LOG_FILE"] = str(log_file)
     params = StdioServerParameters(command=sys.executable, args=["-m", "apps.aurora_app_chat"], env=env,
