@@ -20,7 +20,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from aurora_cli import toolfile
-from aurora_cli.commands.apply import Document, load_documents
+from aurora_cli.commands.apply import Document, await_areas, load_documents
 from aurora_cli.output import connected
 from shared.admin import AdminRequestError, admin_request
 from shared.resources import APPLY, GET
@@ -44,7 +44,7 @@ async def seed(settings: Settings, documents: list[Document], *, timeout: float 
         for doc in documents:
             name = f"{doc.kind.kind.lower()}/{doc.id}"
             if doc.kind is toolfile.KIND:
-                await _ready(nc, settings, time.monotonic() + timeout)
+                await await_areas(nc, settings, ["systems", "tools"], timeout)
                 result = await toolfile.apply_import(nc, settings.subjects,
                                                      toolfile.parse(doc.body), Path(doc.source))
                 (kept if result == "unchanged" else created).append(name)
@@ -66,18 +66,6 @@ async def _exists(nc: NATS, settings: Settings, doc: Document, deadline: float) 
             if exc.code == "not_found":
                 return False
             raise
-        except (NoRespondersError, NatsTimeoutError, TimeoutError):
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.2)
-
-
-async def _ready(nc: NATS, settings: Settings, deadline: float) -> None:
-    """Wait until the gateway answers (the import goes to it)."""
-    while True:
-        try:
-            await admin_request(nc, settings.subjects, "systems", GET, {}, timeout=5)
-            return
         except (NoRespondersError, NatsTimeoutError, TimeoutError):
             if time.monotonic() > deadline:
                 raise

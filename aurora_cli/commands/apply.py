@@ -8,13 +8,16 @@ file, the document's position and id, and the field.
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 import yaml
+from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
@@ -150,8 +153,11 @@ def apply(
         "-f", "--filename", help="YAML file of documents, or a folder of them (`-`: stdin).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait per document.")] = 5.0,
+    wait: Annotated[float, typer.Option(
+        "--wait", min=0, help="Seconds to wait for the services that own the documents to answer at all "
+        "(a stack still starting, e.g. compose's demo-init); 0: do not wait.")] = 0.0,
 ) -> None:
-    """Create or update resources (Binding, Agent, Pipeline, System) idempotently."""
+    """Create or update resources (Binding, Agent, Pipeline, System; OpenApiImport) idempotently."""
     settings = settings_or_fail()
     try:
         documents = load_documents(filename)
@@ -159,7 +165,7 @@ def apply(
         _exit_with(exc.problems)
     except CliError as exc:
         _exit_with([str(exc)])
-    results = run(_apply_all(settings, documents, timeout))
+    results = run(_apply_all(settings, documents, timeout, wait))
     if as_json:
         print_json(results)
     else:
@@ -174,9 +180,28 @@ def apply(
         raise typer.Exit(EXIT_FAILURE)
 
 
-async def _apply_all(settings: Settings, documents: list[Document], timeout: float) -> list[dict[str, Any]]:
+async def await_areas(nc: NATS, settings: Settings, areas: list[str], wait: float) -> None:
+    """Until each area's service answers a `get` (any answer, even a refusal), at most `wait` s."""
+    deadline = time.monotonic() + wait
+    for area in dict.fromkeys(areas):
+        while True:
+            try:
+                await admin_request(nc, settings.subjects, area, GET, {}, timeout=2)
+                break
+            except AdminRequestError:
+                break
+            except (NoRespondersError, NatsTimeoutError, TimeoutError):
+                if time.monotonic() > deadline:
+                    break  # the apply itself then says who did not answer
+                await asyncio.sleep(0.5)
+
+
+async def _apply_all(settings: Settings, documents: list[Document], timeout: float,
+                     wait: float = 0.0) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     async with connected(settings.nats) as nc:
+        if wait > 0:
+            await await_areas(nc, settings, [doc.kind.area for doc in documents], wait)
         for doc in documents:
             entry: dict[str, Any] = {"file": doc.source, "index": doc.index, "kind": doc.kind.kind, "id": doc.id}
             if doc.kind is toolfile.KIND:  # the reviewed tool file: import, review, publish
