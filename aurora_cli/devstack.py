@@ -91,6 +91,8 @@ def service_specs(names: Sequence[str], python: str = sys.executable) -> list[Se
 # register (an HTTP system, deploy/demo/00-assets-tools.yml) at AURORA_ASSETS_URL.
 NOTES_PORT = 8765
 ASSETS_PORT = 8766
+# The chat app (a stdio app) serves its page and webhook here (apps/config.yml, CHAT_WEB_PORT).
+CHAT_PAGE = "http://127.0.0.1:8780/"
 
 
 def example_app_specs(python: str = sys.executable, notes_port: int = NOTES_PORT,
@@ -412,12 +414,14 @@ class DevStack:
                       "(operator.env: the CLI's; consumer.env: an external reader's)"]
         if self.security.tls:
             secure.append(f"  TLS       clients verify the server against {self.security.ca_file} (NATS_TLS_CA)")
-        message = json.dumps({"text": "北京天气", "city": "北京"}, ensure_ascii=False)
+        message = json.dumps({"type": "message.received", "session_id": "group_1",
+                              "text": "设备 C-3 最近的告警和资产档案"}, ensure_ascii=False)
         try_lines = [
+            f"  open {CHAT_PAGE}   # the chat page: type 设备 C-3 最近的告警和资产档案",
+            f"  curl -s -XPOST {CHAT_PAGE}events -H 'content-type: application/json' -d '{message}'",
+            f"  curl -s {CHAT_PAGE}conversations/group_1   # the relay's answer, naming both sources",
+            f"  {env}{aurora} tasks list                 # the demo agents' tasks",
             f"  {env}{aurora} events tail",
-            f"  {env}{aurora} events emit message.received --app im.polaris.qq --session group_1 --data '{message}'",
-            f"  {env}{aurora} tasks list                 # the demo agent's task, and its reply",
-            f"  {env}{aurora} streams",
         ] if demo is not None else [
             f"  {env}{aurora} events tail",
             f"  {env}{aurora} events emit message.received --app im.polaris.qq --data '{{\"text\":\"你好\"}}'",

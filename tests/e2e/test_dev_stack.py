@@ -68,11 +68,12 @@ class DevProcess:
         self.creds = data_dir / "creds"
         env = service_env(self.url)
         env.pop("NATS_URL")  # `aurora dev` sets it for its children
+        env["CHAT_WEB_PORT"] = "0"  # the chat page on any free port: other stacks may run beside this one
         with log.open("wb") as out:
             # Its own session, like a terminal's foreground job: Ctrl-C goes to the whole group.
             self.process = subprocess.Popen(
                 [str(AURORA), "dev", "--data-dir", str(data_dir), "--port", str(port),
-                 "--notes-port", str(free_port())],
+                 "--notes-port", str(free_port()), "--assets-port", str(free_port())],
                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def cli(self) -> Cli:
