@@ -66,3 +66,10 @@ def test_the_base_url_comes_from_the_environment_and_the_spec_from_beside_the_fi
         toolfile.import_body(doc, source, env={"ASSETS": "ftp://x"})
     with pytest.raises(toolfile.ToolFileError, match="cannot read"):
         toolfile.import_body(doc.model_copy(update={"spec": "missing.yaml"}), source, env={})
+
+
+def test_the_llm_variant_is_valid_and_not_applied_with_the_folder() -> None:
+    documents = load_documents(DEMO_DIR / "llm" / "relay-llm.yml")
+    agent = parse_resource(Agent, documents[0].body)
+    assert agent.agent_kind == "llm" and agent.model is None  # the runners' default model
+    assert "relay-llm" not in {d.id for d in load_documents(DEMO_DIR)}
