@@ -22,20 +22,52 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.e2e.compose_stack import ComposeStack
+from tests.e2e.compose_stack import SERVICES, ComposeStack, interpolate
+from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.waiting import poll_sync
 
 pytestmark = pytest.mark.timeout(600)
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeStack]:
+def model() -> Iterator[FakeOpenAI]:
+    """The `llm` profile's model server, faked (the only fake: a model is a paid API): compose's
+    runners point at `ollama:11434`, which the stack rewrites to this server's port."""
+    fake = FakeOpenAI().start()
+    fake.script(interpolate(SERVICES["runner"]["environment"]["AURORA_MODEL"]), relay_script)
+    try:
+        yield fake
+    finally:
+        fake.stop()
+
+
+@pytest.fixture(scope="module")
+def stack(tmp_path_factory: pytest.TempPathFactory, model: FakeOpenAI) -> Iterator[ComposeStack]:
     running = ComposeStack(tmp_path_factory.mktemp("compose"))
+    running.ports[11434] = int(model.base_url.rsplit(":", 1)[1].split("/")[0])
     try:
         running.start()
         yield running
     finally:
         running.stop()
+
+
+def relay_script(chat: Conversation) -> Turn:
+    """What a model plans for scenario 1: device → alarms → assets by the alarm's device name →
+    profile when exactly one matches → an answer naming both sources."""
+    results = [r.get("result") for r in chat.tool_results()]
+    if chat.turn == 1:
+        return chat.call("find_device", text=chat.event["data"]["text"])
+    if chat.turn == 2:
+        return chat.call("list_alarms", device_id=results[0]["device_id"])
+    alarm = results[1]["latest"]
+    if chat.turn == 3:
+        return chat.call("search_assets", deviceName=alarm["device_name"])
+    found = results[2]
+    if chat.turn == 4 and found["count"] == 1:
+        return chat.call("get_asset_profile", assetCode=found["items"][0]["assetCode"])
+    asset = f"{results[3]['assetCode']} {results[3]['name']}" if found["count"] == 1 else "资产记录缺失"
+    return chat.answer(f"{alarm['alarm_id']} {alarm['message']}【来源：工业系统】；{asset}【来源：资产系统】")
 
 
 class Chat:
@@ -298,3 +330,23 @@ def test_a_deleted_message_is_routed_as_itself_and_nothing_is_said(stack: Compos
     shown = [i for i in chat.items(room) if i["kind"] == "message"]
     assert [(m["direction"], m["deleted"]) for m in shown] == [("in", True), ("out", False)]
     assert len(chat.replies(room)) == 1  # the weather answer only: the deletion was not answered
+
+
+# ---------------------------------------------------------------- the same relay with a model
+
+
+def test_the_llm_relay_plans_the_same_calls_through_the_profiles_model_endpoint(
+        stack: ComposeStack, chat: Chat, model: FakeOpenAI) -> None:
+    applied = stack.cli("apply", "-f", "deploy/demo/llm/relay-llm.yml")
+    assert applied.returncode == 0, applied.stderr
+    room = conversation()
+    chat.send({"type": "message.received", "session_id": room, "text": "/ai 设备 C-3 最近的告警和资产档案"})
+    text = chat.wait(room, lambda r: r, "the llm relay's answer")[0]["text"]
+    assert text == "ALM-1003 discharge pressure 7.9 bar over limit 7.5 bar【来源：工业系统】；" \
+                   "AS-0003 Screw compressor C-3【来源：资产系统】"
+    task = task_in(stack, room, "relay-llm", ("succeeded",))
+    assert [s["name"] for s in task["steps"] if s["kind"] == "tool"] == [
+        "demo.industrial.find_device", "demo.industrial.list_alarms", "demo.assets.search_assets",
+        "demo.assets.get_asset_profile"]
+    first = model.requests[0]
+    assert "Never invent a link" in first.system and "先确认设备" in first.system
