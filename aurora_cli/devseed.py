@@ -35,9 +35,11 @@ class Seeded:
     kept: list[str]  # already there, left as it was
 
 
-async def seed(settings: Settings, documents: list[Document], *, timeout: float = 20.0) -> Seeded:
+async def seed(settings: Settings, documents: list[Document], *, timeout: float = 20.0,
+               env: dict[str, str] | None = None) -> Seeded:
     """Create each document's resource unless it exists; waits (up to `timeout`) for the
-    services that own them to answer."""
+    services that own them to answer. `env` fills `${VAR}` in an import's base_url (the dev
+    stack's AURORA_ASSETS_URL)."""
     created: list[str] = []
     kept: list[str] = []
     async with connected(settings.nats) as nc:
@@ -46,7 +48,7 @@ async def seed(settings: Settings, documents: list[Document], *, timeout: float 
             if doc.kind is toolfile.KIND:
                 await await_areas(nc, settings, ["systems", "tools"], timeout)
                 result = await toolfile.apply_import(nc, settings.subjects,
-                                                     toolfile.parse(doc.body), Path(doc.source))
+                                                     toolfile.parse(doc.body), Path(doc.source), env=env)
                 (kept if result == "unchanged" else created).append(name)
                 continue
             if await _exists(nc, settings, doc, time.monotonic() + timeout):

@@ -95,9 +95,10 @@ _MOVES: dict[str, tuple[str, ...]] = {"DRAFT": ("review", "publish"), "REVIEWING
 
 
 async def apply_import(nc: NATS, subjects: Subjects, doc: OpenApiImport, source: Path, *,
-                       timeout: float = 10.0) -> str:
-    """Import, then review and publish the listed tools; `created`, `updated` or `unchanged`."""
-    imported = await admin_request(nc, subjects, "systems", "import_openapi", import_body(doc, source),
+                       timeout: float = 10.0, env: dict[str, str] | None = None) -> str:
+    """Import, then review and publish the listed tools; `created`, `updated` or `unchanged`.
+    `${VAR}` in base_url comes from `env` (default: this process's environment)."""
+    imported = await admin_request(nc, subjects, "systems", "import_openapi", import_body(doc, source, env),
                                    timeout=timeout)
     names = {*imported.get("created", []), *imported.get("updated", []), *imported.get("unchanged", []),
              *(left.get("tool") for left in imported.get("left", []) if isinstance(left, dict))}
