@@ -1,8 +1,11 @@
-"""The demo's resources on a fresh dev stack: `aurora dev` creates the agents and bindings of
-apps/demo.yml that do not exist yet, so a message emitted right away is routed and answered.
+"""The demo's resources on a fresh dev stack: `aurora dev` (and compose's `demo-init`, through
+`aurora apply -f deploy/demo/`) applies deploy/demo/ — the asset register's reviewed tools, the
+agents and bindings of the three scenarios — so a message sent right away is routed and answered.
 
-Only missing resources are created: what a developer changed or deleted-and-recreated on their
-stack stays as they left it (`aurora apply -f apps/demo.yml` resets the demo on purpose).
+Only missing agents and bindings are created: what a developer changed or deleted-and-recreated
+on their stack stays as they left it (`aurora apply -f deploy/demo/` resets the demo on purpose).
+The OpenAPI import is applied every time: it is idempotent and publishes only what the reviewed
+file lists.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
-from aurora_cli.commands.apply import Document, load_documents
+from aurora_cli import toolfile
+from aurora_cli.commands.apply import Document, await_areas, load_documents
 from aurora_cli.output import connected
 from shared.admin import AdminRequestError, admin_request
 from shared.resources import APPLY, GET
 from shared.settings import Settings
 
-DEMO_FILE = Path(__file__).resolve().parents[1] / "apps" / "demo.yml"
+DEMO_DIR = Path(__file__).resolve().parents[1] / "deploy" / "demo"
 
 
 @dataclass(frozen=True)
@@ -31,14 +35,22 @@ class Seeded:
     kept: list[str]  # already there, left as it was
 
 
-async def seed(settings: Settings, documents: list[Document], *, timeout: float = 20.0) -> Seeded:
+async def seed(settings: Settings, documents: list[Document], *, timeout: float = 20.0,
+               env: dict[str, str] | None = None) -> Seeded:
     """Create each document's resource unless it exists; waits (up to `timeout`) for the
-    services that own them to answer."""
+    services that own them to answer. `env` fills `${VAR}` in an import's base_url (the dev
+    stack's AURORA_ASSETS_URL)."""
     created: list[str] = []
     kept: list[str] = []
     async with connected(settings.nats) as nc:
         for doc in documents:
             name = f"{doc.kind.kind.lower()}/{doc.id}"
+            if doc.kind is toolfile.KIND:
+                await await_areas(nc, settings, ["systems", "tools"], timeout)
+                result = await toolfile.apply_import(nc, settings.subjects,
+                                                     toolfile.parse(doc.body), Path(doc.source), env=env)
+                (kept if result == "unchanged" else created).append(name)
+                continue
             if await _exists(nc, settings, doc, time.monotonic() + timeout):
                 kept.append(name)
                 continue
@@ -62,5 +74,5 @@ async def _exists(nc: NATS, settings: Settings, doc: Document, deadline: float) 
             await asyncio.sleep(0.2)
 
 
-def demo_documents(path: Path = DEMO_FILE) -> list[Document]:
+def demo_documents(path: Path = DEMO_DIR) -> list[Document]:
     return load_documents(path)

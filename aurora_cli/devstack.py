@@ -86,14 +86,21 @@ def service_specs(names: Sequence[str], python: str = sys.executable) -> list[Se
     return [ServiceSpec(name, (python, "-m", f"services.{name}")) for name in names]
 
 
-# Example apps served over Streamable HTTP start before the services (the gateway connects to
-# them; stdio apps are the supervisor's). apps/config.yml finds the notes app at this port.
+# Example apps served over HTTP start before the services (the gateway connects to them; stdio
+# apps are the supervisor's). apps/config.yml finds the notes app at this port; the asset
+# register (an HTTP system, deploy/demo/00-assets-tools.yml) at AURORA_ASSETS_URL.
 NOTES_PORT = 8765
+ASSETS_PORT = 8766
+# The chat app (a stdio app) serves its page and webhook here (apps/config.yml, CHAT_WEB_PORT).
+CHAT_PAGE = "http://127.0.0.1:8780/"
 
 
-def example_app_specs(python: str = sys.executable, notes_port: int = NOTES_PORT) -> list[ServiceSpec]:
+def example_app_specs(python: str = sys.executable, notes_port: int = NOTES_PORT,
+                      assets_port: int = ASSETS_PORT) -> list[ServiceSpec]:
     return [ServiceSpec("aurora_app_notes", (python, "-m", "apps.aurora_app_notes", "--host", "127.0.0.1",
-                                             "--port", str(notes_port)), ready_port=notes_port)]
+                                             "--port", str(notes_port)), ready_port=notes_port),
+            ServiceSpec("aurora_app_assets", (python, "-m", "apps.aurora_app_assets", "--host", "127.0.0.1",
+                                              "--port", str(assets_port)), ready_port=assets_port)]
 
 
 def format_log_line(line: str) -> str:
@@ -202,6 +209,7 @@ class DevStack:
         stop_timeout: float = 10.0,
         cwd: Path | None = None,
         notes_port: int = NOTES_PORT,
+        assets_port: int = ASSETS_PORT,
         insecure: bool = False,
         tls: bool = False,
     ) -> None:
@@ -210,8 +218,10 @@ class DevStack:
         self.port = port
         self.host = host
         self.specs = (list(specs) if specs is not None
-                      else [*example_app_specs(notes_port=notes_port), *service_specs(discover_services())])
+                      else [*example_app_specs(notes_port=notes_port, assets_port=assets_port),
+                            *service_specs(discover_services())])
         self.notes_port = notes_port
+        self.assets_port = assets_port
         self.console = console or Console(highlight=False, soft_wrap=True)
         self.ready_timeout = ready_timeout
         self.stop_timeout = stop_timeout
@@ -276,7 +286,12 @@ class DevStack:
 
     def client_env(self, user: str = "operator") -> dict[str, str]:
         """What a client sets to reach this stack as `user` (the URL, its credentials file, the CA)."""
-        return {"NATS_URL": self.url, **self.security.client_env(user)}
+        return {"NATS_URL": self.url, "AURORA_ASSETS_URL": self.assets_url, **self.security.client_env(user)}
+
+    @property
+    def assets_url(self) -> str:
+        """Where the asset register listens (the demo's HTTP system's base_url)."""
+        return f"http://127.0.0.1:{self.assets_port}"
 
     def _start_service(self, spec: ServiceSpec, color: str, stop: threading.Event | None) -> None:
         log = open(self.logs_dir / f"{spec.label}.log", "ab")  # noqa: SIM115 - closed in stop()
@@ -399,12 +414,14 @@ class DevStack:
                       "(operator.env: the CLI's; consumer.env: an external reader's)"]
         if self.security.tls:
             secure.append(f"  TLS       clients verify the server against {self.security.ca_file} (NATS_TLS_CA)")
-        message = json.dumps({"text": "北京天气", "city": "北京"}, ensure_ascii=False)
+        message = json.dumps({"type": "message.received", "session_id": "group_1",
+                              "text": "设备 C-3 最近的告警和资产档案"}, ensure_ascii=False)
         try_lines = [
+            f"  open {CHAT_PAGE}   # the chat page: type 设备 C-3 最近的告警和资产档案",
+            f"  curl -s -XPOST {CHAT_PAGE}events -H 'content-type: application/json' -d '{message}'",
+            f"  curl -s {CHAT_PAGE}conversations/group_1   # the relay's answer, naming both sources",
+            f"  {env}{aurora} tasks list                 # the demo agents' tasks",
             f"  {env}{aurora} events tail",
-            f"  {env}{aurora} events emit message.received --app im.polaris.qq --session group_1 --data '{message}'",
-            f"  {env}{aurora} tasks list                 # the demo agent's task, and its reply",
-            f"  {env}{aurora} streams",
         ] if demo is not None else [
             f"  {env}{aurora} events tail",
             f"  {env}{aurora} events emit message.received --app im.polaris.qq --data '{{\"text\":\"你好\"}}'",

@@ -8,16 +8,20 @@ file, the document's position and id, and the field.
 
 from __future__ import annotations
 
+import asyncio
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 import yaml
+from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
+from aurora_cli import toolfile
 from aurora_cli.output import EXIT_FAILURE, CliError, connected, print_json, run, settings_or_fail, stdout, table
 from shared import yamldocs
 from shared.admin import AdminRequestError, admin_request
@@ -69,19 +73,41 @@ def read_yaml_documents(path: Path) -> list[tuple[int, Any]]:
     return [(index, doc) for index, doc in enumerate(loaded, start=1) if doc is not None]
 
 
+def yaml_files(path: Path) -> list[Path]:
+    """The file itself, or — for a folder — its `*.yml` / `*.yaml` files in name order."""
+    if not path.is_dir():
+        return [path]
+    found = sorted(p for p in path.iterdir() if p.suffix in (".yml", ".yaml") and p.is_file())
+    if not found:
+        raise CliError(f"{path}: a folder without .yml or .yaml files")
+    return found
+
+
 def load_documents(path: Path) -> list[Document]:
-    """Check every document of a file; raise DocumentErrors listing every problem found."""
-    source = str(path)
+    """Check every document of a file (or of every YAML file of a folder, in name order); raise
+    DocumentErrors listing every problem found."""
     problems: list[str] = []
     documents: list[Document] = []
-    seen: dict[tuple[str, str], int] = {}
+    seen: dict[tuple[str, str], tuple[str, int]] = {}
+    for file in yaml_files(path):
+        _check_file(file, problems, documents, seen)
+    if problems:
+        raise DocumentErrors(problems)
+    if not documents:
+        raise CliError(f"{path}: no documents to apply")
+    return documents
+
+
+def _check_file(path: Path, problems: list[str], documents: list[Document],
+                seen: dict[tuple[str, str], tuple[str, int]]) -> None:
+    source = str(path)
     for index, doc in read_yaml_documents(path):
         where = f"{source}: document {index}"
         if not isinstance(doc, dict):
             problems.append(f"{where}: expected a mapping with kind and id, found {type(doc).__name__}")
             continue
         try:
-            kind = kind_of(doc.get("kind"))
+            kind = toolfile.KIND if doc.get("kind") == toolfile.KIND.kind else kind_of(doc.get("kind"))
         except ResourceError as exc:
             problems.append(f"{where}: {exc}")
             continue
@@ -97,15 +123,12 @@ def load_documents(path: Path) -> list[Document]:
                 problems.extend(f"{document.where}: field {field}: {reason}" for field, reason in exc.problems)
                 continue
         if (kind.kind, ident) in seen:
-            problems.append(f"{document.where}: the same {kind.kind} as document {seen[kind.kind, ident]}")
+            first_source, first_index = seen[kind.kind, ident]
+            where_first = "" if first_source == source else f"{first_source}: "
+            problems.append(f"{document.where}: the same {kind.kind} as {where_first}document {first_index}")
             continue
-        seen[kind.kind, ident] = index
+        seen[kind.kind, ident] = (source, index)
         documents.append(document)
-    if problems:
-        raise DocumentErrors(problems)
-    if not documents:
-        raise CliError(f"{source}: no documents to apply")
-    return documents
 
 
 def _exit_with(problems: list[str]) -> NoReturn:
@@ -126,11 +149,15 @@ def _admin_failure(exc: Exception, area: str, verb: str) -> str:
 
 
 def apply(
-    filename: Annotated[Path, typer.Option("-f", "--filename", help="YAML file of documents (`-`: stdin).")],
+    filename: Annotated[Path, typer.Option(
+        "-f", "--filename", help="YAML file of documents, or a folder of them (`-`: stdin).")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the results as JSON.")] = False,
     timeout: Annotated[float, typer.Option("--timeout", min=0.1, help="Seconds to wait per document.")] = 5.0,
+    wait: Annotated[float, typer.Option(
+        "--wait", min=0, help="Seconds to wait for the services that own the documents to answer at all "
+        "(a stack still starting, e.g. compose's demo-init); 0: do not wait.")] = 0.0,
 ) -> None:
-    """Create or update resources (Binding, Agent, Pipeline, System) idempotently."""
+    """Create or update resources (Binding, Agent, Pipeline, System; OpenApiImport) idempotently."""
     settings = settings_or_fail()
     try:
         documents = load_documents(filename)
@@ -138,7 +165,7 @@ def apply(
         _exit_with(exc.problems)
     except CliError as exc:
         _exit_with([str(exc)])
-    results = run(_apply_all(settings, documents, timeout))
+    results = run(_apply_all(settings, documents, timeout, wait))
     if as_json:
         print_json(results)
     else:
@@ -153,11 +180,41 @@ def apply(
         raise typer.Exit(EXIT_FAILURE)
 
 
-async def _apply_all(settings: Settings, documents: list[Document], timeout: float) -> list[dict[str, Any]]:
+async def await_areas(nc: NATS, settings: Settings, areas: list[str], wait: float) -> None:
+    """Until each area's service answers a `get` (any answer, even a refusal), at most `wait` s."""
+    deadline = time.monotonic() + wait
+    for area in dict.fromkeys(areas):
+        while True:
+            try:
+                await admin_request(nc, settings.subjects, area, GET, {}, timeout=2)
+                break
+            except AdminRequestError:
+                break
+            except (NoRespondersError, NatsTimeoutError, TimeoutError):
+                if time.monotonic() > deadline:
+                    break  # the apply itself then says who did not answer
+                await asyncio.sleep(0.5)
+
+
+async def _apply_all(settings: Settings, documents: list[Document], timeout: float,
+                     wait: float = 0.0) -> list[dict[str, Any]]:
     results: list[dict[str, Any]] = []
     async with connected(settings.nats) as nc:
+        if wait > 0:
+            await await_areas(nc, settings, [doc.kind.area for doc in documents], wait)
         for doc in documents:
             entry: dict[str, Any] = {"file": doc.source, "index": doc.index, "kind": doc.kind.kind, "id": doc.id}
+            if doc.kind is toolfile.KIND:  # the reviewed tool file: import, review, publish
+                try:
+                    entry["result"] = await toolfile.apply_import(
+                        nc, settings.subjects, toolfile.parse(doc.body), Path(doc.source),
+                        timeout=max(timeout, 10.0))
+                except toolfile.ToolFileError as exc:
+                    entry["error"] = str(exc)
+                except (AdminRequestError, NoRespondersError, NatsTimeoutError, TimeoutError) as exc:
+                    entry["error"] = _admin_failure(exc, doc.kind.area, "import_openapi")
+                results.append(entry)
+                continue
             try:
                 reply = await admin_request(nc, settings.subjects, doc.kind.area, APPLY,
                                             {"document": doc.body}, timeout=timeout)

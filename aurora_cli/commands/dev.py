@@ -30,6 +30,8 @@ def dev(
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="NATS client port.")] = 4222,
     notes_port: Annotated[int, typer.Option(
         "--notes-port", min=1, max=65535, help="Port of the example notes app (Streamable HTTP).")] = 8765,
+    assets_port: Annotated[int, typer.Option(
+        "--assets-port", min=1, max=65535, help="Port of the demo's asset register (an HTTP system).")] = 8766,
     insecure: Annotated[bool, typer.Option(
         "--insecure", help="Run nats-server with no users or permissions (loudly warned). By default every "
         "service has its own user from deploy/nats-auth.conf, credentials kept in <data-dir>/creds/.")] = False,
@@ -39,15 +41,16 @@ def dev(
     secure: Annotated[bool, typer.Option(
         "--secure", hidden=True, help="Accepted for compatibility: secure is the default.")] = False,
     demo: Annotated[bool, typer.Option(
-        "--demo/--no-demo", help="Create the agents and bindings of apps/demo.yml that do not exist yet, "
-        "so an emitted chat message is routed and answered at once.")] = True,
+        "--demo/--no-demo", help="Apply deploy/demo/ (the asset register's reviewed tools; the agents and "
+        "bindings that do not exist yet), so an emitted chat message is routed and answered at once.")] = True,
 ) -> None:
     """Run nats-server and every service until Ctrl-C; logs go to the terminal and <data-dir>/logs/."""
     with cli_errors():
         if secure and insecure:
             raise CliError("--secure and --insecure contradict each other (secure is the default)",
                            exit_code=EXIT_USAGE)
-        stack = DevStack(data_dir, port=port, notes_port=notes_port, insecure=insecure, tls=tls)
+        stack = DevStack(data_dir, port=port, notes_port=notes_port, assets_port=assets_port, insecure=insecure,
+                         tls=tls)
     stop = threading.Event()
     force = threading.Event()
 
@@ -81,12 +84,12 @@ def _seed_demo(stack: DevStack) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_")}
     env.update(stack.client_env("operator"))
     try:
-        seeded = asyncio.run(devseed.seed(load_settings(env), devseed.demo_documents()))
+        seeded = asyncio.run(devseed.seed(load_settings(env), devseed.demo_documents(), env=env))
     except Exception as exc:  # the stack is up all the same; say why the demo is not
         stack.alert(f"the demo's agents and bindings were not applied: {exc}")
-        return "not applied (see above); `aurora apply -f apps/demo.yml` adds them"
+        return "not applied (see above); `aurora apply -f deploy/demo/` adds them"
     names = ", ".join(seeded.created + seeded.kept)
-    return f"{names} ({len(seeded.created)} created, {len(seeded.kept)} already there; apps/demo.yml)"
+    return f"{names} ({len(seeded.created)} created, {len(seeded.kept)} already there; deploy/demo/)"
 
 
 def _aurora_command() -> str:

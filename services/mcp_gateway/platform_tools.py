@@ -26,6 +26,9 @@ class PlatformTool:
     description: str
     parameters: dict[str, Any]
     frozen_target: bool = True
+    # An agent's call waits for an approval, as a write tool's does (accepting a stranger as a
+    # friend is not a reply in a conversation the user started).
+    needs_approval: bool = False
 
 
 def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -41,7 +44,8 @@ PLATFORM_TOOLS: dict[str, PlatformTool] = {
                      _schema({"reaction": {"type": "string", "description": "e.g. an emoji"}}, ["reaction"])),
         PlatformTool("event_respond_friend_request", "respond_friend_request", "write",
                      "Accept or decline the friend request this event is about.",
-                     _schema({"accept": {"type": "boolean"}, "message": {"type": "string"}}, ["accept"])),
+                     _schema({"accept": {"type": "boolean"}, "message": {"type": "string"}}, ["accept"]),
+                     needs_approval=True),
         PlatformTool("event_get_actor", "get_actor", "read", "Look up who caused this event.", _schema({}, [])),
         PlatformTool("platform_send_message", "send_message", "write",
                      "Send a message to a conversation you name (only when your operator allowed it).",

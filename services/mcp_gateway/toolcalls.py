@@ -62,6 +62,16 @@ from shared.logs import get_logger
 log = get_logger("aurora.mcp_gateway.toolcalls")
 
 
+class Gated(Protocol):
+    """What the approval gate needs of a tool: a pool tool or a platform tool."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def side_effect(self) -> SideEffect: ...
+
+
 class HttpRunner(Protocol):
     async def execute(
         self,
@@ -214,6 +224,12 @@ class ToolCallHandler:
             ), False
         if ctx.synthetic and spec.side_effect != "read":
             return _suppressed(spec.name, app_tool.name, arguments, spec.side_effect), False
+        approval_id: str | None = None
+        if spec.needs_approval and ctx.agent is not None:
+            gate = await self._approval_gate(request, spec)
+            if isinstance(gate, ToolCallResult):
+                return gate, False
+            approval_id = gate
         session = self._sessions.get(app_tool.app_key)
         timeout = app.mcp.call_timeout_seconds
         if claim is not None:
@@ -223,7 +239,8 @@ class ToolCallHandler:
                 return taken, False
         sending(request.tool, spec.side_effect)  # from here a failure may follow a call sent
         key = claim.call_id if claim is not None else None
-        return await self._call_session(session, app_tool.tool, arguments, spec.side_effect, timeout, key), True
+        result = await self._call_session(session, app_tool.tool, arguments, spec.side_effect, timeout, key)
+        return (msgspec.structs.replace(result, approval_id=approval_id) if approval_id else result), True
 
     async def _run(self, request: ToolCallRequest, tool: ToolDefinition, call_id: str,
                    claim: Claim | None = None) -> tuple[ToolCallResult, bool]:
@@ -273,7 +290,7 @@ class ToolCallHandler:
             return classify.failed("denied", exclusion.reason, exclusion.detail, side_effect=tool.side_effect)
         return None
 
-    async def _approval_gate(self, request: ToolCallRequest, tool: ToolDefinition, *,
+    async def _approval_gate(self, request: ToolCallRequest, tool: Gated, *,
                              chat: bool = False) -> str | ToolCallResult:
         """The consumed approval's id, or the reply that stops the call. With `chat`, a new
         approval is also asked for in the conversation the event came from."""

@@ -54,10 +54,12 @@ class StepVerify(ResourceModel):
 class PlaybookStep(ResourceModel):
     """A `tool` step calls one tool; an `interaction` step asks the event's user a `question`
     (with numbered `options`, a list or a template rendering to one) through the source app and
-    waits, durably, for the answer, which becomes the step's result."""
+    waits, durably, for the answer, which becomes the step's result; a `check` step evaluates
+    `expect` over the results so far and, when it is false, stops the run saying `message`
+    (or goes on, `on_error: continue`, and the task ends `partial`)."""
 
     id: Annotated[str, Field(pattern=STEP_ID_PATTERN)]
-    kind: Literal["tool", "interaction"] = "tool"
+    kind: Literal["tool", "interaction", "check"] = "tool"
     tool: ToolName | None = None
     arguments: dict[str, Any] = Field(default_factory=dict)
     question: Annotated[str, Field(min_length=1, max_length=4000)] | None = None
@@ -66,6 +68,8 @@ class PlaybookStep(ResourceModel):
     on_error: Literal["fail", "continue"] = "fail"
     timeout_seconds: Annotated[float, Field(gt=0, le=3600)] | None = None
     verify: StepVerify | None = None
+    expect: Annotated[str, Field(min_length=1, max_length=2000)] | None = None
+    message: Annotated[str, Field(min_length=1, max_length=4000)] | None = None
 
     @model_validator(mode="after")
     def _kind_fields(self) -> PlaybookStep:
@@ -73,6 +77,8 @@ class PlaybookStep(ResourceModel):
             raise ValueError(f"step {self.id!r}: a tool step names its tool")
         if self.kind == "interaction" and self.question is None:
             raise ValueError(f"step {self.id!r}: an interaction step asks a question")
+        if self.kind == "check" and self.expect is None:
+            raise ValueError(f"step {self.id!r}: a check step says what to expect (expect: an expression)")
         return self
 
 

@@ -5,6 +5,7 @@
   `amp.evt.>`; Ctrl-C stops everything cleanly.
 - The example apps serve their tools (`aurora tools list`, `tools call`), and killing the weather
   app's process is healed without help.
+- `aurora dev` applies deploy/demo/: the asset register's tools answer from its --assets-port.
 - The demo's bindings (created by `aurora dev`) route `message.received` to the weather desk, whose
   task finishes and replies in the chat app, and `group.member_joined` to the greeter, as
   `aurora route trace` shows.
@@ -50,11 +51,12 @@ class DevProcess:
         self.creds = data_dir / "creds"
         env = service_env(self.url)
         env.pop("NATS_URL")  # `aurora dev` sets it for its children
+        env["CHAT_WEB_PORT"] = "0"  # the chat page on any free port: other stacks may run beside this one
         with log.open("wb") as out:
             # Its own session, like a terminal's foreground job: Ctrl-C goes to the whole group.
             self.process = subprocess.Popen(
                 [str(AURORA), "dev", "--data-dir", str(data_dir), "--port", str(port),
-                 "--notes-port", str(free_port())],
+                 "--notes-port", str(free_port()), "--assets-port", str(free_port())],
                 cwd=REPO, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
     def cli(self) -> Cli:
@@ -207,6 +209,13 @@ async def _the_demo_routes_and_answers(cli: Cli) -> None:
     assert bindings.returncode == 0, bindings.stderr
     targets = {b["id"]: b["target_id"] for b in json.loads(bindings.stdout)["items"]}
     assert targets.items() >= {("chat-messages", "weather-desk"), ("welcome-new-members", "greeter")}, targets
+
+    assert targets.items() >= {("chat-relay", "relay-desk"), ("chat-rules", "rule-desk")}, targets  # deploy/demo/
+    # the asset register, on this stack's --assets-port, reached through its published OpenAPI tools
+    search = ("tools", "call", "demo.assets.search_assets", "--args", json.dumps({"deviceName": "Compressor C-3"}),
+              "--json")
+    found = await _poll_cli(cli, *search, until=_ok, what="the asset register's search")
+    assert json.loads(found.stdout)["structured"]["items"][0]["assetCode"] == "AS-0003"
 
     message = json.dumps({"text": "北京天气", "city": "北京"}, ensure_ascii=False)
     emitted = await asyncio.to_thread(cli, "events", "emit", "message.received", "--app", "im.polaris.qq",

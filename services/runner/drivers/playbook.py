@@ -3,7 +3,8 @@
 Steps run in order. A step whose `when` is false is skipped (and says so in the log); its
 arguments are rendered from `event`, `run`, `text` (a pipeline's message text) and `steps` (the
 results so far); a failing step stops the run unless it says `on_error: continue` (then the task
-ends `partial`). Resuming a task replays the recorded steps instead of calling them again.
+ends `partial`). A `check` step (`drivers.checks`) compares results so far and stops the run when
+they disagree. Resuming a task replays the recorded steps instead of calling them again.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from services.runner.context import RunContext
 from services.runner.drivers.base import GOOD, describe_failure, settle
+from services.runner.drivers.checks import CHECK, check_step
 from services.runner.errors import StepFailed
 from services.runner.interactions import EXECUTABLE_ACTION, Announcer, ask
 from services.runner.results import step_view
@@ -19,7 +21,9 @@ from services.runner.steps import ToolSteps, Verify
 from services.runner.templating import TemplateFailed, render_text, render_value, truthy
 from shared.clock import now_iso
 from shared.contracts.agent import Agent, PlaybookStep
-from shared.contracts.task import TaskStep
+from shared.contracts.task import StepKind, TaskStep
+
+_LOGGED_KIND: dict[str, StepKind] = {"tool": "tool", "interaction": "interaction", "check": "verify"}
 
 
 class PlaybookDriver:
@@ -41,12 +45,23 @@ class PlaybookDriver:
                 views[step.id] = step_view(prior)
                 continue
             if prior is None and step.when is not None and not _check(step, context):
-                skipped = TaskStep(id=step_id, kind="tool" if step.kind == "tool" else "interaction",
-                                   name=step.tool or EXECUTABLE_ACTION, status="skipped", started_at=now_iso(),
+                skipped = TaskStep(id=step_id, kind=_LOGGED_KIND[step.kind],
+                                   name=step.tool or (CHECK if step.kind == "check" else EXECUTABLE_ACTION),
+                                   status="skipped", started_at=now_iso(),
                                    note=f"when {step.when!r} was false")
                 ctx.handle.stage(skipped)
                 views[step.id] = step_view(skipped)
                 continue
+            if step.kind == "check":
+                checked = check_step(step, step_id, context)
+                ctx.handle.stage(checked)
+                views[step.id] = step_view(checked)
+                if checked.classification in GOOD:
+                    continue
+                if step.on_error == "continue":
+                    ctx.partial.append(describe_failure(checked))
+                    continue
+                raise StepFailed("check_failed", describe_failure(checked))
             if step.kind == "interaction":
                 answered = await self._interaction(ctx, step, step_id, context)
                 views[step.id] = step_view(answered)

@@ -29,7 +29,7 @@ def _runs_a_service(service: dict[str, Any]) -> bool:
 
 
 AURORA = {name: svc for name, svc in SERVICES.items() if _runs_a_service(svc)}
-NOT_APPS = ("nats", "creds-init")
+NOT_APPS = ("nats", "creds-init", "demo-init", "ollama", "ollama-pull")
 EXAMPLE_APPS = {name: svc for name, svc in SERVICES.items() if name not in NOT_APPS and name not in AURORA}
 
 
@@ -151,3 +151,33 @@ def test_the_image_installs_every_package_of_the_project() -> None:
     for package in ("shared", "services", "aurora_cli", "apps"):
         assert f'"{package}*"' in pyproject
         assert f"COPY {package} ./{package}" in dockerfile
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLE_APPS))
+def test_each_http_demo_system_has_a_health_check_on_its_own_port(name: str) -> None:
+    service = SERVICES[name]
+    port = service["command"][service["command"].index("--port") + 1]
+    test = service["healthcheck"]["test"]
+    assert test[0] == "CMD" and any(f"127.0.0.1:{port}/healthz" in part for part in test), test
+
+
+def test_demo_init_applies_deploy_demo_once_as_the_operator_after_the_stack_answers() -> None:
+    init = SERVICES["demo-init"]
+    assert init["command"][:4] == ["aurora", "apply", "-f", "deploy/demo/"] and "--wait" in init["command"]
+    assert init["restart"] == "no"
+    assert [v["volume"]["subpath"] for v in init["volumes"]] == ["operator.env"]
+    assert init["environment"]["NATS_CREDS_ENV_FILE"] == init["volumes"][0]["target"]
+    assert init["depends_on"]["aurora-app-assets"] == {"condition": "service_healthy"}
+    assert {"mcp-gateway", "router"} <= set(init["depends_on"])
+    assert (REPO / "deploy" / "demo").is_dir()
+    assert "COPY deploy/demo ./deploy/demo" in (REPO / "deploy" / "Dockerfile").read_text(encoding="utf-8")
+
+
+def test_runners_scale_and_the_llm_profile_adds_a_model_server_they_point_at() -> None:
+    runner = SERVICES["runner"]
+    assert "container_name" not in runner and "ports" not in runner  # `--scale runner=3`
+    assert SERVICES["ollama"]["profiles"] == ["llm"] and SERVICES["ollama-pull"]["profiles"] == ["llm"]
+    assert "ollama-models" in COMPOSE["volumes"]
+    assert "http://ollama:11434/v1" in runner["environment"]["AURORA_MODEL_BASE_URL"]
+    unprofiled = [name for name, svc in SERVICES.items() if "profiles" not in svc]
+    assert "ollama" not in unprofiled  # `docker compose up` alone needs no model

@@ -53,9 +53,10 @@ def test_each_service_runs_as_python_dash_m() -> None:
 
 
 def test_the_default_stack_runs_every_discovered_service(tmp_path: Path) -> None:
-    stack = DevStack(tmp_path, port=4999, notes_port=4998)
-    assert [s.name for s in stack.specs] == ["aurora_app_notes", *discover_services()]
-    assert stack.specs[0].ready_port == 4998
+    stack = DevStack(tmp_path, port=4999, notes_port=4998, assets_port=4997)
+    assert [s.name for s in stack.specs] == ["aurora_app_notes", "aurora_app_assets", *discover_services()]
+    assert stack.specs[0].ready_port == 4998 and stack.specs[1].ready_port == 4997
+    assert stack.client_env()["AURORA_ASSETS_URL"] == "http://127.0.0.1:4997"  # the demo's HTTP system
     assert stack.url == "nats://127.0.0.1:4999"
 
 
@@ -87,7 +88,8 @@ def test_the_banner_names_the_url_and_the_commands(tmp_path: Path, monkeypatch: 
     assert "users     one per service" in default and "INSECURE" not in default
     with_demo = DevStack(Path("var/dev"), port=4222, specs=[]).banner("aurora", demo="agent/weather-desk (1 created)")
     assert "  demo      agent/weather-desk (1 created)" in with_demo
-    assert "aurora events emit message.received --app im.polaris.qq --session group_1 --data" in with_demo
+    assert "open http://127.0.0.1:8780/" in with_demo  # the chat page, scenario 1's question
+    assert "curl -s -XPOST http://127.0.0.1:8780/events" in with_demo and "设备 C-3 最近的告警和资产档案" in with_demo
     assert "aurora tasks list" in with_demo
 
 

@@ -11,7 +11,11 @@ CONFIG = Path(__file__).resolve().parents[3] / "apps" / "config.yml"
 
 def test_the_default_apps_config_loads() -> None:
     config = load_apps_config(CONFIG)
-    assert {app.app_id for app in config.enabled()} == {"im.polaris.weather", "im.polaris.qq", "demo.notes"}
+    assert {app.app_id for app in config.enabled()} == {"im.polaris.weather", "im.polaris.qq", "demo.notes",
+                                                        "demo.industrial"}
+    industrial = config.apps["aurora-app-industrial"]
+    assert industrial.mcp.command == ["python", "-m", "apps.aurora_app_industrial"]
+    assert industrial.mcp.call_timeout_seconds <= 10  # a lost save response is unverified within seconds
 
 
 def test_the_stdio_apps_run_as_python_modules() -> None:

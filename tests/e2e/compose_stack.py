@@ -1,0 +1,207 @@
+"""compose.yaml's own commands as local processes (no Docker here), the whole stack of
+`docker compose up`: `creds-init`, nats (its compose command, sourcing the hashes), the demo
+systems served over HTTP, every Aurora service with its compose environment and only its own
+credentials file, then `demo-init` — each command parsed from the file, with NATS_URL, the
+systems' host names and every published port rewritten to free local ones.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import yaml
+
+from aurora_cli.localnats import free_port, nats_server_binary
+from tests.harness.processes import REPO, ServiceProcess
+from tests.integration.cli.conftest import AURORA
+
+COMPOSE: dict[str, Any] = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
+SERVICES: dict[str, Any] = COMPOSE["services"]
+NOT_RUN = ("creds-init", "nats", "demo-init")  # run on their own, in this order around the others
+
+
+def interpolate(value: str) -> str:
+    """Compose's `${VAR:-default}` (the defaults: nothing is set here) and `$$` escapes."""
+    value = re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", value)
+    return value.replace("$$", "$")
+
+
+def mounts(service: dict[str, Any], volumes: dict[str, Path]) -> dict[str, Path]:
+    """container path → local path, for named volumes (with subpaths) and binds of this repo."""
+    found: dict[str, Path] = {}
+    for mount in service.get("volumes", []):
+        if isinstance(mount, str):
+            source, target = mount.split(":")[:2]
+            found[target] = (REPO / source) if source.startswith("./") else volumes[source]
+        else:
+            base = volumes[mount["source"]]
+            found[mount["target"]] = base / mount.get("volume", {}).get("subpath", "")
+    return found
+
+
+def localize(arg: str, where: dict[str, Path]) -> str:
+    for target in sorted(where, key=len, reverse=True):
+        arg = arg.replace(target, str(where[target]))
+    return arg
+
+
+def healthy(url: str, process: subprocess.Popen[bytes] | ServiceProcess, log: Path, timeout: float = 60.0) -> None:
+    """A compose health check (an HTTP GET of …/healthz), against the local port."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = process.poll() is None if isinstance(process, subprocess.Popen) else process.alive()
+        if not alive:
+            raise AssertionError(f"{url}: the process exited:\n{log.read_text(errors='replace')[-3000:]}")
+        try:
+            if httpx.get(url, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{url} never became healthy:\n{log.read_text(errors='replace')[-3000:]}")
+        time.sleep(0.2)
+
+
+@dataclass
+class ComposeStack:
+    """Start with `start()`, stop with `stop()`; `ports` maps each compose port to its local one."""
+
+    root: Path
+    clean: dict[str, str] = field(default_factory=dict)
+    ports: dict[int, int] = field(default_factory=dict)
+    processes: list[ServiceProcess] = field(default_factory=list)
+    server: subprocess.Popen[bytes] | None = None
+
+    def __post_init__(self) -> None:
+        self.volumes = {name: self.root / "volumes" / name for name in COMPOSE["volumes"]}
+        for path in self.volumes.values():
+            path.mkdir(parents=True, exist_ok=True)
+        self.logs = self.root / "logs"
+        self.logs.mkdir(exist_ok=True)
+        self.clean = {k: v for k, v in os.environ.items() if not k.startswith(("NATS_", "AURORA_", "CHAT_"))}
+        self.clean["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{self.clean.get('PATH', '')}"
+        self.ports = {4222: free_port(), 8222: free_port(), 8765: free_port(), 8766: free_port(), 8780: free_port()}
+        self.hosts = {name: "127.0.0.1" for name in SERVICES}
+
+    @property
+    def nats_url(self) -> str:
+        return f"nats://127.0.0.1:{self.ports[4222]}"
+
+    def local(self, port: int) -> str:
+        return f"http://127.0.0.1:{self.ports[port]}"
+
+    def rewrite(self, value: str) -> str:
+        """A compose value with this machine's addresses: `host:port` of a compose service and
+        `0.0.0.0` become 127.0.0.1 and the port's local stand-in; so does a bare published port."""
+        def address(match: re.Match[str]) -> str:
+            port = int(match.group(2))
+            return f"127.0.0.1:{self.ports.get(port, port)}"
+
+        names = "|".join(re.escape(n) for n in sorted(SERVICES, key=len, reverse=True))
+        value = re.sub(rf"\b({names}|0\.0\.0\.0|127\.0\.0\.1):(\d+)", address, value)
+        value = value.replace("0.0.0.0", "127.0.0.1")
+        return str(self.ports[int(value)]) if value.isdigit() and int(value) in self.ports else value
+
+    def operator_env(self) -> dict[str, str]:
+        return {**self.clean, "NATS_URL": self.nats_url,
+                "NATS_CREDS_ENV_FILE": str(self.volumes["aurora-creds"] / "operator.env")}
+
+    def cli(self, *args: str, timeout: float = 60.0, env: dict[str, str] | None = None
+            ) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(AURORA), *args], env=env or self.operator_env(), cwd=REPO, capture_output=True,
+                              text=True, timeout=timeout, check=False)
+
+    def demo_init_env(self) -> dict[str, str]:
+        """demo-init's environment (the operator's credentials, the systems' addresses)."""
+        return self._environment(SERVICES["demo-init"])
+
+    # ------------------------------------------------------------------ start
+
+    def start(self) -> None:
+        self._creds_init()
+        self._nats()
+        for name, service in SERVICES.items():  # the demo systems served over HTTP, then the services
+            command = service.get("command") or []
+            if name not in NOT_RUN and "profiles" not in service and command[:2] == ["python", "-m"] \
+                    and command[2].startswith("apps."):
+                self._app(name, service)
+        started = [self._service(name, service) for name, service in SERVICES.items()
+                   if (service.get("command") or [])[:2] == ["python", "-m"]
+                   and service["command"][2].startswith("services.")]
+        for process in started:
+            process.wait_for_log('"msg": "started"', timeout=90)
+        self._demo_init()
+
+    def _creds_init(self) -> None:
+        init = SERVICES["creds-init"]
+        argv = [localize(a, mounts(init, self.volumes)) for a in init["command"]]
+        done = subprocess.run([str(AURORA), *argv[1:]], env=self.clean, capture_output=True, text=True,
+                              timeout=60, check=False)
+        assert done.returncode == 0, done.stderr
+
+    def _nats(self) -> None:
+        nats = SERVICES["nats"]
+        where = mounts(nats, self.volumes)
+        etc = self.root / "etc-nats"
+        etc.mkdir(exist_ok=True)
+        for target, source in list(where.items()):  # the container's /etc/nats, nats-auth.conf beside nats.conf
+            if target.startswith("/etc/nats/"):
+                shutil.copy(source, etc / Path(target).name)
+                (etc / Path(target).name).chmod(0o600)
+                where[target] = etc / Path(target).name
+        command = [localize(interpolate(a), where) for a in nats["command"]]
+        command[2] = command[2].replace("exec nats-server", f"exec {nats_server_binary()}")
+        log = self.logs / "nats.log"
+        with log.open("wb") as out:
+            self.server = subprocess.Popen(
+                [*command, "-a", "127.0.0.1", "-p", str(self.ports[4222]), "-m", str(self.ports[8222])],
+                env={"PATH": self.clean["PATH"]}, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        healthy(f"http://127.0.0.1:{self.ports[8222]}/healthz?js-enabled-only=true", self.server, log)
+
+    def _environment(self, service: dict[str, Any]) -> dict[str, str]:
+        where = mounts(service, self.volumes)
+        env = {**self.clean, **{k: self.rewrite(localize(interpolate(str(v)), where))
+                                for k, v in (service.get("environment") or {}).items()}}
+        if "NATS_URL" in env:
+            env["NATS_URL"] = self.nats_url
+        return env
+
+    def _app(self, name: str, service: dict[str, Any]) -> None:
+        args = [self.rewrite(interpolate(a)) for a in service["command"][3:]]
+        process = ServiceProcess(service["command"][2], self._environment(service), self.logs, name, args=args)
+        self.processes.append(process.start())
+        test = " ".join(service["healthcheck"]["test"])
+        url = re.search(r"http://[^'\"\s]+", test)
+        assert url is not None, test
+        healthy(self.rewrite(url.group(0)), process, process.log_path)
+
+    def _service(self, name: str, service: dict[str, Any]) -> ServiceProcess:
+        process = ServiceProcess(service["command"][2], self._environment(service), self.logs, name)
+        self.processes.append(process.start())
+        return process
+
+    def _demo_init(self) -> None:
+        init = SERVICES["demo-init"]
+        argv = [localize(a, mounts(init, self.volumes)) for a in init["command"]]
+        assert argv[0] == "aurora"
+        done = self.cli(*argv[1:], timeout=180, env=self.demo_init_env())
+        assert done.returncode == 0, done.stdout + done.stderr
+        self.demo_init_output = done.stdout
+
+    # ------------------------------------------------------------------ stop
+
+    def stop(self) -> None:
+        for process in reversed(self.processes):
+            process.terminate(timeout=15)
+        if self.server is not None and self.server.poll() is None:
+            self.server.terminate()
+            self.server.wait(15)

@@ -1,0 +1,75 @@
+"""deploy/demo/ as `aurora apply` reads it (a folder of files, the reviewed tool file among them),
+and the pure parts of `OpenApiImport`: the environment in base_url, the spec read beside the file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from aurora_cli import toolfile
+from aurora_cli.commands.apply import DocumentErrors, load_documents
+from aurora_cli.devseed import DEMO_DIR
+from shared.contracts.agent import Agent
+from shared.contracts.resource import ResourceError, parse_resource
+
+
+def test_the_demo_folder_is_every_scenario_in_name_order() -> None:
+    documents = load_documents(DEMO_DIR)
+    names = [f"{d.kind.kind}/{d.id}" for d in documents]
+    assert names[0] == "OpenApiImport/assets"  # the tools exist before the agents that bind them
+    for agent in ("weather-desk", "greeter", "friend-desk", "deletion-log", "relay-desk", "rule-desk"):
+        assert f"Agent/{agent}" in names
+    agents = {d.id: parse_resource(Agent, d.body) for d in documents if d.kind.kind == "Agent"}
+    assert "demo.assets.search_assets" in agents["relay-desk"].tools
+    assert agents["rule-desk"].chat_approval is True
+    assert agents["friend-desk"].allowed_platform_tools == ("event_respond_friend_request",)
+    imported = toolfile.parse(documents[0].body)
+    assert {t.tool for t in imported.publish} <= set(agents["relay-desk"].tools)
+
+
+def test_a_folder_is_checked_as_a_whole(tmp_path: Path) -> None:
+    (tmp_path / "a.yml").write_text("kind: Agent\nid: x\nagent_kind: playbook\n", encoding="utf-8")
+    (tmp_path / "b.yaml").write_text("kind: Agent\nid: x\nagent_kind: playbook\n", encoding="utf-8")
+    (tmp_path / "notes.txt").write_text("not yaml: [", encoding="utf-8")
+    with pytest.raises(DocumentErrors) as raised:
+        load_documents(tmp_path)
+    assert raised.value.problems == [f"{tmp_path / 'b.yaml'}: document 1 (Agent x): the same Agent as "
+                                     f"{tmp_path / 'a.yml'}: document 1"]
+
+
+def test_an_import_document_names_its_bad_fields(tmp_path: Path) -> None:
+    path = tmp_path / "tools.yml"
+    path.write_text("kind: OpenApiImport\nsystem: bad name\nbase_url: http://x\nspec: s.yaml\n"
+                    "publish: [{tool: a.b}]\n", encoding="utf-8")
+    with pytest.raises(DocumentErrors) as raised:
+        load_documents(path)
+    fields = " ".join(raised.value.problems)
+    assert "field system" in fields and "field publish.0.note" in fields
+    with pytest.raises(ResourceError):
+        toolfile.parse({"kind": "OpenApiImport", "system": "s", "spec": "x"})  # no base_url
+
+
+def test_the_base_url_comes_from_the_environment_and_the_spec_from_beside_the_file(tmp_path: Path) -> None:
+    (tmp_path / "spec.yaml").write_text("openapi: 3.0.3\n", encoding="utf-8")
+    doc = toolfile.parse({"kind": "OpenApiImport", "system": "assets", "package": "demo.assets",
+                          "base_url": "${ASSETS:-http://127.0.0.1:8766}", "spec": "spec.yaml"})
+    source = tmp_path / "tools.yml"
+    body = toolfile.import_body(doc, source, env={})
+    assert body["base_url"] == "http://127.0.0.1:8766" and body["document"] == "openapi: 3.0.3\n"
+    assert body["spec"] == str(tmp_path / "spec.yaml") and body["package"] == "demo.assets"
+    assert toolfile.import_body(doc, source, env={"ASSETS": "http://assets:1"})["base_url"] == "http://assets:1"
+    strict = doc.model_copy(update={"base_url": "${ASSETS}"})
+    with pytest.raises(toolfile.ToolFileError, match="ASSETS is not set"):
+        toolfile.import_body(strict, source, env={})
+    with pytest.raises(toolfile.ToolFileError, match="must be an http"):
+        toolfile.import_body(doc, source, env={"ASSETS": "ftp://x"})
+    with pytest.raises(toolfile.ToolFileError, match="cannot read"):
+        toolfile.import_body(doc.model_copy(update={"spec": "missing.yaml"}), source, env={})
+
+
+def test_the_llm_variant_is_valid_and_not_applied_with_the_folder() -> None:
+    documents = load_documents(DEMO_DIR / "llm" / "relay-llm.yml")
+    agent = parse_resource(Agent, documents[0].body)
+    assert agent.agent_kind == "llm" and agent.model is None  # the runners' default model
+    assert "relay-llm" not in {d.id for d in load_documents(DEMO_DIR)}
