@@ -14,6 +14,7 @@ from shared.bus import connect
 from shared.errors import AuroraError
 from shared.logs import configure_logging, get_logger
 from shared.settings import Settings
+from shared.streams import use_replicas
 from shared.telemetry import setup_tracing
 
 ServiceMain = Callable[[Settings, NATS, asyncio.Event], Awaitable[None]]
@@ -40,6 +41,7 @@ def run_service(name: str, main: ServiceMain, settings: Settings) -> None:
     """
     configure_logging(name, settings.log_level)
     setup_tracing(name)
+    use_replicas(settings.stream_replicas)  # of every stream, bucket and consumer it creates
     try:
         asyncio.run(_serve(name, settings, main))
     except AuroraError as exc:
