@@ -37,8 +37,12 @@ class _StreamInfoSource(Protocol):
 
 
 def node_config_text(*, name: str, cluster: str, host: str, cluster_port: int, route_ports: list[int],
-                     route_password: str, include: str | None) -> str:
-    """One node's config: the shared config included, then its name and cluster block."""
+                     route_password: str, include: str | None, advertise_port: int | None = None) -> str:
+    """One node's config: the shared config included, then its name and cluster block.
+
+    `no_advertise`: clients keep to the URLs they were given (NATS_URL lists every node) instead
+    of learning the nodes' own addresses, which a proxy or a port mapping would not reach.
+    """
     routes = ", ".join(f'"nats://{ROUTE_USER}:{route_password}@{host}:{port}"' for port in route_ports)
     lines = ["# Written by aurora_cli/localcluster.py at each start; edits are lost."]
     if include is not None:
@@ -50,6 +54,8 @@ def node_config_text(*, name: str, cluster: str, host: str, cluster_port: int, r
         f'  listen: "{host}:{cluster_port}"  # loopback only',
         f'  authorization {{ user: "{ROUTE_USER}", password: "{route_password}" }}',
         f"  routes: [{routes}]",
+        "  no_advertise: true",
+        *([f'  advertise: "{host}:{advertise_port}"'] if advertise_port is not None else []),
         "}",
     ]
     return "\n".join(lines) + "\n"
@@ -78,7 +84,9 @@ class LocalCluster:
         self.host = host
         self.config_file = config_file
         self._route_password = secrets.token_urlsafe(24)
-        self._cluster_ports = [free_port(host) for _ in range(size)]
+        self.cluster_ports = [free_port(host) for _ in range(size)]
+        self._route_ports: dict[tuple[int, int], int] = {}
+        self._advertise: dict[int, int] = {}
         client_ports = ports if ports is not None else [free_port(host) for _ in range(size)]
         self.nodes: list[LocalNats] = [
             node_factory(store_root / f"node-{i}", port=client_ports[i], host=host,
@@ -110,6 +118,15 @@ class LocalCluster:
         for node in self.nodes:
             node.env = dict(env)
 
+    def route_through(self, from_index: int, to_index: int, port: int) -> None:
+        """Node `from_index` reaches node `to_index`'s routes on `port` (a proxy in between);
+        takes effect when `from_index` next starts."""
+        self._route_ports[(from_index, to_index)] = port
+
+    def advertise_route(self, index: int, port: int) -> None:
+        """Node `index` tells its peers to reach its routes on `port` (its proxy)."""
+        self._advertise[index] = port
+
     def _write_config(self, index: int) -> None:
         self.store_root.mkdir(parents=True, exist_ok=True)
         target = self.store_root / f"node-{index}.conf"
@@ -118,9 +135,10 @@ class LocalCluster:
                    if self.config_file is not None else None)
         text = node_config_text(
             name=self.server_name(index), cluster=self.name, host=self.host,
-            cluster_port=self._cluster_ports[index],
-            route_ports=[port for i, port in enumerate(self._cluster_ports) if i != index],
-            route_password=self._route_password, include=include)
+            cluster_port=self.cluster_ports[index],
+            route_ports=[self._route_ports.get((index, i), port) for i, port in enumerate(self.cluster_ports)
+                         if i != index],
+            route_password=self._route_password, include=include, advertise_port=self._advertise.get(index))
         target.touch(mode=0o600, exist_ok=True)
         target.chmod(0o600)  # it holds the route password
         target.write_text(text, encoding="utf-8")
@@ -142,9 +160,10 @@ class LocalCluster:
         """SIGTERM one node (a clean shutdown: it hands its leaderships over first)."""
         self.nodes[index].stop(timeout)
 
-    def kill(self, index: int) -> None:
-        """SIGKILL one node: a crash, nothing flushed or handed over."""
-        self.nodes[index].kill()
+    def kill(self, index: int | None = None) -> None:
+        """SIGKILL one node (every node when `index` is None): a crash, nothing flushed."""
+        for node in self.nodes if index is None else [self.nodes[index]]:
+            node.kill()
 
     def restart_node(self, index: int, timeout: float = 15.0) -> None:
         self.stop_node(index)
