@@ -12,7 +12,7 @@ import pytest
 from tests.chaos.model import Scenario
 from tests.chaos.scenarios.cluster import SCENARIOS
 
-SCALE = 0.4  # a few seconds of load each; `make chaos` runs them at 1.0
+SCALE = 0.25  # 4-6 s of load each; `make chaos` runs them at 1.0 (16-24 s)
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])

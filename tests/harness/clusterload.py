@@ -84,7 +84,7 @@ class ClusterStack:
     def dead_services(self) -> list[str]:
         return [name for name, process in self.processes.items() if not process.alive()]
 
-    def stop_services(self, grace: float = 5.0) -> dict[str, float]:
+    def stop_services(self, grace: float = 3.0) -> dict[str, float]:
         """SIGTERM each in the seed's order (SIGKILL after `grace`); how long each took. A
         service still stopping after `grace` is a finding, not a reason to wait longer here."""
         for name in ["runner-2", "runner-1", "router", "gateway", "supervisor", "bridge"]:

@@ -97,7 +97,7 @@ async def _loaded(workdir: Path, scale: float, name: str, faults: Faults, *, clu
         phase("started")
         nc = await connect(stack.urls)
         try:
-            load = Load(stack, nc, rate=rate, seconds=max(6.0, seconds * scale))
+            load = Load(stack, nc, rate=rate, seconds=max(4.0, seconds * scale))
             describe = f"{rate:g}/s for {load.seconds:g}s"
             await load.prepare()
             phase("warm")
@@ -124,10 +124,10 @@ async def _loaded(workdir: Path, scale: float, name: str, faults: Faults, *, clu
             ]
             refused = {s for s in load.statuses.values() if s != "ok"}
             stops = await asyncio.to_thread(stack.stop_services)
-            slow = [f"{name} {took:g}s" for name, took in stops.items() if took >= 4.5]
+            slow = [f"{name} {took:g}s" for name, took in stops.items() if took >= 2.9]
             detail = "; ".join([*problems, what, f"sent {len(load.statuses)}, refused statuses {sorted(refused)}",
                                 f"at {', '.join(phases)}",
-                                *([f"slow to stop (killed after 5 s): {', '.join(slow)}"] if slow else [])])
+                                *([f"slow to stop (killed after 3 s): {', '.join(slow)}"] if slow else [])])
             return Outcome(scenario=name, load=describe, faults=what, acknowledged=len(stored), lost=len(lost),
                            duplicated=duplicated, recover_s=load.recovered_s(), passed=not problems, detail=detail)
         finally:
