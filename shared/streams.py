@@ -13,6 +13,7 @@ streams itself calls `use_replicas` (or passes `replicas=`).
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import suppress
 from dataclasses import dataclass, field
 
@@ -194,9 +195,20 @@ class Bucket(KeyValue):
         self.bucket = name
 
 
-async def _bucket(js: JetStreamContext, kv: KeyValue, name: str) -> Bucket:
-    status = await kv.status()
-    return Bucket(js, name, direct=bool(status.stream_info.config.allow_direct))
+async def _bucket(js: JetStreamContext, kv: KeyValue, name: str, *, within: float = 10.0) -> Bucket:
+    # On a cluster a bucket just created can be "not found" for a moment: the server answering
+    # has the assignment but not the stream yet. Asked again, it is there.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        try:
+            status = await kv.status()
+        except NotFoundError:
+            if loop.time() >= deadline:
+                raise
+            await asyncio.sleep(0.1)
+            continue
+        return Bucket(js, name, direct=bool(status.stream_info.config.allow_direct))
 
 
 async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, replicas: int | None = None) -> Bucket:
