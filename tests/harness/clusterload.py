@@ -70,6 +70,7 @@ class ClusterStack:
         logs = self.workdir / "logs"
         logs.mkdir(parents=True, exist_ok=True)
         self.cluster.start()
+        asyncio.run(self._jetstream_ready())  # a service creating its streams before then would exit
         config = write_apps(self.workdir, stack_apps(self.chat_log))
         env = service_env(",".join(self.urls), AURORA_APPS_CONFIG=str(config), AURORA_STREAM_REPLICAS="3")
         for name, module in SERVICES.items():
@@ -80,6 +81,13 @@ class ClusterStack:
         for name, needle in READY.items():
             self.processes[name].wait_for_log(needle, timeout=60)
         return self
+
+    async def _jetstream_ready(self) -> None:
+        nc = await connect(self.cluster.urls)
+        try:
+            await wait_jetstream(nc, timeout=30)
+        finally:
+            await nc.close()
 
     def dead_services(self) -> list[str]:
         return [name for name, process in self.processes.items() if not process.alive()]
