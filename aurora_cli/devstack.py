@@ -29,6 +29,7 @@ from rich.text import Text
 
 from aurora_cli.clienv import DEV_DIR
 from aurora_cli.creds import CLIENT_USERS, SERVICE_USERS, Credentials, password_variable
+from aurora_cli.devcluster import MAX_NODES, default_replicas, dev_cluster, wait_until_ready
 from aurora_cli.devsecurity import AUTH_CONFIG, INSECURE_WARNING, DevSecurity, DevSecurityError
 from aurora_cli.localnats import LocalNats, NatsServerError, nats_server_binary
 from shared.errors import AuroraError
@@ -212,7 +213,10 @@ class DevStack:
         assets_port: int = ASSETS_PORT,
         insecure: bool = False,
         tls: bool = False,
+        cluster: int = 1,
     ) -> None:
+        if not 1 <= cluster <= MAX_NODES:
+            raise DevStackError(f"--cluster {cluster}: a dev cluster has from 1 to {MAX_NODES} nodes")
         self.data_dir = data_dir.resolve()
         self.logs_dir = self.data_dir / "logs"
         self.port = port
@@ -230,7 +234,12 @@ class DevStack:
         self.security = DevSecurity(self.data_dir, self.cwd / AUTH_CONFIG, insecure=insecure, tls=tls)
         self.security.check(self._base_env, [s.name for s in self.specs if s.ready_port is None])
         self.credentials: Credentials | None = None  # read or made by start()
-        self.nats = SessionNats(
+        # `--cluster N`: N nodes; `self.nats` is the first (the CLI's default URL reaches it).
+        self.cluster = dev_cluster(self.data_dir, cluster, port=port, host=host,
+                                   config_file=self.security.server_config,
+                                   env=self.security.server_env(self._base_env),
+                                   node_factory=SessionNats) if cluster > 1 else None
+        self.nats = self.cluster.nodes[0] if self.cluster is not None else SessionNats(
             self.data_dir / "jetstream", port=port, host=host, log_file=self.logs_dir / "nats.log",
             config_file=self.security.server_config, env=self.security.server_env(self._base_env),
         )
@@ -242,7 +251,12 @@ class DevStack:
 
     @property
     def url(self) -> str:
-        return self.nats.url
+        """NATS_URL for the services: every node's URL, comma-separated, on a cluster."""
+        return self.cluster.url if self.cluster is not None else self.nats.url
+
+    @property
+    def servers(self) -> list[LocalNats]:
+        return list(self.cluster.nodes) if self.cluster is not None else [self.nats]
 
     @property
     def insecure(self) -> bool:
@@ -253,23 +267,31 @@ class DevStack:
     def start(self, stop: threading.Event | None = None) -> None:
         """NATS first, then each service in order, each given time to say it started."""
         self.logs_dir.mkdir(parents=True, exist_ok=True)
-        if not port_is_free(self.host, self.port):
-            raise DevStackError(
-                f"port {self.port} on {self.host} is in use: is another `aurora dev` or nats-server "
-                "running? Stop it or choose another with --port"
-            )
+        for server in self.servers:
+            if not port_is_free(self.host, server.port):
+                raise DevStackError(
+                    f"port {server.port} on {self.host} is in use: is another `aurora dev` or nats-server "
+                    "running? Stop it or choose another with --port"
+                )
         if self.insecure:
             self.alert(INSECURE_WARNING)
         self.credentials, created = self.security.prepare()
-        self.nats.env = self.security.server_env(self._base_env)  # now with the hashes prepare() made
+        for server in self.servers:  # now with the hashes prepare() made
+            server.env = self.security.server_env(self._base_env)
         if self.credentials is not None:
             kept = len(self.credentials.passwords) - len(created)
             self.say("nats", "bold", f"credentials in {self.security.creds_dir}/ ({len(created)} made, {kept} kept); "
                      "nats-server holds only their bcrypt hashes")
         mode = f", config {self.nats.config_file}" if self.nats.config_file else ""
         tls = ", TLS (CA " + str(self.security.ca_file) + ")" if self.security.tls else ""
-        self.say("nats", "bold", f"starting nats-server on {self.url} (store {self.nats.store_dir}{mode}{tls})")
-        self.nats.start()
+        if self.cluster is not None:
+            self.say("nats", "bold", f"starting a cluster of {self.cluster.size} nats-servers on {self.url} "
+                     f"(stores under {self.cluster.store_root}{mode}{tls}; routes on loopback, own password)")
+            self.cluster.start()
+            wait_until_ready(self.client_env("operator"))
+        else:
+            self.say("nats", "bold", f"starting nats-server on {self.url} (store {self.nats.store_dir}{mode}{tls})")
+            self.nats.start()
         for index, spec in enumerate(self.specs):
             if stop is not None and stop.is_set():
                 return
@@ -280,6 +302,8 @@ class DevStack:
         env = self.security.child_env(self._base_env, service)
         env.update({"NATS_URL": self.url, "PYTHONUNBUFFERED": "1",
                     "AURORA_NOTES_URL": f"http://127.0.0.1:{self.notes_port}/mcp"})
+        if self.cluster is not None and not env.get("AURORA_STREAM_REPLICAS"):
+            env["AURORA_STREAM_REPLICAS"] = default_replicas(self.cluster.size)
         # apps/config.yml starts stdio apps as `python …`: the venv's python, whatever the PATH.
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         return env
@@ -348,9 +372,12 @@ class DevStack:
                 self.unexpected_exits.append(running.spec.label)
                 self.alert(f"{running.spec.label} exited on its own with code {code}; the others keep "
                            f"running. Its log: {self.logs_dir / (running.spec.label + '.log')}")
-        if not self.nats.running and "nats" not in self.unexpected_exits:
-            self.unexpected_exits.append("nats")
-            self.alert(f"nats-server exited on its own; its log: {self.logs_dir / 'nats.log'}")
+        for index, server in enumerate(self.servers):
+            label = "nats" if self.cluster is None else f"nats-{index}"
+            if not server.running and label not in self.unexpected_exits:
+                self.unexpected_exits.append(label)
+                log = server.log_file or self.logs_dir / "nats.log"
+                self.alert(f"nats-server {label} exited on its own; its log: {log}")
 
     def wait(self, stop: threading.Event, poll: float = 0.2) -> None:
         """Watch the processes until `stop` is set (by Ctrl-C or SIGTERM)."""
@@ -374,9 +401,10 @@ class DevStack:
                 running.reader.join(timeout=2.0)
             running.log.close()
         self._running.clear()
-        if self.nats.running:
-            self.say("nats", "bold", "stopping nats-server")
-            self.nats.stop(timeout=1.0 if force else self.stop_timeout)
+        for server in self.servers:
+            if server.running:
+                self.say("nats", "bold", f"stopping nats-server {server.url}")
+            server.stop(timeout=1.0 if force else self.stop_timeout)  # idempotent, also after a crash
         if "nats" not in self.stop_order:
             self.stop_order.append("nats")
 
@@ -429,7 +457,9 @@ class DevStack:
         ]
         return "\n".join([
             "Aurora dev stack is up",
-            f"  NATS      {self.url}   (JetStream store {self.nats.store_dir})",
+            f"  NATS      {self.url}   (JetStream store {self.nats.store_dir})" if self.cluster is None else
+            f"  NATS      a cluster of {self.cluster.size}: {self.url}   (stores under {self.cluster.store_root}; "
+            f"streams with {self._child_env().get('AURORA_STREAM_REPLICAS')} replicas)",
             f"  services  {names}",
             f"  logs      {self.logs_dir}/",
             *([f"  demo      {demo}"] if demo is not None else []),

@@ -23,6 +23,7 @@ from nats.js.kv import KeyValue
 
 from shared.consumers import consumer_owner, pull_ephemeral
 from shared.logs import get_logger
+from shared.streams import stream_replicas
 
 log = get_logger("aurora.kvwatch")
 _OPERATION = "KV-Operation"
@@ -57,8 +58,10 @@ class BucketWatch:
             config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=self._last + 1)
         else:
             config = ConsumerConfig(deliver_policy=DeliverPolicy.LAST_PER_SUBJECT)
+        # As many replicas as the bucket (AURORA_STREAM_REPLICAS): an R1 consumer on a cluster
+        # dies with its node, and a fetch from it would only ever time out.
         config = config.evolve(ack_policy=AckPolicy.NONE, inactive_threshold=_INACTIVE, mem_storage=True,
-                               num_replicas=1)
+                               num_replicas=stream_replicas())
         self._sub = await pull_ephemeral(self._js, f"KV_{self._bucket}", f"$KV.{self._bucket}.>", config,
                                          owner=self._owner)
         return self._sub

@@ -15,6 +15,7 @@ from shared.consumers import consumer_owner, pull_ephemeral
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import RunPayload
 from shared.errors import AuroraError
+from shared.streams import stream_replicas
 
 _decoder = msgspec.json.Decoder(EventEnvelope)
 
@@ -50,7 +51,7 @@ async def read_object(js: JetStreamContext, bucket: str, name: str, *, timeout: 
     if not info.size:
         return b""
     config = ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.ALL, inactive_threshold=30.0,
-                            mem_storage=True, num_replicas=1)
+                            mem_storage=True, num_replicas=stream_replicas())
     sub = await pull_ephemeral(js, f"OBJ_{bucket}", f"$O.{bucket}.C.{info.nuid}", config, owner=consumer_owner())
     data = bytearray()
     try:

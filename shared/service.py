@@ -15,6 +15,7 @@ from shared.errors import AuroraError
 from shared.logs import configure_logging, get_logger
 from shared.metrics import setup_metrics, shutdown_metrics
 from shared.settings import Settings
+from shared.streams import use_replicas
 from shared.telemetry import setup_tracing, shutdown_tracing
 
 ServiceMain = Callable[[Settings, NATS, asyncio.Event], Awaitable[None]]
@@ -42,6 +43,7 @@ def run_service(name: str, main: ServiceMain, settings: Settings) -> None:
     configure_logging(name, settings.log_level)
     load_or_exit(name, lambda: setup_tracing(name))
     load_or_exit(name, lambda: setup_metrics(name))
+    use_replicas(settings.stream_replicas)  # of every stream, bucket and consumer it creates
     try:
         asyncio.run(_serve(name, settings, main))
     except AuroraError as exc:

@@ -33,6 +33,7 @@ class Settings:
     subjects: Subjects
     apps_config: Path
     log_level: str = "INFO"
+    stream_replicas: int = 1  # AURORA_STREAM_REPLICAS: of every stream, bucket and object store created
 
 
 # -- typed readers of environment variables --------------------------------------------------
@@ -184,7 +185,8 @@ def _tls_ca(env: Mapping[str, str]) -> Path | None:
 
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Read NATS_URL, NATS_CREDS / NATS_USER / NATS_PASSWORD (or NATS_CREDS_ENV_FILE), NATS_TLS_CA,
-    NATS_INBOX_PREFIX, AURORA_APPS_CONFIG, AURORA_SUBJECT_PREFIX and AURORA_LOG_LEVEL; fail fast
+    NATS_INBOX_PREFIX, AURORA_APPS_CONFIG, AURORA_SUBJECT_PREFIX, AURORA_LOG_LEVEL and
+    AURORA_STREAM_REPLICAS; fail fast
     on a bad value."""
     env = _with_credentials_file(os.environ if env is None else env)
     creds = env.get("NATS_CREDS") or None
@@ -199,6 +201,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         subjects = Subjects(env.get("AURORA_SUBJECT_PREFIX", "amp"))
     except Exception as exc:
         raise ConfigError(str(exc), field="AURORA_SUBJECT_PREFIX") from exc
+    replicas = read_stream_replicas(env)
     return Settings(
         nats=NatsSettings(
             url=env.get("NATS_URL", "nats://127.0.0.1:4222"),
@@ -211,4 +214,15 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         subjects=subjects,
         apps_config=Path(env.get("AURORA_APPS_CONFIG", "apps/config.yml")),
         log_level=level,
+        stream_replicas=replicas,
     )
+
+
+# JetStream replicates a stream to at most 5 servers; 1 is a single server's only choice.
+MAX_STREAM_REPLICAS = 5
+
+
+def read_stream_replicas(env: Mapping[str, str]) -> int:
+    """AURORA_STREAM_REPLICAS: how many servers hold each stream, bucket and object store Aurora
+    creates (1 alone; `aurora dev --cluster N` sets min(N, 3); a production cluster 3)."""
+    return read_int(env, "AURORA_STREAM_REPLICAS", 1, minimum=1, maximum=MAX_STREAM_REPLICAS)

@@ -3,10 +3,17 @@
 Streams hold data, so an existing stream that differs from what Aurora needs is a clear error
 (`StreamConfigConflict`), never silently changed. A service's own durable consumer is its
 private cursor: a differing consumer config is updated in place.
+
+Replicas: every stream, bucket and object store is created with the process's replica count,
+AURORA_STREAM_REPLICAS (shared/settings.py), which `run_service` passes to `use_replicas` before
+connecting. It is one process-wide value rather than a field of every spec so that each
+service's many `ensure_*` calls need no change and cannot disagree; a test or tool creating
+streams itself calls `use_replicas` (or passes `replicas=`).
 """
 
 from __future__ import annotations
 
+import asyncio
 from contextlib import suppress
 from dataclasses import dataclass, field
 
@@ -19,7 +26,7 @@ from nats.js.api import (
     StorageType,
     StreamConfig,
 )
-from nats.js.errors import BadRequestError, BucketNotFoundError, NotFoundError
+from nats.js.errors import APIError, BucketNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 from nats.js.object_store import ObjectStore
 
@@ -28,6 +35,29 @@ from shared.subjects import Subjects
 
 DAY = 24 * 3600.0
 _SUBJECTS_OVERLAP = 10065  # JetStream's err_code for "subjects overlap with an existing stream"
+# What JetStream answers when it cannot place every replica: "insufficient resources" (a
+# cluster with fewer servers) or "replicas > 1 not supported in non-clustered mode".
+_TOO_FEW_SERVERS = (10023, 10074)
+_replicas = 1
+
+
+def use_replicas(replicas: int) -> None:
+    """The replica count of what this process creates from now on (AURORA_STREAM_REPLICAS)."""
+    global _replicas
+    if not 1 <= replicas <= 5:
+        raise ValueError(f"JetStream replicas must be from 1 to 5, not {replicas}")
+    _replicas = replicas
+
+
+def stream_replicas() -> int:
+    """The replica count in use (1 until `use_replicas` says otherwise)."""
+    return _replicas
+
+
+def _too_few_servers(name: str, replicas: int, exc: APIError) -> StreamConfigConflict:
+    return StreamConfigConflict(
+        f"{name} cannot be created with {replicas} replicas: the NATS cluster has fewer JetStream "
+        f"servers than that ({exc.description}); lower AURORA_STREAM_REPLICAS or add servers")
 
 
 @dataclass(frozen=True)
@@ -40,7 +70,7 @@ class StreamSpec:
     max_msg_size: int = -1
     description: str = ""
 
-    def config(self) -> StreamConfig:
+    def config(self, replicas: int | None = None) -> StreamConfig:
         return StreamConfig(
             name=self.name,
             description=self.description or None,
@@ -51,6 +81,7 @@ class StreamSpec:
             max_age=self.max_age,
             duplicate_window=self.duplicate_window,
             max_msg_size=self.max_msg_size,
+            num_replicas=replicas or _replicas,
         )
 
 
@@ -109,19 +140,22 @@ def _differences(wanted: StreamConfig, actual: StreamConfig) -> list[str]:
         "max_age": (float(wanted.max_age or 0), float(actual.max_age or 0)),
         "duplicate_window": (float(wanted.duplicate_window or 0), float(actual.duplicate_window or 0)),
         "max_msg_size": (wanted.max_msg_size or -1, actual.max_msg_size or -1),
+        "replicas (AURORA_STREAM_REPLICAS)": (wanted.num_replicas or 1, actual.num_replicas or 1),
     }
     return [f"{name}: wanted {w!r}, found {a!r}" for name, (w, a) in checks.items() if w != a]
 
 
-async def ensure_stream(js: JetStreamContext, spec: StreamSpec) -> None:
+async def ensure_stream(js: JetStreamContext, spec: StreamSpec, *, replicas: int | None = None) -> None:
     """Create the stream, or check that the existing one matches; a mismatch is an error."""
-    wanted = spec.config()
+    wanted = spec.config(replicas)
     try:
         info = await js.stream_info(spec.name)
     except NotFoundError:
         try:
             await js.add_stream(config=wanted)
-        except BadRequestError as exc:
+        except APIError as exc:
+            if exc.err_code in _TOO_FEW_SERVERS:
+                raise _too_few_servers(f"stream {spec.name}", wanted.num_replicas or 1, exc) from exc
             if exc.err_code != _SUBJECTS_OVERLAP:
                 raise
             owners = await _owners(js, spec.subjects)
@@ -161,33 +195,54 @@ class Bucket(KeyValue):
         self.bucket = name
 
 
-async def _bucket(js: JetStreamContext, kv: KeyValue, name: str) -> Bucket:
-    status = await kv.status()
-    return Bucket(js, name, direct=bool(status.stream_info.config.allow_direct))
+async def _bucket(js: JetStreamContext, kv: KeyValue, name: str, *, within: float = 10.0) -> Bucket:
+    # On a cluster a bucket just created can be "not found" for a moment: the server answering
+    # has the assignment but not the stream yet. Asked again, it is there.
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + within
+    while True:
+        try:
+            status = await kv.status()
+        except NotFoundError:
+            if loop.time() >= deadline:
+                raise
+            await asyncio.sleep(0.1)
+            continue
+        return Bucket(js, name, direct=bool(status.stream_info.config.allow_direct))
 
 
-async def ensure_bucket(js: JetStreamContext, spec: BucketSpec) -> Bucket:
-    """Open a KV bucket, creating it if needed; an existing one must keep its history and ttl."""
+async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, replicas: int | None = None) -> Bucket:
+    """Open a KV bucket, creating it if needed; an existing one must keep its history, ttl and
+    replicas."""
+    wanted_replicas = replicas or _replicas
     try:
         kv = await js.key_value(spec.name)
     except BucketNotFoundError:
-        created = await js.create_key_value(
-            config=KeyValueConfig(
-                bucket=spec.name,
-                description=spec.description or None,
-                history=spec.history,
-                ttl=spec.ttl or None,
-                storage=StorageType.FILE,
+        try:
+            created = await js.create_key_value(
+                config=KeyValueConfig(
+                    bucket=spec.name,
+                    description=spec.description or None,
+                    history=spec.history,
+                    ttl=spec.ttl or None,
+                    storage=StorageType.FILE,
+                    replicas=wanted_replicas,
+                )
             )
-        )
+        except APIError as exc:
+            if exc.err_code in _TOO_FEW_SERVERS:
+                raise _too_few_servers(f"bucket {spec.name}", wanted_replicas, exc) from exc
+            raise
         return await _bucket(js, created, spec.name)
     status = await kv.status()
     found_history = status.history or 1
     found_ttl = float(status.ttl or 0)
-    if found_history != spec.history or found_ttl != float(spec.ttl):
+    found_replicas = status.stream_info.config.num_replicas or 1
+    if found_history != spec.history or found_ttl != float(spec.ttl) or found_replicas != wanted_replicas:
         raise StreamConfigConflict(
-            f"bucket {spec.name} exists with history={found_history}, ttl={found_ttl}; "
-            f"Aurora needs history={spec.history}, ttl={spec.ttl}"
+            f"bucket {spec.name} exists with history={found_history}, ttl={found_ttl}, replicas={found_replicas}; "
+            f"Aurora needs history={spec.history}, ttl={spec.ttl}, replicas={wanted_replicas} "
+            "(AURORA_STREAM_REPLICAS)"
         )
     return Bucket(js, spec.name, direct=bool(status.stream_info.config.allow_direct))
 
@@ -235,16 +290,23 @@ def run_events_store(subjects: Subjects) -> BucketSpec:
                       description="large events referenced by runs")
 
 
-async def ensure_object_store(js: JetStreamContext, spec: BucketSpec) -> ObjectStore:
+async def ensure_object_store(js: JetStreamContext, spec: BucketSpec, *,
+                              replicas: int | None = None) -> ObjectStore:
     """Open an Object Store bucket, creating it if needed."""
+    wanted_replicas = replicas or _replicas
     try:
         return await js.object_store(spec.name)
     except BucketNotFoundError:
-        return await js.create_object_store(
-            spec.name,
-            config=ObjectStoreConfig(description=spec.description or None, ttl=spec.ttl or None,
-                                     storage=StorageType.FILE),
-        )
+        try:
+            return await js.create_object_store(
+                spec.name,
+                config=ObjectStoreConfig(description=spec.description or None, ttl=spec.ttl or None,
+                                         storage=StorageType.FILE, replicas=wanted_replicas),
+            )
+        except APIError as exc:
+            if exc.err_code in _TOO_FEW_SERVERS:
+                raise _too_few_servers(f"object store {spec.name}", wanted_replicas, exc) from exc
+            raise
 
 
 # --- tool pool: systems, tool definitions, approvals, audit ----------------------------------

@@ -40,6 +40,10 @@ def dev(
         "verify the server against it (NATS_TLS_CA).")] = False,
     secure: Annotated[bool, typer.Option(
         "--secure", hidden=True, help="Accepted for compatibility: secure is the default.")] = False,
+    cluster: Annotated[int, typer.Option(
+        "--cluster", min=1, max=7, help="Run N clustered nats-servers (client ports --port … --port+N-1, routes on "
+        "loopback with their own password); every stream and bucket gets min(N, 3) replicas "
+        "(AURORA_STREAM_REPLICAS overrides).")] = 1,
     demo: Annotated[bool, typer.Option(
         "--demo/--no-demo", help="Apply deploy/demo/ (the asset register's reviewed tools; the agents and "
         "bindings that do not exist yet), so an emitted chat message is routed and answered at once.")] = True,
@@ -50,7 +54,7 @@ def dev(
             raise CliError("--secure and --insecure contradict each other (secure is the default)",
                            exit_code=EXIT_USAGE)
         stack = DevStack(data_dir, port=port, notes_port=notes_port, assets_port=assets_port, insecure=insecure,
-                         tls=tls)
+                         tls=tls, cluster=cluster)
     stop = threading.Event()
     force = threading.Event()
 

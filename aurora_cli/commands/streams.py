@@ -1,4 +1,5 @@
-"""`aurora streams`: each Aurora stream (AMP_* under the prefix) and its consumers, with pending work."""
+"""`aurora streams`: each Aurora stream (AMP_* under the prefix) and its consumers, with pending work;
+on a cluster, each stream's replicas, its leader and how far each follower lags behind it."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ def register(app: typer.Typer) -> None:
 def streams(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
 ) -> None:
-    """Each stream of this Aurora installation and each consumer: messages, bytes, pending, ack-pending."""
+    """Each stream of this Aurora installation and each consumer: messages, bytes, replicas, leader and
+    follower lag, pending, ack-pending."""
     settings = settings_or_fail()
     report = run(collect(settings.nats, settings.subjects))
     if as_json:
@@ -66,8 +68,37 @@ def stream_report(info: StreamInfo, consumers: list[ConsumerInfo]) -> dict[str, 
         "bytes": state.bytes,
         "first_seq": state.first_seq,
         "last_seq": state.last_seq,
+        **replication_report(info),
         "consumers": [consumer_report(c) for c in sorted(consumers, key=lambda c: c.name)],
     }
+
+
+def replication_report(info: StreamInfo) -> dict[str, Any]:
+    """`replicas` (configured), `leader` (None on a single server, which reports no cluster),
+    each follower's state, and `lag`: the most operations any follower is behind the leader."""
+    cluster = info.cluster
+    peers = cluster.replicas or [] if cluster is not None else []
+    followers: list[dict[str, Any]] = [
+        {"name": peer.name, "current": bool(peer.current), "offline": bool(peer.offline), "lag": peer.lag or 0,
+         "active_ms": round((peer.active or 0) / 1e6)}
+        for peer in peers
+    ]
+    return {
+        "replicas": info.config.num_replicas or 1,
+        "leader": cluster.leader if cluster is not None else None,
+        "followers": sorted(followers, key=lambda f: str(f["name"])),
+        "lag": max((peer.lag or 0 for peer in peers), default=0),
+    }
+
+
+def replication_cell(stream: dict[str, Any]) -> str:
+    """`3 (aurora-0, lag 0)`; a follower that is offline or not current is named."""
+    if stream["leader"] is None:
+        return str(stream["replicas"])
+    behind = [f["name"] + (" offline" if f["offline"] else " behind") for f in stream["followers"]
+              if f["offline"] or not f["current"]]
+    extra = f"; {', '.join(behind)}" if behind else ""
+    return f"{stream['replicas']} (leader {stream['leader']}, lag {stream['lag']}{extra})"
 
 
 def consumer_report(info: ConsumerInfo) -> dict[str, Any]:
@@ -90,8 +121,9 @@ def render(report: dict[str, Any]) -> None:
                      markup=False)
         return
     rows = [[s["name"], ", ".join(s["subjects"]), s["retention"], s["messages"], human_bytes(s["bytes"]),
-             len(s["consumers"])] for s in report["streams"]]
-    stdout.print(table("Streams", ["stream", "subjects", "retention", "messages", "bytes", "consumers"], rows))
+             replication_cell(s), len(s["consumers"])] for s in report["streams"]]
+    stdout.print(table("Streams", ["stream", "subjects", "retention", "messages", "bytes", "replicas",
+                                   "consumers"], rows))
     consumer_rows = [
         [s["name"], c["name"] + ("" if c["durable"] else " (ephemeral)"), c["pending"], c["ack_pending"],
          c["redelivered"], c["waiting"]]

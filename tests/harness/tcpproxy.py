@@ -1,0 +1,119 @@
+"""A process-level TCP proxy that can cut the network: what stands between one NATS node and
+everything else in the network-cut scenario.
+
+`cut()` drops every open connection at once and from then on accepts new ones but forwards
+nothing (a peer's connect seems to work and then hears nothing, as across a dead link);
+`heal()` resets those and forwards new ones again. It runs its own event loop in a thread, so the scenario's loop and
+blocking calls do not slow it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import threading
+
+from aurora_cli.localnats import free_port
+
+
+class TcpProxy:
+    def __init__(self, target_port: int, *, host: str = "127.0.0.1", port: int | None = None) -> None:
+        self.host = host
+        self.port = port or free_port(host)
+        self.target_port = target_port
+        self._cut = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    @property
+    def url(self) -> str:
+        return f"nats://{self.host}:{self.port}"
+
+    @property
+    def is_cut(self) -> bool:
+        return self._cut
+
+    def start(self) -> TcpProxy:
+        ready = threading.Event()
+        self._loop = asyncio.new_event_loop()
+
+        def serve() -> None:
+            assert self._loop is not None
+            asyncio.set_event_loop(self._loop)
+            self._server = self._loop.run_until_complete(
+                asyncio.start_server(self._accept, self.host, self.port))
+            ready.set()
+            self._loop.run_forever()
+
+        self._thread = threading.Thread(target=serve, name=f"tcpproxy-{self.port}", daemon=True)
+        self._thread.start()
+        if not ready.wait(5.0):
+            raise RuntimeError(f"the proxy on port {self.port} did not start")
+        return self
+
+    def cut(self) -> None:
+        """Drop every open connection; new ones are accepted and then hear nothing."""
+        self._cut = True
+        self._call(self._close_all)
+
+    def heal(self) -> None:
+        """Forward again. The connections made during the cut heard nothing and would wait for
+        their own timeouts; they are reset, so that their peers connect again at once."""
+        self._cut = False
+        self._call(self._close_all)
+
+    def stop(self) -> None:
+        loop, self._loop = self._loop, None
+        if loop is None:
+            return
+
+        async def shutdown() -> None:
+            if self._server is not None:
+                self._server.close()
+            self._close_all()
+
+        asyncio.run_coroutine_threadsafe(shutdown(), loop).result(5.0)
+        loop.call_soon_threadsafe(loop.stop)
+        if self._thread is not None:
+            self._thread.join(5.0)
+        loop.close()
+
+    def _call(self, fn: object) -> None:
+        if self._loop is not None:
+            self._loop.call_soon_threadsafe(fn)  # type: ignore[arg-type]
+
+    def _close_all(self) -> None:
+        for writer in list(self._writers):
+            with contextlib.suppress(Exception):
+                writer.transport.abort()  # a reset, not a goodbye
+        self._writers.clear()
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        if self._cut:
+            return  # held open, never answered, until healed connections replace it
+        try:
+            up_reader, up_writer = await asyncio.open_connection(self.host, self.target_port)
+        except OSError:
+            writer.transport.abort()
+            self._writers.discard(writer)
+            return
+        self._writers.add(up_writer)
+        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while not reader.at_eof():
+                data = await reader.read(65536)
+                if not data or self._cut:
+                    break
+                writer.write(data)
+                await writer.drain()
+        except (ConnectionError, OSError):
+            pass
+        finally:
+            self._writers.discard(writer)
+            with contextlib.suppress(Exception):
+                writer.transport.abort()
