@@ -31,7 +31,7 @@ from aurora_cli.clienv import DEV_DIR
 from aurora_cli.creds import CLIENT_USERS, SERVICE_USERS, Credentials, password_variable
 from aurora_cli.devcluster import MAX_NODES, default_replicas, dev_cluster, wait_until_ready
 from aurora_cli.devsecurity import AUTH_CONFIG, INSECURE_WARNING, DevSecurity, DevSecurityError
-from aurora_cli.localnats import LocalNats, NatsServerError, nats_server_binary
+from aurora_cli.localnats import LocalNats
 from shared.errors import AuroraError
 
 # Dependency order. A service folder that is not listed here starts after these, by name.
@@ -142,36 +142,9 @@ class SessionNats(LocalNats):
 
     The terminal sends Ctrl-C to its whole foreground process group; a nats-server in that
     group would die at once, before the services had drained, breaking the shutdown order.
-    (LocalNats has no option for this; this override is the only difference.)
     """
 
-    def start(self, timeout: float = 10.0) -> None:
-        if self.running:
-            return
-        self.store_dir.mkdir(parents=True, exist_ok=True)
-        args = [str(nats_server_binary()), "-js", "-sd", str(self.store_dir), "-a", self.host,
-                "-p", str(self.port)]
-        if self.config_file is not None:
-            args += ["-c", str(self.config_file)]
-        self._log = open(self.log_file, "ab") if self.log_file else None  # noqa: SIM115
-        self._process = process = subprocess.Popen(
-            args, stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT,
-            start_new_session=True, env=self.env,
-        )
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if process.poll() is not None:
-                self._process = None
-                raise NatsServerError(
-                    f"nats-server exited with {process.returncode} on port {self.port}; see {self.log_file}"
-                )
-            try:
-                with socket.create_connection((self.host, self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
-        self.stop()
-        raise NatsServerError(f"nats-server did not listen on {self.url} within {timeout}s")
+    own_session = True
 
 
 @dataclass

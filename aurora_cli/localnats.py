@@ -46,6 +46,10 @@ class LocalNats:
     deploy/nats-auth.conf reads its passwords from it); by default it inherits this process's.
     """
 
+    # True: the server runs in a session of its own, out of the caller's process group (so a
+    # Ctrl-C in the terminal does not reach it before the services have drained).
+    own_session = False
+
     def __init__(self, store_dir: Path, *, port: int | None = None, host: str = "127.0.0.1",
                  log_file: Path | None = None, config_file: Path | None = None,
                  env: Mapping[str, str] | None = None) -> None:
@@ -79,14 +83,16 @@ class LocalNats:
         if self.config_file is not None:
             args += ["-c", str(self.config_file)]
         self._log = open(self.log_file, "ab") if self.log_file else None  # noqa: SIM115
-        self._process = subprocess.Popen(
-            args, stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT, env=self.env
+        self._process = process = subprocess.Popen(
+            args, stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT, env=self.env,
+            start_new_session=self.own_session,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self._process.poll() is not None:
+            if process.poll() is not None:
+                self._process = None
                 raise NatsServerError(
-                    f"nats-server exited with {self._process.returncode} on port {self.port}"
+                    f"nats-server exited with {process.returncode} on port {self.port}"
                     + (f"; see {self.log_file}" if self.log_file else "")
                 )
             try:

@@ -25,10 +25,10 @@ class Area:
 
 COMMANDS: dict[str, Area] = {
     "streams": Area("streams", "Each stream of this Aurora installation and each consumer: messages, bytes, "
-                               "pending, ack-pending.", group=False),
+                               "replicas, leader and follower lag, pending, ack-pending.", group=False),
     "dev": Area("dev", "Run nats-server and every service until Ctrl-C; logs go to the terminal and "
                        "<data-dir>/logs/.", group=False),
-    "apply": Area("apply", "Create or update resources (Binding, Agent, Pipeline, System) idempotently.",
+    "apply": Area("apply", "Create or update resources (Binding, Agent, Pipeline, System; OpenApiImport) idempotently.",
                   group=False),
     "get": Area("apply", "Show saved resources; `-o yaml` prints documents `aurora apply` takes back.",
                 group=False),
