@@ -21,6 +21,7 @@ import httpx
 import yaml
 
 from aurora_cli.localnats import free_port, nats_server_binary
+from tests.harness.otlp import OtlpReceiver
 from tests.harness.processes import REPO, ServiceProcess
 from tests.integration.cli.conftest import AURORA
 
@@ -30,8 +31,9 @@ NOT_RUN = ("creds-init", "nats", "demo-init")  # run on their own, in this order
 
 
 def interpolate(value: str) -> str:
-    """Compose's `${VAR:-default}` (the defaults: nothing is set here) and `$$` escapes."""
-    value = re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", value)
+    """Compose's `${VAR:-default}` and `${VAR-default}` (the defaults: nothing is set here) and
+    `$$` escapes."""
+    value = re.sub(r"\$\{[A-Z_]+:?-([^}]*)\}", r"\1", value)
     return value.replace("$$", "$")
 
 
@@ -89,7 +91,10 @@ class ComposeStack:
         self.logs.mkdir(exist_ok=True)
         self.clean = {k: v for k, v in os.environ.items() if not k.startswith(("NATS_", "AURORA_", "CHAT_"))}
         self.clean["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{self.clean.get('PATH', '')}"
-        self.ports = {4222: free_port(), 8222: free_port(), 8765: free_port(), 8766: free_port(), 8780: free_port()}
+        self.ports = {4222: free_port(), 8222: free_port(), 8765: free_port(), 8766: free_port(), 8780: free_port(),
+                      4318: free_port()}
+        # Jaeger's place: an OTLP receiver on the port the services export to.
+        self.traces = OtlpReceiver(self.ports[4318])
         self.hosts = {name: "127.0.0.1" for name in SERVICES}
 
     @property
@@ -127,6 +132,7 @@ class ComposeStack:
     # ------------------------------------------------------------------ start
 
     def start(self) -> None:
+        self.traces.start()
         self._creds_init()
         self._nats()
         for name, service in SERVICES.items():  # the demo systems served over HTTP, then the services
@@ -205,3 +211,4 @@ class ComposeStack:
         if self.server is not None and self.server.poll() is None:
             self.server.terminate()
             self.server.wait(15)
+        self.traces.stop()

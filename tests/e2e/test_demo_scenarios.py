@@ -350,3 +350,18 @@ def test_the_llm_relay_plans_the_same_calls_through_the_profiles_model_endpoint(
         "demo.assets.get_asset_profile"]
     first = model.requests[0]
     assert "Never invent a link" in first.system and "先确认设备" in first.system
+
+
+def test_the_stack_sends_its_traces_where_compose_points_them(stack: ComposeStack) -> None:
+    """compose.yaml points every service at Jaeger's OTLP port; the harness listens there in its
+    place. Whatever ran before this test left one trace per event, from the bridge to the app."""
+    def traced() -> set[str] | None:
+        services = {s.service for s in stack.traces.spans}
+        wanted = {"aurora-event-bridge", "aurora-router", "aurora-runner", "aurora-mcp-gateway"}
+        return services if wanted <= services else None
+
+    poll_sync(traced, timeout=30, what="spans from every service at the OTLP port compose names")
+    runs = [s for s in stack.traces.spans if s.service == "aurora-runner" and s.name == "process run"]
+    by_id = {s.span_id: s for s in stack.traces.spans}
+    assert any(by_id.get(r.parent_id or "") is not None and by_id[r.parent_id or ""].service == "aurora-router"
+               for r in runs), "no run span is the child of the router's span"

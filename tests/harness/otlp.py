@@ -34,7 +34,7 @@ def _value(value: AnyValue) -> Any:
 
 
 class OtlpReceiver:
-    def __init__(self) -> None:
+    def __init__(self, port: int = 0) -> None:
         self.spans: list[ReceivedSpan] = []
         self._lock = threading.Lock()
         receiver = self
@@ -61,7 +61,7 @@ class OtlpReceiver:
             def log_message(self, format: str, *args: Any) -> None:
                 return
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
 
     @property

@@ -29,7 +29,7 @@ def _runs_a_service(service: dict[str, Any]) -> bool:
 
 
 AURORA = {name: svc for name, svc in SERVICES.items() if _runs_a_service(svc)}
-NOT_APPS = ("nats", "creds-init", "demo-init", "ollama", "ollama-pull")
+NOT_APPS = ("nats", "creds-init", "demo-init", "ollama", "ollama-pull", "jaeger")
 EXAMPLE_APPS = {name: svc for name, svc in SERVICES.items() if name not in NOT_APPS and name not in AURORA}
 
 
@@ -181,3 +181,11 @@ def test_runners_scale_and_the_llm_profile_adds_a_model_server_they_point_at() -
     assert "http://ollama:11434/v1" in runner["environment"]["AURORA_MODEL_BASE_URL"]
     unprofiled = [name for name, svc in SERVICES.items() if "profiles" not in svc]
     assert "ollama" not in unprofiled  # `docker compose up` alone needs no model
+
+
+def test_every_service_exports_its_traces_to_jaeger_whose_ui_is_on_this_host_only() -> None:
+    jaeger = SERVICES["jaeger"]
+    assert jaeger["ports"] == ["127.0.0.1:16686:16686"]
+    for name in AURORA:
+        environment = SERVICES[name]["environment"]
+        assert environment["OTEL_EXPORTER_OTLP_ENDPOINT"].endswith("http://jaeger:4318}"), name
