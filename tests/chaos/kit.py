@@ -1,0 +1,84 @@
+"""What every load scenario does around its faults: start the stack, warm it up, drive the load
+while the faults run, drain, count, judge, stop everything it started."""
+
+from __future__ import annotations
+
+import asyncio
+import traceback
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+
+from tests.chaos.load import LoadRun, connect
+from tests.chaos.model import Outcome
+from tests.chaos.stack import ChaosStack, StackSpec
+from tests.chaos.tally import Tally
+
+Faults = Callable[[LoadRun], Awaitable[None]]
+# A scenario's own check after the load: what is wrong (empty when it held), and what it saw.
+Check = Callable[[ChaosStack, LoadRun, Tally], Awaitable[tuple[list[str], str]]]
+
+
+def judge(tally: Tally, *, faulted: bool) -> list[str]:
+    """The guarantees every scenario holds the platform to."""
+    problems = []
+    if tally.acknowledged == 0:
+        problems.append("no input was acknowledged")
+    if tally.lost:
+        problems.append(f"{tally.lost} acknowledged inputs got no reply")
+    if tally.duplicated:
+        problems.append(f"{tally.duplicated} duplicated replies")
+    if tally.unfinished:
+        problems.append(f"{tally.unfinished} acknowledged inputs have no terminal task")
+    if faulted and tally.recover_s is None:
+        problems.append("no input sent after the fault was ever answered")
+    return problems
+
+
+def kill(*names: str, at: float = 0.35, down: float = 1.0) -> Faults:
+    """SIGKILL the services `names` at once at `at` of the load, start them again `down`
+    seconds later."""
+
+    async def inject(run: LoadRun) -> None:
+        await run.at(at)
+        for name in names:
+            await asyncio.to_thread(run.stack.kill, name)
+        run.mark_fault()
+        await asyncio.sleep(down)
+        for name in names:
+            await asyncio.to_thread(run.stack.revive, name)
+
+    return inject
+
+
+async def loaded(workdir: Path, scale: float, *, name: str, faults_text: str, spec: StackSpec | None = None,
+                 faults: Faults | None = None, checks: Sequence[Check] = (), rate: float = 10.0,
+                 seconds: float = 20.0, drain: float = 60.0) -> Outcome:
+    stack = ChaosStack(workdir, spec or StackSpec())
+    run: LoadRun | None = None
+    try:
+        await asyncio.to_thread(stack.start)
+        nc = await connect(stack.url)
+        try:
+            run = LoadRun(stack, nc, rate=rate, seconds=max(3.0, seconds * scale))
+            await run.prepare()
+            await run.run(faults)
+            await run.drain(drain)
+            tally = await run.tally()
+            problems = judge(tally, faulted=run.fault_at is not None)
+            seen = []
+            for check in checks:
+                more, saw = await check(stack, run, tally)
+                problems += more
+                seen.append(saw)
+            detail = "; ".join([tally.summary(), *filter(None, seen), *problems])
+            return Outcome(scenario=name, load=run.describe, faults=faults_text, acknowledged=tally.acknowledged,
+                           lost=tally.lost, duplicated=tally.duplicated, recover_s=tally.recover_s,
+                           passed=not problems, detail=detail)
+        finally:
+            await nc.close()
+    except Exception as exc:  # a scenario that could not run is a failed row, with why
+        return Outcome(scenario=name, load=run.describe if run else "-", faults=faults_text, acknowledged=0,
+                       lost=0, duplicated=0, recover_s=None, passed=False,
+                       detail=f"error: {exc!r}\n{traceback.format_exc(limit=4)}; logs in {stack.logs}")
+    finally:
+        await asyncio.to_thread(stack.stop)

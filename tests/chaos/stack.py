@@ -1,0 +1,124 @@
+"""The stack a chaos scenario runs on: real processes, each of which a scenario may kill.
+
+A nats-server with a file store (optionally with extra server configuration, e.g. a small
+`max_file_store`), the event-bridge, the supervisor with the chat app (which logs every message
+it sends), the echo app and whatever misbehaving apps the scenario adds, the gateway, the
+router and N runners.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aurora_cli.localnats import LocalNats
+from tests.harness.processes import REPO, ServiceProcess, service_env
+from tests.integration.runner.helpers import RUNNER_ENV, stack_apps, write_apps
+
+SERVICES = ("bridge", "supervisor", "gateway", "router")
+MODULES = {"bridge": "services.event_bridge", "supervisor": "services.app_supervisor",
+           "gateway": "services.mcp_gateway", "router": "services.router", "runner": "services.runner"}
+# Which log line says a service is serving (a runner's names it by instance).
+READY = {"gateway": '"serving"', "router": '"ready"', "runner": '"ready"'}
+
+
+@dataclass(frozen=True)
+class StackSpec:
+    runners: int = 2
+    apps: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # added to chat and echo
+    nats_config: str | None = None  # text of a nats-server config file
+
+
+class ChaosStack:
+    def __init__(self, workdir: Path, spec: StackSpec) -> None:
+        self.workdir = workdir
+        self.spec = spec
+        self.logs = workdir / "logs"
+        self.chat_log = workdir / "chat-sent.jsonl"
+        config_file = None
+        if spec.nats_config is not None:
+            config_file = workdir / "nats-server.conf"
+            config_file.parent.mkdir(parents=True, exist_ok=True)
+            config_file.write_text(spec.nats_config, encoding="utf-8")
+        self.server = LocalNats(workdir / "jetstream", log_file=workdir / "nats-server.log", config_file=config_file)
+        self.processes: dict[str, ServiceProcess] = {}
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def runners(self) -> list[str]:
+        return [f"runner-{n}" for n in range(1, self.spec.runners + 1)]
+
+    def start(self) -> ChaosStack:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.server.start()
+        config = write_apps(self.workdir, {**stack_apps(self.chat_log), **self.spec.apps})
+        env = service_env(self.server.url, AURORA_APPS_CONFIG=str(config))
+        for name in SERVICES:
+            self.processes[name] = ServiceProcess(MODULES[name], env, self.logs, name)
+        for name in self.runners:
+            runner_env = {**env, **RUNNER_ENV, "AURORA_RUNNER_INSTANCE": name}
+            self.processes[name] = ServiceProcess(MODULES["runner"], runner_env, self.logs, name)
+        for process in self.processes.values():
+            process.start()
+        for name in self.processes:
+            self.wait_ready(name)
+        return self
+
+    def wait_ready(self, name: str, timeout: float = 60.0) -> None:
+        needle = READY.get(name.split("-")[0])
+        if needle is not None:
+            self.processes[name].wait_for_log(needle, timeout=timeout)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the service (its whole process group: a supervisor takes its apps with it)."""
+        self.processes[name].kill()
+
+    def revive(self, name: str) -> None:
+        """Start a killed service again, as an orchestrator would."""
+        self.processes[name].start()
+
+    def kill_nats(self) -> None:
+        self.server.kill()
+
+    def start_nats(self) -> None:
+        self.server.start()
+
+    def log(self, name: str) -> str:
+        return self.processes[name].logs()
+
+    def cli(self, *args: str, timeout: float = 30.0) -> Any:
+        """Run the `aurora` CLI as an operator would, with `--json`; its parsed output."""
+        env = service_env(self.url, PYTHONIOENCODING="utf-8")
+        done = subprocess.run([sys.executable, "-m", "aurora_cli.main", *args, "--json"], capture_output=True,
+                              text=True, env=env, cwd=REPO, timeout=timeout, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"aurora {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
+        return json.loads(done.stdout)
+
+    def stop(self) -> None:
+        order = [*self.runners, "router", "gateway", "supervisor", "bridge"]
+        for name in order:
+            if name in self.processes:
+                self.processes[name].terminate(timeout=15)
+        self.server.stop()
+
+
+def wait_until(probe: Any, timeout: float, what: str, interval: float = 0.2) -> Any:
+    """Blocking poll (for use between processes' start-ups)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = probe()
+        if found:
+            return found
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
