@@ -71,3 +71,9 @@ bench-gateway: $(STAMP)
 .PHONY: bench-runner
 bench-runner: $(STAMP)
 	$(PYTHON) -m tests.bench.bench_runner
+
+## chaos: the real processes under faults (restarts, SIGKILLs, bad apps, slow readers, a full disk);
+## one table, also in bench/chaos.json and bench/chaos.md. CHAOS_ARGS="-k kill" picks scenarios.
+.PHONY: chaos
+chaos: $(STAMP)
+	$(PYTHON) -m tests.chaos $(CHAOS_ARGS)

@@ -9,6 +9,7 @@ import asyncio
 import importlib
 import pkgutil
 import shutil
+import signal
 import sys
 import tempfile
 import time
@@ -60,6 +61,10 @@ async def run_all(chosen: list[Scenario], workroot: Path, scale: float, console:
     return outcomes
 
 
+def _interrupted(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.chaos", description=__doc__)
     parser.add_argument("-k", action="append", default=[], metavar="NAME",
@@ -77,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             console.print(f"no scenario matches {args.k}", style="red")
             return 2
         return 0
+    # SIGTERM stops the run like Ctrl-C: the running scenario stops what it started.
+    signal.signal(signal.SIGTERM, _interrupted)
     started = time.monotonic()
     # A failed scenario's logs and store are kept for a look; a passed one's are removed.
     workroot = Path(tempfile.mkdtemp(prefix="aurora-chaos-"))

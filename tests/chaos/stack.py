@@ -8,10 +8,10 @@ router and N runners.
 
 from __future__ import annotations
 
+import atexit
 import json
 import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,6 +33,16 @@ class StackSpec:
     runners: int = 2
     apps: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # added to chat and echo
     nats_config: str | None = None  # text of a nats-server config file
+
+
+# Stacks not stopped yet: killed at exit, so that an interrupted `make chaos` leaves no process.
+_LIVE: set[ChaosStack] = set()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for stack in list(_LIVE):
+        stack.kill_all()
 
 
 class ChaosStack:
@@ -59,6 +69,7 @@ class ChaosStack:
 
     def start(self) -> ChaosStack:
         self.logs.mkdir(parents=True, exist_ok=True)
+        _LIVE.add(self)
         self.server.start()
         config = write_apps(self.workdir, {**stack_apps(self.chat_log), **self.spec.apps})
         env = service_env(self.server.url, AURORA_APPS_CONFIG=str(config))
@@ -110,15 +121,10 @@ class ChaosStack:
             if name in self.processes:
                 self.processes[name].terminate(timeout=15)
         self.server.stop()
+        _LIVE.discard(self)
 
-
-def wait_until(probe: Any, timeout: float, what: str, interval: float = 0.2) -> Any:
-    """Blocking poll (for use between processes' start-ups)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        found = probe()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
+    def kill_all(self) -> None:
+        for process in self.processes.values():
+            process.kill()
+        self.server.kill()
+        _LIVE.discard(self)

@@ -9,37 +9,39 @@ from tests.chaos.kit import kill, loaded
 from tests.chaos.model import Outcome, Scenario
 from tests.chaos.stack import StackSpec
 
-LOAD = {"rate": 10.0, "seconds": 20.0}
+RATE, SECONDS = 10.0, 20.0
 
 
 async def kill_supervisor(workdir: Path, scale: float) -> Outcome:
-    return await loaded(workdir, scale, name="kill-supervisor", faults_text="SIGKILL supervisor (and its apps), 1 s down",
-                        faults=kill("supervisor"), **LOAD)
+    return await loaded(workdir, scale, name="kill-supervisor",
+                        faults_text="SIGKILL supervisor (and its apps), 1 s down",
+                        faults=kill("supervisor"), rate=RATE, seconds=SECONDS)
 
 
 async def kill_gateway(workdir: Path, scale: float) -> Outcome:
     return await loaded(workdir, scale, name="kill-gateway", faults_text="SIGKILL gateway, 1 s down",
-                        faults=kill("gateway"), **LOAD)
+                        faults=kill("gateway"), rate=RATE, seconds=SECONDS)
 
 
 async def kill_bridge(workdir: Path, scale: float) -> Outcome:
     return await loaded(workdir, scale, name="kill-bridge", faults_text="SIGKILL event-bridge, 1 s down",
-                        faults=kill("bridge"), **LOAD)
+                        faults=kill("bridge"), rate=RATE, seconds=SECONDS)
 
 
 async def kill_router(workdir: Path, scale: float) -> Outcome:
     return await loaded(workdir, scale, name="kill-router", faults_text="SIGKILL router, 1 s down",
-                        faults=kill("router"), **LOAD)
+                        faults=kill("router"), rate=RATE, seconds=SECONDS)
 
 
 async def kill_runner(workdir: Path, scale: float) -> Outcome:
     return await loaded(workdir, scale, name="kill-runner", faults_text="SIGKILL 1 of 2 runners, 1 s down",
-                        faults=kill("runner-1"), **LOAD)
+                        faults=kill("runner-1"), rate=RATE, seconds=SECONDS)
 
 
 async def kill_two_runners(workdir: Path, scale: float) -> Outcome:
-    return await loaded(workdir, scale, name="kill-two-runners", faults_text="SIGKILL 2 of 3 runners at once, 1 s down",
-                        spec=StackSpec(runners=3), faults=kill("runner-1", "runner-2"), **LOAD)
+    return await loaded(workdir, scale, name="kill-two-runners",
+                        faults_text="SIGKILL 2 of 3 runners at once, 1 s down",
+                        spec=StackSpec(runners=3), faults=kill("runner-1", "runner-2"), rate=RATE, seconds=SECONDS)
 
 
 SCENARIOS = [

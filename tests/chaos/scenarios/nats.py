@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-from tests.chaos.load import LoadRun
 from tests.chaos.kit import loaded
+from tests.chaos.load import LoadRun
 from tests.chaos.model import Outcome, Scenario
 
 DOWN = 1.0  # seconds the server is away
@@ -22,7 +22,8 @@ async def restart(run: LoadRun) -> None:
 
 
 async def nats_restart(workdir: Path, scale: float) -> Outcome:
-    return await loaded(workdir, scale, name="nats-restart", faults_text=f"nats-server SIGKILL, {DOWN:g} s down, same store",
+    return await loaded(workdir, scale, name="nats-restart",
+                        faults_text=f"nats-server SIGKILL, {DOWN:g} s down, same store",
                         faults=restart, rate=10.0, seconds=20.0)
 
 

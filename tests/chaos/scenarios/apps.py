@@ -1,0 +1,154 @@
+"""Apps that misbehave beside the healthy chat app (tests/apps/misbehaving_app.py): one that
+floods notifications, one that hangs on every call, one that writes garbage to stdout, one
+that exits at start, one that answers after the timeout. The healthy app's load must be served
+as if nothing happened, and each failure must show in `aurora apps --json` and as events."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tests.chaos.kit import Check, loaded
+from tests.chaos.load import SUBJECTS, LoadRun, operator_call
+from tests.chaos.model import Outcome, Scenario
+from tests.chaos.stack import ChaosStack, StackSpec
+from tests.chaos.tally import Tally
+from tests.integration.runner.helpers import APPS, PYTHON, stdio
+
+CALL_TIMEOUT = 2.0  # the misbehaving app's call timeout: the slow app answers after twice that
+# What a scenario expects to see: problems (empty when the failure was visible), from the app's
+# `aurora apps` row, the count of each event type stored for it and the statuses of our calls.
+Expect = Callable[[dict[str, Any] | None, Counter[str], Counter[str]], list[str]]
+
+
+def package(mode: str) -> str:
+    return f"test.misbehaving.{mode}"
+
+
+def misbehaving(mode: str, **mcp: Any) -> dict[str, Any]:
+    app = stdio([PYTHON, str(APPS / "misbehaving_app.py")], package=package(mode),
+                mcp={"env": {"MISBEHAVE": mode, "SLOW_SECONDS": str(2 * CALL_TIMEOUT)},
+                     "call_timeout_seconds": CALL_TIMEOUT, "health_timeout_seconds": 5, **mcp})
+    if mode == "exit":  # give up soon, so that the test sees the supervisor's final verdict
+        app["restart"] = {"backoff_initial_seconds": 0.2, "backoff_max_seconds": 0.5, "max_restarts": 3,
+                          "window_seconds": 60}
+    return app
+
+
+async def event_types(run: LoadRun, app: str) -> Counter[str]:
+    """How many events of each type AMP_EVENTS holds for `app` (the stream's count per subject:
+    a flood's hundred thousand events are not read one by one)."""
+    prefix = SUBJECTS.event(app, "")
+    info = await run.nc.jetstream().stream_info(SUBJECTS.stream("EVENTS"), subjects_filter=f"{prefix}>")
+    return Counter({subject[len(prefix):]: n for subject, n in (info.state.subjects or {}).items()})
+
+
+def app_row(stack: ChaosStack, app: str) -> dict[str, Any] | None:
+    rows: list[dict[str, Any]] = stack.cli("apps")
+    return next((row for row in rows if row["app"] == app), None)
+
+
+def calling(mode: str, statuses: Counter[str], every: float = 0.5) -> Callable[[LoadRun], Any]:
+    """Beside the load, call the misbehaving app's one tool every `every` seconds."""
+
+    async def faults(run: LoadRun) -> None:
+        run.mark_fault()  # the app misbehaves from the start; recovery is measured from the load's start
+        calls = []
+        while time.time() < run.started_at + run.seconds:
+            calls.append(asyncio.create_task(_call(run, mode, statuses)))
+            await asyncio.sleep(every)
+        await asyncio.gather(*calls)
+
+    return faults
+
+
+async def _call(run: LoadRun, mode: str, statuses: Counter[str]) -> None:
+    statuses[await operator_call(run.nc, f"{package(mode)}.work", {}, timeout=3 * CALL_TIMEOUT)] += 1
+
+
+def visible(mode: str, statuses: Counter[str], expect: Expect) -> Check:
+    async def check(stack: ChaosStack, run: LoadRun, tally: Tally) -> tuple[list[str], str]:
+        row = await asyncio.to_thread(app_row, stack, package(mode))
+        types = await event_types(run, package(mode))
+        shown = {k: row.get(k) for k in ("session", "process", "restarts", "last_error")} if row else None
+        saw = f"aurora apps: {shown}; events: {dict(types.most_common(6))}; calls: {dict(statuses)}"
+        return expect(row, types, statuses), saw
+
+    return check
+
+
+async def misbehaving_scenario(workdir: Path, scale: float, mode: str, faults_text: str, expect: Expect,
+                               **mcp: Any) -> Outcome:
+    statuses: Counter[str] = Counter()
+    return await loaded(workdir, scale, name=f"app-{mode}", faults_text=faults_text,
+                        spec=StackSpec(apps={f"misbehaving-{mode}": misbehaving(mode, **mcp)}),
+                        faults=None if mode == "flood" else calling(mode, statuses),
+                        checks=[visible(mode, statuses, expect)], rate=10.0, seconds=15.0)
+
+
+def _flood(row: dict[str, Any] | None, types: Counter[str], statuses: Counter[str]) -> list[str]:
+    return [] if types["sensor.flooded"] > 0 else ["none of the flood's notifications was stored as an event"]
+
+
+def _timeouts(row: dict[str, Any] | None, types: Counter[str], statuses: Counter[str]) -> list[str]:
+    problems = []
+    if not any(s.startswith("timeout") for s in statuses):
+        problems.append(f"no call timed out: {dict(statuses)}")
+    if types["tool.timeout"] == 0:
+        problems.append("no tool.timeout event")
+    return problems
+
+
+def _garbage(row: dict[str, Any] | None, types: Counter[str], statuses: Counter[str]) -> list[str]:
+    problems = []
+    if row is None or row.get("session") != "connected":
+        problems.append(f"the app's answers got lost in its garbage: {row}")
+    if not statuses["ok"]:
+        problems.append(f"no call was answered: {dict(statuses)}")
+    return problems
+
+
+def _exit(row: dict[str, Any] | None, types: Counter[str], statuses: Counter[str]) -> list[str]:
+    problems = []
+    if row is None or row.get("session") == "connected" or not row.get("last_error"):
+        problems.append(f"aurora apps does not show the app down with a reason: {row}")
+    if "ok" in statuses:
+        problems.append("a call to an app that never started succeeded")
+    if not any(t.startswith("app.") for t in types):
+        problems.append("no app.* event for the app that exits")
+    return problems
+
+
+async def app_flood(workdir: Path, scale: float) -> Outcome:
+    return await misbehaving_scenario(workdir, scale, "flood", "an app floods 10,000 notifications/s", _flood)
+
+
+async def app_hang(workdir: Path, scale: float) -> Outcome:
+    return await misbehaving_scenario(workdir, scale, "hang", "an app hangs on every call (called 2/s)", _timeouts)
+
+
+async def app_garbage(workdir: Path, scale: float) -> Outcome:
+    return await misbehaving_scenario(workdir, scale, "garbage", "an app writes garbage to stdout (20 lines/s)",
+                                      _garbage)
+
+
+async def app_exit(workdir: Path, scale: float) -> Outcome:
+    return await misbehaving_scenario(workdir, scale, "exit", "an app exits at start (called 2/s)", _exit)
+
+
+async def app_slow(workdir: Path, scale: float) -> Outcome:
+    return await misbehaving_scenario(workdir, scale, "slow", f"an app answers after 2× its {CALL_TIMEOUT:g} s timeout",
+                                      _timeouts)
+
+
+SCENARIOS = [
+    Scenario("app-flood", app_flood),
+    Scenario("app-hang", app_hang),
+    Scenario("app-garbage", app_garbage),
+    Scenario("app-exit", app_exit),
+    Scenario("app-slow", app_slow),
+]
