@@ -70,7 +70,8 @@ async def loaded(workdir: Path, scale: float, *, name: str, faults_text: str, sp
                 more, saw = await check(stack, run, tally)
                 problems += more
                 seen.append(saw)
-            detail = "; ".join([tally.summary(), *filter(None, seen), *problems])
+            # What went wrong first (the markdown table quotes a failed row's first line), then what was seen.
+            detail = "; ".join([*problems, tally.summary(), *filter(None, seen)])
             return Outcome(scenario=name, load=run.describe, faults=faults_text, acknowledged=tally.acknowledged,
                            lost=tally.lost, duplicated=tally.duplicated, recover_s=tally.recover_s,
                            passed=not problems, detail=detail)
