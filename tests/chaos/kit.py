@@ -10,7 +10,7 @@ from pathlib import Path
 
 from tests.chaos.load import LoadRun, connect
 from tests.chaos.model import Outcome
-from tests.chaos.stack import ChaosStack, StackSpec
+from tests.chaos.stack import ChaosStack, Server, StackSpec
 from tests.chaos.tally import Tally
 
 Faults = Callable[[LoadRun], Awaitable[None]]
@@ -52,8 +52,9 @@ def kill(*names: str, at: float = 0.35, down: float = 1.0) -> Faults:
 
 async def loaded(workdir: Path, scale: float, *, name: str, faults_text: str, spec: StackSpec | None = None,
                  faults: Faults | None = None, checks: Sequence[Check] = (), rate: float = 10.0,
-                 seconds: float = 20.0, drain: float = 60.0) -> Outcome:
-    stack = ChaosStack(workdir, spec or StackSpec())
+                 seconds: float = 20.0, drain: float = 60.0, server: Server | None = None) -> Outcome:
+    """One load scenario: `faults(run)` runs beside the load, each of `checks` after it."""
+    stack = ChaosStack(workdir, spec or StackSpec(), server)
     run: LoadRun | None = None
     try:
         await asyncio.to_thread(stack.start)

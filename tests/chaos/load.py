@@ -76,7 +76,7 @@ async def _quiet(exc: Exception) -> None:
 
 
 async def connect(url: str) -> NATS:
-    return await nats.connect(url, max_reconnect_attempts=-1, reconnect_time_wait=0.2, connect_timeout=5,
+    return await nats.connect(url.split(","), max_reconnect_attempts=-1, reconnect_time_wait=0.2, connect_timeout=5,
                               error_cb=_quiet)
 
 

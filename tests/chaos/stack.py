@@ -15,7 +15,7 @@ import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from aurora_cli.localnats import LocalNats
 from tests.harness.processes import REPO, ServiceProcess, service_env
@@ -26,6 +26,20 @@ MODULES = {"bridge": "services.event_bridge", "supervisor": "services.app_superv
            "gateway": "services.mcp_gateway", "router": "services.router", "runner": "services.runner"}
 # Which log line says a service is serving (a runner's names it by instance).
 READY = {"gateway": '"serving"', "router": '"ready"', "runner": '"ready"'}
+
+
+class Server(Protocol):
+    """What the stack needs of its NATS: one `LocalNats`, or a cluster of them whose `url` is
+    the comma-separated list of its nodes' URLs (services take such a list in NATS_URL)."""
+
+    @property
+    def url(self) -> str: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def kill(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -46,7 +60,10 @@ def _kill_leftovers() -> None:
 
 
 class ChaosStack:
-    def __init__(self, workdir: Path, spec: StackSpec) -> None:
+    """`server`, when given, replaces the one nats-server (a scenario on a cluster passes its
+    cluster); the stack starts and stops it like its own."""
+
+    def __init__(self, workdir: Path, spec: StackSpec, server: Server | None = None) -> None:
         self.workdir = workdir
         self.spec = spec
         self.logs = workdir / "logs"
@@ -56,7 +73,8 @@ class ChaosStack:
             config_file = workdir / "nats-server.conf"
             config_file.parent.mkdir(parents=True, exist_ok=True)
             config_file.write_text(spec.nats_config, encoding="utf-8")
-        self.server = LocalNats(workdir / "jetstream", log_file=workdir / "nats-server.log", config_file=config_file)
+        self.server: Server = server or LocalNats(workdir / "jetstream", log_file=workdir / "nats-server.log",
+                                                  config_file=config_file)
         self.processes: dict[str, ServiceProcess] = {}
 
     @property
