@@ -40,6 +40,9 @@ SUBJECTS = Subjects("amp")
 AGENT = BINDING = "chaos-load"
 PREFIX = "chaos-"
 CALL_TIMEOUT = 5.0
+# Each run works this long (a slow read) before it replies: at 10 inputs a second about five runs
+# are in flight at any time, so a SIGKILL always catches some mid-run.
+WORK_SECONDS = 0.5
 
 
 def input_number(session_id: str | None) -> int | None:
@@ -92,6 +95,8 @@ class LoadRun:
         self.fault_at: float | None = None
         self.started_at = 0.0
         self.tail = 0
+        self.resumed = 0  # tasks a runner took over after another one's crash (attempts > 1)
+        self.reasons: dict[str, int] = {}  # why the tasks that did not succeed ended as they did
 
     @property
     def describe(self) -> str:
@@ -103,8 +108,9 @@ class LoadRun:
         every part of the path is serving before the load starts."""
         await apply(self.nc, SUBJECTS, "agents", {
             "kind": "Agent", "id": AGENT, "agent_kind": "playbook", "events": ["message.received"],
-            "tools": [f"{ECHO}.echo"],
-            "playbook": {"steps": [{"id": "look", "tool": f"{ECHO}.echo", "arguments": {"n": "{{ event.data.text }}"}}],
+            "tools": [f"{ECHO}.slow", f"{ECHO}.echo"],
+            "playbook": {"steps": [{"id": "work", "tool": f"{ECHO}.slow", "arguments": {"seconds": WORK_SECONDS}},
+                                   {"id": "look", "tool": f"{ECHO}.echo", "arguments": {"n": "{{ event.data.text }}"}}],
                          "answer": "done {{ steps.look.structured.n }}"}})
         await apply(self.nc, SUBJECTS, "bindings", {
             "kind": "Binding", "id": BINDING, "event_pattern": "message.received", "target_type": "agent",
@@ -196,11 +202,20 @@ class LoadRun:
         kv = await self.nc.jetstream().key_value(tasks_bucket(SUBJECTS).name)
         tasks = await read_all(kv)
         states: dict[int, str] = {}
+        resumed = 0
+        reasons: dict[str, int] = {}
         for n, ids in stored.items():
             for message_id in ids:
                 value = tasks.get(run_id_for(message_id, BINDING))
                 if value is not None:
-                    states[n] = decode_task(value).state
+                    task = decode_task(value)
+                    states[n] = task.state
+                    resumed += task.attempts > 1
+                    if task.state != "succeeded":
+                        why = task.error.code if task.error else (task.check or "")[:60]
+                        reasons[f"{task.state}:{why}"] = reasons.get(f"{task.state}:{why}", 0) + 1
+        self.resumed = resumed
+        self.reasons = reasons
         return states
 
     def replies(self) -> list[Reply]:
@@ -226,5 +241,6 @@ class LoadRun:
 
     async def tally(self) -> Tally:
         stored = await self.stored()
-        return count(self.sent, [n for n, ids in stored.items() for _ in ids], await self.states(stored),
-                     self.replies(), fault_at=self.fault_at)
+        states = await self.states(stored)
+        return count(self.sent, [n for n, ids in stored.items() for _ in ids], states, self.replies(),
+                     fault_at=self.fault_at, resumed=self.resumed, reasons=self.reasons)

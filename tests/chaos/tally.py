@@ -44,17 +44,20 @@ class Tally:
     recover_s: float | None
     latency_p50_s: float | None
     lost_inputs: tuple[int, ...] = field(default=())
+    resumed: int = 0  # tasks resumed by a runner after a crash (their attempt count > 1)
+    reasons: Mapping[str, int] = field(default_factory=dict)  # "state:error code" of tasks not succeeded
 
     def summary(self) -> str:
         refused = ", ".join(f"{k} {v}" for k, v in sorted(self.refused.items())) or "none"
         states = ", ".join(f"{k} {v}" for k, v in sorted(self.states.items())) or "none"
-        lost = f" lost inputs {list(self.lost_inputs[:8])}" if self.lost_inputs else ""
+        lost = f"; lost inputs {list(self.lost_inputs[:8])}" if self.lost_inputs else ""
+        why = f"; not succeeded: {dict(self.reasons)}" if self.reasons else ""
         return (f"sent {self.sent}, refused: {refused}; emitted but not stored {self.unstored}; "
-                f"unfinished {self.unfinished}; tasks: {states}{lost}")
+                f"unfinished {self.unfinished}; tasks: {states} ({self.resumed} resumed after a crash){why}{lost}")
 
 
 def count(sent: Iterable[Sent], stored: Iterable[int], states: Mapping[int, str], replies: Iterable[Reply],
-          *, fault_at: float | None) -> Tally:
+          *, fault_at: float | None, resumed: int = 0, reasons: Mapping[str, int] | None = None) -> Tally:
     """`stored`: the input numbers found in AMP_EVENTS (once per stored event); `states`: the
     task state of each stored input that has a task; `fault_at`: when the fault was injected."""
     inputs = {s.n: s for s in sent}
@@ -73,6 +76,8 @@ def count(sent: Iterable[Sent], stored: Iterable[int], states: Mapping[int, str]
         recover_s=recovery(inputs, replies, fault_at),
         latency_p50_s=median_latency(inputs, replies),
         lost_inputs=lost,
+        resumed=resumed,
+        reasons=dict(reasons or {}),
     )
 
 

@@ -90,7 +90,7 @@ async def misbehaving_scenario(workdir: Path, scale: float, mode: str, faults_te
     return await loaded(workdir, scale, name=f"app-{mode}", faults_text=faults_text,
                         spec=StackSpec(apps={f"misbehaving-{mode}": misbehaving(mode, **mcp)}),
                         faults=None if mode == "flood" else calling(mode, statuses),
-                        checks=[visible(mode, statuses, expect)], rate=10.0, seconds=15.0)
+                        checks=[visible(mode, statuses, expect)], rate=10.0, seconds=10.0)
 
 
 def shown_unwell(row: dict[str, Any] | None) -> bool:

@@ -74,7 +74,7 @@ async def slow_consumer(workdir: Path, scale: float) -> Outcome:
 
     return await loaded(workdir, scale, name="slow-consumer",
                         faults_text=f"a pull consumer on amp.evt.> acking 1 event / {ACK_EVERY:g} s",
-                        faults=reader.inject, checks=[check], rate=10.0, seconds=20.0)
+                        faults=reader.inject, checks=[check], rate=10.0, seconds=15.0)
 
 
 SCENARIOS = [Scenario("slow-consumer", slow_consumer)]

@@ -24,7 +24,7 @@ async def restart(run: LoadRun) -> None:
 async def nats_restart(workdir: Path, scale: float) -> Outcome:
     return await loaded(workdir, scale, name="nats-restart",
                         faults_text=f"nats-server SIGKILL, {DOWN:g} s down, same store",
-                        faults=restart, rate=10.0, seconds=20.0)
+                        faults=restart, rate=10.0, seconds=15.0)
 
 
 SCENARIOS = [Scenario("nats-restart", nats_restart)]
