@@ -4,6 +4,8 @@ while the faults run, drain, count, judge, stop everything it started."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import time
 import traceback
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -16,6 +18,22 @@ from tests.chaos.tally import Tally
 Faults = Callable[[LoadRun], Awaitable[None]]
 # A scenario's own check after the load: what is wrong (empty when it held), and what it saw.
 Check = Callable[[ChaosStack, LoadRun, Tally], Awaitable[tuple[list[str], str]]]
+
+
+class Phases:
+    """How long each part of a scenario took (the detail says where its minutes went)."""
+
+    def __init__(self) -> None:
+        self._last = time.monotonic()
+        self._spans: list[str] = []
+
+    def done(self, name: str) -> None:
+        now = time.monotonic()
+        self._spans.append(f"{name} {now - self._last:.0f}s")
+        self._last = now
+
+    def text(self) -> str:
+        return "took: " + ", ".join(self._spans)
 
 
 def judge(tally: Tally, *, faulted: bool) -> list[str]:
@@ -55,32 +73,43 @@ async def loaded(workdir: Path, scale: float, *, name: str, faults_text: str, sp
                  seconds: float = 20.0, drain: float = 60.0, server: Server | None = None) -> Outcome:
     """One load scenario: `faults(run)` runs beside the load, each of `checks` after it."""
     stack = ChaosStack(workdir, spec or StackSpec(), server)
-    run: LoadRun | None = None
+    phases = Phases()
     try:
-        await asyncio.to_thread(stack.start)
-        nc = await connect(stack.url)
-        try:
-            run = LoadRun(stack, nc, rate=rate, seconds=max(3.0, seconds * scale))
-            await run.prepare()
-            await run.run(faults)
-            await run.drain(drain)
-            tally = await run.tally()
-            problems = judge(tally, faulted=run.fault_at is not None)
-            seen = []
-            for check in checks:
-                more, saw = await check(stack, run, tally)
-                problems += more
-                seen.append(saw)
-            # What went wrong first (the markdown table quotes a failed row's first line), then what was seen.
-            detail = "; ".join([*problems, tally.summary(), *filter(None, seen)])
-            return Outcome(scenario=name, load=run.describe, faults=faults_text, acknowledged=tally.acknowledged,
-                           lost=tally.lost, duplicated=tally.duplicated, recover_s=tally.recover_s,
-                           passed=not problems, detail=detail)
-        finally:
-            await nc.close()
+        outcome = await _measure(stack, phases, name=name, faults_text=faults_text, faults=faults, checks=checks,
+                                 rate=rate, seconds=max(3.0, seconds * scale), drain=drain)
     except Exception as exc:  # a scenario that could not run is a failed row, with why
-        return Outcome(scenario=name, load=run.describe if run else "-", faults=faults_text, acknowledged=0,
-                       lost=0, duplicated=0, recover_s=None, passed=False,
-                       detail=f"error: {exc!r}\n{traceback.format_exc(limit=4)}; logs in {stack.logs}")
+        outcome = Outcome(scenario=name, load="-", faults=faults_text, acknowledged=0, lost=0, duplicated=0,
+                          recover_s=None, passed=False,
+                          detail=f"error: {exc!r}; {phases.text()}\n{traceback.format_exc(limit=6)}")
     finally:
         await asyncio.to_thread(stack.stop)
+    phases.done("stop")
+    return dataclasses.replace(outcome, detail="; ".join([outcome.detail, *stack.slow_stops, phases.text()]))
+
+
+async def _measure(stack: ChaosStack, phases: Phases, *, name: str, faults_text: str, faults: Faults | None,
+                   checks: Sequence[Check], rate: float, seconds: float, drain: float) -> Outcome:
+    await asyncio.to_thread(stack.start)
+    phases.done("start")
+    nc = await connect(stack.url)
+    try:
+        run = LoadRun(stack, nc, rate=rate, seconds=seconds)
+        await run.prepare()
+        phases.done("warm-up")
+        await run.run(faults)
+        phases.done("load")
+        await run.drain(drain)
+        tally = await run.tally()
+        phases.done("drain")
+        problems = judge(tally, faulted=run.fault_at is not None)
+        seen = []
+        for check in checks:
+            more, saw = await check(stack, run, tally)
+            problems += more
+            seen.append(saw)
+        # What went wrong first (the markdown table quotes a failed row's first line), then what was seen.
+        return Outcome(scenario=name, load=run.describe, faults=faults_text, acknowledged=tally.acknowledged,
+                       lost=tally.lost, duplicated=tally.duplicated, recover_s=tally.recover_s,
+                       passed=not problems, detail="; ".join([*problems, tally.summary(), *filter(None, seen)]))
+    finally:
+        await nc.close()

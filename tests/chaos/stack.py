@@ -12,6 +12,7 @@ import atexit
 import json
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -76,6 +77,7 @@ class ChaosStack:
         self.server: Server = server or LocalNats(workdir / "jetstream", log_file=workdir / "nats-server.log",
                                                   config_file=config_file)
         self.processes: dict[str, ServiceProcess] = {}
+        self.slow_stops: list[str] = []
 
     @property
     def url(self) -> str:
@@ -137,7 +139,10 @@ class ChaosStack:
         order = [*self.runners, "router", "gateway", "supervisor", "bridge"]
         for name in order:
             if name in self.processes:
-                self.processes[name].terminate(timeout=15)
+                began = time.monotonic()
+                code = self.processes[name].terminate(timeout=8)
+                if time.monotonic() - began > 5:  # a service slow to stop is a finding too
+                    self.slow_stops.append(f"{name} took {time.monotonic() - began:.0f}s to stop (exit {code})")
         self.server.stop()
         _LIVE.discard(self)
 
