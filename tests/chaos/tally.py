@@ -44,7 +44,7 @@ class Tally:
     recover_s: float | None
     latency_p50_s: float | None
     lost_inputs: tuple[int, ...] = field(default=())
-    resumed: int = 0  # tasks resumed by a runner after a crash (their attempt count > 1)
+    resumed: int = 0  # tasks a runner took up again (their attempt count > 1): after a crash, a nak
     reasons: Mapping[str, int] = field(default_factory=dict)  # "state:error code" of tasks not succeeded
 
     def summary(self) -> str:
@@ -53,7 +53,7 @@ class Tally:
         lost = f"; lost inputs {list(self.lost_inputs[:8])}" if self.lost_inputs else ""
         why = f"; not succeeded: {dict(self.reasons)}" if self.reasons else ""
         return (f"sent {self.sent}, refused: {refused}; emitted but not stored {self.unstored}; "
-                f"unfinished {self.unfinished}; tasks: {states} ({self.resumed} resumed after a crash){why}{lost}")
+                f"unfinished {self.unfinished}; tasks: {states} ({self.resumed} taken up again by a runner){why}{lost}")
 
 
 def count(sent: Iterable[Sent], stored: Iterable[int], states: Mapping[int, str], replies: Iterable[Reply],
