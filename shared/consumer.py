@@ -5,8 +5,9 @@ A service hands the loop its durable's config and a handler; the loop creates th
 each message by the `Outcome` the handler returns:
 
 - `ACK` / `TERM`: done (`TERM` also tells JetStream never to deliver it again);
-- `Retry(reason)`: nak with `backoff(delivered)`; when the message has had its last delivery
-  (`max_deliver`), it is dead-lettered with the reason instead, so nothing is dropped silently;
+- `Retry(reason)`: nak with `backoff(delivered)` (or the handler's own `delay`); when the message
+  has had its last delivery (`max_deliver`), it is dead-lettered with the reason instead, so
+  nothing is dropped silently;
 - `HAND_BACK`: nak at once (a runner stopping gives its run to another), same last-delivery rule;
 - `Poison(reason)`: it can never be processed: dead-lettered to `AMP_DLQ` with the reason, then
   terminated. A dead letter that cannot be published is retried later, never terminated;
@@ -42,6 +43,7 @@ log = get_logger("aurora.consumer")
 class Outcome:
     kind: str  # ack | term | retry | hand_back | poison | leave
     reason: str = ""
+    delay: float | None = None  # retry: seconds before it comes again, when the handler knows better
 
 
 ACK = Outcome("ack")
@@ -50,8 +52,8 @@ HAND_BACK = Outcome("hand_back")
 LEAVE = Outcome("leave")
 
 
-def Retry(reason: str) -> Outcome:
-    return Outcome("retry", reason)
+def Retry(reason: str, delay: float | None = None) -> Outcome:
+    return Outcome("retry", reason, delay)
 
 
 def Poison(reason: str) -> Outcome:
@@ -216,7 +218,7 @@ class AtLeastOnceConsumer:
             else:
                 log.warning("message will be retried", consumer=self.durable, subject=msg.subject,
                             error=outcome.reason, delivered=delivered)
-                await msg.nak(delay=backoff(delivered))
+                await msg.nak(delay=outcome.delay if outcome.delay is not None else backoff(delivered))
 
     async def _dead_letter(self, msg: Msg, reason: str) -> None:
         meta = msg.metadata

@@ -88,6 +88,7 @@ def show(
         ("check", task.get("check")),
         ("approval", task.get("approval_id")),
         ("cancel requested", task.get("cancel_requested")),
+        _retry_line(task),
     ):
         if value is not None:
             stdout.print(f"  {label}: {value}", markup=False)
@@ -113,6 +114,18 @@ def cancel(
         print_json(result)
         return
     stdout.print(f"{result['id']}: {result['result'].replace('_', ' ')} (state {result['state']})", markup=False)
+
+
+def _retry_line(task: dict[str, Any]) -> tuple[str, str | None]:
+    """A task waiting to retry a call whose target was unavailable (or that waited before)."""
+    wait = task.get("retry")
+    if not wait:
+        return "waiting", None
+    what = (f"step {wait['step']}: {wait['code']}: {wait['message']}; try {wait['tries']} "
+            f"(since {wait['since']})")
+    if task["state"] == "queued":
+        return "waiting", f"{what}; next try at {wait['next_try_at']}, until {wait['until']}"
+    return "waited", what
 
 
 def _short(value: Any, limit: int = 60) -> str | None:

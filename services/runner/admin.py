@@ -33,6 +33,9 @@ def summary(task: Task) -> dict[str, Any]:
         "delivered": task.delivered,
         "error": task.error.code if task.error else None,
         "synthetic": task.synthetic,
+        # queued with a retry wait: what it waits for and when it tries again
+        "waiting": f"{task.retry.code} (try {task.retry.tries}, next at {task.retry.next_try_at})"
+        if task.state == "queued" and task.retry is not None else None,
     }
 
 

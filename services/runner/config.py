@@ -5,8 +5,9 @@ from __future__ import annotations
 import os
 import socket
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from services.runner.retry import Backoff
 from shared.settings import read_float, read_int, read_optional, read_url
 
 
@@ -36,6 +37,8 @@ class RunnerConfig:
     history_window: float = 24 * 3600.0
     history_scan_limit: int = 20000
     models: ModelDefaults = ModelDefaults()
+    retry_backoff: Backoff = field(default_factory=Backoff)  # waits for an unavailable target: base, doubling, capped
+    retry_unavailable: float = 600.0  # how long a run without an agent (a pipeline) waits for one
 
     @property
     def heartbeat(self) -> float:
@@ -46,7 +49,8 @@ class RunnerConfig:
 def load_runner_settings(env: Mapping[str, str] | None = None) -> RunnerConfig:
     """AURORA_RUNNER_CONCURRENCY, _ACK_WAIT_SECONDS, _MAX_ACK_PENDING, _MAX_ATTEMPTS,
     _TOOL_TIMEOUT_SECONDS, _RUN_TIMEOUT_SECONDS, _FINISH_GRACE_SECONDS, _STOP_TIMEOUT_SECONDS,
-    _HISTORY_WINDOW_SECONDS, _INSTANCE; AURORA_MODEL_BASE_URL, AURORA_MODEL, AURORA_MODEL_API_KEY_ENV,
+    _HISTORY_WINDOW_SECONDS, _INSTANCE, _RETRY_BASE_SECONDS, _RETRY_MAX_SECONDS,
+    _RETRY_UNAVAILABLE_SECONDS; AURORA_MODEL_BASE_URL, AURORA_MODEL, AURORA_MODEL_API_KEY_ENV,
     AURORA_MODEL_TIMEOUT_SECONDS."""
     env = os.environ if env is None else env
     return RunnerConfig(
@@ -60,6 +64,9 @@ def load_runner_settings(env: Mapping[str, str] | None = None) -> RunnerConfig:
         finish_grace=read_float(env, "AURORA_RUNNER_FINISH_GRACE_SECONDS", 10.0, minimum=0.0),
         stop_timeout=read_float(env, "AURORA_RUNNER_STOP_TIMEOUT_SECONDS", 25.0, minimum=0.0),
         history_window=read_float(env, "AURORA_RUNNER_HISTORY_WINDOW_SECONDS", 24 * 3600.0, minimum=1.0),
+        retry_backoff=Backoff(base=read_float(env, "AURORA_RUNNER_RETRY_BASE_SECONDS", 1.0, minimum=0.1),
+                              cap=read_float(env, "AURORA_RUNNER_RETRY_MAX_SECONDS", 30.0, minimum=0.1)),
+        retry_unavailable=read_float(env, "AURORA_RUNNER_RETRY_UNAVAILABLE_SECONDS", 600.0, minimum=1.0),
         models=ModelDefaults(
             base_url=read_url(env, "AURORA_MODEL_BASE_URL"),
             model=read_optional(env, "AURORA_MODEL"),

@@ -8,6 +8,7 @@ AuroraError
     ├── StepFailed         a step ended the run (a template, a model, a refused tool …)
     ├── AwaitApproval      a write waits for a person's approval
     ├── AwaitInteraction   the run asked its user something and waits for the answer
+    ├── AwaitRetry         a call did not run (its target unavailable): wait and try it again
     └── Unverified         a write's outcome is unknown: the task says what to check
 """
 
@@ -37,9 +38,10 @@ class CancelRequested(RunnerError):
 class StepFailed(RunnerError):
     """A step the run cannot go past; `code` is machine-readable."""
 
-    def __init__(self, code: str, message: str) -> None:
+    def __init__(self, code: str, message: str, *, notice: str | None = None) -> None:
         super().__init__(message)
         self.code = code
+        self.notice = notice  # what the event's user is told, where there is a reply target
 
 
 class AwaitApproval(RunnerError):
@@ -58,6 +60,18 @@ class AwaitInteraction(RunnerError):
         super().__init__(f"step {step_id} waits for the answer to interaction {interaction_id}")
         self.step_id = step_id
         self.interaction_id = interaction_id
+
+
+class AwaitRetry(RunnerError):
+    """A call provably did not run (no gateway, the app's session down, a circuit open, the
+    model unreachable): the task waits, durably, and tries it again until its deadline."""
+
+    def __init__(self, step_id: str, code: str, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__(f"step {step_id}: {code}: {message}")
+        self.step_id = step_id
+        self.code = code
+        self.detail = message
+        self.retry_after = retry_after  # at the earliest, as the target asked (Retry-After)
 
 
 class Unverified(RunnerError):

@@ -3,8 +3,11 @@
 `handle_run` is what the worker calls for each run message and answers what to do with the
 message: `ack` (the task state is the truth now — finished, or waiting for an approval), `nak`
 (handed back: another runner continues), `retry` (try again later), `drop` (another runner
-holds the task). `resume` continues a stored task without a run message — the seam where a
-granted approval picks a waiting task up again.
+holds the task), or `RetryLater(delay)`: a call did not run because its target is unavailable,
+the task is parked `queued` with its `RetryWait`, and the message comes back after `delay` to
+resume it from its step log (`retry.py` says when the waiting stops). `resume` continues a
+stored task without a run message — the seam where a granted approval picks a waiting task up
+again.
 """
 
 from __future__ import annotations
@@ -12,12 +15,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Literal
 
 import msgspec
 from nats.js import JetStreamContext
 
-from services.runner import statemachine
+from services.runner import retry, statemachine
 from services.runner.catalog import Catalog
 from services.runner.config import RunnerConfig
 from services.runner.context import RunContext
@@ -26,6 +31,7 @@ from services.runner.drivers.pipeline import PipelineDriver
 from services.runner.errors import (
     AwaitApproval,
     AwaitInteraction,
+    AwaitRetry,
     CancelRequested,
     HandBack,
     LostOwnership,
@@ -43,6 +49,16 @@ from shared.run_events import RunEventError, run_event
 
 log = get_logger("aurora.runner")
 Verdict = Literal["ack", "nak", "retry", "drop", "term"]
+
+
+@dataclass(frozen=True)
+class RetryLater:
+    """Settle the run message by a nak with this delay: the task waits to try a call again."""
+
+    delay: float
+
+
+Decision = Verdict | RetryLater
 EVENT_REPLY = "event_reply"
 SYNTHETIC_NOTE = "synthetic: no side effect reached an app; the steps record what would have been done"
 
@@ -63,7 +79,7 @@ class TaskExecutor:
         self._config = config
 
     # -- entry points ---------------------------------------------------------------------------
-    async def handle_run(self, data: bytes, *, deliveries: int, stopping: asyncio.Event) -> Verdict:
+    async def handle_run(self, data: bytes, *, deliveries: int, stopping: asyncio.Event) -> Decision:
         try:
             run = decode_run(data).payload
         except msgspec.DecodeError as exc:  # ValidationError too, and nesting too deep
@@ -89,7 +105,7 @@ class TaskExecutor:
         return await self.resume(*found, stopping=stopping, take_over=deliveries > 1)
 
     async def resume_task(self, task_id: str, *, approvals: Mapping[str, str] | None = None,
-                          stopping: asyncio.Event | None = None, take_over: bool = False) -> Verdict | None:
+                          stopping: asyncio.Event | None = None, take_over: bool = False) -> Decision | None:
         """Resume a stored task by id, no run message needed (None: no such task). For a task
         awaiting approval, `approvals` maps the waiting step (`recovery.waiting_for_approval`)
         to the granted approval's id; that step's tool is called again with it, and no step
@@ -104,7 +120,7 @@ class TaskExecutor:
                                  take_over=take_over)
 
     async def resume(self, task: Task, revision: int, *, stopping: asyncio.Event,
-                     approvals: Mapping[str, str] | None = None, take_over: bool = False) -> Verdict:
+                     approvals: Mapping[str, str] | None = None, take_over: bool = False) -> Decision:
         """Continue a stored task from its step log (completed steps are not run again)."""
         if task.terminal or (task.state == "awaiting_approval" and not approvals):
             return "ack"
@@ -117,7 +133,7 @@ class TaskExecutor:
                 await handle.update(lambda t: statemachine.transition(
                     t, "cancelled", by=self._config.instance, now=now, reason=f"cancelled by {t.cancel_requested}"))
                 return "ack"
-            if task.attempts >= self._config.max_attempts:
+            if retry.failed_attempts(task) >= self._config.max_attempts:
                 await handle.update(lambda t: statemachine.transition(
                     t, "failed", by=self._config.instance, now=now,
                     reason=f"gave up after {t.attempts} attempts",
@@ -139,7 +155,7 @@ class TaskExecutor:
 
     # -- one attempt ----------------------------------------------------------------------------
     async def _execute(self, handle: TaskHandle, event: EventEnvelope, stopping: asyncio.Event,
-                       approvals: Mapping[str, str] | None = None) -> Verdict:
+                       approvals: Mapping[str, str] | None = None) -> Decision:
         watch = asyncio.create_task(self._watch_cancel(handle), name=f"cancel-watch-{handle.task.id}")
         try:
             return await self._attempt(handle, event, stopping, approvals)
@@ -150,15 +166,21 @@ class TaskExecutor:
             watch.cancel()
 
     async def _attempt(self, handle: TaskHandle, event: EventEnvelope, stopping: asyncio.Event,
-                       approvals: Mapping[str, str] | None) -> Verdict:
+                       approvals: Mapping[str, str] | None) -> Decision:
         task = handle.task
         ctx = RunContext(handle=handle, event=event, delivery=task.delivery, synthetic=task.synthetic,
                          runner=self._config.instance, stopping=stopping,
                          deadline=time.monotonic() + self._config.run_timeout, approvals=dict(approvals or {}),
                          agent=task.agent)
         try:
-            outcome = await self._drive(ctx)
+            outcome, failure = await self._drive_or_notice(ctx)
             delivered, problem = await self._deliver(ctx, outcome)
+            if failure is not None:  # it failed, and the user was told so where it could be
+                told = "; the user was told" if delivered else ""
+                await self._finish(handle, "partial" if _wrote(handle) else "failed", reason=f"{failure}{told}",
+                                   agent=ctx.agent, delivered=delivered,
+                                   error=TaskError(code=failure.code, message=str(failure)))
+                return "ack"
             state: TaskState = "partial" if ctx.partial or problem else "succeeded"
             reasons = [*ctx.partial, *([problem] if problem else []), *([outcome.note] if outcome.note else [])]
             if ctx.synthetic:
@@ -174,6 +196,8 @@ class TaskExecutor:
             await self._finish(handle, "awaiting_approval", reason=str(wait), interaction_id=wait.interaction_id,
                                agent=ctx.agent)
             return "ack"
+        except AwaitRetry as wait:
+            return await self._wait(handle, ctx, wait)
         except Unverified as exc:
             await self._finish(handle, "unverified", reason="a write's outcome is unknown", check=exc.check,
                                agent=ctx.agent, error=TaskError(code="outcome_unknown", message=exc.check))
@@ -198,6 +222,39 @@ class TaskExecutor:
                 await handle.poll()
             except Exception as exc:  # a missed poll only delays the cancel to the next write
                 log.debug("cancel poll failed", task=handle.task.id, error=str(exc))
+
+    async def _wait(self, handle: TaskHandle, ctx: RunContext, wait: AwaitRetry) -> Decision:
+        """Park the task until its next try, or — its deadline passed — end it with the reason."""
+        planned = retry.plan(handle.task, step=wait.step_id, code=wait.code, message=wait.detail,
+                             now=datetime.now(UTC), limit_seconds=await self._retry_limit(ctx),
+                             expire_at=ctx.event.payload.expire_at, backoff=self._config.retry_backoff,
+                             retry_after=wait.retry_after)
+        if planned.wait is None:
+            reason = retry.gave_up(wait.step_id, wait.code, wait.detail, planned.tries, planned.since)
+            await self._finish(handle, "partial" if _wrote(handle) else "failed", reason=reason, agent=ctx.agent,
+                               error=TaskError(code=wait.code, message=reason))
+            return "ack"
+        await self._finish(handle, "queued", reason=retry.waiting_reason(planned.wait), retry=planned.wait,
+                           agent=ctx.agent)
+        return RetryLater(planned.delay)
+
+    async def _retry_limit(self, ctx: RunContext) -> float:
+        """How long this run may wait for an unavailable target: its agent's setting (for a
+        pipeline, its AI stage's agent), else the runner's default."""
+        target = ctx.handle.task.target
+        agent_id = ctx.agent or (target.id if target.type == "agent" else None)
+        agent = await self._catalog.agent(agent_id) if agent_id else None
+        return agent.retry_unavailable_seconds if agent is not None else self._config.retry_unavailable
+
+    async def _drive_or_notice(self, ctx: RunContext) -> tuple[Outcome, StepFailed | None]:
+        """The run's outcome; for a failure the user must hear of (`notice`), that notice as the
+        answer to deliver, with the failure to settle the task by."""
+        try:
+            return await self._drive(ctx), None
+        except StepFailed as exc:
+            if exc.notice is None:
+                raise
+            return Outcome(answer=exc.notice), exc
 
     async def _drive(self, ctx: RunContext) -> Outcome:
         target = ctx.handle.task.target
@@ -240,7 +297,7 @@ class TaskExecutor:
                                                               **changes))
         log.info("task settled", task=handle.task.id, state=state, attempts=handle.task.attempts)
 
-    async def _fail_unreadable(self, run: RunPayload[EventEnvelope], problem: str) -> Verdict:
+    async def _fail_unreadable(self, run: RunPayload[EventEnvelope], problem: str) -> Decision:
         task = statemachine.new_task(run, None, runner=self._config.instance, now=self._store.clock())
         revision = await self._store.create(task)
         if revision is None:

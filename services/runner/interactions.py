@@ -18,7 +18,7 @@ import msgspec
 from nats.js import JetStreamContext
 
 from services.runner.context import RunContext
-from services.runner.errors import AwaitInteraction, StepFailed
+from services.runner.errors import AwaitInteraction, AwaitRetry, StepFailed
 from services.runner.steps import ToolSteps
 from shared.clock import now_iso
 from shared.contracts.signals import RUNNER_APP, PlatformEventSignal
@@ -147,6 +147,9 @@ async def ask(ctx: RunContext, steps: ToolSteps, announcer: Announcer | None, *,
             classification="suppressed", note="synthetic run: the question was not sent, nobody can answer")
         ctx.handle.stage(step)
         return step
+    if asked.classification == "unavailable":  # nothing was sent: wait and ask again
+        raise AwaitRetry(asked.id, asked.error.code if asked.error else "unavailable",
+                         asked.error.message if asked.error else "the reply tool is unavailable")
     if asked.classification != "ok":
         error = f": {asked.error.code}: {asked.error.message}" if asked.error else ""
         raise StepFailed("interaction_not_sent", f"step {step_id}: the question was not sent "

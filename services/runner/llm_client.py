@@ -1,8 +1,12 @@
 """An OpenAI-compatible Chat Completions client (OpenAI, vLLM, Ollama, llama.cpp, LiteLLM …).
 
-One POST to `<base_url>/chat/completions` per turn, with the agent's tools. Transient failures
-(connection refused, 429, 5xx) are retried twice with a short backoff — a model call has no side
-effect; anything else is a `ModelFailed` naming the status and the server's message.
+One POST to `<base_url>/chat/completions` per turn, with the agent's tools. A server that is not
+there yet — the connection refused or not made in time, 429, 502, 503, 504 — is
+`ModelUnavailable` at once (with its `Retry-After`): the run waits for it durably, with backoff,
+until the agent's deadline (`retry.py`), since a local model server loading a model takes tens
+of seconds. Other transient failures (a 500, 408, 409) are retried twice with a short backoff —
+a model call has no side effect; anything else is a `ModelFailed` naming the status and the
+server's message (a 4xx other than 429: nothing to wait for).
 """
 
 from __future__ import annotations
@@ -10,20 +14,32 @@ from __future__ import annotations
 import asyncio
 import json
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from email.utils import parsedate_to_datetime
 from typing import Any, Protocol
 
 import httpx
 
 from services.runner.errors import RunnerError
 
-_RETRY_STATUS = {408, 409, 429, 500, 502, 503, 504}
+_RETRY_STATUS = {408, 409, 500}
+_UNAVAILABLE_STATUS = {429, 502, 503, 504}
 _RETRIES = 2
+RETRY_AFTER_LIMIT = 3600.0  # a Retry-After further out than this is read as this
 
 
 class ModelFailed(RunnerError):
     def __init__(self, code: str, message: str) -> None:
         super().__init__(message)
         self.code = code
+
+
+class ModelUnavailable(ModelFailed):
+    """The model server is not there (yet): nothing was asked of it, so the run may wait."""
+
+    def __init__(self, message: str, *, retry_after: float | None = None) -> None:
+        super().__init__("model_unreachable", message)
+        self.retry_after = retry_after
 
 
 @dataclass(frozen=True)
@@ -87,13 +103,20 @@ class HttpChatModel:
         for attempt in range(_RETRIES + 1):
             try:
                 response = await self._client.post(url, json=body, headers=headers, timeout=call.timeout)
+            except (httpx.ConnectTimeout, httpx.PoolTimeout) as exc:  # the request never went out
+                raise ModelUnavailable(f"{url}: no connection within {call.timeout:g}s") from exc
             except httpx.TimeoutException as exc:
                 raise ModelFailed("model_timeout", f"the model did not answer within {call.timeout:g}s") from exc
+            except httpx.ConnectError as exc:
+                raise ModelUnavailable(f"{url}: {type(exc).__name__}: {exc}") from exc
             except httpx.TransportError as exc:
                 if attempt < _RETRIES:
                     await asyncio.sleep(0.5 * (attempt + 1))
                     continue
                 raise ModelFailed("model_unreachable", f"{url}: {type(exc).__name__}: {exc}") from exc
+            if response.status_code in _UNAVAILABLE_STATUS:
+                raise ModelUnavailable(f"{url} answered {response.status_code}: {response.text[:300]}",
+                                       retry_after=retry_after(response.headers.get("Retry-After")))
             if response.status_code in _RETRY_STATUS and attempt < _RETRIES:
                 await asyncio.sleep(0.5 * (attempt + 1))
                 continue
@@ -101,6 +124,27 @@ class HttpChatModel:
                 raise ModelFailed("model_http_error", f"{url} answered {response.status_code}: {response.text[:500]}")
             return parse_turn(response.content)
         raise AssertionError("unreachable")
+
+
+def retry_after(value: str | None, *, now: datetime | None = None) -> float | None:
+    """Seconds a `Retry-After` header asks for (delta-seconds or an HTTP date); None if absent
+    or unreadable."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        seconds = (when - (now or datetime.now(UTC))).total_seconds()
+    if seconds != seconds:  # NaN
+        return None
+    return min(max(seconds, 0.0), RETRY_AFTER_LIMIT)
 
 
 def parse_turn(raw: bytes) -> ChatTurn:

@@ -11,10 +11,11 @@ stream, filtered to the gateway's `approval.*` events and every app's `interacti
   answered, when), and the task is resumed.
 
 Nothing waits in memory: the task in KV says what it waits for, and the event message is acked
-only after the task moved on, so a runner dying half way leaves the message to be delivered
-again (to any runner), which continues from the task's state. A second event for the same
-approval or interaction finds the task no longer waiting and does nothing (and the gateway
-refuses a second use of an approval anyway).
+only after the task moved on (a resumed task that must wait for an unavailable target keeps the
+event: it is nak'd with the wait's delay and, delivered again, resumes the task again), so a
+runner dying half way leaves the message to be delivered again (to any runner), which continues
+from the task's state. A second event for the same approval or interaction finds the task no
+longer waiting and does nothing (and the gateway refuses a second use of an approval anyway).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from services.runner import interactions, statemachine
 from services.runner.config import RunnerConfig
-from services.runner.executor import TaskExecutor
+from services.runner.executor import RetryLater, TaskExecutor
 from services.runner.tasks import TaskStore
 from shared.consumer import ACK, TERM, AtLeastOnceConsumer, Retry
 from shared.consumer import Outcome as Settlement
@@ -88,6 +89,8 @@ class Resumer:
 
     async def _handle(self, msg: Msg) -> Settlement:
         outcome = await self.handle(msg.data, redelivered=msg.metadata.num_delivered > 1)
+        if isinstance(outcome, RetryLater):
+            return Retry("", delay=outcome.delay)
         if outcome == "ack":
             return ACK
         if outcome == "term":
@@ -95,7 +98,7 @@ class Resumer:
         return Retry("the task cannot take this event yet")
 
     # -- what each event does --------------------------------------------------------------------
-    async def handle(self, data: bytes, *, redelivered: bool = False) -> Outcome:
+    async def handle(self, data: bytes, *, redelivered: bool = False) -> Outcome | RetryLater:
         try:
             event = _decoder.decode(data)
         except (msgspec.ValidationError, msgspec.DecodeError) as exc:
@@ -122,7 +125,7 @@ class Resumer:
         found = await self._store.get(task_id)
         return (approval_id, found[0]) if found is not None else None
 
-    async def _granted(self, approval: dict[str, Any], redelivered: bool) -> Outcome:
+    async def _granted(self, approval: dict[str, Any], redelivered: bool) -> Outcome | RetryLater:
         decided = await self._decided_task(approval)
         if decided is None:
             return "ack"
@@ -145,7 +148,7 @@ class Resumer:
         log.info("approval granted: resuming the task", task=task_id, approval=approval_id, step=step.id)
         verdict = await self._executor.resume_task(task_id, approvals={step.id: approval_id},
                                                    stopping=self._stopping, take_over=action == "resume")
-        return "nak" if verdict in ("nak", "retry") else "ack"
+        return _settled(verdict)
 
     async def _refused(self, approval: dict[str, Any], verb: str) -> Outcome:
         decided = await self._decided_task(approval)
@@ -190,7 +193,7 @@ class Resumer:
         updated = await self._store.change(task_id, guarded)
         return updated if applied else None
 
-    async def _answered(self, event: EventEnvelope, body: dict[str, Any], redelivered: bool) -> Outcome:
+    async def _answered(self, event: EventEnvelope, body: dict[str, Any], redelivered: bool) -> Outcome | RetryLater:
         interaction_id, value = body.get("interaction_id"), body.get("value")
         parsed = interactions.parse_interaction_id(interaction_id) if isinstance(interaction_id, str) else None
         if parsed is None or value is None:
@@ -231,7 +234,13 @@ class Resumer:
         log.info("interaction answered: resuming the task", task=task_id, interaction=interaction_id)
         # Not parked: an earlier delivery recorded the answer and its runner stopped mid-resume.
         verdict = await self._executor.resume_task(task_id, stopping=self._stopping, take_over=not parked)
-        return "nak" if verdict in ("nak", "retry") else "ack"
+        return _settled(verdict)
+
+
+def _settled(verdict: object) -> Outcome | RetryLater:
+    if isinstance(verdict, RetryLater):
+        return verdict
+    return "nak" if verdict in ("nak", "retry") else "ack"
 
 
 GrantAction = Literal["decide", "resume", "wait", "ignore"]
@@ -286,7 +295,8 @@ def _grant_applied(task: Task, approval_id: str) -> bool:
 
 def _waiting_step(task: Task, approval_id: str) -> TaskStep | None:
     for step in reversed(task.steps):
-        if step.approval_id == approval_id and step.classification == "needs_approval":
+        # unavailable: the granted call found its target gone, and the task waits to call again
+        if step.approval_id == approval_id and step.classification in ("needs_approval", "unavailable"):
             return step
     return None
 

@@ -55,6 +55,8 @@ class ToolSteps:
         action = recovery.action_for(prior)
         if prior is not None and prior.classification == "needs_approval" and step_id in ctx.approvals:
             action = "run"  # an approval arrived for this step: call again, with it
+        if prior is not None and prior.done and prior.classification == "unavailable":
+            action = "run"  # nothing ran (the target was not there): the task waited to try again
         if action == "reuse":
             assert prior is not None
             return prior
@@ -72,7 +74,7 @@ class ToolSteps:
         started = TaskStep(
             id=step_id, kind=kind, name=tool, status="started", started_at=now_iso(), side_effect=effect,
             arguments=kept, sealed_arguments=sealed, call_id=call_id_for(ctx.task_id, step_id, ctx.attempt),
-            approval_id=ctx.approvals.get(step_id), note=note, timeout_seconds=limit,
+            approval_id=ctx.approvals.get(step_id) or _granted_before(prior), note=note, timeout_seconds=limit,
         )
         if effect != "read":
             await ctx.handle.record(started)
@@ -142,6 +144,11 @@ class ToolSteps:
             if found is False:
                 return None
         raise Unverified(recovery.unverified_check(step))
+
+
+def _granted_before(prior: TaskStep | None) -> str | None:
+    """A call that found its target unavailable is made again with the approval it was made with."""
+    return prior.approval_id if prior is not None and prior.classification == "unavailable" else None
 
 
 async def _after_call_window(step: TaskStep, timeout: float) -> None:

@@ -10,9 +10,11 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from services.runner.drivers.llm import Toolset
-from services.runner.errors import StepFailed
+from services.runner.errors import AwaitRetry, StepFailed
 from shared.admin import AdminRequestError, admin_request
 from shared.subjects import Subjects
+
+TOOLS_STEP = "tools"  # what a run waiting for the agent's tool list says it waits on
 
 
 class GatewayTools:
@@ -36,7 +38,9 @@ class GatewayTools:
                 if attempt < 2:
                     await asyncio.sleep(0.5)
                     continue
-                raise StepFailed("tools_unavailable", f"no gateway answered for agent {agent_id}'s tools") from exc
+                # Listing tools changes nothing: the run waits for the gateway (durably) and asks again.
+                code = "no_gateway" if isinstance(exc, NoRespondersError) else "gateway_timeout"
+                raise AwaitRetry(TOOLS_STEP, code, f"no gateway answered for agent {agent_id}'s tools") from exc
             return Toolset(
                 descriptors=list(reply.get("tools") or []),
                 names=dict(reply.get("names") or {}),

@@ -17,7 +17,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from services.runner.config import RunnerConfig
-from services.runner.executor import InvalidRun, TaskExecutor, Verdict
+from services.runner.executor import Decision, InvalidRun, RetryLater, TaskExecutor
 from services.runner.stores import runs_consumer
 from shared.consumer import ACK, HAND_BACK, LEAVE, TERM, AtLeastOnceConsumer, ConsumerStats, Outcome, Poison, Retry
 from shared.logs import get_logger
@@ -25,7 +25,7 @@ from shared.subjects import Subjects
 
 log = get_logger("aurora.runner.worker")
 STAGE = "runner"
-_OUTCOMES: dict[Verdict, Outcome] = {"ack": ACK, "nak": HAND_BACK, "term": TERM, "drop": LEAVE,
+_OUTCOMES: dict[str, Outcome] = {"ack": ACK, "nak": HAND_BACK, "term": TERM, "drop": LEAVE,
                                      "retry": Retry("")}  # the executor said why in the task and its log
 
 
@@ -81,7 +81,7 @@ class Worker:
 
     async def _handle(self, msg: Msg) -> Outcome:
         self.stats.received += 1
-        verdict: Verdict = "retry"
+        verdict: Decision = "retry"
         try:
             verdict = await self._executor.handle_run(msg.data, deliveries=msg.metadata.num_delivered,
                                                       stopping=self._stopping)
@@ -97,5 +97,8 @@ class Worker:
             log.exception("run failed unexpectedly; it will be retried", subject=msg.subject)
             self.stats.count("retry")
             return Retry(self.stats.last_error)
+        if isinstance(verdict, RetryLater):  # the task waits for an unavailable target (see the task)
+            self.stats.count("wait")
+            return Retry("", delay=verdict.delay)
         self.stats.count(verdict)
         return _OUTCOMES[verdict]

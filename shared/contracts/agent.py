@@ -111,6 +111,9 @@ class Agent(ResourceModel):
     # The user who caused an event may confirm this agent's writes in that conversation (the
     # gateway asks there; a CLI or API decision still works). Off unless the operator says so.
     chat_approval: bool = False
+    # How long a run waits and retries a call that provably did not run (no gateway, the app's
+    # session down, a circuit open, the model unreachable) before the task ends with the reason.
+    retry_unavailable_seconds: Annotated[float, Field(gt=0, le=7 * 24 * 3600)] = 600.0
 
     @model_validator(mode="after")
     def _playbook_only_for_playbooks(self) -> Agent:

@@ -90,6 +90,21 @@ class Transition(msgspec.Struct, frozen=True, kw_only=True):
     reason: str | None = None
 
 
+class RetryWait(msgspec.Struct, frozen=True, kw_only=True):
+    """A task waiting to try again a call that did not run (`unavailable`, the model unreachable).
+    While the task is `queued` with this set, it is waiting for `next_try_at`; afterwards it
+    stays as the record of the last wait."""
+
+    step: str  # the step that waits
+    code: str  # why: no_gateway, no_session, app_unavailable, circuit_open, model_unreachable …
+    message: str
+    since: str  # when this step first found its target unavailable (the deadline counts from here)
+    tries: int  # how many times this step found it unavailable
+    next_try_at: str
+    until: str  # the deadline: the earlier of the event's expiry and the agent's retry_unavailable_seconds
+    wakes: int = 0  # every wait of this task so far: resuming from a wait is not a failed attempt
+
+
 class TaskError(msgspec.Struct, frozen=True, kw_only=True):
     code: str
     message: str
@@ -124,6 +139,7 @@ class Task(msgspec.Struct, frozen=True, kw_only=True):
     approval_id: str | None = None  # awaiting_approval: the approval it waits for
     interaction_id: str | None = None  # awaiting_approval: the user's answer it waits for instead
     cancel_requested: str | None = None  # who asked, while a runner still holds the task
+    retry: RetryWait | None = None  # queued: waiting to try an unavailable call again (see RetryWait)
     transitions: tuple[Transition, ...] = ()
 
     @property

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ class Turn:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     status: int = 200
     delay: float = 0.0
+    headers: dict[str, str] = field(default_factory=dict)  # sent with an error status (Retry-After …)
 
 
 class Conversation:
@@ -39,6 +41,7 @@ class Conversation:
         self.headers = headers
         self.messages: list[dict[str, Any]] = list(body.get("messages") or [])
         self.tools: list[dict[str, Any]] = list(body.get("tools") or [])
+        self.received_at = time.monotonic()  # when the request came (tests measure the waits between)
 
     @property
     def turn(self) -> int:
@@ -99,8 +102,9 @@ Script = Callable[[Conversation], Turn]
 
 
 class FakeOpenAI:
-    def __init__(self, *, api_key: str | None = None) -> None:
+    def __init__(self, *, api_key: str | None = None, port: int = 0) -> None:
         self.api_key = api_key
+        self.port = port  # 0: any free port; a fixed one lets a test point an agent at it before it starts
         self.requests: list[Conversation] = []
         self._scripts: dict[str, Script] = {}
         self._keys: dict[str, str] = {}
@@ -119,7 +123,9 @@ class FakeOpenAI:
 
     @property
     def base_url(self) -> str:
-        assert self._server is not None, "start() the fake first"
+        if self._server is None:
+            assert self.port, "start() the fake first, or give it a port"
+            return f"http://127.0.0.1:{self.port}/v1"
         return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
 
     def start(self) -> FakeOpenAI:
@@ -155,7 +161,7 @@ class FakeOpenAI:
                 if turn.delay:
                     threading.Event().wait(turn.delay)
                 if turn.status != 200:
-                    self._send(turn.status, {"error": {"message": "scripted failure"}})
+                    self._send(turn.status, {"error": {"message": "scripted failure"}}, turn.headers)
                     return
                 message: dict[str, Any] = {"role": "assistant", "content": turn.content}
                 if turn.tool_calls:
@@ -168,15 +174,17 @@ class FakeOpenAI:
                     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                 })
 
-            def _send(self, status: int, body: dict[str, Any]) -> None:
+            def _send(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
                 data = json.dumps(body, ensure_ascii=False).encode()
                 self.send_response(status)
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
                 self.wfile.write(data)
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
         threading.Thread(target=self._server.serve_forever, name="fake-openai", daemon=True).start()
         return self

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from services.runner.context import RunContext
-from services.runner.errors import AwaitApproval, Unverified
+from services.runner.errors import AwaitApproval, AwaitRetry, Unverified
 from services.runner.recovery import unverified_check
 from shared.contracts.agent import Agent
 from shared.contracts.task import TaskStep
@@ -31,8 +31,13 @@ class AgentDriver(Protocol):
 
 
 def settle(step: TaskStep) -> None:
-    """Stop the run where a step's outcome demands it: a write waiting for approval, or a write
-    whose outcome nobody knows (never repeated blindly)."""
+    """Stop the run where a step's outcome demands it: a write waiting for approval, a call
+    that did not run because its target is unavailable (the run waits and tries it again), or
+    a write whose outcome nobody knows (never repeated blindly)."""
+    if step.classification == "unavailable":
+        error = step.error
+        raise AwaitRetry(step.id, error.code if error else "unavailable",
+                         error.message if error else f"{step.name} is unavailable")
     if step.classification == "needs_approval":
         raise AwaitApproval(step.id, step.approval_id)
     if step.classification == "outcome_unknown" and step.side_effect != "read":

@@ -21,10 +21,17 @@ from services.runner import history as history_tool
 from services.runner.config import ModelDefaults
 from services.runner.context import RunContext
 from services.runner.drivers.base import settle
-from services.runner.errors import StepFailed
+from services.runner.errors import AwaitRetry, StepFailed
 from services.runner.history import History
 from services.runner.interactions import EXECUTABLE_ACTION, Announcer, ask
-from services.runner.llm_client import ChatModel, ChatTurn, ModelCall, ModelFailed, ToolCallProposal
+from services.runner.llm_client import (
+    ChatModel,
+    ChatTurn,
+    ModelCall,
+    ModelFailed,
+    ModelUnavailable,
+    ToolCallProposal,
+)
 from services.runner.results import for_model, truncate
 from services.runner.steps import ToolSteps
 from shared.clock import now_iso
@@ -81,6 +88,10 @@ class LlmDriver:
             turn = await self._turn(ctx, call, f"{prefix}m{round_no}", messages, None if last else offered,
                                     toolset.names)
             messages.append(turn.message())
+            if last and (turn.tool_calls or not (turn.content or "").strip()):
+                # Still calling tools (or silent) with the budget spent: the run never answered.
+                raise StepFailed("max_tool_rounds", f"agent {agent.id} used its {agent.max_tool_rounds} tool "
+                                 "rounds without answering", notice=budget_notice(agent.max_tool_rounds))
             if not turn.tool_calls or last:
                 return turn.content
             for index, proposal in enumerate(turn.tool_calls, 1):
@@ -116,6 +127,8 @@ class LlmDriver:
         started = now_iso()
         try:
             turn = await ctx.interruptible(self._model.complete(call, messages, tools))
+        except ModelUnavailable as exc:  # nothing was asked of it: wait for it (durably) and ask again
+            raise AwaitRetry(step_id, exc.code, str(exc), retry_after=exc.retry_after) from exc
         except ModelFailed as exc:
             raise StepFailed(exc.code, f"model call {step_id}: {exc}") from exc
         ctx.handle.stage(TaskStep(
@@ -209,6 +222,12 @@ class LlmDriver:
                         structured=found, text=truncate(json.dumps(found, ensure_ascii=False), limit))
         ctx.handle.stage(step)
         return for_model(step, limit)
+
+
+def budget_notice(rounds: int) -> str:
+    """What the user is told when the agent ran out of tool rounds before answering."""
+    return (f"Sorry, I could not finish this request: I used all {rounds} of my tool rounds without reaching "
+            "an answer. Please try again or ask an operator to look at it.")
 
 
 def turn_from_log(logged: dict[str, Any]) -> ChatTurn:

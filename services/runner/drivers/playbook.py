@@ -101,6 +101,7 @@ class PlaybookDriver:
             arguments = _render(check.arguments, context, f"step {step.id} verify arguments")
             read = await self._steps.run(ctx, step_id=f"{step_id}.verify{ctx.attempt}", tool=check.tool,
                                          arguments=arguments, kind="verify", side_effect="read")
+            settle(read)  # unavailable: the read-back did not run; wait and ask it again, not unverified
             if read.classification != "ok":
                 return None
             try:

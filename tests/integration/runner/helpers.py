@@ -36,7 +36,9 @@ FAST_RESTART = {"backoff_initial_seconds": 0.1, "backoff_max_seconds": 0.5, "max
                 "window_seconds": 60}
 # Short enough for quick recovery in tests, long enough to never fire on a healthy runner.
 RUNNER_ENV = {"AURORA_RUNNER_ACK_WAIT_SECONDS": "3", "AURORA_RUNNER_TOOL_TIMEOUT_SECONDS": "5",
-              "AURORA_RUNNER_CONCURRENCY": "16", "TEST_MODEL_KEY": "sk-test-123"}
+              "AURORA_RUNNER_CONCURRENCY": "16", "TEST_MODEL_KEY": "sk-test-123",
+              # a run waiting for an unavailable target tries again soon: tests wait seconds, not minutes
+              "AURORA_RUNNER_RETRY_BASE_SECONDS": "0.2", "AURORA_RUNNER_RETRY_MAX_SECONDS": "1"}
 # Which chat-app tools implement each platform capability (as apps/config.yml declares them).
 CHAT_PLATFORM = {"reply": "send_message", "react": "react", "respond_friend_request": "respond_friend_request",
                  "get_actor": "get_user_info", "send_message": "send_message"}

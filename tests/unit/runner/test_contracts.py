@@ -48,6 +48,14 @@ def test_limits_are_bounded() -> None:
         agent(max_tool_rounds=0)
 
 
+def test_how_long_an_agent_waits_for_an_unavailable_target_is_bounded() -> None:
+    assert agent().retry_unavailable_seconds == 600.0
+    assert agent(retry_unavailable_seconds=5).retry_unavailable_seconds == 5.0
+    for bad in (0, -1, 8 * 24 * 3600, "soon"):
+        with pytest.raises(ResourceError, match="retry_unavailable_seconds"):
+            agent(retry_unavailable_seconds=bad)
+
+
 def test_known_stage_configs_are_checked_at_apply_unknown_types_at_run_time() -> None:
     pipeline = parse_resource(Pipeline, {"id": "p", "stages": [
         {"name": "f", "type": "filter", "config": {"pattern": "\\?$"}},

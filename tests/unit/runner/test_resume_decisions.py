@@ -59,3 +59,13 @@ def test_a_task_that_moved_on_is_left_alone() -> None:
     assert on_refusal(done, "apr-1") == "ignore"
     unrelated = running(a_step("look", classification="ok"))
     assert on_grant(unrelated, "apr-1", redelivered=False) == "ignore"
+
+
+def test_a_granted_write_that_found_its_target_unavailable_is_resumed_again_when_its_event_comes_back() -> None:
+    resumed = granted(parked())
+    claimed = transition(resumed, "running", by="r", now=NOW)
+    unavailable = a_step("book", side_effect="write", classification="unavailable", approval_id="apr-1")
+    waiting = transition(record_steps(claimed, [unavailable], now=NOW), "queued", by="r", now=NOW,
+                         reason="waiting to retry step book")
+    assert on_grant(waiting, "apr-1", redelivered=True) == "resume"  # the resumer nak'd it with the wait's delay
+    assert on_refusal(waiting, "apr-1") == "ignore"

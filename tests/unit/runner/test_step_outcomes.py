@@ -7,7 +7,7 @@ import pytest
 
 from services.runner.config import RunnerConfig, load_runner_settings
 from services.runner.drivers.base import GOOD, describe_failure, settle
-from services.runner.errors import AwaitApproval, Unverified
+from services.runner.errors import AwaitApproval, AwaitRetry, Unverified
 from services.runner.stores import runs_consumer
 from shared.contracts.task import StepError
 from shared.errors import ConfigError
@@ -27,14 +27,24 @@ def test_a_write_with_an_unknown_outcome_makes_the_task_unverified_saying_what_t
     assert "the gateway answered no answer within 1s" in check and check.endswith("it was not repeated")
 
 
-@pytest.mark.parametrize("classification", ["timeout", "tool_error", "unavailable", "outcome_unknown", "ok"])
-def test_a_read_never_stops_the_run_by_itself(classification: str) -> None:
+@pytest.mark.parametrize("classification", ["timeout", "tool_error", "outcome_unknown", "ok"])
+def test_a_read_that_ran_never_stops_the_run_by_itself(classification: str) -> None:
     settle(a_step("look", side_effect="read", classification=classification))  # the driver decides
 
 
-@pytest.mark.parametrize("classification", ["timeout", "tool_error", "unavailable", "ok", "suppressed"])
-def test_a_write_that_surely_did_or_did_not_happen_is_left_to_the_driver(classification: str) -> None:
+@pytest.mark.parametrize("classification", ["timeout", "tool_error", "ok", "suppressed"])
+def test_a_write_that_surely_did_happen_or_failed_is_left_to_the_driver(classification: str) -> None:
     settle(a_step("order", side_effect="write", classification=classification))
+
+
+@pytest.mark.parametrize("side_effect", ["read", "write"])
+def test_a_call_that_did_not_run_because_its_target_is_unavailable_makes_the_run_wait(side_effect: str) -> None:
+    step = a_step("deliver", side_effect=side_effect, classification="unavailable",
+                  error=StepError(code="no_gateway", message="no mcp-gateway answers tool calls"))
+    with pytest.raises(AwaitRetry) as waiting:
+        settle(step)
+    assert (waiting.value.step_id, waiting.value.code) == ("deliver", "no_gateway")
+    assert waiting.value.detail == "no mcp-gateway answers tool calls" and waiting.value.retry_after is None
 
 
 def test_a_write_waiting_for_approval_stops_the_run_to_wait() -> None:
