@@ -71,6 +71,9 @@ class McpConfig(_Strict):
     # health_timeout_seconds is hung, even if its process runs: its session is dropped and made again.
     ping_interval_seconds: Annotated[float, Field(ge=0)] = 30.0
     publish_resource_reads: bool = False
+    # Tools of this app that deduplicate on the idempotency key the gateway passes in `_meta`
+    # (`aurora/idempotency_key`): a call whose gateway died mid-call may be sent to them again.
+    idempotency_key_tools: list[str] = Field(default_factory=list)
 
     @model_validator(mode="after")
     def _transport_fields(self) -> McpConfig:

@@ -279,3 +279,14 @@ def audit_stream(subjects: Subjects) -> StreamSpec:
 def tasks_bucket(subjects: Subjects) -> BucketSpec:
     """One task per run id (create-only); every change a compare-and-set on its revision."""
     return BucketSpec(name=subjects.stream("TASKS"), history=1, ttl=30 * DAY, description="runner tasks")
+
+
+# --- gateway: the call ledger -----------------------------------------------------------------
+
+CALL_LEDGER_TTL = 30 * DAY  # as long as tasks: a task that can still be recovered finds its calls
+
+
+def call_ledger_bucket(subjects: Subjects, ttl: float = CALL_LEDGER_TTL) -> BucketSpec:
+    """The gateway's record of every side-effecting call, keyed by call id: `executing` before
+    the app is called, `done` with the result after. Written by the gateway alone."""
+    return BucketSpec(name=subjects.stream("CALL_LEDGER"), history=1, ttl=ttl, description="tool call ledger")

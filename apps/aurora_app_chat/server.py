@@ -13,6 +13,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.session import ServerSession
@@ -23,6 +24,9 @@ from apps.common import event_params, send_event
 from .sent import SentLog
 
 SERVER_NAME = "aurora-app-chat"
+
+# Where Aurora's gateway puts a write's idempotency key (its call id) in a tool call's `_meta`.
+IDEMPOTENCY_META_KEY = "aurora/idempotency_key"
 
 READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 # Writes to the chat: visible to people, not destructive of anything that existed before.
@@ -53,6 +57,7 @@ class ChatApp:
     def __init__(self, startup: dict[str, Any], sent: SentLog | None = None) -> None:
         self.bot: str = str(startup.get("bot") or "aurora-bot")
         self.sent = sent or SentLog()
+        self.send_delay = float(startup.get("send_delay_seconds") or 0)
         self.seen_users: dict[str, set[str]] = {}  # user id → sessions it was seen in
         self.friend_requests: dict[str, str] = {}  # request id → user id
         self.server: MCPServer = MCPServer(
@@ -87,14 +92,20 @@ class ChatApp:
         mcp = self.server
 
         @mcp.tool(annotations=WRITE)
-        def send_message(session_id: str, text: str, reply_to: str | None = None) -> dict[str, Any]:
-            """Send `text` to the conversation `session_id` (optionally as a reply to message `reply_to`)."""
+        async def send_message(ctx: Context, session_id: str, text: str, reply_to: str | None = None) -> dict[str, Any]:
+            """Send `text` to the conversation `session_id` (optionally as a reply to message `reply_to`).
+            Sent again with the same idempotency key (`_meta`), it returns the first result and sends nothing."""
             if not text.strip():
                 raise ToolError("text is empty: nothing to send")
-            return self.sent.append({
+            meta = ctx.request_context.meta or {}
+            key = meta.get(IDEMPOTENCY_META_KEY)
+            sent = self.sent.append_once(key if isinstance(key, str) and key else None, {
                 "kind": "message", "message_id": _new_id("msg"), "session_id": session_id, "text": text,
                 "reply_to": reply_to, "at": now_iso(),
             })
+            if self.send_delay > 0:  # a slow IM: the message is out, its acknowledgement takes a while
+                await anyio.sleep(self.send_delay)
+            return sent
 
         @mcp.tool(annotations=IDEMPOTENT_WRITE)
         def react(session_id: str, message_id: str, reaction: str) -> dict[str, Any]:

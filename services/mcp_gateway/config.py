@@ -10,6 +10,7 @@ from pathlib import Path
 from services.mcp_gateway.http.limits import OpenApiLimits
 from shared.appconfig import AppsConfig, load_apps_config
 from shared.settings import read_float
+from shared.streams import CALL_LEDGER_TTL
 
 
 @dataclass(frozen=True)
@@ -19,11 +20,15 @@ class GatewaySettings:
     approval_sweep_seconds: float = 5.0  # how often undecided approvals are checked for expiry
     shutdown_wait_seconds: float = 10.0  # SIGTERM: how long calls in flight may take to finish
     openapi_limits: OpenApiLimits = field(default_factory=OpenApiLimits)  # bounds of one OpenAPI import
+    call_ledger_ttl_seconds: float = CALL_LEDGER_TTL  # how long the ledger remembers a call
+    ledger_heartbeat_seconds: float = 1.0  # how often this instance says it is alive (stale after 3x)
 
 
 def load_mcp_gateway_settings(apps_config: Path, env: Mapping[str, str] | None = None) -> GatewaySettings:
     """The apps config file, AURORA_APPROVAL_TTL_SECONDS (a day), AURORA_APPROVAL_SWEEP_SECONDS (5),
-    AURORA_SHUTDOWN_WAIT_SECONDS (10), the OpenAPI import limits (`AURORA_OPENAPI_*`, `AURORA_SPECS_DIR`)."""
+    AURORA_SHUTDOWN_WAIT_SECONDS (10), the OpenAPI import limits (`AURORA_OPENAPI_*`, `AURORA_SPECS_DIR`),
+    AURORA_CALL_LEDGER_TTL_SECONDS (30 days, as long as tasks; changing it later is a bucket conflict),
+    AURORA_LEDGER_HEARTBEAT_SECONDS (1)."""
     env = os.environ if env is None else env
     return GatewaySettings(
         apps=load_apps_config(apps_config),
@@ -31,4 +36,6 @@ def load_mcp_gateway_settings(apps_config: Path, env: Mapping[str, str] | None =
         approval_sweep_seconds=read_float(env, "AURORA_APPROVAL_SWEEP_SECONDS", 5.0, minimum=0.1),
         shutdown_wait_seconds=read_float(env, "AURORA_SHUTDOWN_WAIT_SECONDS", 10.0, minimum=0.0),
         openapi_limits=OpenApiLimits.from_env(env),
+        call_ledger_ttl_seconds=read_float(env, "AURORA_CALL_LEDGER_TTL_SECONDS", CALL_LEDGER_TTL, minimum=60.0),
+        ledger_heartbeat_seconds=read_float(env, "AURORA_LEDGER_HEARTBEAT_SECONDS", 1.0, minimum=0.1, maximum=60.0),
     )

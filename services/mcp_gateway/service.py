@@ -24,6 +24,7 @@ from services.mcp_gateway.custody import Custody
 from services.mcp_gateway.gateway import Gateway
 from services.mcp_gateway.http.openapi_job import OpenApiImporter
 from services.mcp_gateway.http_systems import HttpSystems
+from services.mcp_gateway.ledger import CallLedger
 from services.mcp_gateway.outbox import Outbox
 from services.mcp_gateway.platform_events import PlatformEvents
 from services.mcp_gateway.pool.approvals import ApprovalStore
@@ -45,6 +46,7 @@ from shared.streams import (
     approvals_bucket,
     apps_bucket,
     audit_stream,
+    call_ledger_bucket,
     ensure_bucket,
     ensure_streams,
     events_stream,
@@ -113,6 +115,8 @@ class GatewayService:
         await ensure_streams(js, [*fabric_streams(subjects), audit_stream(subjects)])
         health = await ensure_bucket(js, apps_bucket(subjects))
         approvals_kv = await ensure_bucket(js, approvals_bucket(subjects))
+        ledger = CallLedger(await ensure_bucket(js, call_ledger_bucket(subjects, settings.call_ledger_ttl_seconds)),
+                            heartbeat_seconds=settings.ledger_heartbeat_seconds)
         # Read only (the router writes them); created here too so that either may start first.
         custody = Custody(await ensure_bucket(js, run_records_bucket(subjects)),
                           functools.partial(js.key_value, pipelines_bucket(subjects).name))
@@ -149,8 +153,11 @@ class GatewayService:
         handler = ToolCallHandler(
             pool, gateway.sessions, executable, approvals=approvals, apps=settings.apps, catalog=catalog,
             custody=custody, http=http, on_result=reporting.record_call,
-            on_approval_requested=events.approval_requested,
+            on_approval_requested=events.approval_requested, ledger=ledger,
         )
+        # Stopped after the calls in flight finished (exit order is reversed): then none is left executing.
+        parts.push_async_callback(ledger.stop)
+        await ledger.start()
         in_flight = InFlight()
         parts.push_async_callback(in_flight.wait_idle, settings.shutdown_wait_seconds)
         calls = CallServer(handler, in_flight, redaction.reply)

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, cast
 
 import mcp_types as types
 from mcp import ClientSession
@@ -247,7 +247,9 @@ class AppSession:
             await self._listener.session_state(self, status, reason)
 
     # -- calls from other tasks ------------------------------------------------------------
-    async def call_tool(self, tool: str, arguments: dict[str, Any], timeout: float) -> types.CallToolResult:
+    async def call_tool(self, tool: str, arguments: dict[str, Any], timeout: float,
+                        meta: dict[str, Any] | None = None) -> types.CallToolResult:
+        """`meta`: the request's `_meta` (the idempotency key, see `IDEMPOTENCY_META_KEY`)."""
         attempt = self._attempt
         if attempt is None or attempt.session is None:
             raise SessionUnavailable(
@@ -255,9 +257,11 @@ class AppSession:
             )
         try:
             if attempt.direct is not None:
-                return await _call_directly(attempt, attempt.session, attempt.direct, tool, arguments, timeout)
+                return await _call_directly(attempt, attempt.session, attempt.direct, tool, arguments, timeout, meta)
             result = await _race(
-                attempt.session.call_tool(tool, arguments, read_timeout_seconds=timeout), attempt.lost, timeout + 1.0
+                attempt.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
+                                          meta=cast("types.RequestParamsMeta | None", meta)),
+                attempt.lost, timeout + 1.0
             )
         except _NotSent as exc:
             raise SessionUnavailable(f"app {self.app.name!r} closed the connection before the call") from exc
@@ -308,11 +312,15 @@ async def _call_directly(
     tool: str,
     arguments: dict[str, Any],
     timeout: float,
+    meta: dict[str, Any] | None = None,
 ) -> types.CallToolResult:
     """`tools/call` written on the relay by the gateway itself; the same outcomes as the SDK's
     `call_tool` (an error response raises MCPError, the output schema is checked by the SDK)."""
     try:
-        request_id, answer = await direct.send("tools/call", {"name": tool, "arguments": arguments})
+        params: dict[str, Any] = {"name": tool, "arguments": arguments}
+        if meta:
+            params["_meta"] = meta
+        request_id, answer = await direct.send("tools/call", params)
     except ConnectionLost as exc:
         raise _NotSent from exc  # the relay closed before the call went out: nothing ran
     try:

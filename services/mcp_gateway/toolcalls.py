@@ -18,10 +18,11 @@ from typing import Any, Protocol
 
 import msgspec
 
-from services.mcp_gateway import chat_approvals, classify
+from services.mcp_gateway import chat_approvals, classify, targets
 from services.mcp_gateway.arguments import ArgumentCheck
 from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.custody import Custody, CustodyRefusal
+from services.mcp_gateway.ledger import CallLedger, Claim
 from services.mcp_gateway.platform_tools import (
     PLATFORM_TOOLS,
     PlatformTool,
@@ -45,6 +46,7 @@ from shared.contracts.envelope import Header, Source, Trace
 from shared.contracts.signals import GATEWAY_APP
 from shared.contracts.system import System
 from shared.contracts.toolcall import (
+    IDEMPOTENCY_META_KEY,
     METHOD_CALL,
     METHOD_RESULT,
     SideEffect,
@@ -101,6 +103,7 @@ class ToolCallHandler:
         on_result: Callable[[CallRecord], Awaitable[None]] | None = None,
         on_approval_requested: Callable[[Approval], None] | None = None,
         arguments: ArgumentCheck | None = None,
+        ledger: CallLedger | None = None,
     ) -> None:
         self._pool = pool
         self._apps = apps
@@ -113,6 +116,7 @@ class ToolCallHandler:
         self._on_result = on_result
         self._on_approval_requested = on_approval_requested
         self._arguments = arguments or ArgumentCheck()
+        self._ledger = ledger
 
     async def answer(self, data: bytes, *, operator: bool = False) -> tuple[bytes, CallRecord | None]:
         """The reply to one call, and what to report of it once the reply is on its way (the
@@ -145,15 +149,24 @@ class ToolCallHandler:
             return result_reply(envelope, GATEWAY_APP, refused), refused_record
         tool = await self._pool.tool(request.tool)
         system = tool.system if tool is not None else None
+        claim: Claim | None = None
+        if self._ledger is not None and targets.side_effect_of(tool, request.tool) not in (None, "read"):
+            # Asked before? (the caller's answer was lost.) Reads are not recorded: they read again.
+            recalled = await self._ledger.recall(envelope.header.message_id, request)
+            if not isinstance(recalled, Claim):  # answered from the ledger: nothing runs, nothing new to audit
+                return result_reply(envelope, GATEWAY_APP, recalled), None
+            claim = recalled
         if tool is not None:
-            result, executed = await self._run(request, tool, envelope.header.message_id)
+            result, executed = await self._run(request, tool, envelope.header.message_id, claim)
         elif request.tool in PLATFORM_TOOLS:
             system = source_app_of(request.context.delivery)
-            result, executed = await self._run_platform(request, PLATFORM_TOOLS[request.tool])
+            result, executed = await self._run_platform(request, PLATFORM_TOOLS[request.tool], claim)
         else:
             result = classify.failed("denied", "unknown_tool", f"no tool named {request.tool!r}")
             executed = False
         result = msgspec.structs.replace(result, duration_ms=round((time.perf_counter() - started) * 1000, 3))
+        if claim is not None:  # before the reply: whoever asks again from now on gets this result
+            await claim.finish(result)
         record = CallRecord(request=request, tool=tool, result=result, system=system,
                             call_id=envelope.header.message_id, executed=executed, trace=envelope.header.trace)
         return result_reply(envelope, system or GATEWAY_APP, result), record
@@ -163,7 +176,8 @@ class ToolCallHandler:
         if record is not None and self._on_result is not None:
             await self._on_result(record)
 
-    async def _run_platform(self, request: ToolCallRequest, spec: PlatformTool) -> tuple[ToolCallResult, bool]:
+    async def _run_platform(self, request: ToolCallRequest, spec: PlatformTool,
+                            claim: Claim | None = None) -> tuple[ToolCallResult, bool]:
         """Platform tools are re-checked here at call time: the agent may use this one, the
         event has the target, the source app is still running and still capable."""
         ctx = request.context
@@ -200,10 +214,17 @@ class ToolCallHandler:
             return _suppressed(spec.name, app_tool.name, arguments, spec.side_effect), False
         session = self._sessions.get(app_tool.app_key)
         timeout = app.mcp.call_timeout_seconds
+        if claim is not None:
+            taken = await claim.take(side_effect=spec.side_effect, target=app.name, timeout=timeout,
+                                     deduplicates=app_tool.tool in app.mcp.idempotency_key_tools)
+            if taken is not None:
+                return taken, False
         sending(request.tool, spec.side_effect)  # from here a failure may follow a call sent
-        return await self._call_session(session, app_tool.tool, arguments, spec.side_effect, timeout), True
+        key = claim.call_id if claim is not None else None
+        return await self._call_session(session, app_tool.tool, arguments, spec.side_effect, timeout, key), True
 
-    async def _run(self, request: ToolCallRequest, tool: ToolDefinition, call_id: str) -> tuple[ToolCallResult, bool]:
+    async def _run(self, request: ToolCallRequest, tool: ToolDefinition, call_id: str,
+                   claim: Claim | None = None) -> tuple[ToolCallResult, bool]:
         agent = await self._pool.agent(request.context.agent) if request.context.agent else None
         refusal = self._refusal(request, tool, agent) or self._arguments.refusal(tool, request.arguments)
         if refusal is not None:
@@ -217,6 +238,12 @@ class ToolCallHandler:
             if isinstance(gate, ToolCallResult):
                 return gate, False
             approval_id = gate
+        if claim is not None:
+            target = targets.target_of(tool, request.timeout_seconds, self._sessions, self._pool.systems)
+            taken = await claim.take(side_effect=tool.side_effect, target=target.name, timeout=target.timeout,
+                                     deduplicates=target.deduplicates)
+            if taken is not None:
+                return taken, False
         sending(request.tool, tool.side_effect)  # from here a failure may follow a call sent
         result = await self._execute(request, tool, call_id)
         return msgspec.structs.replace(result, approval_id=approval_id), True
@@ -314,35 +341,38 @@ class ToolCallHandler:
     async def _execute(self, request: ToolCallRequest, tool: ToolDefinition, call_id: str) -> ToolCallResult:
         execution = tool.execution
         if isinstance(execution, McpExecution):
-            return await self._execute_mcp(request, tool, execution)
+            return await self._execute_mcp(request, tool, execution, call_id)
         assert isinstance(execution, HttpExecution)
         system = self._pool.systems.get(tool.system)
         if self._http is None or system is None:
             return classify.failed(
                 "unavailable", "no_executor", f"no HTTP executor for {tool.name}", side_effect=tool.side_effect
             )
-        ctx = request.context
-        key = ctx.idempotency_key or (f"{ctx.task_id}:{ctx.step_id}" if ctx.task_id and ctx.step_id else call_id)
+        # The call id is the idempotency key: asked again under the same id, it is the same call.
         return await self._http.execute(
-            system, tool, dict(request.arguments), idempotency_key=key, timeout=request.timeout_seconds
+            system, tool, dict(request.arguments), idempotency_key=call_id, timeout=request.timeout_seconds
         )
 
     async def _execute_mcp(
-        self, request: ToolCallRequest, tool: ToolDefinition, execution: McpExecution
+        self, request: ToolCallRequest, tool: ToolDefinition, execution: McpExecution, call_id: str
     ) -> ToolCallResult:
         session = self._sessions.get((execution.app, execution.instance))
         limit = session.app.mcp.call_timeout_seconds if session is not None else 30.0
         timeout = min(request.timeout_seconds or limit, limit)
-        return await self._call_session(session, execution.tool, request.arguments, tool.side_effect, timeout)
+        return await self._call_session(session, execution.tool, request.arguments, tool.side_effect, timeout,
+                                        call_id)
 
     async def _call_session(
-        self, session: AppSession | None, tool: str, arguments: dict[str, Any], side_effect: SideEffect, timeout: float
+        self, session: AppSession | None, tool: str, arguments: dict[str, Any], side_effect: SideEffect,
+        timeout: float, key: str | None = None,
     ) -> ToolCallResult:
+        """`key`: the idempotency key a write carries in `_meta` (apps that accept one deduplicate on it)."""
         if session is None:
             return classify.failed("unavailable", "no_session", "the app has no session", side_effect=side_effect)
         started = time.perf_counter()
+        meta = {IDEMPOTENCY_META_KEY: key} if key is not None and side_effect != "read" else None
         try:
-            result = await session.call_tool(tool, arguments, timeout)
+            result = await session.call_tool(tool, arguments, timeout, meta)
         except CallTimedOut:
             return classify.timed_out(_ms(started), side_effect, timeout)
         except CallInterrupted as exc:

@@ -3,9 +3,12 @@
 - finished or skipped: reuse its recorded outcome, never run it again;
 - started, but safe to repeat (a read, a model call, a stage): run it again;
 - started write (or delivery) without a recorded outcome: its call may or may not have happened.
-  Look it up — the gateway's audit record of that call id, then the step's read-back (`verify`)
-  — and only when neither knows, the task becomes `unverified`, saying what to check. Such a
-  step is never simply called again under a new id.
+  Ask the gateway again under the same call id (its call ledger answers with the recorded result,
+  runs a call it never received, or — for a target that deduplicates — sends it again under the
+  same idempotency key); when the gateway cannot tell (`call_in_doubt`) or does not answer, look
+  for its audit record of that call id, then the step's read-back (`verify`); only when none
+  knows, the task becomes `unverified`, saying what to check. Such a step is never called again
+  under a new id.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ import msgspec
 from services.runner.results import business_ids
 from shared.contracts.audit import AuditRecord
 from shared.contracts.task import StepError, Task, TaskStep
+from shared.contracts.toolcall import ToolCallResult
 
 Action = Literal["run", "reuse", "repeat", "look_up"]
 
@@ -52,6 +56,22 @@ def pending_lookups(task: Task) -> list[TaskStep]:
 
 
 LOST = "the runner stopped before its outcome was recorded and the gateway audit has no record of the call"
+ASKED_AGAIN = "outcome not recorded before a crash; recovered by asking the gateway again for call {call_id}"
+# The gateway's answers that say nothing of the call's outcome (see services.runner.toolclient).
+_UNANSWERED = {"no_gateway", "no_reply", "call_in_doubt", "call_in_progress", "bad_reply", "internal_error",
+               "ledger_unavailable"}
+
+
+def unanswered(result: ToolCallResult) -> bool:
+    """Asked again, the gateway could not say what became of the call."""
+    return result.error is not None and result.error.code in _UNANSWERED and result.status != "ok"
+
+
+def doubt_of(result: ToolCallResult) -> str | None:
+    """The gateway's own words when it knows the call was executing and cannot tell more."""
+    if result.error is not None and result.error.code == "call_in_doubt":
+        return f"the gateway answered: {result.error.message}"
+    return None
 
 
 def unverified_check(step: TaskStep, *, reason: str = LOST, system: str | None = None) -> str:

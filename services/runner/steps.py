@@ -128,9 +128,15 @@ class ToolSteps:
         )
 
     async def _recover(self, ctx: RunContext, step: TaskStep, verify: Verify | None) -> TaskStep | None:
-        """A write found `started`: its outcome from the audit or a read-back; None when the
-        read-back shows it did not happen; Unverified when nobody can tell."""
+        """A write found `started`: its outcome from the gateway's call ledger (asked again under
+        the same call id), the audit or a read-back; None when the read-back shows it did not
+        happen; Unverified when nobody can tell."""
         await _after_call_window(step, step.timeout_seconds or self._timeout)
+        asked, doubt = await self._ask_again(ctx, step)
+        if asked is not None:
+            log.info("write outcome recovered from the gateway", task=ctx.task_id, step=step.id,
+                     status=asked.classification)
+            return asked
         record = await self._audit.find(step.call_id, since=step.started_at) if step.call_id else None
         if record is not None:
             log.info("write outcome recovered from the audit", task=ctx.task_id, step=step.id, status=record.status)
@@ -143,7 +149,21 @@ class ToolSteps:
                     note="outcome not recorded before a crash; the read-back shows the write happened")
             if found is False:
                 return None
-        raise Unverified(recovery.unverified_check(step))
+        raise Unverified(recovery.unverified_check(step, reason=doubt or recovery.LOST))
+
+    async def _ask_again(self, ctx: RunContext, step: TaskStep) -> tuple[TaskStep | None, str | None]:
+        """The step finished with what the gateway answers to its call id asked again (the
+        recorded result, or the call run now if the gateway never received it), or why not."""
+        if not step.call_id:
+            return None, None
+        limit = step.timeout_seconds or self._timeout
+        arguments = self._full(step, step.arguments or {})
+        result = await self._tools.call(self._request(ctx, step, arguments, limit), call_id=step.call_id,
+                                        timeout=limit, side_effect=step.side_effect, trace=ctx.event.header.trace)
+        if recovery.unanswered(result):
+            return None, recovery.doubt_of(result)
+        finished = self._finished(step, result)
+        return msgspec.structs.replace(finished, note=recovery.ASKED_AGAIN.format(call_id=step.call_id)), None
 
 
 def _granted_before(prior: TaskStep | None) -> str | None:

@@ -71,6 +71,10 @@ class System(ResourceModel):
     probe: ProbeConfig | None = None
     circuit: CircuitConfig = Field(default_factory=CircuitConfig)
     openapi: OpenApiSource | None = None
+    # The header (e.g. `Idempotency-Key`) under which the system accepts an idempotency key on
+    # writes and deduplicates on it. Only then is the key sent, and only then may a call whose
+    # gateway died mid-call be sent again.
+    idempotency_header: Annotated[str, Field(pattern=r"^[A-Za-z0-9-]{1,64}$")] | None = None
 
     @model_validator(mode="after")
     def _http_needs_url(self) -> System:

@@ -97,3 +97,9 @@ def decode_request(data: bytes) -> ToolCallEnvelope:
 
 def decode_result(data: bytes) -> ToolResultEnvelope:
     return decode_bounded(_result_decoder, data)
+
+
+# The `_meta` key under which the gateway passes a write's idempotency key (its call id) to an MCP
+# tool. A tool that deduplicates on it returns its first result for a key it has seen and does
+# nothing again; an app declares such tools in `mcp.idempotency_key_tools` (apps/config.yml).
+IDEMPOTENCY_META_KEY = "aurora/idempotency_key"

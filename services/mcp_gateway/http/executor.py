@@ -116,8 +116,8 @@ class HttpExecutor:
                                                                  f"be read ({type(exc).__name__})")
             scheme = system.auth.scheme
             headers[system.auth.header] = f"{scheme} {call.secret}" if scheme else call.secret
-        if tool.side_effect != "read" and idempotency_key:
-            headers["Idempotency-Key"] = idempotency_key
+        if tool.side_effect != "read" and idempotency_key and system.idempotency_header:
+            headers[system.idempotency_header] = idempotency_key  # declared: the system deduplicates on it
         limit = timeout if timeout is not None else system.timeout_seconds
 
         async def trace(event: str, info: dict[str, Any]) -> None:
@@ -176,7 +176,7 @@ class _Call:
             return self.end(status, code, message, transport_failure=True)
         return self.end("outcome_unknown", code, f"{message} after the request was sent; the {self.tool.side_effect} "
                         "may or may not have taken effect: verify before repeating it with the same "
-                        "Idempotency-Key", transport_failure=True)
+                        "idempotency key", transport_failure=True)
 
     def classify(self, response: httpx.Response, body: bytes, complete: bool) -> HttpOutcome:
         code = response.status_code

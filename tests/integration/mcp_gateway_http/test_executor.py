@@ -136,8 +136,8 @@ async def test_2xx_with_a_failure_code_is_a_business_error(server: RecordingServ
 async def test_a_write_that_times_out_after_sending_is_outcome_unknown(server: RecordingServer,
                                                                        client: httpx.AsyncClient) -> None:
     server.reply = lambda r: Reply.json({"saved": True}, delay=2.0)
-    outcome = await HttpExecutor(client).call(system_for(server.url), tool(path="/rules"), {},
-                                              idempotency_key="task-9:step-1", timeout=0.3)
+    outcome = await HttpExecutor(client).call(system_for(server.url, idempotency_header="Idempotency-Key"),
+                                              tool(path="/rules"), {}, idempotency_key="task-9:step-1", timeout=0.3)
     result = outcome.result
     assert result.status == "outcome_unknown"
     assert result.error is not None and result.error.code == "timeout"
@@ -170,7 +170,7 @@ async def test_connection_refused_is_unavailable_and_nothing_was_sent(client: ht
 
 
 async def test_idempotency_key_on_writes_only(server: RecordingServer, client: httpx.AsyncClient) -> None:
-    executor, system = HttpExecutor(client), system_for(server.url)
+    executor, system = HttpExecutor(client), system_for(server.url, idempotency_header="Idempotency-Key")
     cases: list[tuple[str, SideEffect]] = [
         ("GET", "read"), ("POST", "write"), ("DELETE", "dangerous"), ("PUT", "write")]
     for method, side_effect in cases:
@@ -179,6 +179,17 @@ async def test_idempotency_key_on_writes_only(server: RecordingServer, client: h
     keys = [(r.method, r.header("Idempotency-Key")) for r in server.requests]
     assert keys == [("GET", None), ("POST", "key-POST"), ("DELETE", "key-DELETE"), ("PUT", "key-PUT"),
                     ("POST", None)]
+
+
+async def test_the_key_goes_only_to_a_system_that_declares_its_header(server: RecordingServer,
+                                                                     client: httpx.AsyncClient) -> None:
+    executor = HttpExecutor(client)
+    await executor.execute(system_for(server.url), tool("POST", "/x"), {}, idempotency_key="undeclared")
+    declared = system_for(server.url, idempotency_header="X-Request-Key")
+    await executor.execute(declared, tool("POST", "/x"), {}, idempotency_key="declared")
+    plain, keyed = server.requests
+    assert plain.header("Idempotency-Key") is None and plain.header("X-Request-Key") is None
+    assert keyed.header("X-Request-Key") == "declared" and keyed.header("Idempotency-Key") is None
 
 
 def echo_headers(request: Recorded) -> Reply:
@@ -283,7 +294,7 @@ async def test_arguments_cannot_replace_the_credential_or_the_key(server: Record
     monkeypatch.setenv("PLANT_TOKEN", "the-real-one")
     params = (HttpParam(name="auth", location="header", wire_name="authorization"),
               HttpParam(name="key", location="header", wire_name="idempotency-key"))
-    system = system_for(server.url, auth=AuthHeader(value_env="PLANT_TOKEN"))
+    system = system_for(server.url, auth=AuthHeader(value_env="PLANT_TOKEN"), idempotency_header="Idempotency-Key")
     await HttpExecutor(client).execute(system, tool("POST", "/x", params=params),
                                        {"auth": "Bearer forged", "key": "forged"}, idempotency_key="task-1:step-1")
     [got] = server.requests

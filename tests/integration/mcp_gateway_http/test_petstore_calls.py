@@ -29,7 +29,7 @@ def tools() -> dict[str, ToolDefinition]:
 
 async def test_petstore_operations_reach_the_server_as_mapped(server: RecordingServer, client: httpx.AsyncClient,
                                                               tools: dict[str, ToolDefinition]) -> None:
-    petstore = System(name="petstore", base_url=server.url + "/v3")
+    petstore = System(name="petstore", base_url=server.url + "/v3", idempotency_header="Idempotency-Key")
     executor = HttpExecutor(client)
     pet = {"id": 10, "name": "doggie", "category": {"id": 1, "name": "Dogs"}, "photoUrls": ["a.png"],
            "tags": [{"id": 2, "name": "calm"}], "status": "available"}

@@ -1,8 +1,10 @@
 """Recovery from the step log, made deterministic: a task is left in KV exactly as a runner
 SIGKILLed at the worst moment leaves it — a write recorded `started`, its outcome not — and its
-run message is published again. The resuming runner must learn the outcome (the gateway's
-audit, the step's read-back) or say the task is unverified, and never call the write again
-blindly."""
+run message is published again. The resuming runner asks the gateway again under the step's
+call id: its call ledger answers with the recorded result, or runs a call it never received;
+a call it was executing when it died (the ledger entry is seeded here as a dead gateway leaves
+it) is looked up in the audit and the step's read-back, or the task says it is unverified.
+Nothing is called again blindly."""
 
 from __future__ import annotations
 
@@ -14,11 +16,12 @@ from typing import Any
 import msgspec
 from nats.aio.client import Client as NATS
 
+from services.mcp_gateway.ledger import LedgerEntry, ledger_key
 from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
 from shared.contracts.run import METHOD_AGENT_RUN, DeliveryContext, ReplyTarget, RunPayload, RunTarget
 from shared.contracts.task import Task, TaskStep, Transition, encode_task
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
-from shared.streams import tasks_bucket
+from shared.streams import call_ledger_bucket, ensure_bucket, tasks_bucket
 from shared.subjects import Subjects
 from tests.harness.run_records import dispatched
 from tests.integration.runner.conftest import Stack
@@ -75,7 +78,16 @@ def _started_delivery(call_id: str, text: str) -> TaskStep:
                     side_effect="write", arguments={"text": text}, call_id=call_id, timeout_seconds=5.0)
 
 
-async def test_a_reply_the_audit_recorded_is_not_sent_again(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def _abandoned(nc: NATS, subjects: Subjects, call_id: str, tool: str, run_id: str) -> None:
+    """The ledger entry of a call a gateway was executing when it died (a target that does not
+    deduplicate): asked again, it is in doubt."""
+    kv = await ensure_bucket(nc.jetstream(), call_ledger_bucket(subjects))
+    entry = LedgerEntry(state="executing", owner="dead-gateway", tool=tool, run_id=run_id, task_id=run_id,
+                        deduplicates=False, target="echo", started_at=LONG_AGO, deadline=0.0)
+    await kv.create(ledger_key(call_id), msgspec.json.encode(entry))
+
+
+async def test_a_reply_the_gateway_recorded_is_not_sent_again(stack: Stack, snc: NATS, subjects: Subjects) -> None:
     case = f"rca-{uuid.uuid4().hex[:6]}"
     agent_id = f"a-{case}"
     await apply(snc, subjects, "agents", _playbook_agent(agent_id, [], "hello", []))
@@ -95,13 +107,13 @@ async def test_a_reply_the_audit_recorded_is_not_sent_again(stack: Stack, snc: N
     task = await settled(snc, subjects, run.run_id)
     assert task["state"] == "succeeded" and task["delivered"] is True, json.dumps(task, indent=1)[:3000]
     step = next(s for s in task["steps"] if s["id"] == "deliver")
-    assert step["classification"] == "ok" and "gateway audit" in step["note"]
+    assert step["classification"] == "ok" and "asking the gateway again" in step["note"], step
     assert task["attempts"] == 2
     assert [r["text"] for r in sent(stack.chat_log) if r.get("session_id") == f"g-{case}"] == ["hello"]
 
 
-async def test_a_reply_nobody_recorded_leaves_the_task_unverified(stack: Stack, snc: NATS, subjects: Subjects) -> None:
-    case = f"rcu-{uuid.uuid4().hex[:6]}"
+async def test_a_reply_the_gateway_never_received_is_sent_once(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    case = f"rcr-{uuid.uuid4().hex[:6]}"
     agent_id = f"a-{case}"
     await apply(snc, subjects, "agents", _playbook_agent(agent_id, [], "hello", []))
     _, _, run = _parts(case, agent_id)
@@ -109,9 +121,26 @@ async def test_a_reply_nobody_recorded_leaves_the_task_unverified(stack: Stack, 
     await _seed_and_publish(snc, subjects, run, [_started_delivery(call_id, "hello")], agent_id)
 
     task = await settled(snc, subjects, run.run_id)
+    assert task["state"] == "succeeded" and task["delivered"] is True, json.dumps(task, indent=1)[:3000]
+    step = next(s for s in task["steps"] if s["id"] == "deliver")
+    assert step["call_id"] == call_id and "asking the gateway again" in step["note"], step
+    assert [r["text"] for r in sent(stack.chat_log) if r.get("session_id") == f"g-{case}"] == ["hello"]
+
+
+async def test_a_reply_the_gateway_died_sending_leaves_the_task_unverified(stack: Stack, snc: NATS,
+                                                                          subjects: Subjects) -> None:
+    case = f"rcu-{uuid.uuid4().hex[:6]}"
+    agent_id = f"a-{case}"
+    await apply(snc, subjects, "agents", _playbook_agent(agent_id, [], "hello", []))
+    _, _, run = _parts(case, agent_id)
+    call_id = str(uuid.uuid4())
+    await _abandoned(snc, subjects, call_id, "event_reply", run.run_id)
+    await _seed_and_publish(snc, subjects, run, [_started_delivery(call_id, "hello")], agent_id)
+
+    task = await settled(snc, subjects, run.run_id)
     assert task["state"] == "unverified", json.dumps(task, indent=1)[:3000]
     assert "the reply" in task["check"] and call_id in task["check"] and '"text": "hello"' in task["check"]
-    assert "not repeated" in task["check"]
+    assert "does not deduplicate" in task["check"] and "not repeated" in task["check"]
     assert not [r for r in sent(stack.chat_log) if r.get("session_id") == f"g-{case}"]
 
 
@@ -137,9 +166,9 @@ def _counting_agent(agent_id: str, key: str) -> dict[str, Any]:
     ], "counted {{ steps.count.status }}", [f"{ECHO}.counter_increment", f"{ECHO}.counter_get"])
 
 
-def _started_count(key: str) -> TaskStep:
+def _started_count(key: str, call_id: str) -> TaskStep:
     return TaskStep(id="count", kind="tool", name=f"{ECHO}.counter_increment", status="started",
-                    started_at=LONG_AGO, side_effect="write", arguments={"key": key}, call_id=str(uuid.uuid4()),
+                    started_at=LONG_AGO, side_effect="write", arguments={"key": key}, call_id=call_id,
                     timeout_seconds=5.0)
 
 
@@ -149,7 +178,9 @@ async def test_a_write_the_read_back_finds_is_not_made_again(stack: Stack, snc: 
     await apply(snc, subjects, "agents", _counting_agent(agent_id, case))
     assert await _counter(snc, subjects, case, increment=True) == 1  # the write did happen
     _, _, run = _parts(case, agent_id)
-    await _seed_and_publish(snc, subjects, run, [_started_count(case)], agent_id)
+    call_id = str(uuid.uuid4())
+    await _abandoned(snc, subjects, call_id, f"{ECHO}.counter_increment", run.run_id)  # the gateway cannot tell
+    await _seed_and_publish(snc, subjects, run, [_started_count(case, call_id)], agent_id)
 
     task = await settled(snc, subjects, run.run_id)
     assert task["state"] == "succeeded", json.dumps(task, indent=1)[:3000]
@@ -164,7 +195,9 @@ async def test_a_write_the_read_back_does_not_find_is_made_again(stack: Stack, s
     agent_id = f"a-{case}"
     await apply(snc, subjects, "agents", _counting_agent(agent_id, case))
     _, _, run = _parts(case, agent_id)
-    await _seed_and_publish(snc, subjects, run, [_started_count(case)], agent_id)
+    call_id = str(uuid.uuid4())
+    await _abandoned(snc, subjects, call_id, f"{ECHO}.counter_increment", run.run_id)
+    await _seed_and_publish(snc, subjects, run, [_started_count(case, call_id)], agent_id)
 
     task = await settled(snc, subjects, run.run_id)
     # Made again, under the same step — and, being an agent's write, it asks for approval first.

@@ -89,6 +89,8 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
     "inbox_stream": ("create a stream not its own, one capturing another user's `_INBOX_<user>.>`",
                      _row(R, R, R, R, R, A, R)),
     "reshape": ("update or purge a platform stream (`AMP_EVENTS`)", _row(R, R, R, R, R, A, R)),
+    "ledger_write": ("write the gateway's call ledger (`$KV.AMP_CALL_LEDGER.…`)", _row(R, R, A, R, R, R, R)),
+    "ledger_read": ("read the gateway's call ledger (`STREAM.MSG.GET.KV_AMP_CALL_LEDGER`)", _row(R, R, A, R, R, A, R)),
     "other_streams": ("read a stream other than `AMP_EVENTS` (`AMP_AUDIT`, `AMP_DLQ`, approvals)",
                       _row(N, N, N, N, N, N, R)),
 }

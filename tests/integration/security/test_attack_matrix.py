@@ -31,6 +31,7 @@ from shared.streams import (
     approvals_bucket,
     apps_bucket,
     audit_stream,
+    call_ledger_bucket,
     ensure_bucket,
     ensure_streams,
     fabric_streams,
@@ -53,6 +54,7 @@ from tests.integration.security.attack_matrix import (
 from tests.integration.security.conftest import Connect, Session
 
 Probe = Callable[[Session], Awaitable[str]]
+LEDGER = call_ledger_bucket(SUBJECTS).name
 
 
 def _violation(subject: str) -> str:
@@ -126,7 +128,7 @@ async def _own_streams(session: Session) -> None:
         await ensure_bucket(js, apps_bucket(SUBJECTS))
     if user == "mcp-gateway":
         await ensure_streams(js, [audit_stream(SUBJECTS)])
-        for bucket in (approvals_bucket, tools_bucket, systems_bucket, agents_bucket):
+        for bucket in (approvals_bucket, tools_bucket, systems_bucket, agents_bucket, call_ledger_bucket):
             await ensure_bucket(js, bucket(SUBJECTS))
     if user == "router":
         await open_router_stores(js, SUBJECTS)
@@ -255,6 +257,11 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
     if key == "reshape":
         return [request("$JS.API.STREAM.UPDATE.AMP_EVENTS", ctx.events_config),
                 request("$JS.API.STREAM.PURGE.AMP_EVENTS", {"filter": "amp.evt.nobody.here"})]
+    if key == "ledger_write":  # a JetStream publish is answered (an ack) when it is let through
+        return [request(f"$KV.{LEDGER}.calls.matrix-{user}", {"state": "done"})]
+    if key == "ledger_read":  # any answer (the entry, or "not found") is the server's, not a refusal
+        entry = f"$KV.{LEDGER}.calls.matrix-mcp-gateway"
+        return [request(f"$JS.API.STREAM.MSG.GET.KV_{LEDGER}", {"last_by_subj": entry}, must_succeed=False)]
     if key == "other_streams":
         if user != "consumer":
             return []

@@ -113,8 +113,8 @@ async def gateway_with_orders(nc: NATS, subjects: Subjects, spawn: Any, folder: 
                               spec: dict[str, Any], cooldown: float, env: dict[str, str] | None = None
                               ) -> tuple[Pool, dict[str, Any]]:
     """A gateway process (no apps) with the HTTP system `orders` at `base_url` (business contract
-    `code == 0`, circuit opening after 2 transport failures) and `spec`'s operations imported
-    as drafts; (the pool, what the import answered)."""
+    `code == 0`, circuit opening after 2 transport failures, writes keyed by `Idempotency-Key`)
+    and `spec`'s operations imported as drafts; (the pool, what the import answered)."""
     config = folder / "apps.yml"
     config.write_text("apps: {}\n")
     spec_file = folder / "orders.yaml"
@@ -128,6 +128,7 @@ async def gateway_with_orders(nc: NATS, subjects: Subjects, spawn: Any, folder: 
         try:
             await pool.admin("systems", "apply", {"document": {
                 "kind": "System", "name": "orders", "type": "http", "base_url": base_url, "timeout_seconds": 1.0,
+                "idempotency_header": "Idempotency-Key",  # it deduplicates writes on the call id
                 "contract": {"success_field": "code", "success_values": [0], "message_field": "msg"},
                 "circuit": {"failure_threshold": 2, "cooldown_seconds": cooldown}}})
         except NOT_SERVING_YET:  # the gateway is still starting

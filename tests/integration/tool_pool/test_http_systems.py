@@ -79,12 +79,23 @@ async def test_import_makes_drafts_and_importing_again_duplicates_nothing(http_p
 async def test_every_json_type_reaches_the_http_system_exactly(http_pool: Pool, server: RecordingServer) -> None:
     arguments = {"item": "bolt", "qty": 3, "price": 1.0, "rush": False, "note": None, "tags": ["a", "b"],
                  "meta": {"nested": {"n": [1, 2.5, True, None]}}}
-    result = await http_pool.call("orders.createOrder", arguments, task_id="t1", step_id="s1")
+    result = await http_pool.call("orders.createOrder", arguments, call_id="order-call-1")
     assert result["status"] == "ok", result
     sent = server.requests[-1]
     assert json.loads(sent.body) == arguments
     assert b'"price":1.0' in sent.body.replace(b" ", b"")
-    assert sent.header("Idempotency-Key") == "t1:s1"
+    # The system declares its idempotency header: a write carries the call id in it.
+    assert sent.header("Idempotency-Key") == "order-call-1"
+
+
+async def test_a_write_asked_again_with_its_call_id_reaches_the_system_once(http_pool: Pool,
+                                                                           server: RecordingServer) -> None:
+    first = await http_pool.call("orders.createOrder", {"item": "once"}, call_id="order-call-2")
+    again = await http_pool.call("orders.createOrder", {"item": "once"}, call_id="order-call-2")
+    assert first["status"] == "ok" and again == first
+    assert [r.header("Idempotency-Key") for r in server.requests if r.path == "/orders"] == ["order-call-2"]
+    read = await http_pool.call("orders.getDevice", {"id": 5}, call_id="device-call-1")
+    assert read["status"] == "ok" and server.requests[-1].header("Idempotency-Key") is None
 
 
 async def test_http_200_with_a_failure_code_is_a_business_error(http_pool: Pool) -> None:

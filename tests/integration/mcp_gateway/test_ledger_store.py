@@ -1,0 +1,126 @@
+"""The call ledger against a real nats-server's KV: claims, answers to a call asked again, and
+two gateway instances racing for one call id."""
+
+from __future__ import annotations
+
+import asyncio
+
+import nats
+from nats.aio.client import Client as NATS
+
+from services.mcp_gateway.ledger import CallLedger, Claim
+from shared.contracts.toolcall import ToolCallContext, ToolCallRequest, ToolCallResult
+from shared.streams import call_ledger_bucket, ensure_bucket
+from shared.subjects import Subjects
+
+REQUEST = ToolCallRequest(tool="test.echo.counter_increment", arguments={"key": "k"},
+                          context=ToolCallContext(run_id="run-1", task_id="run-1"))
+OK = ToolCallResult(status="ok", structured={"count": 1}, side_effect="write")
+
+
+async def _ledger(nc: NATS, subjects: Subjects, **kwargs: float) -> CallLedger:
+    kv = await ensure_bucket(nc.jetstream(), call_ledger_bucket(subjects, 3600.0))
+    return CallLedger(kv, heartbeat_seconds=kwargs.get("heartbeat", 0.2))
+
+
+async def _claim(ledger: CallLedger, call_id: str, request: ToolCallRequest = REQUEST) -> Claim:
+    claim = await ledger.recall(call_id, request)
+    assert isinstance(claim, Claim), claim
+    return claim
+
+
+async def _take(claim: Claim, *, deduplicates: bool = False) -> ToolCallResult | None:
+    return await claim.take(side_effect="write", deduplicates=deduplicates, target="echo", timeout=5.0)
+
+
+async def test_a_finished_call_asked_again_gets_the_recorded_result(nc: NATS, subjects: Subjects) -> None:
+    ledger = await _ledger(nc, subjects)
+    await ledger.start()
+    try:
+        claim = await _claim(ledger, "call-done")
+        assert await _take(claim) is None
+        # Still executing here, and this instance is alive: ask again later.
+        busy = await ledger.recall("call-done", REQUEST)
+        assert isinstance(busy, ToolCallResult) and busy.error is not None
+        assert (busy.status, busy.error.code) == ("outcome_unknown", "call_in_progress")
+        await claim.finish(OK)
+        again = await ledger.recall("call-done", REQUEST)
+        assert again == OK
+        # The same id for another call is refused, not answered with this one's result.
+        other = ToolCallRequest(tool="test.echo.crash", context=REQUEST.context)
+        refused = await ledger.recall("call-done", other)
+        assert isinstance(refused, ToolCallResult) and refused.error is not None
+        assert (refused.status, refused.error.code) == ("denied", "call_id_reused")
+    finally:
+        await ledger.stop()
+
+
+async def test_a_call_whose_gateway_died_is_in_doubt_unless_the_target_deduplicates(
+        nc: NATS, subjects: Subjects) -> None:
+    dead = await _ledger(nc, subjects)
+    await dead.start()
+    assert await _take(await _claim(dead, "call-plain")) is None
+    assert await _take(await _claim(dead, "call-dedup"), deduplicates=True) is None
+    await dead.stop()  # as good as dead: its heartbeat is gone
+
+    successor = await _ledger(nc, subjects)
+    await successor.start()
+    try:
+        doubt = await successor.recall("call-plain", REQUEST)
+        assert isinstance(doubt, ToolCallResult) and doubt.error is not None
+        assert (doubt.status, doubt.error.code) == ("outcome_unknown", "call_in_doubt")
+        assert "does not deduplicate" in doubt.error.message and "echo" in doubt.error.message
+        # Safe to send again under the same key: the successor takes the call over.
+        resend = await _claim(successor, "call-dedup")
+        assert await _take(resend, deduplicates=True) is None
+        await resend.finish(OK)
+        assert await successor.recall("call-dedup", REQUEST) == OK
+    finally:
+        await successor.stop()
+
+
+async def test_a_stale_heartbeat_is_a_dead_gateway(nc: NATS, nats_url: str, subjects: Subjects) -> None:
+    """SIGKILL leaves the heartbeat behind: it goes stale within three beats."""
+    lost = await nats.connect(nats_url)
+    killed = await _ledger(lost, subjects, heartbeat=0.2)
+    await killed.start()
+    assert await _take(await _claim(killed, "call-killed")) is None
+    await lost.close()  # its connection gone, it can no longer beat (nor say goodbye), like a killed process
+    observer = await _ledger(nc, subjects, heartbeat=0.2)
+    first = await observer.recall("call-killed", REQUEST)
+    assert isinstance(first, ToolCallResult) and first.error is not None
+    assert first.error.code == "call_in_progress"
+    await asyncio.sleep(0.7)
+    later = await observer.recall("call-killed", REQUEST)
+    assert isinstance(later, ToolCallResult) and later.error is not None
+    assert later.error.code == "call_in_doubt"
+    await killed.stop()
+
+
+async def test_two_gateways_racing_for_one_call_id_let_one_run_it(nc: NATS, subjects: Subjects) -> None:
+    one, two = await _ledger(nc, subjects), await _ledger(nc, subjects)
+    await one.start()
+    await two.start()
+    try:
+        for n in range(5):
+            claims = [await _claim(one, f"race-{n}"), await _claim(two, f"race-{n}")]
+            taken = await asyncio.gather(*(_take(claim) for claim in claims))
+            winners = [t for t in taken if t is None]
+            assert len(winners) == 1, taken
+            loser = next(t for t in taken if t is not None)
+            assert loser.error is not None and loser.error.code == "call_in_progress", loser
+    finally:
+        await one.stop()
+        await two.stop()
+
+
+async def test_reads_are_not_recorded(nc: NATS, subjects: Subjects) -> None:
+    ledger = await _ledger(nc, subjects)
+    await ledger.start()
+    try:
+        claim = await _claim(ledger, "call-read")
+        assert await claim.take(side_effect="read", deduplicates=False, target="echo", timeout=5.0) is None
+        await claim.finish(OK)
+        assert isinstance(await ledger.recall("call-read", REQUEST), Claim)  # asked again: it reads again
+    finally:
+        await ledger.stop()
