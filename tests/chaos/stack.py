@@ -92,7 +92,11 @@ class ChaosStack:
         self.logs.mkdir(parents=True, exist_ok=True)
         _LIVE.add(self)
         self.server.start()
-        config = write_apps(self.workdir, {**stack_apps(self.chat_log), **self.spec.apps})
+        apps = stack_apps(self.chat_log)
+        # As apps/config.yml declares it: the chat app deduplicates a send on its idempotency key,
+        # so a reply whose answer was lost can be sent again safely.
+        apps["chat"]["mcp"]["idempotency_key_tools"] = ["send_message"]
+        config = write_apps(self.workdir, {**apps, **self.spec.apps})
         env = service_env(self.server.url, AURORA_APPS_CONFIG=str(config))
         for name in SERVICES:
             self.processes[name] = ServiceProcess(MODULES[name], env, self.logs, name)
