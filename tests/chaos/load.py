@@ -3,9 +3,10 @@
 Each input `n` is an operator call of the chat app's `simulate_message` (conversation
 `chaos-<n>`): the app emits a native `message.received`, the gateway forwards it, the bridge
 stores it in AMP_EVENTS (that publish's ack is what makes the input *acknowledged*), the router
-routes it to a playbook agent, a runner runs it (one echo call through the gateway) and replies
-to `chaos-<n>` through the chat app, which appends every message it sends to its log. The
-driver never retries an input: a second try would be a second event, and a duplicate reply.
+routes it to a playbook agent, a runner runs it (two reads of the echo app through the gateway,
+the first taking half a second) and replies to `chaos-<n>` through the chat app, which appends
+every message it sends to its log. The driver never retries an input: a second try would be a
+second event, and a duplicate reply.
 """
 
 from __future__ import annotations
