@@ -3,7 +3,8 @@
 JSON-RPC over stdio written by hand (no SDK), so that it can do what no SDK server would:
 
 - `flood`: after the handshake, sends `aurora/event` notifications at FLOOD_RATE per second
-  (10,000 by default) for as long as it runs;
+  (10,000 by default) for as long as it runs, writing how many it sent so far to
+  FLOOD_COUNT_FILE (when set) every second (a full pipe slows it down: that is measured too);
 - `hang`: answers the handshake, listings and pings, never a `tools/call`;
 - `garbage`: writes a line that is not JSON-RPC to stdout every GARBAGE_EVERY seconds (0.05)
   and before every answer, and otherwise answers normally;
@@ -27,6 +28,7 @@ MODE = os.environ.get("MISBEHAVE", "")
 FLOOD_RATE = float(os.environ.get("FLOOD_RATE", "10000"))
 GARBAGE_EVERY = float(os.environ.get("GARBAGE_EVERY", "0.05"))
 SLOW_SECONDS = float(os.environ.get("SLOW_SECONDS", "4"))
+FLOOD_COUNT_FILE = os.environ.get("FLOOD_COUNT_FILE", "")
 TOOL = {"name": "work", "description": "Does nothing, in the way this app misbehaves.",
         "inputSchema": {"type": "object", "properties": {}}}
 _out = threading.Lock()
@@ -47,9 +49,13 @@ def answer(request_id: Any, result: dict[str, Any]) -> None:
 
 def flood() -> None:
     # Batches every 10 ms keep the rate without a sleep per notification.
-    per_batch, n = max(1, int(FLOOD_RATE / 100)), 0
+    per_batch, n, counted = max(1, int(FLOOD_RATE / 100)), 0, time.monotonic()
     while True:
         started = time.monotonic()
+        if FLOOD_COUNT_FILE and started - counted >= 1.0:
+            with open(FLOOD_COUNT_FILE, "w", encoding="utf-8") as file:
+                file.write(str(n))
+            counted = started
         for _ in range(per_batch):
             n += 1
             write({"jsonrpc": "2.0", "method": "aurora/event", "params": {

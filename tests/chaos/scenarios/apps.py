@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from shared.subjects import app_token
 from tests.chaos.kit import Check, loaded
 from tests.chaos.load import SUBJECTS, LoadRun, operator_call
 from tests.chaos.model import Outcome, Scenario
@@ -29,14 +30,26 @@ def package(mode: str) -> str:
     return f"test.misbehaving.{mode}"
 
 
-def misbehaving(mode: str, **mcp: Any) -> dict[str, Any]:
+def misbehaving(mode: str, workdir: Path, **mcp: Any) -> dict[str, Any]:
+    env = {"MISBEHAVE": mode, "SLOW_SECONDS": str(2 * CALL_TIMEOUT), "FLOOD_COUNT_FILE": str(flood_count(workdir))}
     app = stdio([PYTHON, str(APPS / "misbehaving_app.py")], package=package(mode),
-                mcp={"env": {"MISBEHAVE": mode, "SLOW_SECONDS": str(2 * CALL_TIMEOUT)},
+                mcp={"env": env,
                      "call_timeout_seconds": CALL_TIMEOUT, "health_timeout_seconds": 5, **mcp})
     if mode == "exit":  # give up soon, so that the test sees the supervisor's final verdict
         app["restart"] = {"backoff_initial_seconds": 0.2, "backoff_max_seconds": 0.5, "max_restarts": 3,
                           "window_seconds": 60}
     return app
+
+
+def flood_count(workdir: Path) -> Path:
+    return workdir / "flood-count.txt"
+
+
+def flooded(workdir: Path) -> int:
+    """How many notifications the flooding app says it sent (0 before it wrote its count)."""
+    path = flood_count(workdir)
+    text = path.read_text(encoding="utf-8").strip() if path.exists() else ""
+    return int(text) if text.isdigit() else 0
 
 
 async def event_types(run: LoadRun, app: str) -> Counter[str]:
@@ -88,9 +101,10 @@ async def misbehaving_scenario(workdir: Path, scale: float, mode: str, faults_te
                                **mcp: Any) -> Outcome:
     statuses: Counter[str] = Counter()
     return await loaded(workdir, scale, name=f"app-{mode}", faults_text=faults_text,
-                        spec=StackSpec(apps={f"misbehaving-{mode}": misbehaving(mode, **mcp)}),
+                        spec=StackSpec(apps={f"misbehaving-{mode}": misbehaving(mode, workdir, **mcp)}),
                         faults=None if mode == "flood" else calling(mode, statuses),
-                        checks=[visible(mode, statuses, expect)], rate=10.0, seconds=10.0)
+                        checks=[visible(mode, statuses, expect), *([flood_kept(workdir)] if mode == "flood" else [])],
+                        rate=10.0, seconds=10.0)
 
 
 def shown_unwell(row: dict[str, Any] | None) -> bool:
@@ -103,8 +117,35 @@ def shown_unwell(row: dict[str, Any] | None) -> bool:
 
 def _flood(row: dict[str, Any] | None, types: Counter[str], statuses: Counter[str]) -> list[str]:
     # A flood is load, not a broken app: what must hold is that the rest is served (judged for
-    # every scenario) and that what was taken of the flood is there as events.
+    # every scenario) and that what was taken of the flood is there as events (what was not
+    # is judged by `flood_kept`).
     return [] if types["sensor.flooded"] > 0 else ["none of the flood's notifications was stored as an event"]
+
+
+DROP_WORDS = ("dropped", "slow consumer", "discarded")
+
+
+def flood_kept(workdir: Path) -> Check:
+    """What the flooding app sent is stored as events, still waiting as signals, or its loss is
+    said somewhere (a log line, an event, its `aurora apps` row): never gone without a trace."""
+
+    async def check(stack: ChaosStack, run: LoadRun, tally: Tally) -> tuple[list[str], str]:
+        sent = flooded(workdir)
+        stored = (await event_types(run, package("flood")))["sensor.flooded"]
+        info = await run.nc.jetstream().stream_info(
+            SUBJECTS.stream("SIGNALS"), subjects_filter=f"{SUBJECTS.prefix}.sig.{app_token(package('flood'))}.>")
+        waiting = sum((info.state.subjects or {}).values())
+        said = sorted(name for name in stack.processes
+                      if any(word in stack.log(name).lower() for word in DROP_WORDS))
+        saw = (f"the flooding app sent {sent} notifications: {stored} stored as events, {waiting} still signals, "
+               f"drops told by {said or 'nobody'}")
+        vanished = sent - stored - waiting
+        if vanished > sent // 100 and not said and not shown_unwell(await asyncio.to_thread(app_row, stack,
+                                                                                              package("flood"))):
+            return [f"{vanished} of the {sent} notifications the flooding app sent vanished without a trace"], saw
+        return [], saw
+
+    return check
 
 
 def _timeouts(row: dict[str, Any] | None, types: Counter[str], statuses: Counter[str]) -> list[str]:
