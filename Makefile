@@ -105,3 +105,9 @@ bench-startup: $(STAMP)
 ## soak: 10 minutes of steady load; fails if any service's resident memory grows more than 5 %
 soak: $(STAMP)
 	$(PYTHON) -m tests.bench.soak
+
+## chaos: the real processes under faults (restarts, SIGKILLs, bad apps, slow readers, a full disk);
+## one table, also in bench/chaos.json and bench/chaos.md. CHAOS_ARGS="-k kill" picks scenarios.
+.PHONY: chaos
+chaos: $(STAMP)
+	$(PYTHON) -m tests.chaos $(CHAOS_ARGS)

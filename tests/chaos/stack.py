@@ -1,0 +1,161 @@
+"""The stack a chaos scenario runs on: real processes, each of which a scenario may kill.
+
+A nats-server with a file store (optionally with extra server configuration, e.g. a small
+`max_file_store`), the event-bridge, the supervisor with the chat app (which logs every message
+it sends), the echo app and whatever misbehaving apps the scenario adds, the gateway, the
+router and N runners.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from aurora_cli.localnats import LocalNats
+from tests.harness.processes import REPO, ServiceProcess, service_env
+from tests.integration.runner.helpers import RUNNER_ENV, stack_apps, write_apps
+
+SERVICES = ("bridge", "supervisor", "gateway", "router")
+MODULES = {"bridge": "services.event_bridge", "supervisor": "services.app_supervisor",
+           "gateway": "services.mcp_gateway", "router": "services.router", "runner": "services.runner"}
+# Which log line says a service is serving (a runner's names it by instance).
+READY = {"gateway": '"serving"', "router": '"ready"', "runner": '"ready"'}
+
+
+class Server(Protocol):
+    """What the stack needs of its NATS: one `LocalNats`, or a cluster of them whose `url` is
+    the comma-separated list of its nodes' URLs (services take such a list in NATS_URL)."""
+
+    @property
+    def url(self) -> str: ...
+
+    def start(self) -> None: ...
+
+    def stop(self) -> None: ...
+
+    def kill(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class StackSpec:
+    runners: int = 2
+    apps: Mapping[str, dict[str, Any]] = field(default_factory=dict)  # added to chat and echo
+    nats_config: str | None = None  # text of a nats-server config file
+
+
+# Stacks not stopped yet: killed at exit, so that an interrupted `make chaos` leaves no process.
+_LIVE: set[ChaosStack] = set()
+
+
+@atexit.register
+def _kill_leftovers() -> None:
+    for stack in list(_LIVE):
+        stack.kill_all()
+
+
+class ChaosStack:
+    """`server`, when given, replaces the one nats-server (a scenario on a cluster passes its
+    cluster); the stack starts and stops it like its own."""
+
+    def __init__(self, workdir: Path, spec: StackSpec, server: Server | None = None) -> None:
+        self.workdir = workdir
+        self.spec = spec
+        self.logs = workdir / "logs"
+        self.chat_log = workdir / "chat-sent.jsonl"
+        config_file = None
+        if spec.nats_config is not None:
+            config_file = workdir / "nats-server.conf"
+            config_file.parent.mkdir(parents=True, exist_ok=True)
+            config_file.write_text(spec.nats_config, encoding="utf-8")
+        self.server: Server = server or LocalNats(workdir / "jetstream", log_file=workdir / "nats-server.log",
+                                                  config_file=config_file)
+        self.processes: dict[str, ServiceProcess] = {}
+        self.slow_stops: list[str] = []
+
+    @property
+    def url(self) -> str:
+        return self.server.url
+
+    @property
+    def runners(self) -> list[str]:
+        return [f"runner-{n}" for n in range(1, self.spec.runners + 1)]
+
+    def start(self) -> ChaosStack:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        _LIVE.add(self)
+        self.server.start()
+        apps = stack_apps(self.chat_log)
+        # As apps/config.yml declares it: the chat app deduplicates a send on its idempotency key,
+        # so a reply whose answer was lost can be sent again safely.
+        apps["chat"]["mcp"]["idempotency_key_tools"] = ["send_message"]
+        config = write_apps(self.workdir, {**apps, **self.spec.apps})
+        env = service_env(self.server.url, AURORA_APPS_CONFIG=str(config))
+        for name in SERVICES:
+            self.processes[name] = ServiceProcess(MODULES[name], env, self.logs, name)
+        for name in self.runners:
+            runner_env = {**env, **RUNNER_ENV, "AURORA_RUNNER_INSTANCE": name}
+            self.processes[name] = ServiceProcess(MODULES["runner"], runner_env, self.logs, name)
+        for process in self.processes.values():
+            process.start()
+        for name in self.processes:
+            self.wait_ready(name)
+        return self
+
+    def wait_ready(self, name: str, timeout: float = 60.0) -> None:
+        needle = READY.get(name.split("-")[0])
+        if needle is not None:
+            self.processes[name].wait_for_log(needle, timeout=timeout)
+
+    def kill(self, name: str) -> None:
+        """SIGKILL the service (its whole process group: a supervisor takes its apps with it)."""
+        self.processes[name].kill()
+
+    def revive(self, name: str) -> None:
+        """Start a killed service again, as an orchestrator would."""
+        self.processes[name].start()
+
+    def kill_nats(self) -> None:
+        self.server.kill()
+
+    def start_nats(self) -> None:
+        self.server.start()
+
+    def log(self, name: str) -> str:
+        return self.processes[name].logs()
+
+    def cli(self, *args: str, timeout: float = 30.0) -> Any:
+        """Run the `aurora` CLI as an operator would, with `--json`; its parsed output."""
+        env = service_env(self.url, PYTHONIOENCODING="utf-8")
+        done = subprocess.run([sys.executable, "-m", "aurora_cli.main", *args, "--json"], capture_output=True,
+                              text=True, env=env, cwd=REPO, timeout=timeout, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"aurora {' '.join(args)} failed ({done.returncode}): {done.stderr[-2000:]}")
+        return json.loads(done.stdout)
+
+    def stop(self) -> None:
+        """SIGTERM every service at once (the shutdown order is not what a chaos run measures,
+        and stopping one by one doubled a scenario's time), then the server."""
+        with ThreadPoolExecutor(max_workers=len(self.processes) or 1) as pool:
+            list(pool.map(self._stop_one, self.processes))
+        self.server.stop()
+        _LIVE.discard(self)
+
+    def _stop_one(self, name: str) -> None:
+        began = time.monotonic()
+        code = self.processes[name].terminate(timeout=8)
+        if time.monotonic() - began > 5:  # a service slow to stop is a finding too
+            self.slow_stops.append(f"{name} took {time.monotonic() - began:.0f}s to stop (exit {code})")
+
+    def kill_all(self) -> None:
+        for process in self.processes.values():
+            process.kill()
+        self.server.kill()
+        _LIVE.discard(self)

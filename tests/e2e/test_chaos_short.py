@@ -1,0 +1,27 @@
+"""The short version of `make chaos` in the default suite: nats-server restarted mid-load on its
+file store, and one runner of two SIGKILLed mid-load, each with a few seconds of load through
+the real processes — every acknowledged input answered once, none twice."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.chaos.model import Scenario
+from tests.chaos.scenarios.kills import SCENARIOS as KILLS
+from tests.chaos.scenarios.nats import SCENARIOS as NATS_RESTART
+
+SCALE = 0.3  # of the 20 s load at 10 inputs/s
+SHORT = {s.name: s for s in [*NATS_RESTART, *KILLS] if s.name in ("nats-restart", "kill-runner")}
+
+
+@pytest.mark.parametrize("name", sorted(SHORT))
+async def test_nothing_acknowledged_is_lost_or_duplicated(tmp_path: Path, name: str) -> None:
+    scenario: Scenario = SHORT[name]
+    outcome = await scenario.run(tmp_path, SCALE)
+    print(f"\n{outcome}")
+    assert outcome.acknowledged > 0, outcome.detail
+    assert outcome.lost == 0 and outcome.duplicated == 0, outcome.detail
+    assert outcome.recover_s is not None, outcome.detail
+    assert outcome.passed, outcome.detail
