@@ -287,7 +287,12 @@ class ToolCallHandler:
             )
         exclusion = available_tools(agent.tools, self._pool.tools, self._executable).reason_for(tool.name)
         if exclusion is not None:
-            return classify.failed("denied", exclusion.reason, exclusion.detail, side_effect=tool.side_effect)
+            # Left out because it cannot run right now (its app restarting, its circuit open):
+            # nothing was sent, so the caller may wait and ask again. Anything else is a refusal.
+            blocked = self._executable(tool)
+            transient = blocked is not None and blocked[0] == exclusion.reason and blocked[0] != "system_disabled"
+            return classify.failed("unavailable" if transient else "denied", exclusion.reason, exclusion.detail,
+                                   side_effect=tool.side_effect)
         return None
 
     async def _approval_gate(self, request: ToolCallRequest, tool: Gated, *,

@@ -66,12 +66,15 @@ class AwaitRetry(RunnerError):
     """A call provably did not run (no gateway, the app's session down, a circuit open, the
     model unreachable): the task waits, durably, and tries it again until its deadline."""
 
-    def __init__(self, step_id: str, code: str, message: str, *, retry_after: float | None = None) -> None:
+    def __init__(self, step_id: str, code: str, message: str, *, retry_after: float | None = None,
+                 max_tries: int | None = None, exhausted: StepFailed | None = None) -> None:
         super().__init__(f"step {step_id}: {code}: {message}")
         self.step_id = step_id
         self.code = code
         self.detail = message
         self.retry_after = retry_after  # at the earliest, as the target asked (Retry-After)
+        self.max_tries = max_tries  # a try limit besides the deadline (a read that timed out)
+        self.exhausted = exhausted  # how the task ends when the tries are spent
 
 
 class Unverified(RunnerError):

@@ -229,6 +229,12 @@ class TaskExecutor:
                              now=datetime.now(UTC), limit_seconds=await self._retry_limit(ctx),
                              expire_at=ctx.event.payload.expire_at, backoff=self._config.retry_backoff,
                              retry_after=wait.retry_after)
+        if wait.max_tries is not None and planned.tries >= wait.max_tries and wait.exhausted is not None:
+            failed = wait.exhausted
+            await self._finish(handle, "partial" if _wrote(handle) else "failed",
+                               reason=f"{failed} (tried {planned.tries} times)", agent=ctx.agent,
+                               error=TaskError(code=failed.code, message=str(failed)))
+            return "ack"
         if planned.wait is None:
             reason = retry.gave_up(wait.step_id, wait.code, wait.detail, planned.tries, planned.since)
             await self._finish(handle, "partial" if _wrote(handle) else "failed", reason=reason, agent=ctx.agent,

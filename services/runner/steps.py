@@ -57,6 +57,10 @@ class ToolSteps:
             action = "run"  # an approval arrived for this step: call again, with it
         if prior is not None and prior.done and prior.classification == "unavailable":
             action = "run"  # nothing ran (the target was not there): the task waited to try again
+        waited = ctx.handle.task.retry
+        if prior is not None and prior.done and prior.classification == "timeout" and prior.side_effect == "read" \
+                and waited is not None and waited.step == step_id:
+            action = "run"  # a read whose answer did not come: the task waited to read again
         if action == "reuse":
             assert prior is not None
             return prior

@@ -14,7 +14,7 @@ from typing import Any
 from services.runner.context import RunContext
 from services.runner.drivers.base import GOOD, describe_failure, settle
 from services.runner.drivers.checks import CHECK, check_step
-from services.runner.errors import StepFailed
+from services.runner.errors import AwaitRetry, StepFailed
 from services.runner.interactions import EXECUTABLE_ACTION, Announcer, ask
 from services.runner.results import step_view
 from services.runner.steps import ToolSteps, Verify
@@ -22,6 +22,8 @@ from services.runner.templating import TemplateFailed, render_text, render_value
 from shared.clock import now_iso
 from shared.contracts.agent import Agent, PlaybookStep
 from shared.contracts.task import StepKind, TaskStep
+
+READ_TIMEOUT_TRIES = 3  # a read that timed out is read again, durably, this many times in all
 
 _LOGGED_KIND: dict[str, StepKind] = {"tool": "tool", "interaction": "interaction", "check": "verify"}
 
@@ -83,7 +85,13 @@ class PlaybookDriver:
             if step.on_error == "continue":
                 ctx.partial.append(describe_failure(result))
                 continue
-            raise StepFailed(f"step_{result.classification}", describe_failure(result))
+            failure = StepFailed(f"step_{result.classification}", describe_failure(result))
+            if result.classification == "timeout" and result.side_effect == "read":
+                # A read changes nothing, so asking again is safe, and its answer may have been
+                # lost on the way (a NATS restart while the app answered): the task waits and
+                # reads again, up to READ_TIMEOUT_TRIES; a tool that is simply too slow still fails.
+                raise AwaitRetry(step_id, "timeout", str(failure), max_tries=READ_TIMEOUT_TRIES, exhausted=failure)
+            raise failure
         if playbook.answer is None:
             return None
         try:

@@ -125,6 +125,8 @@ async def test_a_read_that_outlives_its_step_timeout_ends_the_task_as_a_timeout(
     assert wait["side_effect"] == "read" and wait["timeout_seconds"] == 0.5
     assert _seconds(wait) < 3.0, wait  # the step's own limit, not the tool's 4 s nor the 5 s default
     assert "after" not in _steps(task) and task["delivered"] is False
+    # a read changes nothing, so its answer may have been lost: it was read again before giving up
+    assert task["transitions"][-1]["reason"].endswith("(tried 3 times)"), task["transitions"][-1]
 
 
 async def test_a_read_timeout_on_a_step_marked_continue_ends_the_task_partial(

@@ -287,8 +287,8 @@ async def test_an_open_circuit_takes_its_tools_from_the_agent_until_the_cooldown
     assert reasons[READ] == reasons[WRITE] == "circuit_open", view["excluded"]
     detail = next(e["detail"] for e in view["excluded"] if e["tool"] == READ)
     assert "orders" in detail and "open" in detail
-    # refused by the available set (denied), before the circuit itself is asked (which says unavailable)
-    assert refused["status"] == "denied" and refused["error"]["code"] == "circuit_open", refused
+    # left out of the available set, so not sent: unavailable (the caller's run waits and asks again)
+    assert refused["status"] == "unavailable" and refused["error"]["code"] == "circuit_open", refused
 
     revived = RecordingServer(answer, port=port).start()
     try:
