@@ -46,6 +46,9 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
         "connect_timeout": connect_timeout,
         "allow_reconnect": True,
         "max_reconnect_attempts": -1,
+        # Stopping drains every subscription; after a reconnect a subscription can wait for
+        # messages that will never come, so the drain is bounded (the stop then closes).
+        "drain_timeout": 5,
         "reconnect_time_wait": 1.0,
         "inbox_prefix": settings.inbox_prefix,
         "error_cb": on_error,
