@@ -63,6 +63,9 @@ class SessionListener(Protocol):
 
     async def app_hung(self, session: AppSession, reason: str) -> None: ...
 
+    async def session_problem(self, session: AppSession) -> None:
+        """The session is up, but something about the app is wrong (`session.problem` says what)."""
+
 
 @dataclass
 class _Attempt:
@@ -99,6 +102,10 @@ class AppSession:
         self._retry_max = retry_max
         self.status: SessionStatus = "connecting"
         self.last_error: str | None = None
+        # While connected: what is wrong with the app all the same (calls timing out, lines on
+        # its stdout that are not JSON-RPC); shown as the session's last error.
+        self.problem: str | None = None
+        self._unreadable = 0
         self.server_info: types.Implementation | None = None
         self.first_attempt_done = asyncio.Event()
         self._wake = asyncio.Event()
@@ -166,7 +173,8 @@ class AppSession:
         timeout = self.app.mcp.health_timeout_seconds
         transport = self._transport()
         async with (
-            tapped(transport, on_notification, on_closed=lambda: attempt.lose("connection closed")) as (
+            tapped(transport, on_notification, on_closed=lambda: attempt.lose("connection closed"),
+                   on_unreadable=self._unreadable_output) as (
                 read,
                 write,
             ),
@@ -186,6 +194,7 @@ class AppSession:
             self.server_info = init.server_info
             attempt.direct = transport.direct if isinstance(transport, SupportsDirectCalls) else None
             attempt.session = session
+            self.problem, self._unreadable = None, 0  # a new session: nothing wrong with it yet
             await self._listener.tools_listed(self, tools)
             await self._set_status("connected", None)
             self.first_attempt_done.set()
@@ -237,6 +246,25 @@ class AppSession:
             return
         await self._listener.tools_listed(self, tools)
 
+    async def _unreadable_output(self, error: Exception) -> None:
+        self._unreadable += 1
+        first_line = " ".join(str(error).split())[:160]
+        if self._unreadable == 1 or self._unreadable % 1000 == 0:
+            log.warning("app wrote output that is not JSON-RPC; skipped", app=self.app.name,
+                        lines=self._unreadable, error=first_line)
+        await self._note_problem(f"{self._unreadable} line(s) on its stdout were not JSON-RPC and were "
+                                 f"skipped; the last: {first_line}", force=self._unreadable == 1)
+
+    async def _note_problem(self, problem: str | None, *, force: bool = True) -> None:
+        """Record what is wrong with a connected app; its health is written when that changes
+        (`force=False`: only the count changed, which is not worth a write each time)."""
+        if problem == self.problem:
+            return
+        changed = force or (problem is None) != (self.problem is None)
+        self.problem = problem
+        if changed:
+            await self._listener.session_problem(self)
+
     async def _set_status(self, status: SessionStatus, reason: str | None) -> None:
         changed = status != self.status or reason != self.last_error
         self.status = status
@@ -270,14 +298,18 @@ class AppSession:
         except ConnectionLost as exc:
             raise CallInterrupted(f"app {self.app.name!r} closed the connection: {exc}") from exc
         except TimeoutError as exc:
+            await self._note_problem(f"tools/call {tool}: no answer within {timeout:g}s")
             raise CallTimedOut(f"no answer within {timeout:g}s") from exc
         except MCPError as exc:
             if exc.code == types.REQUEST_TIMEOUT:
+                await self._note_problem(f"tools/call {tool}: no answer within {timeout:g}s")
                 raise CallTimedOut(f"no answer within {timeout:g}s") from exc
             if exc.code == types.CONNECTION_CLOSED or attempt.lost.is_set():
                 raise CallInterrupted(f"app {self.app.name!r} closed the connection: {exc.message}") from exc
             raise
         assert isinstance(result, types.CallToolResult)
+        if self.problem is not None and self.problem.startswith("tools/call "):
+            await self._note_problem(None)  # it answers again
         return result
 
     async def read_resource(self, uri: str, timeout: float) -> types.ReadResourceResult:

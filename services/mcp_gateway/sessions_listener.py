@@ -109,6 +109,9 @@ class SessionsListener:
                 signal = msgspec.structs.replace(signal, trace=span.trace)
         self._outbox.put(signal)
 
+    async def session_problem(self, session: AppSession) -> None:
+        await self._write_health(session)
+
     async def initialize_refused(self, session: AppSession, reason: str) -> None:
         """A stdio server that refuses a second `initialize` gets a fresh process."""
         await self._restart(session, reason)

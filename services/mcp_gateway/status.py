@@ -32,7 +32,8 @@ def session_health(session: AppSession, catalog: ToolCatalog, catalog_errors: li
         server_name=session.server_info.name if session.server_info else None,
         server_version=session.server_info.version if session.server_info else None,
         last_error=(
-            "; ".join(catalog_errors) if catalog_errors and session.status == "connected" else session.last_error
+            "; ".join([*catalog_errors, *([session.problem] if session.problem else [])]) or None
+            if session.status == "connected" else session.last_error
         ),
         updated_at=now_iso(),
     )

@@ -27,8 +27,10 @@ async def tapped(
     inner: AbstractAsyncContextManager[TransportStreams],
     on_notification: NotificationObserver,
     on_closed: Callable[[], None] | None = None,
+    on_unreadable: Callable[[Exception], Awaitable[None]] | None = None,
 ) -> AsyncIterator[TransportStreams]:
-    """Relay `inner`'s read stream through the observer; `on_closed` runs when it ends."""
+    """Relay `inner`'s read stream through the observer; `on_closed` runs when it ends;
+    `on_unreadable` hears of every message the transport could not read (not JSON-RPC)."""
     async with inner as (inner_read, inner_write):
         writer, reader = anyio.create_memory_object_stream[SessionMessage | Exception](256)
 
@@ -40,6 +42,11 @@ async def tapped(
                             await on_notification(item.message.method, item.message.params)
                         except Exception:
                             log.exception("notification observer failed", method=item.message.method)
+                    elif isinstance(item, Exception) and on_unreadable is not None:
+                        try:
+                            await on_unreadable(item)
+                        except Exception:
+                            log.exception("unreadable-output observer failed")
                     try:
                         await writer.send(item)
                     except (anyio.ClosedResourceError, anyio.BrokenResourceError):

@@ -31,6 +31,7 @@ class Recorder:
     listings: list[list[str]] = field(default_factory=list)
     notifications: list[tuple[str, dict[str, Any] | None]] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)
+    problems: list[str | None] = field(default_factory=list)
 
     async def session_state(self, session: AppSession, status: SessionStatus, reason: str | None) -> None:
         self.states.append((status, reason))
@@ -46,6 +47,9 @@ class Recorder:
 
     async def app_hung(self, session: AppSession, reason: str) -> None:
         self.refused.append(reason)
+
+    async def session_problem(self, session: AppSession) -> None:
+        self.problems.append(session.problem)
 
 
 class StdioApp:
