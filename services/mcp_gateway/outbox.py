@@ -44,6 +44,11 @@ class Outbox(Generic[T]):
             return
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._queue.join(), timeout)
+        left = self._queue.qsize()
+        if left:  # never silently: what could not be published in time is said once, counted
+            self.dropped += left
+            log.error("outbox stopped before publishing everything; items dropped", outbox=self._name,
+                      dropped=left, timeout=timeout)
         self._task.cancel()
         with contextlib.suppress(asyncio.CancelledError):
             await self._task

@@ -27,6 +27,8 @@ from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_gateway.nats_stdio")
 
+RELAY_BACKLOG = 20_000  # messages from one app waiting to be read, at most
+
 
 def parse_message(data: bytes) -> SessionMessage | Exception:
     """One relayed stdout line → a SessionMessage, or the parse error as a value."""
@@ -83,7 +85,11 @@ async def _relay(
         with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
             await read_writer.send(parse_message(msg.data))
 
-    sub = await nc.subscribe(subjects.mcp(app_id, instance, "s2c"), cb=on_message)
+    # Bounded: an app flooding its stdout faster than its session can read gets the overflow
+    # dropped by nats-py as a slow consumer (logged, with the subject) instead of a backlog that
+    # grows without end and delays every answer behind it.
+    sub = await nc.subscribe(subjects.mcp(app_id, instance, "s2c"), cb=on_message,
+                             pending_msgs_limit=RELAY_BACKLOG)
 
     async def pump_writes() -> None:
         async with write_reader:
@@ -99,6 +105,10 @@ async def _relay(
         try:
             yield read_stream, write_stream
         finally:
+            unread = sub.pending_msgs
+            if unread:  # a flood the session could not keep up with: said, never silently lost
+                log.error("relay closed with messages from the app unread; dropped", app=app_id,
+                          instance=instance, dropped=unread)
             with suppress(NatsError):  # the connection may be closing under us
                 await sub.unsubscribe()
             await read_writer.aclose()
