@@ -9,17 +9,17 @@ import json
 import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import nats
 import pytest
 from nats.aio.client import Client as NATS
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 
 from aurora_cli.localnats import LocalNats
 from services.runner.interactions import parse_interaction_id
 from shared.subjects import Subjects
+from tests.harness.browser import chromium, require_chromium
 from tests.harness.processes import ServiceProcess, service_env
 from tests.harness.waiting import poll_sync
 from tests.integration.runner.helpers import (
@@ -33,10 +33,6 @@ from tests.integration.runner.helpers import (
 )
 from tests.integration.runner.test_interactions import asset_chooser, operator_call
 
-CHROMIUM = Path("/usr/bin/chromium")
-# Headless and quiet: no GPU, no QUIC, no first-run, update or sync traffic to anywhere.
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SERVING = re.compile(r"chat page serving.*?(http://127\.0\.0\.1:\d+/)")
 LIVE = 30_000  # ms: how long the page may take to show what the stack did (a loaded machine)
 
@@ -71,7 +67,7 @@ class PageStack:
 
 @pytest.fixture(scope="module")
 def page_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageStack]:
-    assert CHROMIUM.exists(), f"{CHROMIUM} is missing: `make install` as root installs it (apt-get install chromium)"
+    require_chromium()
     folder = tmp_path_factory.mktemp("chat-page")
     server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
     server.start()
@@ -111,13 +107,8 @@ async def snc(page_stack: PageStack, subjects: Subjects) -> AsyncIterator[NATS]:
 
 @pytest.fixture
 async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        chromium = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS,
-                                                    headless=True)
-        try:
-            yield chromium
-        finally:
-            await chromium.close()
+    async with chromium() as running:
+        yield running
 
 
 async def open_page(browser: Browser, stack: PageStack, conversation: str, user: str) -> Page:

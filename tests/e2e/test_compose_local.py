@@ -20,36 +20,12 @@ import pytest
 import yaml
 
 from aurora_cli.localnats import free_port, nats_server_binary
+from tests.e2e.compose_stack import interpolate, localize, mounts
 from tests.harness.processes import REPO, ServiceProcess
 from tests.integration.cli.conftest import AURORA
 
 COMPOSE: dict[str, Any] = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
 SERVICES: dict[str, Any] = COMPOSE["services"]
-
-
-def _interpolate(value: str) -> str:
-    """Compose's `${VAR:-default}` (the defaults: nothing is set here) and `$$` escapes."""
-    value = re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", value)
-    return value.replace("$$", "$")
-
-
-def _mounts(service: dict[str, Any], volumes: dict[str, Path]) -> dict[str, Path]:
-    """container path → local path, for named volumes (with subpaths) and binds of this repo."""
-    found: dict[str, Path] = {}
-    for mount in service.get("volumes", []):
-        if isinstance(mount, str):
-            source, target = mount.split(":")[:2]
-            found[target] = (REPO / source) if source.startswith("./") else volumes[source]
-        else:
-            base = volumes[mount["source"]]
-            found[mount["target"]] = base / mount.get("volume", {}).get("subpath", "")
-    return found
-
-
-def _localize(arg: str, mounts: dict[str, Path]) -> str:
-    for target in sorted(mounts, key=len, reverse=True):
-        arg = arg.replace(target, str(mounts[target]))
-    return arg
 
 
 @pytest.fixture
@@ -66,7 +42,7 @@ def test_compose_commands_run_locally_with_generated_credentials(tmp_path: Path,
 
     # creds-init, twice: the second run keeps every file as it was.
     init = SERVICES["creds-init"]
-    argv = [_localize(a, _mounts(init, volumes)) for a in init["command"]]
+    argv = [localize(a, mounts(init, volumes)) for a in init["command"]]
     assert argv[0] == "aurora"
     for attempt in range(2):
         done = subprocess.run([str(AURORA), *argv[1:]], env=clean, capture_output=True, text=True, timeout=60,
@@ -78,16 +54,16 @@ def test_compose_commands_run_locally_with_generated_credentials(tmp_path: Path,
 
     # nats: its compose command, paths mapped to local folders, on free ports.
     nats = SERVICES["nats"]
-    mounts = _mounts(nats, volumes)
+    where = mounts(nats, volumes)
     etc = tmp_path / "etc-nats"
     etc.mkdir()
     # The container's /etc/nats, so that nats.conf finds nats-auth.conf beside it.
-    for target, source in list(mounts.items()):
+    for target, source in list(where.items()):
         if target.startswith("/etc/nats/"):
             shutil.copy(source, etc / Path(target).name)
             (etc / Path(target).name).chmod(0o600)
-            mounts[target] = etc / Path(target).name
-    command = [_localize(_interpolate(a), mounts) for a in nats["command"]]
+            where[target] = etc / Path(target).name
+    command = [localize(interpolate(a), where) for a in nats["command"]]
     assert command[:2] == ["sh", "-ec"]
     command[2] = command[2].replace("exec nats-server", f"exec {nats_server_binary()}")
     port, monitor = free_port(), free_port()
@@ -116,9 +92,10 @@ def test_compose_commands_run_locally_with_generated_credentials(tmp_path: Path,
             command = service.get("command") or []
             if command[:2] != ["python", "-m"] or not command[2].startswith("services."):
                 continue
-            mounts = _mounts(service, volumes)
-            env = {**clean, **{k: _localize(_interpolate(str(v)), mounts) for k, v in service["environment"].items()}}
+            where = mounts(service, volumes)
+            env = {**clean, **{k: localize(interpolate(str(v)), where) for k, v in service["environment"].items()}}
             env["NATS_URL"] = url
+            env["OTEL_EXPORTER_OTLP_ENDPOINT"] = ""  # no Jaeger here (tests/e2e/compose_stack.py stands one in)
             processes.append(ServiceProcess(command[2], env, logs, name).start())
         for process in processes:
             process.wait_for_log('"msg": "started"', timeout=60)

@@ -14,17 +14,17 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from nats.aio.client import Client as NATS
-from playwright.async_api import Browser, Page, async_playwright, expect
+from playwright.async_api import Browser, Page, expect
 
 from aurora_cli.commands.pool_admin import operator
 from aurora_cli.localnats import LocalNats
 from shared.admin import admin_request
 from shared.contracts.signals import GATEWAY_APP
 from shared.subjects import Subjects
+from tests.harness.browser import chromium, require_chromium
 from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess, service_env
 from tests.harness.waiting import poll_sync
@@ -42,10 +42,6 @@ from tests.integration.runner.helpers import (
     write_apps,
 )
 
-CHROMIUM = Path("/usr/bin/chromium")
-# Headless and quiet: no GPU, no QUIC, no first-run, update or sync traffic to anywhere.
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 SERVING = re.compile(r"console serving (http://127\.0\.0\.1:\d+/)")
 LIVE = 30_000  # ms: how long the page may take to show what the stack did (a loaded machine)
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
@@ -61,7 +57,7 @@ class ConsoleStack:
 
 @pytest.fixture(scope="module")
 def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
-    assert CHROMIUM.exists(), f"{CHROMIUM} is missing: `make install` as root installs it (apt-get install chromium)"
+    require_chromium()
     folder = tmp_path_factory.mktemp("console")
     server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
     server.start()
@@ -96,13 +92,8 @@ async def cnc(console_stack: ConsoleStack) -> AsyncIterator[NATS]:
 
 @pytest.fixture
 async def browser() -> AsyncIterator[Browser]:
-    async with async_playwright() as playwright:
-        chromium = await playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS,
-                                                    headless=True)
-        try:
-            yield chromium
-        finally:
-            await chromium.close()
+    async with chromium() as running:
+        yield running
 
 
 async def open_console(browser: Browser, stack: ConsoleStack) -> Page:

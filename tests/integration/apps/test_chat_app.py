@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -13,11 +12,9 @@ import anyio
 import pytest
 from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from services.mcp_gateway.transports.tap import tapped
 from shared.contracts.validation import validate_native_event
-from tests.harness.processes import REPO
+from tests.harness.mcp_apps import stdio_app
 
 WRITES = {"send_message", "react", "respond_friend_request"}
 READS = {"get_user_info", "list_sent"}
@@ -51,18 +48,8 @@ async def chat_app(log_file: Path | None = None, startup: dict[str, Any] | None 
     env = {"PATH": "/usr/bin:/bin", "AURORA_APP_STARTUP": json.dumps(startup or {}), "CHAT_WEB_PORT": "off"}
     if log_file is not None:
         env["CHAT_LOG_FILE"] = str(log_file)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "apps.aurora_app_chat"], env=env,
-                                   cwd=str(REPO))
-    send, receive = anyio.create_memory_object_stream[dict[str, Any]](100)
-
-    async def observe(method: str, params: dict[str, Any] | None) -> None:
-        if method == "aurora/event":
-            await send.send(params or {})
-
-    async with (send, receive, tapped(stdio_client(params), observe) as (read, write),
-                ClientSession(read, write) as session):
-        await session.initialize()
-        yield Chat(session, receive)
+    async with stdio_app("apps.aurora_app_chat", env) as (session, events):
+        yield Chat(session, events)
 
 
 async def test_tools_are_annotated_by_their_side_effect() -> None:

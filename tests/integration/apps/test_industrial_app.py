@@ -5,7 +5,6 @@ its `alarm.raised` events (on demand and on its own schedule)."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -13,11 +12,9 @@ from typing import Any
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream
 from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from services.mcp_gateway.transports.tap import tapped
 from shared.contracts.validation import validate_native_event
-from tests.harness.processes import REPO
+from tests.harness.mcp_apps import stdio_app
 
 READS = {"find_device", "get_device", "list_points", "list_alarms", "list_rules", "draft_rule", "get_rule"}
 WRITES = {"save_rule", "enable_rule"}
@@ -48,18 +45,8 @@ class Plant:
 @asynccontextmanager
 async def plant(startup: dict[str, Any] | None = None) -> AsyncIterator[Plant]:
     env = {"PATH": "/usr/bin:/bin", "AURORA_APP_STARTUP": json.dumps(startup or {})}
-    params = StdioServerParameters(command=sys.executable, args=["-m", "apps.aurora_app_industrial"], env=env,
-                                   cwd=str(REPO))
-    send, receive = anyio.create_memory_object_stream[dict[str, Any]](100)
-
-    async def observe(method: str, params: dict[str, Any] | None) -> None:
-        if method == "aurora/event":
-            await send.send(params or {})
-
-    async with (send, receive, tapped(stdio_client(params), observe) as (read, write),
-                ClientSession(read, write) as session):
-        await session.initialize()
-        yield Plant(session, receive)
+    async with stdio_app("apps.aurora_app_industrial", env) as (session, events):
+        yield Plant(session, events)
 
 
 async def test_tools_are_annotated_by_their_side_effect() -> None:
