@@ -15,7 +15,13 @@ from tests.chaos.scenarios.cluster import SCENARIOS
 SCALE = 0.25  # 4-6 s of load each; `make chaos` runs them at 1.0 (16-24 s)
 
 
-@pytest.mark.parametrize("scenario", SCENARIOS, ids=[s.name for s in SCENARIOS])
+# The leader kill and the rolling restart run in `make test`; the network cut (the slowest to
+# settle) in `make test-slow` and `make chaos`.
+IN_DEFAULT_RUN = {"cluster-leader-kill", "cluster-rolling-restart"}
+
+
+@pytest.mark.parametrize("scenario", [s if s.name in IN_DEFAULT_RUN else pytest.param(s, marks=pytest.mark.slow)
+                                      for s in SCENARIOS], ids=[s.name for s in SCENARIOS])
 async def test_cluster_scenario(scenario: Scenario, tmp_path: Path) -> None:
     outcome = await scenario.run(tmp_path, SCALE)
     print(outcome)
