@@ -16,7 +16,10 @@ SCALE = 0.3  # of the 20 s load at 10 inputs/s
 SHORT = {s.name: s for s in [*NATS_RESTART, *KILLS] if s.name in ("nats-restart", "kill-runner")}
 
 
-@pytest.mark.parametrize("name", sorted(SHORT))
+# Runner kills under load are in the default run already (tests/e2e/test_runner_chaos.py), so this
+# one runs with `make test-slow`; the nats-server restart runs in every `make test`.
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "kill-runner" else n
+                                  for n in sorted(SHORT)])
 async def test_nothing_acknowledged_is_lost_or_duplicated(tmp_path: Path, name: str) -> None:
     scenario: Scenario = SHORT[name]
     outcome = await scenario.run(tmp_path, SCALE)
