@@ -97,7 +97,11 @@ app = typer.Typer(
     cls=LazyAreas,
     help="Operate an Aurora platform: events, apps, tools, routes, runs.",
     no_args_is_help=True,
-    pretty_exceptions_show_locals=False,
+    pretty_exceptions_enable=False,  # errors are one line (cli_errors); no rich traceback to import
+    # The top-level help in plain text: rich's help renderer imports its markdown and syntax
+    # modules, which cost more than everything else `aurora --help` does. Each area's own help
+    # (`aurora tasks --help`) is still rich.
+    rich_markup_mode=None,
 )
 
 

@@ -11,16 +11,14 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
 from aurora_cli.localnats import free_port, nats_server_binary
-from tests.e2e.compose_stack import interpolate, localize, mounts
+from tests.e2e.compose_stack import healthy, interpolate, localize, mounts
 from tests.harness.processes import REPO, ServiceProcess
 from tests.integration.cli.conftest import AURORA
 
@@ -73,7 +71,7 @@ def test_compose_commands_run_locally_with_generated_credentials(tmp_path: Path,
                                   env={"PATH": clean["PATH"]}, stdout=out, stderr=subprocess.STDOUT)
     processes: list[ServiceProcess] = []
     try:
-        _healthy(f"http://127.0.0.1:{monitor}/healthz?js-enabled-only=true", server, log)
+        healthy(f"http://127.0.0.1:{monitor}/healthz?js-enabled-only=true", server, log)
         url = f"nats://127.0.0.1:{port}"
         anonymous = subprocess.run([str(AURORA), "streams", "--json"], env={**clean, "NATS_URL": url}, cwd=tmp_path,
                                    capture_output=True, text=True, timeout=60, check=False)
@@ -123,19 +121,3 @@ def _hashes(volumes: dict[str, Path]) -> list[str]:
 def _environ(pid: int) -> dict[str, str]:
     raw = Path(f"/proc/{pid}/environ").read_bytes().split(b"\0")
     return dict(item.decode().split("=", 1) for item in raw if b"=" in item)
-
-
-def _healthy(url: str, server: subprocess.Popen[bytes], log: Path, timeout: float = 30.0) -> None:
-    """The compose health check (`wget …/healthz`), against the local monitoring port."""
-    deadline = time.monotonic() + timeout
-    while True:
-        if server.poll() is not None:
-            raise AssertionError(f"nats exited with {server.returncode}:\n{log.read_text()}")
-        try:
-            if httpx.get(url, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        if time.monotonic() > deadline:
-            raise AssertionError(f"nats never became healthy:\n{log.read_text()}")
-        time.sleep(0.2)

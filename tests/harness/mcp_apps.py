@@ -18,6 +18,29 @@ from services.mcp_gateway.transports.tap import tapped
 from tests.harness.processes import REPO
 
 
+class AppClient:
+    """An app's session and the events it sent, with the calls a test makes most."""
+
+    def __init__(self, session: ClientSession, events: MemoryObjectReceiveStream[dict[str, Any]]) -> None:
+        self.session = session
+        self.events = events
+
+    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
+        result = await self.session.call_tool(tool, arguments)
+        assert not result.is_error, result.content
+        assert result.structured_content is not None
+        return dict(result.structured_content)
+
+    async def error(self, tool: str, **arguments: Any) -> str:
+        result = await self.session.call_tool(tool, arguments)
+        assert result.is_error, result
+        return " ".join(getattr(block, "text", "") for block in result.content)
+
+    async def next_event(self, timeout: float = 5.0) -> dict[str, Any]:
+        with anyio.fail_after(timeout):
+            return await self.events.receive()
+
+
 @asynccontextmanager
 async def stdio_app(module: str, env: dict[str, str]) -> AsyncIterator[
         tuple[ClientSession, MemoryObjectReceiveStream[dict[str, Any]]]]:

@@ -10,36 +10,16 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 import anyio
-from anyio.streams.memory import MemoryObjectReceiveStream
-from mcp import ClientSession
 
 from shared.contracts.validation import validate_native_event
-from tests.harness.mcp_apps import stdio_app
+from tests.harness.mcp_apps import AppClient, stdio_app
 
 READS = {"find_device", "get_device", "list_points", "list_alarms", "list_rules", "draft_rule", "get_rule"}
 WRITES = {"save_rule", "enable_rule"}
 CONTROLS = {"raise_alarm", "drop_next_save_response", "fail_next_enable"}
 
 
-class Plant:
-    def __init__(self, session: ClientSession, events: MemoryObjectReceiveStream[dict[str, Any]]) -> None:
-        self.session = session
-        self.events = events
-
-    async def call(self, tool: str, **arguments: Any) -> dict[str, Any]:
-        result = await self.session.call_tool(tool, arguments)
-        assert not result.is_error, result.content
-        assert result.structured_content is not None
-        return dict(result.structured_content)
-
-    async def error(self, tool: str, **arguments: Any) -> str:
-        result = await self.session.call_tool(tool, arguments)
-        assert result.is_error, result
-        return " ".join(getattr(block, "text", "") for block in result.content)
-
-    async def next_event(self, timeout: float = 5.0) -> dict[str, Any]:
-        with anyio.fail_after(timeout):
-            return await self.events.receive()
+Plant = AppClient
 
 
 @asynccontextmanager
