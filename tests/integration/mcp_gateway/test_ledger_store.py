@@ -12,6 +12,7 @@ from services.mcp_gateway.ledger import CallLedger, Claim
 from shared.contracts.toolcall import ToolCallContext, ToolCallRequest, ToolCallResult
 from shared.streams import call_ledger_bucket, ensure_bucket
 from shared.subjects import Subjects
+from tests.harness.waiting import poll
 
 REQUEST = ToolCallRequest(tool="test.echo.counter_increment", arguments={"key": "k"},
                           context=ToolCallContext(run_id="run-1", task_id="run-1"))
@@ -90,10 +91,13 @@ async def test_a_stale_heartbeat_is_a_dead_gateway(nc: NATS, nats_url: str, subj
     first = await observer.recall("call-killed", REQUEST)
     assert isinstance(first, ToolCallResult) and first.error is not None
     assert first.error.code == "call_in_progress"
-    await asyncio.sleep(0.7)
-    later = await observer.recall("call-killed", REQUEST)
-    assert isinstance(later, ToolCallResult) and later.error is not None
-    assert later.error.code == "call_in_doubt"
+
+    async def in_doubt() -> ToolCallResult | None:  # three missed beats make the owner dead
+        later = await observer.recall("call-killed", REQUEST)
+        return later if isinstance(later, ToolCallResult) and later.error is not None \
+            and later.error.code == "call_in_doubt" else None
+
+    await poll(in_doubt, timeout=10, what="the killed gateway's claim to become in doubt")
     await killed.stop()
 
 
