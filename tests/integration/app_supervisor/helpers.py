@@ -94,7 +94,7 @@ class Channels:
     def replies(self) -> list[bytes]:
         return [s.data for s in self.seen if s.channel == "s2c" and isinstance(s.data, bytes)]
 
-    async def wait(self, predicate: Callable[[], Any], timeout: float = 10.0, what: str = "") -> Any:
+    async def wait(self, predicate: Callable[[], Any], timeout: float = 30.0, what: str = "") -> Any:
         deadline = time.monotonic() + timeout
         while True:
             result = predicate()

@@ -76,8 +76,9 @@ async def test_cancel_a_running_task_stops_it_at_its_next_step(stack: Stack, snc
     await apply(snc, subjects, "agents", {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"],
         "tools": [f"{ECHO}.slow", f"{ECHO}.echo"],
-        # Long enough that the CLI (a fresh Python process) asks while the step still runs.
-        "playbook": {"steps": [{"id": "wait", "tool": f"{ECHO}.slow", "arguments": {"seconds": 4}},
+        # Long enough that the CLI (a fresh Python process, slow to start on a loaded machine)
+        # asks while the step still runs.
+        "playbook": {"steps": [{"id": "wait", "tool": f"{ECHO}.slow", "arguments": {"seconds": 8}},
                                {"id": "after", "tool": f"{ECHO}.echo", "arguments": {"value": 1}}],
                      "answer": "done"}})
     await bind(snc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
