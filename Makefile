@@ -41,7 +41,7 @@ dev: $(STAMP)
 
 ## test: lint, type-check and the default test suite (unit, integration, e2e)
 test: $(STAMP) $(CHROMIUM) lint typecheck
-	$(PYTEST) -n 4 --dist loadscope -m "not slow and not bench" -q
+	$(PYTEST) -n 4 --dist loadscope -m "not slow and not bench" -q --durations=25
 
 lint: $(STAMP)
 	$(BIN)/ruff check shared services aurora_cli apps tests
