@@ -61,16 +61,20 @@ def skills_step(step_id: str, skills: list[Skill]) -> TaskStep:
                     started_at=now, finished_at=now, classification="ok", structured=refs(skills))
 
 
-def record(ctx: RunContext, skills: list[Skill], *, prefix: str = "") -> None:
-    """Stage the step naming the versions this attempt gives the model, unless the log already
-    names exactly these (a resumed run with unchanged skills)."""
+def step_to_record(logged: list[TaskStep], skills: list[Skill], *, prefix: str, attempt: int) -> TaskStep | None:
+    """The step naming the versions this attempt gives the model, or None when the log already
+    names exactly these (a resumed run with unchanged skills) or there are none."""
     if not skills:
-        return
+        return None
     step_id = f"{prefix}{STEP}"
     wanted = refs(skills)
-    logged = [s for s in ctx.handle.steps() if s.kind == "skills" and s.id.startswith(step_id)]
-    if logged and logged[-1].structured == wanted:
-        return
-    if logged:
-        step_id = f"{step_id}.a{ctx.attempt}"
-    ctx.handle.stage(skills_step(step_id, skills))
+    earlier = [s for s in logged if s.kind == "skills" and (s.id == step_id or s.id.startswith(f"{step_id}.a"))]
+    if earlier and earlier[-1].structured == wanted:
+        return None
+    return skills_step(f"{step_id}.a{attempt}" if earlier else step_id, skills)
+
+
+def record(ctx: RunContext, skills: list[Skill], *, prefix: str = "") -> None:
+    step = step_to_record(ctx.handle.steps(), skills, prefix=prefix, attempt=ctx.attempt)
+    if step is not None:
+        ctx.handle.stage(step)  # written with the run's next durable change, like the model turns
