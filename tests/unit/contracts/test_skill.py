@@ -42,7 +42,7 @@ def test_the_history_keeps_the_last_versions_only() -> None:
 def test_a_document_edited_from_an_older_version_is_refused() -> None:
     _, v1 = apply_skill(None, skill("one"), now=T0)
     _, v2 = apply_skill(v1, skill("two", version=1), now=T1)
-    with pytest.raises(SkillVersionConflict, match="is at version 2.*edited from version 1"):
+    with pytest.raises(SkillVersionConflict, match=r"is at version 2.*edited from version 1"):
         apply_skill(v2, skill("three", version=1), now=T2)
     assert apply_skill(v2, skill("three", version=2), now=T2)[1].version == 3
     with pytest.raises(SkillVersionConflict, match="does not exist"):
