@@ -2,7 +2,7 @@
 
 gateway: apps, tools (the live MCP catalog), llm_tools, read_resource
 systems: apply, get, delete, enable, disable, import_openapi, status
-tools:   get, review, publish, deprecate, draft, mark
+tools:   get, review, publish, deprecate, draft, mark, suggest
 agents:  tools (an agent's available set, LLM-ready, and why each bound tool is left out), apply, get, delete
 skills:  apply (versioned), get, delete
 approvals: list, get, grant, deny
