@@ -112,3 +112,21 @@ async def test_skill_references_and_versions_are_checked(stack: Stack, snc: NATS
     assert in_use.value.code == "in_use" and f"a-{case}" in str(in_use.value)
     stored = await admin_request(snc, subjects, "skills", "get", {"id": f"s-{case}"})
     assert stored["version"] == 2 and stored["text"] == SECOND
+
+
+async def test_a_skill_removed_behind_the_gateways_back_fails_the_run_naming_it(
+        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    case = f"skd-{uuid.uuid4().hex[:6]}"
+    model = f"skills-{case}"
+    stack.fake.script(model, answer)
+    await apply(snc, subjects, "skills", {"kind": "Skill", "id": f"s-{case}", "text": FIRST})
+    await apply(snc, subjects, "agents", {"kind": "Agent", "id": f"a-{case}", "agent_kind": "llm",
+                                          "events": ["message.*"], "skills": [f"s-{case}"],
+                                          "model": {"base_url": stack.fake.base_url, "model": model}})
+    await bind(snc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
+    kv = await snc.jetstream().key_value(subjects.stream("SKILLS"))
+    await kv.delete(f"s-{case}")  # an operator with the full JetStream API, not through the gateway
+    failed = await run_once(snc, subjects, case, 1)
+    assert failed["state"] == "failed" and failed["error"]["code"] == "unknown_skill", failed.get("error")
+    assert f"s-{case}" in failed["error"]["message"]
+    assert stack.fake.requests_for(model) == []  # the model was not asked without its guidance
