@@ -88,6 +88,10 @@ async def test_an_agent_runs_with_the_current_version_of_its_skill(
     assert table.returncode == 0, table.stderr
     row = next(line for line in table.stdout.splitlines() if skill in line)
     assert " 2 " in row and "Read the alarm first" in row
+    listed_all = cli(stack.url, "get", "skills")
+    assert listed_all.returncode == 0, listed_all.stderr
+    row = next(line for line in listed_all.stdout.splitlines() if skill in line)
+    assert " 2 " in row and "test.alarms.get_alarm" in row
 
 
 async def test_skill_references_and_versions_are_checked(stack: Stack, snc: NATS, subjects: Subjects) -> None:

@@ -66,3 +66,13 @@ def test_agents_name_skills_by_id_and_an_inline_sentence_says_where_it_goes() ->
     assert field.startswith("skills") and "not a skill id" in reason and "Skill" in reason
     with pytest.raises(ResourceError, match="named twice"):
         parse_resource(Agent, {"kind": "Agent", "id": "a", "agent_kind": "llm", "skills": ["x", "x"]})
+
+
+def test_what_get_prints_can_be_edited_and_applied_back() -> None:
+    _, v1 = apply_skill(None, skill("one"), now=T0)
+    _, v2 = apply_skill(v1, skill("two"), now=T1)
+    printed = v2.model_dump(mode="json")  # `aurora get skills units -o yaml`, then edited
+    edited = parse_resource(Skill, {**printed, "text": "three", "updated_at": "forged", "history": []})
+    outcome, v3 = apply_skill(v2, edited, now=T2)
+    assert (outcome, v3.version, v3.updated_at) == ("updated", 3, T2)
+    assert [h.text for h in v3.history] == ["one", "two"]  # the gateway's history, not the document's
