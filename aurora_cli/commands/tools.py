@@ -15,7 +15,7 @@ import typer
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
-from aurora_cli.commands import tools_suggest as suggest_command
+from aurora_cli import suggest_command
 from aurora_cli.commands.pool_admin import RefusedError, admin_call, operator
 from aurora_cli.output import (
     EXIT_FAILURE,
@@ -329,4 +329,4 @@ def definition_lines(tool: dict[str, Any]) -> list[str]:
 
 
 
-suggest_command.register(app)  # `aurora tools suggest` (its own module: commands/tools_suggest.py)
+suggest_command.register(app)  # `aurora tools suggest` (its own module: aurora_cli/suggest_command.py)
