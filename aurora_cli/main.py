@@ -28,7 +28,8 @@ COMMANDS: dict[str, Area] = {
                                "replicas, leader and follower lag, pending, ack-pending.", group=False),
     "dev": Area("dev", "Run nats-server and every service until Ctrl-C; logs go to the terminal and "
                        "<data-dir>/logs/.", group=False),
-    "apply": Area("apply", "Create or update resources (Binding, Agent, Pipeline, System; OpenApiImport) idempotently.",
+    "apply": Area("apply", "Create or update resources (Binding, Agent, Pipeline, System, Skill; OpenApiImport) "
+                           "idempotently.",
                   group=False),
     "get": Area("apply", "Show saved resources; `-o yaml` prints documents `aurora apply` takes back.",
                 group=False),
@@ -43,7 +44,8 @@ COMMANDS: dict[str, Area] = {
                   group=True),
     "systems": Area("systems", "Systems (MCP apps and HTTP APIs): status, OpenAPI import, enable and disable.",
                     group=True),
-    "agents": Area("agents", "Agents' tool sets as the gateway serves them.", group=True),
+    "agents": Area("agents", "Agents: one with its skills and their versions, and its tools as the gateway "
+                             "serves them.", group=True),
     "approvals": Area("approvals", "Approve or deny agents' write tool calls.", group=True),
     "audit": Area("audit", "Read the audit log of tool calls.", group=True),
     "tasks": Area("tasks", "Runner tasks: list them, show one with its steps, cancel one.", group=True),

@@ -269,6 +269,11 @@ def agents_bucket(subjects: Subjects) -> BucketSpec:
     return BucketSpec(name=subjects.stream("AGENTS"), history=5, description="agent specs")
 
 
+def skills_bucket(subjects: Subjects) -> BucketSpec:
+    """Skills by id, written by the gateway (the versions are in each value's `history`)."""
+    return BucketSpec(name=subjects.stream("SKILLS"), history=5, description="skills: agents' guidance")
+
+
 def pipelines_bucket(subjects: Subjects) -> BucketSpec:
     return BucketSpec(name=subjects.stream("PIPELINES"), history=5, description="pipeline specs")
 

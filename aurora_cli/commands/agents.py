@@ -1,4 +1,5 @@
-"""`aurora agents tools AGENT`: the tools an agent can use now, and why each other one is left out.
+"""`aurora agents show AGENT`: an agent with its skills at their current versions;
+`aurora agents tools AGENT`: the tools an agent can use now, and why each other one is left out.
 
 Available = bound ∩ published ∩ executable (system enabled, app connected, circuit closed), plus
 the platform tools this agent and event allow; the gateway computes it and enforces the same set
@@ -12,10 +13,12 @@ from typing import Annotated, Any
 
 import typer
 
-from aurora_cli.commands.pool_admin import admin_call
+from aurora_cli.commands.pool_admin import RefusedError, admin_call
 from aurora_cli.output import EXIT_USAGE, CliError, cli_errors, print_json, run, settings_or_fail, stdout, table
+from shared.settings import Settings
 
-app = typer.Typer(help="Agents' tool sets as the gateway serves them.", no_args_is_help=True)
+app = typer.Typer(help="Agents: one with its skills and their versions, and its tools as the gateway serves them.",
+                  no_args_is_help=True)
 
 
 def parse_delivery(raw: str | None) -> dict[str, Any] | None:
@@ -63,3 +66,46 @@ def agent_tools(
     excluded = excluded_rows(reply)
     if excluded:
         stdout.print(table("left out", ["tool", "reason", "detail"], excluded))
+
+
+async def agent_with_skills(settings: Settings, agent_id: str) -> dict[str, Any]:
+    """The stored agent and, for each skill it names, the skill as stored now (or why not)."""
+    agent: dict[str, Any] = await admin_call(settings, "agents", "get", {"id": agent_id})
+    skills: list[dict[str, Any]] = []
+    for name in agent.get("skills") or []:
+        try:
+            skills.append(await admin_call(settings, "skills", "get", {"id": name}))
+        except RefusedError as exc:  # deleted behind the gateway's back: the next run fails on it
+            skills.append({"id": name, "missing": str(exc)})
+    return {"agent": agent, "skills": skills}
+
+
+def skill_rows(skills: list[dict[str, Any]]) -> list[list[Any]]:
+    return [[s.get("id"), "MISSING" if s.get("missing") else s.get("version"), s.get("updated_at") or "-",
+             ", ".join(s.get("tools") or []) or "-",
+             s.get("missing") or " ".join(str(s.get("text") or "").split())[:60]] for s in skills]
+
+
+@app.command("show")
+def show(
+    agent: Annotated[str, typer.Argument(help="Agent id.")],
+    json_output: Annotated[bool, typer.Option("--json", help="Print {agent, skills} as JSON.")] = False,
+) -> None:
+    """The agent's settings and every skill it names, at the version its next run will use."""
+    found = run(agent_with_skills(settings_or_fail(), agent))
+    if json_output:
+        print_json(found)
+        return
+    spec = found["agent"]
+    model = spec.get("model") or {}
+    for line in (f"agent:   {spec.get('id')} ({spec.get('agent_kind')}, "
+                 f"{'enabled' if spec.get('enabled', True) else 'DISABLED'})",
+                 f"events:  {', '.join(spec.get('events') or []) or '-'}",
+                 f"tools:   {', '.join(spec.get('tools') or []) or '-'}",
+                 f"model:   {model.get('model') or '(the runner default)'}"):
+        stdout.print(line, markup=False)
+    if found["skills"]:
+        stdout.print(table("skills", ["skill", "version", "updated", "about tools", "text"],
+                           skill_rows(found["skills"])))
+    else:
+        stdout.print("skills:  (none)", markup=False)

@@ -157,7 +157,7 @@ def apply(
         "--wait", min=0, help="Seconds to wait for the services that own the documents to answer at all "
         "(a stack still starting, e.g. compose's demo-init); 0: do not wait.")] = 0.0,
 ) -> None:
-    """Create or update resources (Binding, Agent, Pipeline, System; OpenApiImport) idempotently."""
+    """Create or update resources (Binding, Agent, Pipeline, System, Skill; OpenApiImport) idempotently."""
     settings = settings_or_fail()
     try:
         documents = load_documents(filename)
@@ -175,7 +175,8 @@ def apply(
                 print(f"error: {result['file']}: document {result['index']} ({result['kind']} "
                       f"{result['id']}): {result['error']}", file=sys.stderr, flush=True)
             else:
-                stdout.print(f"{name} {result['result']}", markup=False)
+                version = f" (version {result['version']})" if "version" in result else ""
+                stdout.print(f"{name} {result['result']}{version}", markup=False)
     if any("error" in result for result in results):
         raise typer.Exit(EXIT_FAILURE)
 
@@ -202,7 +203,8 @@ async def _apply_all(settings: Settings, documents: list[Document], timeout: flo
     async with connected(settings.nats) as nc:
         if wait > 0:
             await await_areas(nc, settings, [doc.kind.area for doc in documents], wait)
-        for doc in documents:
+        # Skills first: an agent naming a skill is refused unless the skill exists.
+        for doc in sorted(documents, key=lambda d: d.kind.kind != "Skill"):
             entry: dict[str, Any] = {"file": doc.source, "index": doc.index, "kind": doc.kind.kind, "id": doc.id}
             if doc.kind is toolfile.KIND:  # the reviewed tool file: import, review, publish
                 try:
@@ -223,6 +225,8 @@ async def _apply_all(settings: Settings, documents: list[Document], timeout: flo
             else:
                 entry["result"] = reply.get("result") if isinstance(reply, dict) else None
                 entry["revision"] = reply.get("revision") if isinstance(reply, dict) else None
+                if isinstance(reply, dict) and reply.get("version") is not None:
+                    entry["version"] = reply["version"]  # a skill's version, kept by the gateway
             results.append(entry)
     return results
 
@@ -231,7 +235,7 @@ async def _apply_all(settings: Settings, documents: list[Document], timeout: flo
 
 
 def get(
-    kind: Annotated[str, typer.Argument(help="bindings, agents, pipelines, systems or tools.")],
+    kind: Annotated[str, typer.Argument(help="bindings, agents, pipelines, systems, skills or tools.")],
     ident: Annotated[str | None, typer.Argument(metavar="[ID]", help="One resource by id.")] = None,
     output: Annotated[str, typer.Option("-o", "--output", help="table, json or yaml.")] = "table",
     as_json: Annotated[bool, typer.Option("--json", help="Same as -o json.")] = False,
@@ -258,7 +262,7 @@ def get(
 
 
 def delete(
-    kind: Annotated[str, typer.Argument(help="bindings, agents, pipelines or systems.")],
+    kind: Annotated[str, typer.Argument(help="bindings, agents, pipelines, systems or skills.")],
     ident: Annotated[str, typer.Argument(metavar="ID")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the result as JSON.")] = False,
 ) -> None:
@@ -301,6 +305,10 @@ def _table(kind: ResourceKind, items: list[dict[str, Any]]) -> tuple[list[str], 
         return (["NAME", "TYPE", "ENABLED", "BASE_URL", "DESCRIPTION"], [
             [s.get("name"), s.get("type"), s.get("enabled"), s.get("base_url"), s.get("description")]
             for s in items])
+    if kind.kind == "Skill":
+        return (["ID", "VERSION", "UPDATED", "TOOLS", "TEXT"], [
+            [s.get("id"), s.get("version"), s.get("updated_at"), ", ".join(s.get("tools") or []),
+             " ".join(str(s.get("text") or "").split())[:60]] for s in items])
     if kind.kind == "Tool":
         return (["NAME", "STATE", "VERSION", "SIDE_EFFECT", "SYSTEM", "SOURCE"], [
             [t.get("name"), t.get("state"), t.get("version"), t.get("side_effect"), t.get("system"), t.get("source")]

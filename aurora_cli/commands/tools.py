@@ -1,5 +1,6 @@
 """`aurora tools list|call`: the live MCP catalog and operator calls through the gateway;
-`aurora tools show|review|publish|deprecate|draft|mark`: tool definitions and their lifecycle."""
+`aurora tools show|review|publish|deprecate|draft|mark`: tool definitions and their lifecycle;
+`aurora tools suggest`: a model's wording for a draft, shown as a diff and kept, not applied."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import typer
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
+from aurora_cli import suggest_command
 from aurora_cli.commands.pool_admin import RefusedError, admin_call, operator
 from aurora_cli.output import (
     EXIT_FAILURE,
@@ -314,9 +316,17 @@ def definition_lines(tool: dict[str, Any]) -> list[str]:
     lines.append("missing:      (nothing)" if not missing else "missing:")
     lines += [f"  - {item}" for item in missing]
     lines.append(f"changed:      {tool.get('changed_at') or '-'} by {tool.get('changed_by') or '-'}")
+    suggested = tool.get("suggestion")
+    if suggested:
+        lines.append(f"suggestion:   by model {suggested.get('model')} for version {suggested.get('for_version')}, "
+                     f"{suggested.get('at')} (not applied; aurora tools suggest {tool.get('name')} --show)")
     notes = tool.get("notes") or []
     if notes:
         lines.append("notes:")
         lines += [f"  {n.get('at')}  {n.get('by')}  {n.get('action')}" + (f": {n['note']}" if n.get("note") else "")
                   for n in notes]
     return lines
+
+
+
+suggest_command.register(app)  # `aurora tools suggest` (its own module: aurora_cli/suggest_command.py)

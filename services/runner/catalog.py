@@ -1,5 +1,6 @@
-"""Live copies of the agents, pipelines and tool definitions, with a direct read on a miss
-(an agent applied a moment before its first event may not have reached the mirror yet)."""
+"""Live copies of the agents, pipelines and tool definitions, with a direct read on a miss (an
+agent applied a moment before its first event may not have reached the mirror yet); skills are
+read directly each run."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from services.runner.stores import RunnerStores
 from shared.contracts.agent import Agent
 from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceError, ResourceModel, parse_resource
+from shared.contracts.skill import Skill
 from shared.contracts.tooldef import ToolDefinition
 from shared.kvmirror import KvMirror
 from shared.logs import get_logger
@@ -40,6 +42,11 @@ class Catalog:
     async def stop(self) -> None:
         for mirror in (self.agents, self.pipelines, self.tools):
             await mirror.stop()
+
+    async def skill(self, skill_id: str) -> Skill | None:
+        """The skill as stored now: read directly, not mirrored, so the run after an apply uses the
+        new version for sure (a run reads only its agent's few skills)."""
+        return await _read(self._stores.skills, skill_id, Skill)
 
     async def agent(self, agent_id: str) -> Agent | None:
         return self.agents.items.get(agent_id) or await _read(self._stores.agents, agent_id, Agent)

@@ -94,7 +94,7 @@ class RunnerService:
         drivers: dict[str, AgentDriver] = {"playbook": PlaybookDriver(steps, announcer)}
         model = TracedChatModel(HttpChatModel(self._http))
         drivers["llm"] = LlmDriver(model, GatewayTools(nc, subjects), steps, history, config.models,
-                                   announcer=announcer)
+                                   announcer=announcer, skills=catalog)
         executor = self._executor = TaskExecutor(store, catalog, drivers, steps, EventSource(js), config)
         worker = Worker(js, subjects, executor, config, stores.runs_stream)
         await worker.start()

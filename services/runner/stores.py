@@ -18,6 +18,7 @@ from shared.streams import (
     fabric_streams,
     pipelines_bucket,
     runs_stream,
+    skills_bucket,
     tasks_bucket,
     tools_bucket,
 )
@@ -30,6 +31,7 @@ class RunnerStores:
     agents: KeyValue
     pipelines: KeyValue
     tools: KeyValue
+    skills: KeyValue
     runs_stream: str
     events_stream: str
 
@@ -42,6 +44,7 @@ async def open_stores(js: JetStreamContext, subjects: Subjects) -> RunnerStores:
         agents=await ensure_bucket(js, agents_bucket(subjects)),
         pipelines=await ensure_bucket(js, pipelines_bucket(subjects)),
         tools=await ensure_bucket(js, tools_bucket(subjects)),
+        skills=await ensure_bucket(js, skills_bucket(subjects)),
         runs_stream=runs.name,
         events_stream=subjects.stream("EVENTS"),
     )

@@ -13,13 +13,14 @@ JSON type), optionally under a `when` condition, and an `answer` template makes 
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 import msgspec
-from pydantic import Field, model_validator
+from pydantic import AfterValidator, Field, model_validator
 
 from shared.contracts.event_pattern import EventPattern, matches
-from shared.contracts.resource import ResourceId, ResourceModel
+from shared.contracts.resource import RESOURCE_ID_PATTERN, ResourceId, ResourceModel
 
 AgentKind = Literal["llm", "playbook"]
 ToolName = Annotated[str, Field(min_length=1, max_length=256)]
@@ -28,6 +29,17 @@ ENV_NAME_PATTERN = r"^[A-Za-z_][A-Za-z0-9_]{0,127}$"
 # which the runner's own delivery step uses.
 STEP_ID_PATTERN = r"^[A-Za-z][A-Za-z0-9_]{0,63}$"
 RESERVED_STEP_IDS = ("deliver",)
+
+
+def _skill_id(value: str) -> str:
+    # Skills used to be inline sentences; say where such a sentence goes now.
+    if not re.fullmatch(RESOURCE_ID_PATTERN, value):
+        raise ValueError(f"{value[:60]!r} is not a skill id: skills name `kind: Skill` documents by id "
+                         "(letters, digits, '_', '-'); put guidance text in a Skill's text, or in prompt")
+    return value
+
+
+SkillRef = Annotated[str, AfterValidator(_skill_id)]
 
 
 class ModelSettings(ResourceModel):
@@ -109,7 +121,7 @@ class Agent(ResourceModel):
     description: Annotated[str, Field(max_length=2000)] = ""
     model: ModelSettings | None = None
     prompt: str | None = None
-    skills: tuple[str, ...] = ()
+    skills: tuple[SkillRef, ...] = ()  # ids of `kind: Skill` documents (shared/contracts/skill.py)
     playbook: Playbook | None = None
     max_tool_rounds: Annotated[int, Field(ge=1, le=64)] = 8
     tool_result_limit: Annotated[int, Field(ge=100, le=200_000)] = 4000
@@ -125,6 +137,8 @@ class Agent(ResourceModel):
     def _playbook_only_for_playbooks(self) -> Agent:
         if self.playbook is not None and self.agent_kind != "playbook":
             raise ValueError("playbook is only for agent_kind playbook")
+        if len(set(self.skills)) != len(self.skills):
+            raise ValueError("skills: a skill is named twice")
         return self
 
     def accepts(self, event_type: str) -> bool:

@@ -43,7 +43,7 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     "cancelled": frozenset(),
 }
 
-StepKind = Literal["model", "tool", "delivery", "stage", "verify", "interaction", "action"]
+StepKind = Literal["model", "tool", "delivery", "stage", "verify", "interaction", "action", "skills"]
 StepStatus = Literal["started", "finished", "skipped"]
 
 

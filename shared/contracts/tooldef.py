@@ -11,6 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Field
 
 from shared.contracts.resource import ResourceModel
+from shared.contracts.suggestion import ToolSuggestion
 from shared.contracts.system import BusinessContract
 
 ToolState = Literal["DRAFT", "REVIEWING", "PUBLISHED", "DEPRECATED"]
@@ -78,3 +79,4 @@ class ToolDefinition(ResourceModel):
     changed_by: str = "aurora"
     changed_at: str = ""
     source: Literal["mcp", "openapi", "manual"] = "manual"
+    suggestion: ToolSuggestion | None = None  # a model's wording, not applied (aurora tools suggest)

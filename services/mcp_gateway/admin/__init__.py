@@ -2,8 +2,9 @@
 
 gateway: apps, tools (the live MCP catalog), llm_tools, read_resource
 systems: apply, get, delete, enable, disable, import_openapi, status
-tools:   get, review, publish, deprecate, draft, mark
+tools:   get, review, publish, deprecate, draft, mark, suggest
 agents:  tools (an agent's available set, LLM-ready, and why each bound tool is left out), apply, get, delete
+skills:  apply (versioned), get, delete
 approvals: list, get, grant, deny
 """
 
@@ -15,6 +16,7 @@ from services.mcp_gateway.admin.agents import agent_endpoints
 from services.mcp_gateway.admin.approvals import approval_endpoints
 from services.mcp_gateway.admin.fields import Endpoints
 from services.mcp_gateway.admin.gateway import gateway_endpoints
+from services.mcp_gateway.admin.skills import skill_endpoints
 from services.mcp_gateway.admin.systems import system_endpoints
 from services.mcp_gateway.admin.tools import tool_endpoints
 from services.mcp_gateway.catalog import ToolCatalog
@@ -41,5 +43,6 @@ def admin_endpoints(*, sessions: Mapping[tuple[str, str], AppSession], catalog: 
     endpoints.update(system_endpoints(pool, events, status, importer or OpenApiImporter(OpenApiLimits.from_env({}))))
     endpoints.update(tool_endpoints(pool))
     endpoints.update(agent_endpoints(pool, executable, apps))
+    endpoints.update(skill_endpoints(pool))
     endpoints.update(approval_endpoints(approvals, events))
     return endpoints

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.mcp_gateway.admin.fields import Endpoints, text_field
+from services.mcp_gateway.admin.skills import missing_skills
 from services.mcp_gateway.platform_tools import PLATFORM_TOOLS, source_app_of
 from services.mcp_gateway.platform_tools import check as check_platform
 from services.mcp_gateway.pool.availability import available_tools, unresolved_duplicates
@@ -69,6 +70,12 @@ def agent_endpoints(pool: ToolPool, executable: Executability, apps: AppsConfig)
             problems = unresolved_duplicates(pool.tools[n] for n in bound if isinstance(n, str) and n in pool.tools)
             if problems:
                 raise AdminRequestError("duplicate_capability", "; ".join(problems))
+        skills = document.get("skills") if isinstance(document, dict) else None
+        missing = await missing_skills(pool, skills) if isinstance(skills, list) else []
+        if missing and isinstance(document, dict):
+            raise AdminRequestError("unknown_skill", f"agent {document.get('id')!r} names skill(s) that do not exist: "
+                                    f"{', '.join(map(repr, missing))}; apply each `kind: Skill` first (in the "
+                                    "same file, before the agent)")
         return await resources.apply(body)
 
     return {("agents", "tools"): agent_tools, ("agents", "apply"): apply_agent,

@@ -1,4 +1,5 @@
-"""`tools.*`: read pool tools, move them through their lifecycle, mark capability and winner."""
+"""`tools.*`: read pool tools, move them through their lifecycle, mark capability and winner, and
+keep a model's suggestion for a draft (stored beside the definition, not applied)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,29 @@ from services.mcp_gateway.pool.lifecycle import LifecycleError, transition
 from services.mcp_gateway.pool.registry import PoolError, ToolPool
 from shared.admin import AdminHandler, AdminRequestError
 from shared.clock import now_iso
-from shared.contracts.tooldef import ToolDefinition
+from shared.contracts.resource import ResourceError, parse_resource
+from shared.contracts.suggestion import ToolSuggestion
+from shared.contracts.tooldef import ReviewNote, ToolDefinition
+
+SUGGESTABLE = ("DRAFT", "REVIEWING")
+
+
+def with_suggestion(tool: ToolDefinition, suggestion: ToolSuggestion, *, by: str, now: str) -> ToolDefinition:
+    """The tool with the suggestion beside it and a note saying so; its own fields, version and
+    state unchanged. AdminRequestError when the tool is not under review or the suggestion
+    names parameters the tool does not have."""
+    if tool.state not in SUGGESTABLE:
+        raise AdminRequestError("not_a_draft", f"{tool.name} is {tool.state}: suggestions are for tools in "
+                                f"{' or '.join(SUGGESTABLE)} (aurora tools draft {tool.name} first)")
+    known = set((tool.input_schema.get("properties") or {}).keys())
+    unknown = sorted((set(suggestion.parameters) | set(suggestion.units)) - known)
+    if unknown:
+        raise AdminRequestError("invalid_request", f"the suggestion names parameters {tool.name} does not have: "
+                                f"{', '.join(unknown)}")
+    kept = suggestion.model_copy(update={"at": now, "by": by, "for_version": tool.version})
+    note = ReviewNote(at=now, by=by, action="suggested", note=f"wording suggested by model {suggestion.model}; "
+                      "not applied")
+    return tool.model_copy(update={"suggestion": kept, "notes": (*tool.notes, note)})
 
 
 def tool_endpoints(pool: ToolPool) -> Endpoints:
@@ -60,7 +83,23 @@ def tool_endpoints(pool: ToolPool) -> Endpoints:
             raise AdminRequestError(exc.code, str(exc)) from exc
         return tool.model_dump(mode="json")
 
-    endpoints: Endpoints = {("tools", "get"): get, ("tools", "mark"): mark}
+    async def suggest(body: dict[str, Any]) -> dict[str, Any]:
+        """Keep a model's suggestion for a draft; nothing of the definition itself changes."""
+        name, by = text_field(body, "name"), text_field(body, "by", required=False) or "operator"
+        raw = body.get("suggestion")
+        if not isinstance(raw, dict):
+            raise AdminRequestError("invalid_request", 'send {"name", "suggestion": {"model", "description", ...}}')
+        try:
+            suggestion = parse_resource(ToolSuggestion, raw)
+        except ResourceError as exc:
+            raise AdminRequestError("invalid_request", f"suggestion rejected: {exc}") from exc
+        try:
+            tool = await pool.update_tool(name, lambda t: with_suggestion(t, suggestion, by=by, now=now_iso()))
+        except PoolError as exc:
+            raise AdminRequestError(exc.code, str(exc)) from exc
+        return tool.model_dump(mode="json")
+
+    endpoints: Endpoints = {("tools", "get"): get, ("tools", "mark"): mark, ("tools", "suggest"): suggest}
     for action in ("review", "publish", "deprecate", "draft"):
         endpoints[("tools", action)] = lifecycle(action)
     return endpoints

@@ -20,12 +20,13 @@ from services.mcp_gateway.catalog import CatalogTool
 from shared.appconfig import AppConfig
 from shared.contracts.agent import Agent
 from shared.contracts.resource import ResourceError, ResourceModel, canonical_json, parse_resource
+from shared.contracts.skill import Skill
 from shared.contracts.system import System
 from shared.contracts.tooldef import McpExecution, ReviewNote, ToolDefinition
 from shared.errors import AuroraError
 from shared.kvmirror import KvMirror
 from shared.logs import get_logger
-from shared.streams import BucketSpec, agents_bucket, ensure_bucket, systems_bucket, tools_bucket
+from shared.streams import BucketSpec, agents_bucket, ensure_bucket, skills_bucket, systems_bucket, tools_bucket
 from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_gateway.pool")
@@ -51,28 +52,31 @@ class ToolPool:
         self._tools: KvMirror[ToolDefinition] | None = None
         self._systems: KvMirror[System] | None = None
         self._agents: KvMirror[Agent] | None = None
+        self._skills: KvMirror[Skill] | None = None
 
     async def start(self, on_change: Callable[[], None] | None = None) -> None:
         specs: dict[str, BucketSpec] = {
             "tools": tools_bucket(self._subjects),
             "systems": systems_bucket(self._subjects),
             "agents": agents_bucket(self._subjects),
+            "skills": skills_bucket(self._subjects),
         }
         for key, spec in specs.items():
             self._kv[key] = await ensure_bucket(self._js, spec)
         self._tools = KvMirror(self._kv["tools"], _decoder(ToolDefinition), name="tools", on_change=on_change)
         self._systems = KvMirror(self._kv["systems"], _decoder(System), name="systems", on_change=on_change)
         self._agents = KvMirror(self._kv["agents"], _decoder(Agent), name="agents", on_change=on_change)
-        for mirror in (self._tools, self._systems, self._agents):
+        self._skills = KvMirror(self._kv["skills"], _decoder(Skill), name="skills")
+        for mirror in (self._tools, self._systems, self._agents, self._skills):
             await mirror.start()  # type: ignore[attr-defined]
 
     async def stop(self) -> None:
-        for mirror in (self._tools, self._systems, self._agents):
+        for mirror in (self._tools, self._systems, self._agents, self._skills):
             if mirror is not None:
                 await mirror.stop()  # type: ignore[attr-defined]
 
     def bucket(self, name: str) -> KeyValue:
-        """The KV bucket behind `tools`, `systems` or `agents` (for generic admin handlers)."""
+        """The KV bucket behind `tools`, `systems`, `agents` or `skills` (for admin handlers)."""
         return self._kv[name]
 
     # -- reads (memory) ----------------------------------------------------------------------
@@ -90,6 +94,16 @@ class ToolPool:
     def agents(self) -> dict[str, Agent]:
         assert self._agents is not None, "ToolPool used before start()"
         return self._agents.items
+
+    @property
+    def skills(self) -> dict[str, Skill]:
+        assert self._skills is not None, "ToolPool used before start()"
+        return self._skills.items
+
+    async def skill(self, skill_id: str) -> Skill | None:
+        """The skill from memory, or from KV: one applied a moment ago (the same file as the
+        agent naming it) must be found."""
+        return await self._read_through("skills", skill_id, Skill)
 
     async def tool(self, name: str) -> ToolDefinition | None:
         """The tool from memory, or — when the mirror has not seen it yet — from KV."""
@@ -173,7 +187,8 @@ class ToolPool:
         return "created" if entry is None else "updated"
 
     def _mirror(self, bucket: str) -> KvMirror[Any]:
-        mirror = {"tools": self._tools, "systems": self._systems, "agents": self._agents}[bucket]
+        mirror = {"tools": self._tools, "systems": self._systems, "agents": self._agents,
+                  "skills": self._skills}[bucket]
         assert mirror is not None
         return mirror
 

@@ -126,10 +126,12 @@ async def test_the_llm_agent_relays_through_tool_calls_the_model_proposes(
     case = f"llm-{uuid.uuid4().hex[:6]}"
     model = f"relay-{case}"
     stack.fake.script(model, relay_script)
+    await apply(snc, subjects, "skills", {"kind": "Skill", "id": f"confirm-{case}",
+                                          "text": "Confirm the device first, then read its asset."})
     agent = {"kind": "Agent", "id": f"relay-{case}", "agent_kind": "llm", "events": ["message.*"],
              "tools": RELAY_TOOLS, "model": {"base_url": stack.fake.base_url, "model": model},
              "prompt": "You relay alarms to asset records.",
-             "skills": ["Confirm the device first, then read its asset."], "tool_result_limit": 2000}
+             "skills": [f"confirm-{case}"], "tool_result_limit": 2000}
     task, replies = await _relay(snc, subjects, stack, agent, "ALM-1001", case)
     assert task["state"] == "succeeded", json.dumps(task, indent=1)[:4000]
     names = [s["name"] for s in _tool_steps(task)]
