@@ -78,11 +78,15 @@ def step(task: dict[str, Any], step_id: str) -> dict[str, Any]:
     return next(s for s in task["steps"] if s["id"] == step_id)
 
 
-async def audited(nc: NATS, app: str, interaction_id: str) -> dict[str, Any]:
+async def audited(nc: NATS, app: str, interaction_id: str | None, **fields: Any) -> dict[str, Any]:
+    """The audit record of an elicitation (by its interaction id, or by `fields`)."""
+    def wanted(doc: dict[str, Any]) -> bool:
+        return doc.get("tool") == "elicitation/create" and (interaction_id is None or doc["call_id"] == interaction_id) \
+            and all(doc.get(k) == v for k, v in fields.items())
+
     async def found() -> list[dict[str, Any]]:
-        return await stored_events(nc, f"amp.audit.{app.replace('.', '_')}",
-                                   lambda doc: doc.get("call_id") == interaction_id)
-    return (await poll(found, what=f"the audit record of {interaction_id}"))[0]
+        return await stored_events(nc, f"amp.audit.{app.replace('.', '_')}", wanted)
+    return (await poll(found, what=f"the audit record of elicitation {interaction_id or fields}"))[0]
 
 
 @pytest.mark.parametrize("app", [ELICIT, ELICIT_HTTP])
@@ -135,3 +139,6 @@ async def test_no_answer_in_time_cancels(stack: Stack, snc: NATS, subjects: Subj
 async def test_an_operator_call_has_no_user_to_ask(stack: Stack, snc: NATS, subjects: Subjects) -> None:
     answer = await operator_call(snc, subjects, f"{ELICIT}.book_table", {"restaurant": "Mare"})
     assert answer == {"action": "decline", "restaurant": "Mare"}, answer
+    record = await audited(snc, ELICIT, None, caller="operator")
+    assert record["status"] == "denied" and record["error_code"] == "no_user_to_ask", record
+    assert record["error_message"] == "no user to ask: the call is an operator's, not a run's", record
