@@ -185,7 +185,7 @@ class _Problem:
         self.text = text
 
 
-def _value(field: Field, value: Any) -> str | int | float | bool | list[str] | _Problem:  # noqa: PLR0911
+def _value(field: Field, value: Any) -> str | int | float | bool | list[str] | _Problem:
     spec = field.schema or {}
     if field.kind == "boolean":
         if isinstance(value, bool):

@@ -112,7 +112,8 @@ class Elicitation:
                    interaction_id: str, wait: float) -> tuple[types.ElicitResult, str | None, str | None]:
         ctx = call.context
         target = target_of(ctx.delivery) or {}
-        question = ChatQuestion(interaction_id=interaction_id, app=str(target.get("app") or source_app_of(ctx.delivery)),
+        app = str(target.get("app") or source_app_of(ctx.delivery))
+        question = ChatQuestion(interaction_id=interaction_id, app=app,
                                 session_id=target.get("session_id"), conversation=target.get("conversation"),
                                 actor_id=ctx.actor.id if ctx.actor else None, asked_at=now_iso())
         text = elicit_form.question_text(message, fields, interaction_id, asker=app_name)

@@ -17,13 +17,13 @@ from nats.aio.client import Client as NATS
 from nats.micro import add_service
 
 from services.mcp_gateway.admin import admin_endpoints
-from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.calls_in_flight import CallsInFlight
+from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.chat_approvals import ChatAnswers
-from services.mcp_gateway.elicit_answers import ElicitAnswers
-from services.mcp_gateway.elicitation import Elicitation
 from services.mcp_gateway.config import GatewaySettings
 from services.mcp_gateway.custody import Custody
+from services.mcp_gateway.elicit_answers import ElicitAnswers
+from services.mcp_gateway.elicitation import Elicitation
 from services.mcp_gateway.gateway import Gateway
 from services.mcp_gateway.http.openapi_job import OpenApiImporter
 from services.mcp_gateway.http_systems import HttpSystems
@@ -36,6 +36,7 @@ from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.redaction import GatewayRedaction
 from services.mcp_gateway.reporting import Reporting
+from services.mcp_gateway.sampling import Sampling
 from services.mcp_gateway.server_requests import ServerRequests
 from services.mcp_gateway.serving import CallServer, InFlight, sweep_expired_approvals
 from services.mcp_gateway.sessions_listener import SessionsListener
@@ -168,7 +169,8 @@ class GatewayService:
         await elicit_answers.start()
         server_requests.attach(elicitation=Elicitation(
             calls_in_flight, handler, elicit_answers, reporting.record_call, events.interaction_requested,
-            timeout=settings.elicitation_timeout_seconds))
+            timeout=settings.elicitation_timeout_seconds),
+            sampling=Sampling(nc, subjects, calls_in_flight, reporting.record_call))
         # Stopped after the calls in flight finished (exit order is reversed): then none is left executing.
         parts.push_async_callback(ledger.stop)
         await ledger.start()

@@ -81,8 +81,8 @@ def step(task: dict[str, Any], step_id: str) -> dict[str, Any]:
 async def audited(nc: NATS, app: str, interaction_id: str | None, **fields: Any) -> dict[str, Any]:
     """The audit record of an elicitation (by its interaction id, or by `fields`)."""
     def wanted(doc: dict[str, Any]) -> bool:
-        return doc.get("tool") == "elicitation/create" and (interaction_id is None or doc["call_id"] == interaction_id) \
-            and all(doc.get(k) == v for k, v in fields.items())
+        ours = interaction_id is None or doc["call_id"] == interaction_id
+        return doc.get("tool") == "elicitation/create" and ours and all(doc.get(k) == v for k, v in fields.items())
 
     async def found() -> list[dict[str, Any]]:
         return await stored_events(nc, f"amp.audit.{app.replace('.', '_')}", wanted)
