@@ -4,8 +4,9 @@ MCP's form mode asks for a flat object of primitive fields (string with length a
 number/integer with bounds, boolean, single-select enum as `enum` or `oneOf` const/title,
 multi-select as an `array` of such an enum). A chat page has no form, so the schema becomes a
 numbered list of the fields and the user answers in text: one line per field (`2: 42`,
-`age: 42`, or a JSON object); a form of one field takes the whole answer as its value; an
-enum takes an option's number or label. `decline` declines, `cancel` cancels.
+`age: 42`; `|` or `;` also separate fields, for a one-line answer box), or a JSON object; a
+form of one field takes the whole answer as its value; an enum takes an option's number or
+label. `decline` declines, `cancel` cancels.
 
 `parse_answer` checks the answer against the requested schema and says, field by field, what
 to fix: the gateway sends that back and keeps waiting, so a typo is not the app's problem.
@@ -92,14 +93,18 @@ def _options(spec: dict[str, Any]) -> tuple[tuple[str, str], ...]:
 
 
 def question_text(message: str, fields: list[Field], interaction_id: str, *, asker: str) -> str:
+    """The chat question. Its last line is `(hint; interaction <id>)` like every question the
+    chat page answers; field lines are `[n] …`, not `n. …`, which the page would offer as
+    buttons — except a form of one choice, whose options are exactly that."""
     lines = [f"{asker} asks: {message}"]
-    for n, field in enumerate(fields, 1):
-        lines.append(f"{n}. {_describe(field)}")
-    if len(fields) == 1:
-        hint = "answer with the value"
+    if len(fields) == 1 and fields[0].kind == "enum":
+        lines += [f"{n}. {label}" for n, (_, label) in enumerate(fields[0].options, 1)]
+        hint = "answer with the number of your choice, or `decline` or `cancel`"
     else:
-        hint = "answer with one line per field, `number: value` (or `name: value`)"
-    lines.append(f"({hint}; `decline` to refuse, `cancel` to dismiss; interaction {interaction_id})")
+        lines += [f"[{n}] {_describe(field)}" for n, field in enumerate(fields, 1)]
+        hint = "answer with the value" if len(fields) == 1 else "answer as `1: value | 2: value`"
+        hint += ", or `decline` or `cancel`"
+    lines.append(f"({hint}; interaction {interaction_id})")
     return "\n".join(lines)
 
 
@@ -166,7 +171,7 @@ def _raw_values(said: str, fields: list[Field]) -> dict[str, Any] | str:
     values: dict[str, Any] = {}
     by_key = {str(n): f for n, f in enumerate(fields, 1)} | {f.name.lower(): f for f in fields} \
         | {f.title.lower(): f for f in fields}
-    for line in filter(None, (part.strip() for part in re.split(r"[\n;]", said))):
+    for line in filter(None, (part.strip() for part in re.split(r"[\n;|]", said))):
         key, sep, value = line.partition(":")
         field = by_key.get(key.strip().rstrip(".").lower()) if sep else None
         if field is None:

@@ -103,7 +103,7 @@ async def test_the_user_answers_the_apps_form_in_the_chat(stack: Stack, snc: NAT
         return [m for m in sent(stack.chat_log) if m.get("session_id") == session and "does not fit" in m["text"]]
     [fix] = await poll(told, what="the chat told what to fix")
     assert "at most 12" in fix["text"], fix
-    webhook_answer(stack, interaction_id, session, "party_size: 4\nname: Ada\nseating: 2")
+    webhook_answer(stack, interaction_id, session, "party_size: 4 | name: Ada | seating: 2")  # the page's answer box
 
     done = await settled(snc, subjects, task_id, timeout=40, states=TERMINAL)
     assert done["state"] == "succeeded" and done["answer"] == "booked: accept", json.dumps(done)[:3000]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from apps.aurora_app_chat.conversation import parse_question
 from services.mcp_gateway import elicit_form
 from services.mcp_gateway.calls_in_flight import CallsInFlight
 from services.mcp_gateway.elicit_form import Answer, UnsupportedSchema, fields_of, parse_answer, question_text
@@ -29,10 +30,22 @@ def test_the_question_numbers_the_fields_with_what_each_takes() -> None:
     text = question_text("Your booking?", FIELDS, "eli.1", asker="test.elicit")
     lines = text.splitlines()
     assert lines[0] == "test.elicit asks: Your booking?"
-    assert lines[1] == "1. party_size — integer [1..12] (required): how many people"
-    assert lines[3] == "3. seating — one of 1) inside, 2) outside (required)"
-    assert lines[6] == "6. extras — any of 1) Cake, 2) Wine, comma-separated (optional)"
-    assert "interaction eli.1" in lines[-1] and "`decline`" in lines[-1]
+    assert lines[1] == "[1] party_size — integer [1..12] (required): how many people"
+    assert lines[3] == "[3] seating — one of 1) inside, 2) outside (required)"
+    assert lines[6] == "[6] extras — any of 1) Cake, 2) Wine, comma-separated (optional)"
+    assert lines[-1] == "(answer as `1: value | 2: value`, or `decline` or `cancel`; interaction eli.1)"
+    # the chat page shows it as a question with an answer box (no option buttons for a form) …
+    page = parse_question(text)
+    assert page is not None and page["interaction_id"] == "eli.1" and page["options"] == []
+    assert parse_answer("1: 2 | 2: Ada | 3: inside", FIELDS) == Answer(
+        "accept", {"party_size": 2, "name": "Ada", "seating": "inside"})  # … whose one line answers it
+
+
+def test_a_form_of_one_choice_is_answered_with_the_pages_buttons() -> None:
+    one = fields_of({"type": "object", "properties": {"seating": {"type": "string", "enum": ["in", "out"]}}})
+    page = parse_question(question_text("Where?", one, "eli.2", asker="app"))
+    assert page is not None and page["options"] == [{"number": 1, "label": "in"}, {"number": 2, "label": "out"}]
+    assert parse_answer("2", one) == Answer("accept", {"seating": "out"})
 
 
 def test_an_answer_by_number_name_or_json_gives_typed_content() -> None:
