@@ -6,6 +6,7 @@ its own model nor a default — is refused with the reason (`no_model`)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Callable
 from contextlib import suppress
@@ -29,7 +30,8 @@ QUEUE = "runners"
 
 
 def model_call_for(agent: Agent, defaults: ModelDefaults, env: Callable[[str], str | None]) -> ModelCall | str:
-    """Where the agent's model is (as the llm driver resolves it), or why it has none."""
+    """Where the agent's model is, resolved as the llm driver's `_model_call` does (keep them
+    alike), or why it has none."""
     if agent.agent_kind != "llm":
         return f"agent {agent.id} is a {agent.agent_kind} agent: it has no model"
     settings = agent.model
@@ -62,6 +64,7 @@ class SamplingServer:
         self._defaults = defaults
         self._env = env
         self._sub: Subscription | None = None
+        self._answering: set[asyncio.Task[None]] = set()
 
     async def start(self) -> None:
         if self._sub is None:
@@ -72,8 +75,17 @@ class SamplingServer:
         if sub is not None:
             with suppress(NatsError):
                 await sub.unsubscribe()
+        for task in list(self._answering):  # the apps asking get no answer: their calls end as they end
+            task.cancel()
 
     async def _on_request(self, msg: Msg) -> None:
+        # nats-py runs one subscription's callbacks one after another: a model call of seconds
+        # must not hold up the next request, so each is answered in a task of its own.
+        task = asyncio.create_task(self._respond(msg), name="runner-sample")
+        self._answering.add(task)
+        task.add_done_callback(self._answering.discard)
+
+    async def _respond(self, msg: Msg) -> None:
         reply = await self.answer(msg.data)
         with suppress(NatsError):
             await msg.respond(contract.encode(reply))
