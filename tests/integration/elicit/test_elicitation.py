@@ -38,7 +38,8 @@ def subjects() -> Subjects:
     return Subjects()
 
 
-async def start_booking(nc: NATS, subjects: Subjects, app: str, case: str) -> tuple[str, str]:
+async def start_booking(nc: NATS, subjects: Subjects, app: str, case: str, *,
+                        synthetic: bool = False) -> tuple[str, str]:
     """(task id, conversation): a playbook calls `book_table` of `app` for a chat message."""
     await apply(nc, subjects, "agents", {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["message.received"],
@@ -47,7 +48,7 @@ async def start_booking(nc: NATS, subjects: Subjects, app: str, case: str) -> tu
                      "answer": "booked: {{ steps.book.structured.action }}"}})
     await bind(nc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
     session = f"s-{case}"
-    doc = event("message.received", {"case": case, "text": "book a table"}, session_id=session)
+    doc = event("message.received", {"case": case, "text": "book a table"}, session_id=session, synthetic=synthetic)
     await publish_events(nc.jetstream(), subjects, [doc])
     return task_id_of(doc, f"b-{case}"), session
 
@@ -142,3 +143,13 @@ async def test_an_operator_call_has_no_user_to_ask(stack: Stack, snc: NATS, subj
     record = await audited(snc, ELICIT, None, caller="operator")
     assert record["status"] == "denied" and record["error_code"] == "no_user_to_ask", record
     assert record["error_message"] == "no user to ask: the call is an operator's, not a run's", record
+
+
+async def test_a_synthetic_run_asks_nobody(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    case = f"elisyn-{uuid.uuid4().hex[:6]}"
+    task_id, session = await start_booking(snc, subjects, ELICIT, case, synthetic=True)
+    done = await settled(snc, subjects, task_id, timeout=40, states=TERMINAL)
+    assert step(done, "book")["structured"] == {"action": "decline", "restaurant": "Mare"}, json.dumps(done)[:3000]
+    record = await audited(snc, ELICIT, None, task_id=task_id)
+    assert record["error_code"] == "synthetic" and record["synthetic"] is True, record
+    assert not [m for m in sent(stack.chat_log) if m.get("session_id") == session and "interaction eli." in m["text"]]
