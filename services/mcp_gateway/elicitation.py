@@ -160,7 +160,7 @@ class Elicitation:
 def _nobody(ctx: ToolCallContext) -> str | None:
     """Why nobody can be asked for this call (None: its event's user can)."""
     if ctx.run_id is None:
-        return f"{NO_USER}: the call is an operator's, not a run's"
+        return f"{NO_USER}: the call is no event's run (an operator's, or an MCP client's at an agent's endpoint)"
     if ctx.actor is None or ctx.actor.kind != "user":
         return f"{NO_USER}: the call's event names no user"
     target = target_of(ctx.delivery) or {}

@@ -142,7 +142,8 @@ async def test_an_operator_call_has_no_user_to_ask(stack: Stack, snc: NATS, subj
     assert answer == {"action": "decline", "restaurant": "Mare"}, answer
     record = await audited(snc, ELICIT, None, caller="operator")
     assert record["status"] == "denied" and record["error_code"] == "no_user_to_ask", record
-    assert record["error_message"] == "no user to ask: the call is an operator's, not a run's", record
+    assert record["error_message"] == ("no user to ask: the call is no event's run (an operator's, "
+                                       "or an MCP client's at an agent's endpoint)"), record
 
 
 async def test_a_synthetic_run_asks_nobody(stack: Stack, snc: NATS, subjects: Subjects) -> None:
