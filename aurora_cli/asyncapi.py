@@ -27,6 +27,7 @@ from shared import deadletter
 from shared.contracts.audit import AuditRecord
 from shared.contracts.mcp_relay import ProcessEvent, RestartRequest, SessionEvent
 from shared.contracts.run import RunEnvelope
+from shared.contracts.sampling import SampleReply, SampleRequest
 from shared.contracts.signals import SIGNAL_TYPES, Signal
 from shared.contracts.toolcall import ToolCallEnvelope, ToolResultEnvelope
 from shared.contracts.validation import AmpEvent, NativeEvent
@@ -105,6 +106,8 @@ MESSAGES: tuple[Message, ...] = (
     Message("Run", RunEnvelope, "A routed run (header.method `agent/run` | `pipeline/run`, "
             "message_id = run_id).", {"Nats-Msg-Id": "the run_id"}),
     Message("AuditRecord", AuditRecord, "One record per tool call."),
+    Message("SampleRequest", SampleRequest, "An app's sampling/createMessage during an agent's tool call."),
+    Message("SampleReply", SampleReply, "The agent's model's completion, or why there is none."),
     Message("DeadLetter", _ANY_BYTES, "What a stage could not process: the original bytes, the reason in headers.",
             {deadletter.REASON: "why it was rejected", deadletter.STAGE: "the stage that rejected it",
              deadletter.ORIGINAL_SUBJECT: "where it was received", deadletter.ORIGINAL_STREAM: "its stream",
@@ -163,6 +166,11 @@ CHANNELS: tuple[Channel, ...] = (
              "verb": {"description": "e.g. health, restart"}}),
     Channel("adminReply", lambda p: None, "The caller's reply inbox for an admin request.",
             ("AdminReply", "AdminError")),
+    Channel("modelSample", lambda p: f"{p}.model.sample",
+            "An app's sampling request, request/reply, queue group of runners (the agents' models).",
+            ("SampleRequest",)),
+    Channel("modelSampleReply", lambda p: None, "The gateway's reply inbox for a sampling request.",
+            ("SampleReply",)),
 )
 
 OPERATIONS: tuple[Op, ...] = (
@@ -191,6 +199,10 @@ OPERATIONS: tuple[Op, ...] = (
     Op("aurora-cli", "send", "signals", "`aurora events emit`: a native event on the signal path."),
     Op("aurora-cli", "receive", "events", "`aurora events tail`."),
     Op("external-consumer", "receive", "events", "Any NATS client subscribing to amp.evt.>."),
+    Op("mcp-gateway", "send", "modelSample", "Relay an app's sampling request to the calling agent's model.",
+       reply="modelSampleReply"),
+    Op("runner", "receive", "modelSample", "Answer it with the agent's model.", reply="modelSampleReply"),
+    Op("mcp-gateway", "receive", "events", "Users' interaction.submitted answers to an app's elicitation."),
 )
 
 

@@ -86,6 +86,12 @@ class Subjects:
         publish there, while every runner may request `tool_call`."""
         return self.admin("tools", "call")
 
+    @property
+    def model_sample(self) -> str:
+        """An app's `sampling/createMessage` during a call, asked by the gateway of the runners,
+        which hold the agents' model settings (request/reply, queue group `runners`)."""
+        return f"{self.prefix}.model.sample"
+
     def run(self, target_type: str, target_id: str) -> str:
         return f"{self.prefix}.run.{check_token(target_type, 'target type')}.{app_token(target_id)}"
 

@@ -22,13 +22,16 @@ class GatewaySettings:
     openapi_limits: OpenApiLimits = field(default_factory=OpenApiLimits)  # bounds of one OpenAPI import
     call_ledger_ttl_seconds: float = CALL_LEDGER_TTL  # how long the ledger remembers a call
     ledger_heartbeat_seconds: float = 1.0  # how often this instance says it is alive (stale after 3x)
+    # How long an app's `elicitation/create` waits for the user's answer in the chat (never
+    # longer than the call's own timeout allows); then the app gets `cancel`.
+    elicitation_timeout_seconds: float = 300.0
 
 
 def load_mcp_gateway_settings(apps_config: Path, env: Mapping[str, str] | None = None) -> GatewaySettings:
     """The apps config file, AURORA_APPROVAL_TTL_SECONDS (a day), AURORA_APPROVAL_SWEEP_SECONDS (5),
     AURORA_SHUTDOWN_WAIT_SECONDS (10), the OpenAPI import limits (`AURORA_OPENAPI_*`, `AURORA_SPECS_DIR`),
     AURORA_CALL_LEDGER_TTL_SECONDS (30 days, as long as tasks; changing it later is a bucket conflict),
-    AURORA_LEDGER_HEARTBEAT_SECONDS (1)."""
+    AURORA_LEDGER_HEARTBEAT_SECONDS (1), AURORA_ELICITATION_TIMEOUT_SECONDS (300)."""
     env = os.environ if env is None else env
     return GatewaySettings(
         apps=load_apps_config(apps_config),
@@ -38,4 +41,5 @@ def load_mcp_gateway_settings(apps_config: Path, env: Mapping[str, str] | None =
         openapi_limits=OpenApiLimits.from_env(env),
         call_ledger_ttl_seconds=read_float(env, "AURORA_CALL_LEDGER_TTL_SECONDS", CALL_LEDGER_TTL, minimum=60.0),
         ledger_heartbeat_seconds=read_float(env, "AURORA_LEDGER_HEARTBEAT_SECONDS", 1.0, minimum=0.1, maximum=60.0),
+        elicitation_timeout_seconds=read_float(env, "AURORA_ELICITATION_TIMEOUT_SECONDS", 300.0, minimum=0.1),
     )

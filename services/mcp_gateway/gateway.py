@@ -14,6 +14,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.subscription import Subscription
 
 from services.mcp_gateway.catalog import CatalogConflict, check_no_conflicts
+from services.mcp_gateway.server_requests import ServerRequests
 from services.mcp_gateway.session import AppSession, TransportFactory
 from services.mcp_gateway.sessions_listener import SessionsListener, on_process_event
 from services.mcp_gateway.transports.http import http_transport
@@ -23,8 +24,10 @@ from shared.subjects import Subjects
 
 
 class Gateway:
-    def __init__(self, nc: NATS, subjects: Subjects, apps: AppsConfig, listener: SessionsListener) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, apps: AppsConfig, listener: SessionsListener,
+                 requests: ServerRequests | None = None) -> None:
         self._nc = nc
+        self._requests = requests
         self._subjects = subjects
         self._apps = apps
         self._listener = listener
@@ -37,7 +40,8 @@ class Gateway:
         """Open every session and wait for each one's first attempt (bounded by its
         `health_timeout_seconds`); then the start-up catalog must have no conflicts."""
         for app in self._apps.enabled():
-            session = AppSession(app, self._transport_for(app), self._listener)
+            callbacks = self._requests.for_session((app.app_id, app.instance), app.name) if self._requests else None
+            session = AppSession(app, self._transport_for(app), self._listener, callbacks=callbacks)
             self.sessions[session.key] = session
             if app.is_stdio:
                 self._subs.append(

@@ -58,6 +58,12 @@ class PlatformEvents:
             decision_signal_id(approval, "expired"), "approval.expired", f"approval for {approval.tool} expired",
             self.approval_view(approval), approval.session_id, ("approval", approval.id)))
 
+    def interaction_requested(self, interaction_id: str, summary: str, data: dict[str, Any],
+                              session_id: str | None) -> None:
+        """An app's elicitation asked in a chat (`services.mcp_gateway.elicitation`)."""
+        self._outbox.put(platform_signal(f"interaction-{interaction_id}", "interaction.requested", summary, data,
+                                         session_id, ("interaction", interaction_id)))
+
     def approval_requested(self, approval: Approval) -> None:
         self.platform_event(
             "approval.requested", f"{approval.tool} needs approval", self.approval_view(approval),

@@ -17,10 +17,13 @@ from nats.aio.client import Client as NATS
 from nats.micro import add_service
 
 from services.mcp_gateway.admin import admin_endpoints
+from services.mcp_gateway.calls_in_flight import CallsInFlight
 from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.chat_approvals import ChatAnswers
 from services.mcp_gateway.config import GatewaySettings
 from services.mcp_gateway.custody import Custody
+from services.mcp_gateway.elicit_answers import ElicitAnswers
+from services.mcp_gateway.elicitation import Elicitation
 from services.mcp_gateway.gateway import Gateway
 from services.mcp_gateway.http.openapi_job import OpenApiImporter
 from services.mcp_gateway.http_systems import HttpSystems
@@ -33,6 +36,8 @@ from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.redaction import GatewayRedaction
 from services.mcp_gateway.reporting import Reporting
+from services.mcp_gateway.sampling import Sampling
+from services.mcp_gateway.server_requests import ServerRequests
 from services.mcp_gateway.serving import CallServer, InFlight, sweep_expired_approvals
 from services.mcp_gateway.sessions_listener import SessionsListener
 from services.mcp_gateway.status import StatusViews
@@ -139,7 +144,9 @@ class GatewayService:
         reporting = Reporting(signals, audit, redaction)
         catalog = ToolCatalog()
         listener = SessionsListener(nc, subjects, health, signals, pool, catalog)
-        gateway = Gateway(nc, subjects, settings.apps, listener)
+        calls_in_flight = CallsInFlight()
+        server_requests = ServerRequests(calls_in_flight)
+        gateway = Gateway(nc, subjects, settings.apps, listener, server_requests)
         approvals = ApprovalStore(approvals_kv, ttl_seconds=settings.approval_ttl_seconds,
                                   on_expired=events.approval_expired, redact=redaction.arguments)
         metrics.observe_pending_approvals(lambda: approvals.pending)
@@ -155,8 +162,15 @@ class GatewayService:
         handler = ToolCallHandler(
             pool, gateway.sessions, executable, approvals=approvals, apps=settings.apps, catalog=catalog,
             custody=custody, http=http, on_result=reporting.record_call,
-            on_approval_requested=events.approval_requested, ledger=ledger,
+            on_approval_requested=events.approval_requested, ledger=ledger, calls=calls_in_flight,
         )
+        elicit_answers = ElicitAnswers(nc, subjects)
+        parts.push_async_callback(elicit_answers.stop)
+        await elicit_answers.start()
+        server_requests.attach(elicitation=Elicitation(
+            calls_in_flight, handler, elicit_answers, reporting.record_call, events.interaction_requested,
+            timeout=settings.elicitation_timeout_seconds),
+            sampling=Sampling(nc, subjects, calls_in_flight, reporting.record_call))
         # Stopped after the calls in flight finished (exit order is reversed): then none is left executing.
         parts.push_async_callback(ledger.stop)
         await ledger.start()

@@ -18,6 +18,7 @@ import mcp_types as types
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
+from services.mcp_gateway.server_requests import SessionCallbacks
 from services.mcp_gateway.transports.direct import ConnectionLost, DirectCalls, SupportsDirectCalls, result_of
 from services.mcp_gateway.transports.http import ReportsHttpErrors
 from services.mcp_gateway.transports.streams import TransportStreams
@@ -94,8 +95,11 @@ class AppSession:
         *,
         retry_initial: float = 1.0,
         retry_max: float = 30.0,
+        callbacks: SessionCallbacks | None = None,
     ) -> None:
         self.app = app
+        # What the app asks back during a call (elicitation, sampling) and its progress: see server_requests.
+        self._callbacks = callbacks
         self._transport = transport
         self._listener = listener
         self._retry_initial = retry_initial
@@ -168,6 +172,8 @@ class AppSession:
         async def on_notification(method: str, params: dict[str, Any] | None) -> None:
             if method == "notifications/tools/list_changed":
                 self._schedule_refresh()
+            if self._callbacks is not None:
+                self._callbacks.notified(method, params)
             await self._listener.notification(self, method, params)
 
         timeout = self.app.mcp.health_timeout_seconds
@@ -178,7 +184,9 @@ class AppSession:
                 read,
                 write,
             ),
-            ClientSession(read, write, client_info=CLIENT_INFO) as session,
+            ClientSession(read, write, client_info=CLIENT_INFO,
+                          elicitation_callback=self._callbacks.elicitation if self._callbacks else None,
+                          sampling_callback=self._callbacks.sampling if self._callbacks else None) as session,
         ):
             try:
                 init, tools = await _race(self._handshake(session), attempt.lost, timeout)

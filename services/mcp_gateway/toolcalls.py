@@ -20,6 +20,7 @@ import msgspec
 
 from services.mcp_gateway import chat_approvals, classify, targets
 from services.mcp_gateway.arguments import ArgumentCheck
+from services.mcp_gateway.calls_in_flight import CallsInFlight
 from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.custody import Custody, CustodyRefusal
 from services.mcp_gateway.ledger import CallLedger, Claim
@@ -50,6 +51,7 @@ from shared.contracts.toolcall import (
     METHOD_CALL,
     METHOD_RESULT,
     SideEffect,
+    ToolCallContext,
     ToolCallEnvelope,
     ToolCallRequest,
     ToolCallResult,
@@ -114,8 +116,10 @@ class ToolCallHandler:
         on_approval_requested: Callable[[Approval], None] | None = None,
         arguments: ArgumentCheck | None = None,
         ledger: CallLedger | None = None,
+        calls: CallsInFlight | None = None,
     ) -> None:
         self._pool = pool
+        self._calls = calls or CallsInFlight()  # MCP calls running now: what an app asks back finds its call
         self._apps = apps
         self._catalog = catalog
         self._sessions = sessions
@@ -239,7 +243,8 @@ class ToolCallHandler:
                 return taken, False
         sending(request.tool, spec.side_effect)  # from here a failure may follow a call sent
         key = claim.call_id if claim is not None else None
-        result = await self._call_session(session, app_tool.tool, arguments, spec.side_effect, timeout, key)
+        result = await self._call_session(session, app_tool.tool, arguments, spec.side_effect, timeout, key,
+                                          context=ctx)
         return (msgspec.structs.replace(result, approval_id=approval_id) if approval_id else result), True
 
     async def _run(self, request: ToolCallRequest, tool: ToolDefinition, call_id: str,
@@ -384,17 +389,39 @@ class ToolCallHandler:
         limit = session.app.mcp.call_timeout_seconds if session is not None else 30.0
         timeout = min(request.timeout_seconds or limit, limit)
         return await self._call_session(session, execution.tool, request.arguments, tool.side_effect, timeout,
-                                        call_id)
+                                        call_id, context=request.context)
 
     async def _call_session(
         self, session: AppSession | None, tool: str, arguments: dict[str, Any], side_effect: SideEffect,
-        timeout: float, key: str | None = None,
+        timeout: float, key: str | None = None, *, context: ToolCallContext | None = None,
     ) -> ToolCallResult:
-        """`key`: the idempotency key a write carries in `_meta` (apps that accept one deduplicate on it)."""
+        """`key`: the idempotency key a write carries in `_meta` (apps that accept one deduplicate on it).
+        `context`: whom the call is for, which elicitation and sampling requests during it need;
+        the app's progress notes (by the call's `progressToken`) come back in the result."""
         if session is None:
             return classify.failed("unavailable", "no_session", "the app has no session", side_effect=side_effect)
+        with self._calls.running(session.key, tool, context or ToolCallContext(), call_id=key,
+                                 timeout=timeout) as running:
+            meta: dict[str, Any] = {"progressToken": running.token}
+            if key is not None and side_effect != "read":
+                meta[IDEMPOTENCY_META_KEY] = key
+            result = await self._call_running(session, tool, arguments, side_effect, timeout, meta)
+        return msgspec.structs.replace(result, progress=list(running.progress)) if running.progress else result
+
+    async def reply_in_event(self, context: ToolCallContext, text: str, *, call_id: str) -> ToolCallResult:
+        """`event_reply` for the call's event (an app asking its user, see `elicitation`); on the
+        record like any call."""
+        asking = ToolCallRequest(tool="event_reply", arguments={"text": text},
+                                 context=msgspec.structs.replace(context, approval_id=None))
+        result, executed = await self._run_platform(asking, PLATFORM_TOOLS["event_reply"])
+        if self._on_result is not None:
+            await self._on_result(CallRecord(request=asking, tool=None, result=result, executed=executed,
+                                             call_id=call_id, system=source_app_of(context.delivery)))
+        return result
+
+    async def _call_running(self, session: AppSession, tool: str, arguments: dict[str, Any],
+                            side_effect: SideEffect, timeout: float, meta: dict[str, Any]) -> ToolCallResult:
         started = time.perf_counter()
-        meta = {IDEMPOTENCY_META_KEY: key} if key is not None and side_effect != "read" else None
         try:
             result = await session.call_tool(tool, arguments, timeout, meta)
         except CallTimedOut:

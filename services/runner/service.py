@@ -27,6 +27,7 @@ from services.runner.history import StreamHistory
 from services.runner.interactions import Announcer
 from services.runner.llm_client import HttpChatModel
 from services.runner.resumer import Resumer
+from services.runner.sampling import SamplingServer
 from services.runner.secrets import StepSecrets, seal_key_material
 from services.runner.steps import ToolSteps
 from services.runner.stores import ensure_runs_consumer, open_stores
@@ -59,6 +60,7 @@ class RunnerService:
         self._executor: TaskExecutor | None = None
         self._http: httpx.AsyncClient | None = None
         self._admin: Service | None = None
+        self._sampling: SamplingServer | None = None
 
     @property
     def executor(self) -> TaskExecutor:
@@ -95,6 +97,8 @@ class RunnerService:
         model = TracedChatModel(HttpChatModel(self._http))
         drivers["llm"] = LlmDriver(model, GatewayTools(nc, subjects), steps, history, config.models,
                                    announcer=announcer, skills=catalog)
+        sampling = self._sampling = SamplingServer(nc, subjects, catalog, model, config.models)
+        await sampling.start()
         executor = self._executor = TaskExecutor(store, catalog, drivers, steps, EventSource(js), config)
         worker = Worker(js, subjects, executor, config, stores.runs_stream)
         await worker.start()
@@ -139,6 +143,9 @@ class RunnerService:
         if self._worker is not None:
             await self._worker.stop()
             self._worker = None
+        if self._sampling is not None:
+            await self._sampling.stop()
+            self._sampling = None
         if self._catalog is not None:
             await self._catalog.stop()
             self._catalog = None

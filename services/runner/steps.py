@@ -86,6 +86,8 @@ class ToolSteps:
                                 timeout=limit, side_effect=effect, trace=ctx.event.header.trace)
         result = await (ctx.interruptible(call) if effect == "read" else call)
         finished = self._finished(started, result)
+        for step in progress_steps(finished, result):  # the app's progress notes, written with the call
+            ctx.handle.stage(step)
         if effect != "read":
             await ctx.handle.record(finished)
         else:
@@ -168,6 +170,22 @@ class ToolSteps:
             return None, recovery.doubt_of(result)
         finished = self._finished(step, result)
         return msgspec.structs.replace(finished, note=recovery.ASKED_AGAIN.format(call_id=step.call_id)), None
+
+
+def progress_steps(call: TaskStep, result: ToolCallResult) -> list[TaskStep]:
+    """One finished `progress` step per progress note the app sent during the call."""
+    steps = []
+    for n, note in enumerate(result.progress, 1):
+        done = f"{note.progress:g}" + (f"/{note.total:g}" if note.total is not None else "") \
+            if note.progress is not None else None
+        text = " ".join(part for part in (done, note.message) if part) or "progress"
+        steps.append(TaskStep(
+            id=f"{call.id}.progress{n}", kind="progress", name=call.name, status="finished", started_at=note.at,
+            finished_at=note.at, classification="ok", text=text,
+            structured={"progress": note.progress, "total": note.total, "message": note.message},
+            note=f"reported by the app during call {call.call_id}" if call.call_id else None,
+        ))
+    return steps
 
 
 def _granted_before(prior: TaskStep | None) -> str | None:

@@ -43,7 +43,8 @@ TRANSITIONS: dict[TaskState, frozenset[TaskState]] = {
     "cancelled": frozenset(),
 }
 
-StepKind = Literal["model", "tool", "delivery", "stage", "verify", "interaction", "action", "skills"]
+# `progress`: a note the app sent during a tool call (`notifications/progress`), `<call step>.progress<n>`.
+StepKind = Literal["model", "tool", "delivery", "stage", "verify", "interaction", "action", "skills", "progress"]
 StepStatus = Literal["started", "finished", "skipped"]
 
 

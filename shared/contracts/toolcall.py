@@ -68,6 +68,15 @@ class ToolError(msgspec.Struct, frozen=True, kw_only=True):
     message: str
 
 
+class ToolProgress(msgspec.Struct, frozen=True, kw_only=True):
+    """One `notifications/progress` the app sent during the call (the runner makes it a task step)."""
+
+    progress: float | None = None
+    total: float | None = None
+    message: str | None = None
+    at: str
+
+
 class ToolCallResult(msgspec.Struct, frozen=True, kw_only=True):
     status: ToolStatus
     content: list[dict[str, Any]] = msgspec.field(default_factory=list)
@@ -76,6 +85,7 @@ class ToolCallResult(msgspec.Struct, frozen=True, kw_only=True):
     duration_ms: float = 0.0
     approval_id: str | None = None
     side_effect: SideEffect | None = None
+    progress: list[ToolProgress] = msgspec.field(default_factory=list)  # the app's progress notes, in order
 
 
 ToolCallEnvelope = Envelope[ToolCallRequest]

@@ -1,0 +1,111 @@
+"""`sampling/createMessage` from an app during a tool call, answered by the calling agent's model.
+
+The gateway never calls a model (it holds no model settings, no model keys, and a model call is
+not a tool call), so it asks the runners on `<p>.model.sample` (`shared.contracts.sampling`):
+they hold each agent's model settings and the keys, and already call that model for the agent's
+own turns. The call in flight names the agent (`calls_in_flight`, `custody`); a call without an
+agent (an operator's) or an agent without a model is refused with the reason; only text
+messages are relayed. Each request is audited as `sampling/createMessage` of the app.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+
+import mcp_types as types
+import msgspec
+from nats.aio.client import Client as NATS
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
+
+from services.mcp_gateway.calls_in_flight import CallInFlight, CallsInFlight, SessionKey
+from services.mcp_gateway.toolcalls import CallRecord
+from shared.contracts import sampling as contract
+from shared.contracts.toolcall import ToolCallContext, ToolCallRequest, ToolCallResult, ToolError
+from shared.logs import get_logger
+from shared.subjects import Subjects
+
+log = get_logger("aurora.mcp_gateway.sampling")
+METHOD = "sampling/createMessage"
+CALL_MARGIN = 1.0  # the answer must reach the app before the call itself times out
+
+
+class Refused(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class Sampling:
+    def __init__(self, nc: NATS, subjects: Subjects, calls: CallsInFlight,
+                 audit: Callable[[CallRecord], Awaitable[None]], *, timeout: float = 120.0) -> None:
+        self._nc = nc
+        self._subject = subjects.model_sample
+        self._calls = calls
+        self._audit = audit
+        self._timeout = timeout
+
+    async def sample(self, key: SessionKey, app_name: str,
+                     params: types.CreateMessageRequestParams) -> types.CreateMessageResult | types.ErrorData:
+        started = time.perf_counter()
+        call = self._calls.caller(key, params.meta)
+        context = call.context if isinstance(call, CallInFlight) else ToolCallContext()
+        try:
+            reply = await self._ask(call, key[0], params)
+        except Refused as exc:
+            await self._record(key, context, params, started, error=ToolError(code=exc.code, message=str(exc)))
+            log.info("sampling refused", app=app_name, code=exc.code, reason=str(exc))
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"{exc.code}: {exc}")
+        await self._record(key, context, params, started, reply=reply)
+        text = types.TextContent(type="text", text=reply.text or "")
+        return types.CreateMessageResult(role="assistant", content=text, model=reply.model or "unknown",
+                                         stop_reason=reply.stop_reason)
+
+    async def _ask(self, call: CallInFlight | str, app_id: str,
+                   params: types.CreateMessageRequestParams) -> contract.SampleReply:
+        if isinstance(call, str):
+            raise Refused("no_agent", f"no agent's model to ask: {call}")
+        ctx = call.context
+        if ctx.agent is None:
+            raise Refused("no_agent", "no agent's model to ask: the call is an operator's, not an agent's")
+        if params.tools:
+            raise Refused("unsupported", "sampling with tools is not supported")
+        messages = []
+        for message in params.messages:
+            content = message.content
+            if not isinstance(content, types.TextContent):
+                raise Refused("unsupported", f"only text messages can be sampled, not {type(content).__name__}")
+            messages.append(contract.SampleMessage(role=message.role, text=content.text))
+        wait = min(self._timeout, call.remaining() - CALL_MARGIN)
+        if wait <= 0:
+            raise Refused("no_time", "the call has no time left to wait for the model")
+        request = contract.SampleRequest(
+            agent=ctx.agent, run_id=ctx.run_id, task_id=ctx.task_id, app=app_id, messages=messages,
+            system_prompt=params.system_prompt, max_tokens=params.max_tokens, temperature=params.temperature,
+            stop_sequences=list(params.stop_sequences or []))
+        try:
+            answer = await self._nc.request(self._subject, contract.encode(request), timeout=wait)
+            reply = contract.decode_reply(answer.data)
+        except NoRespondersError as exc:
+            raise Refused("no_runner", "no runner answers sampling requests now") from exc
+        except NatsTimeoutError as exc:
+            raise Refused("model_timeout", f"the model did not answer within {wait:g}s") from exc
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise Refused("bad_reply", f"the runner's answer is unreadable: {exc}") from exc
+        if reply.error is not None:
+            raise Refused(reply.error.code, reply.error.message)
+        return reply
+
+    async def _record(self, key: SessionKey, context: ToolCallContext, params: types.CreateMessageRequestParams,
+                      started: float, *, reply: contract.SampleReply | None = None,
+                      error: ToolError | None = None) -> None:
+        asked = {"messages": len(params.messages), "max_tokens": params.max_tokens,
+                 "system_prompt": params.system_prompt}
+        structured = {"model": reply.model, "stop_reason": reply.stop_reason, "text": reply.text} if reply else None
+        await self._audit(CallRecord(
+            request=ToolCallRequest(tool=METHOD, arguments=asked, context=context), tool=None,
+            call_id=f"sample-{uuid.uuid4().hex[:20]}", executed=False, system=key[0],
+            result=ToolCallResult(status="ok" if error is None else "denied", structured=structured, error=error,
+                                  duration_ms=round((time.perf_counter() - started) * 1000, 3))))
