@@ -236,6 +236,7 @@ class EdgeApp:
             await respond(send, 406, jsonrpc_error("the GET stream needs Accept: text/event-stream"))
             return
         queue = await self._changes.listen(caller.agent)
+        log.info("stream open", agent=caller.agent, session=caller.session_id)
         gone = asyncio.create_task(_disconnected(receive), name="edge-stream-disconnect")
         try:
             await send({"type": "http.response.start", "status": 200, "headers": [

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+import json
 from typing import Any
 
 import httpx2
@@ -20,6 +21,7 @@ SUBJECTS = Subjects("amp")
 ECHO_TOOL = f"{ECHO}.echo"
 COUNTER_GET = f"{ECHO}.counter_get"
 COUNTER_INC = f"{ECHO}.counter_increment"
+FAIL = f"{ECHO}.fail"
 LEGACY = "legacy"
 MODERN = "2026-07-28"
 
@@ -48,3 +50,15 @@ async def connected(url: str, secret: str, mode: str, *,
         transport = streamable_http_client(url, http_client=http)
         async with Client(transport, mode=mode, message_handler=on_message, cache=None) as client:
             yield client
+
+
+async def audit_records(nc: NATS) -> list[dict[str, Any]]:
+    """Every audit record so far, oldest first, consuming nothing."""
+    js = nc.jetstream()
+    info = await js.stream_info("AMP_AUDIT")
+    records: list[dict[str, Any]] = []
+    for seq in range(info.state.first_seq, info.state.last_seq + 1):
+        msg = await js.get_msg("AMP_AUDIT", seq)
+        if msg.data:
+            records.append(json.loads(msg.data))
+    return records
