@@ -45,6 +45,7 @@ COMMANDS: dict[str, Area] = {
                     group=True),
     "agents": Area("agents", "Agents' tool sets as the gateway serves them.", group=True),
     "approvals": Area("approvals", "Approve or deny agents' write tool calls.", group=True),
+    "tokens": Area("tokens", "Bearer tokens for MCP clients of an agent's endpoint (mcp-edge).", group=True),
     "audit": Area("audit", "Read the audit log of tool calls.", group=True),
     "tasks": Area("tasks", "Runner tasks: list them, show one with its steps, cancel one.", group=True),
     "creds": Area("creds", "NATS credentials for every Aurora identity.", group=True),

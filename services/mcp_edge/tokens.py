@@ -19,6 +19,7 @@ from nats.js.kv import KeyValue
 
 from shared.clock import now_iso
 from shared.errors import AuroraError
+from shared.kvmirror import read_all
 
 PREFIX = "aet"
 _TOKEN = re.compile(r"^aet_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
@@ -124,12 +125,10 @@ class TokenStore:
         await self._kv.put(record.id, msgspec.json.encode(record))
 
     async def all(self) -> list[TokenRecord]:
-        try:
-            keys = await self._kv.keys()
-        except Exception:  # nats-py raises NoKeysError on an empty bucket
-            return []
-        found = [await self.get(key) for key in keys]
-        return sorted((r for r in found if r is not None), key=lambda r: r.created_at)
+        # A named short-lived consumer (read_all), not nats-py's `keys()`, whose ordered
+        # consumer's bare create no service credential may use.
+        found = [_decoder.decode(value) for value in (await read_all(self._kv)).values()]
+        return sorted(found, key=lambda r: r.created_at)
 
     async def check(self, token: str) -> TokenRecord | str:
         """The token's record, or why it is refused."""
