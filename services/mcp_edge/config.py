@@ -12,7 +12,7 @@ from shared.settings import read_float, read_int, read_optional, read_str, read_
 @dataclass(frozen=True)
 class EdgeSettings:
     host: str = "127.0.0.1"
-    port: int = 8790
+    port: int = 8795
     public_url: str | None = None  # the address clients use (behind a proxy / several instances)
     authorization_servers: tuple[str, ...] = ()
     approval_wait_seconds: float = 300.0  # how long a call needing approval is held
@@ -28,7 +28,7 @@ def load_edge_settings(env: Mapping[str, str] | None = None) -> EdgeSettings:
     servers = read_optional(env, "AURORA_EDGE_AUTHORIZATION_SERVERS") or ""
     return EdgeSettings(
         host=read_str(env, "AURORA_EDGE_HOST", "127.0.0.1"),
-        port=read_int(env, "AURORA_EDGE_PORT", 8790, minimum=0, maximum=65535),
+        port=read_int(env, "AURORA_EDGE_PORT", 8795, minimum=0, maximum=65535),
         public_url=read_url(env, "AURORA_EDGE_PUBLIC_URL"),
         authorization_servers=tuple(s.strip() for s in servers.split(",") if s.strip()),
         approval_wait_seconds=read_float(env, "AURORA_EDGE_APPROVAL_WAIT_SECONDS", 300.0, minimum=0.0),
