@@ -13,19 +13,29 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any
+from typing import Any, Protocol
 
-from services.mcp_edge.gate import Caller, Gate
+from services.mcp_edge.gate import Caller
+from shared.contracts.approval import Approval
 from shared.contracts.toolcall import ToolCallResult, ToolError
 
 Progress = Callable[[float, str], Awaitable[None]]
+
+
+class Gating(Protocol):
+    """What holding needs of the gateway (`gate.Gate`)."""
+
+    async def call(self, caller: Caller, tool: str, arguments: dict[str, Any], *, task_id: str,
+                   approval_id: str | None = None) -> ToolCallResult: ...
+
+    async def approval(self, approval_id: str) -> Approval | None: ...
 
 
 def refused(code: str, message: str, approval_id: str) -> ToolCallResult:
     return ToolCallResult(status="denied", error=ToolError(code=code, message=message), approval_id=approval_id)
 
 
-async def call_held(gate: Gate, caller: Caller, tool: str, arguments: dict[str, Any], progress: Progress, *,
+async def call_held(gate: Gating, caller: Caller, tool: str, arguments: dict[str, Any], progress: Progress, *,
                     wait_seconds: float, poll_seconds: float = 0.5) -> ToolCallResult:
     task_id = f"edge-{uuid.uuid4().hex}"  # one task per external call: its approval pairs with it alone
     result = await gate.call(caller, tool, arguments, task_id=task_id)
