@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import uuid
 from typing import Any
 
 import mcp_types as types
@@ -10,6 +11,17 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from shared.admin import admin_request
+from shared.clock import now_iso
+from shared.contracts.envelope import Header, Source
+from shared.contracts.toolcall import (
+    METHOD_CALL,
+    ToolActor,
+    ToolCallContext,
+    ToolCallEnvelope,
+    ToolCallRequest,
+    decode_result,
+    encode,
+)
 from tests.harness.processes import logged
 from tests.harness.waiting import poll
 from tests.integration.edge.conftest import EdgeStack
@@ -77,3 +89,23 @@ async def test_retiring_a_tool_pushes_list_changed(edge_stack: EdgeStack, enc: N
         await admin_request(enc, SUBJECTS, "tools", "deprecate", {"name": FAIL, "note": "edge test"})
         await asyncio.wait_for(changed.wait(), 20)
         assert FAIL not in [t.name for t in (await client.list_tools()).tools]
+
+
+async def test_an_edge_call_must_name_its_agent_caller_and_task(edge_stack: EdgeStack, enc: NATS) -> None:
+    """On the edge subject the gateway trusts the context's agent and caller (only mcp-edge may
+    publish there), so a call that leaves them out, or claims a run, is refused as malformed."""
+    await agent(enc, "edge-malformed", [ECHO_TOOL])
+    cases = {
+        "no caller": ToolCallContext(agent="edge-malformed", task_id="edge-t1"),
+        "no agent": ToolCallContext(task_id="edge-t2", actor=ToolActor(id="token:x", kind="api")),
+        "a run": ToolCallContext(agent="edge-malformed", task_id="edge-t3", run_id="r-1",
+                                 actor=ToolActor(id="token:x", kind="api")),
+    }
+    for case, context in cases.items():
+        envelope = ToolCallEnvelope(
+            header=Header(method=METHOD_CALL, message_id=str(uuid.uuid4()), timestamp=now_iso(),
+                          source=Source(app="aurora.edge")),
+            payload=ToolCallRequest(tool=ECHO_TOOL, arguments={"value": 1}, context=context))
+        reply = decode_result((await enc.request(SUBJECTS.edge_tool_call, encode(envelope), timeout=10)).data)
+        assert reply.payload.status == "denied", case
+        assert reply.payload.error is not None and reply.payload.error.code == "invalid_request", case
