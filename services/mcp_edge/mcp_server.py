@@ -12,7 +12,8 @@ from typing import Any
 
 import mcp_types as types
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
 from services.mcp_edge.gate import Caller, EdgeTool, Gate
@@ -21,6 +22,21 @@ from shared.contracts.toolcall import ToolCallResult
 
 CALLER_STATE = "aurora_caller"  # key in the ASGI scope's state
 VERSION = "0.1.0"
+
+
+class EdgeServer(Server[Any]):
+    """Says in `initialize` that the tool list changes (the edge pushes `list_changed` on the
+    session's GET stream): the stateless runner asks the server for its options, with no way
+    to pass them in."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(notification_options or NotificationOptions(tools_changed=True),
+                                                     experimental_capabilities, extensions)
 
 
 def caller_of(ctx: ServerRequestContext[Any]) -> Caller:
@@ -74,5 +90,5 @@ def build_server(gate: Gate, *, approval_wait_seconds: float, approval_poll_seco
                                  wait_seconds=approval_wait_seconds, poll_seconds=approval_poll_seconds)
         return mcp_result(result)
 
-    return Server("aurora-mcp-edge", version=VERSION, instructions="An Aurora agent's tools, through the gateway.",
+    return EdgeServer("aurora-mcp-edge", version=VERSION, instructions="An Aurora agent's tools, through the gateway.",
                   on_list_tools=list_tools, on_call_tool=call_tool)

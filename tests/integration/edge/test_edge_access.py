@@ -73,7 +73,9 @@ async def test_two_instances_serve_one_session(edge_stack: EdgeStack, enc: NATS)
     async with httpx.AsyncClient(timeout=20) as http:
         opened = await http.post(on_a, json=INITIALIZE, headers=auth)
         assert opened.status_code == 200, opened.text
-        assert message_of(opened)["result"]["serverInfo"]["name"] == "aurora-mcp-edge"
+        result = message_of(opened)["result"]
+        assert result["serverInfo"]["name"] == "aurora-mcp-edge"
+        assert result["capabilities"]["tools"]["listChanged"] is True  # pushed on the GET stream
         session = {**auth, "Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
         initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
         assert (await http.post(on_b, json=initialized, headers=session)).status_code == 202
