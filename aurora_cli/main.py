@@ -47,6 +47,7 @@ COMMANDS: dict[str, Area] = {
     "agents": Area("agents", "Agents: one with its skills and their versions, and its tools as the gateway "
                              "serves them.", group=True),
     "approvals": Area("approvals", "Approve or deny agents' write tool calls.", group=True),
+    "tokens": Area("tokens", "Bearer tokens for MCP clients of an agent's endpoint (mcp-edge).", group=True),
     "audit": Area("audit", "Read the audit log of tool calls.", group=True),
     "tasks": Area("tasks", "Runner tasks: list them, show one with its steps, cancel one.", group=True),
     "creds": Area("creds", "NATS credentials for every Aurora identity.", group=True),

@@ -92,6 +92,12 @@ class Subjects:
         which hold the agents' model settings (request/reply, queue group `runners`)."""
         return f"{self.prefix}.model.sample"
 
+    @property
+    def edge_tool_call(self) -> str:
+        """Calls of external MCP clients, relayed by mcp-edge: only its credential may publish here,
+        so the gateway takes the agent (the bearer token's) and the caller from the context."""
+        return f"{self.prefix}.tool.edge"
+
     def run(self, target_type: str, target_id: str) -> str:
         return f"{self.prefix}.run.{check_token(target_type, 'target type')}.{app_token(target_id)}"
 

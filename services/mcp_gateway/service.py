@@ -184,6 +184,7 @@ class GatewayService:
         await service.add_endpoint(name="tool-call", subject=subjects.tool_call, handler=calls.tool_call)
         await service.add_endpoint(name="operator-tool-call", subject=subjects.operator_tool_call,
                                    handler=calls.operator_call)
+        await service.add_endpoint(name="edge-tool-call", subject=subjects.edge_tool_call, handler=calls.edge_call)
         endpoints = admin_endpoints(
             sessions=gateway.sessions, catalog=catalog, status=status, events=events, reporting=reporting,
             apps=settings.apps, pool=pool, approvals=approvals, executable=executable,

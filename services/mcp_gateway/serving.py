@@ -75,23 +75,26 @@ class CallServer:
     async def operator_call(self, request: Request) -> None:
         self._dispatch(request, operator=True)
 
-    def _dispatch(self, request: Request, *, operator: bool) -> None:
+    async def edge_call(self, request: Request) -> None:
+        self._dispatch(request, operator=False, edge=True)
+
+    def _dispatch(self, request: Request, *, operator: bool, edge: bool = False) -> None:
         if is_jetstream_delivery(request_reply(request)):
             return
         # nats-py runs a subscription's callback for one message at a time: each call gets its
         # own task, or one slow tool would hold up every other call.
         self._in_flight.enter()
-        name = "operator-tool-call" if operator else "tool-call"
-        self._in_flight.track(asyncio.create_task(self._serve(request, operator), name=name))
+        name = "operator-tool-call" if operator else "edge-tool-call" if edge else "tool-call"
+        self._in_flight.track(asyncio.create_task(self._serve(request, operator, edge), name=name))
 
-    async def _serve(self, request: Request, operator: bool) -> None:
+    async def _serve(self, request: Request, operator: bool, edge: bool = False) -> None:
         tracked = progress.track()  # in this task's own context: one per call
         try:
             with tracing.handling("tools/call", tracing.envelope_trace(request.data), kind=SpanKind.SERVER,
                                   attributes={"mcp.method.name": "tools/call", "aurora.operator": operator,
                                               **messaging("process", request.subject)}) as span:
                 try:
-                    reply, record = await self._handler.answer(request.data, operator=operator)
+                    reply, record = await self._handler.answer(request.data, operator=operator, edge=edge)
                 except Exception:
                     reply, record = self._internal_error(request.data, tracked, operator)
                 if record is not None:

@@ -132,11 +132,13 @@ class ToolCallHandler:
         self._arguments = arguments or ArgumentCheck()
         self._ledger = ledger
 
-    async def answer(self, data: bytes, *, operator: bool = False) -> tuple[bytes, CallRecord | None]:
+    async def answer(self, data: bytes, *, operator: bool = False,
+                     edge: bool = False) -> tuple[bytes, CallRecord | None]:
         """The reply to one call, and what to report of it once the reply is on its way (the
         report is not the caller's to wait for). `operator` is true for calls on the operator
         subject: only they may go without an agent (an agent-less call elsewhere could come from
-        any runner)."""
+        any runner). `edge` is true for calls on mcp-edge's subject: no run, the agent is the
+        bearer token's and the actor the external caller (`_edge_refusal`)."""
         started = time.perf_counter()
         try:
             envelope = decode_request(data)
@@ -148,6 +150,8 @@ class ToolCallHandler:
         status = "denied"
         if envelope.header.method != METHOD_CALL:
             refusal = "invalid_request", f"header.method must be {METHOD_CALL!r}, not {envelope.header.method!r}"
+        elif edge:
+            refusal = _edge_refusal(request)
         elif not operator:  # from here on the run's record, not the caller, says who acts for whom
             acting = await self._custody.context_for(request.context)
             if isinstance(acting, CustodyRefusal):
@@ -258,7 +262,8 @@ class ToolCallHandler:
             return _suppressed(tool.name, tool.name, request.arguments, tool.side_effect), False
         approval_id: str | None = None
         if ctx.agent is not None and tool.side_effect != "read":
-            gate = await self._approval_gate(request, tool, chat=agent is not None and agent.chat_approval)
+            chat = agent is not None and agent.chat_approval and ctx.delivery is not None  # edge calls have no chat
+            gate = await self._approval_gate(request, tool, chat=chat)
             if isinstance(gate, ToolCallResult):
                 return gate, False
             approval_id = gate
@@ -459,6 +464,17 @@ def _misrouted(request: ToolCallRequest, operator: bool) -> tuple[str, str] | No
     if not operator and request.context.agent is None and not delivery_tool:
         return "operator_only", ("a call without an agent is an operator call: send it to the operator subject "
                                  "(<prefix>.admin.tools.call), which only operator credentials may use")
+    return None
+
+
+def _edge_refusal(request: ToolCallRequest) -> tuple[str, str] | None:
+    """What an mcp-edge call must say: the agent whose endpoint was called, the caller (kind
+    `api`: the bearer token), its own task id (an approval pairs with it), and no run."""
+    ctx = request.context
+    if ctx.agent is None or ctx.actor is None or ctx.actor.kind != "api" or not ctx.task_id:
+        return "invalid_request", "an edge call names its agent, its caller (actor kind 'api') and a task id"
+    if ctx.run_id is not None or ctx.delivery is not None:
+        return "invalid_request", "an edge call is no run: it names no run id and no delivery"
     return None
 
 

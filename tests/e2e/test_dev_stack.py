@@ -52,6 +52,7 @@ class DevProcess:
         env = service_env(self.url)
         env.pop("NATS_URL")  # `aurora dev` sets it for its children
         env["CHAT_WEB_PORT"] = "0"  # the chat page on any free port: other stacks may run beside this one
+        env["AURORA_EDGE_PORT"] = "0"  # mcp-edge likewise
         with log.open("wb") as out:
             # Its own session, like a terminal's foreground job: Ctrl-C goes to the whole group.
             self.process = subprocess.Popen(

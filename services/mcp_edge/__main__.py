@@ -1,0 +1,35 @@
+"""Composition root of mcp-edge: `python -m services.mcp_edge`."""
+
+from __future__ import annotations
+
+import asyncio
+from functools import partial
+
+from nats.aio.client import Client as NATS
+
+from services.mcp_edge.config import EdgeSettings, load_edge_settings
+from services.mcp_edge.service import EdgeService
+from shared.service import load_or_exit, run_service
+from shared.settings import Settings, load_settings
+
+NAME = "mcp-edge"
+
+
+async def main(own: EdgeSettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
+    service = EdgeService(nc, settings.subjects, own)
+    await service.start()
+    try:
+        await service.run(stop)
+    finally:
+        await service.stop()
+
+
+def run() -> None:
+    # Everything is read and checked before connecting: a bad value exits 2 even while NATS is down.
+    settings = load_or_exit(NAME, load_settings)
+    own = load_or_exit(NAME, load_edge_settings)
+    run_service(NAME, partial(main, own), settings)
+
+
+if __name__ == "__main__":
+    run()

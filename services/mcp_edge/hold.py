@@ -1,0 +1,63 @@
+"""A call that needs approval is held while the approval is pending, and says so.
+
+The gateway answers a write without an approval `needs_approval` (and records a pending
+approval for this call's task). The edge then waits — up to its configured time — reporting
+progress ("waiting for approval <id>"), and asks again with the approval once it is granted: the
+gateway consumes it exactly once for the same tool, arguments and task. Denied, expired or
+still pending at the deadline: a tool error that says which.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+from services.mcp_edge.gate import Caller
+from shared.contracts.approval import Approval
+from shared.contracts.toolcall import ToolCallResult, ToolError
+
+Progress = Callable[[float, str], Awaitable[None]]
+
+
+class Gating(Protocol):
+    """What holding needs of the gateway (`gate.Gate`)."""
+
+    async def call(self, caller: Caller, tool: str, arguments: dict[str, Any], *, task_id: str,
+                   approval_id: str | None = None) -> ToolCallResult: ...
+
+    async def approval(self, approval_id: str) -> Approval | None: ...
+
+
+def refused(code: str, message: str, approval_id: str) -> ToolCallResult:
+    return ToolCallResult(status="denied", error=ToolError(code=code, message=message), approval_id=approval_id)
+
+
+async def call_held(gate: Gating, caller: Caller, tool: str, arguments: dict[str, Any], progress: Progress, *,
+                    wait_seconds: float, poll_seconds: float = 0.5) -> ToolCallResult:
+    task_id = f"edge-{uuid.uuid4().hex}"  # one task per external call: its approval pairs with it alone
+    result = await gate.call(caller, tool, arguments, task_id=task_id)
+    if result.status != "needs_approval" or result.approval_id is None:
+        return result
+    approval_id = result.approval_id
+    deadline = time.monotonic() + wait_seconds
+    step = 0
+    while True:
+        approval = await gate.approval(approval_id)
+        state = approval.state if approval is not None else "unknown"
+        if state == "granted":
+            return await gate.call(caller, tool, arguments, task_id=task_id, approval_id=approval_id)
+        if state in ("denied", "expired", "consumed", "unknown"):
+            note = f" ({approval.note})" if approval is not None and approval.note else ""
+            by = f" by {approval.decided_by}" if approval is not None and approval.decided_by else ""
+            return refused(f"approval_{state}", f"approval {approval_id} for {tool} was {state}{by}{note}",
+                           approval_id)
+        if time.monotonic() >= deadline:
+            return refused("approval_wait_timeout", f"approval {approval_id} for {tool} is still pending after "
+                           f"{wait_seconds:g} s; nothing was called", approval_id)
+        if step % max(1, round(2 / poll_seconds)) == 0:  # about every 2 s, the first at once
+            await progress(step * poll_seconds, f"waiting for approval {approval_id} ({tool})")
+        step += 1
+        await asyncio.sleep(poll_seconds)

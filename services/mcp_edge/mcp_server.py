@@ -1,0 +1,94 @@
+"""The MCP server behind every `/agents/<id>/mcp`: tools/list and tools/call for the caller.
+
+One SDK `Server` serves all agents: which agent and which token a request is for is decided by
+the HTTP layer (`http_app`) before the SDK sees it, and handed in through the request's ASGI
+state (`ctx.request.state`), the one per-request object the SDK passes to handlers in both
+protocol eras.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.models import InitializationOptions
+from mcp.shared.exceptions import MCPError
+
+from services.mcp_edge.gate import Caller, EdgeTool, Gate
+from services.mcp_edge.hold import call_held
+from shared.contracts.toolcall import ToolCallResult
+
+CALLER_STATE = "aurora_caller"  # key in the ASGI scope's state
+VERSION = "0.1.0"
+
+
+class EdgeServer(Server[Any]):
+    """Says in `initialize` that the tool list changes (the edge pushes `list_changed` on the
+    session's GET stream): the stateless runner asks the server for its options, with no way
+    to pass them in."""
+
+    def create_initialization_options(
+        self,
+        notification_options: NotificationOptions | None = None,
+        experimental_capabilities: dict[str, dict[str, Any]] | None = None,
+        extensions: dict[str, dict[str, Any]] | None = None,
+    ) -> InitializationOptions:
+        return super().create_initialization_options(notification_options or NotificationOptions(tools_changed=True),
+                                                     experimental_capabilities, extensions)
+
+
+def caller_of(ctx: ServerRequestContext[Any]) -> Caller:
+    request = ctx.request
+    state = getattr(request, "scope", {}).get("state", {}) if request is not None else {}
+    caller = state.get(CALLER_STATE)
+    if not isinstance(caller, Caller):  # the HTTP layer always sets it: without it, refuse
+        raise MCPError(code=types.INVALID_REQUEST, message="no authenticated caller for this request")
+    return caller
+
+
+def mcp_tool(tool: EdgeTool) -> types.Tool:
+    return types.Tool(name=tool.name, description=tool.description, input_schema=tool.input_schema,
+                      annotations=types.ToolAnnotations(read_only_hint=tool.side_effect == "read",
+                                                        destructive_hint=tool.side_effect == "dangerous"))
+
+
+def mcp_result(result: ToolCallResult) -> types.CallToolResult:
+    """A gateway result as MCP says it: only `ok` is a success; every other status is a tool
+    error whose first text names the status, the code and the reason."""
+    content: list[types.ContentBlock] = []
+    for block in result.content:
+        try:
+            content.append(types.TextContent.model_validate(block) if block.get("type") == "text"
+                           else types.ImageContent.model_validate(block) if block.get("type") == "image"
+                           else types.TextContent(type="text", text=str(block)))
+        except ValueError:
+            content.append(types.TextContent(type="text", text=str(block)))
+    if result.status == "ok":
+        return types.CallToolResult(content=content, structured_content=result.structured, is_error=False)
+    reason = f"{result.status}: {result.error.code}: {result.error.message}" if result.error else result.status
+    return types.CallToolResult(content=[types.TextContent(type="text", text=reason), *content], is_error=True,
+                                structured_content={"status": result.status, "approval_id": result.approval_id,
+                                                    "error": result.error.code if result.error else None})
+
+
+def build_server(gate: Gate, *, approval_wait_seconds: float, approval_poll_seconds: float = 0.5) -> Server[Any]:
+    async def list_tools(ctx: ServerRequestContext[Any],
+                         params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        caller = caller_of(ctx)
+        tools = await gate.tools(caller.agent)
+        return types.ListToolsResult(tools=[mcp_tool(t) for t in tools or []])
+
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+        caller = caller_of(ctx)
+
+        async def progress(done: float, message: str) -> None:
+            await ctx.session.report_progress(done, None, message)
+
+        result = await call_held(gate, caller, params.name, dict(params.arguments or {}), progress,
+                                 wait_seconds=approval_wait_seconds, poll_seconds=approval_poll_seconds)
+        return mcp_result(result)
+
+    return EdgeServer("aurora-mcp-edge", version=VERSION, instructions="An Aurora agent's tools, through the gateway.",
+                  on_list_tools=list_tools, on_call_tool=call_tool)

@@ -1,0 +1,127 @@
+"""The edge's parts wired together: buckets, token admin, the MCP server, the HTTP listener.
+
+`__main__` runs one `EdgeService` per process; any number may run behind one address (their
+sessions and tokens are in NATS KV). `start()` and `stop()` are idempotent; a start that fails
+half-way stops what it had started.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+
+import uvicorn
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from nats.aio.client import Client as NATS
+
+from services.mcp_edge.admin import token_endpoints
+from services.mcp_edge.changes import ListChanges
+from services.mcp_edge.config import EdgeSettings
+from services.mcp_edge.gate import Gate
+from services.mcp_edge.http_app import EdgeApp
+from services.mcp_edge.mcp_server import VERSION, build_server
+from services.mcp_edge.sessions import SessionStore
+from services.mcp_edge.tokens import TokenStore
+from shared.admin import start_admin_service
+from shared.kvmirror import KvMirror
+from shared.logs import get_logger
+from shared.streams import BucketSpec, agents_bucket, approvals_bucket, ensure_bucket, tools_bucket
+from shared.subjects import Subjects
+
+log = get_logger("aurora.mcp_edge")
+DAY = 24 * 3600.0
+
+
+def tokens_bucket(subjects: Subjects) -> BucketSpec:
+    """Bearer tokens of external MCP clients, hashed; written by mcp-edge alone."""
+    return BucketSpec(name=subjects.stream("EDGE_TOKENS"), history=1, description="mcp-edge bearer tokens")
+
+
+def sessions_bucket(subjects: Subjects) -> BucketSpec:
+    """MCP sessions of external clients, shared by every mcp-edge; an idle day ends one."""
+    return BucketSpec(name=subjects.stream("EDGE_SESSIONS"), history=1, ttl=DAY, description="mcp-edge sessions")
+
+
+class EdgeService:
+    def __init__(self, nc: NATS, subjects: Subjects, settings: EdgeSettings) -> None:
+        self._nc = nc
+        self._subjects = subjects
+        self._settings = settings
+        self._parts: contextlib.AsyncExitStack | None = None
+        self.port: int | None = None
+
+    async def start(self) -> None:
+        if self._parts is not None:
+            return
+        parts = contextlib.AsyncExitStack()
+        try:
+            await self._start(parts)
+        except BaseException:
+            await parts.aclose()
+            raise
+        self._parts = parts
+
+    async def run(self, stop: asyncio.Event) -> None:
+        if self._parts is None:
+            raise RuntimeError("EdgeService used before start()")
+        await stop.wait()
+
+    async def stop(self) -> None:
+        parts, self._parts = self._parts, None
+        if parts is not None:
+            await parts.aclose()
+
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        nc, subjects, settings = self._nc, self._subjects, self._settings
+        js = nc.jetstream()
+        tokens = TokenStore(await ensure_bucket(js, tokens_bucket(subjects)))
+        sessions = SessionStore(await ensure_bucket(js, sessions_bucket(subjects)))
+        # Read only: the gateway writes them (created here too, so that either may start first).
+        approvals = await ensure_bucket(js, approvals_bucket(subjects))
+        gate = Gate(nc, subjects, approvals, call_timeout=settings.call_timeout_seconds)
+        changes = ListChanges(gate.tools, refresh_seconds=settings.refresh_seconds)
+        parts.push_async_callback(changes.stop)
+        await changes.start()
+        for spec in (tools_bucket(subjects), agents_bucket(subjects)):
+            mirror: KvMirror[bytes] = KvMirror(await ensure_bucket(js, spec), bytes, name=spec.name,
+                                               on_change=changes.changed)
+            parts.push_async_callback(mirror.stop)
+            await mirror.start()
+
+        async def agent_exists(agent: str) -> bool:
+            return await gate.tools(agent) is not None
+
+        admin = await start_admin_service(nc, subjects, name="aurora-mcp-edge", area="tokens", version=VERSION,
+                                          endpoints=token_endpoints(tokens, agent_exists),
+                                          description="bearer tokens of external MCP clients")
+        parts.push_async_callback(admin.stop)
+        server = build_server(gate, approval_wait_seconds=settings.approval_wait_seconds)
+        manager = StreamableHTTPSessionManager(server, stateless=True)
+        await parts.enter_async_context(manager.run())
+        app = EdgeApp(manager.handle_request, tokens, sessions, changes, public_url=settings.public_url,
+                      authorization_servers=settings.authorization_servers)
+        await self._listen(parts, app)
+
+    async def _listen(self, parts: contextlib.AsyncExitStack, app: EdgeApp) -> None:
+        settings = self._settings
+        sock = socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((settings.host, settings.port))  # bound here: a port in use fails the start, loudly
+        self.port = sock.getsockname()[1]
+        config = uvicorn.Config(app, lifespan="off", log_config=None, access_log=False, timeout_graceful_shutdown=5)
+        http = uvicorn.Server(config)
+        task = asyncio.create_task(http.serve(sockets=[sock]), name="edge-http")
+
+        async def stop_http() -> None:
+            http.should_exit = True
+            await asyncio.gather(task, return_exceptions=True)
+            sock.close()
+
+        parts.push_async_callback(stop_http)
+        while not http.started:
+            if task.done():
+                task.result()
+                raise RuntimeError("the edge's HTTP server stopped before it started")
+            await asyncio.sleep(0.02)
+        log.info("serving", host=settings.host, port=self.port, url=f"http://{settings.host}:{self.port}/agents/<id>/mcp")

@@ -1,0 +1,115 @@
+"""mcp-edge's NATS user against deploy/nats-auth.conf: it does its whole job with its own
+credential, and no other identity may use its call subject or its buckets (nor it others')."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+from nats.aio.msg import Msg
+
+from aurora_cli.localnats import free_port
+from services.mcp_edge.config import EdgeSettings
+from services.mcp_edge.service import EdgeService
+from shared.admin import admin_request, start_admin_service
+from shared.contracts.toolcall import ToolCallResult, ToolResultEnvelope, decode_request, encode
+from shared.streams import agents_bucket, approvals_bucket, ensure_bucket, tools_bucket
+from shared.subjects import Subjects
+from tests.integration.edge.helpers import MODERN, connected
+from tests.integration.security.conftest import SecureNats, Session, open_session, start_secure_nats
+
+SUBJECTS = Subjects("amp")
+OTHERS = ("event-bridge", "app-supervisor", "mcp-gateway", "router", "runner", "operator", "consumer")
+TOOL = "test.echo.echo"
+
+
+@pytest.fixture
+async def secure(tmp_path: Path) -> AsyncIterator[SecureNats]:
+    stack = start_secure_nats(tmp_path)
+    try:
+        yield stack
+    finally:
+        stack.server.stop()
+
+
+async def session(secure: SecureNats, user: str) -> Session:
+    return await open_session(secure.url, user, secure.credentials.passwords[user])
+
+
+async def stand_in_gateway(gateway: Session, calls: list[dict[str, Any]]) -> Any:
+    """What the edge needs of the gateway, served with the gateway's own user: an agent's tools,
+    and the answer to an edge call (the real gateway's gate is tested in the edge stack)."""
+    gjs = gateway.nc.jetstream()
+    for bucket in (approvals_bucket, tools_bucket, agents_bucket):
+        await ensure_bucket(gjs, bucket(SUBJECTS))
+
+    async def agent_tools(body: dict[str, Any]) -> dict[str, Any]:
+        function = {"name": "t0", "description": "echo", "parameters": {"type": "object"}}
+        return {"agent": body["agent"], "enabled": True, "tools": [{"type": "function", "function": function}],
+                "available": [{"name": TOOL, "side_effect": "read", "llm_name": "t0"}]}
+
+    async def answer(msg: Msg) -> None:
+        request = decode_request(msg.data)
+        calls.append(msgspec.to_builtins(request.payload.context))
+        result = ToolCallResult(status="ok", structured={"echoed": request.payload.arguments})
+        await msg.respond(encode(ToolResultEnvelope(header=request.header, payload=result)))
+
+    await gateway.nc.subscribe(SUBJECTS.edge_tool_call, cb=answer)
+    return await start_admin_service(gateway.nc, SUBJECTS, name="stand-in", area="agents", version="0.1.0",
+                                     endpoints={"tools": agent_tools})
+
+
+async def test_mcp_edge_does_its_job_with_its_own_credential(secure: SecureNats) -> None:
+    gateway, edge_session, operator_session = [await session(secure, u)
+                                               for u in ("mcp-gateway", "mcp-edge", "operator")]
+    calls: list[dict[str, Any]] = []
+    service = await stand_in_gateway(gateway, calls)
+    port = free_port("127.0.0.1")
+    edge_service = EdgeService(edge_session.nc, SUBJECTS, EdgeSettings(port=port, refresh_seconds=0.5))
+    await edge_service.start()
+    try:
+        created = await admin_request(operator_session.nc, SUBJECTS, "tokens", "create", {"agent": "perm"})
+        listed = await admin_request(operator_session.nc, SUBJECTS, "tokens", "list", {})
+        assert [t["id"] for t in listed["tokens"]] == [created["id"]]
+        async with connected(f"http://127.0.0.1:{port}/agents/perm/mcp", created["token"], MODERN) as client:
+            assert [t.name for t in (await client.list_tools()).tools] == [TOOL]
+            result = await client.call_tool(TOOL, {"x": 1})
+        assert result.structured_content == {"echoed": {"x": 1}}
+        assert calls[0]["agent"] == "perm" and calls[0]["actor"] == {"id": f"token:{created['id']}", "kind": "api"}
+        await edge_session.clean()  # nothing it did was refused
+    finally:
+        await edge_service.stop()
+        await service.stop()
+        for opened in (gateway, edge_session, operator_session):
+            await opened.nc.close()
+
+
+@pytest.mark.parametrize("user", OTHERS)
+async def test_no_other_identity_calls_as_the_edge_or_reads_its_tokens(secure: SecureNats, user: str) -> None:
+    other = await session(secure, user)
+    await other.nc.publish(SUBJECTS.edge_tool_call, b"{}")
+    await other.refused(SUBJECTS.edge_tool_call)
+    await other.nc.publish("$KV.AMP_EDGE_TOKENS.stolen", b"{}")
+    await other.refused("$KV.AMP_EDGE_TOKENS.stolen")
+    await other.nc.publish("$KV.AMP_EDGE_SESSIONS.forged", b"{}")
+    await other.refused("$KV.AMP_EDGE_SESSIONS.forged")
+    if user != "operator":  # the operator administers every stream; no service reads the hashes
+        await other.nc.publish("$JS.API.DIRECT.GET.KV_AMP_EDGE_TOKENS.$KV.AMP_EDGE_TOKENS.x", b"")
+        await other.refused("$JS.API.DIRECT.GET.KV_AMP_EDGE_TOKENS.$KV.AMP_EDGE_TOKENS.x")
+    await other.nc.close()
+
+
+async def test_the_edge_cannot_act_as_a_runner_or_decide_approvals(secure: SecureNats) -> None:
+    edge = await session(secure, "mcp-edge")
+    for subject in (SUBJECTS.tool_call, SUBJECTS.admin("approvals", "grant"), "$KV.AMP_APPROVALS.apr-x",
+                    "$KV.AMP_AGENTS.a", "amp.evt.x.message.received", SUBJECTS.admin("agents", "apply")):
+        await edge.nc.publish(subject, b"{}")
+        await edge.refused(subject)
+    await edge.nc.subscribe(SUBJECTS.edge_tool_call)  # answering its own calls as the gateway
+    await edge.refused(SUBJECTS.edge_tool_call, action="subscription")
+    await asyncio.sleep(0)
+    await edge.nc.close()
