@@ -20,15 +20,17 @@ from tests.integration.mcp_gateway.conftest import Stack
 from tests.integration.mcp_gateway.helpers import call, call_until_ok, catalog, poll, write_apps
 
 
-@pytest.fixture
-def stateless(tmp_path: Path) -> Iterator[GenerationApp]:
-    with serving(tmp_path, "stateless") as app:
+@pytest.fixture(scope="module")
+def stateless(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GenerationApp]:
+    """One server for the module (a test that stops it starts it again)."""
+    with serving(tmp_path_factory.mktemp("stateless"), "stateless") as app:
         yield app
 
 
-@pytest.fixture
-def handshake(tmp_path: Path) -> Iterator[GenerationApp]:
-    with serving(tmp_path, "handshake") as app:
+@pytest.fixture(scope="module")
+def handshake(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GenerationApp]:
+    """One server for the module (a test that stops it starts it again)."""
+    with serving(tmp_path_factory.mktemp("handshake"), "handshake") as app:
         yield app
 
 

@@ -9,7 +9,6 @@ import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -20,7 +19,16 @@ from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.clients import nats_client
 from tests.harness.modern_apps import serving
 from tests.harness.processes import ServiceProcess, service_env
-from tests.integration.runner.helpers import RUNNER_ENV, apply, bind, event, publish_events, settled, task_id_of, write_apps
+from tests.integration.runner.helpers import (
+    RUNNER_ENV,
+    apply,
+    bind,
+    event,
+    publish_events,
+    settled,
+    task_id_of,
+    write_apps,
+)
 
 APP = "test.modern"
 TOOLS = ["echo", "track_shipment", "convert_currency", "weather_forecast", "create_invoice", "public_holidays",
@@ -48,10 +56,10 @@ def modern_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModernSta
                                                                          "url": app.url}}})
         env = service_env(server.url, AURORA_APPS_CONFIG=str(config))
         try:
-            for module, tag, extra in (("services.event_bridge", "bridge", {}), ("services.mcp_gateway", "gateway", {}),
-                                       ("services.router", "router", {}),
-                                       ("services.runner", "runner", {**RUNNER_ENV, "AURORA_RUNNER_FIND_TOOLS_ABOVE": "3",
-                                                                      "AURORA_RUNNER_INSTANCE": "runner-1"})):
+            runner = {**RUNNER_ENV, "AURORA_RUNNER_FIND_TOOLS_ABOVE": "3", "AURORA_RUNNER_INSTANCE": "runner-1"}
+            for module, tag, extra in (("services.event_bridge", "bridge", {}),
+                                       ("services.mcp_gateway", "gateway", {}),
+                                       ("services.router", "router", {}), ("services.runner", "runner", runner)):
                 processes.append(ServiceProcess(module, {**env, **extra}, logs, tag).start())
             processes[1].wait_for_log('"serving"', timeout=40)
             processes[2].wait_for_log('"ready"', timeout=30)
