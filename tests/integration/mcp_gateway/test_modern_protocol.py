@@ -5,6 +5,7 @@ generation in use shown in the session's health."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from shared.admin import admin_request
 from shared.subjects import Subjects
 from tests.harness.modern_apps import GenerationApp, serving
 from tests.integration.mcp_gateway.conftest import Stack
-from tests.integration.mcp_gateway.helpers import call, call_until_ok, catalog, poll, write_apps
+from tests.integration.mcp_gateway.helpers import call, call_until_ok, catalog, cli, poll, write_apps
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +65,7 @@ async def added_and_called(nc: NATS, subjects: Subjects, package: str) -> None:
 
 
 async def test_both_generations_list_call_and_follow_list_changes(
-        nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path,
+        nc: NATS, nats_url: str, subjects: Subjects, stack: Stack, tmp_path: Path,
         stateless: GenerationApp, handshake: GenerationApp) -> None:
     config = write_apps(tmp_path, {"modern": remote("test.modern", stateless.url),
                                    "classic": remote("test.classic", handshake.url)})
@@ -77,6 +78,8 @@ async def test_both_generations_list_call_and_follow_list_changes(
     classic = await session_of(nc, subjects, "test.classic", "connected")
     assert (modern["protocol"], classic["protocol"]) == ("2026-07-28", "2025-11-25")
     assert modern["server_name"] == "aurora-test-stateless" and modern["last_error"] is None, modern
+    shown = {row["app"]: row for row in json.loads(cli(nats_url, "apps", "--json").stdout)}
+    assert (shown["test.modern"]["protocol"], shown["test.classic"]["protocol"]) == ("2026-07-28", "2025-11-25")
     await added_and_called(nc, subjects, "test.modern")
     await added_and_called(nc, subjects, "test.classic")
 
