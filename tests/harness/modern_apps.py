@@ -33,7 +33,7 @@ class GenerationApp:
             self.process = subprocess.Popen(
                 [sys.executable, str(GENERATIONS_APP), "--generation", self.generation, "--port", str(self.port)],
                 cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 60  # a python process importing the SDK, on a loaded machine
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
                 raise AssertionError(f"the {self.generation} app exited with {self.process.returncode}: "
@@ -43,7 +43,7 @@ class GenerationApp:
                     return self
             except OSError:
                 time.sleep(0.05)
-        raise AssertionError(f"the {self.generation} app did not answer on port {self.port} within 20s")
+        raise AssertionError(f"the {self.generation} app did not answer on port {self.port} within 60s")
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

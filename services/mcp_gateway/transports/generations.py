@@ -30,7 +30,6 @@ from pydantic import ValidationError
 from shared.errors import AuroraError
 
 Protocol = Literal["auto", "handshake", "stateless"]
-ACKNOWLEDGED = "notifications/subscriptions/acknowledged"  # listen-stream plumbing, not an app event
 
 
 class NegotiationFailed(AuroraError):
