@@ -121,6 +121,8 @@ async def follow_changes(session: ClientSession, ack_timeout: float) -> None:
         except TimeoutError as exc:
             raise StreamEnded(f"subscriptions/listen was not acknowledged within {ack_timeout:g}s") from exc
         except MCPError as exc:
+            if exc.code in (types.CONNECTION_CLOSED, types.REQUEST_TIMEOUT):  # the app went away, not a no
+                raise StreamEnded(f"subscriptions/listen failed: {exc.message}") from exc
             raise ListenRefused(f"the app refused subscriptions/listen: {exc.message} (code {exc.code}); "
                                 "its list changes are not seen") from exc
         except SubscriptionLost as exc:
