@@ -65,6 +65,10 @@ class McpConfig(_Strict):
     cwd: str | None = None
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
+    # Which MCP generation to speak to a streamable_http app: `auto` asks `server/discover` and
+    # falls back to the `initialize` handshake; `handshake` (2025-11-25 and earlier) and
+    # `stateless` (2026-07-28) pin one. Stdio apps always use the handshake.
+    protocol: Literal["auto", "handshake", "stateless"] = "auto"
     health_timeout_seconds: Annotated[float, Field(gt=0)] = 10.0
     call_timeout_seconds: Annotated[float, Field(gt=0)] = 30.0
     # The gateway pings a connected app this often (0: never); an app that does not answer within
@@ -82,6 +86,9 @@ class McpConfig(_Strict):
                                field="mcp.command")
         if self.enabled and self.transport == "streamable_http" and not self.url:
             raise FieldProblem("transport streamable_http needs mcp.url", field="mcp.url")
+        if self.transport == "stdio" and self.protocol == "stateless":
+            raise FieldProblem("protocol stateless (2026-07-28) is for streamable_http apps; a stdio app "
+                               "speaks the handshake: use protocol auto or handshake", field="mcp.protocol")
         return self
 
     @field_validator("command")

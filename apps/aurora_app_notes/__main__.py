@@ -40,7 +40,9 @@ def main() -> None:
     token = os.environ.get("AURORA_NOTES_TOKEN")
     if token:
         asgi = require_bearer(asgi, token)
-    uvicorn.run(asgi, host=args.host, port=args.port, log_level=args.log_level)
+    # A 2026-07-28 client holds a subscriptions/listen stream open for as long as it lives: stop
+    # without waiting for it to go (it connects again and lists again).
+    uvicorn.run(asgi, host=args.host, port=args.port, log_level=args.log_level, timeout_graceful_shutdown=2)
 
 
 def require_bearer(app: ASGIApp, token: str) -> ASGIApp:

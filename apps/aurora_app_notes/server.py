@@ -65,8 +65,12 @@ class NotesApp:
         return result
 
     async def notify_tools_changed(self, ctx: Context) -> int:
-        """Send `notifications/tools/list_changed`: on the caller's request stream, and to every other session."""
+        """Send `notifications/tools/list_changed`: to 2026-07-28 clients on their `subscriptions/listen`
+        streams; to 2025 sessions on the caller's request stream and every other session's own."""
+        await ctx.notify_tools_changed()
         rc = ctx.request_context
+        if _session_id(rc) is None:  # a stateless (2026-07-28) request: no session to notify on
+            return 1 + len(self.sessions)
         await ctx.session.send_notification(ToolListChangedNotification(), related_request_id=rc.request_id)
         caller = _session_id(rc)
         others = [s for sid, s in self.sessions.items() if sid != caller]

@@ -32,13 +32,15 @@ def apps(json_output: Annotated[bool, typer.Option("--json", help="Print JSON.")
     stdout.print(
         table(
             "apps",
-            ["app", "instance", "name", "transport", "session", "tools", "process", "restarts", "last error"],
+            ["app", "instance", "name", "transport", "protocol", "session", "tools", "process", "restarts",
+             "last error"],
             [
                 [
                     r["app"],
                     r["instance"],
                     r.get("name"),
                     r.get("transport"),
+                    r.get("protocol"),
                     r.get("session"),
                     r.get("tools"),
                     r.get("process"),
@@ -63,6 +65,7 @@ def merge_health(records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
                 "instance": record["instance"],
                 "name": record.get("name"),
                 "transport": None,
+                "protocol": None,
                 "session": None,
                 "tools": None,
                 "process": None,
@@ -76,6 +79,7 @@ def merge_health(records: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:
         if kind == "sess":
             row.update(
                 transport=record.get("transport"),
+                protocol=record.get("protocol"),
                 session=record.get("status"),
                 tools=record.get("tools"),
                 session_error=record.get("last_error"),

@@ -21,7 +21,8 @@ LIST_CHANGED = {
     "notifications/prompts/list_changed": "prompts",
 }
 # Protocol plumbing, not events: progress and cancellation belong to the request they concern.
-IGNORED = {"notifications/progress", "notifications/cancelled"}
+# The acknowledgement opening a 2026-07-28 `subscriptions/listen` stream is the stream's own.
+IGNORED = {"notifications/progress", "notifications/cancelled", "notifications/subscriptions/acknowledged"}
 NATIVE_EVENT = "aurora/event"
 
 

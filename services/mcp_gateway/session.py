@@ -19,6 +19,7 @@ from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from services.mcp_gateway.server_requests import SessionCallbacks
+from services.mcp_gateway.transports import generations
 from services.mcp_gateway.transports.direct import ConnectionLost, DirectCalls, SupportsDirectCalls, result_of
 from services.mcp_gateway.transports.http import ReportsHttpErrors
 from services.mcp_gateway.transports.streams import TransportStreams
@@ -111,6 +112,7 @@ class AppSession:
         self.problem: str | None = None
         self._unreadable = 0
         self.server_info: types.Implementation | None = None
+        self.protocol_version: str | None = None  # the MCP revision the last connection agreed on
         self.first_attempt_done = asyncio.Event()
         self._wake = asyncio.Event()
         self._attempt: _Attempt | None = None
@@ -189,24 +191,28 @@ class AppSession:
                           sampling_callback=self._callbacks.sampling if self._callbacks else None) as session,
         ):
             try:
-                init, tools = await _race(self._handshake(session), attempt.lost, timeout)
+                tools = await _race(self._handshake(session), attempt.lost, timeout)
             except TimeoutError as exc:
                 raise InitializeFailed(f"initialize did not finish within {timeout:g}s") from exc
             except _Lost as exc:
                 raise InitializeFailed(f"initialize interrupted: {attempt.reason}") from exc
+            except generations.NegotiationFailed as exc:
+                http = transport.last_http_error if isinstance(transport, ReportsHttpErrors) else None
+                raise InitializeFailed(f"{exc}: {http}" if http else str(exc)) from exc
             except MCPError as exc:
                 http = transport.last_http_error if isinstance(transport, ReportsHttpErrors) else None
                 detail = f": {http}" if http else ""
                 raise InitializeFailed(f"initialize refused: {exc.message} (code {exc.code}){detail}",
                                        refused=http is None) from exc
-            self.server_info = init.server_info
+            self.server_info = session.server_info
             attempt.direct = transport.direct if isinstance(transport, SupportsDirectCalls) else None
             attempt.session = session
             self.problem, self._unreadable = None, 0  # a new session: nothing wrong with it yet
             await self._listener.tools_listed(self, tools)
             await self._set_status("connected", None)
             self.first_attempt_done.set()
-            await _wait_any(stop.wait(), attempt.lost.wait(), self._keep_alive(session, attempt))
+            await _wait_any(stop.wait(), attempt.lost.wait(), self._keep_alive(session, attempt),
+                            self._follow_changes(session, attempt))
             attempt.session = None
             if self._refresh is not None:
                 self._refresh.cancel()
@@ -222,7 +228,7 @@ class AppSession:
         while not attempt.lost.is_set():
             await asyncio.sleep(interval)
             try:
-                await _race(session.send_ping(), attempt.lost, timeout)
+                await _race(generations.probe(session), attempt.lost, timeout)
             except _Lost:
                 return
             except TimeoutError:
@@ -234,9 +240,24 @@ class AppSession:
                 attempt.lose(f"the ping failed: {type(exc).__name__}: {exc}")
                 return
 
-    async def _handshake(self, session: ClientSession) -> tuple[types.InitializeResult, list[types.Tool]]:
-        init = await session.initialize()
-        return init, await list_all_tools(session)
+    async def _handshake(self, session: ClientSession) -> list[types.Tool]:
+        protocol = "handshake" if self.app.is_stdio else self.app.mcp.protocol
+        self.protocol_version = await generations.negotiate(session, protocol)
+        return await list_all_tools(session)
+
+    async def _follow_changes(self, session: ClientSession, attempt: _Attempt) -> None:
+        """A stateless app sends list changes only on a stream the gateway holds open; when that
+        stream ends, what changed meanwhile is unknown, so the session is made again (and lists
+        again). A handshake app sends them unasked: nothing to hold."""
+        if generations.is_stateless(session):
+            try:
+                await generations.follow_changes(session, self.app.mcp.health_timeout_seconds)
+            except generations.ListenRefused as exc:
+                await self._note_problem(str(exc))
+            except generations.StreamEnded as exc:
+                attempt.lose(str(exc))
+                return
+        await asyncio.Event().wait()  # never: the other waits end the session
 
     def _schedule_refresh(self) -> None:
         # Never await a request from the transport's read path: the answer arrives on that path.

@@ -31,6 +31,7 @@ def session_health(session: AppSession, catalog: ToolCatalog, catalog_errors: li
         tools=catalog.count(session.key),
         server_name=session.server_info.name if session.server_info else None,
         server_version=session.server_info.version if session.server_info else None,
+        protocol=session.protocol_version,
         last_error=(
             "; ".join([*catalog_errors, *([session.problem] if session.problem else [])]) or None
             if session.status == "connected" else session.last_error

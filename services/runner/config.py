@@ -19,6 +19,8 @@ class ModelDefaults:
     model: str | None = None
     api_key_env: str | None = None
     timeout_seconds: float = 60.0
+    # An agent with more app tools than this gets `find_tools` instead of every schema each turn.
+    find_tools_above: int = 20
 
 
 @dataclass(frozen=True)
@@ -51,7 +53,8 @@ def load_runner_settings(env: Mapping[str, str] | None = None) -> RunnerConfig:
     _TOOL_TIMEOUT_SECONDS, _RUN_TIMEOUT_SECONDS, _FINISH_GRACE_SECONDS, _STOP_TIMEOUT_SECONDS,
     _HISTORY_WINDOW_SECONDS, _INSTANCE, _RETRY_BASE_SECONDS, _RETRY_MAX_SECONDS,
     _RETRY_UNAVAILABLE_SECONDS; AURORA_MODEL_BASE_URL, AURORA_MODEL, AURORA_MODEL_API_KEY_ENV,
-    AURORA_MODEL_TIMEOUT_SECONDS."""
+    AURORA_MODEL_TIMEOUT_SECONDS; AURORA_RUNNER_FIND_TOOLS_ABOVE (an llm agent with more app tools
+    than this searches them with `find_tools`)."""
     env = os.environ if env is None else env
     return RunnerConfig(
         instance=read_optional(env, "AURORA_RUNNER_INSTANCE") or f"{socket.gethostname()}-{os.getpid()}",
@@ -72,5 +75,6 @@ def load_runner_settings(env: Mapping[str, str] | None = None) -> RunnerConfig:
             model=read_optional(env, "AURORA_MODEL"),
             api_key_env=read_optional(env, "AURORA_MODEL_API_KEY_ENV"),
             timeout_seconds=read_float(env, "AURORA_MODEL_TIMEOUT_SECONDS", 60.0, minimum=0.1),
+            find_tools_above=read_int(env, "AURORA_RUNNER_FIND_TOOLS_ABOVE", 20, minimum=0),
         ),
     )

@@ -39,6 +39,9 @@ class SessionHealth(msgspec.Struct, frozen=True, kw_only=True):
     tools: int = 0
     server_name: str | None = None
     server_version: str | None = None
+    # The MCP revision the session agreed on: "2026-07-28" is the stateless generation
+    # (server/discover, no session), "2025-11-25" and older the initialize handshake.
+    protocol: str | None = None
     last_error: str | None = None
     updated_at: str
 

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from services.runner import actions as action_tool
+from services.runner import find_tools
 from services.runner import history as history_tool
 from services.runner import skills as skill_guidance
 from services.runner.config import ModelDefaults
@@ -80,10 +81,10 @@ class LlmDriver:
         skills = await load_skills(self._skills, agent)
         skill_guidance.record(ctx, skills, prefix=prefix)
         toolset = await self._tools.toolset(agent.id, ctx.delivery_wire())
-        offered = list(toolset.descriptors)
-        if agent.event_history:
-            offered.append(history_tool.llm_descriptor())
-        offered.append(action_tool.llm_descriptor())
+        # A large set is searched (`find_tools`), not sent whole every turn: see find_tools.py.
+        offer = find_tools.ToolOffer(toolset.descriptors, toolset.names, self._defaults.find_tools_above)
+        extras = [history_tool.llm_descriptor()] if agent.event_history else []
+        extras.append(action_tool.llm_descriptor())
         messages = [{"role": "system", "content": system_prompt(agent, ctx, skills)},
                     {"role": "user", "content": event_message(ctx, text)}]
         for round_no in range(1, agent.max_tool_rounds + 2):
@@ -92,8 +93,8 @@ class LlmDriver:
             if last:
                 messages.append({"role": "system", "content": "The tool budget of this run is used up: "
                                  "answer now with what you have, and say what is missing."})
-            turn = await self._turn(ctx, call, f"{prefix}m{round_no}", messages, None if last else offered,
-                                    toolset.names)
+            turn = await self._turn(ctx, call, f"{prefix}m{round_no}", messages,
+                                    None if last else [*offer.descriptors(), *extras], toolset.names)
             messages.append(turn.message())
             if last and (turn.tool_calls or not (turn.content or "").strip()):
                 # Still calling tools (or silent) with the budget spent: the run never answered.
@@ -103,7 +104,8 @@ class LlmDriver:
                 return turn.content
             for index, proposal in enumerate(turn.tool_calls, 1):
                 ctx.checkpoint()
-                result = await self._tool_call(ctx, agent, toolset, f"{prefix}m{round_no}.t{index}", proposal)
+                result = await self._tool_call(ctx, agent, toolset, offer, f"{prefix}m{round_no}.t{index}",
+                                               proposal)
                 messages.append({"role": "tool", "tool_call_id": proposal.id, "content": result})
         raise AssertionError("unreachable")
 
@@ -152,8 +154,8 @@ class LlmDriver:
         secrets = self._steps.secrets
         return secrets.model_message(message, tool_of) if secrets is not None else message
 
-    async def _tool_call(self, ctx: RunContext, agent: Agent, toolset: Toolset, step_id: str,
-                         proposal: ToolCallProposal) -> str:
+    async def _tool_call(self, ctx: RunContext, agent: Agent, toolset: Toolset, offer: find_tools.ToolOffer,
+                         step_id: str, proposal: ToolCallProposal) -> str:
         limit = agent.tool_result_limit
         try:
             arguments = json.loads(proposal.arguments or "{}")
@@ -166,6 +168,8 @@ class LlmDriver:
             return await self._history_call(ctx, step_id, arguments, limit)
         if proposal.name == action_tool.TOOL_NAME:
             return await self._action_call(ctx, step_id, arguments, limit)
+        if proposal.name == find_tools.TOOL_NAME and offer.searching:
+            return self._find_call(ctx, step_id, arguments, offer, limit)
         tool = toolset.names.get(proposal.name)
         if tool is None:
             return self._refuse(ctx, step_id, proposal.name, "unknown_tool",
@@ -173,6 +177,23 @@ class LlmDriver:
         step = await self._steps.run(ctx, step_id=step_id, tool=tool, arguments=arguments,
                                      side_effect=toolset.side_effects.get(tool))
         settle(step)
+        return for_model(step, limit)
+
+    def _find_call(self, ctx: RunContext, step_id: str, arguments: dict[str, Any], offer: find_tools.ToolOffer,
+                   limit: int) -> str:
+        prior = ctx.handle.step(step_id)
+        if prior is not None and prior.done:  # resumed: what it found then is offered again
+            offer.offer(find_tools.found_in(prior.structured))
+            return for_model(prior, limit)
+        started = now_iso()
+        try:
+            found = find_tools.answer(offer, arguments)
+        except find_tools.BadSearch as exc:
+            return self._refuse(ctx, step_id, find_tools.TOOL_NAME, "invalid_arguments", str(exc), limit)
+        step = TaskStep(id=step_id, kind="tool", name=find_tools.TOOL_NAME, status="finished", started_at=started,
+                        finished_at=now_iso(), side_effect="read", arguments=arguments, classification="ok",
+                        structured=found, text=truncate(json.dumps(found, ensure_ascii=False), limit))
+        ctx.handle.stage(step)
         return for_model(step, limit)
 
     def _refuse(self, ctx: RunContext, step_id: str, name: str, code: str, message: str, limit: int) -> str:
