@@ -13,6 +13,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from tests.integration.cli.conftest import AURORA
 
 COMPOSE: dict[str, Any] = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
 SERVICES: dict[str, Any] = COMPOSE["services"]
-NOT_RUN = ("creds-init", "nats", "demo-init")  # run on their own, in this order around the others
+NOT_RUN = ("creds-init", "nats", "demo-init", "demo-init-llm")  # run on their own, around the others
 
 
 def interpolate(value: str) -> str:
@@ -196,18 +197,25 @@ class ComposeStack:
         return process
 
     def _demo_init(self) -> None:
-        init = SERVICES["demo-init"]
+        self.demo_init_output = self.run_init("demo-init")
+
+    def run_init(self, name: str) -> str:
+        """Run a one-shot `aurora …` service of the file (`demo-init`, the llm profile's
+        `demo-init-llm`) with its own environment and mounts; its output."""
+        init = SERVICES[name]
         argv = [localize(a, mounts(init, self.volumes)) for a in init["command"]]
         assert argv[0] == "aurora"
-        done = self.cli(*argv[1:], timeout=180, env=self.demo_init_env())
+        done = self.cli(*argv[1:], timeout=180, env=self._environment(init))
         assert done.returncode == 0, done.stdout + done.stderr
-        self.demo_init_output = done.stdout
+        return done.stdout
 
     # ------------------------------------------------------------------ stop
 
     def stop(self) -> None:
-        for process in reversed(self.processes):
-            process.terminate(timeout=15)
+        # Every process at once (each still gets SIGTERM and its grace): the test is over, so
+        # the shutdown order matters less than not waiting for each in turn.
+        with ThreadPoolExecutor(max_workers=max(len(self.processes), 1)) as pool:
+            list(pool.map(lambda process: process.terminate(timeout=15), reversed(self.processes)))
         if self.server is not None and self.server.poll() is None:
             self.server.terminate()
             self.server.wait(15)
