@@ -20,8 +20,10 @@ from typing import Any
 
 import httpx
 import yaml
+from typer.testing import CliRunner
 
 from aurora_cli.localnats import free_port, nats_server_binary
+from aurora_cli.main import app as cli_app
 from tests.harness.otlp import OtlpReceiver
 from tests.harness.processes import REPO, ServiceProcess
 from tests.integration.cli.conftest import AURORA
@@ -55,6 +57,12 @@ def localize(arg: str, where: dict[str, Path]) -> str:
     for target in sorted(where, key=len, reverse=True):
         arg = arg.replace(target, str(where[target]))
     return arg
+
+
+def _runs(service: dict[str, Any], package: str) -> bool:
+    """Does the service run `python -m <package>…`?"""
+    command = service.get("command") or []
+    return command[:2] == ["python", "-m"] and str(command[2]).startswith(package)
 
 
 def healthy(url: str, process: subprocess.Popen[bytes] | ServiceProcess, log: Path, timeout: float = 60.0) -> None:
@@ -126,6 +134,17 @@ class ComposeStack:
         return subprocess.run([str(AURORA), *args], env=env or self.operator_env(), cwd=REPO, capture_output=True,
                               text=True, timeout=timeout, check=False)
 
+    def cli_here(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """The operator's CLI run in this process: the same command code, arguments, NATS requests
+        and output as `cli`, without starting an interpreter — which costs seconds a call on a
+        loaded machine, and the scenarios make dozens of calls."""
+        env: dict[str, str | None] = {k: None for k in os.environ if k.startswith(("NATS_", "AURORA_", "CHAT_"))}
+        env.update({k: v for k, v in self.operator_env().items() if k.startswith(("NATS_", "AURORA_"))})
+        result = CliRunner().invoke(cli_app, list(args), env=env)
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        return subprocess.CompletedProcess(["aurora", *args], result.exit_code, result.stdout, result.stderr)
+
     def demo_init_env(self) -> dict[str, str]:
         """demo-init's environment (the operator's credentials, the systems' addresses)."""
         return self._environment(SERVICES["demo-init"])
@@ -134,16 +153,16 @@ class ComposeStack:
 
     def start(self) -> None:
         self.traces.start()
+        # The demo systems served over HTTP need neither NATS nor credentials: they boot while
+        # creds-init hashes (seconds of CPU) and nats starts; the services start once they answer.
+        apps = [self._app(name, service) for name, service in SERVICES.items()
+                if name not in NOT_RUN and "profiles" not in service and _runs(service, "apps.")]
         self._creds_init()
         self._nats()
-        for name, service in SERVICES.items():  # the demo systems served over HTTP, then the services
-            command = service.get("command") or []
-            if name not in NOT_RUN and "profiles" not in service and command[:2] == ["python", "-m"] \
-                    and command[2].startswith("apps."):
-                self._app(name, service)
+        for url, process in apps:
+            healthy(url, process, process.log_path)
         started = [self._service(name, service) for name, service in SERVICES.items()
-                   if (service.get("command") or [])[:2] == ["python", "-m"]
-                   and service["command"][2].startswith("services.")]
+                   if _runs(service, "services.")]
         for process in started:
             process.wait_for_log('"msg": "started"', timeout=90)
         self._demo_init()
@@ -182,14 +201,15 @@ class ComposeStack:
             env["NATS_URL"] = self.nats_url
         return env
 
-    def _app(self, name: str, service: dict[str, Any]) -> None:
+    def _app(self, name: str, service: dict[str, Any]) -> tuple[str, ServiceProcess]:
+        """Start a demo system; its health check's URL (local) and its process."""
         args = [self.rewrite(interpolate(a)) for a in service["command"][3:]]
         process = ServiceProcess(service["command"][2], self._environment(service), self.logs, name, args=args)
         self.processes.append(process.start())
         test = " ".join(service["healthcheck"]["test"])
         url = re.search(r"http://[^'\"\s]+", test)
         assert url is not None, test
-        healthy(self.rewrite(url.group(0)), process, process.log_path)
+        return self.rewrite(url.group(0)), process
 
     def _service(self, name: str, service: dict[str, Any]) -> ServiceProcess:
         process = ServiceProcess(service["command"][2], self._environment(service), self.logs, name)

@@ -59,7 +59,7 @@ class Modes:
                         for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc["kind"] == "Binding"]
             path = self.folder / "llm-bindings-disabled.yml"
             path.write_text(yaml.safe_dump_all(disabled, allow_unicode=True), encoding="utf-8")
-            done = self.stack.cli("apply", "-f", str(path))
+            done = self.stack.cli_here("apply", "-f", str(path))
             assert done.returncode == 0, done.stdout + done.stderr
         self.current = variant.name
 
@@ -108,7 +108,7 @@ class Chat:
             return poll_sync(probe, timeout=timeout, what=what, interval=0.1)
         except AssertionError as exc:
             raise AssertionError(f"{exc}; the conversation shows: {json.dumps(last, ensure_ascii=False)[:3000]}"
-                                 f"\n{self.stack.cli('tasks', 'list').stdout[-3000:]}") from None
+                                 f"\n{self.stack.cli_here('tasks', 'list').stdout[-3000:]}") from None
 
     def said(self, conversation: str, needle: str, what: str) -> str:
         """The text of the first reply shown that contains `needle`."""
@@ -142,7 +142,7 @@ def conversation() -> str:
 
 
 def tool(stack: ComposeStack, name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
-    done = stack.cli("tools", "call", name, "--args", json.dumps(arguments or {}), "--json")
+    done = stack.cli_here("tools", "call", name, "--args", json.dumps(arguments or {}), "--json")
     assert done.returncode == 0, done.stdout + done.stderr
     found: dict[str, Any] = json.loads(done.stdout)
     return found
@@ -151,11 +151,11 @@ def tool(stack: ComposeStack, name: str, arguments: dict[str, Any] | None = None
 def task_in(stack: ComposeStack, conversation: str, agent: str, states: tuple[str, ...]) -> dict[str, Any]:
     """The agent's task for an event of `conversation`, once it is in one of `states` (the newest)."""
     def found() -> dict[str, Any] | None:
-        listed = stack.cli("tasks", "list", "--agent", agent, "--json")
+        listed = stack.cli_here("tasks", "list", "--agent", agent, "--json")
         assert listed.returncode == 0, listed.stderr
         for item in json.loads(listed.stdout)["items"]:
             if item.get("session_id") == conversation and item["state"] in states:
-                shown = stack.cli("tasks", "show", item["id"], "--json")
+                shown = stack.cli_here("tasks", "show", item["id"], "--json")
                 task: dict[str, Any] = json.loads(shown.stdout)
                 return task
         return None

@@ -93,7 +93,7 @@ def test_demo_init_applied_the_scenarios_and_published_the_asset_register_from_i
     for name in ("relay-desk", "rule-desk", "friend-desk", "greeter", "deletion-log"):
         assert f"agent/{name}" in stack.demo_init_output
     assert "relay-llm" not in stack.demo_init_output  # no model needed: the llm agents are the profile's
-    shown = json.loads(stack.cli("tools", "show", "demo.assets.search_assets", "--json").stdout)
+    shown = json.loads(stack.cli_here("tools", "show", "demo.assets.search_assets", "--json").stdout)
     assert shown["state"] == "PUBLISHED" and shown["source"] == "openapi" and shown["system"] == "assets"
     again = stack.cli("apply", "-f", "deploy/demo/", env=stack.demo_init_env())
     assert again.returncode == 0 and "created" not in again.stdout and "updated" not in again.stdout, again.stdout
@@ -232,14 +232,14 @@ def test_a_friend_request_is_answered_only_after_an_approval(
     request_id = sent["request_id"] if "request_id" in sent else sent["ids"]["request_id"]
 
     def pending() -> dict[str, Any] | None:
-        listed = json.loads(stack.cli("approvals", "list", "--json").stdout)
+        listed = json.loads(stack.cli_here("approvals", "list", "--json").stdout)
         return next((a for a in listed if a["tool"] == "event_respond_friend_request"
                      and a["state"] == "pending" and a["agent"] == variant.friend), None)
 
     approval = poll_sync(pending, timeout=45, what="the friend desk's approval request", interval=0.2)
     [request] = [i for i in chat.items(room) if i["kind"] == "friend_request"]
     assert request["request_id"] == request_id and request["response"] is None  # nothing answered yet
-    granted = stack.cli("approvals", "grant", approval["id"])
+    granted = stack.cli_here("approvals", "grant", approval["id"])
     assert granted.returncode == 0, granted.stderr
 
     def answered() -> dict[str, Any] | None:
