@@ -1,6 +1,8 @@
 """The demo's resources on a fresh dev stack: `aurora dev` (and compose's `demo-init`, through
 `aurora apply -f deploy/demo/`) applies deploy/demo/ — the asset register's reviewed tools, the
 agents and bindings of the three scenarios — so a message sent right away is routed and answered.
+With a default model configured (AURORA_MODEL_BASE_URL, AURORA_MODEL) it applies deploy/demo/llm/
+too: the same scenarios, handed to `llm` agents.
 
 Only missing agents and bindings are created: what a developer changed or deleted-and-recreated
 on their stack stays as they left it (`aurora apply -f deploy/demo/` resets the demo on purpose).
@@ -74,5 +76,12 @@ async def _exists(nc: NATS, settings: Settings, doc: Document, deadline: float) 
             await asyncio.sleep(0.2)
 
 
-def demo_documents(path: Path = DEMO_DIR) -> list[Document]:
-    return load_documents(path)
+def has_model(env: dict[str, str]) -> bool:
+    """Do the runners have a default model (the README's model settings)? Then the demo's `llm`
+    agents (deploy/demo/llm/) take the scenarios over from the playbooks."""
+    return bool(env.get("AURORA_MODEL_BASE_URL", "").strip() and env.get("AURORA_MODEL", "").strip())
+
+
+def demo_documents(path: Path = DEMO_DIR, *, with_llm: bool = False) -> list[Document]:
+    documents = load_documents(path)
+    return documents + load_documents(path / "llm") if with_llm else documents

@@ -96,6 +96,12 @@ ASSETS_PORT = 8766
 CHAT_PAGE = "http://127.0.0.1:8780/"
 
 
+def chat_page(env: Mapping[str, str]) -> str:
+    """The chat page's address as the banner shows it: CHAT_WEB_PORT's when it names a port."""
+    port = env.get("CHAT_WEB_PORT", "").strip()
+    return f"http://127.0.0.1:{port}/" if port.isdigit() and int(port) > 0 else CHAT_PAGE
+
+
 def example_app_specs(python: str = sys.executable, notes_port: int = NOTES_PORT,
                       assets_port: int = ASSETS_PORT) -> list[ServiceSpec]:
     return [ServiceSpec("aurora_app_notes", (python, "-m", "apps.aurora_app_notes", "--host", "127.0.0.1",
@@ -417,10 +423,11 @@ class DevStack:
             secure.append(f"  TLS       clients verify the server against {self.security.ca_file} (NATS_TLS_CA)")
         message = json.dumps({"type": "message.received", "session_id": "group_1",
                               "text": "设备 C-3 最近的告警和资产档案"}, ensure_ascii=False)
+        page = chat_page(self._base_env)
         try_lines = [
-            f"  open {CHAT_PAGE}   # the chat page: type 设备 C-3 最近的告警和资产档案",
-            f"  curl -s -XPOST {CHAT_PAGE}events -H 'content-type: application/json' -d '{message}'",
-            f"  curl -s {CHAT_PAGE}conversations/group_1   # the relay's answer, naming both sources",
+            f"  open {page}   # the chat page: type 设备 C-3 最近的告警和资产档案",
+            f"  curl -s -XPOST {page}events -H 'content-type: application/json' -d '{message}'",
+            f"  curl -s {page}conversations/group_1   # the relay's answer, naming both sources",
             f"  {env}{aurora} tasks list                 # the demo agents' tasks",
             f"  {env}{aurora} events tail",
         ] if demo is not None else [

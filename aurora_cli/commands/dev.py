@@ -88,7 +88,8 @@ def _seed_demo(stack: DevStack) -> str:
     env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_")}
     env.update(stack.client_env("operator"))
     try:
-        seeded = asyncio.run(devseed.seed(load_settings(env), devseed.demo_documents(), env=env))
+        seeded = asyncio.run(devseed.seed(load_settings(env), devseed.demo_documents(with_llm=devseed.has_model(env)),
+                                          env=env))
     except Exception as exc:  # the stack is up all the same; say why the demo is not
         stack.alert(f"the demo's agents and bindings were not applied: {exc}")
         return "not applied (see above); `aurora apply -f deploy/demo/` adds them"

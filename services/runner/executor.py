@@ -21,7 +21,7 @@ from typing import Literal
 
 import msgspec
 
-from services.runner import retry, statemachine
+from services.runner import notices, retry, statemachine
 from services.runner.catalog import Catalog
 from services.runner.config import RunnerConfig
 from services.runner.context import RunContext
@@ -34,6 +34,7 @@ from services.runner.errors import (
     CancelRequested,
     HandBack,
     LostOwnership,
+    RunnerError,
     StepFailed,
     Unverified,
 )
@@ -199,8 +200,12 @@ class TaskExecutor:
         except AwaitRetry as wait:
             return await self._wait(handle, ctx, wait)
         except Unverified as exc:
+            doubtful = notices.in_doubt(handle.steps())
+            informed = False if doubtful is not None and doubtful.kind == "delivery" else \
+                await self._notify(ctx, notices.unverified_notice(handle.steps(), exc.check))
             await self._finish(handle, "unverified", reason="a write's outcome is unknown", check=exc.check,
-                               agent=ctx.agent, error=TaskError(code="outcome_unknown", message=exc.check))
+                               agent=ctx.agent, delivered=informed,
+                               error=TaskError(code="outcome_unknown", message=exc.check))
             return "ack"
         except CancelRequested as exc:
             await self._finish(handle, "cancelled", reason=str(exc), agent=ctx.agent)
@@ -209,9 +214,7 @@ class TaskExecutor:
             await self._finish(handle, "queued", reason="handed back: the runner is stopping")
             return "nak"
         except StepFailed as exc:
-            state = "partial" if _wrote(handle) else "failed"
-            await self._finish(handle, state, reason=str(exc), agent=ctx.agent,
-                               error=TaskError(code=exc.code, message=str(exc)))
+            await self._stopped(handle, ctx, str(exc), TaskError(code=exc.code, message=str(exc)))
             return "ack"
 
     async def _watch_cancel(self, handle: TaskHandle) -> None:
@@ -231,14 +234,12 @@ class TaskExecutor:
                              retry_after=wait.retry_after)
         if wait.max_tries is not None and planned.tries >= wait.max_tries and wait.exhausted is not None:
             failed = wait.exhausted
-            await self._finish(handle, "partial" if _wrote(handle) else "failed",
-                               reason=f"{failed} (tried {planned.tries} times)", agent=ctx.agent,
-                               error=TaskError(code=failed.code, message=str(failed)))
+            await self._stopped(handle, ctx, f"{failed} (tried {planned.tries} times)",
+                                TaskError(code=failed.code, message=str(failed)))
             return "ack"
         if planned.wait is None:
             reason = retry.gave_up(wait.step_id, wait.code, wait.detail, planned.tries, planned.since)
-            await self._finish(handle, "partial" if _wrote(handle) else "failed", reason=reason, agent=ctx.agent,
-                               error=TaskError(code=wait.code, message=reason))
+            await self._stopped(handle, ctx, reason, TaskError(code=wait.code, message=reason))
             return "ack"
         await self._finish(handle, "queued", reason=retry.waiting_reason(planned.wait), retry=planned.wait,
                            agent=ctx.agent)
@@ -295,6 +296,29 @@ class TaskExecutor:
             return False, None
         error = f": {step.error.code}: {step.error.message}" if step.error else ""
         return False, f"the answer was not delivered ({step.classification}{error})"
+
+    async def _stopped(self, handle: TaskHandle, ctx: RunContext, reason: str, error: TaskError) -> None:
+        """The run stopped on `reason`: `failed`, or `partial` when it had changed something —
+        then the user hears what is done and what is not (a partial change must not pass for
+        all or nothing)."""
+        wrote = _wrote(handle)
+        informed = wrote and await self._notify(ctx, notices.partial_notice(handle.steps(), reason))
+        await self._finish(handle, "partial" if wrote else "failed", reason=reason, agent=ctx.agent,
+                           delivered=informed, error=error)
+
+    async def _notify(self, ctx: RunContext, notice: str) -> bool:
+        """Deliver a notice of how the task ended, if it can be (True: delivered). Best effort: a
+        notice that cannot go out now changes nothing of the state the task is settling in."""
+        try:
+            delivered, problem = await self._deliver(ctx, Outcome(answer=notice))
+        except LostOwnership:
+            raise
+        except RunnerError as exc:  # stopping, cancelled, the app unavailable …: settle without it
+            log.warning("notice not delivered", task=ctx.task_id, error=str(exc))
+            return False
+        if problem:
+            log.warning("notice not delivered", task=ctx.task_id, error=problem)
+        return delivered
 
     async def _finish(self, handle: TaskHandle, state: TaskState, *, reason: str | None, **changes: object) -> None:
         now = self._store.clock()

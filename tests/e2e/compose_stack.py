@@ -13,21 +13,24 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
+from typer.testing import CliRunner
 
 from aurora_cli.localnats import free_port, nats_server_binary
+from aurora_cli.main import app as cli_app
 from tests.harness.otlp import OtlpReceiver
 from tests.harness.processes import REPO, ServiceProcess
 from tests.integration.cli.conftest import AURORA
 
 COMPOSE: dict[str, Any] = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
 SERVICES: dict[str, Any] = COMPOSE["services"]
-NOT_RUN = ("creds-init", "nats", "demo-init")  # run on their own, in this order around the others
+NOT_RUN = ("creds-init", "nats", "demo-init", "demo-init-llm")  # run on their own, around the others
 
 
 def interpolate(value: str) -> str:
@@ -54,6 +57,12 @@ def localize(arg: str, where: dict[str, Path]) -> str:
     for target in sorted(where, key=len, reverse=True):
         arg = arg.replace(target, str(where[target]))
     return arg
+
+
+def _runs(service: dict[str, Any], package: str) -> bool:
+    """Does the service run `python -m <package>…`?"""
+    command = service.get("command") or []
+    return command[:2] == ["python", "-m"] and str(command[2]).startswith(package)
 
 
 def healthy(url: str, process: subprocess.Popen[bytes] | ServiceProcess, log: Path, timeout: float = 60.0) -> None:
@@ -125,6 +134,17 @@ class ComposeStack:
         return subprocess.run([str(AURORA), *args], env=env or self.operator_env(), cwd=REPO, capture_output=True,
                               text=True, timeout=timeout, check=False)
 
+    def cli_here(self, *args: str) -> subprocess.CompletedProcess[str]:
+        """The operator's CLI run in this process: the same command code, arguments, NATS requests
+        and output as `cli`, without starting an interpreter — which costs seconds a call on a
+        loaded machine, and the scenarios make dozens of calls."""
+        env: dict[str, str | None] = {k: None for k in os.environ if k.startswith(("NATS_", "AURORA_", "CHAT_"))}
+        env.update({k: v for k, v in self.operator_env().items() if k.startswith(("NATS_", "AURORA_"))})
+        result = CliRunner().invoke(cli_app, list(args), env=env)
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            raise result.exception
+        return subprocess.CompletedProcess(["aurora", *args], result.exit_code, result.stdout, result.stderr)
+
     def demo_init_env(self) -> dict[str, str]:
         """demo-init's environment (the operator's credentials, the systems' addresses)."""
         return self._environment(SERVICES["demo-init"])
@@ -133,16 +153,16 @@ class ComposeStack:
 
     def start(self) -> None:
         self.traces.start()
+        # The demo systems served over HTTP need neither NATS nor credentials: they boot while
+        # creds-init hashes (seconds of CPU) and nats starts; the services start once they answer.
+        apps = [self._app(name, service) for name, service in SERVICES.items()
+                if name not in NOT_RUN and "profiles" not in service and _runs(service, "apps.")]
         self._creds_init()
         self._nats()
-        for name, service in SERVICES.items():  # the demo systems served over HTTP, then the services
-            command = service.get("command") or []
-            if name not in NOT_RUN and "profiles" not in service and command[:2] == ["python", "-m"] \
-                    and command[2].startswith("apps."):
-                self._app(name, service)
+        for url, process in apps:
+            healthy(url, process, process.log_path)
         started = [self._service(name, service) for name, service in SERVICES.items()
-                   if (service.get("command") or [])[:2] == ["python", "-m"]
-                   and service["command"][2].startswith("services.")]
+                   if _runs(service, "services.")]
         for process in started:
             process.wait_for_log('"msg": "started"', timeout=90)
         self._demo_init()
@@ -181,14 +201,15 @@ class ComposeStack:
             env["NATS_URL"] = self.nats_url
         return env
 
-    def _app(self, name: str, service: dict[str, Any]) -> None:
+    def _app(self, name: str, service: dict[str, Any]) -> tuple[str, ServiceProcess]:
+        """Start a demo system; its health check's URL (local) and its process."""
         args = [self.rewrite(interpolate(a)) for a in service["command"][3:]]
         process = ServiceProcess(service["command"][2], self._environment(service), self.logs, name, args=args)
         self.processes.append(process.start())
         test = " ".join(service["healthcheck"]["test"])
         url = re.search(r"http://[^'\"\s]+", test)
         assert url is not None, test
-        healthy(self.rewrite(url.group(0)), process, process.log_path)
+        return self.rewrite(url.group(0)), process
 
     def _service(self, name: str, service: dict[str, Any]) -> ServiceProcess:
         process = ServiceProcess(service["command"][2], self._environment(service), self.logs, name)
@@ -196,18 +217,25 @@ class ComposeStack:
         return process
 
     def _demo_init(self) -> None:
-        init = SERVICES["demo-init"]
+        self.demo_init_output = self.run_init("demo-init")
+
+    def run_init(self, name: str) -> str:
+        """Run a one-shot `aurora …` service of the file (`demo-init`, the llm profile's
+        `demo-init-llm`) with its own environment and mounts; its output."""
+        init = SERVICES[name]
         argv = [localize(a, mounts(init, self.volumes)) for a in init["command"]]
         assert argv[0] == "aurora"
-        done = self.cli(*argv[1:], timeout=180, env=self.demo_init_env())
+        done = self.cli(*argv[1:], timeout=180, env=self._environment(init))
         assert done.returncode == 0, done.stdout + done.stderr
-        self.demo_init_output = done.stdout
+        return done.stdout
 
     # ------------------------------------------------------------------ stop
 
     def stop(self) -> None:
-        for process in reversed(self.processes):
-            process.terminate(timeout=15)
+        # Every process at once (each still gets SIGTERM and its grace): the test is over, so
+        # the shutdown order matters less than not waiting for each in turn.
+        with ThreadPoolExecutor(max_workers=max(len(self.processes), 1)) as pool:
+            list(pool.map(lambda process: process.terminate(timeout=15), reversed(self.processes)))
         if self.server is not None and self.server.poll() is None:
             self.server.terminate()
             self.server.wait(15)

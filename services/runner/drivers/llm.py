@@ -23,7 +23,7 @@ from services.runner import history as history_tool
 from services.runner import skills as skill_guidance
 from services.runner.config import ModelDefaults
 from services.runner.context import RunContext
-from services.runner.drivers.base import settle
+from services.runner.drivers.base import describe_failure, settle
 from services.runner.errors import AwaitRetry, StepFailed
 from services.runner.history import History
 from services.runner.interactions import EXECUTABLE_ACTION, Announcer, ask
@@ -35,6 +35,7 @@ from services.runner.llm_client import (
     ModelUnavailable,
     ToolCallProposal,
 )
+from services.runner.notices import unfinished_writes
 from services.runner.results import for_model, truncate
 from services.runner.skills import SkillSource, load_skills
 from services.runner.steps import ToolSteps
@@ -101,6 +102,8 @@ class LlmDriver:
                 raise StepFailed("max_tool_rounds", f"agent {agent.id} used its {agent.max_tool_rounds} tool "
                                  "rounds without answering", notice=budget_notice(agent.max_tool_rounds))
             if not turn.tool_calls or last:
+                # A write that failed while an earlier one went through: the task ends partial.
+                ctx.partial.extend(describe_failure(s) for s in unfinished_writes(ctx.handle.steps()))
                 return turn.content
             for index, proposal in enumerate(turn.tool_calls, 1):
                 ctx.checkpoint()

@@ -106,6 +106,24 @@ async def test_the_same_failure_without_continue_stops_the_run_and_the_task_fail
     assert task["delivered"] is False and _replies(stack, case) == []
 
 
+async def test_a_failure_after_a_write_ends_partial_and_tells_the_user_what_is_done_and_what_not(
+        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    case = f"pw-{uuid.uuid4().hex[:6]}"
+    waiting = await _run_playbook(snc, subjects, case, [
+        {"id": "count", "tool": f"{ECHO}.counter_increment", "arguments": {"key": case}},
+        {"id": "broken", "tool": f"{ECHO}.fail"},
+    ], "never said", [f"{ECHO}.counter_increment", f"{ECHO}.fail"])
+    assert waiting["state"] == "awaiting_approval", json.dumps(waiting, indent=1)[:3000]
+    await admin_request(snc, subjects, "approvals", "grant", {"id": waiting["approval_id"], "by": "alice"},
+                        timeout=20)
+    task = await settled(snc, subjects, waiting["id"], timeout=40, states=TERMINAL)
+
+    assert task["state"] == "partial" and task["error"]["code"] == "step_tool_error", json.dumps(task)[:3000]
+    [notice] = _replies(stack, case)
+    assert task["delivered"] is True and notice.startswith("Partly done. Done: test.echo.counter_increment")
+    assert f"Not done: step broken ({ECHO}.fail) ended tool_error" in notice and "intentional failure" in notice
+
+
 # -- per-call timeouts ----------------------------------------------------------------------------
 
 async def test_a_read_that_outlives_its_step_timeout_ends_the_task_as_a_timeout(
@@ -216,7 +234,10 @@ async def test_a_write_with_no_answer_in_time_is_not_made_again_and_the_task_is_
     check = task["check"]
     assert tool in check and '"item": "bolt"' in check and order["call_id"] in check, check
     assert "it was not repeated" in check
-    assert task["delivered"] is False and _replies(stack, case) == []
+    # the user who asked is told, in the conversation: not confirmed, nothing else done, what to check
+    [notice] = _replies(stack, case)
+    assert task["delivered"] is True and notice.startswith(f"Unverified: I cannot tell whether {tool} was carried")
+    assert "Done: no change was confirmed." in notice and f"Please {check}." in notice, notice
 
     # The write reached the system exactly once, with its call id as the idempotency key, and stays so:
     # once the runners hold nothing in flight (the run and the grant acknowledged, so neither

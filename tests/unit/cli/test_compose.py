@@ -29,7 +29,7 @@ def _runs_a_service(service: dict[str, Any]) -> bool:
 
 
 AURORA = {name: svc for name, svc in SERVICES.items() if _runs_a_service(svc)}
-NOT_APPS = ("nats", "creds-init", "demo-init", "ollama", "ollama-pull", "jaeger")
+NOT_APPS = ("nats", "creds-init", "demo-init", "demo-init-llm", "ollama", "ollama-pull", "jaeger")
 EXAMPLE_APPS = {name: svc for name, svc in SERVICES.items() if name not in NOT_APPS and name not in AURORA}
 
 
@@ -181,6 +181,11 @@ def test_runners_scale_and_the_llm_profile_adds_a_model_server_they_point_at() -
     assert "http://ollama:11434/v1" in runner["environment"]["AURORA_MODEL_BASE_URL"]
     unprofiled = [name for name, svc in SERVICES.items() if "profiles" not in svc]
     assert "ollama" not in unprofiled  # `docker compose up` alone needs no model
+    # the profile hands the scenarios to the llm agents, after the playbooks' demo-init
+    llm_init = SERVICES["demo-init-llm"]
+    assert llm_init["profiles"] == ["llm"] and llm_init["command"][:4] == ["aurora", "apply", "-f", "deploy/demo/llm/"]
+    assert llm_init["depends_on"] == {"demo-init": {"condition": "service_completed_successfully"}}
+    assert [v["volume"]["subpath"] for v in llm_init["volumes"]] == ["operator.env"]
 
 
 def test_every_service_exports_its_traces_to_jaeger_whose_ui_is_on_this_host_only() -> None:

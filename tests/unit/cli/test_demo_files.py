@@ -9,7 +9,7 @@ import pytest
 
 from aurora_cli import toolfile
 from aurora_cli.commands.apply import DocumentErrors, load_documents
-from aurora_cli.devseed import DEMO_DIR
+from aurora_cli.devseed import DEMO_DIR, demo_documents, has_model
 from shared.contracts.agent import Agent
 from shared.contracts.resource import ResourceError, parse_resource
 
@@ -73,3 +73,25 @@ def test_the_llm_variant_is_valid_and_not_applied_with_the_folder() -> None:
     agent = parse_resource(Agent, documents[0].body)
     assert agent.agent_kind == "llm" and agent.model is None  # the runners' default model
     assert "relay-llm" not in {d.id for d in load_documents(DEMO_DIR)}
+
+
+def test_the_llm_variants_take_the_same_events_as_the_playbooks_above_them() -> None:
+    """deploy/demo/llm/: an llm agent per scenario whose binding has the playbook binding's event
+    and filters at a higher priority; applied by `aurora dev` only when a default model is set."""
+    playbook = {d.id: d.body for d in load_documents(DEMO_DIR) if d.kind.kind == "Binding"}
+    llm = load_documents(DEMO_DIR / "llm")
+    agents = {d.id: parse_resource(Agent, d.body) for d in llm if d.kind.kind == "Agent"}
+    assert set(agents) == {"relay-llm", "rule-llm", "greeter-llm", "friend-llm"}
+    assert all(a.agent_kind == "llm" and a.model is None for a in agents.values())
+    assert agents["rule-llm"].chat_approval is True
+    assert agents["rule-llm"].tools == parse_resource(Agent, next(
+        d.body for d in load_documents(DEMO_DIR) if d.id == "rule-desk")).tools
+    assert agents["friend-llm"].allowed_platform_tools == ("event_respond_friend_request",)
+    for binding in (d.body for d in llm if d.kind.kind == "Binding"):
+        shadowed = playbook[binding["id"].removesuffix("-llm")]
+        assert (binding["event_pattern"], binding["filters"]) == (shadowed["event_pattern"], shadowed["filters"])
+        assert binding["priority"] > max(b.get("priority", 0) for b in playbook.values()), binding["id"]
+    assert has_model({"AURORA_MODEL_BASE_URL": "http://ollama:11434/v1", "AURORA_MODEL": "qwen2.5:0.5b"})
+    assert not has_model({"AURORA_MODEL_BASE_URL": "http://ollama:11434/v1"}) and not has_model({})
+    with_llm = [d.id for d in demo_documents(with_llm=True)]
+    assert "rule-llm" in with_llm and "rule-llm" not in [d.id for d in demo_documents()]
