@@ -6,7 +6,7 @@ A document `{kind: Binding, id: …}` goes to `<prefix>.admin.<area>.apply` as
 `delete` `{"kind", "id", "result": "deleted" | "absent"}`.
 
 The router serves `bindings` and `pipelines`; the gateway's tool pool serves `agents` and
-`systems`. Kinds with a `model` can be validated by the CLI
+`systems`; the scheduler serves `schedules`. Kinds with a `model` can be validated by the CLI
 before anything is sent, so one bad document in a file applies nothing.
 """
 
@@ -18,6 +18,7 @@ from shared.contracts.agent import Agent
 from shared.contracts.binding import Binding
 from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceError, ResourceModel
+from shared.contracts.schedule import Schedule
 from shared.contracts.system import System
 
 APPLY, GET, DELETE = "apply", "get", "delete"
@@ -37,6 +38,7 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind("Agent", "agents", "agents", model=Agent),
     ResourceKind("Pipeline", "pipelines", "pipelines", model=Pipeline),
     ResourceKind("System", "systems", "systems", id_field="name", model=System),
+    ResourceKind("Schedule", "schedules", "schedules", model=Schedule),  # served by the scheduler
     # Tool definitions are read with `aurora get tools`; they change through the lifecycle
     # commands and OpenAPI import, not through apply.
     ResourceKind("Tool", "tools", "tools", id_field="name"),
