@@ -37,7 +37,7 @@ _PREDEFINED = {
 # Plain cron only: numbers, names, `*`, ranges, lists and steps. Extensions some cron dialects
 # have (`L`, `W`, `#`, `?`, `H`) are refused rather than read one way here and another elsewhere.
 _FIELD = re.compile(r"^[0-9A-Za-z*,/-]+$")
-_EXTENSIONS = re.compile(r"[LW#?H]")
+_TOKEN = re.compile(r"^(?:\*|[0-9]+|[A-Za-z]{3})$")  # between `,`, `-` and `/`: a number, `*` or a name
 
 
 class ScheduleSpecError(AuroraError, ValueError):
@@ -69,7 +69,7 @@ def six_fields(expression: str) -> str:
             f"6 with seconds first, or one of {', '.join(sorted(_PREDEFINED))}")
     for name, field in zip(("second", "minute", "hour", "day-of-month", "month", "day-of-week"), fields,
                            strict=True):
-        if not _FIELD.fullmatch(field) or (_EXTENSIONS.search(field) and not field.isalpha()):
+        if not _FIELD.fullmatch(field) or not all(_TOKEN.fullmatch(t) for t in re.split(r"[,/-]", field)):
             raise ScheduleSpecError(f"cron {expression!r}: the {name} field {field!r} uses syntax "
                                     "plain cron does not have (only numbers, names, *, -, , and /)")
     six = " ".join(fields)
