@@ -64,6 +64,9 @@ class TickHandler:
             log.info("tick dropped", schedule=schedule_id, tick=iso(tick),
                      reason="deleted" if schedule is None else "paused")
             return ACK
+        delivered = msg.metadata.num_delivered or 1
+        if delivered > 1:  # the instance that had it died (or stalled) before answering
+            log.info("tick taken over", schedule=schedule_id, tick=iso(tick), delivered=delivered)
         now = self._clock()
         plan = plan_tick(schedule.cadence(), catch_up=schedule.catch_up, tick=tick, now=now,
                          grace_seconds=self._settings.grace_seconds, max_catch_up=self._settings.max_catch_up)

@@ -1,0 +1,166 @@
+"""Exactly one event per tick across scheduler instances and restarts: a second instance killed
+while it holds a tick, a scheduler that dies after publishing but before acknowledging, and a
+restart after downtime with `catch_up: true` (every missed tick fires, once) and `false`
+(missed ticks are skipped)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from datetime import UTC, datetime
+
+import pytest
+from nats.aio.client import Client as NATS
+
+from services.scheduler.config import SchedulerSettings
+from services.scheduler.service import DURABLE, decode_schedule, tick_consumer
+from services.scheduler.ticks import TickHandler
+from services.scheduler.timers import Timers, decode_tick
+from shared.consumer import ACK
+from shared.schedule_times import Cadence, iso
+from shared.streams import ensure_bucket, ensure_streams, fabric_streams, schedule_timers_stream, schedules_bucket
+from shared.subjects import Subjects
+from tests.harness.processes import ServiceProcess
+from tests.harness.waiting import poll
+from tests.integration.scheduler.schedules import (
+    Spawn,
+    apply_schedule,
+    events_until,
+    health,
+    per_tick,
+    start_scheduler,
+    tick_consumer as consumer_info,
+    tick_times,
+    whole_seconds,
+)
+
+
+@pytest.fixture
+async def bridge(nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
+    await ensure_streams(nc.jetstream(), fabric_streams(subjects))
+    spawn("services.event_bridge", tag="bridge").wait_for_log('"started"')
+
+
+def exactly_once(events: list[dict[str, object]]) -> None:
+    """Every tick from the first to the last event has exactly one event."""
+    counts = per_tick(events)  # type: ignore[arg-type]
+    times = sorted(counts)
+    expected = whole_seconds(times[0], times[-1])
+    assert [iso(t) for t in times] == [iso(t) for t in expected], "a tick without an event"
+    assert {iso(t): n for t, n in counts.items() if n != 1} == {}, "a tick with more than one event"
+
+
+async def hold_a_tick(nc: NATS, subjects: Subjects, victim: ServiceProcess) -> None:
+    """Freeze `victim` until it has been given a tick it cannot answer (another instance gets
+    that tick again after the ack wait: the consumer counts a redelivery); try a few times, as
+    which instance the server gives a tick to is its choice."""
+    for _ in range(10):
+        before = (await consumer_info(nc, subjects)).num_redelivered
+        os.kill(victim.pid, signal.SIGSTOP)
+
+        async def redelivered(before: int = before) -> bool:
+            return (await consumer_info(nc, subjects)).num_redelivered > before
+
+        try:
+            await poll(redelivered, timeout=2.5, what="a tick the frozen scheduler held", interval=0.1)
+            return
+        except AssertionError:
+            os.kill(victim.pid, signal.SIGCONT)
+            await asyncio.sleep(0.5)  # let it fetch again before the next try
+    raise AssertionError("the frozen scheduler was never given a tick in 10 tries")
+
+
+@pytest.mark.usefixtures("bridge")
+async def test_two_instances_one_killed_holding_a_tick_give_one_event_per_tick(
+        nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
+    first = start_scheduler(spawn, "scheduler-a")
+    second = start_scheduler(spawn, "scheduler-b")
+    await apply_schedule(nc, subjects, id="failover", every="1s", catch_up=False)
+    await events_until(nc, "failover", lambda found: len(found) >= 2, what="the first ticks")
+
+    await hold_a_tick(nc, subjects, first)
+    first.kill()  # SIGKILL while it holds a tick it took and never answered
+    killed_at = datetime.now(UTC)
+    events = await events_until(
+        nc, "failover", lambda found: bool(found) and tick_times(found)[-1].timestamp() >= killed_at.timestamp() + 4,
+        what="ticks for 4 s after the kill")
+    exactly_once(events)
+    assert second.has_logged('"tick taken over"')  # the held tick came to it, and is in `events` once
+
+
+@pytest.mark.usefixtures("bridge")
+async def test_a_scheduler_dying_after_publishing_before_acking_adds_no_event(nc: NATS, subjects: Subjects,
+                                                                             spawn: Spawn) -> None:
+    """The tick is handled (its signal published, the next timer armed) but never acknowledged,
+    as if the process died right there; the scheduler process that gets it again repeats the
+    same steps, and the tick stays one event. (`catch_up`, as no scheduler runs until the
+    process has started: the ticks of that while fire late rather than being skipped.)"""
+    js = nc.jetstream()
+    settings = SchedulerSettings(ack_wait_seconds=1, grace_seconds=3)
+    stream = schedule_timers_stream(subjects)
+    await ensure_streams(js, [stream])
+    kv = await ensure_bucket(js, schedules_bucket(subjects))
+    timers = Timers(js, subjects, stream.name, tick_ttl_seconds=3600)
+    await js.add_consumer(stream.name, config=tick_consumer(settings, subjects).evolve(name=DURABLE))
+    pull = await js.pull_subscribe_bind(DURABLE, stream=stream.name)
+
+    await kv.put("dying", b'{"kind": "Schedule", "id": "dying", "every": "1s", "data": {"x": 1}, "catch_up": true}')
+    await timers.arm("dying", Cadence(every_seconds=1).next_after(datetime.now(UTC)))  # the first tick
+    [held] = await pull.fetch(1, timeout=10)
+
+    async def schedule_of(key: str) -> object:
+        return decode_schedule((await kv.get(key)).value or b"")
+
+    handler = TickHandler(js, subjects, timers, settings, schedule_of)  # type: ignore[arg-type]
+    assert await handler.handle(held) == ACK and handler.stats.fired == 1  # ... and never acked
+    await pull.unsubscribe()
+
+    after = start_scheduler(spawn, "scheduler-after")
+    events = await events_until(nc, "dying", lambda found: len(found) >= 4, what="ticks after the redelivery")
+    assert after.has_logged('"tick taken over"')
+    exactly_once(events)
+    assert tick_times(events)[0] == decode_tick(held.data)[1]  # the held tick: one event, the first
+
+
+async def _stopped_for(scheduler: ServiceProcess, seconds: float) -> float:
+    scheduler.terminate()
+    stopped = time.time()
+    await asyncio.sleep(seconds)  # downtime: the timers fire meanwhile, with no scheduler to take the ticks
+    return stopped
+
+
+@pytest.mark.usefixtures("bridge")
+async def test_restart_catches_up_or_skips_missed_ticks(nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
+    grace = 2.0
+    env = {"AURORA_SCHEDULER_GRACE_SECONDS": str(grace)}
+    scheduler = start_scheduler(spawn, "scheduler-1", **env)
+    await apply_schedule(nc, subjects, id="catch-up", every="1s", catch_up=True)
+    await apply_schedule(nc, subjects, id="skip", every="1s", catch_up=False)
+    for schedule in ("catch-up", "skip"):
+        await events_until(nc, schedule, lambda found: len(found) >= 2, what=f"{schedule}'s first ticks")
+
+    await _stopped_for(scheduler, 6.0)
+
+    async def ticks_waiting() -> bool:
+        return (await consumer_info(nc, subjects)).num_pending >= 2  # one fired timer per schedule
+
+    await poll(ticks_waiting, timeout=10, what="the timers to fire while no scheduler runs")
+    restarted = time.time()
+    start_scheduler(spawn, "scheduler-2", **env)
+
+    caught = await events_until(nc, "catch-up", lambda found: tick_times(found)[-1].timestamp() > restarted + 1,
+                                what="catch-up's ticks after the restart")
+    exactly_once(caught)  # every tick of the downtime fired late, once
+
+    skipped = await events_until(nc, "skip", lambda found: tick_times(found)[-1].timestamp() > restarted + 1,
+                                 what="skip's ticks after the restart")
+    assert max(per_tick(skipped).values()) == 1
+    # Ticks older than the grace when the scheduler came back were missed, and not fired.
+    times = sorted(tick_times(skipped))
+    gaps = [(a, b) for a, b in zip(times, times[1:], strict=False) if (b - a).total_seconds() > 1]
+    assert len(gaps) == 1, [iso(t) for t in times]
+    missed_from, missed_to = gaps[0]
+    assert missed_to.timestamp() >= restarted - grace - 1 and (missed_to - missed_from).total_seconds() >= 3
+    assert (await health(nc, subjects))["skipped"] >= 2
