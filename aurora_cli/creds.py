@@ -38,6 +38,7 @@ SERVICE_USERS = {  # service folder → its NATS user in deploy/nats-auth.conf
     "mcp_gateway": "mcp-gateway",
     "router": "router",
     "runner": "runner",
+    "scheduler": "scheduler",
 }
 CLIENT_USERS = ("operator", "consumer")
 IDENTITIES = (*SERVICE_USERS.values(), *CLIENT_USERS)
