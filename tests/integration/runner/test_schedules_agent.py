@@ -25,7 +25,8 @@ async def test_a_binding_on_schedule_triggered_runs_a_playbook_agent(stack: Stac
         await apply(snc, subjects, "agents", {
             "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["schedule.*"],
             "tools": [f"{ECHO}.echo"],
-            "playbook": {"steps": [{"id": "look", "tool": f"{ECHO}.echo", "arguments": {"key": "{{ event.data.case }}"}}],
+            "playbook": {"steps": [{"id": "look", "tool": f"{ECHO}.echo",
+                                    "arguments": {"key": "{{ event.data.case }}"}}],
                          "answer": "seen {{ steps.look.structured.key }} from {{ event.actor.id }}"}})
         await apply(snc, subjects, "bindings", {
             "kind": "Binding", "id": f"b-{case}", "event_pattern": "schedule.triggered", "target_type": "agent",

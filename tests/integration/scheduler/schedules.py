@@ -95,6 +95,6 @@ async def tick_consumer(nc: NATS, subjects: Subjects) -> ConsumerInfo:
 
 def whole_seconds(first: datetime, last: datetime) -> list[datetime]:
     """Every tick of `every: 1s` from `first` to `last`, both included."""
-    count = int(round((last - first).total_seconds()))
+    count = round((last - first).total_seconds())
     return [datetime.fromtimestamp(first.timestamp() + n, first.tzinfo) for n in range(count + 1)]
 

@@ -6,6 +6,7 @@ restart after downtime with `catch_up: true` (every missed tick fires, once) and
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import signal
 import time
@@ -31,10 +32,10 @@ from tests.integration.scheduler.schedules import (
     health,
     per_tick,
     start_scheduler,
-    tick_consumer as consumer_info,
     tick_times,
     whole_seconds,
 )
+from tests.integration.scheduler.schedules import tick_consumer as consumer_info
 
 
 @pytest.fixture
@@ -159,7 +160,7 @@ async def test_restart_catches_up_or_skips_missed_ticks(nc: NATS, subjects: Subj
     assert max(per_tick(skipped).values()) == 1
     # Ticks older than the grace when the scheduler came back were missed, and not fired.
     times = sorted(tick_times(skipped))
-    gaps = [(a, b) for a, b in zip(times, times[1:], strict=False) if (b - a).total_seconds() > 1]
+    gaps = [(a, b) for a, b in itertools.pairwise(times) if (b - a).total_seconds() > 1]
     assert len(gaps) == 1, [iso(t) for t in times]
     missed_from, missed_to = gaps[0]
     assert missed_to.timestamp() >= restarted - grace - 1 and (missed_to - missed_from).total_seconds() >= 3

@@ -106,7 +106,7 @@ async def test_unknown_schedules_and_bad_documents_get_clear_errors(nc: NATS, su
     with pytest.raises(AdminRequestError, match="no Schedule 'nope'") as missing:
         await admin_request(nc, subjects, "schedules", "trigger", {"id": "nope"}, timeout=10)
     assert missing.value.code == "not_found"
-    with pytest.raises(AdminRequestError, match="field timezone: .*IANA") as bad:
+    with pytest.raises(AdminRequestError, match=r"field timezone: .*IANA") as bad:
         await admin_request(nc, subjects, "schedules", "apply", {"document": {
             "kind": "Schedule", "id": "bad", "cron": "0 3 * * *", "timezone": "Mars/Olympus"}}, timeout=10)
     assert bad.value.code == "invalid"

@@ -12,7 +12,7 @@ from shared.admin import admin_request
 from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess, service_env
 from tests.harness.waiting import NOT_SERVING_YET, poll
-from tests.integration.scheduler.schedules import FAST, EVENTS_SUBJECT
+from tests.integration.scheduler.schedules import EVENTS_SUBJECT, FAST
 from tests.integration.security.conftest import Connect, SecureNats
 
 SUBJECTS = Subjects("amp")
