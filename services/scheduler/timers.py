@@ -17,17 +17,11 @@ import msgspec
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
+from shared.contracts.schedule import TimerBody
 from shared.schedule_times import iso, parse_iso
 from shared.subjects import Subjects
 
 SCHEDULE = "Nats-Schedule"
-
-
-class TimerBody(msgspec.Struct, frozen=True, kw_only=True):
-    """What a timer carries, and so what its tick carries: whose tick, and which one."""
-
-    schedule: str
-    tick: str  # UTC, `iso()`
 
 
 _decode = msgspec.json.Decoder(TimerBody).decode

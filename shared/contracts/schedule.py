@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import msgspec
 from pydantic import Field, field_validator, model_validator
 
 from shared.contracts.resource import ResourceId, ResourceModel
@@ -76,3 +77,11 @@ class Schedule(ResourceModel):
             return Cadence(every_seconds=parse_every(self.every))
         assert self.cron is not None
         return Cadence(cron=six_fields(self.cron), zone=self.timezone or "UTC")
+
+
+class TimerBody(msgspec.Struct, frozen=True, kw_only=True):
+    """What a schedule's timer carries (`<prefix>.sched.timer.<id>`), and so what the tick the
+    server fires from it carries (`<prefix>.sched.tick.<id>`): whose tick, and which one."""
+
+    schedule: str
+    tick: str  # UTC, milliseconds, `Z` (shared/schedule_times.iso)
