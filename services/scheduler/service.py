@@ -46,9 +46,11 @@ def decode_schedule(value: bytes) -> Schedule:
 
 def tick_consumer(settings: SchedulerSettings, subjects: Subjects) -> ConsumerConfig:
     """The durable every instance pulls ticks from: a tick unanswered for the ack wait (its
-    scheduler died holding it) goes to another instance."""
+    scheduler died holding it) goes to another instance. Deliveries are unlimited: a tick is
+    tried until its events are published (a tick that can never be is dead-lettered by the
+    loop itself), so the server never gives up on one silently (no advisory listener needed)."""
     return work_consumer(DURABLE, "schedule ticks, shared by every scheduler instance", subjects.schedule_ticks_all,
-                         max_deliver=50, max_ack_pending=1000, ack_wait=settings.ack_wait_seconds)
+                         max_deliver=-1, max_ack_pending=1000, ack_wait=settings.ack_wait_seconds)
 
 
 def check_server(nc: NATS) -> None:
