@@ -28,6 +28,7 @@ from shared.contracts.audit import AuditRecord
 from shared.contracts.mcp_relay import ProcessEvent, RestartRequest, SessionEvent
 from shared.contracts.run import RunEnvelope
 from shared.contracts.sampling import SampleReply, SampleRequest
+from shared.contracts.schedule import TimerBody
 from shared.contracts.signals import SIGNAL_TYPES, Signal
 from shared.contracts.toolcall import ToolCallEnvelope, ToolResultEnvelope
 from shared.contracts.validation import AmpEvent, NativeEvent
@@ -118,6 +119,12 @@ MESSAGES: tuple[Message, ...] = (
              deadletter.VIA: "stage (its consumer loop) or advisory (the routers' advisory listener)",
              "Nats-Msg-Id": "dlq:<stage>:<stream>:<sequence>, so a retried stage adds no second copy"},
             content_type="application/octet-stream"),
+    Message("ScheduleTimer", TimerBody, "A schedule's next tick as a one-shot JetStream timer (the scheduler "
+            "arms it; `Nats-Rollup: sub` keeps one per schedule, a message without `Nats-Schedule` disarms it).",
+            {"Nats-Schedule": "`@at <UTC time>`", "Nats-Schedule-Target": "<prefix>.sched.tick.<schedule>",
+             "Nats-Schedule-TTL": "how long the fired tick is kept", "Nats-Rollup": "sub"}),
+    Message("ScheduleTick", TimerBody, "A fired timer: the server publishes the timer's body at its time.",
+            {"Nats-Scheduler": "the timer's subject"}),
     Message("AdminRequest", _ANY_JSON_OBJECT, "An admin request (NATS micro endpoint)."),
     Message("RestartRequest", RestartRequest, "Gateway → supervisor: restart an app's process."),
     Message("AdminReply", {"title": "AdminReply", "description": "The endpoint's JSON answer."},
@@ -162,6 +169,12 @@ CHANNELS: tuple[Channel, ...] = (
             {"app": _APP}, "AUDIT"),
     Channel("deadLetters", lambda p: f"{p}.dlq.{{stage}}", "Dead letters, with the reason in headers.",
             ("DeadLetter",), {"stage": {"description": "the stage that gave up, e.g. event_bridge"}}, "DLQ"),
+    Channel("scheduleTimers", lambda p: f"{p}.sched.timer.{{schedule}}",
+            "Each schedule's next tick (JetStream message schedules, nats-server 2.12+).", ("ScheduleTimer",),
+            {"schedule": {"description": "schedule id"}}, "SCHEDULE_TIMERS"),
+    Channel("scheduleTicks", lambda p: f"{p}.sched.tick.{{schedule}}",
+            "Ticks the server fires from the timers; published by no client.", ("ScheduleTick",),
+            {"schedule": {"description": "schedule id"}}, "SCHEDULE_TIMERS"),
     Channel("admin", lambda p: f"{p}.admin.{{area}}.{{verb}}",
             "Admin API: NATS micro services (discoverable with $SRV.PING/INFO/STATS), JSON in and out.",
             ("AdminRequest", "RestartRequest"),
@@ -199,6 +212,9 @@ OPERATIONS: tuple[Op, ...] = (
     Op("router", "send", "runs", "Dispatch a run."),
     Op("runner", "receive", "runs", "Pull runs and drive agents or pipelines."),
     Op("runner", "send", "toolCall", "Call tools, only through the gateway.", reply="toolCallReply"),
+    Op("scheduler", "send", "scheduleTimers", "Arm each enabled schedule's next tick; disarm paused ones."),
+    Op("scheduler", "receive", "scheduleTicks", "Durable pull consumer shared by every scheduler."),
+    Op("scheduler", "send", "signals", "schedule.triggered, one per tick (signal id from schedule and tick)."),
     Op("aurora-cli", "send", "signals", "`aurora events emit`: a native event on the signal path."),
     Op("aurora-cli", "receive", "events", "`aurora events tail`."),
     Op("external-consumer", "receive", "events", "Any NATS client subscribing to amp.evt.>."),

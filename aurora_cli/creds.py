@@ -39,6 +39,7 @@ SERVICE_USERS = {  # service folder → its NATS user in deploy/nats-auth.conf
     "router": "router",
     "runner": "runner",
     "mcp_edge": "mcp-edge",
+    "scheduler": "scheduler",
 }
 CLIENT_USERS = ("operator", "consumer")
 IDENTITIES = (*SERVICE_USERS.values(), *CLIENT_USERS)

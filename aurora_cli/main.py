@@ -28,7 +28,7 @@ COMMANDS: dict[str, Area] = {
                                "replicas, leader and follower lag, pending, ack-pending.", group=False),
     "dev": Area("dev", "Run nats-server and every service until Ctrl-C; logs go to the terminal and "
                        "<data-dir>/logs/.", group=False),
-    "apply": Area("apply", "Create or update resources (Binding, Agent, Pipeline, System, Skill; OpenApiImport) "
+    "apply": Area("apply", "Create or update resources (Binding, Agent, Pipeline, System, Skill, Schedule; OpenApiImport) "
                            "idempotently.",
                   group=False),
     "get": Area("apply", "Show saved resources; `-o yaml` prints documents `aurora apply` takes back.",
@@ -50,6 +50,8 @@ COMMANDS: dict[str, Area] = {
     "tokens": Area("tokens", "Bearer tokens for MCP clients of an agent's endpoint (mcp-edge).", group=True),
     "audit": Area("audit", "Read the audit log of tool calls.", group=True),
     "tasks": Area("tasks", "Runner tasks: list them, show one with its steps, cancel one.", group=True),
+    "schedules": Area("schedules", "Schedules: list them, show one with its next ticks, trigger one now, pause and "
+                                   "resume.", group=True),
     "creds": Area("creds", "NATS credentials for every Aurora identity.", group=True),
     "dlq": Area("dlq", "Dead letters: list, show, replay and purge what a stage gave up on.", group=True),
     "console": Area("console", "A web page for operators: live events, tasks, approvals, bindings, apps, tools "

@@ -6,7 +6,7 @@ A document `{kind: Binding, id: …}` goes to `<prefix>.admin.<area>.apply` as
 `delete` `{"kind", "id", "result": "deleted" | "absent"}`.
 
 The router serves `bindings` and `pipelines`; the gateway's tool pool serves `agents` and
-`systems` and `skills`. Kinds with a `model` can be validated by the CLI
+`systems` and `skills`; the scheduler serves `schedules`. Kinds with a `model` can be validated by the CLI
 before anything is sent, so one bad document in a file applies nothing.
 """
 
@@ -19,6 +19,7 @@ from shared.contracts.binding import Binding
 from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceError, ResourceModel
 from shared.contracts.skill import Skill
+from shared.contracts.schedule import Schedule
 from shared.contracts.system import System
 
 APPLY, GET, DELETE = "apply", "get", "delete"
@@ -40,6 +41,7 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind("System", "systems", "systems", id_field="name", model=System),
     # Served by the gateway beside agents, which name skills by id; it keeps their versions.
     ResourceKind("Skill", "skills", "skills", model=Skill),
+    ResourceKind("Schedule", "schedules", "schedules", model=Schedule),  # served by the scheduler
     # Tool definitions are read with `aurora get tools`; they change through the lifecycle
     # commands and OpenAPI import, not through apply.
     ResourceKind("Tool", "tools", "tools", id_field="name"),

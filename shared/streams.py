@@ -69,9 +69,12 @@ class StreamSpec:
     duplicate_window: float = 120.0
     max_msg_size: int = -1
     description: str = ""
+    # JetStream message schedules (`Nats-Schedule`, nats-server 2.12+) with their rollup and
+    # per-message TTL, and direct gets: only the schedules stream sets these.
+    timers: bool = False
 
     def config(self, replicas: int | None = None) -> StreamConfig:
-        return StreamConfig(
+        config = StreamConfig(
             name=self.name,
             description=self.description or None,
             subjects=list(self.subjects),
@@ -83,6 +86,10 @@ class StreamSpec:
             max_msg_size=self.max_msg_size,
             num_replicas=replicas or _replicas,
         )
+        if self.timers:
+            config = config.evolve(allow_msg_schedules=True, allow_msg_ttl=True, allow_rollup_hdrs=True,
+                                   allow_direct=True)
+        return config
 
 
 @dataclass(frozen=True)
@@ -142,6 +149,8 @@ def _differences(wanted: StreamConfig, actual: StreamConfig) -> list[str]:
         "max_msg_size": (wanted.max_msg_size or -1, actual.max_msg_size or -1),
         "replicas (AURORA_STREAM_REPLICAS)": (wanted.num_replicas or 1, actual.num_replicas or 1),
     }
+    if wanted.allow_msg_schedules:
+        checks["allow_msg_schedules"] = (True, bool(actual.allow_msg_schedules))
     return [f"{name}: wanted {w!r}, found {a!r}" for name, (w, a) in checks.items() if w != a]
 
 
@@ -357,3 +366,23 @@ def call_ledger_bucket(subjects: Subjects, ttl: float = CALL_LEDGER_TTL) -> Buck
     """The gateway's record of every side-effecting call, keyed by call id: `executing` before
     the app is called, `done` with the result after. Written by the gateway alone."""
     return BucketSpec(name=subjects.stream("CALL_LEDGER"), history=1, ttl=ttl, description="tool call ledger")
+
+
+# --- schedules: the Schedule resources, and their timers and ticks ---------------------------
+
+
+def schedules_bucket(subjects: Subjects) -> BucketSpec:
+    return BucketSpec(name=subjects.stream("SCHEDULES"), history=5, description="schedules")
+
+
+def schedule_timers_stream(subjects: Subjects) -> StreamSpec:
+    """Each schedule's next tick as a one-shot JetStream timer (`<prefix>.sched.timer.<id>`, one
+    per subject by rollup), and the ticks the server fires from them (`<prefix>.sched.tick.<id>`,
+    kept a day: what a scheduler that was down finds to catch up on)."""
+    return StreamSpec(
+        name=subjects.stream("SCHEDULE_TIMERS"),
+        subjects=(subjects.schedules_all,),
+        duplicate_window=600.0,
+        timers=True,
+        description="schedule timers (Nats-Schedule @at) and the ticks they fire",
+    )

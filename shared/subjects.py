@@ -119,6 +119,21 @@ class Subjects:
     def dlq_all(self) -> str:
         return f"{self.prefix}.dlq.>"
 
+    # schedules: a one-shot JetStream timer per schedule, and the ticks the timers fire
+    def schedule_timer(self, schedule_id: str) -> str:
+        return f"{self.prefix}.sched.timer.{check_token(schedule_id, 'schedule id')}"
+
+    def schedule_tick(self, schedule_id: str) -> str:
+        return f"{self.prefix}.sched.tick.{check_token(schedule_id, 'schedule id')}"
+
+    @property
+    def schedules_all(self) -> str:
+        return f"{self.prefix}.sched.>"
+
+    @property
+    def schedule_ticks_all(self) -> str:
+        return f"{self.prefix}.sched.tick.>"
+
     def admin(self, area: str, verb: str) -> str:
         return f"{self.prefix}.admin.{check_token(area, 'admin area')}.{check_token(verb, 'admin verb')}"
 

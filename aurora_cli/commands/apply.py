@@ -157,7 +157,7 @@ def apply(
         "--wait", min=0, help="Seconds to wait for the services that own the documents to answer at all "
         "(a stack still starting, e.g. compose's demo-init); 0: do not wait.")] = 0.0,
 ) -> None:
-    """Create or update resources (Binding, Agent, Pipeline, System, Skill; OpenApiImport) idempotently."""
+    """Create or update resources (Binding, Agent, Pipeline, System, Skill, Schedule; OpenApiImport) idempotently."""
     settings = settings_or_fail()
     try:
         documents = load_documents(filename)
@@ -235,7 +235,7 @@ async def _apply_all(settings: Settings, documents: list[Document], timeout: flo
 
 
 def get(
-    kind: Annotated[str, typer.Argument(help="bindings, agents, pipelines, systems, skills or tools.")],
+    kind: Annotated[str, typer.Argument(help="bindings, agents, pipelines, systems, skills, schedules or tools.")],
     ident: Annotated[str | None, typer.Argument(metavar="[ID]", help="One resource by id.")] = None,
     output: Annotated[str, typer.Option("-o", "--output", help="table, json or yaml.")] = "table",
     as_json: Annotated[bool, typer.Option("--json", help="Same as -o json.")] = False,

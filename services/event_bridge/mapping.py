@@ -212,7 +212,7 @@ def _payload_of(signal: Signal) -> EventPayload:
             else None
         )
         return EventPayload(type=event_type, summary=signal.summary, session_id=signal.session_id,
-                            data=signal.data, subject=subject, synthetic=signal.synthetic)
+                            data=signal.data, subject=subject, synthetic=signal.synthetic, actor=signal.actor)
     assert isinstance(signal, NotificationSignal)
     # Conservative: the method and params are kept verbatim; nothing is inferred from them.
     return EventPayload(

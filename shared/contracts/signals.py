@@ -12,7 +12,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from shared.contracts.envelope import Trace, decode_bounded
+from shared.contracts.envelope import Actor, Trace, decode_bounded
 
 LifecycleState = Literal[
     "connected",
@@ -93,9 +93,11 @@ class NativeEventSignal(SignalBase, frozen=True, kw_only=True, tag="native_event
 PLATFORM_APP_PREFIX = "aurora."
 GATEWAY_APP = "aurora.gateway"
 RUNNER_APP = "aurora.runner"
+SCHEDULER_APP = "aurora.scheduler"
 PLATFORM_EVENT_NAMESPACES: dict[str, tuple[str, ...]] = {
     GATEWAY_APP: ("approval.", "system."),
     RUNNER_APP: ("task.", "interaction.requested."),
+    SCHEDULER_APP: ("schedule.",),
 }
 # What an app publishes when its user answers a question asked in the chat: the gateway decides
 # the approval it answers, a runner resumes the task that asked.
@@ -125,6 +127,8 @@ class PlatformEventSignal(SignalBase, frozen=True, kw_only=True, tag="platform_e
     subject_kind: str | None = None
     subject_id: str | None = None
     synthetic: bool = False
+    # Who the event is from, when the platform knows (the scheduler: `aurora.scheduler`, system).
+    actor: Actor | None = None
 
 
 Signal = (

@@ -24,7 +24,8 @@ MESSAGE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 # Types only the platform may produce; an app claiming one is rejected by the bridge. Of the
 # interaction namespace only the runner's question is the platform's: an answer
 # (`interaction.submitted`) comes from the app the user answered in.
-RESERVED_EVENT_PREFIXES = ("tool.", "app.", "task.", "approval.", "route.", "system.", "interaction.requested.")
+RESERVED_EVENT_PREFIXES = ("tool.", "app.", "task.", "approval.", "route.", "system.", "interaction.requested.",
+                           "schedule.")
 
 
 # RFC 3339 (what every consumer's parser reads), not the whole of ISO 8601 that Python's

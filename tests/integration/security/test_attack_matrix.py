@@ -15,6 +15,7 @@ import json
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -24,6 +25,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from services.router.stores import open_stores as open_router_stores
 from services.runner.stores import open_stores as open_runner_stores
+from services.scheduler.timers import Timers
 from shared.consumers import ensure_durable
 from shared.kvwatch import BucketWatch
 from shared.streams import (
@@ -35,6 +37,8 @@ from shared.streams import (
     ensure_bucket,
     ensure_streams,
     fabric_streams,
+    schedule_timers_stream,
+    schedules_bucket,
     systems_bucket,
     tools_bucket,
 )
@@ -55,6 +59,10 @@ from tests.integration.security.conftest import Connect, Session
 
 Probe = Callable[[Session], Awaitable[str]]
 LEDGER = call_ledger_bucket(SUBJECTS).name
+
+
+def schedule_timer_stream_name() -> str:
+    return schedule_timers_stream(SUBJECTS).name
 
 
 def _violation(subject: str) -> str:
@@ -149,6 +157,9 @@ async def _own_streams(session: Session) -> None:
         await open_router_stores(js, SUBJECTS)
     if user == "runner":
         await open_runner_stores(js, SUBJECTS)
+    if user == "scheduler":
+        await ensure_streams(js, [*fabric_streams(SUBJECTS), schedule_timers_stream(SUBJECTS)])
+        await ensure_bucket(js, schedules_bucket(SUBJECTS))
 
 
 def _owned(user: str) -> list[Durable]:
@@ -198,7 +209,7 @@ def _ephemeral(user: str, ctx: Context) -> Probe:
 
 
 def _bucket_of(user: str) -> str:
-    return {"router": "AMP_BINDINGS", "runner": "AMP_AGENTS"}.get(user, "AMP_TOOLS")
+    return {"router": "AMP_BINDINGS", "runner": "AMP_AGENTS", "scheduler": "AMP_SCHEDULES"}.get(user, "AMP_TOOLS")
 
 
 async def _kv_watch(session: Session) -> None:
@@ -308,7 +319,10 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
             return []
         return [publish(SUBJECTS.event("aurora.gateway", "approval.granted")),
                 publish(SUBJECTS.signal("aurora.gateway", "platform_event")),
-                publish(SUBJECTS.event("aurora.runner", "task.failed"))]
+                publish(SUBJECTS.event("aurora.runner", "task.failed")),
+                publish(SUBJECTS.event("aurora.scheduler", "schedule.triggered")),
+                publish(SUBJECTS.signal("aurora.scheduler", "platform_event")),
+                publish(SUBJECTS.schedule_tick("matrix")), publish(SUBJECTS.schedule_timer("matrix"))]
     raise AssertionError(f"no probes for row {key!r}")
 
 
@@ -321,6 +335,9 @@ async def _feed(sessions: dict[str, Session]) -> None:
     await sessions["event-bridge"].nc.jetstream().publish(event, b"{}")
     await sessions["operator"].nc.jetstream().publish(SUBJECTS.signal("im.polaris.qq", "native_event"), b"{}")
     await sessions["router"].nc.jetstream().publish(SUBJECTS.run("agent", "matrix"), b"{}")
+    # a tick: the scheduler arms a timer that is due now, and the server fires it
+    timers = Timers(sessions["scheduler"].nc.jetstream(), SUBJECTS, schedule_timer_stream_name(), tick_ttl_seconds=60)
+    await timers.arm("matrix", datetime.now(UTC))
 
 
 async def test_every_identity_can_do_its_job_and_nothing_the_matrix_refuses(connect: Connect) -> None:
@@ -357,7 +374,7 @@ async def test_every_identity_can_do_its_job_and_nothing_the_matrix_refuses(conn
 def test_the_matrix_covers_every_identity_and_every_platform_durable() -> None:
     assert all(set(expected) == set(IDENTITIES) for _, expected in MATRIX.values())
     owners = {d.owner for d in platform_durables()}
-    assert owners == {"event-bridge", "router", "mcp-gateway", "runner"}
+    assert owners == {"event-bridge", "router", "mcp-gateway", "runner", "scheduler"}
     config = (REPO / "deploy" / "nats-auth.conf").read_text()
     # Where an identity may name consumers freely (`<stream>.*`), each platform durable on that
     # stream must be denied to it by name: a durable missing here would be open to it.

@@ -143,7 +143,7 @@ async def test_the_operator_administers_but_never_speaks_mcp(connect: Connect) -
     await operator.refused(SUBJECTS.tool_call, action="subscription")
 
 
-SERVICE_USERS = ("event-bridge", "app-supervisor", "mcp-gateway", "router", "runner")
+SERVICE_USERS = ("event-bridge", "app-supervisor", "mcp-gateway", "router", "runner", "scheduler")
 
 
 @pytest.mark.parametrize("user", SERVICE_USERS)

@@ -1,0 +1,1 @@
+"""The scheduler: `schedule.triggered` events from `kind: Schedule`, on JetStream timers."""

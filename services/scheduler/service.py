@@ -1,0 +1,125 @@
+"""The scheduler's parts wired together: the schedules bucket (followed), the timers stream, the
+reconciler, the tick consumer (a durable every instance shares) and the admin endpoints.
+
+`__main__` runs one `SchedulerService` per process; tests run it in-process or as processes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from nats.aio.client import Client as NATS
+from nats.js.api import ConsumerConfig
+from nats.micro.service import Service
+
+from services.scheduler.admin import ScheduleAdmin
+from services.scheduler.config import SchedulerSettings
+from services.scheduler.reconciler import Reconciler
+from services.scheduler.ticks import TickHandler
+from services.scheduler.timers import Timers
+from shared.admin import start_admin_service
+from shared.consumer import AtLeastOnceConsumer, ConsumerStats, work_consumer
+from shared.contracts.resource import parse_resource
+from shared.contracts.schedule import Schedule
+from shared.errors import AuroraError
+from shared.kvmirror import KvMirror
+from shared.logs import get_logger
+from shared.resource_admin import ResourceAdmin
+from shared.resources import kind_of
+from shared.streams import ensure_bucket, ensure_streams, fabric_streams, schedule_timers_stream, schedules_bucket
+from shared.subjects import Subjects
+
+VERSION = "0.1.0"
+DURABLE = "scheduler"
+MIN_SERVER = (2, 12)  # JetStream message schedules (`Nats-Schedule: @at …`)
+log = get_logger("aurora.scheduler")
+
+
+class TimersUnsupported(AuroraError):
+    """The NATS server is too old for JetStream message schedules."""
+
+
+def decode_schedule(value: bytes) -> Schedule:
+    return parse_resource(Schedule, json.loads(value))
+
+
+def tick_consumer(settings: SchedulerSettings, subjects: Subjects) -> ConsumerConfig:
+    """The durable every instance pulls ticks from: a tick unanswered for the ack wait (its
+    scheduler died holding it) goes to another instance. Deliveries are unlimited: a tick is
+    tried until its events are published (a tick that can never be is dead-lettered by the
+    loop itself), so the server never gives up on one silently (no advisory listener needed)."""
+    return work_consumer(DURABLE, "schedule ticks, shared by every scheduler instance", subjects.schedule_ticks_all,
+                         max_deliver=-1, max_ack_pending=1000, ack_wait=settings.ack_wait_seconds)
+
+
+def check_server(nc: NATS) -> None:
+    version = nc.connected_server_version
+    if (version.major, version.minor) < MIN_SERVER:
+        raise TimersUnsupported(
+            f"nats-server {version} has no JetStream message schedules; the scheduler needs "
+            f"{MIN_SERVER[0]}.{MIN_SERVER[1]} or newer")
+
+
+class SchedulerService:
+    def __init__(self, nc: NATS, subjects: Subjects, settings: SchedulerSettings) -> None:
+        self._nc = nc
+        self._subjects = subjects
+        self._settings = settings
+        self._mirror: KvMirror[Schedule] | None = None
+        self._reconciler: Reconciler | None = None
+        self._consumer: AtLeastOnceConsumer | None = None
+        self._handler: TickHandler | None = None
+        self._services: list[Service] = []
+
+    async def start(self) -> None:
+        if self._consumer is not None:
+            return
+        nc, subjects, settings = self._nc, self._subjects, self._settings
+        check_server(nc)
+        js = nc.jetstream()
+        stream = schedule_timers_stream(subjects)
+        await ensure_streams(js, [*fabric_streams(subjects), stream])
+        kv = await ensure_bucket(js, schedules_bucket(subjects))
+        timers = Timers(js, subjects, stream.name, tick_ttl_seconds=settings.tick_ttl_seconds)
+        reconciler = self._reconciler = Reconciler(timers, self._schedules, sweep_seconds=settings.sweep_seconds)
+        mirror = self._mirror = KvMirror(kv, decode_schedule, name="schedules", on_change=reconciler.changed)
+        await mirror.start()
+        await reconciler.start()
+        handler = self._handler = TickHandler(js, subjects, timers, settings, mirror.read_through)
+        consumer = AtLeastOnceConsumer(js, subjects, stream=stream.name, config=tick_consumer(settings, subjects),
+                                       stage="scheduler",
+                                       stats=ConsumerStats())
+        await consumer.start()
+        self._consumer = consumer
+        admin = ScheduleAdmin(js, subjects, kv, timers, handler.stats, instance=settings.instance)
+        resources = ResourceAdmin(kind_of("Schedule"), kv)
+        self._services.append(await start_admin_service(
+            nc, subjects, name="aurora-schedules", area="schedules", version=VERSION,
+            endpoints={**resources.endpoints(), **admin.endpoints()},
+            description="Schedule resources and their ticks, served by the scheduler"))
+        self._services.append(await start_admin_service(
+            nc, subjects, name="aurora-scheduler", area="scheduler", version=VERSION,
+            endpoints={"health": admin.health}, description="turns schedules into schedule.triggered events"))
+        await nc.flush()
+        log.info("ready", instance=settings.instance, schedules=len(mirror.items))
+
+    def _schedules(self) -> dict[str, Schedule]:
+        return dict(self._mirror.items) if self._mirror is not None else {}
+
+    async def run(self, stop: asyncio.Event) -> None:
+        if self._consumer is None or self._handler is None:
+            raise RuntimeError("SchedulerService.run() called before start()")
+        await self._consumer.run_each(stop, self._handler.handle, concurrency=4)
+
+    async def stop(self) -> None:
+        services, self._services = self._services, []
+        for service in services:
+            await service.stop()
+        if self._reconciler is not None:
+            await self._reconciler.stop()
+        if self._consumer is not None:
+            await self._consumer.stop()
+            self._consumer = None
+        if self._mirror is not None:
+            await self._mirror.stop()

@@ -1,0 +1,186 @@
+"""Exactly one event per tick across scheduler instances and restarts: a second instance killed
+while it holds a tick, a scheduler that dies after publishing but before acknowledging, and a
+restart after downtime with `catch_up: true` (every missed tick fires, once) and `false`
+(missed ticks are skipped)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+from nats.aio.client import Client as NATS
+
+from services.scheduler.config import SchedulerSettings
+from services.scheduler.service import DURABLE, decode_schedule, tick_consumer
+from services.scheduler.ticks import TickHandler
+from services.scheduler.timers import Timers, decode_tick
+from shared.consumer import ACK
+from shared.schedule_times import Cadence, iso
+from shared.streams import ensure_bucket, ensure_streams, fabric_streams, schedule_timers_stream, schedules_bucket
+from shared.subjects import Subjects
+from tests.harness.processes import ServiceProcess
+from tests.harness.waiting import poll
+from tests.integration.scheduler.schedules import (
+    Spawn,
+    apply_schedule,
+    events_until,
+    health,
+    per_tick,
+    start_scheduler,
+    tick_times,
+    whole_seconds,
+)
+from tests.integration.scheduler.schedules import tick_consumer as consumer_info
+
+
+@pytest.fixture
+async def bridge(nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
+    await ensure_streams(nc.jetstream(), fabric_streams(subjects))
+    spawn("services.event_bridge", tag="bridge").wait_for_log('"started"')
+
+
+TAKEN_OVER = '"tick taken over"'
+
+
+def covered(events: list[dict[str, Any]], until: float) -> bool:
+    """Every tick from the first event's to `until` (a Unix time) has an event stored: events of
+    two instances, or caught up, are not stored in tick order, so a later tick's event is no
+    sign that an earlier one's is there."""
+    times = set(tick_times(events))
+    if not times or max(times).timestamp() < until:
+        return False
+    first = min(times)
+    return all(t in times for t in whole_seconds(first, datetime.fromtimestamp(until, UTC)) if t.timestamp() <= until)
+
+
+def exactly_once(events: list[dict[str, Any]]) -> None:
+    """Every tick from the first to the last event has exactly one event."""
+    counts = per_tick(events)
+    times = sorted(counts)
+    expected = whole_seconds(times[0], times[-1])
+    assert [iso(t) for t in times] == [iso(t) for t in expected], "a tick without an event"
+    assert {iso(t): n for t, n in counts.items() if n != 1} == {}, "a tick with more than one event"
+
+
+async def hold_a_tick(victim: ServiceProcess, other: ServiceProcess) -> None:
+    """Freeze `victim` until it has been given a tick it cannot answer (the other instance gets
+    that tick again after the ack wait and logs taking it over); try a few times, as which
+    instance the server gives a tick to is its choice."""
+    for _ in range(10):
+        before = other.logs().count(TAKEN_OVER)
+        os.kill(victim.pid, signal.SIGSTOP)
+
+        async def taken_over(before: int = before) -> bool:
+            return other.logs().count(TAKEN_OVER) > before
+
+        try:
+            await poll(taken_over, timeout=3, what="a tick the frozen scheduler held", interval=0.1)
+            return
+        except AssertionError:
+            os.kill(victim.pid, signal.SIGCONT)
+            await asyncio.sleep(0.5)  # let it fetch again before the next try
+    raise AssertionError("the frozen scheduler was never given a tick in 10 tries")
+
+
+@pytest.mark.usefixtures("bridge")
+async def test_two_instances_one_killed_holding_a_tick_give_one_event_per_tick(
+        nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
+    # catch_up false: the tick the killed instance held must still be on time when the other
+    # gets it (after the 1 s ack wait); a 10 s grace keeps a loaded machine from making a miss.
+    first = start_scheduler(spawn, "scheduler-a", AURORA_SCHEDULER_GRACE_SECONDS="10")
+    second = start_scheduler(spawn, "scheduler-b", AURORA_SCHEDULER_GRACE_SECONDS="10")
+    await apply_schedule(nc, subjects, id="failover", every="1s", catch_up=False)
+    await events_until(nc, "failover", lambda found: len(found) >= 2, what="the first ticks")
+
+    await hold_a_tick(first, second)
+    first.kill()  # SIGKILL while it holds a tick it took and never answered
+    killed_at = datetime.now(UTC)
+    events = await events_until(nc, "failover", lambda found: covered(found, killed_at.timestamp() + 4),
+                                what="an event for every tick until 4 s after the kill")
+    exactly_once(events)
+    assert second.has_logged(TAKEN_OVER)  # the held tick came to it, and is in `events` once
+
+
+@pytest.mark.usefixtures("bridge")
+async def test_a_scheduler_dying_after_publishing_before_acking_adds_no_event(nc: NATS, subjects: Subjects,
+                                                                             spawn: Spawn) -> None:
+    """The tick is handled (its signal published, the next timer armed) but never acknowledged,
+    as if the process died right there; the scheduler process that gets it again repeats the
+    same steps, and the tick stays one event. (`catch_up`, as no scheduler runs until the
+    process has started: the ticks of that while fire late rather than being skipped.)"""
+    js = nc.jetstream()
+    settings = SchedulerSettings(ack_wait_seconds=1, grace_seconds=3)
+    stream = schedule_timers_stream(subjects)
+    await ensure_streams(js, [stream])
+    kv = await ensure_bucket(js, schedules_bucket(subjects))
+    timers = Timers(js, subjects, stream.name, tick_ttl_seconds=3600)
+    await js.add_consumer(stream.name, config=tick_consumer(settings, subjects).evolve(name=DURABLE))
+    pull = await js.pull_subscribe_bind(DURABLE, stream=stream.name)
+
+    await kv.put("dying", b'{"kind": "Schedule", "id": "dying", "every": "1s", "data": {"x": 1}, "catch_up": true}')
+    await timers.arm("dying", Cadence(every_seconds=1).next_after(datetime.now(UTC)))  # the first tick
+    [held] = await pull.fetch(1, timeout=10)
+
+    async def schedule_of(key: str) -> object:
+        return decode_schedule((await kv.get(key)).value or b"")
+
+    handler = TickHandler(js, subjects, timers, settings, schedule_of)  # type: ignore[arg-type]
+    assert await handler.handle(held) == ACK and handler.stats.fired == 1  # ... and never acked
+    await pull.unsubscribe()
+
+    after = start_scheduler(spawn, "scheduler-after")
+    first_tick = decode_tick(held.data)[1].timestamp()
+    events = await events_until(nc, "dying", lambda found: covered(found, first_tick + 3),
+                                what="an event for every tick after the redelivery")
+    assert after.has_logged('"tick taken over"')
+    exactly_once(events)
+    assert tick_times(events)[0] == decode_tick(held.data)[1]  # the held tick: one event, the first
+
+
+async def _stopped_for(scheduler: ServiceProcess, seconds: float) -> float:
+    scheduler.terminate()
+    stopped = time.time()
+    await asyncio.sleep(seconds)  # downtime: the timers fire meanwhile, with no scheduler to take the ticks
+    return stopped
+
+
+@pytest.mark.usefixtures("bridge")
+async def test_restart_catches_up_or_skips_missed_ticks(nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
+    grace = 2.0
+    env = {"AURORA_SCHEDULER_GRACE_SECONDS": str(grace)}
+    scheduler = start_scheduler(spawn, "scheduler-1", **env)
+    await apply_schedule(nc, subjects, id="catch-up", every="1s", catch_up=True)
+    await apply_schedule(nc, subjects, id="skip", every="1s", catch_up=False)
+    for schedule in ("catch-up", "skip"):
+        await events_until(nc, schedule, lambda found: len(found) >= 2, what=f"{schedule}'s first ticks")
+
+    stopped = await _stopped_for(scheduler, 6.0)
+
+    async def ticks_waiting() -> bool:
+        return (await consumer_info(nc, subjects)).num_pending >= 2  # one fired timer per schedule
+
+    await poll(ticks_waiting, timeout=10, what="the timers to fire while no scheduler runs")
+    restarted = time.time()
+    start_scheduler(spawn, "scheduler-2", **env)
+
+    caught = await events_until(nc, "catch-up", lambda found: covered(found, restarted + 1),
+                                what="an event for every catch-up tick, the downtime's too")
+    exactly_once(caught)  # every tick of the downtime fired late, once
+
+    skipped = await events_until(nc, "skip", lambda found: tick_times(found)[-1].timestamp() > restarted + 1,
+                                 what="skip's ticks after the restart")
+    assert max(per_tick(skipped).values()) == 1
+    # A tick of the downtime older than the grace when the scheduler came back was missed: no
+    # scheduler could handle it before `restarted`, so it was handled more than `grace` late.
+    missed = [t for t in whole_seconds(datetime.fromtimestamp(stopped + 1.5, UTC).replace(microsecond=0),
+                                       datetime.fromtimestamp(restarted - grace - 0.5, UTC))
+              if stopped + 1.5 < t.timestamp() < restarted - grace - 0.5]
+    assert len(missed) >= 2, (stopped, restarted)
+    fired = {iso(t) for t in tick_times(skipped)}
+    assert [iso(t) for t in missed if iso(t) in fired] == []
+    assert (await health(nc, subjects))["skipped"] >= len(missed)
