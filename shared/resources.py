@@ -18,8 +18,8 @@ from shared.contracts.agent import Agent
 from shared.contracts.binding import Binding
 from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceError, ResourceModel
-from shared.contracts.skill import Skill
 from shared.contracts.schedule import Schedule
+from shared.contracts.skill import Skill
 from shared.contracts.system import System
 
 APPLY, GET, DELETE = "apply", "get", "delete"
