@@ -30,7 +30,8 @@ from tests.integration.cli.conftest import AURORA
 # A child that reports its whole environment (as JSON), then says it started, then waits.
 REPORT = ("import json, os, time; print(json.dumps({'msg': 'started', 'env': dict(os.environ)}), flush=True); "
           "time.sleep(60)")
-SHELL_SECRETS = {"NATS_USER": "someone", "NATS_PASSWORD": "shell-password-1", "AURORA_NATS_RUNNER_PASSWORD": "shell-runner-secret-9"}
+SHELL_SECRETS = {"NATS_USER": "someone", "NATS_PASSWORD": "shell-password-1",
+                 "AURORA_NATS_RUNNER_PASSWORD": "shell-runner-secret-9"}
 
 
 def _stack(data_dir: Path, specs: list[ServiceSpec], **options: object) -> tuple[DevStack, io.StringIO]:
