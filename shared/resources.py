@@ -6,7 +6,7 @@ A document `{kind: Binding, id: …}` goes to `<prefix>.admin.<area>.apply` as
 `delete` `{"kind", "id", "result": "deleted" | "absent"}`.
 
 The router serves `bindings` and `pipelines`; the gateway's tool pool serves `agents` and
-`systems`. Kinds with a `model` can be validated by the CLI
+`systems`, and the gateway `policies` (`kind: ApprovalPolicy`). Kinds with a `model` can be validated by the CLI
 before anything is sent, so one bad document in a file applies nothing.
 """
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shared.contracts.agent import Agent
+from shared.contracts.approval_policy import ApprovalPolicy
 from shared.contracts.binding import Binding
 from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceError, ResourceModel
@@ -37,6 +38,8 @@ KINDS: tuple[ResourceKind, ...] = (
     ResourceKind("Agent", "agents", "agents", model=Agent),
     ResourceKind("Pipeline", "pipelines", "pipelines", model=Pipeline),
     ResourceKind("System", "systems", "systems", id_field="name", model=System),
+    # Who may decide which approvals: the gateway's (it decides approvals).
+    ResourceKind("ApprovalPolicy", "policies", "approvalpolicies", model=ApprovalPolicy),
     # Tool definitions are read with `aurora get tools`; they change through the lifecycle
     # commands and OpenAPI import, not through apply.
     ResourceKind("Tool", "tools", "tools", id_field="name"),
