@@ -42,7 +42,7 @@ class Caller:
 
 
 _NOBODY = Caller()  # frozen: safe to share as the default
-_caller: contextvars.ContextVar[Caller] = contextvars.ContextVar("aurora_admin_caller", default=_NOBODY)  # noqa: B039
+_caller: contextvars.ContextVar[Caller] = contextvars.ContextVar("aurora_admin_caller", default=_NOBODY)
 
 
 def current_caller() -> Caller:
