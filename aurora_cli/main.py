@@ -47,6 +47,8 @@ COMMANDS: dict[str, Area] = {
     "approvals": Area("approvals", "Approve or deny agents' write tool calls.", group=True),
     "audit": Area("audit", "Read the audit log of tool calls.", group=True),
     "tasks": Area("tasks", "Runner tasks: list them, show one with its steps, cancel one.", group=True),
+    "users": Area("users", "People: their own NATS credentials and roles (viewer, operator, approver, admin).",
+                  group=True),
     "creds": Area("creds", "NATS credentials for every Aurora identity.", group=True),
     "dlq": Area("dlq", "Dead letters: list, show, replay and purge what a stage gave up on.", group=True),
     "console": Area("console", "A web page for operators: live events, tasks, approvals, bindings, apps, tools "
