@@ -15,10 +15,13 @@ import contextvars
 from dataclasses import dataclass
 
 import msgspec
+from nats.js import JetStreamContext
 from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from shared.contracts.people import ROLES, User, may, person_of_subject
+from shared.streams import ensure_bucket, users_bucket
+from shared.subjects import Subjects
 
 # The installation's own `operator` NATS identity (deploy/nats-auth.conf), when it sends on a plain
 # admin subject: the only non-service user allowed to, so the server authenticated who it is.
@@ -98,3 +101,8 @@ class UserRegistry:
             return None, ALL_ROLES
         user = await self.get(caller.person)
         return user, (user.roles if user is not None and user.active else ())
+
+
+async def open_registry(js: JetStreamContext, subjects: Subjects) -> UserRegistry:
+    """The users bucket, created when this service starts first (the gateway writes it)."""
+    return UserRegistry(await ensure_bucket(js, users_bucket(subjects)))

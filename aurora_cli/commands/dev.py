@@ -12,6 +12,7 @@ from types import FrameType
 from typing import Annotated
 
 import typer
+from nats.errors import NoRespondersError
 
 from aurora_cli import devseed
 from aurora_cli.devsecurity import INSECURE_WARNING, LOCAL_ADMIN_ROLES, local_admin_name
@@ -70,7 +71,7 @@ def dev(
             stack.start(stop)
         if not stop.is_set():
             if not stack.insecure:
-                _register_local_admin(stack)
+                register_local_admin(stack)
             demo_line = _seed_demo(stack) if demo else None
             stack.console.print(stack.banner(_aurora_command(), demo=demo_line), markup=False)
             stack.wait(stop)
@@ -86,7 +87,7 @@ def dev(
     stack.console.print("Aurora dev stack stopped.", markup=False)
 
 
-def _register_local_admin(stack: DevStack) -> None:
+def register_local_admin(stack: DevStack) -> None:
     """Put the local admin `aurora dev` issued into the users registry (as the installation's
     `operator` identity: the registry is empty at the first start); idempotent."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_")}
@@ -96,6 +97,12 @@ def _register_local_admin(stack: DevStack) -> None:
     async def register() -> None:
         settings = load_settings(env)
         async with connected(settings.nats) as nc:
+            for _ in range(60):  # a service says "started" before it serves: wait for the gateway
+                try:
+                    await admin_request(nc, settings.subjects, "users", "add", body, timeout=10)
+                    return
+                except NoRespondersError:
+                    await asyncio.sleep(0.5)
             await admin_request(nc, settings.subjects, "users", "add", body, timeout=10)
 
     try:

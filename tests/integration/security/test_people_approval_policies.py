@@ -37,7 +37,7 @@ from tests.integration.runner.helpers import ECHO, PYTHON, RUNNER_ENV, poll, std
 from tests.integration.security.conftest import Session, open_session
 
 SUBJECTS = Subjects("amp")
-# name → (roles, app actors): the registry's view. `dan` is in the server's config only.
+# name → (roles, app actors): the registry's view. `dan` and `otto` are in the server's config only.
 PEOPLE: dict[str, tuple[list[str], list[str]]] = {
     "root": (["operator", "approver", "admin"], []),  # the registry keeps roles in this order
     "vera": (["viewer"], []),
@@ -45,8 +45,10 @@ PEOPLE: dict[str, tuple[list[str], list[str]]] = {
     "bob": (["approver"], []),
     "carl": (["approver"], [f"{ECHO}:carl-chat"]),
     "erin": (["approver"], []),
+    "opal": (["operator"], []),
+    "ada": (["admin"], []),
 }
-SERVER_ONLY = {"dan": ["approver"]}
+SERVER_ONLY = {"dan": ["approver"], "otto": ["operator"]}
 POLICY = {"kind": "ApprovalPolicy", "id": "echo-counters", "tools": [f"{ECHO}.counter_*"],
           "users": ["amy", "carl", "erin"]}
 DONE = ("succeeded", "failed", "unverified", "partial", "cancelled")
@@ -170,6 +172,14 @@ async def test_the_gateway_checks_a_persons_roles_again_in_the_registry(stack: S
         assert refused.value.code == "not_permitted" and "dan is not in the users registry" in str(refused.value)
     finally:
         await dan.nc.close()
+    otto = await stack.person("otto")  # the router and the runner check him again too
+    try:
+        for area, verb, body in (("bindings", "apply", {"document": {}}), ("tasks", "cancel", {"id": "t-x"})):
+            with pytest.raises(AdminRequestError) as refused:
+                await admin_request(otto.nc, as_person("otto"), area, verb, body, timeout=10)
+            assert refused.value.code == "not_permitted", (area, verb, str(refused.value))
+    finally:
+        await otto.nc.close()
 
 
 async def start_task(stack: Stack, root: Session, tool: str, *, actor: str | None) -> tuple[str, str]:
@@ -302,3 +312,58 @@ async def test_a_dangerous_tool_needs_two_different_approvers(stack: Stack, root
     assert sorted((r["caller"], r["status"]) for r in records) == [
         ("person:amy", "approval_grant_recorded"), ("person:amy", "approval_not_permitted"),
         ("person:erin", "approval_granted")]
+
+
+# The attack matrix's people columns: one person per role, what nats-server lets each publish.
+# `{me}` is the person's own name. "allowed" = no permissions violation (the request may still fail).
+ROLE_PEOPLE = {"viewer": "vera", "operator": "opal", "approver": "amy", "admin": "ada"}
+A, R = "allowed", "refused"
+PEOPLE_MATRIX: list[tuple[str, str, tuple[str, str, str, str]]] = [
+    ("read: list approvals", "amp.admin.approvals.list.u.{me}", (A, A, A, A)),
+    ("read: stream info", "$JS.API.STREAM.INFO.AMP_EVENTS", (A, A, A, A)),
+    ("change a binding", "amp.admin.bindings.apply.u.{me}", (R, A, R, R)),
+    ("call a tool as operator", "amp.admin.tools.call.u.{me}", (R, A, R, R)),
+    ("emit a native event", "amp.sig.im_polaris_echo.native_event", (R, A, R, A)),
+    ("grant an approval", "amp.admin.approvals.grant.u.{me}", (R, R, A, R)),
+    ("add a user", "amp.admin.users.add.u.{me}", (R, R, R, A)),
+    ("apply an approval policy", "amp.admin.policies.apply.u.{me}", (R, R, R, A)),
+    ("delete a stream (JetStream admin)", "$JS.API.STREAM.DELETE.NO_SUCH_STREAM", (R, R, R, A)),
+    ("create a stream", "$JS.API.STREAM.CREATE.NO_SUCH_STREAM", (R, R, R, A)),
+    ("request as another person", "amp.admin.approvals.grant.u.root", (R, R, R, R)),
+    ("request on the plain admin subject", "amp.admin.approvals.grant", (R, R, R, R)),
+    ("write a bucket directly", "$KV.AMP_APPROVALS.apr-x", (R, R, R, R)),
+    ("speak MCP", "amp.mcp.im_polaris_echo.default.c2s", (R, R, R, R)),
+    ("call a tool as an agent", "amp.tool.call", (R, R, R, R)),
+    ("forge a platform service's events", "amp.sig.aurora_gateway.platform_event", (R, R, R, R)),
+]
+
+
+def render_people_matrix() -> str:
+    """The table README.md shows ("People and approval policies")."""
+    lines = ["| action | " + " | ".join(ROLE_PEOPLE) + " |", "|---|" + "---|" * len(ROLE_PEOPLE)]
+    lines += [f"| {text} (`{subject}`) | " + " | ".join(cells) + " |" for text, subject, cells in PEOPLE_MATRIX]
+    return "\n".join(lines)
+
+
+@pytest.mark.parametrize("role", list(ROLE_PEOPLE))
+async def test_the_attack_matrix_for_people(stack: Stack, registered: None, role: str) -> None:
+    name = ROLE_PEOPLE[role]
+    column = list(ROLE_PEOPLE).index(role)
+    session = await stack.person(name)
+    try:
+        seen: dict[str, str] = {}
+        for _, pattern, cells in PEOPLE_MATRIX:
+            subject = pattern.format(me=name)
+            start = len(session.errors)
+            await session.nc.publish(subject, b"{}")
+            await session.nc.request("$JS.API.INFO", b"", timeout=5)  # the server handled the publish
+            wanted = f'permissions violation for publish to "{subject}"'.lower()
+            seen[subject] = R if any(wanted in str(e).lower() for e in session.errors[start:]) else A
+        expected = {pattern.format(me=name): cells[column] for _, pattern, cells in PEOPLE_MATRIX}
+        assert seen == expected
+    finally:
+        await session.nc.close()
+
+
+if __name__ == "__main__":
+    print(render_people_matrix())
