@@ -18,9 +18,9 @@ from services.router.config import RouterSettings
 from services.router.router import Router, RouterStats
 from services.router.stores import RouterStores, open_stores
 from shared.admin import start_admin_service
-from shared.people import open_registry
 from shared.advisories import AdvisoryListener
 from shared.logs import get_logger
+from shared.people import open_registry
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_of
 from shared.subjects import Subjects

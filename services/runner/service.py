@@ -37,8 +37,8 @@ from services.runner.tooling import GatewayTools
 from services.runner.traced import TracedChatModel, TracedToolClient
 from services.runner.worker import Worker
 from shared.admin import start_admin_service
-from shared.people import open_registry
 from shared.logs import get_logger, scrub_logs_with
+from shared.people import open_registry
 from shared.redaction import Redactor
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects

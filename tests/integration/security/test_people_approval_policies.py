@@ -352,7 +352,7 @@ async def test_the_attack_matrix_for_people(stack: Stack, registered: None, role
     session = await stack.person(name)
     try:
         seen: dict[str, str] = {}
-        for _, pattern, cells in PEOPLE_MATRIX:
+        for _, pattern, _ in PEOPLE_MATRIX:
             subject = pattern.format(me=name)
             start = len(session.errors)
             await session.nc.publish(subject, b"{}")

@@ -8,7 +8,7 @@ import pytest
 
 from aurora_cli.creds import IDENTITIES, CredentialsError
 from aurora_cli.devsecurity import AUTH_CONFIG
-from aurora_cli.people import MARKER, Person, PeopleStore, publish_allow, render_auth_config
+from aurora_cli.people import MARKER, PeopleStore, Person, publish_allow, render_auth_config
 from shared.contracts.people import RESERVED_NAMES
 from tests.harness.processes import REPO
 
