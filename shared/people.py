@@ -39,6 +39,14 @@ class Caller:
         """As decisions and audit records name the caller."""
         return self.person if self.person is not None else OPERATOR_IDENTITY
 
+    def label(self, claimed: object) -> str:
+        """Who to record for a lifecycle move or a cancel: a person's authenticated name; for the
+        shared `operator` identity, the name its client gave (the OS user, as before people), which
+        nobody can verify. Approval decisions never use this: they are always `name`."""
+        if self.person is not None:
+            return self.person
+        return claimed if isinstance(claimed, str) and claimed else OPERATOR_IDENTITY
+
     @classmethod
     def of_subject(cls, subject: str) -> Caller:
         return cls(person_of_subject(subject))

@@ -10,6 +10,7 @@ from services.mcp_gateway.pool.registry import PoolError, ToolPool
 from shared.admin import AdminHandler, AdminRequestError
 from shared.clock import now_iso
 from shared.contracts.tooldef import ToolDefinition
+from shared.people import current_caller
 
 
 def tool_endpoints(pool: ToolPool) -> Endpoints:
@@ -26,7 +27,7 @@ def tool_endpoints(pool: ToolPool) -> Endpoints:
         async def move(body: dict[str, Any]) -> dict[str, Any]:
             name, by, note = (
                 text_field(body, "name"),
-                text_field(body, "by", required=False) or "operator",
+                current_caller().label(body.get("by")),  # a person: who the server authenticated
                 body.get("note") or "",
             )
 
@@ -47,7 +48,7 @@ def tool_endpoints(pool: ToolPool) -> Endpoints:
         """A reviewer names the business capability and, among duplicates, the winner."""
         name = text_field(body, "name")
         update: dict[str, Any] = {
-            "changed_by": text_field(body, "by", required=False) or "operator",
+            "changed_by": current_caller().label(body.get("by")),
             "changed_at": now_iso(),
         }
         if "capability" in body:
