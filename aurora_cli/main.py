@@ -28,8 +28,8 @@ COMMANDS: dict[str, Area] = {
                                "replicas, leader and follower lag, pending, ack-pending.", group=False),
     "dev": Area("dev", "Run nats-server and every service until Ctrl-C; logs go to the terminal and "
                        "<data-dir>/logs/.", group=False),
-    "apply": Area("apply", "Create or update resources (Binding, Agent, Pipeline, System; OpenApiImport) idempotently.",
-                  group=False),
+    "apply": Area("apply", "Create or update resources (Binding, Agent, Pipeline, System, ApprovalPolicy; "
+                           "OpenApiImport) idempotently.", group=False),
     "get": Area("apply", "Show saved resources; `-o yaml` prints documents `aurora apply` takes back.",
                 group=False),
     "delete": Area("apply", "Delete one saved resource.", group=False),

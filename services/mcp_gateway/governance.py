@@ -49,9 +49,11 @@ class Governance:
         return found.system if found is not None else fallback
 
     async def rules(self, tool: str, side_effect: str, *, system: str | None = None,
-                    chat_shorthand: bool = False) -> Rules:
-        return rules_for(await self.policies(), tool, self.system_of(tool, system), side_effect,
-                         chat_shorthand=chat_shorthand)
+                    chat_shorthand: bool = False, policies: list[ApprovalPolicy] | None = None) -> Rules:
+        """Read from the bucket each time (an approval asked a moment after a policy was applied
+        follows it); `policies` for a caller that read them once for many approvals."""
+        return rules_for(await self.policies() if policies is None else policies, tool,
+                         self.system_of(tool, system), side_effect, chat_shorthand=chat_shorthand)
 
     async def person_check(self, caller: Caller, approval: Approval, *, granting: bool) -> tuple[Rules, Check]:
         """The rules for `approval` and the check `ApprovalStore.decide` applies to it as it stands."""

@@ -17,14 +17,15 @@ from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
 from services.mcp_gateway.reporting import Reporting
 from shared.admin import AdminHandler, AdminRequestError
 from shared.contracts.approval import Approval
+from shared.contracts.approval_policy import ApprovalPolicy
 from shared.people import current_caller
 
 
 def approval_endpoints(approvals: ApprovalStore, events: PlatformEvents, governance: Governance,
                        reporting: Reporting) -> Endpoints:
-    async def view(approval: Approval) -> dict[str, Any]:
+    async def view(approval: Approval, policies: list[ApprovalPolicy] | None = None) -> dict[str, Any]:
         shown = events.approval_view(approval)
-        rules = await governance.rules(approval.tool, approval.side_effect)
+        rules = await governance.rules(approval.tool, approval.side_effect, policies=policies)
         shown["may_decide"] = {**rules.deciders(), "policies": list(rules.ids),
                                "chat_user": approval.asked_in_chat is not None,
                                "requester_may_approve": rules.requester_may_approve}
@@ -32,7 +33,8 @@ def approval_endpoints(approvals: ApprovalStore, events: PlatformEvents, governa
 
     async def list_approvals(body: dict[str, Any]) -> list[dict[str, Any]]:
         state = body.get("state")
-        return [await view(a) for a in await approvals.find(state if isinstance(state, str) else None)]
+        policies = await governance.policies()  # once for the whole list
+        return [await view(a, policies) for a in await approvals.find(state if isinstance(state, str) else None)]
 
     async def get(body: dict[str, Any]) -> dict[str, Any]:
         found = await approvals.get(text_field(body, "id"))
