@@ -62,12 +62,13 @@ class Reporting:
             trace=record.trace,
         ))
 
-    def record_decision(self, approval: Approval, by: str, outcome: str, detail: str | None) -> None:
+    def record_decision(self, approval: Approval, by: str, outcome: str, detail: str | None, *,
+                        caller: str | None = None) -> None:
         """Every decision on an approval, and every refused attempt, on the audit, naming the
         person the server authenticated (`caller`: `person:<name>`, or `operator`)."""
         self._audit.put((GATEWAY_APP, AuditRecord(
             call_id=f"{approval.id}-decision-{new_signal_id()}", at=now_iso(), tool=approval.tool, system=None,
-            caller=by if by == OPERATOR_IDENTITY else f"person:{by}", agent=approval.agent,
+            caller=caller or (by if by == OPERATOR_IDENTITY else f"person:{by}"), agent=approval.agent,
             run_id=approval.run_id, task_id=approval.task_id, session_id=approval.session_id,
             status=f"approval_{outcome}", error_code="not_permitted" if outcome == "not_permitted" else None,
             error_message=self._redaction.scrub(detail) if detail and outcome == "not_permitted" else None,

@@ -40,6 +40,7 @@ from services.mcp_gateway.status import StatusViews
 from services.mcp_gateway.toolcalls import ToolCallHandler
 from shared import metrics
 from shared.admin import add_admin_endpoint, person_endpoint_subject
+from shared.contracts.approval import Approval
 from shared.contracts.signals import SignalBase
 from shared.logs import get_logger, scrub_logs_with
 from shared.people import UserRegistry
@@ -191,7 +192,14 @@ class GatewayService:
         for (area, verb), endpoint in endpoints.items():
             await add_admin_endpoint(service, subjects, area, verb, endpoint, registry.refusal)
         halt = asyncio.Event()
-        answers = ChatAnswers(js, subjects, approvals, events_stream(subjects).name, events.publish_approval_decision)
+        async def chat_decided(approval: Approval, verb: str) -> None:
+            """A decision in the chat is on the audit too, as the chat user the bridge's event named."""
+            asked = approval.asked_in_chat
+            reporting.record_decision(approval, approval.decided_by or "the chat user", verb, approval.note,
+                                      caller=f"chat:{asked.app}:{asked.actor_id}" if asked else "chat")
+            await events.publish_approval_decision(approval, verb)
+
+        answers = ChatAnswers(js, subjects, approvals, events_stream(subjects).name, chat_decided)
         background = [
             asyncio.create_task(sweep_expired_approvals(approvals, halt, settings.approval_sweep_seconds),
                                 name="gateway-approval-sweeper"),
