@@ -1,6 +1,7 @@
 """Where the CLI finds `aurora dev`'s credentials by itself, so the README's commands work as
 written: with no credentials configured and NATS on this machine, the operator's file and the CA
-that `aurora dev` keeps in its default data folder (relative to the working directory)."""
+that `aurora dev` keeps in its default data folder (relative to the working directory): the local
+admin person `aurora dev` issued, or else the installation's `operator` identity."""
 
 from __future__ import annotations
 
@@ -17,6 +18,21 @@ def operator_file(data_dir: Path) -> Path:
     return data_dir / "creds" / "operator.env"
 
 
+def local_admin_file(data_dir: Path, name: str) -> Path:
+    """The person `aurora dev` issued for the local user (aurora_cli/devsecurity.py)."""
+    return data_dir / "creds" / "users" / f"{name}.env"
+
+
+def default_credentials(data_dir: Path) -> Path | None:
+    """The local admin's credentials when `aurora dev` made them, else the `operator` identity's."""
+    from aurora_cli.devsecurity import local_admin_name  # lazily: it pulls in bcrypt and TLS
+
+    for path in (local_admin_file(data_dir, local_admin_name()), operator_file(data_dir)):
+        if path.is_file():
+            return path
+    return None
+
+
 def ca_file(data_dir: Path) -> Path:
     return data_dir / "tls" / "ca.pem"
 
@@ -31,8 +47,9 @@ def cli_environment(env: Mapping[str, str], dev_dir: Path = DEV_DIR) -> dict[str
     result = dict(env)
     if not is_local(env.get("NATS_URL") or "nats://127.0.0.1:4222"):
         return result
-    if not any(env.get(key) for key in CREDENTIAL_KEYS) and operator_file(dev_dir).is_file():
-        result["NATS_CREDS_ENV_FILE"] = str(operator_file(dev_dir))
+    found = default_credentials(dev_dir)
+    if not any(env.get(key) for key in CREDENTIAL_KEYS) and found is not None:
+        result["NATS_CREDS_ENV_FILE"] = str(found)
     if not env.get("NATS_TLS_CA") and ca_file(dev_dir).is_file():
         result["NATS_TLS_CA"] = str(ca_file(dev_dir))
     return result

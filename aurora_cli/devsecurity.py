@@ -8,11 +8,17 @@ environments handed to nats-server and to each child.
 - Each service gets `NATS_CREDS_ENV_FILE=<data-dir>/creds/<user>.env`, the path and not the
   password (a stdio app the supervisor starts could read its parent's /proc/<pid>/environ).
 - The monitoring port stays off (no `-m`): nothing on this machine can read it unauthenticated.
+- People: `<data-dir>/nats-auth.conf` is deploy/nats-auth.conf with every person of
+  `creds/people.json` at its `# @people` line (aurora_cli/people.py); the first start issues one
+  admin for the local user (`creds/users/<name>.env`, the CLI's default credentials), and
+  `aurora users add|disable` rewrite the copy and reload the server (pid in `nats-server.pid`).
 """
 
 from __future__ import annotations
 
+import getpass
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +32,8 @@ from aurora_cli.creds import (
     read_server_env,
 )
 from aurora_cli.devtls import TlsFiles, ensure_tls
+from aurora_cli.people import PeopleStore, write_auth_config
+from shared.contracts.people import NAME_PATTERN, RESERVED_NAMES
 from shared.errors import AuroraError
 
 AUTH_CONFIG = Path("deploy") / "nats-auth.conf"
@@ -36,6 +44,20 @@ WITHHELD = ("NATS_CREDS", "NATS_USER", "NATS_PASSWORD", "NATS_CREDS_ENV_FILE", "
             "NATS_NKEY")
 INSECURE_WARNING = ("INSECURE: --insecure runs nats-server with no users and no permissions; any process on "
                     "this machine can read every event and call every tool. Never use it on a shared machine.")
+
+
+LOCAL_ADMIN_ROLES = ("operator", "approver", "admin")
+
+
+def local_admin_name() -> str:
+    """The person `aurora dev` makes for whoever runs it: their OS user name, made a valid user
+    name (`admin` when it cannot be, or is a platform identity's)."""
+    try:
+        raw = getpass.getuser()
+    except (KeyError, OSError):
+        raw = ""
+    name = re.sub(r"[^a-z0-9_-]", "-", raw.lower())[:32]
+    return name if NAME_PATTERN.fullmatch(name) and name not in RESERVED_NAMES else "admin"
 
 
 class DevSecurityError(AuroraError):
@@ -68,6 +90,11 @@ class DevSecurity:
         return None if self.insecure and not self.tls else self.data_dir / "nats.conf"
 
     @property
+    def people_config(self) -> Path:
+        """deploy/nats-auth.conf with the people in it: what nats-server runs (and reloads)."""
+        return self.data_dir / "nats-auth.conf"
+
+    @property
     def ca_file(self) -> Path | None:
         return self.tls_dir / "ca.pem" if self.tls else None
 
@@ -89,6 +116,10 @@ class DevSecurity:
     def prepare(self) -> tuple[Credentials | None, list[str]]:
         """Credentials (made or reused), TLS files and nats.conf; the identities made just now."""
         credentials, created = (None, []) if self.insecure else init_credentials(self.creds_dir)
+        if not self.insecure:
+            people = PeopleStore(self.creds_dir)
+            people.ensure(local_admin_name(), LOCAL_ADMIN_ROLES)
+            write_auth_config(self.auth_config, self.people_config, people)
         tls = ensure_tls(self.tls_dir) if self.tls else None
         if self.server_config is not None:
             self.server_config.write_text(self.server_config_text(tls), encoding="utf-8")
@@ -98,8 +129,8 @@ class DevSecurity:
         # nats-server resolves `include` relative to the including file, and only relative paths.
         lines = ["# Written by `aurora dev` at each start (see aurora_cli/devsecurity.py); edits are lost."]
         if not self.insecure:
-            auth = os.path.relpath(self.auth_config.resolve(), self.data_dir)
-            lines += [f'include "{auth}"  # its passwords: the bcrypt hashes in this server\'s environment']
+            auth = os.path.relpath(self.people_config.resolve(), self.data_dir)
+            lines += [f'include "{auth}"  # {self.auth_config} with the people; passwords: bcrypt hashes']
         text = "\n".join(lines) + "\n"
         return text + (tls.server_block() if tls is not None else "")
 

@@ -32,6 +32,7 @@ from aurora_cli.creds import CLIENT_USERS, SERVICE_USERS, Credentials, password_
 from aurora_cli.devcluster import MAX_NODES, default_replicas, dev_cluster, wait_until_ready
 from aurora_cli.devsecurity import AUTH_CONFIG, INSECURE_WARNING, DevSecurity, DevSecurityError
 from aurora_cli.localnats import LocalNats
+from aurora_cli.people import PID_FILE
 from shared.errors import AuroraError
 
 # Dependency order. A service folder that is not listed here starts after these, by name.
@@ -271,6 +272,8 @@ class DevStack:
         else:
             self.say("nats", "bold", f"starting nats-server on {self.url} (store {self.nats.store_dir}{mode}{tls})")
             self.nats.start()
+        if self.nats.pid is not None:  # `aurora users` signals it to reload when people change
+            (self.data_dir / PID_FILE).write_text(f"{self.nats.pid}\n", encoding="utf-8")
         for index, spec in enumerate(self.specs):
             if stop is not None and stop.is_set():
                 return

@@ -28,8 +28,8 @@ COMMANDS: dict[str, Area] = {
                                "replicas, leader and follower lag, pending, ack-pending.", group=False),
     "dev": Area("dev", "Run nats-server and every service until Ctrl-C; logs go to the terminal and "
                        "<data-dir>/logs/.", group=False),
-    "apply": Area("apply", "Create or update resources (Binding, Agent, Pipeline, System, Skill, Schedule; "
-                           "OpenApiImport) idempotently.",
+    "apply": Area("apply", "Create or update resources (Binding, Agent, Pipeline, System, Skill, Schedule, "
+                           "ApprovalPolicy; OpenApiImport) idempotently.",
                   group=False),
     "get": Area("apply", "Show saved resources; `-o yaml` prints documents `aurora apply` takes back.",
                 group=False),
@@ -52,6 +52,8 @@ COMMANDS: dict[str, Area] = {
     "tasks": Area("tasks", "Runner tasks: list them, show one with its steps, cancel one.", group=True),
     "schedules": Area("schedules", "Schedules: list them, show one with its next ticks, trigger one now, pause and "
                                    "resume.", group=True),
+    "users": Area("users", "People: their own NATS credentials and roles (viewer, operator, approver, admin).",
+                  group=True),
     "creds": Area("creds", "NATS credentials for every Aurora identity.", group=True),
     "dlq": Area("dlq", "Dead letters: list, show, replay and purge what a stage gave up on.", group=True),
     "console": Area("console", "A web page for operators: live events, tasks, approvals, bindings, apps, tools "

@@ -2,6 +2,8 @@
 
 Every endpoint lives at `<prefix>.admin.<area>.<verb>` and answers JSON. A handler error is
 answered as `{"error": {"code", "message"}}` plus the micro error headers, never a stack trace.
+Each is also served at `….u.<name>` for person `<name>` (shared/people.py): the handler reads who
+sent it with `current_caller()`, and an `authorize` check may refuse it (`not_permitted`).
 """
 
 from __future__ import annotations
@@ -16,11 +18,15 @@ from nats.micro.request import Request
 from nats.micro.service import Service
 
 from shared.bus import is_jetstream_delivery
+from shared.contracts.people import PERSON_TOKEN
 from shared.errors import AuroraError
 from shared.logs import get_logger
+from shared.people import Caller, reset_caller, set_caller
 from shared.subjects import Subjects
 
 AdminHandler = Callable[[dict[str, Any]], Awaitable[Any]]
+# (caller, area, verb) → why the caller may not (None: they may)
+Authorize = Callable[[Caller, str, str], Awaitable[str | None]]
 
 log = get_logger("aurora.admin")
 
@@ -37,15 +43,22 @@ def reply_json(value: Any) -> bytes:
     return json.dumps(value, ensure_ascii=False, default=str).encode()
 
 
-def wrap_handler(verb: str, handler: AdminHandler) -> Callable[[Request], Awaitable[None]]:
+def wrap_handler(verb: str, handler: AdminHandler, *, area: str = "",
+                 authorize: Authorize | None = None) -> Callable[[Request], Awaitable[None]]:
     async def handle(request: Request) -> None:
         if is_jetstream_delivery(request_reply(request)):
             log.warning("stream delivery to an admin endpoint ignored", verb=verb, subject=request.subject)
             return
+        caller = Caller.of_subject(request.subject)
+        token = set_caller(caller)
         try:
             body = json.loads(request.data) if request.data else {}
             if not isinstance(body, dict):
                 raise AdminRequestError("invalid_request", "the request body must be a JSON object")
+            refusal = await authorize(caller, area, verb) if authorize is not None else None
+            if refusal is not None:
+                log.warning("admin request refused", area=area, verb=verb, person=caller.person, reason=refusal)
+                raise AdminRequestError("not_permitted", refusal)
             result = await handler(body)
         except json.JSONDecodeError as exc:
             await _error(request, "invalid_request", f"the request body is not JSON: {exc}")
@@ -58,8 +71,25 @@ def wrap_handler(verb: str, handler: AdminHandler) -> Callable[[Request], Awaita
             await _error(request, "internal", f"{type(exc).__name__}: {exc}")
         else:
             await request.respond(reply_json(result))
+        finally:
+            reset_caller(token)
 
     return handle
+
+
+def person_endpoint_subject(subject: str) -> str:
+    """The subject a person's requests for `subject` come on (`….u.<name>`)."""
+    return f"{subject}.{PERSON_TOKEN}.*"
+
+
+async def add_admin_endpoint(service: Service, subjects: Subjects, area: str, verb: str, handler: AdminHandler,
+                             authorize: Authorize | None = None) -> None:
+    """Serve `<p>.admin.<area>.<verb>` and its people's form `….u.*` with one handler."""
+    subject = subjects.admin(area, verb)
+    wrapped = wrap_handler(verb, handler, area=area, authorize=authorize)
+    name = f"{area}-{verb}".replace("_", "-")
+    await service.add_endpoint(name=name, subject=subject, handler=wrapped)
+    await service.add_endpoint(name=f"{name}-person", subject=person_endpoint_subject(subject), handler=wrapped)
 
 
 def request_reply(request: Request) -> str | None:
@@ -82,15 +112,12 @@ async def start_admin_service(
     version: str,
     endpoints: Mapping[str, AdminHandler],
     description: str = "",
+    authorize: Authorize | None = None,
 ) -> Service:
-    """Serve `endpoints` (verb → handler) under `<prefix>.admin.<area>.<verb>`."""
+    """Serve `endpoints` (verb → handler) under `<prefix>.admin.<area>.<verb>` (and `….u.*`)."""
     service = await add_service(nc, name=name, version=version, description=description)
     for verb, handler in endpoints.items():
-        await service.add_endpoint(
-            name=f"{area}-{verb}".replace("_", "-"),
-            subject=subjects.admin(area, verb),
-            handler=wrap_handler(verb, handler),
-        )
+        await add_admin_endpoint(service, subjects, area, verb, handler, authorize)
     return service
 
 
@@ -99,7 +126,8 @@ async def admin_request(
     *, timeout: float = 5.0,
 ) -> Any:
     """Call an admin endpoint; an error reply raises AdminRequestError with its code."""
-    msg = await nc.request(subjects.admin(area, verb), reply_json(dict(body or {})), timeout=timeout)
+    msg = await nc.request(subjects.requested(subjects.admin(area, verb)), reply_json(dict(body or {})),
+                           timeout=timeout)
     value = json.loads(msg.data) if msg.data else None
     if isinstance(value, dict) and set(value) == {"error"} and isinstance(value["error"], dict):
         raise AdminRequestError(str(value["error"].get("code")), str(value["error"].get("message")))

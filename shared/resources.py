@@ -6,7 +6,8 @@ A document `{kind: Binding, id: …}` goes to `<prefix>.admin.<area>.apply` as
 `delete` `{"kind", "id", "result": "deleted" | "absent"}`.
 
 The router serves `bindings` and `pipelines`; the gateway's tool pool serves `agents` and
-`systems` and `skills`; the scheduler serves `schedules`. Kinds with a `model` can be validated by the CLI
+`systems` and `skills`, and `policies` (`kind: ApprovalPolicy`); the scheduler serves `schedules`.
+Kinds with a `model` can be validated by the CLI
 before anything is sent, so one bad document in a file applies nothing.
 """
 
@@ -15,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from shared.contracts.agent import Agent
+from shared.contracts.approval_policy import ApprovalPolicy
 from shared.contracts.binding import Binding
 from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceError, ResourceModel
@@ -42,6 +44,8 @@ KINDS: tuple[ResourceKind, ...] = (
     # Served by the gateway beside agents, which name skills by id; it keeps their versions.
     ResourceKind("Skill", "skills", "skills", model=Skill),
     ResourceKind("Schedule", "schedules", "schedules", model=Schedule),  # served by the scheduler
+    # Who may decide which approvals: the gateway's (it decides approvals).
+    ResourceKind("ApprovalPolicy", "policies", "approvalpolicies", model=ApprovalPolicy),
     # Tool definitions are read with `aurora get tools`; they change through the lifecycle
     # commands and OpenAPI import, not through apply.
     ResourceKind("Tool", "tools", "tools", id_field="name"),

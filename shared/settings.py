@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from shared.contracts.people import is_person
 from shared.envfile import read_env_file
 from shared.errors import ConfigError, SettingsError
 from shared.subjects import Subjects
@@ -198,7 +199,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     if level not in ("DEBUG", "INFO", "WARNING", "ERROR"):
         raise ConfigError(f"unknown log level {level!r}", field="AURORA_LOG_LEVEL")
     try:
-        subjects = Subjects(env.get("AURORA_SUBJECT_PREFIX", "amp"))
+        user = env.get("NATS_USER") or None
+        subjects = Subjects(env.get("AURORA_SUBJECT_PREFIX", "amp"), person=user if is_person(user) else None)
     except Exception as exc:
         raise ConfigError(str(exc), field="AURORA_SUBJECT_PREFIX") from exc
     replicas = read_stream_replicas(env)

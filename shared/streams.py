@@ -340,6 +340,17 @@ def approvals_bucket(subjects: Subjects) -> BucketSpec:
     return BucketSpec(name=subjects.stream("APPROVALS"), history=5, description="approvals")
 
 
+def users_bucket(subjects: Subjects) -> BucketSpec:
+    """People and their roles (`aurora users`): written by the gateway, read by every service
+    that checks a person's request."""
+    return BucketSpec(name=subjects.stream("USERS"), history=10, description="people and their roles")
+
+
+def approval_policies_bucket(subjects: Subjects) -> BucketSpec:
+    """`kind: ApprovalPolicy` documents: who may decide which approvals (the gateway's)."""
+    return BucketSpec(name=subjects.stream("APPROVAL_POLICIES"), history=10, description="approval policies")
+
+
 def audit_stream(subjects: Subjects) -> StreamSpec:
     return StreamSpec(
         name=subjects.stream("AUDIT"),

@@ -46,9 +46,18 @@ class Subjects:
     """Every subject Aurora uses, under one prefix (default `amp`)."""
 
     prefix: str = "amp"
+    # The person this process requests admin operations as (`aurora` run with a person's
+    # credentials): their requests go to `….u.<person>`, the only admin subjects they may publish.
+    person: str | None = None
 
     def __post_init__(self) -> None:
         check_token(self.prefix, "subject prefix")
+        if self.person is not None:
+            check_token(self.person, "person")
+
+    def requested(self, admin_subject: str) -> str:
+        """The subject to *request* an admin operation on: a person's own form, or as it is."""
+        return admin_subject if self.person is None else f"{admin_subject}.u.{self.person}"
 
     # events: the inbox external consumers subscribe to
     def event(self, app_id: str, event_type: str) -> str:

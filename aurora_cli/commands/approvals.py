@@ -1,7 +1,8 @@
 """`aurora approvals list|show|grant|deny`: decisions on agents' write and dangerous tool calls.
 
 An approval is bound to one tool, one canonical hash of the arguments and one task; the gateway
-consumes a granted one exactly once. Decisions are recorded with the OS user as `by`.
+consumes a granted one exactly once. Decisions are recorded with the person the server
+authenticated (the credentials this CLI runs with); `show` says who may decide and who has.
 """
 
 from __future__ import annotations
@@ -21,7 +22,15 @@ STATES: tuple[str, ...] = get_args(ApprovalState)
 
 def approval_rows(approvals: list[dict[str, Any]]) -> list[list[Any]]:
     return [[a.get("id"), a.get("state"), a.get("tool"), a.get("side_effect"), a.get("agent"), a.get("task_id"),
-             _clock(a.get("requested_at")), _clock(a.get("expires_at")), a.get("decided_by")] for a in approvals]
+             _clock(a.get("requested_at")), _clock(a.get("expires_at")), _deciders(a),
+             a.get("decided_by") or ", ".join(g.get("by", "") for g in a.get("grants") or []) or None]
+            for a in approvals]
+
+
+def _deciders(approval: dict[str, Any]) -> str:
+    may = approval.get("may_decide") or {}
+    who = [*(f"role {r}" for r in may.get("roles") or []), *(may.get("users") or [])]
+    return ", ".join(who) or "-"
 
 
 def _clock(value: Any) -> str | None:
@@ -39,6 +48,16 @@ def approval_lines(approval: dict[str, Any]) -> list[str]:
         f"run {approval.get('run_id') or '-'}  session {approval.get('session_id') or '-'}",
         f"requested:   {approval.get('requested_at')}  (expires {approval.get('expires_at')})",
     ]
+    may = approval.get("may_decide") or {}
+    if may:
+        lines.append(f"may decide:  roles {', '.join(may.get('roles') or []) or '-'}; users "
+                     f"{', '.join(may.get('users') or []) or '-'}"
+                     + ("; the chat user who asked" if may.get("chat_user") else "")
+                     + f" (policy {', '.join(may.get('policies') or []) or '-'}; requester "
+                     + ("may" if may.get("requester_may_approve") else "may not") + " approve)")
+    grants = approval.get("grants") or []
+    lines.append(f"grants:      {len(grants)} of {approval.get('required_grants', 1)}"
+                 + (": " + ", ".join(f"{g.get('by')} at {_clock(g.get('at'))}" for g in grants) if grants else ""))
     if approval.get("decided_by"):
         lines.append(f"decided:     {approval.get('decided_at')} by {approval.get('decided_by')}"
                      + (f": {approval['note']}" if approval.get("note") else ""))
@@ -60,7 +79,7 @@ def list_approvals(
         print_json(approvals)
         return
     stdout.print(table("approvals", ["id", "state", "tool", "side effect", "agent", "task", "requested",
-                                     "expires", "decided by"], approval_rows(approvals)))
+                                     "expires", "may decide", "decided by"], approval_rows(approvals)))
 
 
 @app.command("show")
@@ -78,6 +97,8 @@ def show(
 
 
 def _decide(verb: str, approval_id: str, note_text: str | None, json_output: bool) -> None:
+    # Who decides is the person the server authenticated (the credentials this CLI runs with);
+    # `by` is kept for gateways older than people, and ignored by newer ones.
     body: dict[str, Any] = {"id": approval_id, "by": operator()}
     if note_text:
         body["note"] = note_text

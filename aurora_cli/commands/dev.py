@@ -12,11 +12,13 @@ from types import FrameType
 from typing import Annotated
 
 import typer
+from nats.errors import NoRespondersError
 
 from aurora_cli import devseed
-from aurora_cli.devsecurity import INSECURE_WARNING
+from aurora_cli.devsecurity import INSECURE_WARNING, LOCAL_ADMIN_ROLES, local_admin_name
 from aurora_cli.devstack import DevStack
-from aurora_cli.output import EXIT_USAGE, CliError, cli_errors
+from aurora_cli.output import EXIT_USAGE, CliError, cli_errors, connected
+from shared.admin import admin_request
 from shared.settings import load_settings
 
 
@@ -68,6 +70,8 @@ def dev(
         with cli_errors():
             stack.start(stop)
         if not stop.is_set():
+            if not stack.insecure:
+                register_local_admin(stack)
             demo_line = _seed_demo(stack) if demo else None
             stack.console.print(stack.banner(_aurora_command(), demo=demo_line), markup=False)
             stack.wait(stop)
@@ -81,6 +85,30 @@ def dev(
         stack.alert(f"stopped; these exited on their own while running: {', '.join(stack.unexpected_exits)}")
         raise typer.Exit(1)
     stack.console.print("Aurora dev stack stopped.", markup=False)
+
+
+def register_local_admin(stack: DevStack) -> None:
+    """Put the local admin `aurora dev` issued into the users registry (as the installation's
+    `operator` identity: the registry is empty at the first start); idempotent."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NATS_")}
+    env.update(stack.client_env("operator"))
+    body = {"name": local_admin_name(), "roles": list(LOCAL_ADMIN_ROLES)}
+
+    async def register() -> None:
+        settings = load_settings(env)
+        async with connected(settings.nats) as nc:
+            for _ in range(60):  # a service says "started" before it serves: wait for the gateway
+                try:
+                    await admin_request(nc, settings.subjects, "users", "add", body, timeout=10)
+                    return
+                except NoRespondersError:
+                    await asyncio.sleep(0.5)
+            await admin_request(nc, settings.subjects, "users", "add", body, timeout=10)
+
+    try:
+        asyncio.run(register())
+    except Exception as exc:  # the stack is up all the same; say why the CLI's person is not
+        stack.alert(f"the local admin {body['name']!r} was not registered: {exc}")
 
 
 def _seed_demo(stack: DevStack) -> str:

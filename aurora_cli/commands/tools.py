@@ -123,7 +123,7 @@ async def _call(settings: Settings, name: str, arguments: dict[str, Any], timeou
     )
     async with connected(settings.nats) as nc:
         try:
-            subject = settings.subjects.operator_tool_call
+            subject = settings.subjects.requested(settings.subjects.operator_tool_call)
             reply = await nc.request(subject, msgspec.json.encode(envelope), timeout=timeout + 5)
         except NoRespondersError as exc:
             raise CliError(f"no mcp-gateway is running (nobody answers {subject})") from exc

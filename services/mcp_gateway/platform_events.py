@@ -64,6 +64,20 @@ class PlatformEvents:
         self._outbox.put(platform_signal(f"interaction-{interaction_id}", "interaction.requested", summary, data,
                                          session_id, ("interaction", interaction_id)))
 
+    def grant_recorded(self, approval: Approval, by: str) -> None:
+        """One of the grants an approval needs (a `dangerous` tool's second approver is still to come)."""
+        self.platform_event(
+            "approval.grant_recorded", f"{approval.tool}: grant {len(approval.grants)} of "
+            f"{approval.required_grants} by {by}", {**self.approval_view(approval), "by": by},
+            session_id=approval.session_id, subject=("approval", approval.id))
+
+    def decision_refused(self, approval: Approval, by: str, reason: str) -> None:
+        """Someone the approval's policies do not allow tried to decide it."""
+        self.platform_event(
+            "approval.decision_refused", f"{by} may not decide the approval for {approval.tool}",
+            {"id": approval.id, "tool": approval.tool, "task_id": approval.task_id, "by": by, "reason": reason,
+             "code": "not_permitted"}, session_id=approval.session_id, subject=("approval", approval.id))
+
     def approval_requested(self, approval: Approval) -> None:
         self.platform_event(
             "approval.requested", f"{approval.tool} needs approval", self.approval_view(approval),

@@ -11,9 +11,11 @@ from services.mcp_gateway.redaction import GatewayRedaction
 from services.mcp_gateway.session import AppSession
 from services.mcp_gateway.toolcalls import CallRecord
 from shared.clock import now_iso
+from shared.contracts.approval import Approval
 from shared.contracts.audit import AuditRecord
 from shared.contracts.signals import GATEWAY_APP, ResourceReadSignal, SignalBase, ToolOutcome, ToolResultSignal
 from shared.contracts.tooldef import McpExecution
+from shared.people import OPERATOR_IDENTITY
 from shared.signal_publisher import new_signal_id
 
 
@@ -32,7 +34,8 @@ class Reporting:
         error_message = hide.scrub(result.error.message) if result.error else None
         self._audit.put((app_id, AuditRecord(
             call_id=record.call_id, at=now_iso(), tool=record.request.tool, system=record.system,
-            caller=f"agent:{ctx.agent}" if ctx.agent else "anonymous" if record.anonymous else "operator",
+            caller=(f"agent:{ctx.agent}" if ctx.agent else "anonymous" if record.anonymous
+                    else f"person:{record.person}" if record.person else "operator"),
             agent=ctx.agent, run_id=ctx.run_id,
             task_id=ctx.task_id, session_id=ctx.session_id, actor=ctx.actor.id if ctx.actor else None,
             synthetic=ctx.synthetic, status=result.status,
@@ -58,6 +61,20 @@ class Reporting:
             error={"code": result.error.code, "message": error_message or ""} if result.error else None,
             trace=record.trace,
         ))
+
+    def record_decision(self, approval: Approval, by: str, outcome: str, detail: str | None, *,
+                        caller: str | None = None) -> None:
+        """Every decision on an approval, and every refused attempt, on the audit, naming the
+        person the server authenticated (`caller`: `person:<name>`, or `operator`)."""
+        self._audit.put((GATEWAY_APP, AuditRecord(
+            call_id=f"{approval.id}-decision-{new_signal_id()}", at=now_iso(), tool=approval.tool, system=None,
+            caller=caller or (by if by == OPERATOR_IDENTITY else f"person:{by}"), agent=approval.agent,
+            run_id=approval.run_id, task_id=approval.task_id, session_id=approval.session_id,
+            status=f"approval_{outcome}", error_code="not_permitted" if outcome == "not_permitted" else None,
+            error_message=self._redaction.scrub(detail) if detail and outcome == "not_permitted" else None,
+            approval_id=approval.id, side_effect=approval.side_effect,
+            input_summary=f"decided by {by}" + (f": {self._redaction.scrub(detail)}" if detail else ""),
+        )))
 
     async def record_resource_read(self, session: AppSession, uri: str, contents: list[dict[str, Any]]) -> None:
         """Resource reads become `resource.read` events only when the app's config asks."""

@@ -25,6 +25,7 @@ from services.mcp_gateway.custody import Custody
 from services.mcp_gateway.elicit_answers import ElicitAnswers
 from services.mcp_gateway.elicitation import Elicitation
 from services.mcp_gateway.gateway import Gateway
+from services.mcp_gateway.governance import Governance
 from services.mcp_gateway.http.openapi_job import OpenApiImporter
 from services.mcp_gateway.http_systems import HttpSystems
 from services.mcp_gateway.ledger import CallLedger
@@ -43,12 +44,15 @@ from services.mcp_gateway.sessions_listener import SessionsListener
 from services.mcp_gateway.status import StatusViews
 from services.mcp_gateway.toolcalls import ToolCallHandler
 from shared import metrics
-from shared.admin import wrap_handler
+from shared.admin import add_admin_endpoint, person_endpoint_subject
+from shared.contracts.approval import Approval
 from shared.contracts.signals import SignalBase
 from shared.logs import get_logger, scrub_logs_with
+from shared.people import UserRegistry
 from shared.redaction import Redactor
 from shared.signal_publisher import publish_signal
 from shared.streams import (
+    approval_policies_bucket,
     approvals_bucket,
     apps_bucket,
     audit_stream,
@@ -59,6 +63,7 @@ from shared.streams import (
     fabric_streams,
     pipelines_bucket,
     run_records_bucket,
+    users_bucket,
 )
 from shared.subjects import Subjects
 
@@ -121,6 +126,8 @@ class GatewayService:
         await ensure_streams(js, [*fabric_streams(subjects), audit_stream(subjects)])
         health = await ensure_bucket(js, apps_bucket(subjects))
         approvals_kv = await ensure_bucket(js, approvals_bucket(subjects))
+        users_kv = await ensure_bucket(js, users_bucket(subjects))
+        policies_kv = await ensure_bucket(js, approval_policies_bucket(subjects))
         ledger = CallLedger(await ensure_bucket(js, call_ledger_bucket(subjects, settings.call_ledger_ttl_seconds)),
                             heartbeat_seconds=settings.ledger_heartbeat_seconds)
         # Read only (the router writes them); created here too so that either may start first.
@@ -143,6 +150,8 @@ class GatewayService:
         events = PlatformEvents(nc, subjects, signals, redaction)
         reporting = Reporting(signals, audit, redaction)
         catalog = ToolCatalog()
+        registry = UserRegistry(users_kv)
+        governance = Governance(registry, policies_kv, lambda: pool.tools)
         listener = SessionsListener(nc, subjects, health, signals, pool, catalog)
         calls_in_flight = CallsInFlight()
         server_requests = ServerRequests(calls_in_flight)
@@ -163,6 +172,7 @@ class GatewayService:
             pool, gateway.sessions, executable, approvals=approvals, apps=settings.apps, catalog=catalog,
             custody=custody, http=http, on_result=reporting.record_call,
             on_approval_requested=events.approval_requested, ledger=ledger, calls=calls_in_flight,
+            governance=governance,
         )
         elicit_answers = ElicitAnswers(nc, subjects)
         parts.push_async_callback(elicit_answers.stop)
@@ -176,7 +186,7 @@ class GatewayService:
         await ledger.start()
         in_flight = InFlight()
         parts.push_async_callback(in_flight.wait_idle, settings.shutdown_wait_seconds)
-        calls = CallServer(handler, in_flight, redaction.reply)
+        calls = CallServer(handler, in_flight, redaction.reply, authorize=registry.refusal)
         service = await add_service(
             nc, name="aurora-mcp-gateway", version=VERSION, description="MCP sessions, tool pool, tool calls"
         )
@@ -185,19 +195,27 @@ class GatewayService:
         await service.add_endpoint(name="operator-tool-call", subject=subjects.operator_tool_call,
                                    handler=calls.operator_call)
         await service.add_endpoint(name="edge-tool-call", subject=subjects.edge_tool_call, handler=calls.edge_call)
+        # A person's operator calls: `….u.<name>`, checked against the users registry like any admin request.
+        await service.add_endpoint(name="operator-tool-call-person",
+                                   subject=person_endpoint_subject(subjects.operator_tool_call),
+                                   handler=calls.operator_call)
         endpoints = admin_endpoints(
             sessions=gateway.sessions, catalog=catalog, status=status, events=events, reporting=reporting,
             apps=settings.apps, pool=pool, approvals=approvals, executable=executable,
-            importer=OpenApiImporter(settings.openapi_limits),
+            importer=OpenApiImporter(settings.openapi_limits), governance=governance, users=users_kv,
+            policies=policies_kv,
         )
         for (area, verb), endpoint in endpoints.items():
-            await service.add_endpoint(
-                name=f"{area}-{verb}".replace("_", "-"),
-                subject=subjects.admin(area, verb),
-                handler=wrap_handler(verb, endpoint),
-            )
+            await add_admin_endpoint(service, subjects, area, verb, endpoint, registry.refusal)
         halt = asyncio.Event()
-        answers = ChatAnswers(js, subjects, approvals, events_stream(subjects).name, events.publish_approval_decision)
+        async def chat_decided(approval: Approval, verb: str) -> None:
+            """A decision in the chat is on the audit too, as the chat user the bridge's event named."""
+            asked = approval.asked_in_chat
+            reporting.record_decision(approval, approval.decided_by or "the chat user", verb, approval.note,
+                                      caller=f"chat:{asked.app}:{asked.actor_id}" if asked else "chat")
+            await events.publish_approval_decision(approval, verb)
+
+        answers = ChatAnswers(js, subjects, approvals, events_stream(subjects).name, chat_decided)
         background = [
             asyncio.create_task(sweep_expired_approvals(approvals, halt, settings.approval_sweep_seconds),
                                 name="gateway-approval-sweeper"),

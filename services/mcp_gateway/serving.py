@@ -20,11 +20,12 @@ from services.mcp_gateway import progress
 from services.mcp_gateway.pool.approvals import ApprovalStore
 from services.mcp_gateway.toolcalls import CallRecord, ToolCallHandler, result_reply
 from shared import metrics, tracing
-from shared.admin import request_reply
+from shared.admin import Authorize, request_reply
 from shared.bus import is_jetstream_delivery
 from shared.contracts.signals import GATEWAY_APP
 from shared.contracts.toolcall import ToolCallEnvelope, decode_request
 from shared.logs import get_logger
+from shared.people import Caller
 from shared.tracing import messaging
 
 log = get_logger("aurora.mcp_gateway")
@@ -64,8 +65,10 @@ class CallServer:
     """The handlers of the tool-call endpoints (agents' calls, and operators' on the admin subject)."""
 
     def __init__(self, handler: ToolCallHandler, in_flight: InFlight,
-                 scrub_reply: Callable[[bytes], bytes] = lambda reply: reply) -> None:
+                 scrub_reply: Callable[[bytes], bytes] = lambda reply: reply,
+                 authorize: Authorize | None = None) -> None:
         self._handler = handler
+        self._authorize = authorize  # a person's operator call: their roles, from the users registry
         self._in_flight = in_flight
         self._scrub_reply = scrub_reply  # no configured credential goes back to a caller
 
@@ -94,7 +97,11 @@ class CallServer:
                                   attributes={"mcp.method.name": "tools/call", "aurora.operator": operator,
                                               **messaging("process", request.subject)}) as span:
                 try:
-                    reply, record = await self._handler.answer(request.data, operator=operator, edge=edge)
+                    person = Caller.of_subject(request.subject).person if operator else None
+                    refusal = (await self._authorize(Caller(person), "tools", "call")
+                               if person is not None and self._authorize is not None else None)
+                    reply, record = await self._handler.answer(request.data, operator=operator, edge=edge,
+                                                               person=person, not_permitted=refusal)
                 except Exception:
                     reply, record = self._internal_error(request.data, tracked, operator)
                 if record is not None:

@@ -23,6 +23,7 @@ from services.mcp_gateway.arguments import ArgumentCheck
 from services.mcp_gateway.calls_in_flight import CallsInFlight
 from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.custody import Custody, CustodyRefusal
+from services.mcp_gateway.governance import Governance, actor_key
 from services.mcp_gateway.ledger import CallLedger, Claim
 from services.mcp_gateway.platform_tools import (
     PLATFORM_TOOLS,
@@ -97,6 +98,7 @@ class CallRecord:
     executed: bool
     system: str | None = None  # where it ran (for platform tools: the source app)
     anonymous: bool = False  # agent-less, but not on the operator subject: nobody vouches for the caller
+    person: str | None = None  # an operator call by this person (read off the subject by the server's grant)
     trace: Trace | None = None  # the caller's (the event's) trace, which the `tool.*` event continues
 
 
@@ -117,6 +119,7 @@ class ToolCallHandler:
         arguments: ArgumentCheck | None = None,
         ledger: CallLedger | None = None,
         calls: CallsInFlight | None = None,
+        governance: Governance | None = None,
     ) -> None:
         self._pool = pool
         self._calls = calls or CallsInFlight()  # MCP calls running now: what an app asks back finds its call
@@ -131,9 +134,10 @@ class ToolCallHandler:
         self._on_approval_requested = on_approval_requested
         self._arguments = arguments or ArgumentCheck()
         self._ledger = ledger
+        self._governance = governance  # ApprovalPolicy: grants needed, chat delegation (None: the defaults)
 
-    async def answer(self, data: bytes, *, operator: bool = False,
-                     edge: bool = False) -> tuple[bytes, CallRecord | None]:
+    async def answer(self, data: bytes, *, operator: bool = False, edge: bool = False, person: str | None = None,
+                     not_permitted: str | None = None) -> tuple[bytes, CallRecord | None]:
         """The reply to one call, and what to report of it once the reply is on its way (the
         report is not the caller's to wait for). `operator` is true for calls on the operator
         subject: only they may go without an agent (an agent-less call elsewhere could come from
@@ -158,12 +162,14 @@ class ToolCallHandler:
                 status, refusal = acting.status, (acting.reason, acting.detail)
             else:
                 request = msgspec.structs.replace(request, context=acting)
+        if not_permitted is not None:  # a person whose roles do not include operator calls
+            refusal = refusal or ("not_permitted", not_permitted)
         refusal = refusal or _misrouted(request, operator)
         if refusal is not None:  # refused before any tool was looked at: audited all the same
             refused = classify.failed(status, *refusal)
             refused_record = CallRecord(request=request, tool=None, result=refused,
                                         call_id=envelope.header.message_id, executed=False,
-                                        anonymous=not operator and request.context.agent is None)
+                                        anonymous=not operator and request.context.agent is None, person=person)
             return result_reply(envelope, GATEWAY_APP, refused), refused_record
         tool = await self._pool.tool(request.tool)
         system = tool.system if tool is not None else None
@@ -188,7 +194,8 @@ class ToolCallHandler:
         if claim is not None:  # before the reply: whoever asks again from now on gets this result
             await claim.finish(result)
         record = CallRecord(request=request, tool=tool, result=result, system=system,
-                            call_id=envelope.header.message_id, executed=executed, trace=envelope.header.trace)
+                            call_id=envelope.header.message_id, executed=executed, trace=envelope.header.trace,
+                            person=person)
         return result_reply(envelope, system or GATEWAY_APP, result), record
 
     async def report(self, record: CallRecord | None) -> None:
@@ -319,7 +326,19 @@ class ToolCallHandler:
                     approval_id=ctx.approval_id,
                 )
             return used.id
-        approval, created = await self._approvals.request(tool.name, request.arguments, ctx, tool.side_effect)
+        target = target_of(ctx.delivery) or {}
+        requested_by = actor_key(source_app_of(ctx.delivery),
+                                 ctx.actor.id if ctx.actor is not None else target.get("actor_id"))
+        if self._governance is not None:
+            rules = await self._governance.rules(tool.name, tool.side_effect, system=source_app_of(ctx.delivery),
+                                                 chat_shorthand=chat)
+            chat = rules.chat_delegated(requested_by)
+            required, policies = rules.required_grants(tool.side_effect), rules.ids
+        else:
+            required, policies = 1, ()
+        approval, created = await self._approvals.request(tool.name, request.arguments, ctx, tool.side_effect,
+                                                          requested_by=requested_by, required_grants=required,
+                                                          policies=policies)
         if created and self._on_approval_requested is not None:
             self._on_approval_requested(approval)
         if created and chat:

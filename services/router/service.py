@@ -20,6 +20,7 @@ from services.router.stores import RouterStores, open_stores
 from shared.admin import start_admin_service
 from shared.advisories import AdvisoryListener
 from shared.logs import get_logger
+from shared.people import open_registry
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_of
 from shared.subjects import Subjects
@@ -61,9 +62,12 @@ class RouterService:
         await router.start()
         self._router = router
         admin = RouterAdmin(stores, router.stats, catalog.counts, instance=options.router.instance)
+        # A person's request is checked again against the users registry (shared/people.py).
+        authorize = (await open_registry(nc.jetstream(), subjects)).refusal
         self._services.append(await start_admin_service(
             nc, subjects, name="aurora-router", area="router", version=VERSION,
             endpoints=admin.endpoints(), description="routes each event to one pipeline or agent",
+            authorize=authorize,
         ))
         resources = [ResourceAdmin(kind_of("Binding"), stores.bindings),
                      ResourceAdmin(kind_of("Pipeline"), stores.pipelines)]
@@ -73,7 +77,7 @@ class RouterService:
             self._services.append(await start_admin_service(
                 nc, subjects, name=f"aurora-{resource.kind.area}", area=resource.kind.area,
                 version=VERSION, endpoints=resource.endpoints(),
-                description=f"{resource.kind.kind} resources, served by the router",
+                description=f"{resource.kind.kind} resources, served by the router", authorize=authorize,
             ))
         await nc.flush()  # "ready" means the admin endpoints' subscriptions reached the server
         log.info("ready", instance=options.router.instance, catalog=catalog.counts())

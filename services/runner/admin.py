@@ -16,6 +16,7 @@ from services.runner import statemachine
 from services.runner.tasks import TaskStore
 from shared.admin import AdminHandler, AdminRequestError
 from shared.contracts.task import TASK_STATES, Task
+from shared.people import current_caller
 
 
 def summary(task: Task) -> dict[str, Any]:
@@ -71,7 +72,7 @@ def task_endpoints(store: TaskStore) -> dict[str, AdminHandler]:
 
     async def cancel(body: dict[str, Any]) -> dict[str, Any]:
         task_id = _id(body)
-        by = body.get("by") if isinstance(body.get("by"), str) and body.get("by") else "operator"
+        by = current_caller().label(body.get("by"))  # a person: who the server authenticated
         reason = body.get("reason") if isinstance(body.get("reason"), str) else None
         outcomes: list[str] = []
 

@@ -39,6 +39,7 @@ from services.runner.traced import TracedChatModel, TracedToolClient
 from services.runner.worker import Worker
 from shared.admin import start_admin_service
 from shared.logs import get_logger, scrub_logs_with
+from shared.people import open_registry
 from shared.redaction import Redactor
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
@@ -109,6 +110,7 @@ class RunnerService:
         self._admin = await start_admin_service(
             nc, subjects, name="aurora-runner", area="tasks", version=VERSION, endpoints=task_endpoints(store),
             description="runner tasks: list, get, cancel",
+            authorize=(await open_registry(js, subjects)).refusal,  # a person's roles, checked again
         )
         await self._nc.flush()  # "ready" means the admin endpoints' subscriptions reached the server
         log.info("ready", instance=config.instance, concurrency=config.concurrency, ack_wait=config.ack_wait)

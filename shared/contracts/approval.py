@@ -24,6 +24,14 @@ class ChatQuestion(msgspec.Struct, frozen=True, kw_only=True):
     asked_at: str
 
 
+class Grant(msgspec.Struct, frozen=True, kw_only=True):
+    """One person's grant of an approval that needs more than one (a `dangerous` tool's)."""
+
+    by: str
+    at: str
+    note: str | None = None
+
+
 class Approval(msgspec.Struct, frozen=True, kw_only=True):
     id: str
     tool: str
@@ -46,6 +54,13 @@ class Approval(msgspec.Struct, frozen=True, kw_only=True):
     # events are derived from it, so no app can predict one and publish it first (JetStream
     # would then drop the platform's event as a duplicate). See `decision_signal_id`.
     decision_salt: str = ""
+    # Who asked: the app actor whose event started the run (`<app>:<actor id>`, from the router's
+    # run record), so that the person behind it cannot approve their own request.
+    requested_by: str | None = None
+    # Grants so far, by whom (authenticated people); `granted` once there are `required_grants`.
+    grants: tuple[Grant, ...] = ()
+    required_grants: int = 1
+    policies: tuple[str, ...] = ()  # the ApprovalPolicy ids that applied when it was requested
 
 
 def new_decision_salt() -> str:

@@ -10,7 +10,10 @@ class AuditRecord(msgspec.Struct, frozen=True, kw_only=True):
     at: str
     tool: str
     system: str | None
-    caller: str  # "operator", "agent:<id>", or "anonymous" (agent-less, refused off the operator subject)
+    # "operator", "person:<name>" (the person the server authenticated), "agent:<id>", or "anonymous"
+    # (agent-less, refused off the operator subject). Approval decisions are audited too (status
+    # `approval_<granted|denied|grant_recorded|not_permitted>`).
+    caller: str
     agent: str | None = None
     run_id: str | None = None
     task_id: str | None = None

@@ -67,6 +67,12 @@ TOOLS = [
         annotations=WRITE,
     ),
     types.Tool(
+        name="counter_purge",
+        description="A dangerous write (destructive): counts like counter_increment, under the key `purge:<key>`.",
+        input_schema=_schema({"key": {"type": "string"}}, ["key"]),
+        annotations=types.ToolAnnotations(destructive_hint=True),
+    ),
+    types.Tool(
         name="counter_get",
         description="Read the per-key counter in $ECHO_COUNTER_FILE.",
         input_schema=_schema({"key": {"type": "string"}}, ["key"]),
@@ -147,12 +153,14 @@ async def call_tool(
             if not isinstance(x, int) or isinstance(x, bool):
                 return _error("x must be an integer")
             return _result({"x": x, "written": True})
-        case "counter_increment" | "counter_get":
+        case "counter_increment" | "counter_get" | "counter_purge":
             key = args.get("key")
             if not isinstance(key, str):
                 return _error("key must be a string")
+            if params.name == "counter_purge":
+                key = f"purge:{key}"
             try:
-                count = await anyio.to_thread.run_sync(_counter, key, params.name == "counter_increment")
+                count = await anyio.to_thread.run_sync(_counter, key, params.name != "counter_get")
             except (OSError, ValueError) as exc:
                 return _error(f"counter unavailable: {exc}")
             return _result({"key": key, "count": count})

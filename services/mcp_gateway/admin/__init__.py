@@ -5,12 +5,15 @@ systems: apply, get, delete, enable, disable, import_openapi, status
 tools:   get, review, publish, deprecate, draft, mark, suggest
 agents:  tools (an agent's available set, LLM-ready, and why each bound tool is left out), apply, get, delete
 skills:  apply (versioned), get, delete
-approvals: list, get, grant, deny
+approvals: list, get, grant, deny (the decider is the person the server authenticated)
+users:   add, disable, list, get; policies: apply, get, delete (ApprovalPolicy)
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+
+from nats.js.kv import KeyValue
 
 from services.mcp_gateway.admin.agents import agent_endpoints
 from services.mcp_gateway.admin.approvals import approval_endpoints
@@ -19,7 +22,9 @@ from services.mcp_gateway.admin.gateway import gateway_endpoints
 from services.mcp_gateway.admin.skills import skill_endpoints
 from services.mcp_gateway.admin.systems import system_endpoints
 from services.mcp_gateway.admin.tools import tool_endpoints
+from services.mcp_gateway.admin.users import user_endpoints
 from services.mcp_gateway.catalog import ToolCatalog
+from services.mcp_gateway.governance import Governance
 from services.mcp_gateway.http.limits import OpenApiLimits
 from services.mcp_gateway.http.openapi_job import OpenApiImporter
 from services.mcp_gateway.platform_events import PlatformEvents
@@ -36,13 +41,14 @@ __all__ = ["Endpoints", "admin_endpoints"]
 
 def admin_endpoints(*, sessions: Mapping[tuple[str, str], AppSession], catalog: ToolCatalog, status: StatusViews,
                     events: PlatformEvents, reporting: Reporting, apps: AppsConfig, pool: ToolPool,
-                    approvals: ApprovalStore, executable: Executability,
-                    importer: OpenApiImporter | None = None) -> Endpoints:
+                    approvals: ApprovalStore, executable: Executability, governance: Governance,
+                    users: KeyValue, policies: KeyValue, importer: OpenApiImporter | None = None) -> Endpoints:
     endpoints: Endpoints = {}
     endpoints.update(gateway_endpoints(sessions, catalog, status, reporting))
     endpoints.update(system_endpoints(pool, events, status, importer or OpenApiImporter(OpenApiLimits.from_env({}))))
     endpoints.update(tool_endpoints(pool))
     endpoints.update(agent_endpoints(pool, executable, apps))
     endpoints.update(skill_endpoints(pool))
-    endpoints.update(approval_endpoints(approvals, events))
+    endpoints.update(approval_endpoints(approvals, events, governance, reporting))
+    endpoints.update(user_endpoints(users, policies))
     return endpoints

@@ -13,6 +13,7 @@ from services.mcp_gateway.status import StatusViews
 from shared.admin import AdminRequestError
 from shared.clock import now_iso
 from shared.contracts.system import OpenApiSource, System
+from shared.people import current_caller
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_named
 
@@ -47,7 +48,7 @@ def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: Statu
         `document` (its text, as the CLI sends a local file; `spec` then names it), else read
         from `spec`: an http(s) URL or a file below the gateway's specs folder."""
         name, base_url, spec = text_field(body, "name"), text_field(body, "base_url"), text_field(body, "spec")
-        by = text_field(body, "by", required=False) or "operator"
+        by = current_caller().label(body.get("by"))  # a person: who the server authenticated
         document = body.get("document")
         if document is not None and not isinstance(document, str):
             raise AdminRequestError("invalid_request", "field 'document' must be the document's text (a string)")

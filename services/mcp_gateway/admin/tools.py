@@ -13,6 +13,7 @@ from shared.clock import now_iso
 from shared.contracts.resource import ResourceError, parse_resource
 from shared.contracts.suggestion import ToolSuggestion
 from shared.contracts.tooldef import ReviewNote, ToolDefinition
+from shared.people import current_caller
 
 SUGGESTABLE = ("DRAFT", "REVIEWING")
 
@@ -49,7 +50,7 @@ def tool_endpoints(pool: ToolPool) -> Endpoints:
         async def move(body: dict[str, Any]) -> dict[str, Any]:
             name, by, note = (
                 text_field(body, "name"),
-                text_field(body, "by", required=False) or "operator",
+                current_caller().label(body.get("by")),  # a person: who the server authenticated
                 body.get("note") or "",
             )
 
@@ -70,7 +71,7 @@ def tool_endpoints(pool: ToolPool) -> Endpoints:
         """A reviewer names the business capability and, among duplicates, the winner."""
         name = text_field(body, "name")
         update: dict[str, Any] = {
-            "changed_by": text_field(body, "by", required=False) or "operator",
+            "changed_by": current_caller().label(body.get("by")),
             "changed_at": now_iso(),
         }
         if "capability" in body:

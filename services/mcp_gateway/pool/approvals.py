@@ -22,6 +22,7 @@ from shared.clock import is_past, now_iso
 from shared.contracts.approval import (
     Approval,
     ChatQuestion,
+    Grant,
     approval_id_for,
     canonical_args_hash,
     new_decision_salt,
@@ -43,6 +44,8 @@ class ApprovalRefused(AuroraError):
 _decoder = msgspec.json.Decoder(Approval)
 # (tool, arguments) → the arguments fit to store (secrets replaced)
 Redact = Callable[[str, dict[str, Any]], dict[str, Any]]
+# The approval as it stands → why this decision may not be made (None: it may)
+Check = Callable[[Approval], str | None]
 
 
 class ApprovalStore:
@@ -66,7 +69,8 @@ class ApprovalStore:
         return _decoder.decode(entry.value), entry.revision
 
     async def request(
-        self, tool: str, arguments: dict[str, Any], context: ToolCallContext, side_effect: str
+        self, tool: str, arguments: dict[str, Any], context: ToolCallContext, side_effect: str, *,
+        requested_by: str | None = None, required_grants: int = 1, policies: tuple[str, ...] = (),
     ) -> tuple[Approval, bool]:
         """The approval for this (tool, arguments, task): (approval, created_now)."""
         args_hash = canonical_args_hash(arguments)
@@ -85,6 +89,9 @@ class ApprovalStore:
             expires_at=(now + timedelta(seconds=self._ttl)).isoformat(),
             session_id=context.session_id,
             decision_salt=new_decision_salt(),
+            requested_by=requested_by,
+            required_grants=required_grants,
+            policies=policies,
         )
         try:
             await self._kv.create(approval_id, msgspec.json.encode(approval))
@@ -121,7 +128,11 @@ class ApprovalStore:
             raise ApprovalRefused("approval_used", f"approval {approval_id} was used by another call") from exc
         return used
 
-    async def decide(self, approval_id: str, *, grant: bool, by: str, note: str | None) -> Approval:
+    async def decide(self, approval_id: str, *, grant: bool, by: str, note: str | None,
+                     check: Check | None = None) -> Approval:
+        """Record `by`'s decision. `check` sees the approval as it stands and says why `by` may not
+        decide it (refused `not_permitted`). A grant of an approval that needs more grants than it
+        has is kept in `grants` and the approval stays pending."""
         for _ in range(5):
             found = await self.get(approval_id)
             if found is None:
@@ -132,9 +143,10 @@ class ApprovalStore:
                 raise ApprovalRefused(
                     f"approval_{approval.state}", f"approval {approval_id} is already {approval.state}", approval
                 )
-            decided = msgspec.structs.replace(
-                approval, state="granted" if grant else "denied", decided_by=by, decided_at=now_iso(), note=note
-            )
+            problem = check(approval) if check is not None else None
+            if problem is not None:
+                raise ApprovalRefused("not_permitted", problem, approval)
+            decided = _decided(approval, grant=grant, by=by, note=note)
             try:
                 await self._kv.update(approval_id, msgspec.json.encode(decided), last=revision)
             except KeyWrongLastSequenceError:
@@ -200,6 +212,16 @@ class ApprovalStore:
     def _expired(self, approval: Approval) -> None:
         if self.on_expired is not None:
             self.on_expired(approval)
+
+
+def _decided(approval: Approval, *, grant: bool, by: str, note: str | None) -> Approval:
+    at = now_iso()
+    if not grant:
+        return msgspec.structs.replace(approval, state="denied", decided_by=by, decided_at=at, note=note)
+    grants = (*approval.grants, Grant(by=by, at=at, note=note))
+    if len(grants) < approval.required_grants:
+        return msgspec.structs.replace(approval, grants=grants)
+    return msgspec.structs.replace(approval, state="granted", grants=grants, decided_by=by, decided_at=at, note=note)
 
 
 def _effective_state(approval: Approval) -> str:

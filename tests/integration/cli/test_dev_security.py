@@ -20,9 +20,10 @@ from nats.aio.client import Client as NATS
 from rich.console import Console
 
 from aurora_cli.creds import IDENTITIES, SERVER_USERS_FILE
-from aurora_cli.devsecurity import INSECURE_WARNING
+from aurora_cli.devsecurity import INSECURE_WARNING, local_admin_name
 from aurora_cli.devstack import DevStack, ServiceSpec, service_specs
 from aurora_cli.localnats import free_port
+from aurora_cli.people import PEOPLE_FILE, USERS_DIR
 from shared.envfile import parse_env_text
 from tests.harness.processes import REPO
 from tests.integration.cli.conftest import AURORA
@@ -77,9 +78,14 @@ async def test_the_default_is_secure_with_kept_credentials_and_no_password_in_an
         stack.start()
         creds = data_dir / "creds"
         assert creds.stat().st_mode & 0o777 == 0o700
+        # Every identity's file, the hashes, and the people: the local admin aurora dev issued.
         assert sorted(p.name for p in creds.iterdir()) == sorted([*(f"{u}.env" for u in IDENTITIES),
-                                                                  SERVER_USERS_FILE])
-        assert all(p.stat().st_mode & 0o777 == 0o600 for p in creds.iterdir())
+                                                                  SERVER_USERS_FILE, PEOPLE_FILE, USERS_DIR])
+        assert all(p.stat().st_mode & 0o777 == 0o600 for p in creds.iterdir() if p.is_file())
+        people = creds / USERS_DIR
+        assert people.stat().st_mode & 0o777 == 0o700
+        assert [p.name for p in people.iterdir()] == [f"{local_admin_name()}.env"]
+        assert all(p.stat().st_mode & 0o777 == 0o600 for p in people.iterdir())
         passwords = _passwords(creds)
         assert "Authorization Violation" in await _refused_anonymously(stack.url)
         nc = await nats.connect(stack.url, user="operator", password=passwords["operator"])

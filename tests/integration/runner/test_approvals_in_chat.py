@@ -91,6 +91,19 @@ async def test_the_user_who_asked_confirms_in_the_chat_and_the_write_runs_once(
     decided = await admin_request(snc, subjects, "approvals", "get", {"id": approval_id})
     assert decided["decided_by"] == f"user {USER} in the chat", decided
     assert any(f"granted by user {USER} in the chat" in (t["reason"] or "") for t in done["transitions"])
+    # on the audit as the chat user the bridge's event named
+    audit = snc.jetstream(timeout=5)
+
+    async def audited() -> dict[str, Any] | None:
+        info = await audit.stream_info(subjects.stream("AUDIT"))
+        for seq in range(info.state.first_seq, info.state.last_seq + 1):
+            record = json.loads((await audit.get_msg(subjects.stream("AUDIT"), seq)).data or b"{}")
+            if record.get("approval_id") == approval_id and record.get("status") == "approval_granted":
+                return dict(record)
+        return None
+
+    record = await poll(audited, timeout=10, what="the chat decision's audit record")
+    assert record["caller"] == f"chat:{CHAT}:{USER}", record
 
 
 async def test_a_refusal_in_the_chat_cancels_the_task(stack: Stack, snc: NATS, subjects: Subjects) -> None:

@@ -253,7 +253,12 @@ def _approval(**changes: Any) -> dict[str, Any]:
 def test_approval_rows_and_lines() -> None:
     pending = _approval()
     assert approval_rows([pending]) == [["apr-1", "pending", "im.polaris.qq.send_message", "write", "helper", "t1",
-                                         "2026-06-19 12:00:00", "2026-06-20 12:00:00", None]]
+                                         "2026-06-19 12:00:00", "2026-06-20 12:00:00", "-", None]]
+    shown = {**pending, "may_decide": {"roles": ["approver"], "users": ["amy"], "policies": ["p1"]},
+             "grants": [{"by": "amy", "at": "2026-06-19T12:01:00+08:00"}], "required_grants": 2}
+    assert approval_rows([shown])[0][-2:] == ["role approver, amy", "amy"]
+    assert "grants:      1 of 2: amy at 2026-06-19 12:01:00" in approval_lines(shown)
+    assert any(line.startswith("may decide:  roles approver; users amy (policy p1") for line in approval_lines(shown))
     lines = approval_lines(_approval(state="consumed", decided_by="ada", decided_at="2026-06-19T12:01:00+08:00",
                                      note="ok", consumed_at="2026-06-19T12:02:00+08:00"))
     assert 'arguments:   {"text":"你好"}' in lines
