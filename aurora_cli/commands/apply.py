@@ -157,7 +157,8 @@ def apply(
         "--wait", min=0, help="Seconds to wait for the services that own the documents to answer at all "
         "(a stack still starting, e.g. compose's demo-init); 0: do not wait.")] = 0.0,
 ) -> None:
-    """Create or update resources (Binding, Agent, Pipeline, System, Skill, Schedule, ApprovalPolicy; OpenApiImport) idempotently."""
+    """Create or update resources (Binding, Agent, Pipeline, System, Skill, Schedule, ApprovalPolicy;
+    OpenApiImport) idempotently."""
     settings = settings_or_fail()
     try:
         documents = load_documents(filename)
