@@ -23,7 +23,7 @@ NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_-]{0,31}$")
 # The platform's own identities (deploy/nats-auth.conf): no person may take one of their names,
 # nor, through `_INBOX_<name>`, their inbox.
 RESERVED_NAMES = ("event-bridge", "app-supervisor", "mcp-gateway", "router", "runner", "operator", "consumer",
-                  "mcp-edge", "admin-api", "system", "aurora")
+                  "mcp-edge", "scheduler", "admin-api", "system", "aurora")
 # An app actor a person is in a chat: `<app id>:<actor id>` (e.g. `im.polaris.qq:12345`).
 ACTOR_PATTERN = re.compile(r"^[A-Za-z0-9._-]+:[^\s]{1,256}$")
 
@@ -38,6 +38,7 @@ READ_OPERATIONS: tuple[Operation, ...] = (
     ("approvals", "list"), ("approvals", "get"), ("router", "dry_run"), ("router", "trace"), ("router", "health"),
     ("bindings", "get"), ("pipelines", "get"), ("tasks", "list"), ("tasks", "get"), ("supervisor", "status"),
     ("event_bridge", "health"), ("users", "list"), ("users", "get"), ("policies", "get"),
+    ("skills", "get"), ("schedules", "get"), ("schedules", "list"), ("schedules", "show"), ("scheduler", "health"),
 )
 ROLE_OPERATIONS: dict[str, tuple[Operation, ...]] = {
     "viewer": READ_OPERATIONS,
@@ -47,6 +48,9 @@ ROLE_OPERATIONS: dict[str, tuple[Operation, ...]] = {
         ("tools", "publish"), ("tools", "deprecate"), ("tools", "draft"), ("agents", "apply"),
         ("agents", "delete"), ("bindings", "apply"), ("bindings", "delete"), ("pipelines", "apply"),
         ("pipelines", "delete"), ("tasks", "cancel"), ("supervisor", "restart"),
+        ("skills", "apply"), ("skills", "delete"), ("tools", "suggest"),
+        ("schedules", "apply"), ("schedules", "delete"), ("schedules", "trigger"), ("schedules", "pause"),
+        ("schedules", "resume"),
     ),
     "approver": (("approvals", "grant"), ("approvals", "deny")),
     "admin": (("users", "add"), ("users", "disable"), ("policies", "apply"), ("policies", "delete")),
