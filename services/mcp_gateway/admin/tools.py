@@ -86,7 +86,7 @@ def tool_endpoints(pool: ToolPool) -> Endpoints:
 
     async def suggest(body: dict[str, Any]) -> dict[str, Any]:
         """Keep a model's suggestion for a draft; nothing of the definition itself changes."""
-        name, by = text_field(body, "name"), text_field(body, "by", required=False) or "operator"
+        name, by = text_field(body, "name"), current_caller().label(body.get("by"))
         raw = body.get("suggestion")
         if not isinstance(raw, dict):
             raise AdminRequestError("invalid_request", 'send {"name", "suggestion": {"model", "description", ...}}')
