@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from aurora_cli.creds import IDENTITIES
 from aurora_cli.localnats import free_port, nats_server_binary
 from tests.e2e.compose_stack import healthy, interpolate, localize, mounts
 from tests.harness.processes import REPO, ServiceProcess
@@ -82,7 +83,7 @@ def test_compose_commands_run_locally_with_generated_credentials(tmp_path: Path,
         passwords = [line.split("=", 1)[1] for p in volumes["aurora-creds"].glob("*.env")
                      if p.name != "server-users.env" for line in p.read_text().splitlines()
                      if line.startswith("NATS_PASSWORD=")]
-        assert len(passwords) == 7 and not [pw for pw in passwords if pw in "\n".join(server_env.values())]
+        assert len(passwords) == len(IDENTITIES) and not [pw for pw in passwords if pw in "\n".join(server_env.values())]
 
         logs = tmp_path / "logs"
         logs.mkdir()
