@@ -155,7 +155,8 @@ class Platform:
             log = (self.folder / f"{module}.log").open("wb")
             command = [sys.executable, "-m", module]
             if self.profiled:
-                command = [sys.executable, "-m", "tests.bench.cpu_profiled", module, str(self.folder / f"{module}.prof")]
+                command = [sys.executable, "-m", "tests.bench.cpu_profiled", module,
+                           str(self.folder / f"{module}.prof")]
             process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log,
                                        stderr=subprocess.STDOUT)
             self._processes.append((process, log))

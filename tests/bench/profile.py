@@ -11,7 +11,8 @@ and each process's top entries. BENCH_PROFILE picks the profiler:
   over the loaded window; exact call counts, though its own cost inflates small functions;
 - `py-spy`: sampled stacks (py-spy counts a runnable thread waiting for a CPU as busy, so on a
   loaded machine the system call before each wait collects most samples);
-- `syscalls`: strace counts each process's system calls per tool call.
+- `syscalls`: strace counts each process's system calls per tool call;
+- `none`: no profiler, only the CPU ms per call (for before/after comparisons).
 Profiles stay in $BENCH_PROFILE_DIR when it is set.
 """
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import io
 import os
 import pstats
 import shutil
@@ -104,9 +104,10 @@ def watcher(mode: str, pid: int, seconds: int, output: Path) -> subprocess.Popen
                    "--duration", str(seconds), "--pid", str(pid), "--output", str(output)]
     elif mode == "syscalls":
         command = ["strace", "-c", "-f", "-p", str(pid), "-o", str(output)]
-    else:
+    elif mode == "cpu":
         os.kill(pid, signal.SIGUSR1)
         return None
+    return None  # `none`: CPU ms per call only
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
@@ -115,6 +116,8 @@ def unwatch(mode: str, pid: int, spy: subprocess.Popen[bytes] | None, output: Pa
         if mode == "syscalls":  # strace writes its table when interrupted
             spy.send_signal(signal.SIGINT)
         spy.wait(timeout=seconds + 60)
+        return
+    if mode != "cpu":
         return
     output.unlink(missing_ok=True)
     os.kill(pid, signal.SIGUSR2)
@@ -158,19 +161,23 @@ async def main() -> None:
             platform.stop()
         print(f"profile ({mode}): {calls:,} calls of echo through the gateway, 32 callers, {seconds} s")
         print("CPU ms per call: " + ", ".join(f"{name} {ms:.3f}" for name, ms in sorted(usage.items())))
-        for role, path in outputs.items():
-            print(f"{role}:")
-            if not path.exists():
-                print("  (no profile written)")
-                continue
-            if mode == "cpu":
-                print("\n".join(cpu_summary(path, calls)))
-            else:
-                text = path.read_text()
-                print("\n".join(syscall_summary(text, calls) if mode == "syscalls" else spy_summary(text)))
-            if keep:
-                Path(keep).mkdir(parents=True, exist_ok=True)
-                shutil.copy(path, Path(keep) / path.name)
+        report(mode, outputs, calls, keep)
+
+
+def report(mode: str, outputs: dict[str, Path], calls: int, keep: str | None) -> None:
+    for role, path in outputs.items():
+        print(f"{role}:")
+        if not path.exists():
+            print("  (no profile written)")
+            continue
+        if mode == "cpu":
+            print("\n".join(cpu_summary(path, calls)))
+        else:
+            text = path.read_text()
+            print("\n".join(syscall_summary(text, calls) if mode == "syscalls" else spy_summary(text)))
+        if keep:
+            Path(keep).mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, Path(keep) / path.name)
 
 
 if __name__ == "__main__":
