@@ -153,19 +153,18 @@ class Redactor:
         return self._walk(value, paths or {})
 
     def _walk(self, value: Any, paths: Paths) -> Any:
-        # Scalars other than strings first: they are most of the leaves and need nothing.
-        if value is None or isinstance(value, bool | int | float):
-            return value
-        if isinstance(value, str):
-            return self.scrub(value)
+        # Leaves are handled in the loops without a call of their own: most values are leaves,
+        # and a call per leaf was most of what an audit summary cost.
         if isinstance(value, dict):
-            out: dict[str, Any] = {}
             scrub = self.scrub if self._pattern is not None else str
+            out: dict[str, Any] = {}
             for key, item in value.items():
                 name = str(key)
                 sub = paths.get(name) if paths else None
                 if sub is SECRET or is_secret_name(name):
                     out[scrub(name)] = MARKER
+                elif item is None or isinstance(item, bool | int | float):
+                    out[scrub(name)] = item
                 else:
                     out[scrub(name)] = self._walk(item, sub or _NO_PATHS)
             return out
@@ -173,5 +172,8 @@ class Redactor:
             sub = paths.get(ITEMS) if paths else None
             if sub is SECRET:
                 return [MARKER for _ in value]
-            return [self._walk(item, sub or _NO_PATHS) for item in value]
+            return [item if item is None or isinstance(item, bool | int | float) else self._walk(item, sub or _NO_PATHS)
+                    for item in value]
+        if isinstance(value, str):
+            return self.scrub(value)
         return value

@@ -78,7 +78,12 @@ def cpu_summary(path: Path, calls: int, top: int = 25) -> list[str]:
         short = file.split("site-packages/")[-1].split("/python3.11/")[-1].replace(str(Path.cwd()) + "/", "")
         return f"{function} ({short}:{line})"
 
-    lines = [f"  {total / calls * 1e6:,.0f} µs CPU per call under the profiler; own time, µs per call, calls per call:"]
+    functions = sum(nc for (_, nc, _, _, _) in entries.values())
+    # Function calls per tool call do not depend on how busy the machine is: the measure to
+    # compare before and after on a shared machine, beside the CPU time.
+    lines = [f"  {functions / calls:,.0f} Python function calls per tool call; "
+             f"{total / calls * 1e6:,.0f} µs CPU per call under the profiler",
+             "  own time, µs per call, calls per call:"]
     for key, (_, nc, tt, _, _) in sorted(entries.items(), key=lambda kv: -kv[1][2])[:top]:
         lines.append(f"    {tt / calls * 1e6:7.1f}  {nc / calls:6.2f}  {name(key)}")
     lines.append("  this project's functions by cumulative time, µs per call:")
