@@ -119,6 +119,11 @@ bench-e2e: $(STAMP)
 bench-startup: $(STAMP)
 	$(PYTHON) -m tests.bench.bench_startup
 
+## profile-gateway: the gateway's and supervisor's top functions per tool call (BENCH_PROFILE=cpu|py-spy|syscalls|none)
+.PHONY: profile-gateway
+profile-gateway: $(STAMP)
+	$(PYTHON) -m tests.bench.profile
+
 ## soak: 10 minutes of steady load; fails if any service's resident memory grows more than 5 %
 soak: $(STAMP)
 	$(PYTHON) -m tests.bench.soak

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 from nats.js import JetStreamContext
 from nats.js.api import PubAck
 
+from shared.acked_publish import AckedPublisher
 from shared.contracts.signals import SignalBase, encode_signal, signal_kind
 from shared.subjects import Subjects
 from shared.telemetry import inject_headers
@@ -22,3 +24,9 @@ async def publish_signal(js: JetStreamContext, subjects: Subjects, signal: Signa
     return await js.publish(
         subjects.signal(signal.app, signal_kind(signal)), encode_signal(signal), headers=headers
     )
+
+
+async def send_signal(acks: AckedPublisher, subjects: Subjects, signal: SignalBase) -> asyncio.Future[int]:
+    """`publish_signal` that returns once the signal is sent, with the future of its ack."""
+    headers = inject_headers({"Nats-Msg-Id": signal.signal_id})
+    return await acks.send(subjects.signal(signal.app, signal_kind(signal)), encode_signal(signal), headers=headers)

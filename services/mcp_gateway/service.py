@@ -44,13 +44,14 @@ from services.mcp_gateway.sessions_listener import SessionsListener
 from services.mcp_gateway.status import StatusViews
 from services.mcp_gateway.toolcalls import ToolCallHandler
 from shared import metrics
+from shared.acked_publish import AckedPublisher
 from shared.admin import add_admin_endpoint, person_endpoint_subject
 from shared.contracts.approval import Approval
 from shared.contracts.signals import SignalBase
 from shared.logs import get_logger, scrub_logs_with
 from shared.people import UserRegistry
 from shared.redaction import Redactor
-from shared.signal_publisher import publish_signal
+from shared.signal_publisher import send_signal
 from shared.streams import (
     approval_policies_bucket,
     approvals_bucket,
@@ -140,8 +141,10 @@ class GatewayService:
         parts.push_async_callback(pool.stop)
         await pool.start()
         redaction.learn_systems(pool.systems.values())
-        signals: Outbox[SignalBase] = Outbox("signals", functools.partial(publish_signal, js, subjects))
-        audit: Outbox[AuditItem] = Outbox("audit", audit_publisher(js, subjects))
+        acks = AckedPublisher(nc)
+        parts.push_async_callback(acks.close)  # after the outboxes below have stopped
+        signals: Outbox[SignalBase] = Outbox("signals", functools.partial(send_signal, acks, subjects))
+        audit: Outbox[AuditItem] = Outbox("audit", audit_publisher(acks, subjects))
         parts.push_async_callback(audit.stop)
         parts.push_async_callback(signals.stop)
         signals.start()

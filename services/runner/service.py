@@ -37,6 +37,7 @@ from services.runner.toolclient import NatsToolClient
 from services.runner.tooling import GatewayTools
 from services.runner.traced import TracedChatModel, TracedToolClient
 from services.runner.worker import Worker
+from shared.acked_publish import AckedPublisher
 from shared.admin import start_admin_service
 from shared.logs import get_logger, scrub_logs_with
 from shared.people import open_registry
@@ -85,7 +86,7 @@ class RunnerService:
         await ensure_runs_consumer(js, stores, config, subjects)
         catalog = self._catalog = Catalog(stores)
         await catalog.start()
-        events = TaskEvents(js, subjects, instance=config.instance)
+        events = TaskEvents(AckedPublisher(nc), subjects, instance=config.instance)
         store = TaskStore(stores.tasks, events.publish, js=js, bucket=tasks_bucket(subjects).name)
         steps = ToolSteps(TracedToolClient(NatsToolClient(nc, subjects.tool_call, instance=config.instance)),
                           JetStreamAudit(js, subjects), catalog.side_effect,

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Any
 
-from nats.js import JetStreamContext
-
 from shared import metrics
+from shared.acked_publish import AckedPublisher
 from shared.clock import now_iso
 from shared.contracts.signals import RUNNER_APP, PlatformEventSignal
 from shared.contracts.task import TERMINAL_STATES, Task
 from shared.logs import get_logger
-from shared.signal_publisher import publish_signal
+from shared.signal_publisher import send_signal
 from shared.subjects import Subjects
 
 log = get_logger("aurora.runner.events")
@@ -68,10 +68,17 @@ def record_run(task: Task) -> None:
 
 
 class TaskEvents:
-    def __init__(self, js: JetStreamContext, subjects: Subjects, *, instance: str) -> None:
-        self._js = js
+    """`task.running` is sent without waiting for its ack (the run goes on at once); any other
+    state — the one the run settles in, after which its message is acked — waits for its own ack
+    and for every earlier one still out, so a run is never acked before its events are stored
+    (or their failure logged). The events of one runner leave on one connection, in order."""
+
+    def __init__(self, acks: AckedPublisher, subjects: Subjects, *, instance: str, timeout: float = 5.0) -> None:
+        self._acks = acks
         self._subjects = subjects
         self._instance = instance
+        self._timeout = timeout
+        self._out: dict[asyncio.Future[int], Task] = {}
 
     async def publish(self, task: Task) -> None:
         """Best effort: the task in KV is the truth; an event lost here is logged, not retried
@@ -79,6 +86,26 @@ class TaskEvents:
         if task.state in TERMINAL_STATES:
             record_run(task)
         try:
-            await publish_signal(self._js, self._subjects, task_signal(task, instance=self._instance))
+            ack = await send_signal(self._acks, self._subjects, task_signal(task, instance=self._instance))
         except Exception as exc:
             log.warning("task event not published", task=task.id, state=task.state, error=str(exc))
+            return
+        self._out[ack] = task
+        if task.state != "running":
+            await self.flush()
+
+    async def flush(self) -> None:
+        """Wait for the acks of every event sent so far (at most `timeout`); log what failed."""
+        if not self._out:
+            return
+        out, self._out = self._out, {}
+        await asyncio.wait(list(out), timeout=self._timeout)
+        for ack, task in out.items():
+            if not ack.done():
+                ack.cancel()
+                error = "no ack in time"
+            elif ack.exception() is not None:
+                error = str(ack.exception())
+            else:
+                continue
+            log.warning("task event not published", task=task.id, state=task.state, error=error)

@@ -136,8 +136,9 @@ def gateway_call(nc: NATS, subject: str) -> Call:
 class Platform:
     """nats-server, app-supervisor and mcp-gateway processes serving the echo app."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, profiled: bool = False) -> None:
         self.folder = folder
+        self.profiled = profiled  # the services run under tests.bench.cpu_profiled (SIGUSR1/2)
         self.nats = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
         self._processes: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
 
@@ -152,7 +153,11 @@ class Platform:
                    PYTHONUNBUFFERED="1")
         for module in ("services.app_supervisor", "services.mcp_gateway"):
             log = (self.folder / f"{module}.log").open("wb")
-            process = subprocess.Popen([sys.executable, "-m", module], cwd=REPO, env=env, stdout=log,
+            command = [sys.executable, "-m", module]
+            if self.profiled:
+                command = [sys.executable, "-m", "tests.bench.cpu_profiled", module,
+                           str(self.folder / f"{module}.prof")]
+            process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log,
                                        stderr=subprocess.STDOUT)
             self._processes.append((process, log))
         for name, script, responds_on in (("responder", RESPONDER, SUBJECT),

@@ -32,8 +32,10 @@ def machine() -> dict[str, Any]:
     with contextlib.suppress(OSError):
         model = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
                       if line.startswith("model name")), "")
+    # The load when the run began: on a shared machine it says how far to trust absolute figures.
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     return {"cpus": os.cpu_count(), "cpu": model, "os": platform.platform(), "python": platform.python_version(),
-            "at": datetime.now(UTC).isoformat(timespec="minutes")}
+            "at": datetime.now(UTC).isoformat(timespec="minutes"), "load": load}
 
 
 def run_all(names: list[str], results: Path) -> list[str]:
@@ -93,7 +95,8 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
 def markdown(results: dict[str, Any]) -> str:
     info = results.get("machine", {})
     lines = [f"Measured {info.get('at', '?')} on {info.get('cpus', '?')} CPUs ({info.get('cpu') or 'unknown CPU'}), "
-             f"{info.get('os', '')}, Python {info.get('python', '')}.", "",
+             f"{info.get('os', '')}, Python {info.get('python', '')}"
+             + (f"; load average {info['load']:.1f} when it began" if info.get("load") is not None else "") + ".", "",
              "| stage | Aurora | baseline (same run) | ratio |", "|---|---|---|---|"]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows(results)]
     return "\n".join(lines) + "\n"

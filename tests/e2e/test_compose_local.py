@@ -83,7 +83,8 @@ def test_compose_commands_run_locally_with_generated_credentials(tmp_path: Path,
         passwords = [line.split("=", 1)[1] for p in volumes["aurora-creds"].glob("*.env")
                      if p.name != "server-users.env" for line in p.read_text().splitlines()
                      if line.startswith("NATS_PASSWORD=")]
-        assert len(passwords) == len(IDENTITIES) and not [pw for pw in passwords if pw in "\n".join(server_env.values())]
+        assert len(passwords) == len(IDENTITIES)
+        assert not [pw for pw in passwords if pw in "\n".join(server_env.values())]
 
         logs = tmp_path / "logs"
         logs.mkdir()

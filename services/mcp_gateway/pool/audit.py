@@ -3,24 +3,25 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 import msgspec
-from nats.js import JetStreamContext
 
+from shared.acked_publish import AckedPublisher
 from shared.contracts.audit import AuditRecord
 from shared.subjects import Subjects
 
 AuditItem = tuple[str, AuditRecord]
 
 
-def audit_publisher(js: JetStreamContext, subjects: Subjects) -> Callable[[AuditItem], Awaitable[None]]:
-    """The outbox's publish function: the call id de-duplicates a record published twice."""
+def audit_publisher(acks: AckedPublisher, subjects: Subjects) -> Callable[[AuditItem], Awaitable[asyncio.Future[int]]]:
+    """The outbox's send function: the call id de-duplicates a record published twice."""
 
-    async def publish(item: AuditItem) -> None:
+    async def send(item: AuditItem) -> asyncio.Future[int]:
         app_id, record = item
-        await js.publish(
+        return await acks.send(
             subjects.audit(app_id), msgspec.json.encode(record), headers={"Nats-Msg-Id": f"audit:{record.call_id}"}
         )
 
-    return publish
+    return send
