@@ -14,9 +14,12 @@ streams itself calls `use_replicas` (or passes `replicas=`).
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from contextlib import suppress
 from dataclasses import dataclass, field
+from typing import TypeVar
 
+from nats.errors import TimeoutError as NatsTimeout
 from nats.js import JetStreamContext
 from nats.js.api import (
     DiscardPolicy,
@@ -38,6 +41,7 @@ _SUBJECTS_OVERLAP = 10065  # JetStream's err_code for "subjects overlap with an 
 # What JetStream answers when it cannot place every replica: "insufficient resources" (a
 # cluster with fewer servers) or "replicas > 1 not supported in non-clustered mode".
 _TOO_FEW_SERVERS = (10023, 10074)
+T = TypeVar("T")
 _replicas = 1
 
 
@@ -154,14 +158,31 @@ def _differences(wanted: StreamConfig, actual: StreamConfig) -> list[str]:
     return [f"{name}: wanted {w!r}, found {a!r}" for name, (w, a) in checks.items() if w != a]
 
 
+# Asking again is safe (reading a stream, or creating one with the same configuration, is
+# idempotent), and a server busy at start-up (a loaded machine, a cluster still electing) may
+# answer a JetStream API request only after the client's timeout: a service should not exit then.
+_API_TRIES = 3
+
+
+async def _patiently(call: Callable[[], Awaitable[T]]) -> T:
+    for attempt in range(1, _API_TRIES + 1):
+        try:
+            return await call()
+        except NatsTimeout:
+            if attempt == _API_TRIES:
+                raise
+            await asyncio.sleep(0.5 * attempt)
+    raise AssertionError("unreachable")
+
+
 async def ensure_stream(js: JetStreamContext, spec: StreamSpec, *, replicas: int | None = None) -> None:
     """Create the stream, or check that the existing one matches; a mismatch is an error."""
     wanted = spec.config(replicas)
     try:
-        info = await js.stream_info(spec.name)
+        info = await _patiently(lambda: js.stream_info(spec.name))
     except NotFoundError:
         try:
-            await js.add_stream(config=wanted)
+            await _patiently(lambda: js.add_stream(config=wanted))
         except APIError as exc:
             if exc.err_code in _TOO_FEW_SERVERS:
                 raise _too_few_servers(f"stream {spec.name}", wanted.num_replicas or 1, exc) from exc

@@ -43,7 +43,16 @@ async def test_r3_stream_survives_its_leader_killed_and_the_node_catches_up(
     try:
         await wait_jetstream(nc)
         js = nc.jetstream(timeout=5)
-        await js.add_stream(StreamConfig(name="CL", subjects=["amp.sig.cltest.native_event"], num_replicas=3))
+        async def created() -> bool:
+            try:
+                await js.add_stream(StreamConfig(name="CL", subjects=["amp.sig.cltest.native_event"], num_replicas=3))
+            except nats.js.errors.BadRequestError as exc:  # 10005: a node not yet a JetStream peer
+                if exc.err_code != 10005:
+                    raise
+                return False
+            return True
+
+        await poll(created, timeout=30, what="all three nodes to be JetStream peers")
         for n in range(20):
             await js.publish("amp.sig.cltest.native_event", str(n).encode())
         leader = await stream_leader(js, cluster, "CL")  # a created stream has its leader

@@ -1,0 +1,33 @@
+"""A JetStream API request that times out at start-up is asked again, a few times only."""
+
+from __future__ import annotations
+
+import pytest
+from nats.errors import TimeoutError as NatsTimeout
+
+from shared import streams
+
+
+async def test_a_request_that_times_out_twice_is_answered_the_third_time() -> None:
+    asked: list[int] = []
+
+    async def slow_then_ready() -> str:
+        asked.append(1)
+        if len(asked) < 3:
+            raise NatsTimeout
+        return "info"
+
+    assert await streams._patiently(slow_then_ready) == "info"
+    assert len(asked) == 3
+
+
+async def test_a_server_that_never_answers_is_an_error_after_the_last_try() -> None:
+    asked: list[int] = []
+
+    async def never() -> str:
+        asked.append(1)
+        raise NatsTimeout
+
+    with pytest.raises(NatsTimeout):
+        await streams._patiently(never)
+    assert len(asked) == streams._API_TRIES
