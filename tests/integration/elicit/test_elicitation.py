@@ -15,7 +15,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
-from tests.integration.elicit.conftest import ELICIT, ELICIT_HTTP, ELICIT_TIMEOUT, Stack
+from tests.integration.elicit.conftest import ELICIT, ELICIT_HTTP, ELICIT_TIMEOUT, GENERATIONS, Stack
 from tests.integration.runner.helpers import (
     TERMINAL,
     apply,
@@ -90,7 +90,7 @@ async def audited(nc: NATS, app: str, interaction_id: str | None, **fields: Any)
     return (await poll(found, what=f"the audit record of elicitation {interaction_id or fields}"))[0]
 
 
-@pytest.mark.parametrize("app", [ELICIT, ELICIT_HTTP])
+@pytest.mark.parametrize("app", GENERATIONS)
 async def test_the_user_answers_the_apps_form_in_the_chat(stack: Stack, snc: NATS, subjects: Subjects,
                                                           app: str) -> None:
     case = f"eli-{uuid.uuid4().hex[:6]}"

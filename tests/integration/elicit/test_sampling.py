@@ -13,7 +13,7 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
-from tests.integration.elicit.conftest import ELICIT, ELICIT_HTTP, Stack
+from tests.integration.elicit.conftest import ELICIT, ELICIT_HTTP, GENERATIONS, Stack
 from tests.integration.runner.helpers import (
     TERMINAL,
     apply,
@@ -49,7 +49,7 @@ async def run(snc: NATS, subjects: Subjects, case: str, agent: dict[str, Any]) -
     return await settled(snc, subjects, task_id_of(doc, f"b-{case}"), timeout=40, states=TERMINAL)
 
 
-@pytest.mark.parametrize("app", [ELICIT, ELICIT_HTTP])
+@pytest.mark.parametrize("app", GENERATIONS)
 async def test_the_calling_agents_model_answers_the_apps_sampling(stack: Stack, snc: NATS, subjects: Subjects,
                                                                  app: str) -> None:
     case = f"smp-{uuid.uuid4().hex[:6]}"
