@@ -18,6 +18,8 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats, free_port
+from shared.admin import admin_request
+from shared.subjects import Subjects
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess, service_env
@@ -29,6 +31,13 @@ ELICIT_HANDSHAKE = "test.elicit_handshake"  # the same HTTP app, `protocol: hand
 # Each way an app asks back: stdio and HTTP handshake (requests to the gateway's callbacks), and
 # HTTP stateless (an InputRequiredResult the gateway answers and calls again with).
 GENERATIONS = [ELICIT, ELICIT_HANDSHAKE, ELICIT_HTTP]
+PROTOCOL = {ELICIT: "2025-11-25", ELICIT_HANDSHAKE: "2025-11-25", ELICIT_HTTP: "2026-07-28"}
+
+
+async def protocol_of(nc: NATS, app: str) -> str | None:
+    """The MCP revision the gateway's session with `app` speaks (as its health shows it)."""
+    sessions = await admin_request(nc, Subjects(), "gateway", "apps")
+    return next((s["protocol"] for s in sessions if s["app"] == app), None)
 ELICIT_TIMEOUT = 8.0
 
 
