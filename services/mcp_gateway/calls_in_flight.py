@@ -64,9 +64,14 @@ class CallsInFlight:
             if not calls:
                 self._by_session.pop(key, None)
 
-    def caller(self, key: SessionKey, meta: Mapping[str, Any] | None) -> CallInFlight | str:
-        """The call a server request on session `key` came from, or why none can be named."""
+    def caller(self, key: SessionKey, meta: Mapping[str, Any] | None, *,
+               token: str | None = None) -> CallInFlight | str:
+        """The call a server request on session `key` came from, or why none can be named.
+        `token`: the call's own, when the gateway knows it (a stateless app asks in the call's
+        result), which no `_meta` of the app's overrides."""
         calls = self._by_session.get(key) or {}
+        if token is not None:
+            return calls.get(token) or "the call that asked is no longer running"
         token = (meta or {}).get("progressToken")
         if isinstance(token, str) and token in calls:
             return calls[token]

@@ -58,10 +58,11 @@ class Elicitation:
         self._announce = announce
         self._timeout = timeout
 
-    async def elicit(self, key: SessionKey, app_name: str, params: types.ElicitRequestParams) -> types.ElicitResult:
+    async def elicit(self, key: SessionKey, app_name: str, params: types.ElicitRequestParams, *,
+                     call_token: str | None = None) -> types.ElicitResult:
         started = time.perf_counter()
         interaction_id = f"{PREFIX}{uuid.uuid4().hex[:20]}"
-        call = self._calls.caller(key, params.meta)
+        call = self._calls.caller(key, params.meta, token=call_token)
         context = call.context if isinstance(call, CallInFlight) else ToolCallContext()
         asked: dict[str, Any] = {"message": params.message, "mode": params.mode}
         if isinstance(params, types.ElicitRequestFormParams):

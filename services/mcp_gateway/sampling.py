@@ -47,10 +47,10 @@ class Sampling:
         self._audit = audit
         self._timeout = timeout
 
-    async def sample(self, key: SessionKey, app_name: str,
-                     params: types.CreateMessageRequestParams) -> types.CreateMessageResult | types.ErrorData:
+    async def sample(self, key: SessionKey, app_name: str, params: types.CreateMessageRequestParams, *,
+                     call_token: str | None = None) -> types.CreateMessageResult | types.ErrorData:
         started = time.perf_counter()
-        call = self._calls.caller(key, params.meta)
+        call = self._calls.caller(key, params.meta, token=call_token)
         context = call.context if isinstance(call, CallInFlight) else ToolCallContext()
         try:
             reply = await self._ask(call, key[0], params)

@@ -18,6 +18,7 @@ import mcp_types as types
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
+from services.mcp_gateway import input_required
 from services.mcp_gateway.server_requests import SessionCallbacks
 from services.mcp_gateway.transports import generations
 from services.mcp_gateway.transports.direct import ConnectionLost, DirectCalls, SupportsDirectCalls, result_of
@@ -315,11 +316,13 @@ class AppSession:
         try:
             if attempt.direct is not None:
                 return await _call_directly(attempt, attempt.session, attempt.direct, tool, arguments, timeout, meta)
-            result = await _race(
-                attempt.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
-                                          meta=cast("types.RequestParamsMeta | None", meta)),
-                attempt.lost, timeout + 1.0
-            )
+            if generations.is_stateless(attempt.session):  # what the app asks comes in the result
+                work: Awaitable[types.CallToolResult] = input_required.call_tool(
+                    attempt.session, tool, arguments, timeout=timeout, meta=meta, answer=self._answer(meta))
+            else:  # what the app asks comes as requests to the callbacks
+                work = attempt.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
+                                                 meta=cast("types.RequestParamsMeta | None", meta))
+            result = await _race(work, attempt.lost, timeout + 1.0)
         except _NotSent as exc:
             raise SessionUnavailable(f"app {self.app.name!r} closed the connection before the call") from exc
         except _Lost as exc:
@@ -340,6 +343,17 @@ class AppSession:
         if self.problem is not None and self.problem.startswith("tools/call "):
             await self._note_problem(None)  # it answers again
         return result
+
+    def _answer(self, meta: dict[str, Any] | None) -> input_required.Answer:
+        """What answers a stateless app's questions during the call whose `_meta` is `meta`."""
+        token = (meta or {}).get("progressToken")
+        callbacks = self._callbacks
+
+        async def answer(request: types.InputRequest) -> types.InputResponse | types.ErrorData:
+            if callbacks is None:
+                return types.ErrorData(code=types.INVALID_REQUEST, message="this gateway answers no app requests")
+            return await callbacks.input_request(token if isinstance(token, str) else None, request)
+        return answer
 
     async def read_resource(self, uri: str, timeout: float) -> types.ReadResourceResult:
         attempt = self._attempt

@@ -24,6 +24,7 @@ from services.mcp_gateway.calls_in_flight import CallsInFlight
 from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.custody import Custody, CustodyRefusal
 from services.mcp_gateway.governance import Governance, actor_key
+from services.mcp_gateway.input_required import InputRequestsFailed
 from services.mcp_gateway.ledger import CallLedger, Claim
 from services.mcp_gateway.platform_tools import (
     PLATFORM_TOOLS,
@@ -454,6 +455,8 @@ class ToolCallHandler:
             return classify.interrupted(_ms(started), side_effect, str(exc))
         except SessionUnavailable as exc:
             return classify.failed("unavailable", "app_unavailable", str(exc), _ms(started), side_effect)
+        except InputRequestsFailed as exc:  # a stateless app's question went unanswered: the call stopped
+            return classify.failed("tool_error", "input_not_given", str(exc), _ms(started), side_effect)
         except RuntimeError as exc:  # the SDK's output-schema check: the app broke its own contract
             return classify.failed("tool_error", "invalid_output", str(exc), _ms(started), side_effect)
         except Exception as exc:

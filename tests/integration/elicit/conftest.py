@@ -1,6 +1,8 @@
 """A stack for apps that ask back during their calls: nats-server, bridge, supervisor (the chat app
-with its web page, the elicit test app over stdio), the same app over Streamable HTTP, the
-gateway (answers wait at most ELICIT_TIMEOUT seconds), the router and one runner (its default
+with its web page, the elicit test app over stdio), the same app over Streamable HTTP — twice:
+once as configured by default (`protocol: auto`, which speaks 2026-07-28, stateless: the app asks
+in the call's result) and once pinned to the handshake (2025-11-25: the app asks by a request
+during the call) — the gateway (answers wait at most ELICIT_TIMEOUT seconds), the router and one runner (its default
 model is the fake OpenAI-compatible server)."""
 
 from __future__ import annotations
@@ -16,13 +18,26 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats, free_port
+from shared.admin import admin_request
+from shared.subjects import Subjects
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess, service_env
 from tests.integration.runner.helpers import APPS, CHAT, CHAT_PLATFORM, PYTHON, REPO, RUNNER_ENV, stdio, write_apps
 
 ELICIT = "test.elicit"  # over stdio, through the supervisor
-ELICIT_HTTP = "test.elicit_http"  # over Streamable HTTP
+ELICIT_HTTP = "test.elicit_http"  # over Streamable HTTP, `protocol: auto`: stateless (2026-07-28)
+ELICIT_HANDSHAKE = "test.elicit_handshake"  # the same HTTP app, `protocol: handshake` (2025-11-25)
+# Each way an app asks back: stdio and HTTP handshake (requests to the gateway's callbacks), and
+# HTTP stateless (an InputRequiredResult the gateway answers and calls again with).
+GENERATIONS = [ELICIT, ELICIT_HANDSHAKE, ELICIT_HTTP]
+PROTOCOL = {ELICIT: "2025-11-25", ELICIT_HANDSHAKE: "2025-11-25", ELICIT_HTTP: "2026-07-28"}
+
+
+async def protocol_of(nc: NATS, app: str) -> str | None:
+    """The MCP revision the gateway's session with `app` speaks (as its health shows it)."""
+    sessions = await admin_request(nc, Subjects(), "gateway", "apps")
+    return next((s["protocol"] for s in sessions if s["app"] == app), None)
 ELICIT_TIMEOUT = 8.0
 
 
@@ -65,6 +80,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         "elicit": stdio([PYTHON, str(APPS / "elicit_app.py")], package=ELICIT),
         "elicit_http": {"package": ELICIT_HTTP,
                         "mcp": {"transport": "streamable_http", "url": f"http://127.0.0.1:{http_port}/mcp"}},
+        "elicit_handshake": {"package": ELICIT_HANDSHAKE, "mcp": {
+            "transport": "streamable_http", "url": f"http://127.0.0.1:{http_port}/mcp", "protocol": "handshake"}},
     })
     env = service_env(server.url, AURORA_APPS_CONFIG=str(config))
     logs = folder / "logs"

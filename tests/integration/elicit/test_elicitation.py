@@ -15,7 +15,15 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
-from tests.integration.elicit.conftest import ELICIT, ELICIT_HTTP, ELICIT_TIMEOUT, Stack
+from tests.integration.elicit.conftest import (
+    ELICIT,
+    ELICIT_HTTP,
+    ELICIT_TIMEOUT,
+    GENERATIONS,
+    PROTOCOL,
+    Stack,
+    protocol_of,
+)
 from tests.integration.runner.helpers import (
     TERMINAL,
     apply,
@@ -90,9 +98,10 @@ async def audited(nc: NATS, app: str, interaction_id: str | None, **fields: Any)
     return (await poll(found, what=f"the audit record of elicitation {interaction_id or fields}"))[0]
 
 
-@pytest.mark.parametrize("app", [ELICIT, ELICIT_HTTP])
+@pytest.mark.parametrize("app", GENERATIONS)
 async def test_the_user_answers_the_apps_form_in_the_chat(stack: Stack, snc: NATS, subjects: Subjects,
                                                           app: str) -> None:
+    assert await protocol_of(snc, app) == PROTOCOL[app]  # each way of asking back is the one meant
     case = f"eli-{uuid.uuid4().hex[:6]}"
     task_id, session = await start_booking(snc, subjects, app, case)
     interaction_id, text = await question(stack, session)
@@ -137,10 +146,11 @@ async def test_no_answer_in_time_cancels(stack: Stack, snc: NATS, subjects: Subj
     assert f"no answer within {ELICIT_TIMEOUT:g}s" in record["output_summary"], record
 
 
-async def test_an_operator_call_has_no_user_to_ask(stack: Stack, snc: NATS, subjects: Subjects) -> None:
-    answer = await operator_call(snc, subjects, f"{ELICIT}.book_table", {"restaurant": "Mare"})
+@pytest.mark.parametrize("app", [ELICIT, ELICIT_HTTP])
+async def test_an_operator_call_has_no_user_to_ask(stack: Stack, snc: NATS, subjects: Subjects, app: str) -> None:
+    answer = await operator_call(snc, subjects, f"{app}.book_table", {"restaurant": "Mare"})
     assert answer == {"action": "decline", "restaurant": "Mare"}, answer
-    record = await audited(snc, ELICIT, None, caller="operator")
+    record = await audited(snc, app, None, caller="operator")
     assert record["status"] == "denied" and record["error_code"] == "no_user_to_ask", record
     assert record["error_message"] == ("no user to ask: the call is no event's run (an operator's, "
                                        "or an MCP client's at an agent's endpoint)"), record

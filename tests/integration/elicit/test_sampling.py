@@ -13,7 +13,7 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
-from tests.integration.elicit.conftest import ELICIT, ELICIT_HTTP, Stack
+from tests.integration.elicit.conftest import ELICIT, ELICIT_HTTP, GENERATIONS, PROTOCOL, Stack, protocol_of
 from tests.integration.runner.helpers import (
     TERMINAL,
     apply,
@@ -49,9 +49,10 @@ async def run(snc: NATS, subjects: Subjects, case: str, agent: dict[str, Any]) -
     return await settled(snc, subjects, task_id_of(doc, f"b-{case}"), timeout=40, states=TERMINAL)
 
 
-@pytest.mark.parametrize("app", [ELICIT, ELICIT_HTTP])
+@pytest.mark.parametrize("app", GENERATIONS)
 async def test_the_calling_agents_model_answers_the_apps_sampling(stack: Stack, snc: NATS, subjects: Subjects,
                                                                  app: str) -> None:
+    assert await protocol_of(snc, app) == PROTOCOL[app]
     case = f"smp-{uuid.uuid4().hex[:6]}"
     model = f"sampler-{case}"
 
@@ -85,4 +86,24 @@ async def test_an_agent_without_a_model_is_refused(stack: Stack, snc: NATS, subj
     assert done["state"] == "succeeded", json.dumps(done)[:3000]
     assert "no_model" in done["answer"] and "playbook agent" in done["answer"], done["answer"]
     record = await audited(snc, ELICIT, done["id"])
+    assert record["status"] == "denied" and record["error_code"] == "no_model", record
+
+
+async def test_a_stateless_apps_refused_sampling_ends_its_call_saying_why(
+        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+    """In 2026-07-28 an answer has no error arm: the app cannot be told "no" and carry on, so the
+    gateway ends the call with the reason (and audits the refusal as for a handshake app)."""
+    case = f"smpst-{uuid.uuid4().hex[:6]}"
+    done = await run(snc, subjects, case, {
+        "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["message.received"],
+        "tools": [f"{ELICIT_HTTP}.summarize"],
+        "playbook": {"steps": [{"id": "sum", "tool": f"{ELICIT_HTTP}.summarize", "arguments": {"text": "x"}}],
+                     "answer": "{{ steps.sum.structured.error }}"}})
+    assert done["state"] == "failed", json.dumps(done)[:3000]
+    [called] = [s for s in done["steps"] if s["id"] == "sum"]
+    assert called["classification"] == "tool_error" and called["error"]["code"] == "input_not_given", called
+    assert called["error"]["message"] == (
+        f"the gateway declined the app's sampling/createMessage (summary): no_model: agent a-{case} is a "
+        "playbook agent: it has no model"), called
+    record = await audited(snc, ELICIT_HTTP, done["id"])
     assert record["status"] == "denied" and record["error_code"] == "no_model", record
