@@ -1,6 +1,7 @@
 """`aurora tools list|call`: the live MCP catalog and operator calls through the gateway;
 `aurora tools show|review|publish|deprecate|draft|mark`: tool definitions and their lifecycle;
-`aurora tools suggest`: a model's wording for a draft, shown as a diff and kept, not applied."""
+`aurora tools suggest`: a model's wording for a draft, shown as a diff and kept, not applied;
+`aurora tools edit`: a reviewer's wording into a draft (by hand or from the suggestion)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ import typer
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
-from aurora_cli import suggest_command
+from aurora_cli import edit_command, suggest_command
 from aurora_cli.commands.pool_admin import RefusedError, admin_call, operator
 from aurora_cli.output import (
     EXIT_FAILURE,
@@ -320,6 +321,11 @@ def definition_lines(tool: dict[str, Any]) -> list[str]:
     if suggested:
         lines.append(f"suggestion:   by model {suggested.get('model')} for version {suggested.get('for_version')}, "
                      f"{suggested.get('at')} (not applied; aurora tools suggest {tool.get('name')} --show)")
+    edited = tool.get("edited")
+    if edited:
+        lines.append(f"edited:       by {edited.get('by')} for version {edited.get('version')}, {edited.get('at')}"
+                     + (f", from model {edited['from_model']}'s suggestion" if edited.get("from_model") else "")
+                     + " (kept over the source's wording)")
     notes = tool.get("notes") or []
     if notes:
         lines.append("notes:")
@@ -330,3 +336,4 @@ def definition_lines(tool: dict[str, Any]) -> list[str]:
 
 
 suggest_command.register(app)  # `aurora tools suggest` (its own module: aurora_cli/suggest_command.py)
+edit_command.register(app)  # `aurora tools edit` (aurora_cli/edit_command.py)

@@ -48,7 +48,7 @@ ROLE_OPERATIONS: dict[str, tuple[Operation, ...]] = {
         ("tools", "publish"), ("tools", "deprecate"), ("tools", "draft"), ("agents", "apply"),
         ("agents", "delete"), ("bindings", "apply"), ("bindings", "delete"), ("pipelines", "apply"),
         ("pipelines", "delete"), ("tasks", "cancel"), ("supervisor", "restart"),
-        ("skills", "apply"), ("skills", "delete"), ("tools", "suggest"),
+        ("skills", "apply"), ("skills", "delete"), ("tools", "suggest"), ("tools", "edit"),
         ("schedules", "apply"), ("schedules", "delete"), ("schedules", "trigger"), ("schedules", "pause"),
         ("schedules", "resume"),
     ),

@@ -62,6 +62,18 @@ class ReviewNote(ResourceModel):
     note: str = ""
 
 
+class WordingEdit(ResourceModel):
+    """A reviewer's wording (`aurora tools edit`), kept so that the app's next tool list or the
+    next OpenAPI import does not take it back: both apply it to what they discover."""
+
+    description: str | None = None  # None: the source's own description
+    parameters: dict[str, str] = Field(default_factory=dict)  # parameter → its description (unit included)
+    by: str
+    at: str
+    version: int  # the definition's version the edit made
+    from_model: str | None = None  # the model whose suggestion the reviewer took
+
+
 class ToolDefinition(ResourceModel):
     name: Annotated[str, Field(pattern=TOOL_NAME_PATTERN, max_length=256)]
     system: str
@@ -80,3 +92,4 @@ class ToolDefinition(ResourceModel):
     changed_at: str = ""
     source: Literal["mcp", "openapi", "manual"] = "manual"
     suggestion: ToolSuggestion | None = None  # a model's wording, not applied (aurora tools suggest)
+    edited: WordingEdit | None = None  # a reviewer's wording, kept over the source's (aurora tools edit)

@@ -2,7 +2,7 @@
 
 gateway: apps, tools (the live MCP catalog), llm_tools, read_resource
 systems: apply, get, delete, enable, disable, import_openapi, status
-tools:   get, review, publish, deprecate, draft, mark, suggest
+tools:   get, review, publish, deprecate, draft, mark, suggest, edit
 agents:  tools (an agent's available set, LLM-ready, and why each bound tool is left out), apply, get, delete
 skills:  apply (versioned), get, delete
 approvals: list, get, grant, deny (the decider is the person the server authenticated)

@@ -1,5 +1,6 @@
-"""`tools.*`: read pool tools, move them through their lifecycle, mark capability and winner, and
-keep a model's suggestion for a draft (stored beside the definition, not applied)."""
+"""`tools.*`: read pool tools, move them through their lifecycle, mark capability and winner, keep
+a model's suggestion for a draft (stored beside the definition, not applied), and apply a
+reviewer's wording to a draft (`tools.edit`, the logic in pool/wording.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Any
 from services.mcp_gateway.admin.fields import Endpoints, text_field
 from services.mcp_gateway.pool.lifecycle import LifecycleError, transition
 from services.mcp_gateway.pool.registry import PoolError, ToolPool
+from services.mcp_gateway.pool.wording import PARTS, EditError, EditRequest, edit_tool
 from shared.admin import AdminHandler, AdminRequestError
 from shared.clock import now_iso
 from shared.contracts.resource import ResourceError, parse_resource
@@ -34,6 +36,28 @@ def with_suggestion(tool: ToolDefinition, suggestion: ToolSuggestion, *, by: str
     note = ReviewNote(at=now, by=by, action="suggested", note=f"wording suggested by model {suggestion.model}; "
                       "not applied")
     return tool.model_copy(update={"suggestion": kept, "notes": (*tool.notes, note)})
+
+
+def edit_request(body: dict[str, Any]) -> EditRequest:
+    """The reviewer's request from a `tools.edit` body; AdminRequestError naming a malformed field."""
+    def texts(key: str) -> dict[str, str]:
+        value = body.get(key) or {}
+        if not isinstance(value, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+            raise AdminRequestError("invalid_request", f"field {key!r} must map parameter names to text")
+        return value
+    description, only, note = body.get("description"), body.get("only") or list(PARTS), body.get("note") or ""
+    if description is not None and not isinstance(description, str):
+        raise AdminRequestError("invalid_request", "field 'description' must be text")
+    if not isinstance(only, list) or not all(isinstance(part, str) for part in only):
+        raise AdminRequestError("invalid_request", f"field 'only' must list some of {', '.join(PARTS)}")
+    if not isinstance(note, str):
+        raise AdminRequestError("invalid_request", "field 'note' must be text")
+    request = EditRequest(description=description, parameters=texts("parameters"), units=texts("units"),
+                          from_suggestion=body.get("from_suggestion") is True, only=tuple(only), note=note)
+    if request.description is None and not (request.parameters or request.units or request.from_suggestion):
+        raise AdminRequestError("invalid_request", "nothing to edit: give a description, parameters, units or "
+                                "from_suggestion")
+    return request
 
 
 def tool_endpoints(pool: ToolPool) -> Endpoints:
@@ -100,7 +124,25 @@ def tool_endpoints(pool: ToolPool) -> Endpoints:
             raise AdminRequestError(exc.code, str(exc)) from exc
         return tool.model_dump(mode="json")
 
-    endpoints: Endpoints = {("tools", "get"): get, ("tools", "mark"): mark, ("tools", "suggest"): suggest}
+    async def edit(body: dict[str, Any]) -> dict[str, Any]:
+        """A reviewer's wording into a draft: {"before", "tool"} (the definition before and after)."""
+        name, by, request = text_field(body, "name"), current_caller().label(body.get("by")), edit_request(body)
+        seen: list[ToolDefinition] = []
+
+        def change(tool: ToolDefinition) -> ToolDefinition:
+            seen.append(tool)  # the last one is what the edit was made to (update_tool may retry)
+            return edit_tool(tool, request, by=by, now=now_iso())
+
+        try:
+            tool = await pool.update_tool(name, change)
+        except EditError as exc:
+            raise AdminRequestError(exc.code, str(exc)) from exc
+        except PoolError as exc:
+            raise AdminRequestError(exc.code, str(exc)) from exc
+        return {"before": seen[-1].model_dump(mode="json"), "tool": tool.model_dump(mode="json")}
+
+    endpoints: Endpoints = {("tools", "get"): get, ("tools", "mark"): mark, ("tools", "suggest"): suggest,
+                            ("tools", "edit"): edit}
     for action in ("review", "publish", "deprecate", "draft"):
         endpoints[("tools", action)] = lifecycle(action)
     return endpoints

@@ -1,7 +1,8 @@
 """Re-importing a document: how an imported draft updates the stored tool of the same name (pure).
 
-The import owns the imported fields of a DRAFT; a tool under review, published or deprecated is
-never touched by an import, and neither is a tool of another system or a hand-written one.
+The import owns the imported fields of a DRAFT, except the wording a reviewer gave (`edited`, aurora
+tools edit); a tool under review, published or deprecated is never touched by an import, and
+neither is a tool of another system or a hand-written one.
 """
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from services.mcp_gateway.pool.wording import apply_wording
 from shared.contracts.tooldef import ToolDefinition
 
 
@@ -31,6 +33,7 @@ def plan_merge(existing: ToolDefinition | None, imported: ToolDefinition) -> Mer
         return MergeDecision("kept", None, f"left as is: not imported from system {imported.system}'s OpenAPI")
     if existing.state != "DRAFT":
         return MergeDecision("kept", None, f"left as is: {existing.state}")
+    imported = apply_wording(imported, existing.edited)  # a reviewer's wording stands over the document's
     changes = {f: getattr(imported, f) for f in _IMPORTED_FIELDS if getattr(existing, f) != getattr(imported, f)}
     if not changes:
         return MergeDecision("unchanged", existing, "unchanged")

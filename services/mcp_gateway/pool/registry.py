@@ -17,6 +17,7 @@ from nats.js.errors import InvalidKeyError, KeyNotFoundError, KeyWrongLastSequen
 from nats.js.kv import KeyValue
 
 from services.mcp_gateway.catalog import CatalogTool
+from services.mcp_gateway.pool.wording import apply_wording
 from shared.appconfig import AppConfig
 from shared.contracts.agent import Agent
 from shared.contracts.resource import ResourceError, ResourceModel, canonical_json, parse_resource
@@ -212,6 +213,9 @@ class ToolPool:
                     source=existing.source,
                 )
                 continue
+            # A reviewer's wording (aurora tools edit) stands over the app's; only a change of the
+            # contract beyond it is the app's change.
+            discovered = apply_wording(discovered, existing.edited)
             if _contract(existing) != _contract(discovered):
                 await self.update_tool(tool.name, functools.partial(changed_by_app, new=discovered, app=app, now=now))
 
@@ -270,7 +274,8 @@ def changed_by_app(old: ToolDefinition, new: ToolDefinition, app: AppConfig, now
             "changed_at": now,
             "notes": (
                 *old.notes,
-                ReviewNote(at=now, by=GATEWAY, action="changed", note="the app changed the contract"),
+                ReviewNote(at=now, by=GATEWAY, action="changed", note="the app changed the contract"
+                           + ("; the reviewer's wording kept" if old.edited else "")),
             ),
         }
     )

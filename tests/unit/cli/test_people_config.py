@@ -26,6 +26,9 @@ def test_a_person_publishes_admin_requests_only_under_their_own_name_and_roles()
     approver = publish_allow("amy", ["approver"])
     assert "amp.admin.approvals.grant.u.amy" in approver and "amp.admin.bindings.apply.u.amy" not in approver
     assert "$JS.API.>" in publish_allow("root", ["admin"])
+    # a reviewer's wording into a draft (aurora tools edit) is an operator's, never a viewer's
+    assert "amp.admin.tools.edit.u.opal" in publish_allow("opal", ["operator"])
+    assert "amp.admin.tools.edit.u.vera" not in viewer and "amp.admin.tools.edit.u.amy" not in approver
 
 
 def test_people_go_in_at_the_marker_and_disabled_ones_do_not(tmp_path: Path) -> None:
