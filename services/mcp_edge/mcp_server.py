@@ -16,8 +16,9 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
+from services.mcp_edge.asks import ClientAsks
 from services.mcp_edge.gate import Caller, EdgeTool, Gate
-from services.mcp_edge.hold import call_held
+from services.mcp_edge.hold import call_held, new_task_id
 from shared.contracts.toolcall import ToolCallResult
 
 CALLER_STATE = "aurora_caller"  # key in the ASGI scope's state
@@ -73,7 +74,8 @@ def mcp_result(result: ToolCallResult) -> types.CallToolResult:
                                                     "error": result.error.code if result.error else None})
 
 
-def build_server(gate: Gate, *, approval_wait_seconds: float, approval_poll_seconds: float = 0.5) -> Server[Any]:
+def build_server(gate: Gate, asks: ClientAsks, *, approval_wait_seconds: float,
+                 approval_poll_seconds: float = 0.5) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         caller = caller_of(ctx)
@@ -86,8 +88,11 @@ def build_server(gate: Gate, *, approval_wait_seconds: float, approval_poll_seco
         async def progress(done: float, message: str) -> None:
             await ctx.session.report_progress(done, None, message)
 
-        result = await call_held(gate, caller, params.name, dict(params.arguments or {}), progress,
-                                 wait_seconds=approval_wait_seconds, poll_seconds=approval_poll_seconds)
+        task_id = new_task_id()
+        async with asks.listening(task_id, caller, ctx):  # the app may ask this client during the call
+            result = await call_held(gate, caller, params.name, dict(params.arguments or {}), progress,
+                                     wait_seconds=approval_wait_seconds, poll_seconds=approval_poll_seconds,
+                                     task_id=task_id)
         return mcp_result(result)
 
     return EdgeServer("aurora-mcp-edge", version=VERSION, instructions="An Aurora agent's tools, through the gateway.",
