@@ -68,26 +68,31 @@ async def test_the_clients_callback_answers_the_apps_elicitation(stack: Stack, s
     assert len(asked) == 1 and "Lumen" in asked[0].message
     assert isinstance(asked[0], types.ElicitRequestFormParams)
     assert "party_size" in asked[0].requested_schema["properties"]
-    records = [r for r in await audit_records(snc) if r.get("tool") == "elicitation/create"
-               and r.get("actor") == f"token:{token_id}"]
-    assert records, "the relayed elicitation is audited with the external caller"
+    records = await _elicitations_of(snc, token_id)
+    assert len(records) == 1, "the relayed elicitation is audited with the external caller"
+    assert records[0]["status"] == "ok"
+
+
+async def _elicitations_of(snc: NATS, token_id: str) -> list[dict[str, Any]]:
+    return [r for r in await audit_records(snc)
+            if r.get("tool") == "elicitation/create" and r.get("actor") == f"token:{token_id}"]
 
 
 async def test_a_client_without_the_capability_gets_a_declined_elicitation(snc: NATS, edge_url: str) -> None:
-    url, secret, _ = await _endpoint(snc, edge_url)
+    url, secret, token_id = await _endpoint(snc, edge_url)
     result = await _call(url, secret, BOOK, {"restaurant": "Lumen"})
     assert not result.is_error, result
     assert result.structured_content == {"action": "decline", "restaurant": "Lumen"}
-    records = [r for r in await audit_records(snc) if r.get("tool") == "elicitation/create"]
-    assert any("did not declare the elicitation capability" in str(r) for r in records)
+    records = await _elicitations_of(snc, token_id)
+    assert len(records) == 1 and "did not declare the elicitation capability" in str(records[0])
 
 
 async def test_a_stateless_client_gets_a_declined_elicitation_with_the_reason(snc: NATS, edge_url: str) -> None:
-    url, secret, _ = await _endpoint(snc, edge_url)
+    url, secret, token_id = await _endpoint(snc, edge_url)
     result = await _call(url, secret, BOOK, {"restaurant": "Lumen"}, mode=MODERN)
     assert result.structured_content == {"action": "decline", "restaurant": "Lumen"}
-    records = [r for r in await audit_records(snc) if r.get("tool") == "elicitation/create"]
-    assert any("stateless (2026-07-28) MCP client" in str(r) for r in records)
+    records = await _elicitations_of(snc, token_id)
+    assert len(records) == 1 and "stateless (2026-07-28) MCP client" in str(records[0])
 
 
 async def test_the_clients_model_answers_the_apps_sampling(snc: NATS, edge_url: str) -> None:
