@@ -6,10 +6,12 @@ and a stateless 2026-07-28 client, get the request declined with the reason."""
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 from typing import Any
 
+import httpx2
 import mcp_types as types
 import pytest
 from mcp.client.client import Client
@@ -27,16 +29,45 @@ SUMMARIZE = f"{ELICIT}.summarize"
 
 
 @pytest.fixture(scope="module")
-def edge_url(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+def edges(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+    """Two mcp-edge processes: the first one's base URL, the second one's port."""
     logs = tmp_path_factory.mktemp("edge-asks-logs")
-    port = free_port("127.0.0.1")
-    edge = ServiceProcess("services.mcp_edge", service_env(stack.url, AURORA_EDGE_PORT=str(port)), logs, "edge")
-    edge.start()
+    ports = (free_port("127.0.0.1"), free_port("127.0.0.1"))
+    processes = [ServiceProcess("services.mcp_edge", service_env(stack.url, AURORA_EDGE_PORT=str(port)), logs,
+                                f"edge-{n}").start() for n, port in enumerate(ports)]
     try:
-        edge.wait_for_log('"serving"', timeout=30)
-        yield f"http://127.0.0.1:{port}"
+        for edge in processes:
+            edge.wait_for_log('"serving"', timeout=30)
+        yield f"http://127.0.0.1:{ports[0]}", ports[1]
     finally:
-        edge.terminate(timeout=20)
+        for edge in processes:
+            edge.terminate(timeout=20)
+
+
+@pytest.fixture(scope="module")
+def edge_url(edges: tuple[str, int]) -> str:
+    return edges[0]
+
+
+class AnswersElsewhere(httpx2.AsyncBaseTransport):
+    """Sends the client's answers (JSON-RPC responses) to another instance than its calls, as a
+    load balancer may."""
+
+    def __init__(self, port: int) -> None:
+        self._inner = httpx2.AsyncHTTPTransport()
+        self._port = port
+        self.rerouted = 0
+
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
+        if request.method == "POST":
+            body = json.loads(await request.aread() or b"null")
+            if isinstance(body, dict) and "method" not in body and "id" in body:
+                request.url = request.url.copy_with(port=self._port)
+                self.rerouted += 1
+        return await self._inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
 
 
 async def _endpoint(snc: NATS, edge_url: str) -> tuple[str, str, str]:
@@ -76,6 +107,23 @@ async def test_the_clients_callback_answers_the_apps_elicitation(stack: Stack, s
 async def _elicitations_of(snc: NATS, token_id: str) -> list[dict[str, Any]]:
     return [r for r in await audit_records(snc)
             if r.get("tool") == "elicitation/create" and r.get("actor") == f"token:{token_id}"]
+
+
+async def test_the_answer_reaches_the_call_through_another_instance(snc: NATS, edges: tuple[str, int]) -> None:
+    url, secret, _ = await _endpoint(snc, edges[0])
+    transport = AnswersElsewhere(edges[1])
+
+    async def answer(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        return types.ElicitResult(action="accept", content={"party_size": 2, "name": "Bo", "seating": "outside"})
+
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {secret}"}, transport=transport,
+                                  timeout=httpx2.Timeout(30, read=300)) as http, Client(
+            streamable_http_client(url, http_client=http), mode=LEGACY, cache=None,
+            elicitation_callback=answer) as client:
+        result = await client.call_tool(BOOK, {"restaurant": "Quay"})
+    assert transport.rerouted == 1
+    assert result.structured_content == {"action": "accept", "restaurant": "Quay", "party_size": 2,
+                                         "name": "Bo", "seating": "outside"}
 
 
 async def test_a_client_without_the_capability_gets_a_declined_elicitation(snc: NATS, edge_url: str) -> None:
