@@ -17,8 +17,10 @@ from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
 from services.mcp_edge.asks import ClientAsks
+from services.mcp_edge.changes import ListChanges
 from services.mcp_edge.gate import Caller, EdgeTool, Gate
 from services.mcp_edge.hold import call_held, new_task_id
+from services.mcp_edge.listen import serve_listen
 from shared.contracts.toolcall import ToolCallResult
 
 CALLER_STATE = "aurora_caller"  # key in the ASGI scope's state
@@ -74,7 +76,7 @@ def mcp_result(result: ToolCallResult) -> types.CallToolResult:
                                                     "error": result.error.code if result.error else None})
 
 
-def build_server(gate: Gate, asks: ClientAsks, *, approval_wait_seconds: float,
+def build_server(gate: Gate, asks: ClientAsks, changes: ListChanges, *, approval_wait_seconds: float,
                  approval_poll_seconds: float = 0.5) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
@@ -95,5 +97,9 @@ def build_server(gate: Gate, asks: ClientAsks, *, approval_wait_seconds: float,
                                      task_id=task_id)
         return mcp_result(result)
 
+    async def listen(ctx: ServerRequestContext[Any],
+                     params: types.SubscriptionsListenRequestParams) -> types.SubscriptionsListenResult:
+        return await serve_listen(changes, caller_of(ctx), ctx, params)
+
     return EdgeServer("aurora-mcp-edge", version=VERSION, instructions="An Aurora agent's tools, through the gateway.",
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+                      on_list_tools=list_tools, on_call_tool=call_tool, on_subscriptions_listen=listen)

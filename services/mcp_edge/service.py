@@ -100,7 +100,8 @@ class EdgeService:
         replies = ClientReplies(nc, subjects)
         parts.push_async_callback(replies.stop)
         await replies.start()
-        server = build_server(gate, ClientAsks(nc, subjects), approval_wait_seconds=settings.approval_wait_seconds)
+        server = build_server(gate, ClientAsks(nc, subjects), changes,
+                              approval_wait_seconds=settings.approval_wait_seconds)
         manager = EdgeSessionManager(server, replies)
         await parts.enter_async_context(manager.run())
         app = EdgeApp(manager.handle_request, tokens, sessions, changes, replies, public_url=settings.public_url,
