@@ -29,6 +29,8 @@ def test_a_response_is_told_from_requests_and_notifications() -> None:
     assert not is_response({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {}})
     assert not is_response({"jsonrpc": "2.0", "method": "notifications/initialized"})
     assert not is_response([{"jsonrpc": "2.0", "id": 1, "result": {}}])
+    assert not is_response({"jsonrpc": "2.0", "id": 1})  # neither a result nor an error
+    assert not is_response({"jsonrpc": "2.0", "id": 1, "method": "x", "result": {}})  # a request is no answer
 
 
 def test_only_a_call_on_the_edge_subject_is_relayed_to_its_client() -> None:
