@@ -25,6 +25,7 @@ from pydantic import BaseModel
 
 from shared import deadletter
 from shared.contracts.audit import AuditRecord
+from shared.contracts.edge_ask import EdgeAnswer, EdgeAsk
 from shared.contracts.mcp_relay import ProcessEvent, RestartRequest, SessionEvent
 from shared.contracts.run import RunEnvelope
 from shared.contracts.sampling import SampleReply, SampleRequest
@@ -109,6 +110,8 @@ MESSAGES: tuple[Message, ...] = (
     Message("AuditRecord", AuditRecord, "One record per tool call."),
     Message("SampleRequest", SampleRequest, "An app's sampling/createMessage during an agent's tool call."),
     Message("SampleReply", SampleReply, "The agent's model's completion, or why there is none."),
+    Message("EdgeAsk", EdgeAsk, "An app's elicitation/sampling during an mcp-edge call, for that call's client."),
+    Message("EdgeAnswer", EdgeAnswer, "The external MCP client's result, or why it was not asked or did not answer."),
     Message("DeadLetter", _ANY_BYTES, "What a stage could not process: the original bytes, the reason in headers.",
             {deadletter.REASON: "why it was rejected", deadletter.STAGE: "the stage that rejected it",
              deadletter.ORIGINAL_SUBJECT: "where it was received", deadletter.ORIGINAL_STREAM: "its stream",
@@ -187,6 +190,13 @@ CHANNELS: tuple[Channel, ...] = (
             ("SampleRequest",)),
     Channel("modelSampleReply", lambda p: None, "The gateway's reply inbox for a sampling request.",
             ("SampleReply",)),
+    Channel("edgeAsk", lambda p: f"{p}.edge.ask.{{task}}",
+            "An app's request to the client of an mcp-edge call, request/reply; the instance holding the call "
+            "listens while it is open.", ("EdgeAsk",), {"task": {"description": "the edge call's task id"}}),
+    Channel("edgeAskReply", lambda p: None, "The gateway's reply inbox for an edge ask.", ("EdgeAnswer",)),
+    Channel("edgeClientReply", lambda p: f"{p}.edge.reply.{{session}}",
+            "A 2025-11-25 client's JSON-RPC response to a request an edge call sent it, POSTed to any instance.",
+            ("McpJsonRpc",), {"session": {"description": "the MCP session id"}}),
 )
 
 OPERATIONS: tuple[Op, ...] = (
@@ -222,6 +232,11 @@ OPERATIONS: tuple[Op, ...] = (
        reply="modelSampleReply"),
     Op("runner", "receive", "modelSample", "Answer it with the agent's model.", reply="modelSampleReply"),
     Op("mcp-gateway", "receive", "events", "Users' interaction.submitted answers to an app's elicitation."),
+    Op("mcp-gateway", "send", "edgeAsk", "Relay an app's request during an edge call to that call's client.",
+       reply="edgeAskReply"),
+    Op("mcp-edge", "receive", "edgeAsk", "Ask the MCP client within its open call.", reply="edgeAskReply"),
+    Op("mcp-edge", "send", "edgeClientReply", "A client's answer, heard by every instance."),
+    Op("mcp-edge", "receive", "edgeClientReply", "Hand it to the call whose request it answers."),
 )
 
 

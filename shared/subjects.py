@@ -107,6 +107,20 @@ class Subjects:
         so the gateway takes the agent (the bearer token's) and the caller from the context."""
         return f"{self.prefix}.tool.edge"
 
+    def edge_ask(self, task_id: str) -> str:
+        """An app's request to its client during an mcp-edge call (`shared.contracts.edge_ask`):
+        the gateway asks, the edge instance holding the call (task `edge-<hex>`) answers."""
+        return f"{self.prefix}.edge.ask.{check_token(task_id, 'edge task id')}"
+
+    def edge_client_reply(self, session_id: str) -> str:
+        """A 2025-11-25 client's answer to a request the edge sent it, POSTed to whichever edge
+        instance: every instance hears it, the one whose call waits for it takes it."""
+        return f"{self.prefix}.edge.reply.{check_token(session_id, 'session id')}"
+
+    @property
+    def edge_client_replies(self) -> str:
+        return f"{self.prefix}.edge.reply.*"
+
     def run(self, target_type: str, target_id: str) -> str:
         return f"{self.prefix}.run.{check_token(target_type, 'target type')}.{app_token(target_id)}"
 

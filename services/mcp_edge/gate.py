@@ -55,6 +55,7 @@ class Caller:
     token_id: str
     token_name: str
     session_id: str | None = None
+    capabilities: frozenset[str] = frozenset()  # what the client declared in `initialize` (2025-11-25)
 
     @property
     def actor(self) -> ToolActor:

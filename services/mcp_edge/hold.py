@@ -35,9 +35,14 @@ def refused(code: str, message: str, approval_id: str) -> ToolCallResult:
     return ToolCallResult(status="denied", error=ToolError(code=code, message=message), approval_id=approval_id)
 
 
+def new_task_id() -> str:
+    """One task per external call: its approval pairs with it alone, its client's requests name it."""
+    return f"edge-{uuid.uuid4().hex}"
+
+
 async def call_held(gate: Gating, caller: Caller, tool: str, arguments: dict[str, Any], progress: Progress, *,
-                    wait_seconds: float, poll_seconds: float = 0.5) -> ToolCallResult:
-    task_id = f"edge-{uuid.uuid4().hex}"  # one task per external call: its approval pairs with it alone
+                    wait_seconds: float, poll_seconds: float = 0.5, task_id: str | None = None) -> ToolCallResult:
+    task_id = task_id or new_task_id()
     result = await gate.call(caller, tool, arguments, task_id=task_id)
     if result.status != "needs_approval" or result.approval_id is None:
         return result

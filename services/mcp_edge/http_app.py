@@ -5,7 +5,8 @@ processes: who calls (the token, checked on every request; 401 with `WWW-Authent
 the protected-resource metadata), and which session a 2025-11-25 request belongs to — kept in
 NATS KV, so that any instance serves it. The SDK runs stateless underneath: an `initialize`
 gets its `Mcp-Session-Id` added here; later requests are checked against KV here. The
-session's GET stream (server notifications) is served here too, from `ListChanges`.
+session's GET stream (server notifications) is served here too, from `ListChanges`. A
+session's POST of a JSON-RPC response answers a request one of its calls sent (`backchannel`).
 2026-07-28 requests carry no session and go to the SDK as they are.
 """
 
@@ -20,6 +21,7 @@ from typing import Any
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from services.mcp_edge.backchannel import SESSION_STATE, ClientReplies, is_response
 from services.mcp_edge.changes import ListChanges
 from services.mcp_edge.gate import Caller
 from services.mcp_edge.mcp_server import CALLER_STATE
@@ -123,9 +125,11 @@ def initialize_of(body: bytes) -> dict[str, Any] | None:
 
 
 class EdgeApp:
-    def __init__(self, sdk: ASGIApp, tokens: TokenStore, sessions: SessionStore, changes: ListChanges, *,
-                 public_url: str | None = None, authorization_servers: tuple[str, ...] = ()) -> None:
+    def __init__(self, sdk: ASGIApp, tokens: TokenStore, sessions: SessionStore, changes: ListChanges,
+                 replies: ClientReplies, *, public_url: str | None = None,
+                 authorization_servers: tuple[str, ...] = ()) -> None:
         self._sdk = sdk
+        self._replies = replies
         self._tokens = tokens
         self._sessions = sessions
         self._changes = changes
@@ -177,9 +181,15 @@ class EdgeApp:
         if session.token_id != record.id:
             await respond(send, 403, jsonrpc_error("this session belongs to another token"))
             return
-        caller = Caller(agent, record.id, record.name, session_id=session_id)
+        caller = Caller(agent, record.id, record.name, session_id=session_id,
+                        capabilities=frozenset(session.capabilities))
         if method == "POST":
-            await self._to_sdk(scope, receive, send, caller)
+            body = await read_body(receive)
+            if _is_client_answer(body):  # to a request a call of this session sent, on any instance
+                await self._replies.publish(session_id, body)
+                await respond(send, 202)
+                return
+            await self._to_sdk(scope, replay(body, receive), send, caller)
         elif method == "GET":
             await self._stream(scope, receive, send, caller)
         elif method == "DELETE":
@@ -211,6 +221,8 @@ class EdgeApp:
     async def _to_sdk(self, scope: Scope, receive: Receive, send: Send, caller: Caller) -> None:
         state = scope.setdefault("state", {})
         state[CALLER_STATE] = caller
+        if caller.session_id is not None:
+            state[SESSION_STATE] = caller.session_id
         await self._sdk(scope, receive, send)
 
     async def _initialize(self, scope: Scope, receive: Receive, send: Send, agent: str, record: TokenRecord,
@@ -218,7 +230,10 @@ class EdgeApp:
         info = params.get("clientInfo")
         client = str(info.get("name")) if isinstance(info, dict) and info.get("name") else None
         version = params.get("protocolVersion")
-        session = await self._sessions.open(agent, record.id, str(version) if version else None, client)
+        declared = params.get("capabilities")
+        capabilities = [str(k) for k in declared] if isinstance(declared, dict) else []
+        session = await self._sessions.open(agent, record.id, str(version) if version else None, client,
+                                            capabilities)
         log.info("session opened", agent=agent, token=record.id, session=session.id, client=client)
 
         async def with_session_id(message: Message) -> None:
@@ -227,7 +242,8 @@ class EdgeApp:
                                                   (SESSION_HEADER.encode(), session.id.encode())]}
             await send(message)
 
-        await self._to_sdk(scope, receive, with_session_id, Caller(agent, record.id, record.name, session.id))
+        await self._to_sdk(scope, receive, with_session_id, Caller(agent, record.id, record.name, session.id,
+                                                                   frozenset(capabilities)))
 
     async def _stream(self, scope: Scope, receive: Receive, send: Send, caller: Caller) -> None:
         """The session's server-to-client stream: list_changed as it happens, a comment to keep
@@ -262,6 +278,13 @@ class EdgeApp:
             gone.cancel()
             with contextlib.suppress(BaseException):
                 await gone
+
+
+def _is_client_answer(body: bytes) -> bool:
+    try:
+        return is_response(json.loads(body))
+    except ValueError:
+        return False
 
 
 async def _disconnected(receive: Receive) -> None:

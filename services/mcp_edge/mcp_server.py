@@ -16,8 +16,11 @@ from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
 
+from services.mcp_edge.asks import ClientAsks
+from services.mcp_edge.changes import ListChanges
 from services.mcp_edge.gate import Caller, EdgeTool, Gate
-from services.mcp_edge.hold import call_held
+from services.mcp_edge.hold import call_held, new_task_id
+from services.mcp_edge.listen import serve_listen
 from shared.contracts.toolcall import ToolCallResult
 
 CALLER_STATE = "aurora_caller"  # key in the ASGI scope's state
@@ -73,7 +76,8 @@ def mcp_result(result: ToolCallResult) -> types.CallToolResult:
                                                     "error": result.error.code if result.error else None})
 
 
-def build_server(gate: Gate, *, approval_wait_seconds: float, approval_poll_seconds: float = 0.5) -> Server[Any]:
+def build_server(gate: Gate, asks: ClientAsks, changes: ListChanges, *, approval_wait_seconds: float,
+                 approval_poll_seconds: float = 0.5) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         caller = caller_of(ctx)
@@ -86,9 +90,16 @@ def build_server(gate: Gate, *, approval_wait_seconds: float, approval_poll_seco
         async def progress(done: float, message: str) -> None:
             await ctx.session.report_progress(done, None, message)
 
-        result = await call_held(gate, caller, params.name, dict(params.arguments or {}), progress,
-                                 wait_seconds=approval_wait_seconds, poll_seconds=approval_poll_seconds)
+        task_id = new_task_id()
+        async with asks.listening(task_id, caller, ctx):  # the app may ask this client during the call
+            result = await call_held(gate, caller, params.name, dict(params.arguments or {}), progress,
+                                     wait_seconds=approval_wait_seconds, poll_seconds=approval_poll_seconds,
+                                     task_id=task_id)
         return mcp_result(result)
 
+    async def listen(ctx: ServerRequestContext[Any],
+                     params: types.SubscriptionsListenRequestParams) -> types.SubscriptionsListenResult:
+        return await serve_listen(changes, caller_of(ctx), ctx, params)
+
     return EdgeServer("aurora-mcp-edge", version=VERSION, instructions="An Aurora agent's tools, through the gateway.",
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+                      on_list_tools=list_tools, on_call_tool=call_tool, on_subscriptions_listen=listen)

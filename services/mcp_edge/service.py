@@ -12,10 +12,11 @@ import contextlib
 import socket
 
 import uvicorn
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from nats.aio.client import Client as NATS
 
 from services.mcp_edge.admin import token_endpoints
+from services.mcp_edge.asks import ClientAsks
+from services.mcp_edge.backchannel import ClientReplies, EdgeSessionManager
 from services.mcp_edge.changes import ListChanges
 from services.mcp_edge.config import EdgeSettings
 from services.mcp_edge.gate import Gate
@@ -96,10 +97,14 @@ class EdgeService:
                                           endpoints=token_endpoints(tokens, agent_exists),
                                           description="bearer tokens of external MCP clients")
         parts.push_async_callback(admin.stop)
-        server = build_server(gate, approval_wait_seconds=settings.approval_wait_seconds)
-        manager = StreamableHTTPSessionManager(server, stateless=True)
+        replies = ClientReplies(nc, subjects)
+        parts.push_async_callback(replies.stop)
+        await replies.start()
+        server = build_server(gate, ClientAsks(nc, subjects), changes,
+                              approval_wait_seconds=settings.approval_wait_seconds)
+        manager = EdgeSessionManager(server, replies)
         await parts.enter_async_context(manager.run())
-        app = EdgeApp(manager.handle_request, tokens, sessions, changes, public_url=settings.public_url,
+        app = EdgeApp(manager.handle_request, tokens, sessions, changes, replies, public_url=settings.public_url,
                       authorization_servers=settings.authorization_servers)
         await self._listen(parts, app)
 

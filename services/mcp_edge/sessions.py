@@ -22,6 +22,7 @@ class SessionRecord(msgspec.Struct, frozen=True, kw_only=True):
     token_id: str
     protocol_version: str | None = None
     client: str | None = None  # the client's name from `initialize`, for the logs
+    capabilities: list[str] = msgspec.field(default_factory=list)  # declared in `initialize`: may it be asked?
     created_at: str
 
 
@@ -32,9 +33,11 @@ class SessionStore:
     def __init__(self, kv: KeyValue) -> None:
         self._kv = kv
 
-    async def open(self, agent: str, token_id: str, protocol_version: str | None, client: str | None) -> SessionRecord:
+    async def open(self, agent: str, token_id: str, protocol_version: str | None, client: str | None,
+                   capabilities: list[str] | None = None) -> SessionRecord:
         record = SessionRecord(id=secrets.token_hex(16), agent=agent, token_id=token_id,
-                               protocol_version=protocol_version, client=client, created_at=now_iso())
+                               protocol_version=protocol_version, client=client, created_at=now_iso(),
+                               capabilities=sorted(capabilities or []))
         await self._kv.create(record.id, msgspec.json.encode(record))
         return record
 

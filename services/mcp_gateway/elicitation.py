@@ -8,9 +8,11 @@ and the answer — an `interaction.submitted` from the same app, conversation an
 against the requested schema (`elicit_form`) — is the elicitation's result. An answer that does
 not fit is told what to fix and the question keeps waiting; no fitting answer within the
 timeout (at most `AURORA_ELICITATION_TIMEOUT_SECONDS`, never beyond the call's own timeout) is
-`cancel`. A call with no user behind it (an operator call, a call from an agent's MCP endpoint,
-an event without an actor or a conversation) or a synthetic run is declined with the reason in
-`_meta["aurora/reason"]`. Each elicitation is audited as `elicitation/create` of the app.
+`cancel`. A call from an agent's MCP endpoint is relayed to that MCP client instead
+(`edge_relay`: the mcp-edge instance holding the call asks it, when it declared the capability).
+A call with no user behind it (an operator call, an event without an actor or a conversation)
+or a synthetic run is declined with the reason in `_meta["aurora/reason"]`. Each elicitation is
+audited as `elicitation/create` of the app.
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 import mcp_types as types
 
 from services.mcp_gateway import chat_approvals, elicit_form
 from services.mcp_gateway.calls_in_flight import CallInFlight, CallsInFlight, SessionKey
+from services.mcp_gateway.edge_relay import EdgeRelay, is_edge_call
 from services.mcp_gateway.elicit_answers import PREFIX, ElicitAnswers
 from services.mcp_gateway.platform_tools import source_app_of, target_of
 from services.mcp_gateway.toolcalls import CallRecord
@@ -35,7 +38,7 @@ from shared.contracts.toolcall import ToolCallContext, ToolCallRequest, ToolCall
 from shared.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.elicitation")
-METHOD = "elicitation/create"
+METHOD: Final = "elicitation/create"
 REASON_META_KEY = "aurora/reason"
 NO_USER = "no user to ask"
 CALL_MARGIN = 1.0  # the answer must reach the app before the call itself times out
@@ -50,8 +53,10 @@ Announce = Callable[[str, str, dict[str, Any], str | None], None]  # (interactio
 
 class Elicitation:
     def __init__(self, calls: CallsInFlight, replies: EventReplies, answers: ElicitAnswers,
-                 audit: Callable[[CallRecord], Awaitable[None]], announce: Announce, *, timeout: float) -> None:
+                 audit: Callable[[CallRecord], Awaitable[None]], announce: Announce, *, timeout: float,
+                 edge: EdgeRelay | None = None) -> None:
         self._calls = calls
+        self._edge = edge
         self._replies = replies
         self._answers = answers
         self._audit = audit
@@ -90,6 +95,8 @@ class Elicitation:
         """(the result, the code of why Aurora declined itself or None, the reason)."""
         if isinstance(call, str):
             return _declined(f"{NO_USER}: {call}"), "no_user_to_ask", f"{NO_USER}: {call}"
+        if self._edge is not None and is_edge_call(call.context):
+            return await self._relay(self._edge, call, app_name, params)
         problem = _nobody(call.context)
         if problem is not None:
             return _declined(problem), "no_user_to_ask", problem
@@ -108,6 +115,26 @@ class Elicitation:
             why = "the call has no time left to wait for an answer"
             return types.ElicitResult(action="cancel", _meta={REASON_META_KEY: why}), "no_time", why
         return await self._ask(call, app_name, params.message, fields, interaction_id, wait)
+
+    async def _relay(self, edge: EdgeRelay, call: CallInFlight, app_name: str,
+                     params: types.ElicitRequestParams) -> tuple[types.ElicitResult, str | None, str | None]:
+        """The edge caller's own client answers (or the edge says why it cannot)."""
+        wait = min(self._timeout, call.remaining() - CALL_MARGIN)
+        if wait <= 0:
+            why = "the call has no time left to wait for an answer"
+            return types.ElicitResult(action="cancel", _meta={REASON_META_KEY: why}), "no_time", why
+        asked = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+        answer = await edge.ask(call.context, METHOD, asked, app=app_name, wait=wait)
+        if answer.error is not None:
+            why = f"the MCP client was not asked or did not answer: {answer.error.message}"
+            if answer.error.code == "client_timeout":
+                return types.ElicitResult(action="cancel", _meta={REASON_META_KEY: why}), None, why
+            return _declined(why), answer.error.code, why
+        try:
+            return types.ElicitResult.model_validate(answer.result or {}), None, None
+        except ValueError as exc:
+            why = f"the MCP client's answer is no elicitation result: {exc}"
+            return _declined(why), "bad_client_answer", why
 
     async def _ask(self, call: CallInFlight, app_name: str, message: str, fields: list[elicit_form.Field],
                    interaction_id: str, wait: float) -> tuple[types.ElicitResult, str | None, str | None]:

@@ -5,7 +5,9 @@ not a tool call), so it asks the runners on `<p>.model.sample` (`shared.contract
 they hold each agent's model settings and the keys, and already call that model for the agent's
 own turns. The call in flight names the agent (`calls_in_flight`, `custody`); a call without an
 agent (an operator's) or an agent without a model is refused with the reason; only text
-messages are relayed. Each request is audited as `sampling/createMessage` of the app.
+messages are relayed. A call from an agent's MCP endpoint is relayed to that MCP client instead
+(`edge_relay`), as the request is the client's to answer there. Each request is audited as
+`sampling/createMessage` of the app.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Awaitable, Callable
+from typing import Final
 
 import mcp_types as types
 import msgspec
@@ -21,6 +24,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from services.mcp_gateway.calls_in_flight import CallInFlight, CallsInFlight, SessionKey
+from services.mcp_gateway.edge_relay import EdgeRelay, is_edge_call
 from services.mcp_gateway.toolcalls import CallRecord
 from shared.contracts import sampling as contract
 from shared.contracts.toolcall import ToolCallContext, ToolCallRequest, ToolCallResult, ToolError
@@ -28,7 +32,7 @@ from shared.logs import get_logger
 from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_gateway.sampling")
-METHOD = "sampling/createMessage"
+METHOD: Final = "sampling/createMessage"
 CALL_MARGIN = 1.0  # the answer must reach the app before the call itself times out
 
 
@@ -40,8 +44,10 @@ class Refused(Exception):
 
 class Sampling:
     def __init__(self, nc: NATS, subjects: Subjects, calls: CallsInFlight,
-                 audit: Callable[[CallRecord], Awaitable[None]], *, timeout: float = 120.0) -> None:
+                 audit: Callable[[CallRecord], Awaitable[None]], *, timeout: float = 120.0,
+                 edge: EdgeRelay | None = None) -> None:
         self._nc = nc
+        self._edge = edge
         self._subject = subjects.model_sample
         self._calls = calls
         self._audit = audit
@@ -52,6 +58,8 @@ class Sampling:
         started = time.perf_counter()
         call = self._calls.caller(key, params.meta, token=call_token)
         context = call.context if isinstance(call, CallInFlight) else ToolCallContext()
+        if self._edge is not None and isinstance(call, CallInFlight) and is_edge_call(context):
+            return await self._relay(self._edge, key, call, app_name, params, started)
         try:
             reply = await self._ask(call, key[0], params)
         except Refused as exc:
@@ -62,6 +70,35 @@ class Sampling:
         text = types.TextContent(type="text", text=reply.text or "")
         return types.CreateMessageResult(role="assistant", content=text, model=reply.model or "unknown",
                                          stop_reason=reply.stop_reason)
+
+    async def _relay(self, edge: EdgeRelay, key: SessionKey, call: CallInFlight, app_name: str,
+                     params: types.CreateMessageRequestParams,
+                     started: float) -> types.CreateMessageResult | types.ErrorData:
+        """The edge caller's own client samples (or the edge says why it cannot)."""
+        wait = min(self._timeout, call.remaining() - CALL_MARGIN)
+        result: types.CreateMessageResult | None = None
+        error: ToolError | None
+        if wait <= 0:
+            error = ToolError(code="no_time", message="the call has no time left to wait for the client")
+        else:
+            asked = params.model_dump(by_alias=True, mode="json", exclude_none=True)
+            answer = await edge.ask(call.context, METHOD, asked, app=app_name, wait=wait)
+            error = ToolError(code=answer.error.code, message=answer.error.message) if answer.error else None
+            if error is None:
+                try:
+                    result = types.CreateMessageResult.model_validate(answer.result or {})
+                except ValueError as exc:
+                    error = ToolError(code="bad_client_answer",
+                                      message=f"the client's answer is no sampling result: {exc}")
+        if result is None or error is not None:
+            error = error or ToolError(code="bad_client_answer", message="the client gave no result")
+            await self._record(key, call.context, params, started, error=error)
+            log.info("sampling refused", app=app_name, code=error.code, reason=error.message)
+            return types.ErrorData(code=types.INVALID_REQUEST, message=f"{error.code}: {error.message}")
+        text = result.content.text if isinstance(result.content, types.TextContent) else None
+        await self._record(key, call.context, params, started, reply=contract.SampleReply(
+            text=text, model=result.model, stop_reason=result.stop_reason))
+        return result
 
     async def _ask(self, call: CallInFlight | str, app_id: str,
                    params: types.CreateMessageRequestParams) -> contract.SampleReply:

@@ -22,6 +22,7 @@ from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.chat_approvals import ChatAnswers
 from services.mcp_gateway.config import GatewaySettings
 from services.mcp_gateway.custody import Custody
+from services.mcp_gateway.edge_relay import EdgeRelay
 from services.mcp_gateway.elicit_answers import ElicitAnswers
 from services.mcp_gateway.elicitation import Elicitation
 from services.mcp_gateway.gateway import Gateway
@@ -180,10 +181,11 @@ class GatewayService:
         elicit_answers = ElicitAnswers(nc, subjects)
         parts.push_async_callback(elicit_answers.stop)
         await elicit_answers.start()
+        edge_relay = EdgeRelay(nc, subjects)
         server_requests.attach(elicitation=Elicitation(
             calls_in_flight, handler, elicit_answers, reporting.record_call, events.interaction_requested,
-            timeout=settings.elicitation_timeout_seconds),
-            sampling=Sampling(nc, subjects, calls_in_flight, reporting.record_call))
+            timeout=settings.elicitation_timeout_seconds, edge=edge_relay),
+            sampling=Sampling(nc, subjects, calls_in_flight, reporting.record_call, edge=edge_relay))
         # Stopped after the calls in flight finished (exit order is reversed): then none is left executing.
         parts.push_async_callback(ledger.stop)
         await ledger.start()

@@ -109,3 +109,17 @@ async def test_an_edge_call_must_name_its_agent_caller_and_task(edge_stack: Edge
         reply = decode_result((await enc.request(SUBJECTS.edge_tool_call, encode(envelope), timeout=10)).data)
         assert reply.payload.status == "denied", case
         assert reply.payload.error is not None and reply.payload.error.code == "invalid_request", case
+
+
+async def test_a_stateless_client_listens_for_list_changes(edge_stack: EdgeStack, enc: NATS) -> None:
+    await agent(enc, "edge-listen", [ECHO_TOOL, COUNTER_GET])
+    created = await token(enc, "edge-listen")
+    async with connected(edge_stack.endpoint("edge-listen"), created["token"], MODERN) as client:
+        assert COUNTER_GET in [t.name for t in (await client.list_tools()).tools]
+        async with client.listen(tools_list_changed=True, prompts_list_changed=True) as subscription:
+            assert subscription.honored.tools_list_changed is True
+            assert not subscription.honored.prompts_list_changed  # the edge serves no prompts
+            await agent(enc, "edge-listen", [ECHO_TOOL])  # the agent loses a tool
+            event = await asyncio.wait_for(subscription.__anext__(), 20)
+        assert type(event).__name__ == "ToolsListChanged"
+        assert [t.name for t in (await client.list_tools()).tools] == [ECHO_TOOL]
