@@ -1,4 +1,4 @@
-"""The short version of `make chaos` in the default suite: nats-server restarted mid-load on its
+"""The short version of `make chaos` (`make test-slow`): nats-server restarted mid-load on its
 file store, and one runner of two SIGKILLed mid-load, each with a few seconds of load through
 the real processes — every acknowledged input answered once, none twice."""
 
@@ -16,10 +16,11 @@ SCALE = 0.3  # of the 20 s load at 10 inputs/s
 SHORT = {s.name: s for s in [*NATS_RESTART, *KILLS] if s.name in ("nats-restart", "kill-runner")}
 
 
-# Runner kills under load are in the default run already (tests/e2e/test_runner_chaos.py), so this
-# one runs with `make test-slow`; the nats-server restart runs in every `make test`.
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.slow) if n == "kill-runner" else n
-                                  for n in sorted(SHORT)])
+# Both run with `make test-slow` and `make chaos`: the default run keeps their guarantees through
+# shorter tests of the same faults (a runner SIGKILLed mid-run, tests/e2e/test_runner_recovery.py;
+# nats-server restarted under the bridge, tests/integration/event_bridge/test_bridge_resilience.py).
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(SHORT))
 async def test_nothing_acknowledged_is_lost_or_duplicated(tmp_path: Path, name: str) -> None:
     scenario: Scenario = SHORT[name]
     outcome = await scenario.run(tmp_path, SCALE)

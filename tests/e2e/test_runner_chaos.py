@@ -3,7 +3,8 @@ started again): every run ends in a terminal state and every side effect — the
 sends to its own chat session, counted by the chat app in its append-only log — happens at most
 once; exactly once for every task that says it delivered.
 
-The default suite runs 400 runs; the full 2,000 are `@pytest.mark.slow` (`make test-slow`).
+`make test-slow` runs 400 and then the full 2,000; the default suite keeps a runner SIGKILLed
+mid-run in tests/e2e/test_runner_recovery.py.
 A task may end `unverified` only when a runner died between recording a reply as started and
 sending it, with no audit record of the call; it then says what to check and the reply was not
 sent twice — the test counts and prints those.
@@ -57,7 +58,8 @@ async def audit_call_ids(nc: NATS, subjects: Subjects) -> set[str]:
     return ids
 
 
-@pytest.mark.parametrize("runs", [400, pytest.param(2000, marks=pytest.mark.slow)])
+@pytest.mark.slow
+@pytest.mark.parametrize("runs", [400, 2000])
 async def test_every_run_ends_and_every_reply_is_sent_at_most_once_while_runners_die(
         tmp_path: Path, subjects: Subjects, runs: int) -> None:
     server, processes, chat_log = start_stack(tmp_path, runners=RUNNERS)

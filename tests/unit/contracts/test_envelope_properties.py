@@ -77,7 +77,7 @@ _PATHS = [
 
 
 @given(envelopes(), st.sampled_from(_PATHS), st.none() | json_values, st.booleans())
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 def test_a_mutated_envelope_is_valid_or_an_error_naming_the_mutated_field(
     envelope: dict[str, Any], path: str, value: Any, delete: bool
 ) -> None:
