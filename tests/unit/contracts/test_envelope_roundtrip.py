@@ -83,7 +83,7 @@ def _without_floats(value: Any) -> bool:
 
 
 @given(envelopes().filter(lambda e: _without_floats(e["payload"]["data"])))
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=100, deadline=None)  # the filter rejects many: 100 kept cost as much as 200 above
 def test_random_envelopes_encode_to_identical_bytes(envelope: dict[str, Any]) -> None:
     # Floats are left out: both encoders write the same value, but in different spellings
     # (`1e+16` from pydantic, `1e16` from msgspec); the dict test above covers their values.
