@@ -1,11 +1,12 @@
 """`make gateway-memory`: what grows in the gateway per agent-path call, without a 10-minute soak.
 
 A real nats-server, supervisor and gateway (with `AURORA_TRACEMALLOC=1`) and the chat app. Each
-call is the soak's: a run recorded as the router records it (a new run id each time), then
-`event_reply` for it on `amp.tool.call`, as the runner sends it, GATEWAY_MEMORY_CONCURRENCY at
-a time. After GATEWAY_MEMORY_WARMUP calls the gateway gets SIGUSR2 (tracemalloc's baseline),
-after GATEWAY_MEMORY_CALLS more another: its log line `memory growth` then names the
-allocation sites that grew, which this prints with the gateway's RSS at both points.
+call is the soak's run: its record as the router writes it (a new run id each time), its
+`agents tools` request and its `event_reply` on `amp.tool.call`, as the runner sends them,
+GATEWAY_MEMORY_CONCURRENCY at a time. After GATEWAY_MEMORY_WARMUP calls the gateway gets
+SIGUSR2 (tracemalloc's baseline), after GATEWAY_MEMORY_CALLS more another: its log line
+`memory growth` then names the allocation sites that grew, which this prints with the
+gateway's RSS at both points.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import nats
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats
+from services.mcp_gateway.custody import record_delivery
 from shared.admin import admin_request
 from shared.clock import now_iso
 from shared.contracts.envelope import Actor, Header, Source
@@ -47,10 +49,12 @@ AGENT = "mem-echo"
 
 
 async def agent_call(nc: NATS, text: str) -> str:
-    """One soak-like call: a new run's record, then its `event_reply`; the result's status."""
+    """One soak-like run: its record, its tool list, then its `event_reply`; the reply's status."""
     record = await dispatched(nc, SUBJECTS, agent=AGENT, source_app=CHAT, capabilities=("reply",),
                               reply_target=ReplyTarget(app=CHAT, session_id="mem-room", actor_id="mem-user"),
                               actor=Actor(id="mem-user", kind="user"), session_id="mem-room")
+    # What the runner asks first at every run: the agent's tools for this event's delivery.
+    await admin_request(nc, SUBJECTS, "agents", "tools", {"agent": AGENT, "delivery": record_delivery(record)})
     envelope = ToolCallEnvelope(
         header=Header(method=METHOD_CALL, message_id=str(uuid.uuid4()), timestamp=now_iso(),
                       source=Source(app="runner")),
