@@ -106,7 +106,7 @@ bench-runner: $(STAMP)
 	$(PYTHON) -m tests.bench.bench_runner
 
 ## bench: every benchmark into one report: bench/results.json, bench/results.md (table), bench/results.png
-.PHONY: bench bench-e2e bench-startup soak
+.PHONY: bench bench-e2e bench-startup soak gateway-memory
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(PYTHON) -m tests.bench.report
@@ -123,6 +123,10 @@ bench-startup: $(STAMP)
 .PHONY: profile-gateway
 profile-gateway: $(STAMP)
 	$(PYTHON) -m tests.bench.profile
+
+## gateway-memory: what grows in the gateway per agent-path call (tracemalloc, a few minutes)
+gateway-memory: $(STAMP)
+	$(PYTHON) -m tests.bench.gateway_memory
 
 ## soak: 10 minutes of steady load; fails if any service's resident memory grows more than 5 %
 soak: $(STAMP)

@@ -9,6 +9,7 @@ from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.config import GatewaySettings, load_mcp_gateway_settings
 from services.mcp_gateway.service import GatewayService
+from shared import memwatch
 from shared.service import load_or_exit, run_service
 from shared.settings import Settings, load_settings
 
@@ -16,6 +17,7 @@ NAME = "mcp-gateway"
 
 
 async def main(own: GatewaySettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
+    memwatch.install(asyncio.get_running_loop())  # AURORA_TRACEMALLOC=1 only
     service = GatewayService(nc, settings.subjects, own)
     try:
         await service.start()

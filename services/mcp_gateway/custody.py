@@ -98,16 +98,31 @@ def resolve(ctx: ToolCallContext, record: RunRecord | None, *,
     )
 
 
+# Run records kept decoded (least recently used out first). A record is needed only while its run
+# makes calls, and the runs making calls at one time are the runners' concurrency (16 each by
+# default); a run that calls again after it fell out (one resumed hours later by an approval) costs
+# one KV get. A decoded record is about 1.3 KiB, so the former 4,096 were 5 MiB that went on
+# filling for minutes after `make soak`'s warm-up (docs/benchmarks.md); 256 are 0.3 MiB, full
+# seconds into any load.
+RECORD_CACHE_SIZE = 256
+
+
 class Custody:
     """Reads run records (cached: a record never changes) and pipelines (read each time: an
     operator may change a pipeline while its runs go on)."""
 
-    def __init__(self, records: KeyValue, open_pipelines: OpenBucket, *, cache_size: int = 4096) -> None:
+    def __init__(self, records: KeyValue, open_pipelines: OpenBucket, *,
+                 cache_size: int = RECORD_CACHE_SIZE) -> None:
         self._records = records
         self._open_pipelines = open_pipelines
         self._pipelines: KeyValue | None = None
         self._cache: OrderedDict[str, RunRecord] = OrderedDict()
         self._cache_size = cache_size
+
+    @property
+    def cached(self) -> int:
+        """How many run records are held decoded now (at most the cache size)."""
+        return len(self._cache)
 
     async def context_for(self, ctx: ToolCallContext) -> ToolCallContext | CustodyRefusal:
         try:
