@@ -1,5 +1,5 @@
 """`make soak`: steady load through the whole platform for SOAK_SECONDS (600), and a check that
-no service's resident memory grew more than 5 % over it.
+no Aurora service's resident memory grew more than 5 % over it (nats-server's is printed).
 
 The load is the end-to-end benchmark's (native chat events answered by a playbook agent) at
 SOAK_RATE events/s (10: a soak looks for growth under a load the platform keeps up with on a
@@ -77,7 +77,11 @@ async def main() -> int:
         print(f"soak too short to measure: SOAK_SECONDS must exceed the {WARM_UP:.0f} s warm-up")
         return 2
     growth = {name: statistics.median(values[-3:]) / baseline[name] - 1 for name, values in samples.items()}
-    worst = max(growth, key=lambda n: growth[n])
+    # nats-server is printed, not judged: JetStream keeps every event of the soak (AMP_EVENTS, the
+    # audit, the signals) and the server caches stored blocks in memory, so its RSS follows the
+    # data kept, which the streams' limits bound; Aurora's own processes must stay flat.
+    judged = {name: g for name, g in growth.items() if name != "nats-server"}
+    worst = max(judged, key=lambda n: judged[n])
     answered = "every one answered" if not unanswered else f"{unanswered} NOT answered 2 minutes after the last"
     print(f"soak: {sent} events in {seconds} s at {rate}/s, {answered}; RSS growth after the warm-up: "
           + ", ".join(f"{n} {g:+.1%}" for n, g in growth.items()))
