@@ -87,6 +87,11 @@ async def hold_a_tick(victim: ServiceProcess, other: ServiceProcess) -> None:
     raise AssertionError("the frozen scheduler was never given a tick in 10 tries")
 
 
+# In `make test-slow` until its set-up is reliable: freezing one instance does not reliably leave it
+# holding a tick (its pull request may expire first), so `hold_a_tick` often finds no take-over in its
+# tries (seen on an idle machine too). The exactly-once guarantee itself is also covered in `make test`
+# by the crash-before-ack test below.
+@pytest.mark.slow
 @pytest.mark.usefixtures("bridge")
 async def test_two_instances_one_killed_holding_a_tick_give_one_event_per_tick(
         nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
