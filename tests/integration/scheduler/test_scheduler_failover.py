@@ -6,6 +6,8 @@ restart after downtime with `catch_up: true` (every missed tick fires, once) and
 from __future__ import annotations
 
 import asyncio
+import json
+import math
 import os
 import signal
 import time
@@ -67,31 +69,62 @@ def exactly_once(events: list[dict[str, Any]]) -> None:
     assert {iso(t): n for t, n in counts.items() if n != 1} == {}, "a tick with more than one event"
 
 
-async def hold_a_tick(victim: ServiceProcess, other: ServiceProcess) -> None:
-    """Freeze `victim` until it has been given a tick it cannot answer (the other instance gets
-    that tick again after the ack wait and logs taking it over); try a few times, as which
-    instance the server gives a tick to is its choice."""
-    for _ in range(10):
-        before = other.logs().count(TAKEN_OVER)
-        os.kill(victim.pid, signal.SIGSTOP)
+DROPPED = '"tick dropped"'
 
-        async def taken_over(before: int = before) -> bool:
-            return other.logs().count(TAKEN_OVER) > before
 
+async def ack_pending(nc: NATS, subjects: Subjects) -> int:
+    return int((await consumer_info(nc, subjects)).num_ack_pending or 0)
+
+
+async def off_beat_pull(nc: NATS, subjects: Subjects, victim: ServiceProcess) -> None:
+    """Make `victim` send its next pull request half-way between two ticks: a tick of a schedule
+    that does not exist (which it drops) reaches it there, and it asks for more at once. Its
+    requests last one second (the consumer's fetch timeout), so this one is still waiting when
+    the next real tick fires, instead of expiring on the tick as a request sent right after the
+    previous tick would."""
+    now = time.time()
+    await asyncio.sleep(math.ceil(now) - now + 0.4)  # 0.4 s after a whole second
+    before = victim.logs().count(DROPPED)
+    body = json.dumps({"schedule": "off-beat", "tick": iso(datetime.now(UTC))}).encode()
+    await nc.jetstream().publish(subjects.schedule_tick("off-beat"), body)
+
+    async def dropped() -> bool:
+        return victim.logs().count(DROPPED) > before
+
+    await poll(dropped, timeout=0.4, what="the victim to drop the off-beat tick", interval=0.01)
+    await asyncio.sleep(0.05)  # its next pull request is sent right after the fetch returned
+
+
+async def hold_a_tick(nc: NATS, subjects: Subjects, victim: ServiceProcess, other: ServiceProcess) -> None:
+    """Leave `victim` frozen holding a tick it was given and cannot answer.
+
+    `other` is frozen first, until a tick after its pull requests expired was handled (so by
+    `victim`, the only instance still asking); then `victim` is frozen with a pull request
+    waiting, and the server hands it the next tick. A try whose timing a loaded machine spoilt
+    (no tick held a second after the freeze) thaws `victim` and tries again."""
+    os.kill(other.pid, signal.SIGSTOP)
+    frozen_at = time.time()
+    await events_until(nc, "failover", lambda found: tick_times(found)[-1].timestamp() > frozen_at + 1.5,
+                       what="a tick handled by the victim alone")
+    for _ in range(5):
+        await poll(lambda: _none_pending(nc, subjects), timeout=10, what="every tick answered")
         try:
-            await poll(taken_over, timeout=3, what="a tick the frozen scheduler held", interval=0.1)
+            await off_beat_pull(nc, subjects, victim)
+        except AssertionError:
+            continue
+        os.kill(victim.pid, signal.SIGSTOP)
+        try:
+            await poll(lambda: ack_pending(nc, subjects), timeout=1.5, what="a tick the frozen victim holds")
             return
         except AssertionError:
             os.kill(victim.pid, signal.SIGCONT)
-            await asyncio.sleep(0.5)  # let it fetch again before the next try
-    raise AssertionError("the frozen scheduler was never given a tick in 10 tries")
+    raise AssertionError("the frozen scheduler was never given a tick in 5 tries")
 
 
-# In `make test-slow` until its set-up is reliable: freezing one instance does not reliably leave it
-# holding a tick (its pull request may expire first), so `hold_a_tick` often finds no take-over in its
-# tries (seen on an idle machine too). The exactly-once guarantee itself is also covered in `make test`
-# by the crash-before-ack test below.
-@pytest.mark.slow
+async def _none_pending(nc: NATS, subjects: Subjects) -> bool:
+    return await ack_pending(nc, subjects) == 0
+
+
 @pytest.mark.usefixtures("bridge")
 async def test_two_instances_one_killed_holding_a_tick_give_one_event_per_tick(
         nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
@@ -102,9 +135,10 @@ async def test_two_instances_one_killed_holding_a_tick_give_one_event_per_tick(
     await apply_schedule(nc, subjects, id="failover", every="1s", catch_up=False)
     await events_until(nc, "failover", lambda found: len(found) >= 2, what="the first ticks")
 
-    await hold_a_tick(first, second)
+    await hold_a_tick(nc, subjects, first, second)
     first.kill()  # SIGKILL while it holds a tick it took and never answered
     killed_at = datetime.now(UTC)
+    os.kill(second.pid, signal.SIGCONT)
     events = await events_until(nc, "failover", lambda found: covered(found, killed_at.timestamp() + 4),
                                 what="an event for every tick until 4 s after the kill")
     exactly_once(events)
