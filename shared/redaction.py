@@ -17,10 +17,13 @@ approval still binds the hash of the full arguments (`canonical_args_hash`).
 from __future__ import annotations
 
 import functools
+import json
 import re
 import threading
 from collections.abc import Iterable
 from typing import Any
+
+import msgspec
 
 MARKER = "[redacted]"
 # A secret name: one that ends with one of these words once `_`, `-` and spaces are dropped
@@ -30,6 +33,11 @@ _SECRET_WORDS = re.compile(
     r"(passw(or)?d|passphrase|secret|secretkey|privatekey|token|apikey|authorization|credentials?|cookie)$"
     r"|password", re.IGNORECASE)
 _SEPARATORS = re.compile(r"[_\-\s.]")
+# What every secret name holds once its separators are dropped (the words above, unanchored):
+# a JSON text without any of them names no secret field.
+_SECRET_HINT = re.compile(r"passw|passphrase|secret|privatekey|token|apikey|authorization|credential|cookie",
+                          re.IGNORECASE)
+_encoder = msgspec.json.Encoder(enc_hook=str)
 
 
 @functools.lru_cache(maxsize=8192)
@@ -94,6 +102,17 @@ def _merge(into: Paths, other: Paths) -> None:
             into[key] = sub
 
 
+def _plain_json(value: Any) -> str | None:
+    """`value` as JSON text when the text names no possible secret and has no escape; else None."""
+    try:
+        text = _encoder.encode(value).decode()
+    except (msgspec.EncodeError, TypeError, ValueError, OverflowError):
+        return None  # not encodable as it is: the walk and json.dumps say what it is
+    if "\\" in text or _SECRET_HINT.search(_SEPARATORS.sub("", text)):
+        return None
+    return text
+
+
 class Redactor:
     """Secret fields and known credential values, replaced by `MARKER`. Thread-safe to learn."""
 
@@ -146,6 +165,18 @@ class Redactor:
         values redacted."""
         redacted = self.value(arguments, paths or {})
         return redacted if isinstance(redacted, dict) else {}
+
+    def json_text(self, value: Any, paths: Paths | None = None) -> str:
+        """`value` redacted, as compact JSON text (what an audit summary keeps).
+
+        Most values name no secret field: such a value is encoded once and its text scrubbed of
+        known credentials, without the walk (two walks per call were a tenth of the gateway's CPU
+        per tool call). Schema-secret paths, a name that may be secret anywhere in the text, or
+        an escape (a known value could hide behind one) take the walk."""
+        text = _plain_json(value) if not paths else None
+        if text is not None:
+            return self.scrub(text)
+        return json.dumps(self.value(value, paths), ensure_ascii=False, default=str, separators=(",", ":"))
 
     def value(self, value: Any, paths: Paths | None = None) -> Any:
         """Any JSON value (a result, an event's data) with secret-named fields and known values

@@ -45,7 +45,8 @@ def run_service(name: str, main: ServiceMain, settings: Settings) -> None:
     load_or_exit(name, lambda: setup_metrics(name))
     use_replicas(settings.stream_replicas)  # of every stream, bucket and consumer it creates
     try:
-        asyncio.run(_serve(name, settings, main))
+        with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:
+            runner.run(_serve(name, settings, main))
     except AuroraError as exc:
         get_logger(name).error("start-up failed", error=str(exc))
         print(f"aurora-{name}: {exc}", file=sys.stderr)
@@ -53,6 +54,15 @@ def run_service(name: str, main: ServiceMain, settings: Settings) -> None:
     finally:
         shutdown_tracing()
         shutdown_metrics()
+
+
+def loop_factory(event_loop: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """The event loop a service runs on (`Settings.event_loop`); None: asyncio's own."""
+    if event_loop == "uvloop":
+        import uvloop  # only a service process needs it: the CLI starts faster without
+
+        return uvloop.new_event_loop
+    return None
 
 
 async def _serve(name: str, settings: Settings, main: ServiceMain) -> None:

@@ -7,7 +7,6 @@ arguments it keeps), the audit and `tool.*` events (`Reporting.record_call`), th
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -59,8 +58,7 @@ class GatewayRedaction:
     def summary(self, value: Any, paths: Paths | None = None, limit: int = SUMMARY_LIMIT) -> str:
         """A redacted value as compact JSON, at most `limit` characters (redacted before it is cut,
         so a cut never leaves half a secret)."""
-        text = json.dumps(self.redactor.value(value, paths), ensure_ascii=False, default=str,
-                          separators=(",", ":"))
+        text = self.redactor.json_text(value, paths)
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
     def read_secret(self, auth: AuthHeader) -> str:

@@ -7,6 +7,8 @@ import json
 import logging
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared.contracts.approval import Approval, canonical_args_hash, decision_signal_id, public_view
 from shared.logs import JsonFormatter, scrub_logs_with
@@ -95,3 +97,30 @@ def test_decision_ids_depend_on_the_hidden_salt_and_the_verb() -> None:
     assert granted != decision_signal_id(other, "granted") and granted != decision_signal_id(one, "denied")
     assert granted != "approval-apr-1-granted"  # not the predictable form
     assert "decision_salt" not in public_view(one) and "a" * 32 not in json.dumps(public_view(one))
+
+
+KNOWN = "s3cr3t-value-42"
+QUOTED = 'q"uo\\ted-value-77'  # JSON escapes it: the text scrub alone would miss it
+_names = st.sampled_from(["city", "n", "max_tokens", "tags", "Password", "api_key", "X-Api-Key", "to_ken",
+                          "tok\"en", "note", f"k{KNOWN}", "clientSecret", "cookie"])
+_leaves = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(
+    ["北京", "plain", f"url?key={KNOWN}", "quote\"d", "back\\slash", f"tab\t{KNOWN}", "token", f"a {QUOTED}"])
+_values = st.recursive(_leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_names, inner, max_size=4),
+                       max_leaves=20)
+
+
+@settings(max_examples=400, deadline=None)
+@given(value=_values)
+def test_the_json_text_of_a_value_is_what_the_walk_redacts(value: object) -> None:
+    """The fast path (encode, then scrub the text) and the walk keep the same thing."""
+    redactor = Redactor([KNOWN, QUOTED])
+    walked = redactor.value(value)
+    text = redactor.json_text(value)
+    assert json.loads(text) == walked
+    assert KNOWN not in text
+
+
+def test_the_json_text_follows_a_schemas_secret_paths() -> None:
+    redactor = Redactor()
+    paths = secret_paths({"type": "object", "properties": {"pin": {"type": "string", "writeOnly": True}}})
+    assert json.loads(redactor.json_text({"pin": "1234", "city": "x"}, paths)) == {"pin": MARKER, "city": "x"}

@@ -1,10 +1,14 @@
-"""Settings from the environment: NATS credentials, the inbox prefix that follows the user."""
+"""Settings from the environment: NATS credentials, the inbox prefix that follows the user, the event loop."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
+import uvloop
 
 from shared.errors import ConfigError
+from shared.service import loop_factory
 from shared.settings import inbox_prefix_for, load_settings
 
 
@@ -30,3 +34,13 @@ def test_the_inbox_prefix_can_be_set_and_a_bad_one_is_refused_naming_the_variabl
 def test_user_and_password_come_together() -> None:
     with pytest.raises(ConfigError, match="NATS_USER"):
         load_settings({"NATS_USER": "runner"})
+
+
+def test_services_run_on_uvloop_unless_told_otherwise() -> None:
+    assert load_settings({}).event_loop == "uvloop"
+    assert load_settings({"AURORA_EVENT_LOOP": "AsyncIO"}).event_loop == "asyncio"
+    with pytest.raises(ConfigError, match="AURORA_EVENT_LOOP"):
+        load_settings({"AURORA_EVENT_LOOP": "trio"})
+    with asyncio.Runner(loop_factory=loop_factory("uvloop")) as runner:
+        assert isinstance(runner.get_loop(), uvloop.Loop)
+    assert loop_factory("asyncio") is None
