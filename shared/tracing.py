@@ -40,6 +40,11 @@ class SpanHandle:
         self._fallback = fallback
 
     @property
+    def recording(self) -> bool:
+        """False when tracing is off: attributes would go nowhere, so need not be worked out."""
+        return self._span is not None
+
+    @property
     def trace(self) -> Trace | None:
         if self._span is None:
             return self._fallback

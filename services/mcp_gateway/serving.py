@@ -105,11 +105,12 @@ class CallServer:
                 except Exception:
                     reply, record = self._internal_error(request.data, tracked, operator)
                 if record is not None:
-                    describe_call(span, record)
                     metrics.tool_call_duration.record((record.result.duration_ms or 0.0) / 1000, {
                         "tool": record.request.tool, "status": record.result.status})
-                    # The `tool.*` event of the call continues the gateway's span for it.
-                    record = dataclasses.replace(record, trace=span.trace or record.trace)
+                    if span.recording:
+                        describe_call(span, record)
+                        # The `tool.*` event of the call continues the gateway's span for it.
+                        record = dataclasses.replace(record, trace=span.trace or record.trace)
             try:
                 await request.respond(self._scrub_reply(reply))
                 # `respond` only queues the reply for nats-py's flusher task; letting it run

@@ -103,8 +103,9 @@ KNOWN = "s3cr3t-value-42"
 QUOTED = 'q"uo\\ted-value-77'  # JSON escapes it: the text scrub alone would miss it
 _names = st.sampled_from(["city", "n", "max_tokens", "tags", "Password", "api_key", "X-Api-Key", "to_ken",
                           "tok\"en", "note", f"k{KNOWN}", "clientSecret", "cookie"])
-_leaves = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.sampled_from(
-    ["北京", "plain", f"url?key={KNOWN}", "quote\"d", "back\\slash", f"tab\t{KNOWN}", "token", f"a {QUOTED}"])
+_texts = st.sampled_from(["北京", "plain", f"url?key={KNOWN}", "quote\"d", "back\\slash", f"tab\t{KNOWN}", "token",
+                          f"a {QUOTED}"])
+_leaves = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _texts
 _values = st.recursive(_leaves, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_names, inner, max_size=4),
                        max_leaves=20)
 
