@@ -1,4 +1,4 @@
-"""`make bench-runner`: runs/s through 1 and through 4 runner processes, on I/O-bound playbook
+"""`make bench-runner`: runs/s through 1, 2 and 4 runner processes, on I/O-bound playbook
 runs (one tool step that sleeps 50 ms in the echo app, through the real supervisor and gateway).
 
 Each runner process runs at most BENCH_CONCURRENCY runs at a time (AURORA_RUNNER_CONCURRENCY,
@@ -161,7 +161,7 @@ async def main() -> int:
             ceiling = max([await gateway_ceiling(nc) for _ in range(2)])
             results: dict[int, Result] = {}
             cpu: dict[str, float] = {}
-            for count in (1, 4):
+            for count in (1, 2, 4):
                 while len(runners) < count:
                     n = len(runners) + 1
                     runner_env = {**env, "AURORA_LOG_LEVEL": "INFO", "AURORA_RUNNER_CONCURRENCY": str(concurrency),
@@ -185,11 +185,11 @@ async def main() -> int:
             for process in [*runners, *reversed(base)]:
                 process.terminate(timeout=20)
             server.stop()
-    one, four = results[1], results[4]
+    one, two, four = results[1], results[2], results[4]
     ratio = four.rate / one.rate
     print(f"runner benchmark: playbook runs with one {SLEEP * 1000:.0f} ms tool step, "
           f"{concurrency} concurrent runs per runner process, {os.cpu_count()} CPUs")
-    for result in (one, four):
+    for result in (one, two, four):
         print(f"  {result.name:<10} {result.count:>6,} runs  {result.seconds:7.2f} s  {result.rate:8.1f} runs/s")
     print(f"  gateway ceiling: {ceiling:.1f} calls/s of the same tool with 16 concurrent callers"
           + (" (the gateway serves these calls one at a time: no number of runners can go faster)"
@@ -198,7 +198,9 @@ async def main() -> int:
     print("  CPU ms per run with 4 runners: " + ", ".join(f"{name} {ms:.1f}" for name, ms in cpu.items())
           + f"; {total:.1f} in all, so {os.cpu_count()} CPUs allow at most ~{(os.cpu_count() or 1) * 1000 / total:.0f}"
             " runs/s")
-    record("runner", {"one_per_s": one.rate, "four_per_s": four.rate, "ratio": ratio, "goal": GOAL,
+    print(f"  2 runners = {two.rate / one.rate:.2f} × one runner")
+    record("runner", {"one_per_s": one.rate, "two_per_s": two.rate, "four_per_s": four.rate, "ratio": ratio,
+                      "two_ratio": two.rate / one.rate, "goal": GOAL,
                       "cpu_ms_per_run": cpu})
     verdict = "met" if ratio >= GOAL else "NOT met"
     print(f"ratio: 4 runners = {ratio:.2f} × one runner (goal ≥ {GOAL}: {verdict})")

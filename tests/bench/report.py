@@ -78,12 +78,22 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
                       f"{seq['ratio']:.2f}×; {seq['own_cost_above_floor']:.2f} ms above the 2-round-trip floor"))
         found.append((f"gateway: {gw['callers']} callers, calls/s", f"{conc['gateway_per_s']:,.0f}",
                       f"{conc['direct_per_s']:,.0f}", f"{conc['ratio']:.0%}"))
+        if "platform_cpu_ms_per_call" in gw:
+            found.append(("gateway: own cost above the floor, p50", f"{seq['own_cost_above_floor']:.2f} ms",
+                          "direct p50 + 2 NATS round trips", f"goal ≤ {seq['own_cost_goal']} ms"))
+            found.append(("gateway + supervisor + nats-server: CPU ms per call",
+                          f"{gw['platform_cpu_ms_per_call']:.2f}",
+                          "each round: " + ", ".join(f"{v:.2f}" for v in gw["platform_cpu_each_round"]),
+                          f"goal ≤ {gw['platform_cpu_goal']} ms"))
         cpu = gw.get("cpu_ms_per_call") or {}
         for run_name, usage in cpu.items():
             if "gateway" in run_name:
                 found.append(("gateway: CPU ms per call", f"{sum(usage.values()):.2f}",
                               ", ".join(f"{k} {v:.2f}" for k, v in usage.items()), "-"))
     if runner := results.get("runner"):
+        if "two_per_s" in runner:
+            found.append(("runner: runs/s, 2 processes vs 1", f"{runner['two_per_s']:,.1f}",
+                          f"{runner['one_per_s']:,.1f}", f"{runner['two_ratio']:.2f}×"))
         found.append(("runner: runs/s, 4 processes vs 1", f"{runner['four_per_s']:,.1f}", f"{runner['one_per_s']:,.1f}",
                       f"{runner['ratio']:.2f}× (goal ≥ {runner['goal']}×)"))
     if startup := results.get("startup"):
