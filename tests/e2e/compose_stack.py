@@ -20,10 +20,9 @@ from typing import Any
 
 import httpx
 import yaml
-from typer.testing import CliRunner
 
 from aurora_cli.localnats import free_port, nats_server_binary
-from aurora_cli.main import app as cli_app
+from tests.harness.cli_here import run_cli_here
 from tests.harness.otlp import OtlpReceiver
 from tests.harness.processes import REPO, ServiceProcess
 from tests.integration.cli.conftest import AURORA
@@ -135,15 +134,8 @@ class ComposeStack:
                               text=True, timeout=timeout, check=False)
 
     def cli_here(self, *args: str) -> subprocess.CompletedProcess[str]:
-        """The operator's CLI run in this process: the same command code, arguments, NATS requests
-        and output as `cli`, without starting an interpreter — which costs seconds a call on a
-        loaded machine, and the scenarios make dozens of calls."""
-        env: dict[str, str | None] = {k: None for k in os.environ if k.startswith(("NATS_", "AURORA_", "CHAT_"))}
-        env.update({k: v for k, v in self.operator_env().items() if k.startswith(("NATS_", "AURORA_"))})
-        result = CliRunner().invoke(cli_app, list(args), env=env)
-        if result.exception is not None and not isinstance(result.exception, SystemExit):
-            raise result.exception
-        return subprocess.CompletedProcess(["aurora", *args], result.exit_code, result.stdout, result.stderr)
+        """The operator's CLI run in this process (tests/harness/cli_here.py)."""
+        return run_cli_here(args, self.operator_env())
 
     def demo_init_env(self) -> dict[str, str]:
         """demo-init's environment (the operator's credentials, the systems' addresses)."""

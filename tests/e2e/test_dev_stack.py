@@ -29,6 +29,7 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import free_port
 from shared.envfile import parse_env_text
+from tests.harness.cli_here import run_cli_here
 from tests.harness.processes import REPO, descendants, service_env
 from tests.harness.waiting import TimedOut, poll, poll_sync
 from tests.integration.cli.conftest import AURORA, Cli, cli_runner, wait_for_bridge_consumer
@@ -66,6 +67,15 @@ class DevProcess:
 
         def as_operator(*args: str, timeout: float = 30.0, **env: str) -> subprocess.CompletedProcess[str]:
             return run(*args, timeout=timeout, NATS_CREDS_ENV_FILE=str(self.creds / "operator.env"), **env)
+
+        return as_operator
+
+    def cli_here(self) -> Cli:
+        """The same, run in the test's process: for the many reads and polls of a test."""
+        env = {"NATS_URL": self.url, "NATS_CREDS_ENV_FILE": str(self.creds / "operator.env")}
+
+        def as_operator(*args: str, timeout: float = 30.0) -> subprocess.CompletedProcess[str]:
+            return run_cli_here(args, env)
 
         return as_operator
 
@@ -155,8 +165,9 @@ async def test_make_dev_emit_tail_and_a_plain_subscriber(dev: DevProcess, tmp_pa
     assert tailed.returncode == 0, tailed.stderr
     assert json.loads(tailed.stdout)["header"]["message_id"] == message_id
 
-    await _the_example_apps_serve_and_heal(cli, dev)
-    await _the_demo_routes_and_answers(cli)
+    # The script itself has been run above; the many reads and polls from here run in-process.
+    await _the_example_apps_serve_and_heal(dev.cli_here(), dev)
+    await _the_demo_routes_and_answers(dev.cli_here())
 
     assert dev.ctrl_c() == 0, dev.output()
     output = dev.output()

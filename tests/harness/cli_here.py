@@ -1,0 +1,27 @@
+"""The `aurora` CLI run in the test's own process.
+
+The same command code, arguments, NATS requests and output as running the `aurora` script, without
+starting an interpreter — which costs a second or more a call on a loaded machine, and tests that
+poll through the CLI make dozens of calls. Tests of the script itself (its exit on a refused
+connection, its start-up) still run it as a process.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Mapping, Sequence
+
+from typer.testing import CliRunner
+
+from aurora_cli.main import app as cli_app
+
+
+def run_cli_here(args: Sequence[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
+    """`aurora *args` with `env`'s NATS_* and AURORA_* variables (and none of the test's own)."""
+    scoped: dict[str, str | None] = {k: None for k in os.environ if k.startswith(("NATS_", "AURORA_", "CHAT_"))}
+    scoped.update({k: v for k, v in env.items() if k.startswith(("NATS_", "AURORA_"))})
+    result = CliRunner().invoke(cli_app, list(args), env=scoped)
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
+        raise result.exception
+    return subprocess.CompletedProcess(["aurora", *args], result.exit_code, result.stdout, result.stderr)
