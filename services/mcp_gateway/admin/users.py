@@ -7,6 +7,7 @@ keeps both buckets, since it is the one that decides approvals with them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -33,16 +34,44 @@ def _strings(body: dict[str, Any], field: str) -> list[str]:
     return list(value)
 
 
-def user_endpoints(users: KeyValue, policies: KeyValue) -> Endpoints:
-    async def find(name: str) -> tuple[User, int] | None:
-        try:
-            entry = await users.get(name)
-        except KeyNotFoundError:
-            return None
-        if entry.value is None or entry.revision is None:
-            return None
-        return _decode(entry.value), entry.revision
+# What a change makes of a person's current record (None: there is none yet): the new record and
+# what was done, or None when nothing needs to change.
+Change = Callable[[User | None], tuple[User, str] | None]
 
+
+async def _find(users: KeyValue, name: str) -> tuple[User, int] | None:
+    try:
+        entry = await users.get(name)
+    except KeyNotFoundError:
+        return None
+    if entry.value is None or entry.revision is None:
+        return None
+    return _decode(entry.value), entry.revision
+
+
+async def _compare_and_set(users: KeyValue, name: str, change: Change) -> dict[str, Any]:
+    """Apply `change` to `name`'s record as it is now, written only if nobody wrote it meanwhile
+    (tried again from a fresh read otherwise, a few times)."""
+    for _ in range(_ATTEMPTS):
+        found = await _find(users, name)
+        old, revision = found if found is not None else (None, None)
+        decided = change(old)
+        if decided is None:
+            assert old is not None, "a change leaves only an existing record unchanged"
+            return {"user": msgspec.to_builtins(old), "result": "unchanged"}
+        user, result = decided
+        try:
+            if revision is None:
+                await users.create(name, msgspec.json.encode(user))
+            else:
+                await users.update(name, msgspec.json.encode(user), last=revision)
+        except KeyWrongLastSequenceError:
+            continue
+        return {"user": msgspec.to_builtins(user), "result": result}
+    raise AdminRequestError("conflict", f"user {name!r} keeps changing; try again")
+
+
+def user_endpoints(users: KeyValue, policies: KeyValue) -> Endpoints:
     async def add(body: dict[str, Any]) -> dict[str, Any]:
         """Add a person, or change an existing one's roles and actors (and enable them again)."""
         try:
@@ -52,51 +81,36 @@ def user_endpoints(users: KeyValue, policies: KeyValue) -> Endpoints:
         except PeopleError as exc:
             raise AdminRequestError("invalid_request", str(exc)) from exc
         by = current_caller().name
-        for _ in range(_ATTEMPTS):
-            found = await find(name)
-            if found is None:
-                user = User(name=name, roles=roles, actors=actors, added_by=by, added_at=now_iso())
-                try:
-                    await users.create(name, msgspec.json.encode(user))
-                except KeyWrongLastSequenceError:
-                    continue
-                return {"user": msgspec.to_builtins(user), "result": "created"}
-            old, revision = found
+
+        def added(old: User | None) -> tuple[User, str] | None:
+            if old is None:
+                return User(name=name, roles=roles, actors=actors, added_by=by, added_at=now_iso()), "created"
             if old.roles == roles and old.actors == actors and old.active:
-                return {"user": msgspec.to_builtins(old), "result": "unchanged"}
-            user = msgspec.structs.replace(old, roles=roles, actors=actors, state="active", changed_by=by,
-                                           changed_at=now_iso())
-            try:
-                await users.update(name, msgspec.json.encode(user), last=revision)
-            except KeyWrongLastSequenceError:
-                continue
-            return {"user": msgspec.to_builtins(user), "result": "updated"}
-        raise AdminRequestError("conflict", f"user {name!r} keeps changing; try again")
+                return None
+            return msgspec.structs.replace(old, roles=roles, actors=actors, state="active", changed_by=by,
+                                           changed_at=now_iso()), "updated"
+
+        return await _compare_and_set(users, name, added)
 
     async def disable(body: dict[str, Any]) -> dict[str, Any]:
         name = text_field(body, "name")
-        for _ in range(_ATTEMPTS):
-            found = await find(name)
-            if found is None:
+        by = current_caller().name
+
+        def disabled(old: User | None) -> tuple[User, str] | None:
+            if old is None:
                 raise AdminRequestError("not_found", f"no user {name!r}")
-            old, revision = found
             if not old.active:
-                return {"user": msgspec.to_builtins(old), "result": "unchanged"}
-            user = msgspec.structs.replace(old, state="disabled", changed_by=current_caller().name,
-                                           changed_at=now_iso())
-            try:
-                await users.update(name, msgspec.json.encode(user), last=revision)
-            except KeyWrongLastSequenceError:
-                continue
-            return {"user": msgspec.to_builtins(user), "result": "disabled"}
-        raise AdminRequestError("conflict", f"user {name!r} keeps changing; try again")
+                return None
+            return msgspec.structs.replace(old, state="disabled", changed_by=by, changed_at=now_iso()), "disabled"
+
+        return await _compare_and_set(users, name, disabled)
 
     async def list_users(_: dict[str, Any]) -> dict[str, Any]:
         items = [msgspec.to_builtins(_decode(v)) for _, v in sorted((await read_all(users)).items())]
         return {"items": items}
 
     async def get(body: dict[str, Any]) -> dict[str, Any]:
-        found = await find(text_field(body, "name"))
+        found = await _find(users, text_field(body, "name"))
         if found is None:
             raise AdminRequestError("not_found", f"no user {body['name']!r}")
         return msgspec.to_builtins(found[0])  # type: ignore[no-any-return]

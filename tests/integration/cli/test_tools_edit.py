@@ -6,95 +6,32 @@ reviewer's wording, while a tool whose schema the app changed goes back to revie
 
 from __future__ import annotations
 
-import asyncio
-import json
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import nats
 import pytest
-import yaml
 
-from aurora_cli.localnats import LocalNats
-from shared.admin import admin_request
-from shared.subjects import Subjects
-from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
-from tests.harness.processes import ServiceProcess, service_env
 from tests.harness.waiting import poll_sync
-from tests.integration.cli.conftest import Cli, cli_runner
+from tests.integration.cli.review_stack import ReviewStack, review_stack, reviewer
 
 EDIT_APP = Path(__file__).parent / "apps" / "edit_app.py"
 LOOKUP, BLANK, PROBE = "test.edit.lookup", "test.edit.blank", "test.edit.probe"
+MARKER = "probe-has-depth"  # once it exists, the app's probe tool has a `depth` parameter
 WORDING = {"description": "Look up one record by its id and return its fields.",
            "parameters": {"id": "The record's id, e.g. R-1001."}, "units": {"timeout": "s"},
            "note": "The definition does not say what a missing id returns."}
 
 
-@dataclass
-class Stack:
-    cli: Cli
-    fake: FakeOpenAI
-    url: str
-    marker: Path
-
-    def ok(self, *args: str, **env: str) -> str:
-        result = self.cli(*args, COLUMNS="200", **env)
-        assert result.returncode == 0, f"aurora {' '.join(args)} → {result.returncode}\n{result.stderr}"
-        return result.stdout
-
-    def tool(self, name: str) -> dict[str, Any]:
-        found: dict[str, Any] = json.loads(self.ok("tools", "show", name, "--json"))
-        return found
-
-    def restart_app(self) -> None:
-        async def restart() -> None:
-            nc = await nats.connect(self.url)
-            try:
-                await admin_request(nc, Subjects("amp"), "supervisor", "restart",
-                                    {"app": "test.edit", "reason": "the test changes the app"}, timeout=15)
-            finally:
-                await nc.close()
-        asyncio.run(restart())
-
-
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReviewStack]:
     folder = tmp_path_factory.mktemp("edit")
-    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
-    server.start()
-    config, marker = folder / "apps.yml", folder / "probe-has-depth"
-    config.write_text(yaml.safe_dump({"apps": {"edit": {
-        "package": "test.edit", "governance": "review",
-        "mcp": {"command": [sys.executable, str(EDIT_APP)], "env": {"EDIT_APP_MARKER": str(marker)}}}}}),
-        encoding="utf-8")
-    env = service_env(server.url, AURORA_APPS_CONFIG=str(config))
-    logs = folder / "logs"
-    logs.mkdir()
-    processes = [ServiceProcess(module, env, logs, tag).start()
-                 for module, tag in (("services.app_supervisor", "supervisor"), ("services.mcp_gateway", "gateway"))]
-    fake = FakeOpenAI().start()
-    try:
-        processes[1].wait_for_log('"serving"', timeout=30)
-        stack = Stack(cli_runner(server.url), fake, server.url, marker)
-        poll_sync(lambda: stack.cli("tools", "show", PROBE).returncode == 0, timeout=30, what="the app's drafts")
-        yield stack
-    finally:
-        fake.stop()
-        for process in reversed(processes):
-            process.terminate(timeout=15)
-        server.stop()
+    with review_stack(folder, "test.edit", EDIT_APP, {"EDIT_APP_MARKER": str(folder / MARKER)}) as running:
+        poll_sync(lambda: running.cli("tools", "show", PROBE).returncode == 0, timeout=30, what="the app's drafts")
+        yield running
 
 
-def reviewer(wording: dict[str, Any]) -> Any:
-    def script(chat: Conversation) -> Turn:
-        return chat.answer("```json\n" + json.dumps(wording) + "\n```")
-    return script
-
-
-def test_a_suggestion_taken_by_a_reviewer_survives_the_apps_next_tool_list(stack: Stack) -> None:
+def test_a_suggestion_taken_by_a_reviewer_survives_the_apps_next_tool_list(stack: ReviewStack) -> None:
     stack.fake.script("reviewer-1", reviewer(WORDING))
     stack.ok("tools", "suggest", LOOKUP, "--base-url", stack.fake.base_url, "--model", "reviewer-1")
     assert stack.tool(LOOKUP)["version"] == 1
@@ -122,7 +59,7 @@ def test_a_suggestion_taken_by_a_reviewer_survives_the_apps_next_tool_list(stack
     stack.ok("tools", "edit", PROBE, "--param", "sensor=The sensor's tag, e.g. T-101.")
     stack.ok("tools", "review", PROBE)
     assert stack.tool(PROBE)["state"] == "REVIEWING"
-    stack.marker.touch()
+    (stack.folder / MARKER).touch()
     stack.restart_app()
     # The sign the re-list was synced: `probe`, listed after `lookup`, has the app's new schema.
     def synced() -> dict[str, Any] | None:
@@ -140,7 +77,7 @@ def test_a_suggestion_taken_by_a_reviewer_survives_the_apps_next_tool_list(stack
         {k: edited[k] for k in ("description", "input_schema", "version", "notes")}
 
 
-def test_filling_an_empty_description_is_what_makes_a_draft_publishable(stack: Stack) -> None:
+def test_filling_an_empty_description_is_what_makes_a_draft_publishable(stack: ReviewStack) -> None:
     stack.ok("tools", "review", BLANK)
     refused = stack.cli("tools", "publish", BLANK)
     assert refused.returncode == 1 and "description is empty" in refused.stderr
@@ -151,7 +88,7 @@ def test_filling_an_empty_description_is_what_makes_a_draft_publishable(stack: S
         "(unit: items)"
 
 
-def test_edit_says_what_is_wrong(stack: Stack) -> None:
+def test_edit_says_what_is_wrong(stack: ReviewStack) -> None:
     unknown = stack.cli("tools", "edit", LOOKUP, "--param", "nope=x", "--param", "id=The id.")
     assert unknown.returncode == 1 and "has no parameter 'nope'; its parameters: id, timeout" in unknown.stderr
     nothing = stack.cli("tools", "edit", LOOKUP)

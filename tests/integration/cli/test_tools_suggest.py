@@ -6,19 +6,12 @@ do not change."""
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
-import yaml
 
-from aurora_cli.localnats import LocalNats
-from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
-from tests.harness.processes import ServiceProcess, service_env
-from tests.integration.cli.conftest import Cli, cli_runner
+from tests.integration.cli.review_stack import ReviewStack, review_stack, reviewer
 
 REVIEW_APP = Path(__file__).parent / "apps" / "review_app.py"
 LOOKUP, BROKEN = "test.review.lookup", "test.review.broken"
@@ -27,54 +20,14 @@ WORDING = {"description": "Look up one record by its id and return its fields.",
            "units": {}, "note": "The definition does not say what a missing id returns."}
 
 
-@dataclass
-class Stack:
-    cli: Cli
-    fake: FakeOpenAI
-
-    def ok(self, *args: str, **env: str) -> str:
-        result = self.cli(*args, COLUMNS="200", **env)
-        assert result.returncode == 0, f"aurora {' '.join(args)} → {result.returncode}\n{result.stderr}"
-        return result.stdout
-
-    def tool(self, name: str) -> dict[str, Any]:
-        found: dict[str, Any] = json.loads(self.ok("tools", "show", name, "--json"))
-        return found
-
-
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    folder = tmp_path_factory.mktemp("suggest")
-    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
-    server.start()
-    config = folder / "apps.yml"
-    config.write_text(yaml.safe_dump({"apps": {"review": {
-        "package": "test.review", "governance": "review", "mcp": {"command": [sys.executable, str(REVIEW_APP)]}}}}),
-        encoding="utf-8")
-    env = service_env(server.url, AURORA_APPS_CONFIG=str(config))
-    logs = folder / "logs"
-    logs.mkdir()
-    processes = [ServiceProcess(module, env, logs, tag).start()
-                 for module, tag in (("services.app_supervisor", "supervisor"), ("services.mcp_gateway", "gateway"))]
-    fake = FakeOpenAI().start()
-    try:
-        processes[1].wait_for_log('"serving"', timeout=30)
-        yield Stack(cli_runner(server.url), fake)
-    finally:
-        fake.stop()
-        for process in reversed(processes):
-            process.terminate(timeout=15)
-        server.stop()
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ReviewStack]:
+    with review_stack(tmp_path_factory.mktemp("suggest"), "test.review", REVIEW_APP) as running:
+        yield running
 
 
-def reviewer(wording: dict[str, Any]) -> Any:
-    def script(chat: Conversation) -> Turn:
-        return chat.answer("Here it is:\n```json\n" + json.dumps(wording) + "\n```")
-    return script
-
-
-def test_a_suggestion_is_shown_as_a_diff_and_kept_but_not_applied(stack: Stack) -> None:
-    stack.fake.script("reviewer-1", reviewer(WORDING), api_key="sk-review")
+def test_a_suggestion_is_shown_as_a_diff_and_kept_but_not_applied(stack: ReviewStack) -> None:
+    stack.fake.script("reviewer-1", reviewer(WORDING, "Here it is:\n"), api_key="sk-review")
     before = stack.tool(LOOKUP)
     out = stack.ok("tools", "suggest", LOOKUP, AURORA_MODEL_BASE_URL=stack.fake.base_url, AURORA_MODEL="reviewer-1",
                    AURORA_MODEL_API_KEY_ENV="REVIEW_KEY", REVIEW_KEY="sk-review")
@@ -99,7 +52,7 @@ def test_a_suggestion_is_shown_as_a_diff_and_kept_but_not_applied(stack: Stack) 
     assert "+description: Look up one record by its id and return its fields." in shown["diff"]
 
 
-def test_a_suggestion_does_not_change_whether_a_draft_can_be_published(stack: Stack) -> None:
+def test_a_suggestion_does_not_change_whether_a_draft_can_be_published(stack: ReviewStack) -> None:
     # `broken` cannot be published (no description, an invalid schema); a suggestion with a fine
     # description changes nothing of that: the checks read the definition only.
     stack.fake.script("reviewer-2", reviewer({"description": "Count things.", "parameters": {"n": "How many."},
@@ -115,7 +68,7 @@ def test_a_suggestion_does_not_change_whether_a_draft_can_be_published(stack: St
     assert stack.tool(BROKEN)["state"] == "REVIEWING"
 
 
-def test_suggest_says_what_is_missing_or_wrong(stack: Stack) -> None:
+def test_suggest_says_what_is_missing_or_wrong(stack: ReviewStack) -> None:
     no_model = stack.cli("tools", "suggest", LOOKUP)
     assert no_model.returncode == 2 and "AURORA_MODEL_BASE_URL" in no_model.stderr
     stack.fake.script("chatty", lambda chat: chat.answer("I think it is fine."))
