@@ -135,7 +135,7 @@ class ComposeStack:
 
     def cli_here(self, *args: str) -> subprocess.CompletedProcess[str]:
         """The operator's CLI run in this process (tests/harness/cli_here.py)."""
-        return run_cli_here(args, self.operator_env())
+        return run_cli_here(args, {k: v for k, v in self.operator_env().items() if k.startswith(("NATS_", "AURORA_"))})
 
     def demo_init_env(self) -> dict[str, str]:
         """demo-init's environment (the operator's credentials, the systems' addresses)."""

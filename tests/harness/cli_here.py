@@ -18,9 +18,10 @@ from aurora_cli.main import app as cli_app
 
 
 def run_cli_here(args: Sequence[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str]:
-    """`aurora *args` with `env`'s NATS_* and AURORA_* variables (and none of the test's own)."""
+    """`aurora *args` with the variables of `env` set, and none of the test's own NATS_*, AURORA_*
+    and CHAT_* variables."""
     scoped: dict[str, str | None] = {k: None for k in os.environ if k.startswith(("NATS_", "AURORA_", "CHAT_"))}
-    scoped.update({k: v for k, v in env.items() if k.startswith(("NATS_", "AURORA_"))})
+    scoped.update(env)
     result = CliRunner().invoke(cli_app, list(args), env=scoped)
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
