@@ -57,8 +57,10 @@ dev: $(STAMP)
 	$(BIN)/aurora dev
 
 ## test: lint, type-check and the default test suite (unit, integration, e2e)
+# Modules go to the workers in collection order (e2e, then integration, then unit), not by how many
+# tests each has: xdist's reorder put the long one-test e2e modules last, and the run waited on them.
 test: $(STAMP) $(CHROMIUM) $(INSPECTOR) lint typecheck
-	$(PYTEST) -n 4 --dist loadscope -m "not slow and not bench" -q --durations=25
+	$(PYTEST) -n 4 --dist loadscope --no-loadscope-reorder -m "not slow and not bench" -q --durations=25
 
 lint: $(STAMP)
 	$(BIN)/ruff check shared services aurora_cli apps tests
