@@ -36,7 +36,7 @@ from shared.contracts.signals import (
 )
 from shared.streams import ensure_streams, fabric_streams
 from shared.subjects import Subjects
-from tests.bench.common import Result, Stopwatch, best, env_int, record, table, until
+from tests.bench.common import Result, Stopwatch, best, env_int, record, run_on_service_loop, table, until
 
 GOAL = 0.5
 APPS = ("im.polaris.qq", "im.polaris.wechat", "weather")
@@ -151,4 +151,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run_on_service_loop(main())

@@ -41,7 +41,7 @@ from shared.admin import admin_request
 from shared.clock import now_iso
 from shared.contracts.signals import NativeEventSignal, encode_signal
 from shared.subjects import Subjects
-from tests.bench.common import env_int, record
+from tests.bench.common import env_int, record, run_on_service_loop
 from tests.bench.resources import cpu_seconds, rss_mib
 from tests.harness.processes import ServiceProcess, service_env
 from tests.integration.runner.helpers import CHAT, stack_apps, write_apps
@@ -300,4 +300,4 @@ async def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(asyncio.run(main()))
+    sys.exit(run_on_service_loop(main()))

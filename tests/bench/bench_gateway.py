@@ -177,8 +177,9 @@ class Platform:
             "package": "bench.echo", "mcp": {"transport": "stdio", "command": [sys.executable, str(ECHO_APP)]},
         }}}))
         env = {k: v for k, v in os.environ.items() if not k.startswith(("NATS_", "AURORA_"))}
+        event_loop = os.environ.get("BENCH_EVENT_LOOP", "uvloop")
         env.update(NATS_URL=self.nats.url, AURORA_APPS_CONFIG=str(config), AURORA_LOG_LEVEL="WARNING",
-                   PYTHONUNBUFFERED="1", AURORA_EVENT_LOOP=os.environ.get("BENCH_EVENT_LOOP", "uvloop"))
+                   PYTHONUNBUFFERED="1", AURORA_EVENT_LOOP=event_loop)
         for module in ("services.app_supervisor", "services.mcp_gateway"):
             log = (self.folder / f"{module}.log").open("wb")
             command = [sys.executable, "-m", module]
@@ -191,7 +192,7 @@ class Platform:
         for name, script, responds_on in (("responder", RESPONDER, SUBJECT),
                                           ("raw-responder", RAW_RESPONDER, RAW_SUBJECT)):
             log = (self.folder / f"{name}.log").open("wb")
-            responder = subprocess.Popen([sys.executable, "-c", script, self.nats.url, responds_on],
+            responder = subprocess.Popen([sys.executable, "-c", script, self.nats.url, responds_on, event_loop],
                                          cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
             self._processes.insert(0, (responder, log))
 

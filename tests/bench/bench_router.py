@@ -32,7 +32,7 @@ from shared.contracts.binding import Binding
 from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceModel, canonical_json, parse_resource
 from shared.subjects import Subjects
-from tests.bench.common import Result, Stopwatch, best, env_int, record, table
+from tests.bench.common import Result, Stopwatch, best, env_int, record, run_on_service_loop, table
 
 GOAL = 0.5
 APPS = ("im.polaris.qq", "im.polaris.wx", "crm.orders")
@@ -205,4 +205,4 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    run_on_service_loop(main())

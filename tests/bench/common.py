@@ -6,9 +6,14 @@ import asyncio
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
+
+from shared.service import loop_factory
+
+T = TypeVar("T")
 
 RESULTS = "AURORA_BENCH_RESULTS"
 
@@ -23,6 +28,14 @@ def record(benchmark: str, result: dict[str, object]) -> None:
     results = json.loads(target.read_text()) if target.exists() else {}
     results[benchmark] = result
     target.write_text(json.dumps(results, indent=2, sort_keys=True))
+
+
+def run_on_service_loop(main: Coroutine[Any, Any, T]) -> T:
+    """Run an in-process benchmark on the event loop the services run on (BENCH_EVENT_LOOP,
+    default uvloop, as `AURORA_EVENT_LOOP`): the service's code and its raw nats-py baseline
+    share that loop, so the ratio compares like with like."""
+    with asyncio.Runner(loop_factory=loop_factory(os.environ.get("BENCH_EVENT_LOOP", "uvloop"))) as runner:
+        return runner.run(main)
 
 
 def env_int(name: str, default: int) -> int:

@@ -1,6 +1,7 @@
 """NATS request/reply round trips between two processes, for bench-gateway's floor.
 
-Two measures of the same thing, a request of the gateway call's size answered with its own bytes:
+Two measures of the same thing, a request of the gateway call's size answered with its own bytes
+(the responder on the event loop the services run on, `BENCH_EVENT_LOOP`):
 - with nats-py on both ends, as every Aurora service talks;
 - with the protocol written directly on a bare asyncio socket on both ends: no client library at
   all, so what is left is the kernel, nats-server and one Python event loop on each side. No NATS
@@ -35,7 +36,11 @@ async def main() -> None:
     print("ready", flush=True)
     await asyncio.Event().wait()
 
-asyncio.run(main())
+if sys.argv[3] == "uvloop":  # the loop the services run on, so the floor is theirs
+    import uvloop
+    uvloop.run(main())
+else:
+    asyncio.run(main())
 """
 
 # MSG <subject> <sid> <reply> <size>: answered as PUB <reply> <size> with the same bytes.
@@ -57,7 +62,11 @@ async def main(url: str, subject: str) -> None:
         elif line.startswith(b"PING"):
             writer.write(b"PONG\r\n")
 
-asyncio.run(main(sys.argv[1], sys.argv[2]))
+if sys.argv[3] == "uvloop":
+    import uvloop
+    uvloop.run(main(sys.argv[1], sys.argv[2]))
+else:
+    asyncio.run(main(sys.argv[1], sys.argv[2]))
 """
 
 
