@@ -172,7 +172,8 @@ class Redactor:
         Most values name no secret field: such a value is encoded once and its text scrubbed of
         known credentials, without the walk (two walks per call were a tenth of the gateway's CPU
         per tool call). Schema-secret paths, a name that may be secret anywhere in the text, or
-        an escape (a known value could hide behind one) take the walk."""
+        an escape (a known value could hide behind one) take the walk. The text scrub can only
+        redact more than the walk (a known value spelt across JSON punctuation), never less."""
         text = _plain_json(value) if not paths else None
         if text is not None:
             return self.scrub(text)
