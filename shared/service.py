@@ -59,8 +59,10 @@ def run_service(name: str, main: ServiceMain, settings: Settings) -> None:
 def loop_factory(event_loop: str) -> Callable[[], asyncio.AbstractEventLoop] | None:
     """The event loop a service runs on (`Settings.event_loop`); None: asyncio's own."""
     if event_loop == "uvloop":
-        import uvloop  # only a service process needs it: the CLI starts faster without
-
+        try:
+            import uvloop  # only a service process needs it: the CLI starts faster without
+        except ImportError:  # a platform uvloop does not build on (Windows): the stdlib's loop
+            return None
         return uvloop.new_event_loop
     return None
 
