@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from tests.harness.cli_here import run_cli_here
 from tests.harness.processes import REPO, ServiceProcess, service_env
 from tests.harness.waiting import poll_sync
 
@@ -23,6 +24,14 @@ def cli_runner(nats_url: str) -> Cli:
     def run(*args: str, timeout: float = 30.0, **env: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run([str(AURORA), *args], env=service_env(nats_url, **env), cwd=REPO,
                               capture_output=True, text=True, timeout=timeout, check=False)
+    return run
+
+
+def cli_here_runner(nats_url: str) -> Cli:
+    """The same commands run in the test's process (tests/harness/cli_here.py): for modules that
+    make dozens of calls; the script itself is what `cli_runner` runs."""
+    def run(*args: str, timeout: float = 30.0, **env: str) -> subprocess.CompletedProcess[str]:
+        return run_cli_here(args, {"NATS_URL": nats_url, **env})
     return run
 
 

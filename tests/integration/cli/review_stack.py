@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -21,9 +20,8 @@ from aurora_cli.localnats import LocalNats
 from shared.admin import admin_request
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
-from tests.harness.cli_here import run_cli_here
 from tests.harness.processes import ServiceProcess, service_env
-from tests.integration.cli.conftest import Cli
+from tests.integration.cli.conftest import Cli, cli_here_runner
 
 
 @dataclass
@@ -54,13 +52,6 @@ class ReviewStack:
         asyncio.run(restart())
 
 
-def cli_here(nats_url: str) -> Cli:
-    """The CLI in the test's process (tests/harness/cli_here.py): these tests make dozens of calls."""
-    def run(*args: str, timeout: float = 30.0, **env: str) -> subprocess.CompletedProcess[str]:
-        return run_cli_here(args, {"NATS_URL": nats_url, **env})
-    return run
-
-
 @contextmanager
 def review_stack(folder: Path, package: str, app_script: Path,
                  app_env: dict[str, str] | None = None) -> Iterator[ReviewStack]:
@@ -80,7 +71,7 @@ def review_stack(folder: Path, package: str, app_script: Path,
     fake = FakeOpenAI().start()
     try:
         processes[1].wait_for_log('"serving"', timeout=30)
-        yield ReviewStack(cli_here(server.url), fake, server.url, package, folder)
+        yield ReviewStack(cli_here_runner(server.url), fake, server.url, package, folder)
     finally:
         fake.stop()
         for process in reversed(processes):

@@ -7,12 +7,19 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess, logged
-from tests.integration.cli.conftest import Cli
+from tests.integration.cli.conftest import Cli, cli_here_runner
 from tests.integration.event_bridge.helpers import wait_for_count
+
+
+@pytest.fixture
+def cli(nats_url: str) -> Cli:
+    """This module's many CLI calls run in-process (the script itself is tested elsewhere)."""
+    return cli_here_runner(nats_url)
 
 
 def _json(result: Any) -> Any:

@@ -26,7 +26,7 @@ from aurora_cli.localnats import LocalNats
 from shared.subjects import Subjects
 from tests.harness.processes import REPO, ServiceProcess, service_env
 from tests.harness.run_records import dispatched, run_context
-from tests.integration.cli.conftest import Cli, cli_runner
+from tests.integration.cli.conftest import Cli, cli_here_runner
 
 PYTHON = sys.executable
 ECHO_APP = REPO / "tests" / "apps" / "echo_app.py"
@@ -94,7 +94,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         gateway.wait_for_log('"serving"', timeout=30)
         router.wait_for_log('"ready"', timeout=30)
         bridge.wait_for_log('"started"', timeout=30)
-        yield Stack(server.url, cli_runner(server.url), folder, chat_log, gateway)
+        yield Stack(server.url, cli_here_runner(server.url), folder, chat_log, gateway)
     finally:
         for process in reversed(processes):
             process.terminate(timeout=15)

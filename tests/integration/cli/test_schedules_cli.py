@@ -8,9 +8,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.harness.processes import ServiceProcess
 from tests.harness.waiting import poll_sync
-from tests.integration.cli.conftest import Cli
+from tests.integration.cli.conftest import Cli, cli_here_runner
 from tests.integration.scheduler.schedules import FAST
 
 SCHEDULES = """\
@@ -35,6 +37,12 @@ id: nowhere
 cron: "0 3 * * *"
 timezone: Mars/Olympus
 """
+
+
+@pytest.fixture
+def cli(nats_url: str) -> Cli:
+    """This module's many CLI calls run in-process (the script itself is tested elsewhere)."""
+    return cli_here_runner(nats_url)
 
 
 def ok_json(cli: Cli, *args: str) -> Any:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,8 @@ import yaml
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
-from tests.harness.processes import REPO, service_env
+from tests.harness.cli_here import run_cli_here
+from tests.harness.processes import REPO
 from tests.integration.router.helpers import drain_runs, poll, publish_events
 from tests.unit.router.factories import event_doc
 
@@ -22,13 +22,9 @@ RESOURCES = EXAMPLE.read_text()
 
 
 async def aurora(nats_url: str, *args: str) -> tuple[int, str, str]:
-    process = await asyncio.create_subprocess_exec(
-        sys.executable, "-m", "aurora_cli.main", *args, cwd=REPO, env=service_env(nats_url),
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await asyncio.wait_for(process.communicate(), 60)
-    assert process.returncode is not None
-    return process.returncode, out.decode(), err.decode()
+    """The CLI in-process (tests/harness/cli_here.py): the same commands, without an interpreter each."""
+    result = await asyncio.to_thread(run_cli_here, args, {"NATS_URL": nats_url})
+    return result.returncode, result.stdout, result.stderr
 
 
 @pytest.fixture
