@@ -27,7 +27,7 @@ def agent_endpoints(pool: ToolPool, executable: Executability, apps: AppsConfig)
         """The agent's tools for one run: bound pool tools that can run now, plus the platform
         tools this event and this agent allow (`delivery` is the run's delivery context)."""
         agent_id = text_field(body, "agent")
-        agent = pool.agents.get(agent_id)
+        agent = await pool.agent(agent_id)  # read through: one applied a moment ago is not unknown
         if agent is None:
             raise AdminRequestError("unknown_agent", f"no agent {agent_id!r}")
         delivery = body.get("delivery") if isinstance(body.get("delivery"), dict) else None
