@@ -6,7 +6,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from nats.aio.client import Client as NATS
 
@@ -20,6 +20,25 @@ from shared.telemetry import setup_tracing, shutdown_tracing
 
 ServiceMain = Callable[[Settings, NATS, asyncio.Event], Awaitable[None]]
 T = TypeVar("T")
+
+
+class Lifecycle(Protocol):
+    """What a service's composition root drives: start, run until told to stop, stop."""
+
+    async def start(self) -> None: ...
+
+    async def run(self, stop: asyncio.Event) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
+async def run_until_stopped(service: Lifecycle, stop: asyncio.Event) -> None:
+    """Start `service`, run it until `stop` is set, and stop it however the run ended."""
+    await service.start()
+    try:
+        await service.run(stop)
+    finally:
+        await service.stop()
 
 
 def load_or_exit(name: str, load: Callable[[], T]) -> T:

@@ -9,19 +9,14 @@ from nats.aio.client import Client as NATS
 
 from services.mcp_edge.config import EdgeSettings, load_edge_settings
 from services.mcp_edge.service import EdgeService
-from shared.service import load_or_exit, run_service
+from shared.service import load_or_exit, run_service, run_until_stopped
 from shared.settings import Settings, load_settings
 
 NAME = "mcp-edge"
 
 
 async def main(own: EdgeSettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    service = EdgeService(nc, settings.subjects, own)
-    await service.start()
-    try:
-        await service.run(stop)
-    finally:
-        await service.stop()
+    await run_until_stopped(EdgeService(nc, settings.subjects, own), stop)
 
 
 def run() -> None:

@@ -9,19 +9,14 @@ from nats.aio.client import Client as NATS
 
 from services.runner.config import RunnerConfig, load_runner_settings
 from services.runner.service import RunnerService
-from shared.service import load_or_exit, run_service
+from shared.service import load_or_exit, run_service, run_until_stopped
 from shared.settings import Settings, load_settings
 
 NAME = "runner"
 
 
 async def main(config: RunnerConfig, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    service = RunnerService(nc, settings.subjects, config)
-    await service.start()
-    try:
-        await service.run(stop)
-    finally:
-        await service.stop()
+    await run_until_stopped(RunnerService(nc, settings.subjects, config), stop)
 
 
 def run() -> None:

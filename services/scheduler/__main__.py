@@ -9,19 +9,14 @@ from nats.aio.client import Client as NATS
 
 from services.scheduler.config import SchedulerSettings, load_scheduler_settings
 from services.scheduler.service import SchedulerService
-from shared.service import load_or_exit, run_service
+from shared.service import load_or_exit, run_service, run_until_stopped
 from shared.settings import Settings, load_settings
 
 NAME = "scheduler"
 
 
 async def main(own: SchedulerSettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    service = SchedulerService(nc, settings.subjects, own)
-    await service.start()
-    try:
-        await service.run(stop)
-    finally:
-        await service.stop()
+    await run_until_stopped(SchedulerService(nc, settings.subjects, own), stop)
 
 
 def run() -> None:
