@@ -29,6 +29,12 @@ def message_of(response: httpx.Response) -> dict[str, Any]:
     return value
 
 
+def tampered(token: str) -> str:
+    """The token with its last character changed: always a different one (a fixed replacement
+    would give the token itself back whenever it already ends in that character)."""
+    return token[:-1] + ("B" if token.endswith("A") else "A")
+
+
 async def test_no_bad_expired_or_revoked_token_gets_in(edge_stack: EdgeStack, enc: NATS) -> None:
     await agent(enc, "edge-tokens", [ECHO_TOOL])
     await agent(enc, "edge-other", [ECHO_TOOL])
@@ -44,7 +50,7 @@ async def test_no_bad_expired_or_revoked_token_gets_in(edge_stack: EdgeStack, en
         cases = {
             "none": ({}, 401, "bearer token is required"),
             "bad": ({"Authorization": "Bearer aet_0000000000000000_" + "x" * 43}, 401, "not valid"),
-            "tampered": ({"Authorization": "Bearer " + good["token"][:-1] + "A"}, 401, "not valid"),
+            "tampered": ({"Authorization": f"Bearer {tampered(good['token'])}"}, 401, "not valid"),
             "expired": ({"Authorization": f"Bearer {short['token']}"}, 401, "expired"),
             "revoked": ({"Authorization": f"Bearer {revoked['token']}"}, 401, "revoked"),
             "other agent": ({"Authorization": f"Bearer {other['token']}"}, 403, "not for agent"),
