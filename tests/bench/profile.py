@@ -3,7 +3,7 @@
     .venv/bin/python -m tests.bench.profile        (BENCH_PROFILE_SECONDS, default 20)
 
 Starts the processes of `make bench-gateway` (nats-server, app-supervisor, mcp-gateway, the
-echo app), keeps 32 callers calling `echo` through `amp.admin.tools.call` and profiles the
+echo app), keeps BENCH_CALLERS (default 32) callers calling `echo` through `amp.admin.tools.call` and profiles the
 gateway and the supervisor meanwhile, printing CPU ms per call measured over the same window
 and each process's top entries. BENCH_PROFILE picks the profiler:
 
@@ -134,6 +134,7 @@ def unwatch(mode: str, pid: int, spy: subprocess.Popen[bytes] | None, output: Pa
 
 async def main() -> None:
     seconds = env_int("BENCH_PROFILE_SECONDS", 20)
+    callers = env_int("BENCH_CALLERS", 32)  # 1: the sequential path bench-gateway's own cost is measured on
     mode = os.environ.get("BENCH_PROFILE", "cpu")
     keep = os.environ.get("BENCH_PROFILE_DIR")
     with tempfile.TemporaryDirectory(prefix="aurora-profile-") as tmp:
@@ -148,7 +149,7 @@ async def main() -> None:
             subject = "amp.admin.tools.call"
             await platform.ready(nc, raw, subject)
             call = gateway_call(nc, subject)
-            await concurrent("warm-up", call, 500, 32)
+            await concurrent("warm-up", call, 500, callers)
             pids = {_role(pid): pid for pid in _children(os.getpid())}
             spies = {role: watcher(mode, pids[role], seconds, outputs[role]) for role in ROLES}
             before = cpu_seconds()
@@ -156,7 +157,7 @@ async def main() -> None:
             loop = asyncio.get_running_loop()
             deadline = loop.time() + seconds
             while loop.time() < deadline:
-                calls += len((await concurrent("load", call, 500, 32)).latencies)
+                calls += len((await concurrent("load", call, 500, callers)).latencies)
             usage = cpu_per_call(before, cpu_seconds(), calls)
             for role, spy in spies.items():
                 unwatch(mode, pids[role], spy, outputs[role], seconds)
@@ -164,7 +165,7 @@ async def main() -> None:
             await nc.close()
         finally:
             platform.stop()
-        print(f"profile ({mode}): {calls:,} calls of echo through the gateway, 32 callers, {seconds} s")
+        print(f"profile ({mode}): {calls:,} calls of echo through the gateway, {callers} caller(s), {seconds} s")
         print("CPU ms per call: " + ", ".join(f"{name} {ms:.3f}" for name, ms in sorted(usage.items())))
         report(mode, outputs, calls, keep)
 
