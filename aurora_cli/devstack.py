@@ -39,6 +39,7 @@ from shared.errors import AuroraError
 START_ORDER = ("event_bridge", "app_supervisor", "mcp_gateway", "router", "runner", "mcp_edge")
 COLORS = ("cyan", "magenta", "green", "yellow", "blue", "bright_red", "bright_cyan", "bright_magenta")
 READY_MESSAGE = "started"  # what `shared.service.run_service` logs once connected
+EXIT_OUTPUT_WAIT = 3.0  # seconds an exited service's last output may take to reach the terminal
 _LOG_KEYS_SHOWN_ELSEWHERE = ("ts", "level", "service", "logger", "msg")
 
 
@@ -351,6 +352,8 @@ class DevStack:
             code = running.process.poll()
             if code is not None and not running.reported_exit:
                 running.reported_exit = True
+                if running.reader is not None:  # its last lines (why it exited) come before the alert
+                    running.reader.join(timeout=EXIT_OUTPUT_WAIT)
                 self.unexpected_exits.append(running.spec.label)
                 self.alert(f"{running.spec.label} exited on its own with code {code}; the others keep "
                            f"running. Its log: {self.logs_dir / (running.spec.label + '.log')}")

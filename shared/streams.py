@@ -34,6 +34,7 @@ from nats.js.kv import KeyValue
 from nats.js.object_store import ObjectStore
 
 from shared.errors import StreamConfigConflict
+from shared.logs import get_logger
 from shared.subjects import Subjects
 
 DAY = 24 * 3600.0
@@ -42,6 +43,7 @@ _SUBJECTS_OVERLAP = 10065  # JetStream's err_code for "subjects overlap with an 
 # cluster with fewer servers) or "replicas > 1 not supported in non-clustered mode".
 _TOO_FEW_SERVERS = (10023, 10074)
 T = TypeVar("T")
+log = get_logger("aurora.streams")
 _replicas = 1
 
 
@@ -171,6 +173,8 @@ async def _patiently(call: Callable[[], Awaitable[T]]) -> T:
         except NatsTimeout:
             if attempt == _API_TRIES:
                 raise
+            log.warning("a JetStream API request got no answer in time; asking again", attempt=attempt,
+                        tries=_API_TRIES)
             await asyncio.sleep(0.5 * attempt)
     raise AssertionError("unreachable")
 
@@ -232,7 +236,7 @@ async def _bucket(js: JetStreamContext, kv: KeyValue, name: str, *, within: floa
     deadline = loop.time() + within
     while True:
         try:
-            status = await kv.status()
+            status = await _patiently(kv.status)
         except NotFoundError:
             if loop.time() >= deadline:
                 raise
@@ -246,10 +250,10 @@ async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, replicas: int
     replicas."""
     wanted_replicas = replicas or _replicas
     try:
-        kv = await js.key_value(spec.name)
+        kv = await _patiently(lambda: js.key_value(spec.name))
     except BucketNotFoundError:
         try:
-            created = await js.create_key_value(
+            created = await _patiently(lambda: js.create_key_value(
                 config=KeyValueConfig(
                     bucket=spec.name,
                     description=spec.description or None,
@@ -258,13 +262,13 @@ async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, replicas: int
                     storage=StorageType.FILE,
                     replicas=wanted_replicas,
                 )
-            )
+            ))
         except APIError as exc:
             if exc.err_code in _TOO_FEW_SERVERS:
                 raise _too_few_servers(f"bucket {spec.name}", wanted_replicas, exc) from exc
             raise
         return await _bucket(js, created, spec.name)
-    status = await kv.status()
+    status = await _patiently(kv.status)
     found_history = status.history or 1
     found_ttl = float(status.ttl or 0)
     found_replicas = status.stream_info.config.num_replicas or 1
@@ -330,14 +334,14 @@ async def ensure_object_store(js: JetStreamContext, spec: BucketSpec, *,
     """Open an Object Store bucket, creating it if needed."""
     wanted_replicas = replicas or _replicas
     try:
-        return await js.object_store(spec.name)
+        return await _patiently(lambda: js.object_store(spec.name))
     except BucketNotFoundError:
         try:
-            return await js.create_object_store(
+            return await _patiently(lambda: js.create_object_store(
                 spec.name,
                 config=ObjectStoreConfig(description=spec.description or None, ttl=spec.ttl or None,
                                          storage=StorageType.FILE, replicas=wanted_replicas),
-            )
+            ))
         except APIError as exc:
             if exc.err_code in _TOO_FEW_SERVERS:
                 raise _too_few_servers(f"object store {spec.name}", wanted_replicas, exc) from exc

@@ -31,6 +31,25 @@ def _stack(tmp_path: Path, specs: list[ServiceSpec], **options: float) -> tuple[
                     **options), out
 
 
+def test_a_crashed_services_last_lines_are_shown_before_its_alert(tmp_path: Path) -> None:
+    # Much output right before the exit: its reader is still copying it when the exit is seen.
+    body = f"{READY}; import sys; [print('line', i) for i in range(1000)]; print('boom', flush=True); sys.exit(3)"
+    stack, out = _stack(tmp_path, [_fake("crasher", body)])
+    try:
+        stack.start()
+
+        def reported() -> bool:
+            stack.check()
+            return "crasher" in stack.unexpected_exits
+
+        poll_sync(reported, what="the crasher reported")
+        text = out.getvalue()
+        assert "crasher │ boom" in text
+        assert text.index("crasher │ boom") < text.index("!!! crasher exited on its own with code 3")
+    finally:
+        stack.stop()
+
+
 def test_a_service_that_exits_is_reported_loudly_and_the_others_keep_running(tmp_path: Path) -> None:
     bridge, *_ = service_specs(["event_bridge"])
     crasher = _fake("crasher", f"{READY}; import sys; print('boom', flush=True); sys.exit(3)")
