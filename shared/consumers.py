@@ -17,6 +17,8 @@ import uuid
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, ConsumerInfo
 
+from shared.streams import patiently
+
 EPHEMERAL_MARK = "_eph_"
 
 
@@ -50,7 +52,8 @@ async def ensure_durable(js: JetStreamContext, stream: str, config: ConsumerConf
     the server treats a create as create-or-update and refuses only fields it cannot change."""
     if not config.durable_name:
         raise ValueError("ensure_durable needs a durable_name")
-    return await js.add_consumer(stream, config=scoped(config))
+    wanted = scoped(config)
+    return await patiently(lambda: js.add_consumer(stream, config=wanted))  # create-or-update: safe to repeat
 
 
 async def pull_ephemeral(js: JetStreamContext, stream: str, subject: str, config: ConsumerConfig,
@@ -61,5 +64,5 @@ async def pull_ephemeral(js: JetStreamContext, stream: str, subject: str, config
         raise ValueError("pull_ephemeral is for consumers without a durable name")
     name = ephemeral_name(owner)
     wanted = config.evolve(name=name, filter_subject=subject)
-    await js.add_consumer(stream, config=wanted)
+    await patiently(lambda: js.add_consumer(stream, config=wanted))  # the same name and config: safe to repeat
     return await js.pull_subscribe_bind(name, stream=stream)

@@ -166,7 +166,8 @@ def _differences(wanted: StreamConfig, actual: StreamConfig) -> list[str]:
 _API_TRIES = 3
 
 
-async def _patiently(call: Callable[[], Awaitable[T]]) -> T:
+async def patiently(call: Callable[[], Awaitable[T]]) -> T:
+    """`call()`, asked again when it times out (for idempotent JetStream API requests only)."""
     for attempt in range(1, _API_TRIES + 1):
         try:
             return await call()
@@ -183,10 +184,10 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec, *, replicas: int
     """Create the stream, or check that the existing one matches; a mismatch is an error."""
     wanted = spec.config(replicas)
     try:
-        info = await _patiently(lambda: js.stream_info(spec.name))
+        info = await patiently(lambda: js.stream_info(spec.name))
     except NotFoundError:
         try:
-            await _patiently(lambda: js.add_stream(config=wanted))
+            await patiently(lambda: js.add_stream(config=wanted))
         except APIError as exc:
             if exc.err_code in _TOO_FEW_SERVERS:
                 raise _too_few_servers(f"stream {spec.name}", wanted.num_replicas or 1, exc) from exc
@@ -236,7 +237,7 @@ async def _bucket(js: JetStreamContext, kv: KeyValue, name: str, *, within: floa
     deadline = loop.time() + within
     while True:
         try:
-            status = await _patiently(kv.status)
+            status = await patiently(kv.status)
         except NotFoundError:
             if loop.time() >= deadline:
                 raise
@@ -250,10 +251,10 @@ async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, replicas: int
     replicas."""
     wanted_replicas = replicas or _replicas
     try:
-        kv = await _patiently(lambda: js.key_value(spec.name))
+        kv = await patiently(lambda: js.key_value(spec.name))
     except BucketNotFoundError:
         try:
-            created = await _patiently(lambda: js.create_key_value(
+            created = await patiently(lambda: js.create_key_value(
                 config=KeyValueConfig(
                     bucket=spec.name,
                     description=spec.description or None,
@@ -268,7 +269,7 @@ async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, replicas: int
                 raise _too_few_servers(f"bucket {spec.name}", wanted_replicas, exc) from exc
             raise
         return await _bucket(js, created, spec.name)
-    status = await _patiently(kv.status)
+    status = await patiently(kv.status)
     found_history = status.history or 1
     found_ttl = float(status.ttl or 0)
     found_replicas = status.stream_info.config.num_replicas or 1
@@ -334,10 +335,10 @@ async def ensure_object_store(js: JetStreamContext, spec: BucketSpec, *,
     """Open an Object Store bucket, creating it if needed."""
     wanted_replicas = replicas or _replicas
     try:
-        return await _patiently(lambda: js.object_store(spec.name))
+        return await patiently(lambda: js.object_store(spec.name))
     except BucketNotFoundError:
         try:
-            return await _patiently(lambda: js.create_object_store(
+            return await patiently(lambda: js.create_object_store(
                 spec.name,
                 config=ObjectStoreConfig(description=spec.description or None, ttl=spec.ttl or None,
                                          storage=StorageType.FILE, replicas=wanted_replicas),

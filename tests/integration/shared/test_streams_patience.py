@@ -1,4 +1,4 @@
-"""A bucket or object store opened while nats-server is too busy to answer in time (a loaded
+"""A bucket, object store or durable consumer opened while nats-server is too busy to answer in time (a loaded
 machine, a cluster still electing leaders): the service asks again instead of exiting."""
 
 from __future__ import annotations
@@ -13,9 +13,11 @@ from typing import Any
 import nats
 import pytest
 from nats.js import JetStreamContext
+from nats.js.api import ConsumerConfig
 
 from aurora_cli.localnats import LocalNats
-from shared.streams import BucketSpec, ensure_bucket, ensure_object_store
+from shared.consumers import ensure_durable
+from shared.streams import BucketSpec, StreamSpec, ensure_bucket, ensure_object_store, ensure_stream
 
 FROZEN_FOR = 1.5  # longer than the client's JetStream timeout below: the first request times out
 
@@ -32,22 +34,40 @@ async def _open_object_store(js: JetStreamContext) -> Any:
     return (await store.get("k")).data
 
 
-@pytest.mark.parametrize("opener", [_open_bucket, _open_object_store], ids=["bucket", "object-store"])
+async def _make_stream(js: JetStreamContext) -> None:
+    await ensure_stream(js, StreamSpec(name="SLOW_STREAM", subjects=("slow.>",)))
+
+
+async def _nothing(js: JetStreamContext) -> None:
+    return None
+
+
+async def _open_consumer(js: JetStreamContext) -> Any:
+    info = await ensure_durable(js, "SLOW_STREAM", ConsumerConfig(durable_name="slow-worker"))
+    return info.name.encode()
+
+
+@pytest.mark.parametrize("before, opener, opened", [(_nothing, _open_bucket, b"v"),
+                                                    (_nothing, _open_object_store, b"v"),
+                                                    (_make_stream, _open_consumer, b"slow-worker")],
+                         ids=["bucket", "object-store", "durable-consumer"])
 async def test_a_server_frozen_longer_than_the_timeout_is_asked_again(
-        tmp_path: Path, opener: Callable[[JetStreamContext], Awaitable[Any]]) -> None:
+        tmp_path: Path, before: Callable[[JetStreamContext], Awaitable[None]],
+        opener: Callable[[JetStreamContext], Awaitable[Any]], opened: bytes) -> None:
     server = LocalNats(tmp_path / "jetstream")
     server.start()
     try:
         nc = await nats.connect(server.url)
         try:
             assert server.pid is not None
+            await before(nc.jetstream())
             os.kill(server.pid, signal.SIGSTOP)
             try:
                 opening = asyncio.create_task(opener(nc.jetstream(timeout=1.0)))
                 await asyncio.sleep(FROZEN_FOR)  # the fault's length, not a wait for an absence
             finally:
                 os.kill(server.pid, signal.SIGCONT)
-            assert await asyncio.wait_for(opening, 15) == b"v"
+            assert await asyncio.wait_for(opening, 15) == opened
         finally:
             await nc.close()
     finally:

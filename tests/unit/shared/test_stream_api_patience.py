@@ -17,7 +17,7 @@ async def test_a_request_that_times_out_twice_is_answered_the_third_time() -> No
             raise NatsTimeout
         return "info"
 
-    assert await streams._patiently(slow_then_ready) == "info"
+    assert await streams.patiently(slow_then_ready) == "info"
     assert len(asked) == 3
 
 
@@ -29,5 +29,5 @@ async def test_a_server_that_never_answers_is_an_error_after_the_last_try() -> N
         raise NatsTimeout
 
     with pytest.raises(NatsTimeout):
-        await streams._patiently(never)
+        await streams.patiently(never)
     assert len(asked) == streams._API_TRIES
