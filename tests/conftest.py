@@ -14,6 +14,21 @@ from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess, service_env
 
 _USE_DOCKER = docker_reachable()
+LOG_TAIL_CHARS = 3000
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
+    """A failed test's report ends with the last lines of every log in its temporary folder (its
+    service processes' and its nats-server's): a failure on a CI machine can then be read."""
+    report: pytest.TestReport = yield
+    folder = getattr(item, "funcargs", {}).get("tmp_path")
+    if report.failed and isinstance(folder, Path):
+        for log in sorted(folder.rglob("*.log")):
+            text = log.read_text(errors="replace")
+            report.sections.append((f"log {log.relative_to(folder)} (last {LOG_TAIL_CHARS} chars)",
+                                    text[-LOG_TAIL_CHARS:]))
+    return report
 
 
 @pytest.fixture
