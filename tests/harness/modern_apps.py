@@ -5,13 +5,12 @@ from __future__ import annotations
 import contextlib
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from aurora_cli.localnats import free_port
+from tests.harness.ports import PortTakenByAnother, wait_listening
 from tests.harness.processes import REPO
 
 GENERATIONS_APP = REPO / "tests" / "apps" / "generations_app.py"
@@ -23,27 +22,31 @@ class GenerationApp:
     port: int
     log: Path
     process: subprocess.Popen[bytes] | None = None
+    started: bool = False
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def start(self) -> GenerationApp:
+        for attempt in range(3):
+            try:
+                return self._start_once()
+            except PortTakenByAnother:
+                if self.started or attempt == 2:
+                    raise  # a restart keeps the URL the gateway was given
+                self.port = free_port()
+        raise AssertionError("unreachable")
+
+    def _start_once(self) -> GenerationApp:
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
                 [sys.executable, str(GENERATIONS_APP), "--generation", self.generation, "--port", str(self.port)],
                 cwd=REPO, stdout=out, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60  # a python process importing the SDK, on a loaded machine
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise AssertionError(f"the {self.generation} app exited with {self.process.returncode}: "
-                                     f"{self.log.read_text(errors='replace')[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=0.5):
-                    return self
-            except OSError:
-                time.sleep(0.05)
-        raise AssertionError(f"the {self.generation} app did not answer on port {self.port} within 60s")
+        # 60 s: a python process importing the SDK, on a loaded machine
+        wait_listening(self.process, self.port, f"the {self.generation} app", log=self.log, timeout=60)
+        self.started = True
+        return self
 
     def stop(self) -> None:
         if self.process is not None and self.process.poll() is None:

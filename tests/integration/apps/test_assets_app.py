@@ -15,6 +15,7 @@ import yaml
 
 from aurora_cli.localnats import free_port
 from services.mcp_gateway.http.openapi_import import import_operations
+from tests.harness.ports import listens
 from tests.harness.processes import REPO
 from tests.harness.waiting import poll_sync
 
@@ -30,6 +31,8 @@ def assets(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
     def up() -> bool | None:
         assert process.poll() is None, log.read_text()
+        if not listens(process.pid, port):  # an answer from another worker's app is not ours
+            return None
         try:
             return httpx.get(f"{base}/healthz", timeout=1).status_code == 200 or None
         except httpx.HTTPError:

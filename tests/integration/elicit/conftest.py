@@ -7,9 +7,7 @@ model is the fake OpenAI-compatible server)."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
-import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +20,7 @@ from shared.admin import admin_request
 from shared.subjects import Subjects
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness.clients import nats_client
+from tests.harness.ports import wait_listening
 from tests.harness.processes import ServiceProcess, service_env
 from tests.integration.runner.helpers import APPS, CHAT, CHAT_PLATFORM, PYTHON, REPO, RUNNER_ENV, stdio, write_apps
 
@@ -50,19 +49,6 @@ class Stack:
     fake: FakeOpenAI
 
 
-def _wait_port(port: int, process: subprocess.Popen[bytes], timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the HTTP elicit app exited with {process.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise AssertionError(f"port {port} did not open within {timeout}s")
-
-
 @pytest.fixture(scope="package")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     folder = tmp_path_factory.mktemp("elicit-stack")
@@ -88,7 +74,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     logs.mkdir()
     processes: dict[str, ServiceProcess] = {}
     try:
-        _wait_port(http_port, http_app)
+        wait_listening(http_app, http_port, "the HTTP elicit app", timeout=30)
         processes["bridge"] = ServiceProcess("services.event_bridge", env, logs, "bridge").start()
         processes["supervisor"] = ServiceProcess("services.app_supervisor", env, logs, "supervisor").start()
         processes["gateway"] = ServiceProcess("services.mcp_gateway", {

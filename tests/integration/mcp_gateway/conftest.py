@@ -22,6 +22,7 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats, free_port
 from tests.harness.clients import nats_client
+from tests.harness.ports import wait_listening
 from tests.harness.processes import ServiceProcess, service_env
 from tests.integration.mcp_gateway.helpers import (
     BRIDGE,
@@ -51,11 +52,10 @@ class Platform:
     bridge: ServiceProcess
 
 
-def _wait_http(url: str, process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+def _wait_http(url: str, port: int, process: subprocess.Popen[bytes], timeout: float = 20.0) -> None:
+    wait_listening(process, port, "the notes app", timeout=timeout)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"the notes app exited with {process.returncode}")
         try:
             with urllib.request.urlopen(url, timeout=0.5):
                 return
@@ -74,7 +74,7 @@ def serving_notes(folder: Path, env: dict[str, str] | None = None) -> Iterator[s
             [PYTHON, "-m", "apps.aurora_app_notes", "--host", "127.0.0.1", "--port", str(port)],
             cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
         try:
-            _wait_http(f"http://127.0.0.1:{port}/healthz", process)
+            _wait_http(f"http://127.0.0.1:{port}/healthz", port, process)
             yield f"http://127.0.0.1:{port}/mcp"
         finally:
             process.terminate()
