@@ -107,7 +107,8 @@ MESSAGES: tuple[Message, ...] = (
             "`tools/result`); a transport success is not a tool success: read `status`."),
     Message("Run", RunEnvelope, "A routed run (header.method `agent/run` | `pipeline/run`, "
             "message_id = run_id).", {"Nats-Msg-Id": "the run_id"}),
-    Message("AuditRecord", AuditRecord, "One record per tool call."),
+    Message("AuditRecord", AuditRecord, "One record per tool call; the event-bridge makes the tool.* event of "
+            "an executed one (`executed`) from it."),
     Message("SampleRequest", SampleRequest, "An app's sampling/createMessage during an agent's tool call."),
     Message("SampleReply", SampleReply, "The agent's model's completion, or why there is none."),
     Message("EdgeAsk", EdgeAsk, "An app's elicitation/sampling during an mcp-edge call, for that call's client."),
@@ -206,17 +207,20 @@ OPERATIONS: tuple[Op, ...] = (
     Op("app-supervisor", "send", "mcpProcess", "Announce process generations and exits."),
     Op("app-supervisor", "receive", "mcpSession", "Stop a process only after its session closed."),
     Op("app-supervisor", "receive", "admin", "supervisor.* admin endpoints (restart).", reply="adminReply"),
-    Op("mcp-gateway", "send", "signals", "Session lifecycle, list_changed, tool results, notifications."),
+    Op("mcp-gateway", "send", "signals", "Session lifecycle, list_changed, resource reads, notifications."),
     Op("mcp-gateway", "send", "mcpClientToServer", "Speak MCP to stdio apps."),
     Op("mcp-gateway", "receive", "mcpServerToClient", "Read MCP from stdio apps."),
     Op("mcp-gateway", "receive", "mcpProcess", "Re-initialize on a new process generation."),
     Op("mcp-gateway", "send", "mcpSession", "Announce session state."),
     Op("mcp-gateway", "receive", "toolCall", "Authorize, execute, classify and audit tool calls.",
        reply="toolCallReply"),
-    Op("mcp-gateway", "send", "audit", "Record each tool call."),
+    Op("mcp-gateway", "send", "audit", "Record each tool call (the record of an executed one is also the "
+       "source of its tool.* event)."),
     Op("event-bridge", "receive", "signals", "Durable pull consumer shared by every bridge."),
+    Op("event-bridge", "receive", "audit", "Durable `event-bridge-tools`: executed calls' records become tool.* "
+       "events."),
     Op("event-bridge", "send", "events", "Validated events, Nats-Msg-Id = message_id."),
-    Op("event-bridge", "send", "deadLetters", "Invalid signals with the reason."),
+    Op("event-bridge", "send", "deadLetters", "Invalid signals and unreadable audit records, with the reason."),
     Op("event-bridge", "receive", "admin", "event_bridge.health", reply="adminReply"),
     Op("router", "receive", "events", "Match bindings, pick exactly one target."),
     Op("router", "send", "runs", "Dispatch a run."),

@@ -1,5 +1,8 @@
 """The bridge loop: pull signals, publish events, ack only what JetStream has stored.
 
+Two durables feed it: `event-bridge` on the signal stream, and `event-bridge-tools` on the
+audit stream, whose executed calls' records become `tool.*` events (`tool_events`).
+
 Order of effects per signal: map → publish the event with `Nats-Msg-Id` = `message_id` →
 wait for JetStream's ack → ack the signal. A crash anywhere redelivers the signal, the event
 is published again under the same id and JetStream drops the copy, so nothing is lost or
@@ -19,10 +22,12 @@ from nats.aio.msg import Msg
 from nats.js.api import ConsumerConfig, PubAck
 
 from services.event_bridge.mapping import Rejected, map_signal, parent_trace, with_trace
+from services.event_bridge.tool_events import TOOL_EVENTS_DURABLE, tool_event
 from shared import tracing
 from shared.consumer import (
     ACK,
     AtLeastOnceConsumer,
+    BatchHandler,
     BatchPolicy,
     ConsumerStats,
     Outcome,
@@ -33,7 +38,7 @@ from shared.consumer import (
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import decode_signal
 from shared.logs import get_logger
-from shared.streams import ensure_streams, fabric_streams, signals_stream
+from shared.streams import audit_stream, ensure_streams, fabric_streams, signals_stream
 from shared.subjects import Subjects
 from shared.telemetry import derived_ids
 from shared.tracing import messaging
@@ -60,8 +65,18 @@ def bridge_consumer(config: BridgeConfig, subjects: Subjects) -> ConsumerConfig:
                          max_ack_pending=config.max_ack_pending)
 
 
+Convert = Callable[[Msg], "EventEnvelope | Rejected | None"]  # None: nothing to publish, just ack
+
+
+def tool_events_consumer(config: BridgeConfig, subjects: Subjects) -> ConsumerConfig:
+    return work_consumer(TOOL_EVENTS_DURABLE, "event-bridge: executed calls' audit records to tool.* events",
+                         subjects.audit_all, max_deliver=config.max_deliver, backoff=config.backoff,
+                         max_ack_pending=config.max_ack_pending)
+
+
 class EventBridge:
-    """Consumes the signal stream with a durable pull consumer shared by every bridge."""
+    """Consumes the signal stream, and the audit stream for `tool.*` events, each with a durable
+    pull consumer shared by every bridge."""
 
     def __init__(self, nc: NATS, subjects: Subjects, config: BridgeConfig | None = None) -> None:
         self._js = nc.jetstream()
@@ -73,16 +88,26 @@ class EventBridge:
             config=bridge_consumer(self._config, subjects), stage=STAGE,
             fetch_timeout=self._config.fetch_timeout, stats=self.stats,
         )
+        self._tools = AtLeastOnceConsumer(
+            self._js, subjects, stream=audit_stream(subjects).name,
+            config=tool_events_consumer(self._config, subjects),
+            stage=STAGE, fetch_timeout=self._config.fetch_timeout, stats=self.stats,
+        )
 
     async def start(self) -> None:
-        await ensure_streams(self._js, fabric_streams(self._subjects))
+        await ensure_streams(self._js, [*fabric_streams(self._subjects), audit_stream(self._subjects)])
         await self._consumer.start()
+        await self._tools.start()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Bridge until `stop`, one batch at a time: publish it, wait once for JetStream's acks,
         settle it, fetch the next."""
+        batch = self._config.batch
         try:
-            await self._consumer.run_batches(stop, self._start, batch=self._config.batch, in_flight=1)
+            await asyncio.gather(
+                self._consumer.run_batches(stop, self._starter(self._convert), batch=batch, in_flight=1),
+                self._tools.run_batches(stop, self._starter(tool_event), batch=batch, in_flight=1),
+            )
         finally:
             await self.stop()
 
@@ -90,23 +115,33 @@ class EventBridge:
         """Let go of the pull subscription; idempotent. Whatever was fetched but not acked is
         redelivered after the ack wait."""
         await self._consumer.stop()
+        await self._tools.stop()
 
     async def process(self, msgs: list[Msg]) -> None:
-        """Bridge one batch to the end: publish, wait for the acknowledgements, settle."""
-        await self._consumer.finish(msgs, await self._start(msgs))
+        """Bridge one batch of signals to the end: publish, wait for the acknowledgements, settle."""
+        await self._consumer.finish(msgs, await self._starter(self._convert)(msgs))
 
-    async def _start(self, msgs: list[Msg]) -> Callable[[], Awaitable[Sequence[Outcome]]]:
+    def _starter(self, convert: Convert) -> BatchHandler:
+        async def start(msgs: list[Msg]) -> Callable[[], Awaitable[Sequence[Outcome]]]:
+            return await self._start(msgs, convert)
+
+        return start
+
+    async def _start(self, msgs: list[Msg], convert: Convert) -> Callable[[], Awaitable[Sequence[Outcome]]]:
         """Publish every event of the batch without waiting; what is returned waits once."""
         outcomes: list[Outcome] = []
         pending: list[tuple[int, asyncio.Future[PubAck]]] = []
         for msg in msgs:
             try:
-                outcome = self._convert(msg)
+                outcome = convert(msg)
             except Exception as exc:
-                # A signal that trips an unforeseen error would do so on every redelivery:
+                # A message that trips an unforeseen error would do so on every redelivery:
                 # dead-letter it rather than crash, so it never becomes a crash loop.
-                log.exception("signal could not be converted", subject=msg.subject)
-                outcome = Rejected(f"could not convert the signal: {type(exc).__name__}: {exc}")
+                log.exception("message could not be converted", subject=msg.subject)
+                outcome = Rejected(f"could not convert the message: {type(exc).__name__}: {exc}")
+            if outcome is None:
+                outcomes.append(ACK)
+                continue
             if isinstance(outcome, Rejected):
                 outcomes.append(Poison(outcome.reason))
                 continue

@@ -1,5 +1,6 @@
-"""What the gateway reports of the work it does: an audit record for every answered call, a
-`tool.*` event for every executed one, and `resource.read` events when an app's config asks."""
+"""What the gateway reports of the work it does: an audit record for every answered call (the
+event-bridge makes the `tool.*` event of an executed one from it), and `resource.read` events
+when an app's config asks."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from services.mcp_gateway.toolcalls import CallRecord
 from shared.clock import now_iso
 from shared.contracts.approval import Approval
 from shared.contracts.audit import AuditRecord
-from shared.contracts.signals import GATEWAY_APP, ResourceReadSignal, SignalBase, ToolOutcome, ToolResultSignal
+from shared.contracts.signals import GATEWAY_APP, ResourceReadSignal, SignalBase
 from shared.contracts.tooldef import McpExecution
 from shared.people import OPERATOR_IDENTITY
 from shared.signal_publisher import new_signal_id
@@ -27,11 +28,14 @@ class Reporting:
         self._redaction = redaction
 
     async def record_call(self, record: CallRecord) -> None:
-        """Every answered call is audited; every executed one also becomes a `tool.*` event."""
+        """Every answered call is audited; the record of an executed one is also what the
+        event-bridge makes its `tool.*` event from (one message per call, not two)."""
         result, ctx = record.result, record.request.context
         app_id = record.system or GATEWAY_APP
         hide = self._redaction
         error_message = hide.scrub(result.error.message) if result.error else None
+        executed = record.executed and record.system is not None
+        execution = record.tool.execution if record.tool is not None else None
         self._audit.put((app_id, AuditRecord(
             call_id=record.call_id, at=now_iso(), tool=record.request.tool, system=record.system,
             caller=(f"agent:{ctx.agent}" if ctx.agent else "anonymous" if record.anonymous
@@ -44,23 +48,10 @@ class Reporting:
             approval_id=result.approval_id, side_effect=result.side_effect,
             input_summary=hide.summary(record.request.arguments, hide.paths(record.request.tool)),
             output_summary=hide.summary(result.structured if result.structured is not None else result.content),
+            executed=executed,
+            instance=(execution.instance if isinstance(execution, McpExecution) else "default") if executed else None,
+            trace=record.trace if executed else None,
         )))
-        if not record.executed or record.system is None:
-            return
-        outcome: ToolOutcome = (
-            "succeeded" if result.status == "ok"
-            else "timeout" if result.error is not None and result.error.code == "timeout" else "failed"
-        )
-        execution = record.tool.execution if record.tool is not None else None
-        instance = execution.instance if isinstance(execution, McpExecution) else "default"
-        self._outbox.put(ToolResultSignal(
-            signal_id=new_signal_id(), app=record.system, instance=instance, observed_at=now_iso(),
-            tool=record.request.tool, outcome=outcome, status=result.status, duration_ms=result.duration_ms,
-            call_id=record.call_id, run_id=ctx.run_id, task_id=ctx.task_id, agent=ctx.agent,
-            session_id=ctx.session_id, synthetic=ctx.synthetic,
-            error={"code": result.error.code, "message": error_message or ""} if result.error else None,
-            trace=record.trace,
-        ))
 
     def record_decision(self, approval: Approval, by: str, outcome: str, detail: str | None, *,
                         caller: str | None = None) -> None:

@@ -1,8 +1,15 @@
-"""One audit record per tool call, on `<p>.audit.<app>` in the audit stream."""
+"""One audit record per tool call, on `<p>.audit.<app>` in the audit stream.
+
+The record of a call that reached its app or system (`executed`) is also the source of the
+call's `tool.*` event: the event-bridge reads the audit stream and publishes it
+(`services/event_bridge/tool_events.py`), so a call is reported with one message, not two.
+"""
 
 from __future__ import annotations
 
 import msgspec
+
+from shared.contracts.envelope import Trace
 
 
 class AuditRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -28,3 +35,8 @@ class AuditRecord(msgspec.Struct, frozen=True, kw_only=True):
     side_effect: str | None = None
     input_summary: str = ""
     output_summary: str = ""
+    # The call was sent to its app or system (absent in records written before tool events came
+    # from the audit: those are not made events again).
+    executed: bool = False
+    instance: str | None = None  # the app instance that ran it
+    trace: Trace | None = None  # the gateway's span for the call, which the `tool.*` event continues

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from nats.js.api import ConsumerConfig
 
-from services.event_bridge.bridge import BridgeConfig, bridge_consumer
+from services.event_bridge.bridge import BridgeConfig, bridge_consumer, tool_events_consumer
 from services.mcp_gateway.chat_approvals import answers_consumer
 from services.router.router import RouterConfig, router_consumer
 from services.runner.config import RunnerConfig
@@ -47,6 +47,7 @@ def platform_durables() -> list[Durable]:
     runner = RunnerConfig()
     return [
         Durable("event-bridge", "AMP_SIGNALS", bridge_consumer(BridgeConfig(), SUBJECTS)),
+        Durable("event-bridge", "AMP_AUDIT", tool_events_consumer(BridgeConfig(), SUBJECTS)),
         Durable("router", "AMP_EVENTS", router_consumer(RouterConfig(), SUBJECTS)),
         Durable("mcp-gateway", "AMP_EVENTS", answers_consumer(SUBJECTS)),
         Durable("runner", "AMP_RUNS", runs_consumer(runner, SUBJECTS)),

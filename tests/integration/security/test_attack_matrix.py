@@ -330,11 +330,12 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
 
 async def _feed(sessions: dict[str, Session]) -> None:
     """One message for every durable to pull: an answer event (router, chat answers and the
-    runners' resume consumer all take `interaction.submitted`), a signal, a run."""
+    runners' resume consumer all take `interaction.submitted`), a signal, a run, an audit record."""
     event = SUBJECTS.event("im.polaris.qq", "interaction.submitted")
     await sessions["event-bridge"].nc.jetstream().publish(event, b"{}")
     await sessions["operator"].nc.jetstream().publish(SUBJECTS.signal("im.polaris.qq", "native_event"), b"{}")
     await sessions["router"].nc.jetstream().publish(SUBJECTS.run("agent", "matrix"), b"{}")
+    await sessions["mcp-gateway"].nc.jetstream().publish(SUBJECTS.audit("im.polaris.qq"), b"{}")  # an audit record
     # a tick: the scheduler arms a timer that is due now, and the server fires it
     timers = Timers(sessions["scheduler"].nc.jetstream(), SUBJECTS, schedule_timer_stream_name(), tick_ttl_seconds=60)
     await timers.arm("matrix", datetime.now(UTC))
