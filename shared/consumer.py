@@ -209,6 +209,23 @@ class AtLeastOnceConsumer:
                 self.running.add(task)
                 task.add_done_callback(self.running.discard)
 
+    async def handle_delivered(self, handle: MessageHandler) -> int:
+        """Handle, one by one, what the server already delivered to this process's pull
+        subscription and no fetch has handed out yet (a pull answered as it expired leaves its
+        messages there for the next fetch). Called when stopping: they would otherwise wait out
+        the ack wait before another instance may have them. Returns how many there were."""
+        inbox = getattr(self._sub, "_sub", None)  # nats-py keeps the pull's inbox subscription private
+        if inbox is None:
+            return 0
+        handled = 0
+        while inbox.pending_msgs:
+            msg = await inbox.next_msg(timeout=0.1)
+            if msg.headers and msg.headers.get("Status"):  # a pull request's status (408, 404), not a message
+                continue
+            await self._one(msg, handle)
+            handled += 1
+        return handled
+
     async def _one(self, msg: Msg, handle: MessageHandler) -> None:
         beat = asyncio.create_task(_keep_in_progress(msg, self._heartbeat)) if self._heartbeat else None
         outcome = LEAVE
