@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import contextlib
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
+from services.event_bridge.bridge import BridgeConfig, EventBridge
 from shared.admin import admin_request
 from shared.contracts.signals import SignalBase, encode_signal, signal_kind
 from shared.subjects import Subjects
@@ -110,3 +112,18 @@ async def publish_raw(
         futures = [await js.publish_async(subject, data) for subject, data in items[start:start + window]]
         sequences.extend(ack.seq for ack in await asyncio.wait_for(asyncio.gather(*futures), 30))
     return sequences
+
+
+@contextlib.asynccontextmanager
+async def running_bridge(nc: NATS, subjects: Subjects,
+                         config: BridgeConfig | None = None) -> AsyncIterator[EventBridge]:
+    """A real bridge in this process on `nc`, running until the block ends."""
+    running = EventBridge(nc, subjects, config)
+    await running.start()
+    stop = asyncio.Event()
+    task = asyncio.create_task(running.run(stop))
+    try:
+        yield running
+    finally:
+        stop.set()
+        await asyncio.wait_for(task, 10)

@@ -15,7 +15,6 @@ raised inside the client's reply callback), so each attempt would wait the bridg
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -32,7 +31,7 @@ from shared.contracts.signals import encode_signal
 from shared.signal_publisher import publish_signal
 from shared.streams import ensure_streams, fabric_streams
 from shared.subjects import Subjects, app_token
-from tests.integration.event_bridge.helpers import poll, read_stream, stream_count, wait_for_count
+from tests.integration.event_bridge.helpers import poll, read_stream, running_bridge, stream_count, wait_for_count
 from tests.unit.event_bridge.signals import one_of_each_kind
 
 pytestmark = pytest.mark.usefixtures("fabric")
@@ -45,15 +44,10 @@ ADVISORIES = "$JS.EVENT.ADVISORY.CONSUMER.*.AMP_SIGNALS.event-bridge"
 async def bridge(nats_url: str, subjects: Subjects) -> AsyncIterator[EventBridge]:
     """A real bridge on its own connection, giving up after MAX_DELIVER deliveries."""
     client = await nats.connect(nats_url)
-    running = EventBridge(client, subjects, BridgeConfig(max_deliver=MAX_DELIVER, backoff=(5.0,)))
-    await running.start()
-    stop = asyncio.Event()
-    task = asyncio.create_task(running.run(stop))
     try:
-        yield running
+        async with running_bridge(client, subjects, BridgeConfig(max_deliver=MAX_DELIVER, backoff=(5.0,))) as running:
+            yield running
     finally:
-        stop.set()
-        await asyncio.wait_for(task, 10)
         await client.close()
 
 

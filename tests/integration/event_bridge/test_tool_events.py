@@ -5,7 +5,6 @@ unreadable record is dead-lettered with its reason."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import AsyncIterator
 
@@ -23,6 +22,7 @@ from shared.deadletter import REASON
 from shared.streams import audit_stream, dlq_stream, ensure_streams, events_stream, fabric_streams
 from shared.subjects import Subjects
 from tests.harness.waiting import consumed, last_seq
+from tests.integration.event_bridge.helpers import running_bridge
 
 APP = "im.polaris.weather"
 TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
@@ -58,15 +58,8 @@ async def tool_events(js: JetStreamContext, subjects: Subjects) -> list[dict[str
 
 @pytest.fixture
 async def bridge(nc: NATS, subjects: Subjects) -> AsyncIterator[EventBridge]:
-    running = EventBridge(nc, subjects)
-    await running.start()
-    stop = asyncio.Event()
-    task = asyncio.create_task(running.run(stop))
-    try:
+    async with running_bridge(nc, subjects) as running:
         yield running
-    finally:
-        stop.set()
-        await task
 
 
 async def all_processed(js: JetStreamContext, subjects: Subjects) -> None:
@@ -83,11 +76,7 @@ async def test_an_executed_calls_record_becomes_its_tool_event_and_nothing_else_
     failed = record("call-failed", status="tool_error", error_code="tool_error", error_message="no such city",
                     trace=Trace(traceparent=TRACEPARENT))
     await audit(js, subjects, failed)
-    running = EventBridge(nc, subjects)
-    await running.start()
-    stop = asyncio.Event()
-    task = asyncio.create_task(running.run(stop))
-    try:
+    async with running_bridge(nc, subjects):
         await audit(js, subjects, record("call-refused", status="denied", error_code="not_bound", executed=False))
         await audit(js, subjects, record("call-timeout", status="timeout", error_code="timeout"))
         old = {k: v for k, v in msgspec.to_builtins(record("call-old")).items()
@@ -97,9 +86,6 @@ async def test_an_executed_calls_record_becomes_its_tool_event_and_nothing_else_
         await audit(js, subjects, decision, app="aurora.gateway")
         await audit(js, subjects, record("call-ok"))
         await all_processed(js, subjects)
-    finally:
-        stop.set()
-        await task
     events = await tool_events(js, subjects)
     assert [(e["payload"]["type"], e["payload"]["data"]["call_id"]) for e in events] == [  # type: ignore[index]
         ("tool.failed", "call-failed"), ("tool.timeout", "call-timeout"), ("tool.succeeded", "call-ok")]
