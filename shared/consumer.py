@@ -209,21 +209,25 @@ class AtLeastOnceConsumer:
                 self.running.add(task)
                 task.add_done_callback(self.running.discard)
 
-    async def handle_delivered(self, handle: MessageHandler) -> int:
-        """Handle, one by one, what the server already delivered to this process's pull
-        subscription and no fetch has handed out yet (a pull answered as it expired leaves its
-        messages there for the next fetch). Called when stopping: they would otherwise wait out
-        the ack wait before another instance may have them. Returns how many there were."""
+    async def handle_delivered(self, handle: MessageHandler, timeout: float) -> int:
+        """When stopping, after `run_each`: let the messages in work finish, then handle, one by
+        one, what the server already delivered to this process's pull subscription and no fetch
+        handed out yet (a pull answered as it expired leaves its messages there for the next
+        fetch); they would otherwise wait out the ack wait before another instance may have them.
+        At most `timeout` seconds (what is left comes back after the ack wait). Returns how many
+        delivered messages were handled."""
+        if self.running:
+            await asyncio.wait(self.running, timeout=timeout)
         inbox = getattr(self._sub, "_sub", None)  # nats-py keeps the pull's inbox subscription private
-        if inbox is None:
-            return 0
         handled = 0
-        while inbox.pending_msgs:
-            msg = await inbox.next_msg(timeout=0.1)
-            if msg.headers and msg.headers.get("Status"):  # a pull request's status (408, 404), not a message
-                continue
-            await self._one(msg, handle)
-            handled += 1
+        with suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                while inbox is not None and inbox.pending_msgs:
+                    msg = await inbox.next_msg(timeout=0.1)
+                    if JetStreamContext.is_status_msg(msg):  # a pull request's status (408, 404)
+                        continue
+                    await self._one(msg, handle)
+                    handled += 1
         return handled
 
     async def _one(self, msg: Msg, handle: MessageHandler) -> None:

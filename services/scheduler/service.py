@@ -7,7 +7,6 @@ reconciler, the tick consumer (a durable every instance shares) and the admin en
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 
 from nats.aio.client import Client as NATS
@@ -112,18 +111,12 @@ class SchedulerService:
         if self._consumer is None or self._handler is None:
             raise RuntimeError("SchedulerService.run() called before start()")
         await self._consumer.run_each(stop, self._handler.handle, concurrency=4)
-        # Stopping (SIGTERM): the ticks in hand take milliseconds, so they are finished (events
-        # published, next timers armed, acked) rather than left to come back after the ack wait;
-        # meanwhile their schedules would have no timer armed.
-        if self._consumer.running:
-            await asyncio.wait(self._consumer.running, timeout=self._settings.ack_wait_seconds)
-        # Ticks delivered to this instance just as its last pull expired: handled too, or their
-        # schedules would have no timer armed until the ack wait gave the ticks to another.
-        with contextlib.suppress(TimeoutError):  # what is left comes back to another after the ack wait
-            handled = await asyncio.wait_for(self._consumer.handle_delivered(self._handler.handle),
-                                             timeout=self._settings.ack_wait_seconds)
-            if handled:
-                log.info("ticks delivered while stopping were handled", count=handled)
+        # Stopping (SIGTERM): the ticks in hand, and those delivered as the last pull expired,
+        # take milliseconds; they are finished (events published, next timers armed, acked)
+        # rather than left to come back after the ack wait, with no timer armed meanwhile.
+        handled = await self._consumer.handle_delivered(self._handler.handle, timeout=self._settings.ack_wait_seconds)
+        if handled:
+            log.info("ticks delivered while stopping were handled", count=handled)
 
     async def stop(self) -> None:
         services, self._services = self._services, []
