@@ -7,7 +7,13 @@ A violation is `denied` / `invalid_arguments`, each problem named by its JSON po
 (`/city: 5 is not of type 'string'`). Platform `event_*` tools have their own checks.
 
 This is the hot path: a validator is compiled once per tool schema and kept until the tool's
-schema changes (looked up by tool name, then by identity or equality of the schema).
+schema changes (looked up by tool name, then by identity or equality of the schema). Arguments
+that fit are recognised by jsonschema-rs (a compiled validator in Rust: under 1 µs for a
+three-property schema, where the Python `jsonschema` takes 15–75 µs); only arguments it rejects
+are checked again by `jsonschema`, whose errors name each violation as callers have always seen
+them, and which stays the judge of what is refused. A schema jsonschema-rs cannot compile (an
+unknown dialect, a `$ref` outside the document: it never fetches one) and arguments nested deeper
+than `FAST_DEPTH` are checked by `jsonschema` alone: the Rust validator recurses on its own stack.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ import re
 import warnings
 from typing import Any
 
+import jsonschema_rs
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError, ValidationError
 from jsonschema.protocols import Validator
@@ -28,6 +35,7 @@ MAX_LISTED = 20  # violations named in the message; the count says how many more
 MAX_MESSAGE = 200  # characters of each violation's text (it quotes the offending value)
 _SECRET_NAME = re.compile(r"(pass(word|wd)?|secret|token|api[_-]?key|credential|private[_-]?key)", re.IGNORECASE)
 REDACTED = "[redacted]"
+FAST_DEPTH = 1000  # nesting checked by jsonschema-rs; what JSON decoding lets through is no deeper
 
 
 class ArgumentCheck:
@@ -35,10 +43,13 @@ class ArgumentCheck:
 
     def __init__(self, max_cached: int = 4096) -> None:
         self._max_cached = max_cached
-        self._validators: dict[str, tuple[dict[str, Any], Validator | SchemaError]] = {}
+        self._validators: dict[str, tuple[dict[str, Any], Compiled]] = {}
 
     def refusal(self, tool: ToolDefinition, arguments: dict[str, Any]) -> ToolCallResult | None:
-        validator = self._validator(tool)
+        compiled = self._validator(tool)
+        if compiled.fits(arguments):
+            return None
+        validator = compiled.checked
         if isinstance(validator, SchemaError):
             return _denied(tool, "invalid_schema",
                            f"{tool.name}'s input schema is not a valid JSON Schema ({_clip(validator.message)}); "
@@ -58,16 +69,59 @@ class ArgumentCheck:
         return _denied(tool, "invalid_arguments", f"arguments do not match {tool.name}'s input schema: "
                        f"{listed}{more}", violations[:MAX_LISTED])
 
-    def _validator(self, tool: ToolDefinition) -> Validator | SchemaError:
+    def _validator(self, tool: ToolDefinition) -> Compiled:
         schema = tool.input_schema
         cached = self._validators.get(tool.name)
         if cached is not None and (cached[0] is schema or cached[0] == schema):
             return cached[1]
-        compiled = compile_validator(schema)
+        compiled = Compiled(compile_validator(schema), compile_fast(schema))
         if len(self._validators) >= self._max_cached:
             del self._validators[next(iter(self._validators))]  # the oldest entry
         self._validators[tool.name] = (schema, compiled)
         return compiled
+
+
+class Compiled:
+    """One schema's validators: `checked` (jsonschema, or why the schema is none) judges and
+    explains; `fast` (jsonschema-rs, None when it cannot take the schema) only says yes quickly."""
+
+    __slots__ = ("checked", "fast")
+
+    def __init__(self, checked: Validator | SchemaError, fast: Any) -> None:
+        self.checked = checked
+        self.fast = fast if not isinstance(checked, SchemaError) else None
+
+    def fits(self, arguments: dict[str, Any]) -> bool:
+        """True only when jsonschema-rs accepts the arguments; False means "ask jsonschema"."""
+        if self.fast is None or not nested_within(arguments, FAST_DEPTH):
+            return False
+        try:
+            return bool(self.fast.is_valid(arguments))
+        except Exception:  # a value it cannot convert (an integer beyond 64 bits): jsonschema decides
+            return False
+
+
+def compile_fast(schema: dict[str, Any]) -> Any:
+    """jsonschema-rs's validator for the schema, or None when it cannot build one. Offline: a
+    `$ref` to anything outside the document stays unresolved (and `jsonschema` explains it)."""
+    try:
+        return jsonschema_rs.validator_for(schema, validate_formats=False, offline=True)
+    except Exception:
+        return None
+
+
+def nested_within(value: Any, limit: int) -> bool:
+    """Whether no object or array in `value` lies deeper than `limit` levels (walked without
+    recursion, so a deep value costs no stack here either)."""
+    stack: list[tuple[Any, int]] = [(value, 1)] if isinstance(value, dict | list) else []
+    while stack:
+        item, depth = stack.pop()
+        if depth > limit:
+            return False
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, dict | list):
+                stack.append((child, depth + 1))
+    return True
 
 
 def compile_validator(schema: dict[str, Any]) -> Validator | SchemaError:

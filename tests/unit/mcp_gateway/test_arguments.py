@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.mcp_gateway.arguments import ArgumentCheck
+from services.mcp_gateway.arguments import FAST_DEPTH, ArgumentCheck, nested_within
 from shared.contracts.tooldef import McpExecution, ToolDefinition
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
@@ -71,4 +71,55 @@ def test_arguments_nested_too_deeply_are_refused_not_a_crash() -> None:
               "$defs": {"n": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"$ref": "#/$defs/n"}}]}}}
     refused = ArgumentCheck().refusal(tool(schema), {"v": deep})
     assert refused is not None and refused.error is not None and refused.error.code == "invalid_arguments"
+    assert refused.error.message == "the arguments nest too deeply to check"
+
+
+AGREEMENT_CASES: list[tuple[dict[str, Any], Any]] = [
+    (WEATHER, {"city": "北京", "days": 2}),
+    (WEATHER, {"city": 5}),
+    (WEATHER, {"town": "x"}),
+    (WEATHER, {"city": "x", "days": 0}),
+    (WEATHER, {"city": "x", "days": 1.0}),  # an integral number is an integer
+    (WEATHER, {"city": "x", "days": True}),  # a boolean is not
+    ({"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}-\\d+$"}}}, {"code": "ABC-12"}),
+    ({"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}-\\d+$"}}}, {"code": "abc-12"}),
+    ({"type": "object", "properties": {"n": {"$ref": "#/$defs/n"}}, "$defs": {"n": {"type": "number", "maximum": 9}}},
+     {"n": 10}),
+    ({"type": "object", "properties": {"when": {"type": "string", "format": "date"}}}, {"when": "not a date"}),
+    ({"type": "object", "properties": {"big": {"type": "integer"}}}, {"big": 2**80}),
+    ({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object",
+      "properties": {"tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": True}}},
+     {"tags": ["a", "a"]}),
+]
+
+
+def test_the_fast_validator_says_yes_exactly_when_jsonschema_finds_nothing() -> None:
+    check = ArgumentCheck()
+    for schema, arguments in AGREEMENT_CASES:
+        compiled = check._validator(tool(schema))
+        assert compiled.fast is not None, schema  # every case above goes through jsonschema-rs
+        slow_says = not any(True for _ in compiled.checked.iter_errors(arguments))  # type: ignore[union-attr]
+        assert compiled.fits(arguments) == slow_says, (schema, arguments)
+        assert (check.refusal(tool(schema), arguments) is None) == slow_says
+
+
+def test_a_schema_jsonschema_rs_cannot_take_is_checked_by_jsonschema_alone() -> None:
+    unknown_ref = {"type": "object", "properties": {"a": {"$ref": "https://schemas.example.invalid/a.json"}}}
+    compiled = ArgumentCheck()._validator(tool(unknown_ref))
+    assert compiled.fast is None and not compiled.fits({"a": 1})
+    refused = ArgumentCheck().refusal(tool(unknown_ref), {"a": 1})
+    assert refused is not None and refused.error is not None and refused.error.code == "invalid_schema"
+
+
+def test_nesting_beyond_the_fast_depth_goes_to_jsonschema_and_is_refused_not_a_crash() -> None:
+    deep: Any = "x"
+    for _ in range(100_000):  # jsonschema-rs would overflow its stack on this (the process dies)
+        deep = [deep]
+    assert not nested_within({"v": deep}, FAST_DEPTH)
+    assert nested_within({"v": [[{"w": [1]}]]}, 5) and not nested_within({"v": [[{"w": [1]}]]}, 4)
+    assert nested_within("a scalar", 1)
+    schema = {"type": "object", "properties": {"v": {"$ref": "#/$defs/n"}},
+              "$defs": {"n": {"anyOf": [{"type": "string"}, {"type": "array", "items": {"$ref": "#/$defs/n"}}]}}}
+    refused = ArgumentCheck().refusal(tool(schema), {"v": deep})
+    assert refused is not None and refused.error is not None
     assert refused.error.message == "the arguments nest too deeply to check"
