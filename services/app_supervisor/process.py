@@ -29,6 +29,7 @@ from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.framing import Oversized, read_lines, to_stdin_line
 from shared import tracing
 from shared.bus import is_jetstream_delivery
+from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
 from shared.subjects import Subjects
 from shared.tracing import messaging
@@ -38,6 +39,9 @@ log = get_logger("aurora.app_supervisor.process")
 STDERR_TAIL = 10
 # How long the relay may take to hand over what the app wrote before it exited.
 DRAIN_SECONDS = 0.5
+# Written to an app's stdin and not read by it yet, at most (nats-py's own limit for a
+# subscription's pending bytes, which applied here before c2s was written in the read loop).
+STDIN_BACKLOG_BYTES = 128 * 1024 * 1024
 
 
 class ProcessNotStarted(RuntimeError):
@@ -143,7 +147,7 @@ class AppProcess:
         ]
         self._exit = asyncio.create_task(self._reap(), name=f"reap {tag}")
         try:
-            self._sub = await self._nc.subscribe(self._c2s, cb=self._to_stdin)
+            self._sub = await subscribe_inline(self._nc, self._c2s, self._to_stdin)
         except NatsError as exc:  # e.g. the connection is closed: no relay, no process
             self._signal_group(signal.SIGKILL)
             raise OSError(f"cannot relay {self._c2s}: {exc}") from exc
@@ -213,9 +217,11 @@ class AppProcess:
             self._proc.stdin.close()
             await self._proc.stdin.wait_closed()
 
-    async def _to_stdin(self, msg: Msg) -> None:
-        """Core NATS delivers one subscription's messages in order, one callback at a time,
-        so awaiting the drain here keeps the stdin order identical to the c2s order."""
+    def _to_stdin(self, msg: Msg) -> None:
+        """Called in the connection's read loop for each c2s message in arrival order
+        (`subscribe_inline`) and written at once, so the stdin order is the c2s order. The pipe
+        buffers what the app has not read yet; past `STDIN_BACKLOG_BYTES` the message is dropped
+        and said (an app that stopped reading its stdin), never a buffer growing without end."""
         if is_jetstream_delivery(msg.reply):
             return  # a stream replayed into the relay is not the gateway speaking
         stdin = self._proc.stdin if self._proc is not None else None
@@ -228,19 +234,23 @@ class AppProcess:
             log.error("c2s message dropped: not one JSON-RPC message", app=self._spec.name,
                       size=len(msg.data))
             return
+        unread = stdin.transport.get_write_buffer_size()
+        if unread + len(line) > STDIN_BACKLOG_BYTES:
+            log.error("c2s message dropped: the app is not reading its stdin", app=self._spec.name,
+                      generation=self.generation, size=len(line), unread_bytes=unread)
+            return
         incoming = tracing.headers_trace(msg.headers)
         if incoming is None:  # not part of a traced call (the SDK's own traffic, or tracing off)
-            await self._write(stdin, line)
+            self._write(stdin, line)
             return
         with tracing.handling("relay c2s", incoming, attributes={
                 **messaging("process", msg.subject), "aurora.app": self._spec.app_id,
                 "aurora.app.generation": self.generation}):
-            await self._write(stdin, line)
+            self._write(stdin, line)
 
-    async def _write(self, stdin: asyncio.StreamWriter, line: bytes) -> None:
+    def _write(self, stdin: asyncio.StreamWriter, line: bytes) -> None:
         try:
             stdin.write(line)
-            await stdin.drain()
         except (OSError, RuntimeError) as exc:  # the app is going away; `exited` follows
             log.warning("writing to app stdin failed", app=self._spec.name, error=str(exc))
 

@@ -112,7 +112,8 @@ def watcher(mode: str, pid: int, seconds: int, output: Path) -> subprocess.Popen
     elif mode == "cpu":
         os.kill(pid, signal.SIGUSR1)
         return None
-    return None  # `none`: CPU ms per call only
+    else:
+        return None  # `none`: CPU ms per call only
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 

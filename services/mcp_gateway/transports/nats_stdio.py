@@ -7,11 +7,14 @@ bytes travel on `<p>.mcp.<app>.<instance>.{c2s,s2c}`, one JSON-RPC message per N
 
 from __future__ import annotations
 
+import asyncio
+from collections import deque
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from types import TracebackType
 
 import anyio
+from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 from mcp_types import jsonrpc_message_adapter
 from nats.aio.client import Client as NATS
@@ -22,12 +25,13 @@ from services.mcp_gateway.transports.direct import DirectCalls
 from services.mcp_gateway.transports.streams import TransportStreams
 from shared import tracing
 from shared.bus import is_jetstream_delivery
+from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
 from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_gateway.nats_stdio")
 
-RELAY_BACKLOG = 20_000  # messages from one app waiting to be read, at most
+RELAY_BACKLOG = 20_000  # messages from one app waiting for its session to read them, at most
 
 
 def parse_message(data: bytes) -> SessionMessage | Exception:
@@ -71,6 +75,73 @@ def nats_stdio_transport(nc: NATS, subjects: Subjects, app_id: str, instance: st
     return NatsStdioTransport(nc, subjects, app_id, instance)
 
 
+class _FromApp:
+    """The app's messages in the order it sent them: an answer to a direct call goes to the call
+    waiting for it, the rest to the SDK session's read stream.
+
+    Both happen in the connection's read loop (`subscribe_inline`), so an answer wakes its call
+    with no task in between. When the session's stream is full, messages wait in `_backlog`, in
+    order, answers too (an answer must not overtake the progress notes sent before it), and one
+    task moves them on as the session reads. Past `RELAY_BACKLOG` waiting messages the overflow is
+    dropped and said (an app flooding its stdout faster than its session reads), never a backlog
+    that grows without end."""
+
+    def __init__(self, direct: DirectCalls, stream: MemoryObjectSendStream[SessionMessage | Exception],
+                 app_id: str, instance: str) -> None:
+        self._direct = direct
+        self._stream = stream
+        self._app_id = app_id
+        self._instance = instance
+        self._backlog: deque[bytes] = deque()
+        self._moving: asyncio.Task[None] | None = None
+        self.dropped = 0
+
+    @property
+    def waiting(self) -> int:
+        return len(self._backlog)
+
+    def on_message(self, msg: Msg) -> None:
+        if is_jetstream_delivery(msg.reply):
+            return
+        if self._backlog:
+            self._wait(msg.data)
+        elif not self._direct.answer(msg.data):
+            try:
+                self._stream.send_nowait(parse_message(msg.data))
+            except anyio.WouldBlock:
+                self._wait(msg.data)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+
+    def _wait(self, data: bytes) -> None:
+        if len(self._backlog) >= RELAY_BACKLOG:
+            if self.dropped == 0:
+                log.error("app messages dropped: its session reads slower than the app writes", app=self._app_id,
+                          instance=self._instance, waiting=len(self._backlog))
+            self.dropped += 1
+            return
+        self._backlog.append(data)
+        if self._moving is None or self._moving.done():
+            self._moving = asyncio.get_running_loop().create_task(self._move_on(), name=f"mcp-s2c-{self._app_id}")
+
+    async def _move_on(self) -> None:
+        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+            while self._backlog:
+                data = self._backlog[0]  # left in place while it is sent: what arrives meanwhile queues behind it
+                if not self._direct.answer(data):
+                    await self._stream.send(parse_message(data))
+                self._backlog.popleft()
+        self._backlog.clear()
+
+    def close(self) -> None:
+        if self._moving is not None:
+            self._moving.cancel()
+        unread = len(self._backlog) + self.dropped
+        if unread:  # a flood the session could not keep up with: said, never silently lost
+            log.error("relay closed with messages from the app unread; dropped", app=self._app_id,
+                      instance=self._instance, dropped=unread)
+
+
 @asynccontextmanager
 async def _relay(
     nc: NATS, subjects: Subjects, app_id: str, instance: str, direct: DirectCalls
@@ -78,18 +149,8 @@ async def _relay(
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](256)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](256)
     c2s = subjects.mcp(app_id, instance, "c2s")
-
-    async def on_message(msg: Msg) -> None:
-        if is_jetstream_delivery(msg.reply) or direct.answer(msg.data):
-            return
-        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
-            await read_writer.send(parse_message(msg.data))
-
-    # Bounded: an app flooding its stdout faster than its session can read gets the overflow
-    # dropped by nats-py as a slow consumer (logged, with the subject) instead of a backlog that
-    # grows without end and delays every answer behind it.
-    sub = await nc.subscribe(subjects.mcp(app_id, instance, "s2c"), cb=on_message,
-                             pending_msgs_limit=RELAY_BACKLOG)
+    from_app = _FromApp(direct, read_writer, app_id, instance)
+    sub = await subscribe_inline(nc, subjects.mcp(app_id, instance, "s2c"), from_app.on_message)
 
     async def pump_writes() -> None:
         async with write_reader:
@@ -105,12 +166,9 @@ async def _relay(
         try:
             yield read_stream, write_stream
         finally:
-            unread = sub.pending_msgs
-            if unread:  # a flood the session could not keep up with: said, never silently lost
-                log.error("relay closed with messages from the app unread; dropped", app=app_id,
-                          instance=instance, dropped=unread)
             with suppress(NatsError):  # the connection may be closing under us
                 await sub.unsubscribe()
+            from_app.close()
             await read_writer.aclose()
             await write_stream.aclose()
             await read_stream.aclose()  # ours to close, like the SDK's stdio_client does
