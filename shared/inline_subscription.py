@@ -5,23 +5,29 @@ Why: nats-py hands every message of a callback subscription to an `asyncio.Queue
 per subscription awaits that queue and runs the callback. On a relayed tool call that is one
 queue and one task wake-up more per message than the work needs: in the gateway for the app's
 answer (`…s2c`) and for each JetStream ack of its audit record, in the supervisor for each
-message it writes to an app's stdin (`…c2s`). A handler here is a plain function called where
+message it writes to an app's stdin (`…c2s`); and for the gateway's tool-call endpoints, whose
+handler only starts a task for the call (`add_inline_endpoint`). A handler here is a plain function called where
 nats-py would have queued the message, in the order messages arrive; it must not block. What has
 to wait (a full stream, a slow pipe) is the handler's to queue or refuse, and it says which.
 
 nats-py has no public hook for this: the subscription is made without a callback (so nats-py
 starts no task for it) and its pending queue is replaced by `_Handoff`, which takes each message
-the read loop would have put there. `tests/integration/test_inline_subscription.py` runs it on a
-real connection, so a nats-py release that delivers differently fails there first.
+the read loop would have put there. An endpoint is added by nats.micro as any other and then gets the
+same hand-off. `tests/integration/test_inline_subscription.py` runs both on a real connection,
+so a nats-py release that delivers differently fails there first.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
+from functools import partial
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
+from nats.micro.request import Request
+from nats.micro.service import Endpoint, Service
 
 from shared.logs import get_logger
 
@@ -64,5 +70,54 @@ class _Handoff:
 async def subscribe_inline(nc: NATS, subject: str, handler: Handler, *, queue: str = "") -> Subscription:
     """Subscribe `handler` to `subject`; unsubscribe as with any nats-py subscription."""
     subscription = await nc.subscribe(subject, queue=queue)
-    subscription._pending_queue = _Handoff(subscription, handler)  # type: ignore[assignment]
+    _hand_off(subscription, handler)
     return subscription
+
+
+def _hand_off(subscription: Subscription, handler: Handler) -> None:
+    """From now on each message of `subscription` goes to `handler`. Those the read loop queued
+    while the subscription was being made go first, in order; no await lies in between, so none
+    can arrive meanwhile. A task nats-py started to work off the queue is stopped: it would find
+    the hand-off where it looks for its queue."""
+    queued = subscription._pending_queue
+    handoff = _Handoff(subscription, handler)
+    subscription._pending_queue = handoff  # type: ignore[assignment]
+    if subscription._wait_for_msgs_task is not None:
+        subscription._wait_for_msgs_task.cancel()
+    while not queued.empty():
+        handoff.put_nowait(queued.get_nowait())
+
+
+RequestHandler = Callable[[Request], None]
+
+
+async def add_inline_endpoint(service: Service, *, name: str, subject: str, handler: RequestHandler) -> None:
+    """A nats.micro endpoint whose requests reach `handler` in the read loop, with no task in
+    between: the endpoint is the service's like any other (its INFO lists it, its STATS count
+    requests, errors and processing time), only its subscription hands messages over at once.
+    For a handler that only starts the work (a tool call gets a task of its own): with a task
+    per endpoint in between, each request waited for one more wake-up before it was started."""
+
+    async def queued(request: Request) -> None:  # what arrived before the hand-off was in place
+        handler(request)
+
+    await service.add_endpoint(name=name, subject=subject, handler=queued)
+    endpoint = service._endpoints[-1]
+    subscription = endpoint._subscription
+    assert endpoint._name == name and subscription is not None, "nats.micro added the endpoint elsewhere"
+    _hand_off(subscription, partial(_counted, endpoint, handler))
+
+
+def _counted(endpoint: Endpoint, handler: RequestHandler, msg: Msg) -> None:
+    """What nats.micro's own request handling counts, for one request handled here."""
+    started = time.perf_counter_ns()
+    endpoint._num_requests += 1
+    try:
+        handler(Request(msg))
+    except Exception as error:
+        endpoint._num_errors += 1
+        endpoint._last_error = repr(error)  # type: ignore[assignment]
+        raise
+    finally:
+        endpoint._processing_time += time.perf_counter_ns() - started
+        endpoint._average_processing_time = int(endpoint._processing_time / endpoint._num_requests)

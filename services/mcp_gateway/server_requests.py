@@ -47,6 +47,9 @@ class SessionCallbacks:
     sampling: SamplingFnT | None
     notified: Callable[[str, dict[str, Any] | None], None]
     input_request: InputRequestFn
+    # A progress note read off the relay before the call's answer (transports/direct.py): True
+    # when it was for one of the session's calls in flight, and is noted.
+    progressed: Callable[[dict[str, Any] | None], bool]
 
 
 class ServerRequests:
@@ -109,4 +112,5 @@ class ServerRequests:
 
         return SessionCallbacks(elicitation=elicitation if self._offers[0] else None,
                                 sampling=sampling if self._offers[1] else None, notified=notified,
-                                input_request=input_request)
+                                input_request=input_request,
+                                progressed=lambda params: self.calls.progressed(key, params))

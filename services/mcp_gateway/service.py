@@ -49,6 +49,7 @@ from shared.acked_publish import AckedPublisher
 from shared.admin import add_admin_endpoint, person_endpoint_subject
 from shared.contracts.approval import Approval
 from shared.contracts.signals import SignalBase
+from shared.inline_subscription import add_inline_endpoint
 from shared.logs import get_logger, scrub_logs_with
 from shared.people import UserRegistry
 from shared.redaction import Redactor
@@ -196,14 +197,15 @@ class GatewayService:
             nc, name="aurora-mcp-gateway", version=VERSION, description="MCP sessions, tool pool, tool calls"
         )
         parts.push_async_callback(service.stop)
-        await service.add_endpoint(name="tool-call", subject=subjects.tool_call, handler=calls.tool_call)
-        await service.add_endpoint(name="operator-tool-call", subject=subjects.operator_tool_call,
-                                   handler=calls.operator_call)
-        await service.add_endpoint(name="edge-tool-call", subject=subjects.edge_tool_call, handler=calls.edge_call)
+        await add_inline_endpoint(service, name="tool-call", subject=subjects.tool_call, handler=calls.tool_call)
+        await add_inline_endpoint(service, name="operator-tool-call", subject=subjects.operator_tool_call,
+                                  handler=calls.operator_call)
+        await add_inline_endpoint(service, name="edge-tool-call", subject=subjects.edge_tool_call,
+                                  handler=calls.edge_call)
         # A person's operator calls: `….u.<name>`, checked against the users registry like any admin request.
-        await service.add_endpoint(name="operator-tool-call-person",
-                                   subject=person_endpoint_subject(subjects.operator_tool_call),
-                                   handler=calls.operator_call)
+        await add_inline_endpoint(service, name="operator-tool-call-person",
+                                  subject=person_endpoint_subject(subjects.operator_tool_call),
+                                  handler=calls.operator_call)
         endpoints = admin_endpoints(
             sessions=gateway.sessions, catalog=catalog, status=status, events=events, reporting=reporting,
             apps=settings.apps, pool=pool, approvals=approvals, executable=executable,

@@ -72,20 +72,20 @@ class CallServer:
         self._in_flight = in_flight
         self._scrub_reply = scrub_reply  # no configured credential goes back to a caller
 
-    async def tool_call(self, request: Request) -> None:
+    # Called in nats-py's read loop (`add_inline_endpoint`): they only start the call's task.
+    def tool_call(self, request: Request) -> None:
         self._dispatch(request, operator=False)
 
-    async def operator_call(self, request: Request) -> None:
+    def operator_call(self, request: Request) -> None:
         self._dispatch(request, operator=True)
 
-    async def edge_call(self, request: Request) -> None:
+    def edge_call(self, request: Request) -> None:
         self._dispatch(request, operator=False, edge=True)
 
     def _dispatch(self, request: Request, *, operator: bool, edge: bool = False) -> None:
         if is_jetstream_delivery(request_reply(request)):
             return
-        # nats-py runs a subscription's callback for one message at a time: each call gets its
-        # own task, or one slow tool would hold up every other call.
+        # Each call gets its own task, or one slow tool would hold up every other call.
         self._in_flight.enter()
         name = "operator-tool-call" if operator else "edge-tool-call" if edge else "tool-call"
         self._in_flight.track(asyncio.create_task(self._serve(request, operator, edge), name=name))

@@ -207,6 +207,8 @@ class AppSession:
                                        refused=http is None) from exc
             self.server_info = session.server_info
             attempt.direct = transport.direct if isinstance(transport, SupportsDirectCalls) else None
+            if attempt.direct is not None and self._callbacks is not None:
+                attempt.direct.progressed = self._callbacks.progressed
             attempt.session = session
             self.problem, self._unreadable = None, 0  # a new session: nothing wrong with it yet
             await self._listener.tools_listed(self, tools)

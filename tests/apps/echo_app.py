@@ -1,5 +1,5 @@
-"""Test MCP app over stdio (lowlevel Server, raw arguments): echo, slow, crash, fail, counter and
-set_password tools."""
+"""Test MCP app over stdio (lowlevel Server, raw arguments): echo, slow, crash, fail, counter,
+set_password and progress tools."""
 
 from __future__ import annotations
 
@@ -86,6 +86,12 @@ TOOLS = [
         annotations=WRITE,
     ),
     types.Tool(
+        name="progress",
+        description="Send `notes` progress notifications for the call, then answer, all at once.",
+        input_schema=_schema({"notes": {"type": "integer", "minimum": 0, "maximum": 50}}, ["notes"]),
+        annotations=READ_ONLY,
+    ),
+    types.Tool(
         name="get_startup",
         description="Return the parsed AURORA_APP_STARTUP and this process id.",
         input_schema=_schema({}),
@@ -170,6 +176,13 @@ async def call_tool(
                 return _error("user and password must be strings")
             digest = hashlib.sha256(f"{password}|{args.get('pin', '')}".encode()).hexdigest()[:16]
             return _result({"user": user, "changed": True, "digest": digest})
+        case "progress":
+            token = (ctx.meta or {}).get("progress_token")
+            notes = int(args.get("notes", 0))
+            for n in range(1, notes + 1):  # no await in between that waits: they leave with the answer
+                if token is not None:
+                    await ctx.session.send_progress_notification(token, n, notes, f"note {n}")
+            return _result({"notes": notes, "token": token is not None})
         case "get_startup":
             return _result({"startup": STARTUP, "pid": os.getpid()})
     raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")

@@ -23,10 +23,12 @@ ID_PREFIX = "aurora-"
 
 
 class DirectResponse(msgspec.Struct, frozen=True):
-    """A JSON-RPC response whose id is one of ours; `result` stays raw until the caller wants it."""
+    """A JSON-RPC response whose id is one of ours (`result` stays raw until the caller wants
+    it), or a notification (`method`, `params`)."""
 
     id: str | int | None = None
     method: str | None = None
+    params: Any = None
     result: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)  # empty: no result
     error: dict[str, Any] | None = None
 
@@ -49,6 +51,10 @@ class DirectCalls:
         # Late answers to abandoned requests are ours too: the SDK would warn about an unknown id.
         self._abandoned: deque[str] = deque(maxlen=1024)
         self._closed = False
+        # Set by the session: notes a `notifications/progress` for one of its calls in flight
+        # (True when it was one). Called here, in the order the app wrote, a note always comes
+        # before the answer it preceded; through the SDK's stream it could come after it.
+        self.progressed: Callable[[dict[str, Any] | None], bool] | None = None
 
     async def send(self, method: str, params: dict[str, Any]) -> tuple[str, asyncio.Future[DirectResponse]]:
         if self._closed:
@@ -72,14 +78,18 @@ class DirectCalls:
         await self._publish(_encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancelled}))
 
     def answer(self, data: bytes) -> bool:
-        """True when `data` answered one of our requests (and is consumed); anything else —
-        the SDK's responses, notifications, server requests, junk — is the SDK's to read."""
+        """True when `data` answered one of our requests or was progress of one (and is
+        consumed); anything else — the SDK's responses, other notifications, server requests,
+        junk — is the SDK's to read."""
         if not self._pending and not self._abandoned:
             return False
         try:
             response = _decode_response(data)
         except (msgspec.DecodeError, msgspec.ValidationError):
             return False
+        if response.method == "notifications/progress" and response.id is None:
+            params = response.params if isinstance(response.params, dict) else None
+            return self.progressed is not None and self.progressed(params)
         if response.method is not None or not isinstance(response.id, str):
             return False
         waiting = self._pending.pop(response.id, None)

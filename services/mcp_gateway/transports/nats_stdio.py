@@ -79,10 +79,12 @@ class _FromApp:
     """The app's messages in the order it sent them: an answer to a direct call goes to the call
     waiting for it, the rest to the SDK session's read stream.
 
-    Both happen in the connection's read loop (`subscribe_inline`), so an answer wakes its call
-    with no task in between. When the session's stream is full, messages wait in `_backlog`, in
-    order, answers too (an answer must not overtake the progress notes sent before it), and one
-    task moves them on as the session reads. Past `RELAY_BACKLOG` waiting messages the overflow is
+    Messages for the session go through one task (`_move_on`), as nats-py's own task per
+    subscription took them before: sending to the session's stream yields to the session, so it
+    reads each before the next is looked at. An answer is resolved right in the connection's read
+    loop (`subscribe_inline`), with no task in between, only when that task has nothing in hand;
+    otherwise it waits in `_backlog` behind what came before it, so an answer never overtakes the
+    progress notes the app sent before it. Past `RELAY_BACKLOG` waiting messages the overflow is
     dropped and said (an app flooding its stdout faster than its session reads), never a backlog
     that grows without end."""
 
@@ -103,15 +105,9 @@ class _FromApp:
     def on_message(self, msg: Msg) -> None:
         if is_jetstream_delivery(msg.reply):
             return
-        if self._backlog:
+        if self._backlog or (self._moving is not None and not self._moving.done()) \
+                or not self._direct.answer(msg.data):
             self._wait(msg.data)
-        elif not self._direct.answer(msg.data):
-            try:
-                self._stream.send_nowait(parse_message(msg.data))
-            except anyio.WouldBlock:
-                self._wait(msg.data)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass
 
     def _wait(self, data: bytes) -> None:
         if len(self._backlog) >= RELAY_BACKLOG:
@@ -125,13 +121,18 @@ class _FromApp:
             self._moving = asyncio.get_running_loop().create_task(self._move_on(), name=f"mcp-s2c-{self._app_id}")
 
     async def _move_on(self) -> None:
-        with suppress(anyio.ClosedResourceError, anyio.BrokenResourceError):
+        try:
             while self._backlog:
-                data = self._backlog[0]  # left in place while it is sent: what arrives meanwhile queues behind it
-                if not self._direct.answer(data):
-                    await self._stream.send(parse_message(data))
-                self._backlog.popleft()
-        self._backlog.clear()
+                while self._backlog:
+                    data = self._backlog[0]  # left in place while it is sent: what arrives meanwhile queues behind it
+                    if not self._direct.answer(data):
+                        await self._stream.send(parse_message(data))
+                    self._backlog.popleft()
+                # One more turn for the session to read what it was given, before answers go
+                # straight to their calls again.
+                await asyncio.sleep(0)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._backlog.clear()
 
     def close(self) -> None:
         if self._moving is not None:

@@ -201,7 +201,7 @@ def test_a_disabled_system_leaves_every_available_set(stack: Stack) -> None:
     stack.apply_agent("disabler", ["test.echo.echo", "im.polaris.qq.get_user_info"])
     systems = {s["name"]: s for s in stack.json("systems")}
     assert systems["test.echo"]["enabled"] is True and systems["test.echo"]["health"] == "connected"
-    assert systems["test.echo"]["tools"] == 10
+    assert systems["test.echo"]["tools"] == 11
     assert "disabled" in stack.ok("systems", "disable", "test.echo")
     try:
         assert {s["name"]: s for s in stack.json("systems")}["test.echo"]["enabled"] is False

@@ -91,3 +91,15 @@ async def test_the_cli_calls_and_lists_tools(platform: Platform) -> None:
     failed = cli(platform.url, "tools", "call", "test.echo.fail", "--json")
     assert failed.returncode == 3
     assert json.loads(failed.stdout)["status"] == "tool_error"
+
+
+async def test_progress_notes_sent_with_the_answer_are_all_in_the_result(
+    platform: Platform, pnc: NATS, subjects: Subjects
+) -> None:
+    """The app writes its notes and its answer at once; the answer reaches the call in the read
+    loop, yet never before the notes the session reads (transports/nats_stdio.py, `_FromApp`)."""
+    for _ in range(30):
+        result = await call(pnc, subjects, "test.echo.progress", {"notes": 3})
+        assert result["status"] == "ok" and result["structured"] == {"notes": 3, "token": True}, result
+        assert [(p["progress"], p["message"]) for p in result.get("progress") or []] == [
+            (1.0, "note 1"), (2.0, "note 2"), (3.0, "note 3")], result

@@ -94,3 +94,26 @@ async def test_a_failed_write_leaves_nothing_pending() -> None:
     with pytest.raises(OSError):
         await calls.send("tools/call", {"name": "echo"})
     assert not calls.answer(response(f"{ID_PREFIX}1", result={}))
+
+
+async def test_progress_of_a_call_in_flight_is_noted_in_order_before_its_answer() -> None:
+    calls = DirectCalls(Relay().publish)
+    noted: list[Any] = []
+    calls.progressed = lambda params: noted.append(params) is None and (params or {}).get("progressToken") == "ours"
+    request_id, answer = await calls.send("tools/call", {"name": "echo", "_meta": {"progressToken": "ours"}})
+
+    def progress(token: str, n: int) -> bytes:
+        return json.dumps({"jsonrpc": "2.0", "method": "notifications/progress",
+                           "params": {"progressToken": token, "progress": n}}).encode()
+
+    assert calls.answer(progress("ours", 1)) and calls.answer(progress("ours", 2))
+    assert not calls.answer(progress("someone else's", 3))  # not one of the session's calls: the SDK's
+    assert calls.answer(response(request_id, result={}))
+    assert [p["progress"] for p in noted] == [1, 2, 3] and answer.done()
+
+
+async def test_progress_is_left_to_the_sdk_when_the_session_takes_none() -> None:
+    calls = DirectCalls(Relay().publish)
+    await calls.send("tools/call", {"name": "echo"})
+    note = b'{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t", "progress": 1}}'
+    assert not calls.answer(note)
