@@ -79,14 +79,14 @@ class _FromApp:
     """The app's messages in the order it sent them: an answer to a direct call goes to the call
     waiting for it, the rest to the SDK session's read stream.
 
-    Messages for the session go through one task (`_move_on`), as nats-py's own task per
-    subscription took them before: sending to the session's stream yields to the session, so it
-    reads each before the next is looked at. An answer is resolved right in the connection's read
-    loop (`subscribe_inline`), with no task in between, only when that task has nothing in hand;
-    otherwise it waits in `_backlog` behind what came before it, so an answer never overtakes the
-    progress notes the app sent before it. Past `RELAY_BACKLOG` waiting messages the overflow is
-    dropped and said (an app flooding its stdout faster than its session reads), never a backlog
-    that grows without end."""
+    An answer, and a progress note of one of the gateway's own calls (`DirectCalls.answer`), is
+    taken right in the connection's read loop (`subscribe_inline`), with no task in between: notes
+    and answers in the order the app wrote them. Messages for the session go through one task
+    (`_move_on`), as nats-py's own task per subscription took them before: sending to the
+    session's stream yields to the session, so it reads each before the next is looked at; while
+    that task has messages in hand, an answer waits in `_backlog` behind them. Past
+    `RELAY_BACKLOG` waiting messages the overflow is dropped and said (an app flooding its stdout
+    faster than its session reads), never a backlog that grows without end."""
 
     def __init__(self, direct: DirectCalls, stream: MemoryObjectSendStream[SessionMessage | Exception],
                  app_id: str, instance: str) -> None:
