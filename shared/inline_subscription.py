@@ -5,16 +5,17 @@ Why: nats-py hands every message of a callback subscription to an `asyncio.Queue
 per subscription awaits that queue and runs the callback. On a relayed tool call that is one
 queue and one task wake-up more per message than the work needs: in the gateway for the app's
 answer (`…s2c`) and for each JetStream ack of its audit record, in the supervisor for each
-message it writes to an app's stdin (`…c2s`); and for the gateway's tool-call endpoints, whose
-handler only starts a task for the call (`add_inline_endpoint`). A handler here is a plain function called where
-nats-py would have queued the message, in the order messages arrive; it must not block. What has
-to wait (a full stream, a slow pipe) is the handler's to queue or refuse, and it says which.
+message it writes to an app's stdin (`…c2s`), and for the gateway's tool-call endpoints, whose
+handler only starts a task for the call (`add_inline_endpoint`). A handler here is a plain
+function called where nats-py would have queued the message, in the order messages arrive; it
+must not block. What has to wait (a full stream, a slow pipe) is the handler's to queue or
+refuse, and it says which.
 
 nats-py has no public hook for this: the subscription is made without a callback (so nats-py
 starts no task for it) and its pending queue is replaced by `_Handoff`, which takes each message
-the read loop would have put there. An endpoint is added by nats.micro as any other and then gets the
-same hand-off. `tests/integration/test_inline_subscription.py` runs both on a real connection,
-so a nats-py release that delivers differently fails there first.
+the read loop would have put there. An endpoint is added by nats.micro as any other and then
+gets the same hand-off. `tests/integration/test_inline_subscription.py` runs both on a real
+connection, so a nats-py release that delivers differently fails there first.
 """
 
 from __future__ import annotations
@@ -98,7 +99,7 @@ async def add_inline_endpoint(service: Service, *, name: str, subject: str, hand
     For a handler that only starts the work (a tool call gets a task of its own): with a task
     per endpoint in between, each request waited for one more wake-up before it was started."""
 
-    async def queued(request: Request) -> None:  # what arrived before the hand-off was in place
+    async def queued(request: Request) -> None:  # nats.micro's to hold; the hand-off takes every message
         handler(request)
 
     await service.add_endpoint(name=name, subject=subject, handler=queued)

@@ -98,10 +98,6 @@ class _FromApp:
         self._moving: asyncio.Task[None] | None = None
         self.dropped = 0
 
-    @property
-    def waiting(self) -> int:
-        return len(self._backlog)
-
     def on_message(self, msg: Msg) -> None:
         if is_jetstream_delivery(msg.reply):
             return
