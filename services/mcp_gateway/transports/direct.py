@@ -28,7 +28,7 @@ class DirectResponse(msgspec.Struct, frozen=True):
 
     id: str | int | None = None
     method: str | None = None
-    params: Any = None
+    params: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)  # decoded only for a progress note
     result: msgspec.Raw = msgspec.field(default_factory=msgspec.Raw)  # empty: no result
     error: dict[str, Any] | None = None
 
@@ -88,8 +88,10 @@ class DirectCalls:
         except (msgspec.DecodeError, msgspec.ValidationError):
             return False
         if response.method == "notifications/progress" and response.id is None:
-            params = response.params if isinstance(response.params, dict) else None
-            return self.progressed is not None and self.progressed(params)
+            if self.progressed is None:
+                return False
+            params = msgspec.json.decode(response.params) if response.params else None
+            return self.progressed(params if isinstance(params, dict) else None)
         if response.method is not None or not isinstance(response.id, str):
             return False
         waiting = self._pending.pop(response.id, None)
