@@ -4,7 +4,8 @@ in between.
 Why: nats-py hands every message of a callback subscription to an `asyncio.Queue`, and one task
 per subscription awaits that queue and runs the callback. On a relayed tool call that is one
 queue and one task wake-up more per message than the work needs: in the gateway for the app's
-answer (`…s2c`) and for each JetStream ack of its audit record, in the supervisor for each
+answer (`…s2c`) and for each JetStream ack of its audit record (and of every other
+`AckedPublisher`'s message), in the supervisor for each
 message it writes to an app's stdin (`…c2s`), and for the gateway's tool-call endpoints, whose
 handler only starts a task for the call (`add_inline_endpoint`). A handler here is a plain
 function called where nats-py would have queued the message, in the order messages arrive; it
