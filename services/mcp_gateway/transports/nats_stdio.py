@@ -119,14 +119,10 @@ class _FromApp:
     async def _move_on(self) -> None:
         try:
             while self._backlog:
-                while self._backlog:
-                    data = self._backlog[0]  # left in place while it is sent: what arrives meanwhile queues behind it
-                    if not self._direct.answer(data):
-                        await self._stream.send(parse_message(data))
-                    self._backlog.popleft()
-                # One more turn for the session to read what it was given, before answers go
-                # straight to their calls again.
-                await asyncio.sleep(0)
+                data = self._backlog[0]  # left in place while it is sent: what arrives meanwhile queues behind it
+                if not self._direct.answer(data):
+                    await self._stream.send(parse_message(data))
+                self._backlog.popleft()
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._backlog.clear()
 
