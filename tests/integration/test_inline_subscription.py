@@ -15,6 +15,7 @@ from nats.micro import add_service
 from nats.micro.request import Request
 
 from shared.inline_subscription import _hand_off, add_inline_endpoint, subscribe_inline
+from tests.harness.waiting import poll
 
 
 def _read_loop_running() -> bool:
@@ -146,11 +147,10 @@ async def test_messages_queued_before_the_hand_off_are_handled_first_in_order(nc
     for n in range(5):
         await nc.publish("inline.early", b"early %d" % n)
     await nc.flush()
-    for _ in range(200):
-        if sub.pending_msgs == 5:
-            break
-        await asyncio.sleep(0.01)
-    assert sub.pending_msgs == 5
+    async def all_queued() -> bool:
+        return sub.pending_msgs == 5
+
+    await poll(all_queued, what="the five early messages queued by nats-py")
     got: list[bytes] = []
     late = asyncio.Event()
 
