@@ -19,7 +19,7 @@ from opentelemetry.trace import SpanKind
 from services.mcp_gateway import progress
 from services.mcp_gateway.pool.approvals import ApprovalStore
 from services.mcp_gateway.toolcalls import CallRecord, ToolCallHandler, result_reply
-from shared import metrics, tracing
+from shared import metrics, tracing, write_through
 from shared.admin import Authorize, request_reply
 from shared.bus import is_jetstream_delivery
 from shared.contracts.signals import GATEWAY_APP
@@ -112,9 +112,9 @@ class CallServer:
                         # The `tool.*` event of the call continues the gateway's span for it.
                         record = dataclasses.replace(record, trace=span.trace or record.trace)
             try:
-                await request.respond(self._scrub_reply(reply))
-                # `respond` only queues the reply for nats-py's flusher task; letting it run
-                # first puts the reply on the wire before the audit record is built (0.1 ms).
+                await write_through.respond(request, self._scrub_reply(reply))
+                # The reply is written once this task yields: yielding now puts it on the wire
+                # before the audit record is built (0.1 ms).
                 await asyncio.sleep(0)
             except Exception as exc:
                 log.warning("a tool call's reply could not be sent", error=f"{type(exc).__name__}: {exc}")

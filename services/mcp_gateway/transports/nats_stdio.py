@@ -23,7 +23,7 @@ from nats.errors import Error as NatsError
 
 from services.mcp_gateway.transports.direct import DirectCalls
 from services.mcp_gateway.transports.streams import TransportStreams
-from shared import tracing
+from shared import tracing, write_through
 from shared.bus import is_jetstream_delivery
 from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
@@ -56,7 +56,7 @@ class NatsStdioTransport(AbstractAsyncContextManager[TransportStreams]):
         c2s = subjects.mcp(app_id, instance, "c2s")
 
         async def publish(data: bytes) -> None:  # the supervisor's relay span continues the call's
-            await nc.publish(c2s, data, headers=tracing.current_headers())
+            await write_through.publish(nc, c2s, data, headers=tracing.current_headers())
 
         self.direct = DirectCalls(publish)
         self._relay = _relay(nc, subjects, app_id, instance, self.direct)
