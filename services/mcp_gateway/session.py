@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
@@ -400,18 +401,26 @@ async def _call_directly(
         request_id, answer = await direct.send("tools/call", params)
     except ConnectionLost as exc:
         raise _NotSent from exc  # the relay closed before the call went out: nothing ran
+    # The answer is awaited on its own: a timer and the attempt's end fail it instead, so the call
+    # wakes once when its answer comes (`asyncio.wait` on both took two more turns of the loop).
+    lost = attempt.lost_future
+    ended = functools.partial(_give_up, answer, _Lost)
+    timer = asyncio.get_running_loop().call_later(timeout, _give_up, answer, TimeoutError)
+    lost.add_done_callback(ended)
     try:
-        done, _ = await asyncio.wait((answer, attempt.lost_future), timeout=timeout,
-                                     return_when=asyncio.FIRST_COMPLETED)
+        response = await answer
+    except _Lost:
+        await direct.abandon(request_id, "the app went away")
+        raise
+    except TimeoutError:
+        await direct.abandon(request_id, "no answer in time")
+        raise
     except asyncio.CancelledError:
         await direct.abandon(request_id, "the call was cancelled")
         raise
-    if answer not in done:
-        await direct.abandon(request_id, "no answer in time" if not done else "the app went away")
-        if done:
-            raise _Lost
-        raise TimeoutError
-    response = answer.result()
+    finally:
+        timer.cancel()
+        lost.remove_done_callback(ended)
     if response.error is not None:
         error = response.error
         raise MCPError(int(error.get("code", types.INTERNAL_ERROR)), str(error.get("message", "")), error.get("data"))
@@ -419,6 +428,11 @@ async def _call_directly(
     if not result.is_error:
         await session.validate_tool_result(tool, result)
     return result
+
+
+def _give_up(answer: asyncio.Future[Any], error: type[Exception], *_: object) -> None:
+    if not answer.done():
+        answer.set_exception(error())
 
 
 class _Lost(Exception):
