@@ -23,6 +23,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js.errors import APIError, NoStreamResponseError
 
+from shared import write_through
 from shared.inline_subscription import subscribe_inline
 
 _NO_RESPONDERS = "503"
@@ -59,18 +60,41 @@ class AckedPublisher:
         """Publish to JetStream; the future is the stream sequence once the server has stored it."""
         if not self._prefix:
             await self._subscribe()
+        token, future = self._expect()
+        try:
+            await write_through.publish(self._nc, subject, payload, reply=self._prefix + token, headers=headers)
+        except BaseException:
+            future.cancel()
+            raise
+        return future
+
+    def send_now(self, subject: str, payload: bytes,
+                 headers: dict[str, str] | None = None) -> asyncio.Future[int] | None:
+        """`send` without waiting: the message is queued to be written at the end of this turn of
+        the loop (`shared.write_through`); None (nothing sent) when nats-py has to take it, or
+        before the first `send`, which subscribes to the acks: then `send` it."""
+        if not self._prefix:
+            return None
+        token, future = self._expect()
+        try:
+            written = write_through.publish_soon(self._nc, subject, payload, reply=self._prefix + token,
+                                                headers=headers)
+        except BaseException:
+            future.cancel()
+            raise
+        if not written:
+            future.cancel()
+            return None
+        return future
+
+    def _expect(self) -> tuple[str, asyncio.Future[int]]:
         self._serial += 1
         token = str(self._serial)
         future: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiting[token] = future
         # Whoever gives up on the future (a timeout) leaves no entry behind.
         future.add_done_callback(lambda _: self._waiting.pop(token, None))
-        try:
-            await self._nc.publish(subject, payload, reply=self._prefix + token, headers=headers)
-        except BaseException:
-            future.cancel()
-            raise
-        return future
+        return token, future
 
     async def publish(self, subject: str, payload: bytes, headers: dict[str, str] | None = None,
                       timeout: float = 5.0) -> int:

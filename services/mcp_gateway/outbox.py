@@ -5,6 +5,13 @@ a round trip to every tool call and stall the MCP read loop. An outbox publishes
 order in the background, retries while NATS is away, and is flushed on stop. `send` publishes
 one item and returns the future of its ack (`shared.acked_publish`): a batch is sent at once
 and its acks awaited together under one timeout, with no task or timer per item.
+
+With `send_now` (the item published without waiting, or None when it cannot be), an item
+put while nothing waits in the queue is published right in `put`, and its ack settles it by a
+callback: no wake-up of the outbox's task per item, which a sequential tool call otherwise paid
+for its audit record (the task woke for the item, then again for its ack). Up to `window` such
+publishes are in flight; one whose ack fails or does not come within `ack_timeout` goes to the
+queue, where the task retries it as any other.
 """
 
 from __future__ import annotations
@@ -22,13 +29,21 @@ T = TypeVar("T")
 
 class Outbox(Generic[T]):
     def __init__(self, name: str, send: Callable[[T], Awaitable[asyncio.Future[Any]]], capacity: int = 10_000,
-                 window: int = 64, ack_timeout: float = 5.0) -> None:
+                 window: int = 64, ack_timeout: float = 5.0,
+                 send_now: Callable[[T], asyncio.Future[Any] | None] | None = None) -> None:
         self._name = name
         self._window = window
         self._send = send
+        self._send_now = send_now
         self._ack_timeout = ack_timeout
         self._queue: asyncio.Queue[T] = asyncio.Queue(capacity)
         self._task: asyncio.Task[None] | None = None
+        self._working = False  # the task holds a batch (or retries one of its items)
+        # Published in `put`, waiting for their acks: future → (item, deadline), in send order.
+        self._in_flight: dict[asyncio.Future[Any], tuple[T, float]] = {}
+        self._quiet = asyncio.Event()  # nothing in flight
+        self._quiet.set()
+        self._sweep: asyncio.TimerHandle | None = None
         self.dropped = 0
 
     def start(self) -> None:
@@ -36,6 +51,18 @@ class Outbox(Generic[T]):
             self._task = asyncio.create_task(self._run(), name=f"gateway-outbox-{self._name}")
 
     def put(self, item: T) -> None:
+        if (self._send_now is not None and self._task is not None and not self._working
+                and self._queue.empty() and len(self._in_flight) < self._window):
+            try:
+                ack = self._send_now(item)
+            except Exception:  # the task's `send` meets it again and retries it, saying why
+                ack = None
+            if ack is not None:
+                self._track(item, ack)
+                return
+        self._enqueue(item)
+
+    def _enqueue(self, item: T) -> None:
         try:
             self._queue.put_nowait(item)
         except asyncio.QueueFull:
@@ -46,8 +73,8 @@ class Outbox(Generic[T]):
         if self._task is None:
             return
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._queue.join(), timeout)
-        left = self._queue.qsize()
+            await asyncio.wait_for(self._drained(), timeout)
+        left = self._queue.qsize() + len(self._in_flight)
         if left:  # never silently: what could not be published in time is said once, counted
             self.dropped += left
             log.error("outbox stopped before publishing everything; items dropped", outbox=self._name,
@@ -56,12 +83,60 @@ class Outbox(Generic[T]):
         with contextlib.suppress(asyncio.CancelledError):
             await self._task
         self._task = None
+        in_flight, self._in_flight = self._in_flight, {}
+        for ack in in_flight:  # counted above: their callbacks must not queue them again
+            ack.remove_done_callback(self._settled)
+            ack.cancel()
+        if self._sweep is not None:
+            self._sweep.cancel()
+            self._sweep = None
+
+    async def _drained(self) -> None:
+        # An item whose ack fails is queued before it leaves the in-flight set, so once nothing is
+        # in flight the queue holds everything still to publish.
+        while True:
+            await self._quiet.wait()
+            await self._queue.join()
+            if not self._in_flight:
+                return
+
+    def _track(self, item: T, ack: asyncio.Future[Any]) -> None:
+        loop = asyncio.get_running_loop()
+        self._in_flight[ack] = (item, loop.time() + self._ack_timeout)
+        self._quiet.clear()
+        ack.add_done_callback(self._settled)
+        if self._sweep is None:
+            self._sweep = loop.call_later(self._ack_timeout, self._expire)
+
+    def _settled(self, ack: asyncio.Future[Any]) -> None:
+        entry = self._in_flight.get(ack)
+        if entry is None:
+            return
+        error = _failure(ack)
+        if error is not None:
+            log.warning("outbox publish failed; retrying", outbox=self._name, error=str(error))
+            self._enqueue(entry[0])
+        del self._in_flight[ack]
+        if not self._in_flight:
+            self._quiet.set()
+
+    def _expire(self) -> None:
+        """Acks not come in time fail (and their items go to the queue); one timer for all of
+        them, set again for the oldest one left."""
+        self._sweep = None
+        now = asyncio.get_running_loop().time()
+        for ack, (_, deadline) in list(self._in_flight.items()):
+            if deadline > now:
+                self._sweep = asyncio.get_running_loop().call_later(deadline - now, self._expire)
+                return
+            ack.cancel()  # `_settled` takes it as a lost ack
 
     async def _run(self) -> None:
         # Up to `window` publishes are in flight at once (their acks awaited together), sent in
         # queue order; one that fails is retried on its own until it gets through.
         while True:
             batch = [await self._queue.get()]
+            self._working = True
             while len(batch) < self._window and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
             acks: list[asyncio.Future[Any] | Exception] = []
@@ -78,6 +153,7 @@ class Outbox(Generic[T]):
                 if error is not None:
                     await self._retry(item, error)
                 self._queue.task_done()
+            self._working = False
 
     async def _publish(self, item: T) -> None:
         await asyncio.wait_for(await self._send(item), self._ack_timeout)

@@ -33,7 +33,7 @@ from services.mcp_gateway.ledger import CallLedger
 from services.mcp_gateway.outbox import Outbox
 from services.mcp_gateway.platform_events import PlatformEvents
 from services.mcp_gateway.pool.approvals import ApprovalStore
-from services.mcp_gateway.pool.audit import AuditItem, audit_publisher
+from services.mcp_gateway.pool.audit import AuditItem, audit_publisher, audit_sender_now
 from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.redaction import GatewayRedaction
@@ -146,7 +146,8 @@ class GatewayService:
         acks = AckedPublisher(nc)
         parts.push_async_callback(acks.close)  # after the outboxes below have stopped
         signals: Outbox[SignalBase] = Outbox("signals", functools.partial(send_signal, acks, subjects))
-        audit: Outbox[AuditItem] = Outbox("audit", audit_publisher(acks, subjects))
+        audit: Outbox[AuditItem] = Outbox("audit", audit_publisher(acks, subjects),
+                                          send_now=audit_sender_now(acks, subjects))
         parts.push_async_callback(audit.stop)
         parts.push_async_callback(signals.stop)
         signals.start()

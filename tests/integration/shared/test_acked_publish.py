@@ -68,3 +68,64 @@ async def test_the_outbox_keeps_what_it_could_not_store_until_the_stream_exists(
     assert sorted(stored) == list(range(10))
     assert (await js.stream_info("LATER")).state.messages == 10
     await acks.close()
+
+
+async def test_an_item_put_while_the_outbox_is_idle_is_published_in_put_and_settled_by_its_ack(nc: NATS) -> None:
+    js = nc.jetstream()
+    await js.add_stream(name="NOW", subjects=["now.>"])
+    acks = AckedPublisher(nc)
+    assert acks.send_now("now.early", b"x") is None  # not listening for acks yet: `send` has to go first
+    await acks.publish("now.first", b"first")
+    through_the_task: list[int] = []
+
+    async def send(n: int) -> asyncio.Future[int]:
+        through_the_task.append(n)
+        return await acks.send(f"now.{n}", str(n).encode(), headers={"Nats-Msg-Id": f"now-{n}"})
+
+    def send_now(n: int) -> asyncio.Future[int] | None:
+        return acks.send_now(f"now.{n}", str(n).encode(), headers={"Nats-Msg-Id": f"now-{n}"})
+
+    outbox: Outbox[int] = Outbox("test", send, send_now=send_now, window=40)
+    outbox.start()
+    for n in range(50):
+        outbox.put(n)
+    assert acks.in_flight == 40  # published right in `put`, up to the window; the rest queued for the task
+    await outbox.stop(timeout=10)
+    assert outbox.dropped == 0 and acks.in_flight == 0
+    assert through_the_task == list(range(40, 50))
+    stored = [(await js.get_msg("NOW", seq)).data for seq in range(1, 52)]
+    assert stored == [b"first", *(str(n).encode() for n in range(50))]
+    await acks.close()
+
+
+async def test_an_ack_that_never_comes_expires_and_its_item_is_retried_until_stored(nc: NATS) -> None:
+    js = nc.jetstream()
+    listener = await nc.subscribe("lost.>")  # someone hears the publish, nobody stores or acks it
+    await js.add_stream(name="WARM", subjects=["warm.>"])
+    acks = AckedPublisher(nc)
+    await acks.publish("warm.1", b"w")  # listening for acks from now on
+    attempts: list[int] = []
+
+    async def send(n: int) -> asyncio.Future[int]:
+        attempts.append(n)
+        return await acks.send(f"lost.{n}", str(n).encode(), headers={"Nats-Msg-Id": f"lost-{n}"})
+
+    def send_now(n: int) -> asyncio.Future[int] | None:
+        return acks.send_now(f"lost.{n}", str(n).encode(), headers={"Nats-Msg-Id": f"lost-{n}"})
+
+    outbox: Outbox[int] = Outbox("test", send, send_now=send_now, ack_timeout=0.5)
+    outbox.start()
+    outbox.put(1)
+    assert acks.in_flight == 1 and attempts == []  # published in `put`, waiting for its ack
+
+    async def retried() -> bool:
+        return bool(attempts)
+
+    await poll(retried, timeout=10, what="the item whose ack never came handed to the task")
+    await js.add_stream(name="LOST", subjects=["lost.>"])
+    await outbox.stop(timeout=20)
+    assert outbox.dropped == 0
+    assert (await js.stream_info("LOST")).state.messages == 1
+    assert (await js.get_msg("LOST", 1)).data == b"1"
+    await listener.unsubscribe()
+    await acks.close()
