@@ -45,6 +45,59 @@ async def read_lines(reader: asyncio.StreamReader) -> AsyncIterator[bytes | Over
             yield line[:-1]
 
 
+class LineSplitter:
+    """The lines of a byte stream handed over in pieces (an app's stdout as the pipe delivers it),
+    cut as `read_lines` cuts them: each without its `\\n`, empty ones skipped, one longer than
+    `limit` dropped and reported as `Oversized` (never buffered beyond `limit`), a last line
+    without a newline given by `end`."""
+
+    def __init__(self, limit: int) -> None:
+        self._limit = limit
+        self._partial = bytearray()
+        self._skipped: int | None = None  # the size so far of an over-long line being dropped
+
+    def feed(self, data: bytes) -> list[bytes | Oversized]:
+        items: list[bytes | Oversized] = []
+        start = 0
+        while (end := data.find(NEWLINE, start)) >= 0:
+            piece = data[start:end]
+            start = end + 1
+            if self._skipped is not None:
+                items.append(Oversized(self._skipped + len(piece)))
+                self._skipped = None
+                continue
+            if self._partial:
+                self._partial += piece
+                piece = bytes(self._partial)
+                self._partial.clear()
+            if len(piece) > self._limit:
+                items.append(Oversized(len(piece)))
+            elif piece:
+                items.append(piece)
+        self._keep(data[start:])
+        return items
+
+    def end(self) -> list[bytes | Oversized]:
+        """What is left once the stream ended: a last line without its newline, if any."""
+        skipped, self._skipped = self._skipped, None
+        if skipped is not None:
+            return [Oversized(skipped)]
+        rest = bytes(self._partial)
+        self._partial.clear()
+        return [rest] if rest else []
+
+    def _keep(self, rest: bytes) -> None:
+        if not rest:
+            return
+        if self._skipped is not None:
+            self._skipped += len(rest)
+        elif len(self._partial) + len(rest) > self._limit:
+            self._skipped = len(self._partial) + len(rest)
+            self._partial.clear()
+        else:
+            self._partial += rest
+
+
 async def _discard_line(reader: asyncio.StreamReader, consumed: int) -> tuple[int, bool]:
     """Drop the rest of an over-long line; returns (its size, whether EOF came first)."""
     size = 0

@@ -1,6 +1,11 @@
 """One generation of one app: its OS process and the stdio ⇄ NATS relay.
 
-- stdout: each line is published unchanged on `…s2c` (core NATS).
+- stdout: each line is published unchanged on `…s2c` (core NATS), from the pipe's own callback:
+  cut into lines as the pipe delivers them and queued for the NATS socket at once
+  (`shared.write_through`), with no task in between. Lines nats-py has to take (NATS away, its
+  buffer full) wait in order for a task that publishes them through nats-py; while more than
+  `STDOUT_BACKLOG_BYTES` wait, the pipe is not read, so an app that outpaces NATS is slowed
+  down, never buffered without end.
 - `…c2s`: each message is written to stdin followed by `\\n`, in arrival order.
 - stderr: each line goes into the supervisor's JSON logs with the app's name; the last lines
   are kept for the health record's `last_error`.
@@ -19,6 +24,7 @@ import signal
 import sys
 from collections import deque
 from collections.abc import Callable
+from typing import cast
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -26,8 +32,8 @@ from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
 
 from services.app_supervisor.config_check import LaunchSpec
-from services.app_supervisor.framing import Oversized, read_lines, to_stdin_line
-from shared import tracing
+from services.app_supervisor.framing import LineSplitter, Oversized, read_lines, to_stdin_line
+from shared import tracing, write_through
 from shared.bus import is_jetstream_delivery
 from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
@@ -42,6 +48,8 @@ DRAIN_SECONDS = 0.5
 # Written to an app's stdin and not read by it yet, at most (nats-py's own limit for a
 # subscription's pending bytes, which applied here before c2s was written in the read loop).
 STDIN_BACKLOG_BYTES = 128 * 1024 * 1024
+# Read from an app's stdout and not yet handed to NATS, at most, before the pipe is left unread.
+STDOUT_BACKLOG_BYTES = 8 * 1024 * 1024
 
 
 class ProcessNotStarted(RuntimeError):
@@ -71,16 +79,38 @@ def _parent_death_signal() -> Callable[[], None] | None:
 
 class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     """Signals the process's exit as soon as it happens. (`Process.wait()` also waits until
-    every pipe is closed, which never happens while a descendant holds them.)"""
+    every pipe is closed, which never happens while a descendant holds them.) What the app
+    writes on stdout goes to `on_stdout` as the pipe delivers it, and its end to
+    `on_stdout_closed`; stderr is read as a stream."""
 
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop) -> None:
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop, on_stdout: Callable[[bytes], None],
+                 on_stdout_closed: Callable[[], None]) -> None:
         super().__init__(limit=limit, loop=loop)
         self.exited = asyncio.Event()
-        self._subprocess: asyncio.BaseTransport | None = None
+        self._subprocess: asyncio.SubprocessTransport | None = None
+        self._on_stdout = on_stdout
+        self._on_stdout_closed = on_stdout_closed
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
-        self._subprocess = transport
+        self._subprocess = cast("asyncio.SubprocessTransport", transport)  # uvloop's is no subclass of it
+
+    def pipe_data_received(self, fd: int, data: bytes | str) -> None:
+        if fd != 1:
+            super().pipe_data_received(fd, data)
+            return
+        self._on_stdout(data if isinstance(data, bytes) else data.encode())
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        super().pipe_connection_lost(fd, exc)
+        if fd == 1:
+            self._on_stdout_closed()
+
+    def read_stdout(self, reading: bool) -> None:
+        """Read the app's stdout again, or leave it unread for now (the app blocks on a full pipe)."""
+        pipe = self._subprocess.get_pipe_transport(1) if self._subprocess is not None else None
+        if isinstance(pipe, asyncio.ReadTransport) and not pipe.is_closing():
+            (pipe.resume_reading if reading else pipe.pause_reading)()
 
     def process_exited(self) -> None:
         super().process_exited()
@@ -104,6 +134,13 @@ class AppProcess:
         self._protocol: _ExitAwareProtocol | None = None
         self._sub: Subscription | None = None
         self._pumps: list[asyncio.Task[None]] = []
+        self._stdout_lines = LineSplitter(nc.max_payload if nc.max_payload > 0 else 1024 * 1024)
+        self._stdout_waiting: deque[bytes] = deque()  # lines nats-py has to take, in order
+        self._stdout_waiting_bytes = 0
+        self._stdout_mover: asyncio.Task[None] | None = None
+        self._stdout_closed = False
+        self._stdout_paused = False
+        self._stdout_relayed = asyncio.Event()  # stdout ended and every line of it handed to NATS
         self._exit: asyncio.Task[int] | None = None
         self._stdin_open = False
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
@@ -125,7 +162,7 @@ class AppProcess:
         spec = self._spec
         limit = self._nc.max_payload + 1 if self._nc.max_payload > 0 else 1024 * 1024 + 1
         loop = asyncio.get_running_loop()
-        protocol = _ExitAwareProtocol(max(limit, 64 * 1024), loop)
+        protocol = _ExitAwareProtocol(max(limit, 64 * 1024), loop, self._on_stdout, self._on_stdout_closed)
         transport, _ = await loop.subprocess_exec(
             lambda: protocol,
             *spec.argv,
@@ -141,10 +178,7 @@ class AppProcess:
         self._proc = asyncio.subprocess.Process(transport, protocol, loop)
         self._stdin_open = True
         tag = f"{spec.name}#{self.generation}"
-        self._pumps = [
-            asyncio.create_task(self._stdout_pump(), name=f"stdout {tag}"),
-            asyncio.create_task(self._stderr_pump(), name=f"stderr {tag}"),
-        ]
+        self._pumps = [asyncio.create_task(self._stderr_pump(), name=f"stderr {tag}")]
         self._exit = asyncio.create_task(self._reap(), name=f"reap {tag}")
         try:
             self._sub = await subscribe_inline(self._nc, self._c2s, self._to_stdin)
@@ -203,9 +237,12 @@ class AppProcess:
         if self._sub is not None:
             with contextlib.suppress(NatsError):
                 await self._sub.unsubscribe()
-        _, pending = await asyncio.wait(self._pumps, timeout=DRAIN_SECONDS)
+        relayed = asyncio.ensure_future(self._stdout_relayed.wait())
+        _, pending = await asyncio.wait([*self._pumps, relayed], timeout=DRAIN_SECONDS)
         for task in pending:  # a descendant that left the group still holds the pipes
             task.cancel()
+        if self._stdout_mover is not None:
+            self._stdout_mover.cancel()
         self._protocol.close_pipes()
         return code
 
@@ -254,19 +291,56 @@ class AppProcess:
         except (OSError, RuntimeError) as exc:  # the app is going away; `exited` follows
             log.warning("writing to app stdin failed", app=self._spec.name, error=str(exc))
 
-    async def _stdout_pump(self) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
-        name = self._spec.name
-        async for item in read_lines(self._proc.stdout):
-            if isinstance(item, Oversized) or len(item) > self._nc.max_payload:
-                size = item.size if isinstance(item, Oversized) else len(item)
-                log.error("app message too large for NATS, dropped", app=name, size=size,
-                          max_payload=self._nc.max_payload, subject=self._s2c)
-                continue
+    def _on_stdout(self, data: bytes) -> None:
+        """Called by the pipe with what the app wrote on stdout: each whole line goes to NATS now."""
+        for line in self._stdout_lines.feed(data):
+            self._relay(line)
+
+    def _on_stdout_closed(self) -> None:
+        for line in self._stdout_lines.end():
+            self._relay(line)
+        self._stdout_closed = True
+        if not self._stdout_waiting:
+            self._stdout_relayed.set()
+
+    def _relay(self, line: bytes | Oversized) -> None:
+        if isinstance(line, Oversized):
+            log.error("app message too large for NATS, dropped", app=self._spec.name, size=line.size,
+                      max_payload=self._nc.max_payload, subject=self._s2c)
+            return
+        if not self._stdout_waiting and write_through.publish_soon(self._nc, self._s2c, line):
+            return
+        self._stdout_waiting.append(line)  # behind what waits already, or for NATS to take it
+        self._stdout_waiting_bytes += len(line)
+        if self._stdout_waiting_bytes > STDOUT_BACKLOG_BYTES and not self._stdout_paused:
+            self._read_stdout(False)
+        if self._stdout_mover is None or self._stdout_mover.done():
+            self._stdout_mover = asyncio.get_running_loop().create_task(
+                self._move_stdout(), name=f"stdout {self._spec.name}#{self.generation}")
+
+    def _read_stdout(self, reading: bool) -> None:
+        self._stdout_paused = not reading
+        if self._protocol is not None:
+            self._protocol.read_stdout(reading)
+        say = log.info if reading else log.warning
+        say("app stdout read again" if reading else "app stdout left unread: NATS is behind",
+            app=self._spec.name, waiting_bytes=self._stdout_waiting_bytes)
+
+    async def _move_stdout(self) -> None:
+        """Publishes the lines that could not be queued at once, in order, through nats-py (which
+        buffers while reconnecting, and waits while its buffer is full)."""
+        while self._stdout_waiting:
+            line = self._stdout_waiting[0]  # left in place while it is sent: what comes meanwhile queues behind it
             try:
-                await self._nc.publish(self._s2c, item)
+                await self._nc.publish(self._s2c, line)
             except NatsError as exc:
-                log.error("relaying app message failed", app=name, size=len(item), error=str(exc))
+                log.error("relaying app message failed", app=self._spec.name, size=len(line), error=str(exc))
+            self._stdout_waiting.popleft()
+            self._stdout_waiting_bytes -= len(line)
+            if self._stdout_paused and self._stdout_waiting_bytes <= STDOUT_BACKLOG_BYTES // 2:
+                self._read_stdout(True)
+        if self._stdout_closed:
+            self._stdout_relayed.set()
 
     async def _stderr_pump(self) -> None:
         assert self._proc is not None and self._proc.stderr is not None

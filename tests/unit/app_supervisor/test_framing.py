@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import asyncio
 
-from services.app_supervisor.framing import Oversized, read_lines, to_stdin_line
+from services.app_supervisor.framing import LineSplitter, Oversized, read_lines, to_stdin_line
 
 
 async def _lines(data: list[bytes], limit: int = 64) -> list[bytes | Oversized]:
+    """The lines `read_lines` reads from a stream of `data`, checked to be those the pipe's
+    `LineSplitter` cuts from the same pieces."""
     reader = asyncio.StreamReader(limit=limit)
     for chunk in data:
         reader.feed_data(chunk)
     reader.feed_eof()
-    return [item async for item in read_lines(reader)]
+    read = [item async for item in read_lines(reader)]
+    assert _split(data, limit) == read
+    return read
+
+
+def _split(data: list[bytes], limit: int = 64) -> list[bytes | Oversized]:
+    splitter = LineSplitter(limit)
+    return [item for chunk in data for item in splitter.feed(chunk)] + splitter.end()
 
 
 async def test_lines_lose_only_their_newline() -> None:
@@ -37,6 +46,19 @@ async def test_an_over_long_last_line_at_eof() -> None:
 async def test_a_line_exactly_at_the_limit_passes() -> None:
     line = b"z" * 64
     assert await _lines([line + b"\n"]) == [line]
+
+
+def test_the_splitter_cuts_lines_fed_a_byte_at_a_time() -> None:
+    stream = b'{"a":1}\n\n' + b"x" * 100 + b'\n{"b":2}\n[3]'
+    assert _split([stream[i:i + 1] for i in range(len(stream))]) == [b'{"a":1}', Oversized(100), b'{"b":2}', b"[3]"]
+
+
+def test_the_splitter_keeps_no_more_than_its_limit_of_an_over_long_line() -> None:
+    splitter = LineSplitter(64)
+    for _ in range(1000):
+        assert splitter.feed(b"y" * 1000) == []
+    assert len(splitter._partial) == 0  # dropped as it came, only its size counted
+    assert splitter.feed(b"y\nok\n") == [Oversized(1_000_001), b"ok"]
 
 
 def test_to_stdin_line_adds_exactly_one_newline() -> None:

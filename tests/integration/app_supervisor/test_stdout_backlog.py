@@ -1,0 +1,80 @@
+"""An app's stdout relayed from the pipe's callback (services/app_supervisor/process.py), in process
+against a real nats-server and a real app process: while NATS cannot take the lines they wait in
+order, past the backlog limit the pipe is left unread (the app blocks), and once NATS is back
+every line arrives, in the order written."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from pathlib import Path
+
+import nats
+import pytest
+from nats.aio.msg import Msg
+
+from aurora_cli.localnats import LocalNats
+from services.app_supervisor import process
+from services.app_supervisor.config_check import LaunchSpec
+from services.app_supervisor.process import AppProcess
+from shared.inline_subscription import subscribe_inline
+from shared.subjects import Subjects
+from tests.harness.waiting import poll
+
+LINES = 30_000  # about 30 MB: more than the sockets, nats-py's buffer and the backlog hold together
+
+FLOOD = f"""
+import sys
+sys.stdin.readline()  # the test says when
+for n in range({LINES}):
+    sys.stdout.write('{{"n": %d, "pad": "%s"}}\\n' % (n, "x" * 1000))
+sys.stdout.flush()
+"""
+
+
+async def test_an_app_that_outpaces_nats_is_left_unread_and_loses_nothing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Above nats-py's own buffer (2 MiB): the lines waiting are then published across its flushes,
+    # between which new lines must still queue behind them.
+    monkeypatch.setattr(process, "STDOUT_BACKLOG_BYTES", 4 * 1024 * 1024)
+    app = tmp_path / "flood.py"
+    app.write_text(FLOOD)
+    server = LocalNats(tmp_path / "jetstream")
+    server.start()
+    nc = await nats.connect(server.url)
+    got: list[bytes] = []
+
+    def received(msg: Msg) -> None:
+        got.append(msg.data)
+
+    subjects = Subjects("amp")
+    await subscribe_inline(nc, subjects.mcp("test.flood", "default", "s2c"), received)
+    await nc.flush()
+    spec = LaunchSpec(name="flood", app_id="test.flood", instance="default", argv=(sys.executable, str(app)),
+                      env=dict(os.environ), cwd=None, program=sys.executable)
+    flood = AppProcess(nc, subjects, spec, 1)
+    await flood.start()
+    assert server.pid is not None and flood._proc is not None and flood._proc.stdin is not None
+    os.kill(server.pid, signal.SIGSTOP)  # NATS takes nothing from here on
+    try:
+        flood._proc.stdin.write(b"go\n")
+
+        async def left_unread() -> bool:
+            return flood._stdout_paused
+
+        await poll(left_unread, timeout=60, what="the app's stdout left unread while NATS is behind")
+        assert flood.running  # blocked on its full pipe, not done
+    finally:
+        os.kill(server.pid, signal.SIGCONT)
+
+    async def all_in() -> bool:
+        return len(got) >= LINES
+
+    await poll(all_in, timeout=120, what="every line once NATS is back")
+    assert [int(line[6:line.index(b",")]) for line in got] == list(range(LINES))
+    assert all(line.endswith(b'x"}') for line in got)
+    assert not flood._stdout_paused
+    assert await flood.stop(grace=5) == 0
+    await nc.close()
+    server.stop()
