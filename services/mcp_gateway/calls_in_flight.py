@@ -12,8 +12,9 @@ the wrong user would be worse than asking none).
 
 from __future__ import annotations
 
+import itertools
+import secrets
 import time
-import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -49,11 +50,15 @@ class CallInFlight:
 class CallsInFlight:
     def __init__(self) -> None:
         self._by_session: dict[SessionKey, dict[str, CallInFlight]] = {}
+        # A call's progress token: unique among this gateway's calls, and unguessable by an app
+        # that never saw one; numbered after a random prefix, so no random bytes are read per call.
+        self._token_prefix = f"aurora-call-{secrets.token_hex(8)}-"
+        self._serial = itertools.count(1)
 
     @contextmanager
     def running(self, key: SessionKey, tool: str, context: ToolCallContext, *, call_id: str | None,
                 timeout: float) -> Iterator[CallInFlight]:
-        call = CallInFlight(token=f"aurora-call-{uuid.uuid4().hex[:16]}", tool=tool, call_id=call_id,
+        call = CallInFlight(token=f"{self._token_prefix}{next(self._serial)}", tool=tool, call_id=call_id,
                             context=context, deadline=time.monotonic() + timeout)
         calls = self._by_session.setdefault(key, {})
         calls[call.token] = call
