@@ -97,12 +97,13 @@ def _flush(nc: NATS) -> None:
     transport = nc._transport
     writer = transport._io_writer if isinstance(transport, TcpTransport) else None
     if writer is not None and writer.transport.get_write_buffer_size() <= SOCKET_BACKLOG_BYTES:
-        pending, nc._pending, nc._pending_data_size = nc._pending, [], 0
         try:
-            writer.writelines(pending)
+            writer.writelines(nc._pending)
+        except (OSError, RuntimeError):
+            pass  # the socket is going away: left to nats-py's flusher, which says how that ends
+        else:
+            nc._pending, nc._pending_data_size = [], 0
             return
-        except (OSError, RuntimeError):  # the socket is going away: nats-py's path says how it ends
-            nc._pending, nc._pending_data_size = pending + nc._pending, sum(map(len, pending + nc._pending))
     flushes = nc._flush_queue
     if flushes is not None and flushes.empty():
         flushes.put_nowait(asyncio.get_running_loop().create_future())
