@@ -78,3 +78,31 @@ async def test_an_app_that_outpaces_nats_is_left_unread_and_loses_nothing(
     assert await flood.stop(grace=5) == 0
     await nc.close()
     server.stop()
+
+
+async def test_a_line_that_comes_while_earlier_ones_wait_goes_behind_them(tmp_path: Path) -> None:
+    server = LocalNats(tmp_path / "jetstream")
+    server.start()
+    nc = await nats.connect(server.url)
+    got: list[bytes] = []
+
+    def received(msg: Msg) -> None:
+        got.append(msg.data)
+
+    subjects = Subjects("amp")
+    await subscribe_inline(nc, subjects.mcp("test.order", "default", "s2c"), received)
+    await nc.flush()
+    spec = LaunchSpec(name="order", app_id="test.order", instance="default", argv=(sys.executable,),
+                      env={}, cwd=None, program=sys.executable)
+    relay = AppProcess(nc, subjects, spec, 1)  # never started: its stdout is fed by hand
+    relay._stdout_waiting.append(b'{"n":0}')  # as if NATS could not take it a moment ago
+    relay._stdout_waiting_bytes = 7
+    relay._on_stdout(b'{"n":1}\n{"n":2}\n')  # NATS could take these now: they go behind it all the same
+
+    async def all_in() -> bool:
+        return len(got) >= 3
+
+    await poll(all_in, timeout=10, what="the waiting line and the two after it")
+    assert got == [b'{"n":0}', b'{"n":1}', b'{"n":2}']
+    await nc.close()
+    server.stop()
