@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.js.api import ConsumerConfig, PubAck
+from nats.js.api import ConsumerConfig
 
 from services.router.catalog import Catalog
 from services.router.dispatch import RunMessage, build_run
@@ -31,6 +31,7 @@ from services.router.selection import decide
 from services.router.stores import RouterStores
 from services.router.traces import encode_trace, kv_subject, trace_key
 from shared import tracing
+from shared.acked_publish import AckedPublisher
 from shared.consumer import (
     ACK,
     AtLeastOnceConsumer,
@@ -89,8 +90,8 @@ class _Work:
 @dataclass(slots=True)
 class _Batch:
     work: list[_Work]
-    records: list[tuple[_Work, asyncio.Future[PubAck]]]  # run records, awaited before their runs go out
-    pending: list[tuple[_Work, asyncio.Future[PubAck]]]
+    records: list[tuple[_Work, asyncio.Future[int]]]  # run records, awaited before their runs go out
+    pending: list[tuple[_Work, asyncio.Future[int]]]
 
 
 class Router:
@@ -101,6 +102,9 @@ class Router:
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC),
                  capabilities: Mapping[str, tuple[str, ...]] | None = None) -> None:
         self._js = nc.jetstream()
+        # Runs, records and traces are published through it: acks decoded with msgspec in the read
+        # loop, where nats-py's `publish_async` parsed each into a dataclass behind a queue.
+        self._acks = AckedPublisher(nc)
         self._capabilities = capabilities or {}  # app id → the platform capabilities it declares
         self._subjects = subjects
         self._catalog = catalog
@@ -121,6 +125,7 @@ class Router:
     async def stop(self) -> None:
         """Drop the pull subscription (idempotent)."""
         await self._consumer.stop()
+        await self._acks.close()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Route until `stop`. While one batch waits for JetStream's acknowledgements, the next
@@ -151,7 +156,7 @@ class Router:
         for item in work:  # the rare path first, one by one
             if item.run is not None and item.run.offload is not None:
                 await self._offload(item)
-        publish = self._js.publish_async
+        publish = self._acks.send
         routes, records = self._stores.routes_bucket, self._stores.run_records_bucket
         batch = _Batch(work=work, records=[], pending=[])
         for item in work:
@@ -170,10 +175,11 @@ class Router:
         timeout = self._config.publish_timeout
         if batch.records:
             await asyncio.wait([future for _, future in batch.records], timeout=timeout)
-        publish = self._js.publish_async
+        publish = self._acks.send
         for item, future in batch.records:
             if not future.done() or future.cancelled() or future.exception() is not None:
                 problem = "timed out" if not future.done() or future.cancelled() else future.exception()
+                future.cancel()  # given up on: its ack is no longer waited for
                 item.error = f"storing the run record failed: {problem}"
                 continue
             assert item.run is not None
@@ -185,6 +191,7 @@ class Router:
         for item, future in pending:
             if item.error is None and (not future.done() or future.cancelled() or future.exception()):
                 problem = "timed out" if not future.done() or future.cancelled() else future.exception()
+                future.cancel()
                 item.error = f"publishing failed: {problem}"
         # An invalid event is dead-lettered once its trace is stored (the loop does it).
         return [Retry(item.error) if item.error is not None
