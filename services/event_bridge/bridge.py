@@ -19,11 +19,12 @@ from dataclasses import dataclass, field
 import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.js.api import ConsumerConfig, PubAck
+from nats.js.api import ConsumerConfig
 
 from services.event_bridge.mapping import Rejected, map_signal, parent_trace, with_trace
 from services.event_bridge.tool_events import TOOL_EVENTS_DURABLE, tool_event
 from shared import tracing
+from shared.acked_publish import AckedPublisher
 from shared.consumer import (
     ACK,
     AtLeastOnceConsumer,
@@ -80,6 +81,10 @@ class EventBridge:
 
     def __init__(self, nc: NATS, subjects: Subjects, config: BridgeConfig | None = None) -> None:
         self._js = nc.jetstream()
+        # Events are published through it: acks decoded with msgspec in the read loop, and a
+        # stream's refusal reported as the server's error (nats-py's `publish_async` never
+        # completes a refused publish; see docs/design.md).
+        self._acks = AckedPublisher(nc)
         self._subjects = subjects
         self._config = config or BridgeConfig()
         self.stats = BridgeStats()
@@ -116,6 +121,7 @@ class EventBridge:
         redelivered after the ack wait."""
         await self._consumer.stop()
         await self._tools.stop()
+        await self._acks.close()
 
     async def process(self, msgs: list[Msg]) -> None:
         """Bridge one batch of signals to the end: publish, wait for the acknowledgements, settle."""
@@ -130,7 +136,7 @@ class EventBridge:
     async def _start(self, msgs: list[Msg], convert: Convert) -> Callable[[], Awaitable[Sequence[Outcome]]]:
         """Publish every event of the batch without waiting; what is returned waits once."""
         outcomes: list[Outcome] = []
-        pending: list[tuple[int, asyncio.Future[PubAck]]] = []
+        pending: list[tuple[int, asyncio.Future[int]]] = []
         for msg in msgs:
             try:
                 outcome = convert(msg)
@@ -176,7 +182,7 @@ class EventBridge:
 
         return finish
 
-    async def _publish(self, msg: Msg, event: EventEnvelope, subject: str) -> asyncio.Future[PubAck]:
+    async def _publish(self, msg: Msg, event: EventEnvelope, subject: str) -> asyncio.Future[int]:
         """Publish the event inside the bridge's span for it, whose ids are derived from the
         message id so that a redelivered signal becomes the very same bytes again."""
         parent = parent_trace(event, msg.headers)
@@ -189,7 +195,7 @@ class EventBridge:
             headers = {"Nats-Msg-Id": event.header.message_id}
             if event.header.trace is not None and event.header.trace.traceparent:
                 headers["traceparent"] = event.header.trace.traceparent
-            return await self._js.publish_async(subject, _encoder.encode(event), headers=headers)
+            return await self._acks.send(subject, _encoder.encode(event), headers=headers)
 
     def _convert(self, msg: Msg) -> EventEnvelope | Rejected:
         parts = msg.subject.split(".")

@@ -7,10 +7,10 @@ and waits `2 × deliveries` seconds before each retry, so giving up takes 90 s t
 same code path in about 6 s (a retry after 2 s, another after 4 s).
 
 The event cannot be stored because the events stream is gone, so each publish fails at once. A
-stream that refuses the message (too large, say) is not used: with nats-py 2.16, a
-`publish_async` that JetStream answers with an error never completes its future (the error is
-raised inside the client's reply callback), so each attempt would wait the bridge's whole
-`publish_timeout` and be reported as "no acknowledgement" instead of the refusal.
+stream that refuses the message (too large, say) fails it at once too, with the server's reason:
+the bridge publishes through `shared/acked_publish.py`, where nats-py's `publish_async` never
+completed a refused publish (its attempts waited the whole `publish_timeout` and were reported as
+"no acknowledgement").
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import AsyncIterator
+from dataclasses import replace
 from typing import Any
 
 import nats
@@ -117,3 +118,22 @@ async def test_a_signal_whose_event_can_never_be_stored_is_dead_lettered_after_m
     assert event.headers["Nats-Msg-Id"] == good.signal_id
     assert (bridge.stats.published, bridge.stats.dead_lettered) == (1, 1)
     assert await stream_count(js, "AMP_DLQ") == 1
+
+
+async def test_a_refused_event_is_retried_at_once_naming_the_servers_reason(
+    nc: NATS, subjects: Subjects, bridge: EventBridge
+) -> None:
+    js = nc.jetstream()
+    events = await js.stream_info("AMP_EVENTS")
+    await js.update_stream(config=replace(events.config, max_msg_size=64))  # no event is that small
+    signal, _ = one_of_each_kind()[0]
+    started = time.monotonic()
+    await publish_signal(js, subjects, signal)
+
+    async def refused() -> str | None:
+        return bridge.stats.last_error if bridge.stats.retried else None
+
+    reason = await poll(refused, timeout=20, what="the refused event retried")
+    assert "publishing the event failed: " in reason and "maximum" in reason, reason  # the server's words
+    assert time.monotonic() - started < BridgeConfig().publish_timeout  # not after waiting for an ack
+    assert bridge.stats.published == 0
