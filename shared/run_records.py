@@ -1,10 +1,10 @@
 """Run records in KV: what the router dispatched, written once, read by the gateway.
 
 A record is a pure function of the event, the binding and the source app's capabilities, so
-writing it again for a redelivered event writes the same bytes. (Create-only writes, with
-`Nats-Expected-Last-Subject-Sequence`, cannot be pipelined: nats-py's `publish_async` never
-resolves the future of a refused one. Nor do records carry a `Nats-Msg-Id`: headers cost the
-router's hot path more than an identical rewrite costs.) Only run ids that are plain KV keys
+writing it again for a redelivered event writes the same bytes. (So records are plain puts: a
+create-only write, with `Nats-Expected-Last-Subject-Sequence`, would be refused for the
+redelivered event and hold it back for nothing. Nor do records carry a `Nats-Msg-Id`: headers
+cost the router's hot path more than an identical rewrite costs.) Only run ids that are plain KV keys
 are looked up: a caller's `run_id` with a wildcard or a space is never turned into a subject.
 """
 
