@@ -8,10 +8,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import nats
 import pytest
+from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from aurora_cli.localnats import LocalNats
@@ -33,6 +37,37 @@ sys.stdout.flush()
 """
 
 
+@dataclass
+class Relay:
+    server: LocalNats
+    nc: NATS
+    process: AppProcess
+    got: list[bytes]  # what arrived on the app's s2c, in order
+
+
+@asynccontextmanager
+async def relay_of(tmp_path: Path, name: str, argv: tuple[str, ...]) -> AsyncIterator[Relay]:
+    """An `AppProcess` for `argv` (not started) on its own nats-server, with what it relays collected."""
+    server = LocalNats(tmp_path / "jetstream")
+    server.start()
+    nc = await nats.connect(server.url)
+    got: list[bytes] = []
+
+    def received(msg: Msg) -> None:
+        got.append(msg.data)
+
+    subjects = Subjects("amp")
+    await subscribe_inline(nc, subjects.mcp(f"test.{name}", "default", "s2c"), received)
+    await nc.flush()
+    spec = LaunchSpec(name=name, app_id=f"test.{name}", instance="default", argv=argv, env=dict(os.environ),
+                      cwd=None, program=sys.executable)
+    try:
+        yield Relay(server, nc, AppProcess(nc, subjects, spec, 1), got)
+    finally:
+        await nc.close()
+        server.stop()
+
+
 async def test_an_app_that_outpaces_nats_is_left_unread_and_loses_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Above nats-py's own buffer (2 MiB): the lines waiting are then published across its flushes,
@@ -40,69 +75,40 @@ async def test_an_app_that_outpaces_nats_is_left_unread_and_loses_nothing(
     monkeypatch.setattr(process, "STDOUT_BACKLOG_BYTES", 4 * 1024 * 1024)
     app = tmp_path / "flood.py"
     app.write_text(FLOOD)
-    server = LocalNats(tmp_path / "jetstream")
-    server.start()
-    nc = await nats.connect(server.url)
-    got: list[bytes] = []
+    async with relay_of(tmp_path, "flood", (sys.executable, str(app))) as relay:
+        flood, got, server = relay.process, relay.got, relay.server
+        await flood.start()
+        assert server.pid is not None and flood._proc is not None and flood._proc.stdin is not None
+        os.kill(server.pid, signal.SIGSTOP)  # NATS takes nothing from here on
+        try:
+            flood._proc.stdin.write(b"go\n")
 
-    def received(msg: Msg) -> None:
-        got.append(msg.data)
+            async def left_unread() -> bool:
+                return flood._stdout_paused
 
-    subjects = Subjects("amp")
-    await subscribe_inline(nc, subjects.mcp("test.flood", "default", "s2c"), received)
-    await nc.flush()
-    spec = LaunchSpec(name="flood", app_id="test.flood", instance="default", argv=(sys.executable, str(app)),
-                      env=dict(os.environ), cwd=None, program=sys.executable)
-    flood = AppProcess(nc, subjects, spec, 1)
-    await flood.start()
-    assert server.pid is not None and flood._proc is not None and flood._proc.stdin is not None
-    os.kill(server.pid, signal.SIGSTOP)  # NATS takes nothing from here on
-    try:
-        flood._proc.stdin.write(b"go\n")
+            await poll(left_unread, timeout=60, what="the app's stdout left unread while NATS is behind")
+            assert flood.running  # blocked on its full pipe, not done
+        finally:
+            os.kill(server.pid, signal.SIGCONT)
 
-        async def left_unread() -> bool:
-            return flood._stdout_paused
+        async def all_in() -> bool:
+            return len(got) >= LINES
 
-        await poll(left_unread, timeout=60, what="the app's stdout left unread while NATS is behind")
-        assert flood.running  # blocked on its full pipe, not done
-    finally:
-        os.kill(server.pid, signal.SIGCONT)
-
-    async def all_in() -> bool:
-        return len(got) >= LINES
-
-    await poll(all_in, timeout=120, what="every line once NATS is back")
-    assert [int(line[6:line.index(b",")]) for line in got] == list(range(LINES))
-    assert all(line.endswith(b'x"}') for line in got)
-    assert not flood._stdout_paused
-    assert await flood.stop(grace=5) == 0
-    await nc.close()
-    server.stop()
+        await poll(all_in, timeout=120, what="every line once NATS is back")
+        assert [int(line[6:line.index(b",")]) for line in got] == list(range(LINES))
+        assert all(line.endswith(b'x"}') for line in got)
+        assert not flood._stdout_paused
+        assert await flood.stop(grace=5) == 0
 
 
 async def test_a_line_that_comes_while_earlier_ones_wait_goes_behind_them(tmp_path: Path) -> None:
-    server = LocalNats(tmp_path / "jetstream")
-    server.start()
-    nc = await nats.connect(server.url)
-    got: list[bytes] = []
+    async with relay_of(tmp_path, "order", (sys.executable,)) as relay:  # never started: fed by hand
+        relay.process._stdout_waiting.append(b'{"n":0}')  # as if NATS could not take it a moment ago
+        relay.process._stdout_waiting_bytes = 7
+        relay.process._on_stdout(b'{"n":1}\n{"n":2}\n')  # NATS could take these now: they go behind it
 
-    def received(msg: Msg) -> None:
-        got.append(msg.data)
+        async def all_in() -> bool:
+            return len(relay.got) >= 3
 
-    subjects = Subjects("amp")
-    await subscribe_inline(nc, subjects.mcp("test.order", "default", "s2c"), received)
-    await nc.flush()
-    spec = LaunchSpec(name="order", app_id="test.order", instance="default", argv=(sys.executable,),
-                      env={}, cwd=None, program=sys.executable)
-    relay = AppProcess(nc, subjects, spec, 1)  # never started: its stdout is fed by hand
-    relay._stdout_waiting.append(b'{"n":0}')  # as if NATS could not take it a moment ago
-    relay._stdout_waiting_bytes = 7
-    relay._on_stdout(b'{"n":1}\n{"n":2}\n')  # NATS could take these now: they go behind it all the same
-
-    async def all_in() -> bool:
-        return len(got) >= 3
-
-    await poll(all_in, timeout=10, what="the waiting line and the two after it")
-    assert got == [b'{"n":0}', b'{"n":1}', b'{"n":2}']
-    await nc.close()
-    server.stop()
+        await poll(all_in, timeout=10, what="the waiting line and the two after it")
+        assert relay.got == [b'{"n":0}', b'{"n":1}', b'{"n":2}']
