@@ -7,9 +7,7 @@ buffered without bound; the next line is read normally.
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
 NEWLINE = b"\n"
@@ -22,34 +20,11 @@ class Oversized:
     size: int
 
 
-async def read_lines(reader: asyncio.StreamReader) -> AsyncIterator[bytes | Oversized]:
-    """Yield each line without its `\\n` (a last line without one too), until EOF.
-
-    Lines up to the reader's limit are yielded as bytes; longer ones are consumed and
-    yielded as `Oversized`. Empty lines are skipped: they carry no message.
-    """
-    while True:
-        try:
-            line = await reader.readuntil(NEWLINE)
-        except asyncio.IncompleteReadError as exc:  # EOF
-            if exc.partial:
-                yield exc.partial
-            return
-        except asyncio.LimitOverrunError as exc:
-            size, ended = await _discard_line(reader, exc.consumed)
-            yield Oversized(size)
-            if ended:
-                return
-            continue
-        if len(line) > 1:
-            yield line[:-1]
-
-
 class LineSplitter:
-    """The lines of a byte stream handed over in pieces (an app's stdout as the pipe delivers it),
-    cut as `read_lines` cuts them: each without its `\\n`, empty ones skipped, one longer than
-    `limit` dropped and reported as `Oversized` (never buffered beyond `limit`), a last line
-    without a newline given by `end`."""
+    """The lines of a byte stream handed over in pieces (an app's stdout or stderr as the pipe
+    delivers it): each without its `\\n`, empty ones skipped, one longer than `limit` dropped and
+    reported as `Oversized` (never buffered beyond `limit`, and the next line read normally), a
+    last line without a newline given by `end`."""
 
     def __init__(self, limit: int) -> None:
         self._limit = limit
@@ -96,22 +71,6 @@ class LineSplitter:
             self._partial.clear()
         else:
             self._partial += rest
-
-
-async def _discard_line(reader: asyncio.StreamReader, consumed: int) -> tuple[int, bool]:
-    """Drop the rest of an over-long line; returns (its size, whether EOF came first)."""
-    size = 0
-    while True:
-        await reader.readexactly(consumed)
-        size += consumed
-        try:
-            rest = await reader.readuntil(NEWLINE)
-        except asyncio.LimitOverrunError as exc:
-            consumed = exc.consumed
-            continue
-        except asyncio.IncompleteReadError as exc:
-            return size + len(exc.partial), True
-        return size + len(rest) - 1, False
 
 
 def to_stdin_line(data: bytes) -> bytes | None:

@@ -7,8 +7,8 @@
   `STDOUT_BACKLOG_BYTES` wait, the pipe is not read, so an app that outpaces NATS is slowed
   down, never buffered without end.
 - `…c2s`: each message is written to stdin followed by `\\n`, in arrival order.
-- stderr: each line goes into the supervisor's JSON logs with the app's name; the last lines
-  are kept for the health record's `last_error`.
+- stderr: each line goes into the supervisor's JSON logs with the app's name, from the pipe's
+  callback as well; the last lines are kept for the health record's `last_error`.
 
 The process runs in its own session (process group), so stopping it reaches its children too;
 on Linux it also gets SIGKILL from the kernel if the supervisor dies without clean-up, so an
@@ -32,7 +32,7 @@ from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
 
 from services.app_supervisor.config_check import LaunchSpec
-from services.app_supervisor.framing import LineSplitter, Oversized, read_lines, to_stdin_line
+from services.app_supervisor.framing import LineSplitter, Oversized, to_stdin_line
 from shared import tracing, write_through
 from shared.bus import is_jetstream_delivery
 from shared.inline_subscription import subscribe_inline
@@ -80,31 +80,31 @@ def _parent_death_signal() -> Callable[[], None] | None:
 class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     """Signals the process's exit as soon as it happens. (`Process.wait()` also waits until
     every pipe is closed, which never happens while a descendant holds them.) What the app
-    writes on stdout goes to `on_stdout` as the pipe delivers it, and its end to
-    `on_stdout_closed`; stderr is read as a stream."""
+    writes on stdout (fd 1) and stderr (fd 2) goes to `on_output` as the pipe delivers it, and
+    each pipe's end to `on_closed`."""
 
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop, on_stdout: Callable[[bytes], None],
-                 on_stdout_closed: Callable[[], None]) -> None:
+    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop, on_output: Callable[[int, bytes], None],
+                 on_closed: Callable[[int], None]) -> None:
         super().__init__(limit=limit, loop=loop)
         self.exited = asyncio.Event()
         self._subprocess: asyncio.SubprocessTransport | None = None
-        self._on_stdout = on_stdout
-        self._on_stdout_closed = on_stdout_closed
+        self._on_output = on_output
+        self._on_closed = on_closed
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         super().connection_made(transport)
         self._subprocess = cast("asyncio.SubprocessTransport", transport)  # uvloop's is no subclass of it
 
     def pipe_data_received(self, fd: int, data: bytes | str) -> None:
-        if fd != 1:
+        if fd not in (1, 2):
             super().pipe_data_received(fd, data)
             return
-        self._on_stdout(data if isinstance(data, bytes) else data.encode())
+        self._on_output(fd, data if isinstance(data, bytes) else data.encode())
 
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         super().pipe_connection_lost(fd, exc)
-        if fd == 1:
-            self._on_stdout_closed()
+        if fd in (1, 2):
+            self._on_closed(fd)
 
     def read_stdout(self, reading: bool) -> None:
         """Read the app's stdout again, or leave it unread for now (the app blocks on a full pipe)."""
@@ -133,14 +133,15 @@ class AppProcess:
         self._proc: asyncio.subprocess.Process | None = None
         self._protocol: _ExitAwareProtocol | None = None
         self._sub: Subscription | None = None
-        self._pumps: list[asyncio.Task[None]] = []
-        self._stdout_lines = LineSplitter(nc.max_payload if nc.max_payload > 0 else 1024 * 1024)
+        limit = nc.max_payload if nc.max_payload > 0 else 1024 * 1024
+        self._lines = {1: LineSplitter(limit), 2: LineSplitter(max(limit, 64 * 1024))}  # by fd
         self._stdout_waiting: deque[bytes] = deque()  # lines nats-py has to take, in order
         self._stdout_waiting_bytes = 0
         self._stdout_mover: asyncio.Task[None] | None = None
         self._stdout_closed = False
         self._stdout_paused = False
         self._stdout_relayed = asyncio.Event()  # stdout ended and every line of it handed to NATS
+        self._stderr_closed = asyncio.Event()
         self._exit: asyncio.Task[int] | None = None
         self._stdin_open = False
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
@@ -162,7 +163,7 @@ class AppProcess:
         spec = self._spec
         limit = self._nc.max_payload + 1 if self._nc.max_payload > 0 else 1024 * 1024 + 1
         loop = asyncio.get_running_loop()
-        protocol = _ExitAwareProtocol(max(limit, 64 * 1024), loop, self._on_stdout, self._on_stdout_closed)
+        protocol = _ExitAwareProtocol(max(limit, 64 * 1024), loop, self._on_output, self._on_closed)
         transport, _ = await loop.subprocess_exec(
             lambda: protocol,
             *spec.argv,
@@ -177,9 +178,7 @@ class AppProcess:
         self._protocol = protocol
         self._proc = asyncio.subprocess.Process(transport, protocol, loop)
         self._stdin_open = True
-        tag = f"{spec.name}#{self.generation}"
-        self._pumps = [asyncio.create_task(self._stderr_pump(), name=f"stderr {tag}")]
-        self._exit = asyncio.create_task(self._reap(), name=f"reap {tag}")
+        self._exit = asyncio.create_task(self._reap(), name=f"reap {spec.name}#{self.generation}")
         try:
             self._sub = await subscribe_inline(self._nc, self._c2s, self._to_stdin)
         except NatsError as exc:  # e.g. the connection is closed: no relay, no process
@@ -237,8 +236,8 @@ class AppProcess:
         if self._sub is not None:
             with contextlib.suppress(NatsError):
                 await self._sub.unsubscribe()
-        relayed = asyncio.ensure_future(self._stdout_relayed.wait())
-        _, pending = await asyncio.wait([*self._pumps, relayed], timeout=DRAIN_SECONDS)
+        drained = [asyncio.ensure_future(done.wait()) for done in (self._stdout_relayed, self._stderr_closed)]
+        _, pending = await asyncio.wait(drained, timeout=DRAIN_SECONDS)
         for task in pending:  # a descendant that left the group still holds the pipes
             task.cancel()
         if self._stdout_mover is not None:
@@ -291,14 +290,20 @@ class AppProcess:
         except (OSError, RuntimeError) as exc:  # the app is going away; `exited` follows
             log.warning("writing to app stdin failed", app=self._spec.name, error=str(exc))
 
-    def _on_stdout(self, data: bytes) -> None:
-        """Called by the pipe with what the app wrote on stdout: each whole line goes to NATS now."""
-        for line in self._stdout_lines.feed(data):
-            self._relay(line)
+    def _on_output(self, fd: int, data: bytes) -> None:
+        """Called by a pipe with what the app wrote: each whole stdout line goes to NATS now,
+        each stderr line to the logs."""
+        take = self._relay if fd == 1 else self._log_stderr
+        for line in self._lines[fd].feed(data):
+            take(line)
 
-    def _on_stdout_closed(self) -> None:
-        for line in self._stdout_lines.end():
-            self._relay(line)
+    def _on_closed(self, fd: int) -> None:
+        take = self._relay if fd == 1 else self._log_stderr
+        for line in self._lines[fd].end():
+            take(line)
+        if fd == 2:
+            self._stderr_closed.set()
+            return
         self._stdout_closed = True
         if not self._stdout_waiting:
             self._stdout_relayed.set()
@@ -342,14 +347,11 @@ class AppProcess:
         if self._stdout_closed:
             self._stdout_relayed.set()
 
-    async def _stderr_pump(self) -> None:
-        assert self._proc is not None and self._proc.stderr is not None
+    def _log_stderr(self, line: bytes | Oversized) -> None:
         name = self._spec.name
-        async for item in read_lines(self._proc.stderr):
-            if isinstance(item, Oversized):
-                log.warning("app stderr line too long, dropped", app=name, size=item.size)
-                continue
-            line = item.decode("utf-8", errors="replace").rstrip("\r")
-            self.stderr_tail.append(line)
-            log.info("app stderr", app=name, instance=self._spec.instance,
-                     generation=self.generation, line=line)
+        if isinstance(line, Oversized):
+            log.warning("app stderr line too long, dropped", app=name, size=line.size)
+            return
+        text = line.decode("utf-8", errors="replace").rstrip("\r")
+        self.stderr_tail.append(text)
+        log.info("app stderr", app=name, instance=self._spec.instance, generation=self.generation, line=text)

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-
-from services.app_supervisor.framing import LineSplitter, Oversized, read_lines, to_stdin_line
+from services.app_supervisor.framing import LineSplitter, Oversized, to_stdin_line
 
 
 async def _lines(data: list[bytes], limit: int = 64) -> list[bytes | Oversized]:
-    """The lines `read_lines` reads from a stream of `data`, checked to be those the pipe's
-    `LineSplitter` cuts from the same pieces."""
-    reader = asyncio.StreamReader(limit=limit)
-    for chunk in data:
-        reader.feed_data(chunk)
-    reader.feed_eof()
-    read = [item async for item in read_lines(reader)]
-    assert _split(data, limit) == read
-    return read
+    return _split(data, limit)
 
 
 def _split(data: list[bytes], limit: int = 64) -> list[bytes | Oversized]:
