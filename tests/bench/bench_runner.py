@@ -4,8 +4,9 @@ runs (one tool step that sleeps 50 ms in the echo app, through the real supervis
 Each runner process runs at most BENCH_CONCURRENCY runs at a time (AURORA_RUNNER_CONCURRENCY,
 default 4), so one runner is bound by waiting on its tool, and more runners should overlap more
 of that waiting: the goal is 4 runners ≥ 3.5 × one. Runs are published straight into AMP_RUNS
-(the router is not what is measured); the clock stops when the work queue is empty, i.e. every
-run's task has settled and its message was acknowledged. Every task is checked to have succeeded.
+(the router is not what is measured) while the runners' consumer is paused; the clock starts when
+every runner holds its first runs and stops when the work queue is empty, i.e. every run's task
+has settled and its message was acknowledged. Every task is checked to have succeeded.
 BENCH_RUNS_PER_RUNNER (default 300) runs per runner process, BENCH_ROUNDS (default 2).
 """
 
@@ -17,6 +18,7 @@ import sys
 import tempfile
 import time
 import uuid
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import msgspec
@@ -24,6 +26,7 @@ import nats
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats
+from services.runner.config import RunnerConfig
 from shared.admin import admin_request
 from shared.clock import now_iso
 from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
@@ -43,6 +46,7 @@ GOAL = 3.5
 SLEEP = 0.05
 AGENT = "bench"
 SUBJECTS = Subjects("amp")
+RUNNERS_DURABLE = RunnerConfig().durable
 
 
 def run_message(n: int, tag: str) -> tuple[str, bytes]:
@@ -80,6 +84,10 @@ async def queue_empty(nc: NATS, timeout: float) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError("the runs did not finish in time")
         await asyncio.sleep(0.02)
+
+
+def _in(seconds: float) -> str:
+    return (datetime.now(UTC) + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _nats_pid(store: Path) -> int | None:
@@ -121,9 +129,29 @@ async def gateway_ceiling(nc: NATS, callers: int = 16) -> float:
     return callers / (time.perf_counter() - started)
 
 
-async def measure(nc: NATS, runners: int, runs: int, tag: str) -> Result:
+async def measure(nc: NATS, runners: int, runs: int, tag: str, concurrency: int) -> Result:
+    """Every run is queued (and its record written) while the runners' consumer is paused, and
+    the clock runs from the moment every runner holds its `concurrency` runs until the queue is
+    empty. Queueing inside the window charged the harness's own work, which grows with the number
+    of runs, to the runners. And a pull request made during a pause is not served when the pause
+    ends: it waits out its expiry (up to a second) before its runner asks again, so each runner
+    starts at its own moment, which the clock must not count. The result counts the runs still
+    queued or in work when the clock starts."""
+    js = nc.jetstream()
+    stream = SUBJECTS.stream("RUNS")
+    await js.pause_consumer(stream, RUNNERS_DURABLE, _in(3600))
+    try:
+        ids = await publish_runs(nc, runs, tag)
+    finally:
+        await js.resume_consumer(stream, RUNNERS_DURABLE)
+    busy, busy_by = min(runs, runners * concurrency), time.monotonic() + 60
+    while (await js.consumer_info(stream, RUNNERS_DURABLE)).num_ack_pending < busy:
+        if time.monotonic() > busy_by:
+            raise TimeoutError(f"the runners did not take {busy} runs within 60 s of the queue's resumption")
+        await asyncio.sleep(0.002)
     started = time.perf_counter()
-    ids = await publish_runs(nc, runs, tag)
+    # What an early runner finished before the others started is left out, as its time is.
+    counted = (await js.stream_info(stream)).state.messages
     await queue_empty(nc, timeout=max(60.0, runs * SLEEP * 2))
     seconds = time.perf_counter() - started
     kv = await nc.jetstream().key_value(tasks_bucket(SUBJECTS).name)
@@ -132,7 +160,7 @@ async def measure(nc: NATS, runners: int, runs: int, tag: str) -> Result:
     wrong = {k: s for k, s in states.items() if s != "succeeded"}
     if len(states) != len(ids) or wrong:
         raise AssertionError(f"{len(states)} tasks for {len(ids)} runs; not succeeded: {list(wrong.items())[:5]}")
-    return Result(f"{runners} runner{'s' if runners > 1 else ''}", runs, seconds)
+    return Result(f"{runners} runner{'s' if runners > 1 else ''}", counted, seconds)
 
 
 async def main() -> int:
@@ -169,15 +197,17 @@ async def main() -> int:
                     runners.append(ServiceProcess("services.runner", runner_env, logs, f"runner-{n}").start())
                 for runner in runners:
                     runner.wait_for_log('"ready"', timeout=60)
-                await measure(nc, count, 2 * concurrency * count, f"warm{count}")  # sessions and caches warm
+                # sessions and caches warm
+                await measure(nc, count, 2 * concurrency * count, f"warm{count}", concurrency)
                 tag = uuid.uuid4().hex[:6]
                 groups = {"runners": [r.pid for r in runners], "gateway": [base[1].pid],
                           "supervisor + echo app": [base[0].pid], "nats-server": [p for p in [
                               _nats_pid(folder / "jetstream")] if p is not None]}
                 before = cpu_by_group(groups)
-                measured = [await measure(nc, count, per_runner * count, f"{tag}r{r}") for r in range(rounds)]
+                measured = [await measure(nc, count, per_runner * count, f"{tag}r{r}", concurrency)
+                            for r in range(rounds)]
                 after = cpu_by_group(groups)
-                runs_done = sum(m.count for m in measured)
+                runs_done = per_runner * count * rounds
                 cpu = {name: (after[name] - before[name]) * 1000 / runs_done for name in groups}
                 results[count] = best(measured)
             await nc.close()
