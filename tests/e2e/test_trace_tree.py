@@ -106,7 +106,8 @@ async def test_one_event_is_one_trace_from_the_app_to_the_reply(
         assert reply["text"] == "looked it up"
 
     def tree() -> dict[str, ReceivedSpan] | None:
-        """The trace once it is whole: every span's parent exported, the reply's relay among them."""
+        """The trace once it is whole: every span's parent exported, the reply's relay among them,
+        and the bridge's span of a task event under the run (the bridge exports it on its own time)."""
         rooted = [s for s in receiver.spans if s.service == "aurora-mcp-gateway" and s.name.startswith("aurora/event")]
         if not rooted:
             return None
@@ -115,7 +116,9 @@ async def test_one_event_is_one_trace_from_the_app_to_the_reply(
             return None
         replies = [s for s in spans.values() if s.service == "aurora-app-supervisor" and s.parent_id
                    and spans[s.parent_id].name == "tools/call event_reply"]
-        return spans if replies else None
+        runs = {s.span_id for s in spans.values() if s.service == "aurora-runner" and s.name == "process run"}
+        task_events = [s for s in spans.values() if s.service == "aurora-event-bridge" and s.parent_id in runs]
+        return spans if replies and task_events else None
 
     async def whole() -> dict[str, ReceivedSpan] | None:
         return tree()
