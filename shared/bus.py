@@ -10,7 +10,6 @@ import nats
 import nats.errors
 from nats.aio.client import Client as NATS
 
-from shared import write_through
 from shared.logs import get_logger
 from shared.settings import NatsSettings
 
@@ -30,7 +29,6 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
 
     The first connection is retried too (a service may start before nats-server is ready),
     so `docker compose up` and `make dev` need no start-up ordering beyond a health check.
-    Its publishes are written at the end of the loop's turn (`write_through.write_every_publish`).
     """
 
     async def on_error(exc: Exception) -> None:
@@ -61,14 +59,11 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
     delay = 0.2
     while True:
         try:
-            nc = await nats.connect(**options)  # type: ignore[arg-type]
+            return await nats.connect(**options)  # type: ignore[arg-type]
         except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
             log.warning("nats not reachable yet; retrying", servers=settings.servers, error=str(exc))
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
-        else:
-            write_through.write_every_publish(nc)
-            return nc
 
 
 def credential_options(settings: NatsSettings) -> dict[str, Any]:

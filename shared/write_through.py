@@ -17,8 +17,6 @@ a message was published. Where the callback cannot write (the socket backed up, 
 leaves the buffer to nats-py, which waits for the socket to drain, or sends the buffer once it
 has reconnected. A message nats-py would refuse or has to wait for (over the server's payload
 limit, a bad header, its buffer full) is nats-py's `publish`, with its errors and its waiting.
-`write_every_publish` puts nats-py's own publishes on a connection (requests, JetStream publishes,
-acks, pull requests) on the same path; every service's connection is set up so.
 
 nats-py has no public hook for this: the module appends to the client's pending buffer and writes
 to its transport, as its own `_send_command` and flusher do. `tests/integration/test_write_through.py`
@@ -30,7 +28,6 @@ from __future__ import annotations
 
 import asyncio
 import weakref
-from typing import Any
 
 from nats.aio.client import _HEADER_KEY_RE, _HEADER_VALUE_NEWLINES, _validate_subject
 from nats.aio.client import Client as NATS
@@ -60,40 +57,18 @@ async def respond(request: Request, data: bytes) -> None:
     await publish(msg._client, msg.reply, data)
 
 
-def write_every_publish(nc: NATS) -> None:
-    """Every publish nats-py makes on this connection (`publish`, and so its requests, JetStream
-    publishes, acks and pull requests) is queued as `publish_soon` queues, whenever it can be;
-    what cannot (NATS away, its buffer full, a header it refuses) stays nats-py's. Set up once,
-    right after connecting: the services' connections (`shared.bus.connect`) are."""
-    send_by_nats_py = nc._send_publish
-
-    # nats-py's `publish` has checked the subjects, the payload's size and the connection's state
-    # before it calls this.
-    async def send_publish(subject: str, reply: str, payload: bytes, payload_size: int,
-                           headers: dict[str, Any] | None) -> None:
-        if not subject or not _queue(nc, subject, reply, payload, headers):
-            await send_by_nats_py(subject, reply, payload, payload_size, headers)
-
-    nc._send_publish = send_publish  # type: ignore[method-assign]
-
-
 def publish_soon(nc: NATS, subject: str, payload: bytes = b"", *, reply: str = "",
                  headers: dict[str, str] | None = None) -> bool:
     """Queue the message to be written at the end of this turn of the loop; False (nothing
     queued) when nats-py's `publish` has to take it: not connected, its buffer full, a payload
     over the server's limit or a header it refuses (its `publish` says why)."""
-    if nc.is_draining_pubs or len(payload) > nc.max_payload:
+    if (not nc.is_connected or nc.is_draining_pubs or not isinstance(nc._transport, TcpTransport)
+            or len(payload) > nc.max_payload):
         return False
     if not nc._skip_subject_validation:
         _validate_subject(subject)
         if reply:
             _validate_subject(reply)
-    return _queue(nc, subject, reply, payload, headers)
-
-
-def _queue(nc: NATS, subject: str, reply: str, payload: bytes, headers: dict[str, Any] | None) -> bool:
-    if not nc.is_connected or not isinstance(nc._transport, TcpTransport):
-        return False
     if headers:
         block = _header_block(headers)
         if block is None:

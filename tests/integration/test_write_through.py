@@ -13,7 +13,6 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import BadHeaderError, MaxPayloadError
-from nats.js.errors import KeyWrongLastSequenceError
 from nats.micro import add_service
 from nats.micro.request import Request
 
@@ -104,47 +103,6 @@ async def test_a_micro_reply_goes_back_to_the_requester(nc: NATS) -> None:
     reply = await nc.request("wt.ping", b"1", timeout=5)
     assert reply.data == b"pong:1"
     await service.stop()
-
-
-async def test_a_connection_set_up_so_writes_nats_pys_own_publishes_by_the_callback(nc: NATS) -> None:
-    write_through.write_every_publish(nc)
-    got: list[Msg] = []
-    await subscribe_inline(nc, "wt.every", got.append)
-    await nc.flush()
-    sent_before = nc.stats["out_msgs"]
-    for n in range(20):
-        await nc.publish("wt.every", b"%d" % n, headers={"N": str(n)} if n % 2 else None)
-    assert nc.stats["out_msgs"] == sent_before + 20
-    assert len(nc._pending) == 20 and nc._flush_queue is not None and nc._flush_queue.empty()
-    await asyncio.sleep(0)
-    assert nc._pending == [] and nc._flush_queue.empty()  # written by the callback, the flusher never asked
-    await poll(_count(got, 20), what="every message")
-    assert [msg.data for msg in got] == [b"%d" % n for n in range(20)]
-    assert [msg.headers for msg in got[:2]] == [None, {"N": "1"}]
-
-
-async def test_requests_and_jetstream_work_on_a_connection_set_up_so(nc: NATS) -> None:
-    write_through.write_every_publish(nc)
-    service = await add_service(nc, name="wt-every", version="1.0.0")
-
-    async def handler(request: Request) -> None:
-        await request.respond(b"pong:" + request.data)
-
-    await service.add_endpoint(name="ping", subject="wt.every.ping", handler=handler)
-    assert (await nc.request("wt.every.ping", b"1", timeout=5)).data == b"pong:1"
-    await service.stop()
-    js = nc.jetstream()
-    await js.add_stream(name="WT_EVERY", subjects=["wt.every.js"])
-    kv = await js.create_key_value(bucket="wt_every")
-    assert (await js.publish("wt.every.js", b"stored")).seq == 1
-    revision = await kv.create("k", b"1")
-    assert await kv.update("k", b"2", last=revision) == revision + 1
-    with pytest.raises(KeyWrongLastSequenceError):
-        await kv.update("k", b"3", last=revision)
-    sub = await js.pull_subscribe("wt.every.js", durable="wt-every", stream="WT_EVERY")
-    [msg] = await sub.fetch(1, timeout=5)
-    await msg.ack_sync()
-    assert msg.data == b"stored"
 
 
 def _count(got: Sized, n: int) -> Callable[[], Awaitable[bool]]:
