@@ -60,9 +60,12 @@ class AckedPublisher:
         """Publish to JetStream; the future is the stream sequence once the server has stored it."""
         if not self._prefix:
             await self._subscribe()
-        token, future = self._expect()
+        queued = self.send_now(subject, payload, headers)
+        if queued is not None:
+            return queued
+        token, future = self._expect()  # nats-py has to take it: its `publish` waits or says why
         try:
-            await write_through.publish(self._nc, subject, payload, reply=self._prefix + token, headers=headers)
+            await self._nc.publish(subject, payload, reply=self._prefix + token, headers=headers)
         except BaseException:
             future.cancel()
             raise

@@ -83,9 +83,11 @@ class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
     writes on stdout (fd 1) and stderr (fd 2) goes to `on_output` as the pipe delivers it, and
     each pipe's end to `on_closed`."""
 
-    def __init__(self, limit: int, loop: asyncio.AbstractEventLoop, on_output: Callable[[int, bytes], None],
+    def __init__(self, loop: asyncio.AbstractEventLoop, on_output: Callable[[int, bytes], None],
                  on_closed: Callable[[int], None]) -> None:
-        super().__init__(limit=limit, loop=loop)
+        # The base class's stream readers get nothing (stdout and stderr go to `on_output`), so
+        # their limit does not matter.
+        super().__init__(limit=64 * 1024, loop=loop)
         self.exited = asyncio.Event()
         self._subprocess: asyncio.SubprocessTransport | None = None
         self._on_output = on_output
@@ -161,9 +163,8 @@ class AppProcess:
         """Spawn the process and attach the relay; when this returns, c2s is subscribed at
         the server, so a client may send `initialize` right away. Returns the pid."""
         spec = self._spec
-        limit = self._nc.max_payload + 1 if self._nc.max_payload > 0 else 1024 * 1024 + 1
         loop = asyncio.get_running_loop()
-        protocol = _ExitAwareProtocol(max(limit, 64 * 1024), loop, self._on_output, self._on_closed)
+        protocol = _ExitAwareProtocol(loop, self._on_output, self._on_closed)
         transport, _ = await loop.subprocess_exec(
             lambda: protocol,
             *spec.argv,
