@@ -5,6 +5,7 @@ while the stream is missing. Real nats-server."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -77,14 +78,7 @@ async def test_an_item_put_while_the_outbox_is_idle_is_published_in_put_and_sett
     assert acks.send_now("now.early", b"x") is None  # not listening for acks yet: `send` has to go first
     await acks.publish("now.first", b"first")
     through_the_task: list[int] = []
-
-    async def send(n: int) -> asyncio.Future[int]:
-        through_the_task.append(n)
-        return await acks.send(f"now.{n}", str(n).encode(), headers={"Nats-Msg-Id": f"now-{n}"})
-
-    def send_now(n: int) -> asyncio.Future[int] | None:
-        return acks.send_now(f"now.{n}", str(n).encode(), headers={"Nats-Msg-Id": f"now-{n}"})
-
+    send, send_now = _senders(acks, "now", through_the_task)
     outbox: Outbox[int] = Outbox("test", send, send_now=send_now, window=40)
     outbox.start()
     for n in range(50):
@@ -105,14 +99,7 @@ async def test_an_ack_that_never_comes_expires_and_its_item_is_retried_until_sto
     acks = AckedPublisher(nc)
     await acks.publish("warm.1", b"w")  # listening for acks from now on
     attempts: list[int] = []
-
-    async def send(n: int) -> asyncio.Future[int]:
-        attempts.append(n)
-        return await acks.send(f"lost.{n}", str(n).encode(), headers={"Nats-Msg-Id": f"lost-{n}"})
-
-    def send_now(n: int) -> asyncio.Future[int] | None:
-        return acks.send_now(f"lost.{n}", str(n).encode(), headers={"Nats-Msg-Id": f"lost-{n}"})
-
+    send, send_now = _senders(acks, "lost", attempts)
     outbox: Outbox[int] = Outbox("test", send, send_now=send_now, ack_timeout=0.5)
     outbox.start()
     outbox.put(1)
@@ -129,3 +116,20 @@ async def test_an_ack_that_never_comes_expires_and_its_item_is_retried_until_sto
     assert (await js.get_msg("LOST", 1)).data == b"1"
     await listener.unsubscribe()
     await acks.close()
+
+
+def _senders(acks: AckedPublisher, prefix: str, through_the_task: list[int]) -> tuple[
+        Callable[[int], Awaitable[asyncio.Future[int]]], Callable[[int], asyncio.Future[int] | None]]:
+    """An outbox's `send` (noting each item it takes in `through_the_task`) and `send_now`, both
+    publishing item n on `<prefix>.<n>`."""
+    def message(n: int) -> tuple[str, bytes, dict[str, str]]:
+        return f"{prefix}.{n}", str(n).encode(), {"Nats-Msg-Id": f"{prefix}-{n}"}
+
+    async def send(n: int) -> asyncio.Future[int]:
+        through_the_task.append(n)
+        return await acks.send(*message(n))
+
+    def send_now(n: int) -> asyncio.Future[int] | None:
+        return acks.send_now(*message(n))
+
+    return send, send_now
