@@ -1,4 +1,4 @@
-"""Whether a process of the test itself listens on a port (Linux /proc).
+"""Ports for the tests' servers, and whether a process of the test itself listens on one (Linux /proc).
 
 The tests' servers take ports from `free_port()`, which only says a port was free a moment ago:
 another worker's server may bind it first. Then an answer on the port comes from that stranger,
@@ -7,12 +7,46 @@ and a test would use it; so readiness asks whether *our* process holds the liste
 
 from __future__ import annotations
 
+import contextlib
 import os
+import random
+import socket
 import subprocess
 import time
 from pathlib import Path
 
 LISTEN = "0A"  # the TCP state in /proc/net/tcp
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The ports the kernel hands out for `bind(0)` and outgoing connections."""
+    try:
+        low, high = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(low), int(high)
+    except (OSError, ValueError):
+        return 32768, 60999
+
+
+def free_port_run(count: int, host: str = "127.0.0.1", *, attempts: int = 200) -> int:
+    """The first of `count` consecutive ports that are free now (`aurora dev --cluster N` listens
+    on `--port` + i).
+
+    Taken below the kernel's ephemeral range: there no outgoing connection and no other test's
+    `free_port()` is given one of them between this check and the servers' start, which is
+    what happened to a run taken from `free_port()` upwards.
+    """
+    low, _ = ephemeral_range()
+    for _ in range(attempts):
+        first = random.randrange(10_000, low - count)
+        with contextlib.ExitStack() as held:
+            try:
+                for port in range(first, first + count):
+                    sock = held.enter_context(socket.socket(socket.AF_INET, socket.SOCK_STREAM))
+                    sock.bind((host, port))
+            except OSError:
+                continue
+        return first
+    raise AssertionError(f"no {count} consecutive free ports on {host} below {low}")
 
 
 def listening_inodes(port: int) -> set[str]:

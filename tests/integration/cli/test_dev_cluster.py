@@ -13,7 +13,7 @@ import pytest
 from rich.console import Console
 
 from aurora_cli.devstack import DevStack, DevStackError, service_specs
-from aurora_cli.localnats import free_port
+from tests.harness.ports import free_port_run
 from tests.harness.processes import REPO
 from tests.harness.waiting import poll_sync
 from tests.integration.cli.conftest import AURORA
@@ -29,7 +29,7 @@ def _streams(stack: DevStack) -> dict[str, dict[str, object]]:
 
 def test_a_cluster_of_three_replicates_what_the_services_create(tmp_path: Path) -> None:
     out = io.StringIO()
-    stack = DevStack(tmp_path / "dev", port=free_port(), specs=service_specs(["event_bridge"]), cwd=REPO,
+    stack = DevStack(tmp_path / "dev", port=free_port_run(3), specs=service_specs(["event_bridge"]), cwd=REPO,
                      console=Console(file=out, width=300, color_system=None), cluster=3)
     try:
         stack.start()
