@@ -22,7 +22,13 @@ from mcp.shared.exceptions import MCPError
 from services.mcp_gateway import input_required
 from services.mcp_gateway.server_requests import SessionCallbacks
 from services.mcp_gateway.transports import generations
-from services.mcp_gateway.transports.direct import ConnectionLost, DirectCalls, SupportsDirectCalls, result_of
+from services.mcp_gateway.transports.direct import (
+    ConnectionLost,
+    DirectCalls,
+    NotDelivered,
+    SupportsDirectCalls,
+    result_of,
+)
 from services.mcp_gateway.transports.http import ReportsHttpErrors
 from services.mcp_gateway.transports.streams import TransportStreams
 from services.mcp_gateway.transports.tap import tapped
@@ -328,6 +334,8 @@ class AppSession:
             result = await _race(work, attempt.lost, timeout + 1.0)
         except _NotSent as exc:
             raise SessionUnavailable(f"app {self.app.name!r} closed the connection before the call") from exc
+        except NotDelivered as exc:  # nothing ran: the call may be sent again once the relay is heard
+            raise SessionUnavailable(f"app {self.app.name!r} was not reached: {exc}") from exc
         except _Lost as exc:
             raise CallInterrupted(f"app {self.app.name!r} went away during the call: {attempt.reason}") from exc
         except ConnectionLost as exc:

@@ -247,7 +247,9 @@ class ToolCallHandler:
                 return gate, False
             approval_id = gate
         session = self._sessions.get(app_tool.app_key)
-        timeout = app.mcp.call_timeout_seconds
+        # The caller's timeout where it is shorter, as for the app's own tools: the ledger's claim
+        # must not outlive the caller's patience.
+        timeout = min(request.timeout_seconds or app.mcp.call_timeout_seconds, app.mcp.call_timeout_seconds)
         if claim is not None:
             taken = await claim.take(side_effect=spec.side_effect, target=app.name, timeout=timeout,
                                      deduplicates=app_tool.tool in app.mcp.idempotency_key_tools)

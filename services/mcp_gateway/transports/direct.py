@@ -7,6 +7,12 @@ message, so the gateway can write the `tools/call` request itself with an id the
 (`aurora-<n>`; the SDK numbers its requests) and the transport hands the matching response
 straight to the waiting call. The handshake, listings, notifications and server requests stay
 with the SDK, as does the output-schema check of each result.
+
+A request is published with a reply subject of its own (`publish(data, request_id)`): nobody
+answers on it, but when no supervisor listens on the relay (its connection is away, or it died)
+nats-server says so there with a 503 status, and `unheard` fails the call as never delivered.
+Without it the call would wait out its timeout and end `outcome_unknown`, though the app never
+got it (a write would then stay unverified).
 """
 
 from __future__ import annotations
@@ -37,6 +43,14 @@ class ConnectionLost(ConnectionError):
     """The relay closed while the call was waiting."""
 
 
+class NotDelivered(ConnectionError):
+    """nats-server delivered the request to nobody: the app never got it."""
+
+
+# Where the request goes: its bytes, and its id for a request (None for a notification).
+Publish = Callable[[bytes, str | None], Awaitable[None]]
+
+
 _decode_response = msgspec.json.Decoder(DirectResponse).decode
 _encode = msgspec.json.Encoder().encode
 
@@ -44,7 +58,7 @@ _encode = msgspec.json.Encoder().encode
 class DirectCalls:
     """Pending requests by id; `send` writes one, `answer` routes a relayed message to it."""
 
-    def __init__(self, publish: Callable[[bytes], Awaitable[None]]) -> None:
+    def __init__(self, publish: Publish) -> None:
         self._publish = publish
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[DirectResponse]] = {}
@@ -63,7 +77,8 @@ class DirectCalls:
         answer: asyncio.Future[DirectResponse] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = answer
         try:
-            await self._publish(_encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
+            await self._publish(_encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}),
+                                request_id)
         except BaseException:
             self._pending.pop(request_id, None)
             raise
@@ -75,7 +90,8 @@ class DirectCalls:
             return
         self._abandoned.append(request_id)
         cancelled = {"requestId": request_id, "reason": reason}
-        await self._publish(_encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancelled}))
+        await self._publish(_encode({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": cancelled}),
+                            None)
 
     def answer(self, data: bytes) -> bool:
         """True when `data` answered one of our requests or was progress of one (and is
@@ -99,6 +115,16 @@ class DirectCalls:
             return response.id in self._abandoned
         if not waiting.done():
             waiting.set_result(response)
+        return True
+
+    def unheard(self, request_id: str, subject: str) -> bool:
+        """nats-server found nobody listening on `subject` when the request went out: the call
+        fails as not delivered. False: not a request waiting here (answered or given up)."""
+        waiting = self._pending.pop(request_id, None)
+        if waiting is None:
+            return False
+        if not waiting.done():
+            waiting.set_exception(NotDelivered(f"nobody listened on {subject} when the call was sent"))
         return True
 
     def close(self) -> None:

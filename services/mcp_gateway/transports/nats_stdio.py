@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from types import TracebackType
 
@@ -17,9 +17,11 @@ import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 from mcp_types import jsonrpc_message_adapter
+from nats.aio.client import NO_RESPONDERS_STATUS
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
+from nats.js.api import Header
 
 from services.mcp_gateway.transports.direct import DirectCalls
 from services.mcp_gateway.transports.streams import TransportStreams
@@ -54,12 +56,15 @@ class NatsStdioTransport(AbstractAsyncContextManager[TransportStreams]):
 
     def __init__(self, nc: NATS, subjects: Subjects, app_id: str, instance: str) -> None:
         c2s = subjects.mcp(app_id, instance, "c2s")
+        unheard = nc.new_inbox()  # `<inbox>.<request id>`: where nats-server says nobody listened
 
-        async def publish(data: bytes) -> None:  # the supervisor's relay span continues the call's
-            await write_through.publish(nc, c2s, data, headers=tracing.current_headers())
+        async def publish(data: bytes, request_id: str | None) -> None:
+            # The headers: the supervisor's relay span continues the call's.
+            await write_through.publish(nc, c2s, data, reply=f"{unheard}.{request_id}" if request_id else "",
+                                        headers=tracing.current_headers())
 
         self.direct = DirectCalls(publish)
-        self._relay = _relay(nc, subjects, app_id, instance, self.direct)
+        self._relay = _relay(nc, subjects, app_id, instance, self.direct, unheard)
 
     async def __aenter__(self) -> TransportStreams:
         return await self._relay.__aenter__()
@@ -135,15 +140,32 @@ class _FromApp:
                       instance=self._instance, dropped=unread)
 
 
+def _on_unheard(direct: DirectCalls, c2s: str) -> Callable[[Msg], None]:
+    """The handler of a relay's `unheard` inbox: a 503 status there fails its request at once."""
+
+    def on_status(msg: Msg) -> None:
+        if (msg.headers or {}).get(Header.STATUS) == NO_RESPONDERS_STATUS and direct.unheard(
+                msg.subject.rsplit(".", 1)[-1], c2s):
+            log.warning("a tool call reached no app-supervisor: not delivered", relay=c2s)
+
+    return on_status
+
+
 @asynccontextmanager
 async def _relay(
-    nc: NATS, subjects: Subjects, app_id: str, instance: str, direct: DirectCalls
+    nc: NATS, subjects: Subjects, app_id: str, instance: str, direct: DirectCalls, unheard: str
 ) -> AsyncIterator[TransportStreams]:
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](256)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](256)
     c2s = subjects.mcp(app_id, instance, "c2s")
     from_app = _FromApp(direct, read_writer, app_id, instance)
     sub = await subscribe_inline(nc, subjects.mcp(app_id, instance, "s2c"), from_app.on_message)
+    try:
+        statuses = await subscribe_inline(nc, f"{unheard}.*", _on_unheard(direct, c2s))
+    except BaseException:
+        with suppress(NatsError):
+            await sub.unsubscribe()
+        raise
 
     async def pump_writes() -> None:
         async with write_reader:
@@ -159,8 +181,9 @@ async def _relay(
         try:
             yield read_stream, write_stream
         finally:
-            with suppress(NatsError):  # the connection may be closing under us
-                await sub.unsubscribe()
+            for subscription in (sub, statuses):
+                with suppress(NatsError):  # the connection may be closing under us
+                    await subscription.unsubscribe()
             from_app.close()
             await read_writer.aclose()
             await write_stream.aclose()

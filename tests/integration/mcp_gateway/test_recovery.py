@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -16,12 +17,15 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from shared.subjects import Subjects
+from tests.harness.processes import REPO
 from tests.integration.mcp_gateway.conftest import Stack
 from tests.integration.mcp_gateway.helpers import (
     call,
+    call_envelope,
     call_until_ok,
     echo_app,
     poll,
+    stdio,
     supervised_pid,
     write_apps,
 )
@@ -147,3 +151,63 @@ async def test_a_write_whose_app_dies_during_the_call_has_an_unknown_outcome(
     assert "may or may not have taken effect" in crashed["error"]["message"]
     healed = await call_until_ok(nc, subjects, "test.echo.echo", {"after": "crash"})
     assert healed["structured"] == {"after": "crash"}
+
+
+async def test_a_write_that_reaches_no_supervisor_is_unavailable_at_once_and_runs_when_asked_again(
+    nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
+) -> None:
+    """The supervisor is gone (its connection, or all of it) while the gateway's session still
+    stands: nats-server delivers the `tools/call` to nobody and says so, so the write fails at
+    once as `unavailable` (nothing ran), not after its timeout as `outcome_unknown`; the ledger
+    keeps no claim, and the same call asked again once a supervisor is back runs, once."""
+    counter = tmp_path / "counter.jsonl"
+    config = write_apps(tmp_path, {"echo": echo_app(mcp={"env": {"ECHO_COUNTER_FILE": str(counter)}})})
+    supervisor = stack.supervisor(config)
+    await stack.gateway(config)
+    assert (await call(nc, subjects, "test.echo.counter_increment", {"key": "before"}))["status"] == "ok"
+
+    supervisor.kill()  # its process group: the supervisor and the app, as a crashed container
+    envelope = json.loads(call_envelope("test.echo.counter_increment", {"key": "k"}, timeout=10))
+    envelope["header"]["message_id"] = "call-unheard-1"
+
+    async def ask() -> dict[str, Any]:
+        reply = await nc.request(subjects.operator_tool_call, json.dumps(envelope).encode(), timeout=20)
+        payload: dict[str, Any] = json.loads(reply.data)["payload"]
+        return payload
+
+    started = time.monotonic()
+    unheard = await ask()
+    assert unheard["status"] == "unavailable", unheard
+    assert unheard["error"]["code"] == "app_unavailable" and "was not reached" in unheard["error"]["message"], unheard
+    assert time.monotonic() - started < 5, "the call waited out its timeout"
+
+    stack.supervisor(config)
+
+    async def answered() -> dict[str, Any] | None:  # once the new supervisor's app is heard again
+        result = await ask()
+        return None if result["status"] == "unavailable" else result
+
+    again = await poll(answered, timeout=30, interval=0.3, what="the call asked again to be answered")
+    assert again["status"] == "ok" and again["structured"] == {"key": "k", "count": 1}, again
+    assert (await ask())["structured"] == {"key": "k", "count": 1}  # from the ledger: it ran once
+
+
+async def test_a_platform_tools_call_keeps_the_callers_shorter_timeout(
+    nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
+) -> None:
+    """`event_reply` through a chat app that acknowledges slowly (3 s), asked with 1 s: the call
+    ends at the caller's timeout, as an app tool's does, not at the app's 30 s."""
+    chat = stdio([sys.executable, "-m", "apps.aurora_app_chat"], package="test.chat",
+                 mcp={"cwd": str(REPO), "env": {"CHAT_LOG_FILE": str(tmp_path / "sent.jsonl"), "CHAT_WEB_PORT": "off"}},
+                 platform={"reply": "send_message"}, startup={"send_delay_seconds": 3})
+    config = write_apps(tmp_path, {"chat": chat})
+    stack.supervisor(config)
+    await stack.gateway(config)
+    delivery = {"reply_target": {"app": "test.chat", "session_id": "s-timeout"}, "source_app": "test.chat"}
+    envelope = json.loads(call_envelope("event_reply", {"text": "hello"}, timeout=1, context={"delivery": delivery}))
+    started = time.monotonic()
+    reply = await nc.request(subjects.operator_tool_call, json.dumps(envelope).encode(), timeout=40)
+    took = time.monotonic() - started
+    result = json.loads(reply.data)["payload"]
+    assert result["status"] == "outcome_unknown" and result["error"]["code"] == "timeout", result
+    assert "within 1s" in result["error"]["message"] and took < 2.5, (took, result)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from services.mcp_gateway.transports.direct import ID_PREFIX, ConnectionLost, DirectCalls, result_of
+from services.mcp_gateway.transports.direct import ID_PREFIX, ConnectionLost, DirectCalls, NotDelivered, result_of
 
 
 class Relay:
@@ -18,9 +18,11 @@ class Relay:
 
     def __init__(self) -> None:
         self.written: list[dict[str, Any]] = []
+        self.request_ids: list[str | None] = []
 
-    async def publish(self, data: bytes) -> None:
+    async def publish(self, data: bytes, request_id: str | None) -> None:
         self.written.append(json.loads(data))
+        self.request_ids.append(request_id)
 
 
 def response(request_id: object, **body: object) -> bytes:
@@ -76,6 +78,22 @@ async def test_an_abandoned_call_is_cancelled_at_the_app_and_its_late_answer_swa
     assert len(relay.written) == 2
 
 
+async def test_a_request_nobody_heard_fails_as_not_delivered_and_only_that_one() -> None:
+    relay = Relay()
+    calls = DirectCalls(relay.publish)
+    first, unheard = await calls.send("tools/call", {"name": "write"})
+    second, heard = await calls.send("tools/call", {"name": "write"})
+    await calls.abandon(second, "no answer in time")
+    assert relay.request_ids == [first, second, None]  # a request names itself; a notification does not
+
+    assert calls.unheard(first, "amp.mcp.app.main.c2s")
+    with pytest.raises(NotDelivered, match=r"nobody listened on amp\.mcp\.app\.main\.c2s"):
+        await asyncio.wait_for(unheard, 1)
+    assert not calls.unheard(first, "amp.mcp.app.main.c2s")  # once
+    assert not calls.unheard(second, "amp.mcp.app.main.c2s")  # given up already: nothing waits
+    assert not heard.done()
+
+
 async def test_closing_the_relay_fails_waiting_calls_and_refuses_new_ones() -> None:
     calls = DirectCalls(Relay().publish)
     _, answer = await calls.send("tools/call", {"name": "slow"})
@@ -87,7 +105,7 @@ async def test_closing_the_relay_fails_waiting_calls_and_refuses_new_ones() -> N
 
 
 async def test_a_failed_write_leaves_nothing_pending() -> None:
-    async def broken(data: bytes) -> None:
+    async def broken(data: bytes, request_id: str | None) -> None:
         raise OSError("connection closed")
 
     calls = DirectCalls(broken)
