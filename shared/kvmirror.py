@@ -120,6 +120,10 @@ class KvMirror(Generic[T]):
         self._name = name
         self._on_change = on_change
         self.items: dict[str, T] = {}
+        self.revision = 0  # the bucket's last sequence this mirror has taken in
+        # Each key's revision as taken in: an entry the lagging watch brings after a newer one
+        # was read directly (`catch_up`, `read_through`) is not taken back to the older value.
+        self._revisions: dict[str, int] = {}
         self._task: asyncio.Task[None] | None = None
         self._watch: _Watch | None = None
 
@@ -128,7 +132,8 @@ class KvMirror(Generic[T]):
             return
         watcher, entries = await _open_watch(self._kv)
         for entry in entries:
-            self._apply(entry.key, entry.value, entry.operation)
+            self._apply(entry.key, entry.value, entry.operation, entry.revision)
+            self.revision = max(self.revision, entry.revision or 0)
         self._changed()
         self._watch = watcher
         self._task = asyncio.create_task(self._follow(watcher), name=f"kv-mirror-{self._name}")
@@ -148,10 +153,26 @@ class KvMirror(Generic[T]):
     async def _follow(self, watch: _Watch) -> None:
         try:
             async for entry in watch.changes():
-                self._apply(entry.key, entry.value, entry.operation)
+                self._apply(entry.key, entry.value, entry.operation, entry.revision)
+                self.revision = max(self.revision, entry.revision or 0)
                 self._changed()
         finally:
             await watch.stop()
+
+    async def catch_up(self) -> bool:
+        """Take in every write the bucket had when asked that the watch has not brought yet (it
+        lags behind a write acknowledged a moment ago, or has stalled); True when there were any.
+        Costs one stream-info request, and a read of the whole bucket when behind."""
+        last = (await self._kv.status()).stream_info.state.last_seq
+        if self.revision >= last:
+            return False
+        watch, entries = await _open_watch(self._kv)
+        await watch.stop()
+        for entry in entries:
+            self._apply(entry.key, entry.value, entry.operation, entry.revision)
+        self.revision = max(self.revision, last)
+        self._changed()
+        return True
 
     async def read_through(self, key: str) -> T | None:
         """The entry as the bucket holds it now, taken into the mirror: for a key the watch has
@@ -160,11 +181,15 @@ class KvMirror(Generic[T]):
             entry = await self._kv.get(key)
         except KeyNotFoundError:
             return None
-        self._apply(key, entry.value, entry.operation)
+        self._apply(key, entry.value, entry.operation, entry.revision)
         self._changed()
         return self.items.get(key)
 
-    def _apply(self, key: str, value: bytes | None, operation: str | None) -> None:
+    def _apply(self, key: str, value: bytes | None, operation: str | None, revision: int | None) -> None:
+        if revision:
+            if revision <= self._revisions.get(key, 0):
+                return  # this key is newer here already
+            self._revisions[key] = revision
         if operation in _DELETED or value is None:
             self.items.pop(key, None)
             return

@@ -1,7 +1,10 @@
 """Live copies of the bindings, agents and pipelines buckets, kept current by KV watchers.
 
 The hot path reads these in memory; admin reads (`get`, `dry_run`) read the buckets directly
-(`shared.kvmirror.read_all`) so that they see a write the moment it was acknowledged.
+(`shared.kvmirror.read_all`) so that they see a write the moment it was acknowledged. An event
+that matched no binding, or named a target the mirror lacks, is routed again once the mirror has
+what the bucket holds now (`bindings_caught_up`, `read_through`): a binding applied just before
+its event is not missed.
 """
 
 from __future__ import annotations
@@ -67,6 +70,11 @@ class Catalog:
 
     def pipeline(self, pipeline_id: str) -> PipelineRouting | None:
         return self._pipelines.items.get(pipeline_id)
+
+    async def bindings_caught_up(self) -> bool:
+        """Take in the bindings written before now that the watch has not brought yet; True when
+        there were any (an event routed a moment ago may match one of them)."""
+        return await self._bindings.catch_up()
 
     async def read_through(self, targets: Iterable[RunTarget]) -> bool:
         """Look the targets up in their buckets now (the watch may lag behind a write another

@@ -85,6 +85,7 @@ class _Work:
     invalid: str | None = None
     error: str | None = None
     missing: RunTarget | None = None  # processor_not_found: the target this router did not know
+    status: str | None = None  # the route's status (None: an invalid event)
 
 
 @dataclass(slots=True)
@@ -153,6 +154,9 @@ class Router:
             # A target created a moment ago (another service wrote it; the watch has not brought
             # it yet): route those events again with what the buckets hold now.
             work = [self._reroute(item, now, at) if item.missing is not None else item for item in work]
+        if any(item.status == "route_not_found" for item in work) and await self._catalog.bindings_caught_up():
+            # Likewise a binding applied a moment ago, for events that matched none.
+            work = [self._reroute(item, now, at) if item.status == "route_not_found" else item for item in work]
         for item in work:  # the rare path first, one by one
             if item.run is not None and item.run.offload is not None:
                 await self._offload(item)
@@ -200,7 +204,8 @@ class Router:
 
     def _reroute(self, item: _Work, now: datetime, at: str) -> _Work:
         self.stats.received -= 1
-        self.stats.statuses["processor_not_found"] -= 1
+        if item.status is not None:
+            self.stats.statuses[item.status] -= 1
         return self._route(item.msg, now, at)
 
     def _route(self, msg: Msg, now: datetime, at: str) -> _Work:
@@ -244,7 +249,8 @@ class Router:
             source_app=header.source.app, synthetic=payload.synthetic, at=at, router=self._config.instance,
         )
         missing = decision.target if decision.status == "processor_not_found" else None
-        return _Work(msg=msg, key=trace_key(header.message_id), trace=encode_trace(trace), run=run, missing=missing)
+        return _Work(msg=msg, key=trace_key(header.message_id), trace=encode_trace(trace), run=run, missing=missing,
+                     status=decision.status)
 
     def _run_subject(self, target: RunTarget) -> str:
         subject = self._run_subjects.get(target)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+
 from nats.aio.client import Client as NATS
 
 from shared.admin import admin_request
@@ -75,3 +77,32 @@ async def test_an_event_whose_run_cannot_be_stored_is_retried_not_lost(nc: NATS,
 
         await poll(one_run, timeout=30, what="the run after the retry")
         assert await _status(nc, subjects, doc["header"]["message_id"]) == "dispatched"
+
+
+async def test_an_event_right_after_its_binding_is_routed_with_it_though_the_watch_lags(
+        nc: NATS, subjects: Subjects) -> None:
+    """The binding is acknowledged before its event is published, but the router's watch of the
+    bindings has not brought it (paused here, as a lagging one would be): the event matched no
+    binding it knew, so the router reads the bucket as it is now and routes the event again."""
+    js = nc.jetstream()
+    async with running_router(nc, subjects):
+        await apply(nc, subjects, "agents", {"id": "fresh", "agent_kind": "llm", "events": ["*"]})
+        bindings = f"KV_{subjects.stream('BINDINGS')}"
+        watches = [info.name for info in await js.consumers_info(bindings)]
+        assert watches, "the router watches its bindings"
+        until = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        for name in watches:
+            await js.pause_consumer(bindings, name, until)
+        try:
+            await apply(nc, subjects, "bindings", {"id": "fresh", "event_pattern": "message.*",
+                                                   "target_type": "agent", "target_id": "fresh"})
+            doc = event_doc("message.received")
+            await publish_events(js, subjects, [doc])
+
+            async def routed() -> str | None:
+                return await _status(nc, subjects, doc["header"]["message_id"])
+
+            assert await poll(routed, what="the event's route") == "dispatched"
+        finally:
+            for name in watches:
+                await js.resume_consumer(bindings, name)

@@ -1,5 +1,6 @@
 """A KV mirror behind a write made elsewhere: `read_through` takes the entry the bucket holds now,
-so the router finds an agent another service created a moment ago."""
+so the router finds an agent another service created a moment ago; `catch_up` takes every write
+the watch has not brought, so it finds a binding applied a moment ago."""
 
 from __future__ import annotations
 
@@ -39,3 +40,34 @@ async def test_the_router_catalog_finds_a_target_created_a_moment_ago(nc: NATS, 
     routing = catalog.agent("fresh")
     assert routing is not None and routing.enabled
     assert not await catalog.read_through([RunTarget(type="agent", id="missing")])
+
+
+async def test_catch_up_takes_every_write_a_stalled_watch_has_not_brought(nc: NATS, subjects: Subjects) -> None:
+    kv = await ensure_bucket(nc.jetstream(), agents_bucket(subjects))
+    await kv.put("kept", b"v1")
+    await kv.put("gone", b"soon deleted")
+    mirror: KvMirror[bytes] = KvMirror(kv, bytes, name="agents")
+    await mirror.start()
+    await mirror.stop()  # the watch is stalled
+    await kv.put("kept", b"v2")
+    await kv.delete("gone")
+    await kv.put("new", b"fresh")
+    assert mirror.items == {"kept": b"v1", "gone": b"soon deleted"}
+    assert await mirror.catch_up()
+    assert mirror.items == {"kept": b"v2", "new": b"fresh"}
+    assert not await mirror.catch_up()  # current: nothing more to read
+
+
+async def test_the_router_catalog_takes_a_binding_applied_a_moment_ago(nc: NATS, subjects: Subjects) -> None:
+    js = nc.jetstream()
+    buckets = [await ensure_bucket(js, spec(subjects)) for spec in (bindings_bucket, agents_bucket, pipelines_bucket)]
+    catalog = Catalog(*buckets)
+    await catalog.start()
+    await catalog.stop()  # freeze the watches, as a lagging one would be
+    binding = {"kind": "Binding", "id": "fresh", "event_pattern": "message.*", "target_type": "agent",
+               "target_id": "a"}
+    await buckets[0].put("fresh", json.dumps(binding).encode())
+    assert len(catalog.table) == 0
+    assert await catalog.bindings_caught_up()
+    assert [r.binding.id for r in catalog.table.ranked] == ["fresh"]
+    assert not await catalog.bindings_caught_up()
