@@ -21,6 +21,9 @@ from shared.contracts.pipeline import PipelineRouting
 from shared.contracts.resource import parse_resource
 from shared.contracts.run import RunTarget
 from shared.kvmirror import KvMirror
+from shared.logs import get_logger
+
+log = get_logger("aurora.router.catalog")
 
 
 def decode_binding(data: bytes) -> Binding:
@@ -73,8 +76,14 @@ class Catalog:
 
     async def bindings_caught_up(self) -> bool:
         """Take in the bindings written before now that the watch has not brought yet; True when
-        there were any (an event routed a moment ago may match one of them)."""
-        return await self._bindings.catch_up()
+        there were any (an event routed a moment ago may match one of them). False when the
+        bucket cannot be read now (JetStream electing a leader): the events keep their route."""
+        try:
+            return await self._bindings.catch_up()
+        except Exception as exc:
+            log.warning("bindings not read through; routing with the watched copy",
+                        error=f"{type(exc).__name__}: {exc}")
+            return False
 
     async def read_through(self, targets: Iterable[RunTarget]) -> bool:
         """Look the targets up in their buckets now (the watch may lag behind a write another
@@ -82,7 +91,11 @@ class Catalog:
         found = False
         for target in targets:
             mirror = self._agents if target.type == "agent" else self._pipelines
-            found = await mirror.read_through(target.id) is not None or found
+            try:
+                found = await mirror.read_through(target.id) is not None or found
+            except Exception as exc:  # as for the bindings: the watched copy decides
+                log.warning("target not read through", target=f"{target.type}/{target.id}",
+                            error=f"{type(exc).__name__}: {exc}")
         return found
 
     def counts(self) -> dict[str, int]:

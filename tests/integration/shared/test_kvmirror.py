@@ -71,3 +71,16 @@ async def test_the_router_catalog_takes_a_binding_applied_a_moment_ago(nc: NATS,
     assert await catalog.bindings_caught_up()
     assert [r.binding.id for r in catalog.table.ranked] == ["fresh"]
     assert not await catalog.bindings_caught_up()
+
+
+async def test_a_bucket_that_cannot_be_read_leaves_the_catalog_as_it_was(nc: NATS, subjects: Subjects) -> None:
+    """Routing goes on with the watched copy (the router process must not fail on it)."""
+    js = nc.jetstream()
+    buckets = [await ensure_bucket(js, spec(subjects)) for spec in (bindings_bucket, agents_bucket, pipelines_bucket)]
+    catalog = Catalog(*buckets)
+    await catalog.start()
+    await catalog.stop()
+    for bucket in buckets:
+        await js.delete_stream(f"KV_{bucket.bucket}")
+    assert not await catalog.bindings_caught_up()
+    assert not await catalog.read_through([RunTarget(type="agent", id="gone")])
