@@ -29,6 +29,11 @@ class Target:
     deduplicates: bool
 
 
+def call_timeout(requested: float | None, limit: float) -> float:
+    """How long a call to an MCP app may take: the caller's timeout, at most the app's `limit`."""
+    return min(requested or limit, limit)
+
+
 def side_effect_of(tool: ToolDefinition | None, requested: str) -> SideEffect | None:
     """The side effect of the tool a call names; None when there is no such tool."""
     if tool is not None:
@@ -47,8 +52,7 @@ def target_of(tool: ToolDefinition, timeout: float | None, sessions: Mapping[tup
         if session is None:
             return Target(name=execution.app, timeout=timeout or DEFAULT_TIMEOUT, deduplicates=False)
         app = session.app
-        limit = app.mcp.call_timeout_seconds
-        return Target(name=app.name, timeout=min(timeout or limit, limit),
+        return Target(name=app.name, timeout=call_timeout(timeout, app.mcp.call_timeout_seconds),
                       deduplicates=execution.tool in app.mcp.idempotency_key_tools)
     system = systems.get(tool.system)
     if system is None:

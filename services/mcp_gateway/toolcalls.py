@@ -247,9 +247,8 @@ class ToolCallHandler:
                 return gate, False
             approval_id = gate
         session = self._sessions.get(app_tool.app_key)
-        # The caller's timeout where it is shorter, as for the app's own tools: the ledger's claim
-        # must not outlive the caller's patience.
-        timeout = min(request.timeout_seconds or app.mcp.call_timeout_seconds, app.mcp.call_timeout_seconds)
+        # As for the app's own tools: the ledger's claim must not outlive the caller's patience.
+        timeout = targets.call_timeout(request.timeout_seconds, app.mcp.call_timeout_seconds)
         if claim is not None:
             taken = await claim.take(side_effect=spec.side_effect, target=app.name, timeout=timeout,
                                      deduplicates=app_tool.tool in app.mcp.idempotency_key_tools)
@@ -413,8 +412,8 @@ class ToolCallHandler:
         self, request: ToolCallRequest, tool: ToolDefinition, execution: McpExecution, call_id: str
     ) -> ToolCallResult:
         session = self._sessions.get((execution.app, execution.instance))
-        limit = session.app.mcp.call_timeout_seconds if session is not None else 30.0
-        timeout = min(request.timeout_seconds or limit, limit)
+        limit = session.app.mcp.call_timeout_seconds if session is not None else targets.DEFAULT_TIMEOUT
+        timeout = targets.call_timeout(request.timeout_seconds, limit)
         return await self._call_session(session, execution.tool, request.arguments, tool.side_effect, timeout,
                                         call_id, context=request.context)
 
