@@ -11,8 +11,19 @@ from nats.aio.client import Client as NATS
 from services.router.catalog import Catalog
 from shared.contracts.run import RunTarget
 from shared.kvmirror import KvMirror
-from shared.streams import agents_bucket, bindings_bucket, ensure_bucket, pipelines_bucket
+from shared.streams import Bucket, agents_bucket, bindings_bucket, ensure_bucket, pipelines_bucket
 from shared.subjects import Subjects
+
+
+async def _frozen_catalog(nc: NATS, subjects: Subjects) -> tuple[Catalog, list[Bucket]]:
+    """The router's catalog of the bindings, agents and pipelines buckets, loaded and then with its
+    watches stopped, as lagging ones would be."""
+    js = nc.jetstream()
+    buckets = [await ensure_bucket(js, spec(subjects)) for spec in (bindings_bucket, agents_bucket, pipelines_bucket)]
+    catalog = Catalog(*buckets)
+    await catalog.start()
+    await catalog.stop()
+    return catalog, buckets
 
 
 async def test_read_through_takes_what_the_watch_has_not_brought_yet(nc: NATS, subjects: Subjects) -> None:
@@ -28,11 +39,7 @@ async def test_read_through_takes_what_the_watch_has_not_brought_yet(nc: NATS, s
 
 
 async def test_the_router_catalog_finds_a_target_created_a_moment_ago(nc: NATS, subjects: Subjects) -> None:
-    js = nc.jetstream()
-    buckets = [await ensure_bucket(js, spec(subjects)) for spec in (bindings_bucket, agents_bucket, pipelines_bucket)]
-    catalog = Catalog(*buckets)
-    await catalog.start()
-    await catalog.stop()  # freeze the watches, as a lagging one would be
+    catalog, buckets = await _frozen_catalog(nc, subjects)
     agent = {"kind": "Agent", "id": "fresh", "agent_kind": "playbook", "events": ["*"]}
     await buckets[1].put("fresh", json.dumps(agent).encode())
     assert catalog.agent("fresh") is None
@@ -59,11 +66,7 @@ async def test_catch_up_takes_every_write_a_stalled_watch_has_not_brought(nc: NA
 
 
 async def test_the_router_catalog_takes_a_binding_applied_a_moment_ago(nc: NATS, subjects: Subjects) -> None:
-    js = nc.jetstream()
-    buckets = [await ensure_bucket(js, spec(subjects)) for spec in (bindings_bucket, agents_bucket, pipelines_bucket)]
-    catalog = Catalog(*buckets)
-    await catalog.start()
-    await catalog.stop()  # freeze the watches, as a lagging one would be
+    catalog, buckets = await _frozen_catalog(nc, subjects)
     binding = {"kind": "Binding", "id": "fresh", "event_pattern": "message.*", "target_type": "agent",
                "target_id": "a"}
     await buckets[0].put("fresh", json.dumps(binding).encode())
@@ -75,11 +78,8 @@ async def test_the_router_catalog_takes_a_binding_applied_a_moment_ago(nc: NATS,
 
 async def test_a_bucket_that_cannot_be_read_leaves_the_catalog_as_it_was(nc: NATS, subjects: Subjects) -> None:
     """Routing goes on with the watched copy (the router process must not fail on it)."""
+    catalog, buckets = await _frozen_catalog(nc, subjects)
     js = nc.jetstream()
-    buckets = [await ensure_bucket(js, spec(subjects)) for spec in (bindings_bucket, agents_bucket, pipelines_bucket)]
-    catalog = Catalog(*buckets)
-    await catalog.start()
-    await catalog.stop()
     for bucket in buckets:
         await js.delete_stream(f"KV_{bucket.bucket}")
     assert not await catalog.bindings_caught_up()
