@@ -18,7 +18,6 @@ import sys
 import tempfile
 import time
 import uuid
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import msgspec
@@ -38,6 +37,7 @@ from shared.streams import tasks_bucket
 from shared.subjects import Subjects
 from tests.bench.common import Result, best, env_int, record
 from tests.bench.resources import cpu_seconds
+from tests.harness.broker import jetstream_time
 from tests.harness.processes import ServiceProcess, process_children, service_env
 from tests.harness.run_records import dispatched
 from tests.integration.runner.helpers import ECHO, stack_apps, write_apps
@@ -84,10 +84,6 @@ async def queue_empty(nc: NATS, timeout: float) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError("the runs did not finish in time")
         await asyncio.sleep(0.02)
-
-
-def _in(seconds: float) -> str:
-    return (datetime.now(UTC) + timedelta(seconds=seconds)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _nats_pid(store: Path) -> int | None:
@@ -139,7 +135,7 @@ async def measure(nc: NATS, runners: int, runs: int, tag: str, concurrency: int)
     queued or in work when the clock starts."""
     js = nc.jetstream()
     stream = SUBJECTS.stream("RUNS")
-    await js.pause_consumer(stream, RUNNERS_DURABLE, _in(3600))
+    await js.pause_consumer(stream, RUNNERS_DURABLE, jetstream_time(3600))
     try:
         ids = await publish_runs(nc, runs, tag)
     finally:

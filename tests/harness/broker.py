@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Protocol
 
@@ -67,3 +68,8 @@ def start_broker(store_dir: Path, log_file: Path | None = None, *, use_docker: b
     server = LocalBroker(store_dir, log_file=log_file)
     server.start()
     return server
+
+
+def jetstream_time(seconds_from_now: float) -> str:
+    """A moment as the JetStream API takes it (e.g. `pause_consumer`'s `pause_until`)."""
+    return (datetime.now(UTC) + timedelta(seconds=seconds_from_now)).strftime("%Y-%m-%dT%H:%M:%SZ")

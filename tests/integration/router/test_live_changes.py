@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime, timedelta
-
 from nats.aio.client import Client as NATS
 
 from shared.admin import admin_request
 from shared.streams import ensure_stream, runs_stream
 from shared.subjects import Subjects
+from tests.harness.broker import jetstream_time
 from tests.integration.router.helpers import apply, poll, publish_events, running_router, stream_count
 from tests.unit.router.factories import event_doc
 
@@ -90,9 +89,8 @@ async def test_an_event_right_after_its_binding_is_routed_with_it_though_the_wat
         bindings = f"KV_{subjects.stream('BINDINGS')}"
         watches = [info.name for info in await js.consumers_info(bindings)]
         assert watches, "the router watches its bindings"
-        until = (datetime.now(UTC) + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
         for name in watches:
-            await js.pause_consumer(bindings, name, until)
+            await js.pause_consumer(bindings, name, jetstream_time(3600))
         try:
             await apply(nc, subjects, "bindings", {"id": "fresh", "event_pattern": "message.*",
                                                    "target_type": "agent", "target_id": "fresh"})
