@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -23,7 +24,7 @@ from shared.contracts.agent import Agent
 from shared.contracts.resource import ResourceError, ResourceModel, canonical_json, parse_resource
 from shared.contracts.skill import Skill
 from shared.contracts.system import System
-from shared.contracts.tooldef import McpExecution, ReviewNote, ToolDefinition
+from shared.contracts.tooldef import TOOL_NAME_PATTERN, McpExecution, ReviewNote, ToolDefinition
 from shared.errors import AuroraError
 from shared.kvmirror import KvMirror
 from shared.logs import get_logger
@@ -33,6 +34,7 @@ from shared.subjects import Subjects
 log = get_logger("aurora.mcp_gateway.pool")
 GATEWAY = "mcp-gateway"
 M = TypeVar("M", bound=ResourceModel)
+_TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
 
 
 class PoolError(AuroraError):
@@ -107,7 +109,12 @@ class ToolPool:
         return await self._read_through("skills", skill_id, Skill)
 
     async def tool(self, name: str) -> ToolDefinition | None:
-        """The tool from memory, or — when the mirror has not seen it yet — from KV."""
+        """The tool from memory, or — when the mirror has not seen it yet — from KV. A name no
+        pool tool can have (a platform tool's `event_reply`, no `<system>.` in front) is not
+        looked up: every reply would otherwise cost a bucket read, and fail while the cluster
+        elects the bucket's leader."""
+        if _TOOL_NAME.match(name) is None:
+            return None
         return await self._read_through("tools", name, ToolDefinition)
 
     async def agent(self, agent_id: str) -> Agent | None:
