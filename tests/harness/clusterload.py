@@ -17,13 +17,15 @@ import json
 import time
 import uuid
 from collections import Counter
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import msgspec
 import nats
 from nats.aio.client import Client as NATS
+from nats.js.errors import ServiceUnavailableError
 
 from aurora_cli.localcluster import LocalCluster, wait_jetstream
 from shared.clock import now_iso
@@ -42,6 +44,7 @@ AGENT = BINDING = "cluster-load"
 PREFIX = "cl-"
 SERVICES = {"bridge": "services.event_bridge", "supervisor": "services.app_supervisor",
             "gateway": "services.mcp_gateway", "router": "services.router"}
+T = TypeVar("T")
 READY = {"gateway": '"serving"', "router": '"ready"', "runner-1": '"ready"', "runner-2": '"ready"'}
 
 
@@ -208,6 +211,9 @@ class Load:
 
     async def stored(self) -> dict[int, list[str]]:
         """Input number -> message ids of its stored `message.received` events."""
+        return await _while_electing(self._stored)
+
+    async def _stored(self) -> dict[int, list[str]]:
         sub = await self.nc.jetstream().subscribe(SUBJECTS.event(CHAT, "message.received"), ordered_consumer=True)
         found: dict[int, list[str]] = {}
         try:
@@ -224,7 +230,8 @@ class Load:
             await sub.unsubscribe()
 
     async def unfinished(self, stored: dict[int, list[str]]) -> list[int]:
-        tasks = await read_all(await self.nc.jetstream().key_value(tasks_bucket(SUBJECTS).name))
+        bucket = tasks_bucket(SUBJECTS).name
+        tasks = await _while_electing(lambda: self._tasks(bucket))
         done = set()
         for n, ids in stored.items():
             for message_id in ids:
@@ -232,6 +239,9 @@ class Load:
                 if value is not None and decode_task(value).state in TERMINAL_STATES:
                     done.add(n)
         return sorted(set(stored) - done)
+
+    async def _tasks(self, bucket: str) -> dict[str, bytes]:
+        return await read_all(await self.nc.jetstream().key_value(bucket))
 
     async def drain(self, timeout: float = 60.0) -> None:
         """Until every stored input's task is terminal and nothing new was stored for a poll."""
@@ -242,6 +252,23 @@ class Load:
                 return
             previous = len(stored)
             await asyncio.sleep(1.0)
+
+
+# What the JetStream API answers while a killed node's leaderships (the metadata leader's too,
+# 4–9 s of Raft election) are taken over: a timeout, no responders, or 503.
+_ELECTING = (nats.errors.TimeoutError, nats.errors.NoRespondersError, ServiceUnavailableError)
+
+
+async def _while_electing(read: Callable[[], Awaitable[T]], patience: float = 30.0) -> T:
+    """`read()`, asked again while the cluster is still electing (reads only: asking again is safe)."""
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            return await read()
+        except _ELECTING:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(0.5)
 
 
 def _timestamp(text: str) -> float:
