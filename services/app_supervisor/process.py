@@ -5,7 +5,8 @@
   (`shared.write_through`), with no task in between. Lines nats-py has to take (NATS away, its
   buffer full) wait in order for a task that publishes them through nats-py; while more than
   `STDOUT_BACKLOG_BYTES` wait, the pipe is not read, so an app that outpaces NATS is slowed
-  down, never buffered without end.
+  down, never buffered without end. A line nats-server found no gateway for is sent again
+  once one listens (`unheard`).
 - `…c2s`: each message is written to stdin followed by `\\n`, in arrival order.
 - stderr: each line goes into the supervisor's JSON logs with the app's name, from the pipe's
   callback as well; the last lines are kept for the health record's `last_error`.
@@ -33,7 +34,8 @@ from nats.errors import Error as NatsError
 
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.framing import LineSplitter, Oversized, to_stdin_line
-from shared import tracing, write_through
+from services.app_supervisor.unheard import Resender, is_initialize
+from shared import tracing
 from shared.bus import is_jetstream_delivery
 from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
@@ -132,6 +134,7 @@ class AppProcess:
         self.generation = generation
         self._c2s = subjects.mcp(spec.app_id, spec.instance, "c2s")
         self._s2c = subjects.mcp(spec.app_id, spec.instance, "s2c")
+        self._resender = Resender(nc, self._s2c, spec.name)
         self._proc: asyncio.subprocess.Process | None = None
         self._protocol: _ExitAwareProtocol | None = None
         self._sub: Subscription | None = None
@@ -181,6 +184,7 @@ class AppProcess:
         self._stdin_open = True
         self._exit = asyncio.create_task(self._reap(), name=f"reap {spec.name}#{self.generation}")
         try:
+            await self._resender.start()
             self._sub = await subscribe_inline(self._nc, self._c2s, self._to_stdin)
         except NatsError as exc:  # e.g. the connection is closed: no relay, no process
             self._signal_group(signal.SIGKILL)
@@ -243,6 +247,7 @@ class AppProcess:
             task.cancel()
         if self._stdout_mover is not None:
             self._stdout_mover.cancel()
+        await self._resender.stop()
         self._protocol.close_pipes()
         return code
 
@@ -271,6 +276,8 @@ class AppProcess:
             log.error("c2s message dropped: not one JSON-RPC message", app=self._spec.name,
                       size=len(msg.data))
             return
+        if is_initialize(line):  # a new session: the previous one's unheard answers are not its own
+            self._resender.forget()
         unread = stdin.transport.get_write_buffer_size()
         if unread + len(line) > STDIN_BACKLOG_BYTES:
             log.error("c2s message dropped: the app is not reading its stdin", app=self._spec.name,
@@ -314,7 +321,7 @@ class AppProcess:
             log.error("app message too large for NATS, dropped", app=self._spec.name, size=line.size,
                       max_payload=self._nc.max_payload, subject=self._s2c)
             return
-        if not self._stdout_waiting and write_through.publish_soon(self._nc, self._s2c, line):
+        if not self._stdout_waiting and self._resender.publish_soon(line):
             return
         self._stdout_waiting.append(line)  # behind what waits already, or for NATS to take it
         self._stdout_waiting_bytes += len(line)
@@ -338,7 +345,7 @@ class AppProcess:
         while self._stdout_waiting:
             line = self._stdout_waiting[0]  # left in place while it is sent: what comes meanwhile queues behind it
             try:
-                await self._nc.publish(self._s2c, line)
+                await self._resender.publish(line)
             except NatsError as exc:
                 log.error("relaying app message failed", app=self._spec.name, size=len(line), error=str(exc))
             self._stdout_waiting.popleft()

@@ -10,14 +10,17 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from shared.subjects import Subjects
-from tests.harness.processes import REPO
+from tests.harness.processes import REPO, logged
+from tests.harness.tcpproxy import TcpProxy
 from tests.integration.mcp_gateway.conftest import Stack
 from tests.integration.mcp_gateway.helpers import (
     call,
@@ -32,13 +35,13 @@ from tests.integration.mcp_gateway.helpers import (
 
 
 async def echo_stack_seen_from_c2s(
-    nc: NATS, subjects: Subjects, stack: Stack, folder: Path
+    nc: NATS, subjects: Subjects, stack: Stack, folder: Path, *, gateway_url: str | None = None
 ) -> list[dict[str, Any]]:
-    """Supervisor and gateway serving the echo app; every message the gateway writes to the
-    app (its c2s relay) lands in the returned list."""
+    """Supervisor and gateway serving the echo app (the gateway connected to `gateway_url`, when
+    given); every message the gateway writes to the app (its c2s relay) lands in the returned list."""
     config = write_apps(folder, {"echo": echo_app()})
     stack.supervisor(config)
-    await stack.gateway(config)
+    await stack.gateway(config, **({"NATS_URL": gateway_url} if gateway_url else {}))
     written: list[dict[str, Any]] = []
 
     async def on_c2s(msg: Msg) -> None:
@@ -211,3 +214,37 @@ async def test_a_platform_tools_call_keeps_the_callers_shorter_timeout(
     result = json.loads(reply.data)["payload"]
     assert result["status"] == "outcome_unknown" and result["error"]["code"] == "timeout", result
     assert "within 1s" in result["error"]["message"] and took < 2.5, (took, result)
+
+
+@pytest.fixture
+def nats_proxy(nats_url: str) -> Iterator[TcpProxy]:
+    """A proxy in front of the test's nats-server that can cut the network; asked for before
+    `stack`, so it outlives the processes connected through it (a gateway stopping tells NATS)."""
+    proxy = TcpProxy(int(nats_url.rsplit(":", 1)[1])).start()
+    yield proxy
+    proxy.stop()
+
+
+async def test_an_answer_the_app_gave_while_the_gateway_was_away_reaches_it_once_it_is_back(
+    nc: NATS, subjects: Subjects, nats_proxy: TcpProxy, stack: Stack, tmp_path: Path
+) -> None:
+    """The gateway's connection drops (a network cut between it and NATS) while an app works on
+    its call, and the app answers before the gateway is back: nats-server says nobody heard the
+    answer, the supervisor keeps it and sends it again, and the call ends `ok` once the gateway
+    has reconnected, instead of waiting out its timeout as `outcome_unknown`."""
+    requests = await echo_stack_seen_from_c2s(nc, subjects, stack, tmp_path, gateway_url=nats_proxy.url)
+    supervisor = stack.processes[0]
+    in_flight = asyncio.ensure_future(call(nc, subjects, "test.echo.slow", {"seconds": 2}, timeout=25))
+
+    async def slow_was_sent() -> bool:
+        return any(r.get("method") == "tools/call" and r["params"]["name"] == "slow"  # type: ignore[index]
+                   for r in requests)
+
+    await poll(slow_was_sent, what="the slow call to reach the app")
+    nats_proxy.cut()
+    await logged(supervisor, "reached no gateway", timeout=15)  # the answer was given, and nobody heard it
+    nats_proxy.heal()
+    result = await asyncio.wait_for(in_flight, 20)
+
+    assert result["status"] == "ok", result
+    assert result["structured"] == {"slept": 2}, result
