@@ -157,21 +157,20 @@ class Resender:
     async def start(self) -> None:
         self._statuses = await subscribe_inline(self._nc, f"{self._inbox}.*", self._on_status)
 
-    @property
-    def holding(self) -> bool:
-        """Lines wait to be sent again: a new line must queue behind them."""
-        return bool(self._lines.waiting)
-
     def publish_soon(self, data: bytes) -> bool:
-        """Queue a new line for the socket now (`write_through.publish_soon`); False when nats-py
-        has to take it, or when it was queued behind lines that wait to be sent again."""
+        """Queue a new line for the socket now (`write_through.publish_soon`), or behind the lines
+        that wait to be sent again; False when nats-py has to take it (`publish`)."""
         if self._lines.waiting:
             self._lines.hold(self._lines.new(data))
             return True
         return write_through.publish_soon(self._nc, self._subject, data, reply=self._reply(self._lines.new(data)))
 
     async def publish(self, data: bytes) -> None:
-        """A new line through nats-py (which buffers while it reconnects)."""
+        """A new line through nats-py (which buffers while it reconnects), or behind the lines
+        that wait to be sent again."""
+        if self._lines.waiting:
+            self._lines.hold(self._lines.new(data))
+            return
         await self._nc.publish(self._subject, data, reply=self._reply(self._lines.new(data)))
 
     def forget(self) -> None:
@@ -194,7 +193,8 @@ class Resender:
     def _on_status(self, msg: Msg) -> None:
         if (msg.headers or {}).get(Header.STATUS) != NO_RESPONDERS_STATUS:
             return
-        if not self._lines.unheard(int(msg.subject.rsplit(".", 1)[-1])):
+        number = msg.subject.rsplit(".", 1)[-1]
+        if not number.isdigit() or not self._lines.unheard(int(number)):
             return
         now = time.monotonic()
         if now - self._last_unheard > 2 * LAST_PAUSE:  # a new outage: said once, and retried quickly at first
