@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
-from aurora_cli.localnats import LocalNats, NatsServerError, free_port
+from aurora_cli.localnats import LocalNats, NatsServerError, free_ports
 
 ROUTE_USER = "aurora-route"
 
@@ -84,10 +84,11 @@ class LocalCluster:
         self.host = host
         self.config_file = config_file
         self._route_password = secrets.token_urlsafe(24)
-        self.cluster_ports = [free_port(host) for _ in range(size)]
+        chosen = free_ports(size if ports is not None else 2 * size, host)  # all different
+        self.cluster_ports = chosen[:size]
         self._route_ports: dict[tuple[int, int], int] = {}
         self._advertise: dict[int, int] = {}
-        client_ports = ports if ports is not None else [free_port(host) for _ in range(size)]
+        client_ports = ports if ports is not None else chosen[size:]
         self.nodes: list[LocalNats] = [
             node_factory(store_root / f"node-{i}", port=client_ports[i], host=host,
                          log_file=(log_dir / f"nats-{i}.log") if log_dir is not None else None,

@@ -106,3 +106,13 @@ def test_a_cluster_of_zero_nodes_is_refused(tmp_path: Path) -> None:
 
     with pytest.raises(NatsServerError, match="at least one node"):
         LocalCluster(tmp_path, 0)
+
+
+def test_every_node_is_given_ports_no_other_node_has(tmp_path: Path) -> None:
+    """Route and client ports are all different: ports taken one by one, each socket closed
+    before the next was bound, once gave two nodes the same route port (the kernel hands a port
+    just freed out again). 200 nodes: 400 ports, where that way repeated one in most clusters."""
+    nodes = LocalCluster(tmp_path / "cluster", 200)  # not started: only its ports are looked at
+    ports = nodes.cluster_ports + [node.port for node in nodes.nodes]
+
+    assert len(set(ports)) == len(ports) == 400
