@@ -8,7 +8,10 @@ from typing import Any
 
 import nats
 import nats.errors
+from nats.aio.client import NO_RESPONDERS_STATUS
 from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js.api import Header
 
 from shared.logs import get_logger
 from shared.settings import NatsSettings
@@ -88,3 +91,12 @@ def is_jetstream_delivery(reply: str | None) -> bool:
     stored document replayed into an endpoint must never count as a request.
     """
     return bool(reply) and reply.startswith("$JS.ACK.")  # type: ignore[union-attr]
+
+
+def unheard_token(status: Msg) -> str | None:
+    """For a message published with the reply subject `<inbox>.<token>`: the token, when
+    `status` is nats-server's 503 on that subject (the message reached no subscriber), else None.
+    The relay uses it both ways (docs/design.md, "A relayed call that reached nobody is not sent")."""
+    if (status.headers or {}).get(Header.STATUS) != NO_RESPONDERS_STATUS:
+        return None
+    return status.subject.rsplit(".", 1)[-1]

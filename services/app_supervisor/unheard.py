@@ -28,14 +28,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import msgspec
-from nats.aio.client import NO_RESPONDERS_STATUS
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
-from nats.js.api import Header
 
 from shared import write_through
+from shared.bus import unheard_token
 from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
 
@@ -160,16 +159,14 @@ class Resender:
     def publish_soon(self, data: bytes) -> bool:
         """Queue a new line for the socket now (`write_through.publish_soon`), or behind the lines
         that wait to be sent again; False when nats-py has to take it (`publish`)."""
-        if self._lines.waiting:
-            self._lines.hold(self._lines.new(data))
+        if self._held(data):
             return True
         return write_through.publish_soon(self._nc, self._subject, data, reply=self._reply(self._lines.new(data)))
 
     async def publish(self, data: bytes) -> None:
         """A new line through nats-py (which buffers while it reconnects), or behind the lines
         that wait to be sent again."""
-        if self._lines.waiting:
-            self._lines.hold(self._lines.new(data))
+        if self._held(data):
             return
         await self._nc.publish(self._subject, data, reply=self._reply(self._lines.new(data)))
 
@@ -187,14 +184,19 @@ class Resender:
             with contextlib.suppress(NatsError):
                 await self._statuses.unsubscribe()
 
+    def _held(self, data: bytes) -> bool:
+        """Queued behind the lines that wait to be sent again, if any wait."""
+        if not self._lines.waiting:
+            return False
+        self._lines.hold(self._lines.new(data))
+        return True
+
     def _reply(self, line: Line) -> str:
         return f"{self._inbox}.{self._lines.sent(line)}"
 
     def _on_status(self, msg: Msg) -> None:
-        if (msg.headers or {}).get(Header.STATUS) != NO_RESPONDERS_STATUS:
-            return
-        number = msg.subject.rsplit(".", 1)[-1]
-        if not number.isdigit() or not self._lines.unheard(int(number)):
+        number = unheard_token(msg)
+        if number is None or not number.isdigit() or not self._lines.unheard(int(number)):
             return
         now = time.monotonic()
         if now - self._last_unheard > 2 * LAST_PAUSE:  # a new outage: said once, and retried quickly at first

@@ -17,16 +17,14 @@ import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
 from mcp_types import jsonrpc_message_adapter
-from nats.aio.client import NO_RESPONDERS_STATUS
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
-from nats.js.api import Header
 
 from services.mcp_gateway.transports.direct import DirectCalls
 from services.mcp_gateway.transports.streams import TransportStreams
 from shared import tracing, write_through
-from shared.bus import is_jetstream_delivery
+from shared.bus import is_jetstream_delivery, unheard_token
 from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -144,8 +142,8 @@ def _on_unheard(direct: DirectCalls, c2s: str) -> Callable[[Msg], None]:
     """The handler of a relay's `unheard` inbox: a 503 status there fails its request at once."""
 
     def on_status(msg: Msg) -> None:
-        if (msg.headers or {}).get(Header.STATUS) == NO_RESPONDERS_STATUS and direct.unheard(
-                msg.subject.rsplit(".", 1)[-1], c2s):
+        request_id = unheard_token(msg)
+        if request_id is not None and direct.unheard(request_id, c2s):
             log.warning("a tool call reached no app-supervisor: not delivered", relay=c2s)
 
     return on_status
