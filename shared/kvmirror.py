@@ -120,7 +120,9 @@ class KvMirror(Generic[T]):
         self._name = name
         self._on_change = on_change
         self.items: dict[str, T] = {}
-        self.revision = 0  # the bucket's last sequence this mirror has taken in
+        # The bucket's last sequence this mirror has taken in, in order (the watch, `catch_up`):
+        # not a key read on its own (`read_through`), which may be ahead of writes still to come.
+        self.revision = 0
         # Each key's revision as taken in: an entry the lagging watch brings after a newer one
         # was read directly (`catch_up`, `read_through`) is not taken back to the older value.
         self._revisions: dict[str, int] = {}
