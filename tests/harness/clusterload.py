@@ -37,6 +37,7 @@ from shared.kvmirror import read_all
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.waiting import NOT_SERVING_YET, poll
 from tests.integration.runner.helpers import CHAT, ECHO, RUNNER_ENV, apply, sent, stack_apps, write_apps
 
 SUBJECTS = Subjects("amp")
@@ -256,19 +257,20 @@ class Load:
 
 # What the JetStream API answers while a killed node's leaderships (the metadata leader's too,
 # 4–9 s of Raft election) are taken over: a timeout, no responders, or 503.
-_ELECTING = (nats.errors.TimeoutError, nats.errors.NoRespondersError, ServiceUnavailableError)
+_ELECTING = (*NOT_SERVING_YET, ServiceUnavailableError)
 
 
 async def _while_electing(read: Callable[[], Awaitable[T]], patience: float = 30.0) -> T:
     """`read()`, asked again while the cluster is still electing (reads only: asking again is safe)."""
-    deadline = time.monotonic() + patience
-    while True:
+
+    async def attempt() -> tuple[T] | None:  # in a tuple: an empty result is an answer too
         try:
-            return await read()
+            return (await read(),)
         except _ELECTING:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.5)
+            return None
+
+    answered = await poll(attempt, timeout=patience, interval=0.5, what="the cluster's JetStream API to answer")
+    return answered[0]
 
 
 def _timestamp(text: str) -> float:
