@@ -158,6 +158,16 @@ async def test_no_service_reads_replies_meant_for_another_user(connect: Connect,
         await session.refused(inbox, action="subscription")
 
 
+@pytest.mark.parametrize("user", ["mcp-edge", "consumer", "operator"])
+async def test_the_relays_status_inboxes_are_read_by_their_own_service_alone(connect: Connect, user: str) -> None:
+    """The supervisor's and the gateway's inboxes carry the relay's 503s (a line or a call that
+    reached nobody); a user outside the services may not read them either."""
+    session = await connect(user)
+    for inbox in ("_INBOX_app-supervisor.>", "_INBOX_mcp-gateway.>"):
+        await session.nc.subscribe(inbox)
+        await session.refused(inbox, action="subscription")
+
+
 async def test_an_operator_reply_travels_on_the_operator_inbox_that_only_the_operator_can_read(
         connect: Connect) -> None:
     gateway, runner = await connect("mcp-gateway"), await connect("runner")
