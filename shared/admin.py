@@ -108,16 +108,23 @@ async def start_admin_service(
     subjects: Subjects,
     *,
     name: str,
-    area: str,
     version: str,
-    endpoints: Mapping[str, AdminHandler],
+    areas: Mapping[str, Mapping[str, AdminHandler]],
     description: str = "",
     authorize: Authorize | None = None,
 ) -> Service:
-    """Serve `endpoints` (verb → handler) under `<prefix>.admin.<area>.<verb>` (and `….u.*`)."""
+    """One process's micro service: each area's endpoints (verb → handler) under
+    `<prefix>.admin.<area>.<verb>` (and `….u.*`).
+
+    One service per process, whatever the number of areas it serves: a discovery request
+    (`$SRV.PING/INFO/STATS`) then gets one answer from each process. With a service per area,
+    one connection answered the same request several times, and nats-server's
+    `allow_responses` (one reply per request received) refused the extra answers, at times all
+    of them: the scheduler was missing from `aurora health` on a secured installation."""
     service = await add_service(nc, name=name, version=version, description=description)
-    for verb, handler in endpoints.items():
-        await add_admin_endpoint(service, subjects, area, verb, handler, authorize)
+    for area, endpoints in areas.items():
+        for verb, handler in endpoints.items():
+            await add_admin_endpoint(service, subjects, area, verb, handler, authorize)
     return service
 
 

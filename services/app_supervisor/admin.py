@@ -42,7 +42,6 @@ def endpoints(supervisor: Supervisor) -> dict[str, Any]:
 
 async def serve_admin(nc: NATS, subjects: Subjects, supervisor: Supervisor) -> Service:
     return await start_admin_service(
-        nc, subjects, name=SERVICE_NAME, area=AREA, version=VERSION,
-        endpoints=endpoints(supervisor),
+        nc, subjects, name=SERVICE_NAME, version=VERSION, areas={AREA: endpoints(supervisor)},
         description="starts, relays, restarts and stops local stdio MCP servers",
     )

@@ -32,8 +32,8 @@ async def main(config: BridgeConfig, settings: Settings, nc: NATS, stop: asyncio
         }
 
     admin = await start_admin_service(
-        nc, settings.subjects, name="aurora-event-bridge", area="event_bridge",
-        version="0.1.0", endpoints={"health": health},
+        nc, settings.subjects, name="aurora-event-bridge", version="0.1.0",
+        areas={"event_bridge": {"health": health}},
         description="turns raw signals into validated AMP events",
     )
     try:

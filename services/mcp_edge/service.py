@@ -93,8 +93,8 @@ class EdgeService:
         async def agent_exists(agent: str) -> bool:
             return await gate.tools(agent) is not None
 
-        admin = await start_admin_service(nc, subjects, name="aurora-mcp-edge", area="tokens", version=VERSION,
-                                          endpoints=token_endpoints(tokens, agent_exists),
+        admin = await start_admin_service(nc, subjects, name="aurora-mcp-edge", version=VERSION,
+                                          areas={"tokens": token_endpoints(tokens, agent_exists)},
                                           description="bearer tokens of external MCP clients")
         parts.push_async_callback(admin.stop)
         replies = ClientReplies(nc, subjects)

@@ -64,21 +64,16 @@ class RouterService:
         admin = RouterAdmin(stores, router.stats, catalog.counts, instance=options.router.instance)
         # A person's request is checked again against the users registry (shared/people.py).
         authorize = (await open_registry(nc.jetstream(), subjects)).refusal
-        self._services.append(await start_admin_service(
-            nc, subjects, name="aurora-router", area="router", version=VERSION,
-            endpoints=admin.endpoints(), description="routes each event to one pipeline or agent",
-            authorize=authorize,
-        ))
         resources = [ResourceAdmin(kind_of("Binding"), stores.bindings),
                      ResourceAdmin(kind_of("Pipeline"), stores.pipelines)]
         if options.serve_agents:
             resources.append(ResourceAdmin(kind_of("Agent"), stores.agents))
-        for resource in resources:
-            self._services.append(await start_admin_service(
-                nc, subjects, name=f"aurora-{resource.kind.area}", area=resource.kind.area,
-                version=VERSION, endpoints=resource.endpoints(),
-                description=f"{resource.kind.kind} resources, served by the router", authorize=authorize,
-            ))
+        areas = {"router": admin.endpoints(), **{r.kind.area: r.endpoints() for r in resources}}
+        self._services.append(await start_admin_service(
+            nc, subjects, name="aurora-router", version=VERSION, areas=areas, authorize=authorize,
+            description="routes each event to one pipeline or agent; serves "
+                        + ", ".join(f"{r.kind.kind} resources" for r in resources),
+        ))
         await nc.flush()  # "ready" means the admin endpoints' subscriptions reached the server
         log.info("ready", instance=options.router.instance, catalog=catalog.counts())
 

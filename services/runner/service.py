@@ -109,7 +109,7 @@ class RunnerService:
         await resumer.start()
         self._resumer = resumer
         self._admin = await start_admin_service(
-            nc, subjects, name="aurora-runner", area="tasks", version=VERSION, endpoints=task_endpoints(store),
+            nc, subjects, name="aurora-runner", version=VERSION, areas={"tasks": task_endpoints(store)},
             description="runner tasks: list, get, cancel",
             authorize=(await open_registry(js, subjects)).refusal,  # a person's roles, checked again
         )

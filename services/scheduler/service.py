@@ -95,12 +95,10 @@ class SchedulerService:
         admin = ScheduleAdmin(js, subjects, kv, timers, handler.stats, instance=settings.instance)
         resources = ResourceAdmin(kind_of("Schedule"), kv)
         self._services.append(await start_admin_service(
-            nc, subjects, name="aurora-schedules", area="schedules", version=VERSION,
-            endpoints={**resources.endpoints(), **admin.endpoints()},
-            description="Schedule resources and their ticks, served by the scheduler"))
-        self._services.append(await start_admin_service(
-            nc, subjects, name="aurora-scheduler", area="scheduler", version=VERSION,
-            endpoints={"health": admin.health}, description="turns schedules into schedule.triggered events"))
+            nc, subjects, name="aurora-scheduler", version=VERSION,
+            areas={"scheduler": {"health": admin.health},
+                   "schedules": {**resources.endpoints(), **admin.endpoints()}},
+            description="turns schedules into schedule.triggered events; serves Schedule resources"))
         await nc.flush()
         log.info("ready", instance=settings.instance, schedules=len(mirror.items))
 

@@ -64,8 +64,8 @@ async def stand_in_gateway(gateway: Session, calls: list[dict[str, Any]]) -> Any
         await msg.respond(encode(ToolResultEnvelope(header=request.header, payload=result)))
 
     await gateway.nc.subscribe(SUBJECTS.edge_tool_call, cb=answer)
-    return await start_admin_service(gateway.nc, SUBJECTS, name="stand-in", area="agents", version="0.1.0",
-                                     endpoints={"tools": agent_tools})
+    return await start_admin_service(gateway.nc, SUBJECTS, name="stand-in", version="0.1.0",
+                                     areas={"agents": {"tools": agent_tools}})
 
 
 async def test_mcp_edge_does_its_job_with_its_own_credential(secure: SecureNats) -> None:
@@ -152,8 +152,8 @@ async def test_the_gateway_asks_an_edge_client_and_the_edge_relays_its_answer(se
     for bucket in (approvals_bucket, tools_bucket, agents_bucket):
         await ensure_bucket(gjs, bucket(SUBJECTS))
     await gateway.nc.subscribe(SUBJECTS.edge_tool_call, cb=answer)
-    service = await start_admin_service(gateway.nc, SUBJECTS, name="stand-in", area="agents", version="0.1.0",
-                                        endpoints={"tools": agent_tools})
+    service = await start_admin_service(gateway.nc, SUBJECTS, name="stand-in", version="0.1.0",
+                                        areas={"agents": {"tools": agent_tools}})
     port = free_port("127.0.0.1")
     edge_service = EdgeService(edge_session.nc, SUBJECTS, EdgeSettings(port=port, refresh_seconds=0.5))
     await edge_service.start()

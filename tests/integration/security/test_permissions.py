@@ -270,8 +270,8 @@ async def test_the_runner_cannot_replay_stored_documents_into_an_admin_endpoint(
         deleted.append(body)
         return {"deleted": True}
 
-    service = await start_admin_service(gateway.nc, SUBJECTS, name="aurora-agents", area="agents",
-                                        version="0.1.0", endpoints={"delete": delete})
+    service = await start_admin_service(gateway.nc, SUBJECTS, name="aurora-agents", version="0.1.0",
+                                        areas={"agents": {"delete": delete}})
     try:
         agents = await ensure_bucket(gateway.nc.jetstream(), agents_bucket(SUBJECTS))
         await agents.put("welcome", b'{"kind": "Agent", "id": "welcome"}')

@@ -219,3 +219,20 @@ async def test_the_runner_cannot_call_a_tool_as_the_operator(stack: Stack) -> No
         await runner.refused(SUBJECTS.operator_tool_call, action="publish")
     finally:
         await runner.nc.close()
+
+
+def test_every_process_answers_discovery_once_within_its_permissions(stack: Stack) -> None:
+    """`aurora health` as the operator shows one micro service per process, the scheduler's and
+    the router's (with its Binding, Pipeline and Agent areas) included, and nats-server refused
+    none of their answers. A process that ran a micro service per admin area answered each
+    `$SRV.STATS` once per area, and `allow_responses` refused all but at most one of them."""
+    done = subprocess.run([str(AURORA), "health", "--json"], env=stack.env("operator"), cwd=REPO,
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode in (0, 1), done.stderr
+    services = {row["name"]: row["instances"] for row in json.loads(done.stdout)["services"]}
+    expected = {"aurora-event-bridge", "aurora-app-supervisor", "aurora-mcp-gateway", "aurora-router",
+                "aurora-runner", "aurora-mcp-edge", "aurora-scheduler"}
+    assert set(MODULES) == {"event_bridge", "app_supervisor", "mcp_gateway", "router", "runner", "mcp_edge",
+                            "scheduler"}  # every process of the stack is expected below
+    assert services == dict.fromkeys(expected, 1), services
+    assert not [line for line in stack.nats.violations() if "_INBOX_operator" in line]
