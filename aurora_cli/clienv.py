@@ -1,7 +1,9 @@
 """Where the CLI finds `aurora dev`'s credentials by itself, so the README's commands work as
 written: with no credentials configured and NATS on this machine, the operator's file and the CA
-that `aurora dev` keeps in its default data folder (relative to the working directory): the local
-admin person `aurora dev` issued, or else the installation's `operator` identity."""
+that `aurora dev` keeps in its data folder (`AURORA_DEV_DATA_DIR`, by default `var/dev` under the
+working directory): the local admin person `aurora dev` issued, or else the installation's
+`operator` identity. Only for the server that `aurora dev` runs (the URL it wrote there at its
+start): another server on this machine, a test's or a second stack's, gets no credentials of it."""
 
 from __future__ import annotations
 
@@ -10,6 +12,10 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 DEV_DIR = Path("var/dev")  # `aurora dev`'s default --data-dir
+# Sets that default for `aurora dev` and `aurora users`, and where the CLI looks for credentials.
+DEV_DIR_ENV = "AURORA_DEV_DATA_DIR"
+URL_FILE = "nats-url"  # in the data folder: the NATS_URL of the server `aurora dev` started there
+DEFAULT_URL = "nats://127.0.0.1:4222"
 CREDENTIAL_KEYS = ("NATS_USER", "NATS_PASSWORD", "NATS_CREDS", "NATS_CREDS_ENV_FILE")
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -41,11 +47,39 @@ def is_local(url: str) -> bool:
     return all(urlsplit(part.strip()).hostname in LOCAL_HOSTS for part in url.split(",") if part.strip())
 
 
-def cli_environment(env: Mapping[str, str], dev_dir: Path = DEV_DIR) -> dict[str, str]:
-    """`env`, plus NATS_CREDS_ENV_FILE and NATS_TLS_CA from `dev_dir` when they apply: nothing
-    configured for them, NATS_URL unset or local, and the files there."""
+def _ports(url: str) -> set[int]:
+    ports = set()
+    for part in url.split(","):
+        try:
+            port = urlsplit(part.strip()).port
+        except ValueError:
+            continue
+        if port is not None:
+            ports.add(port)
+    return ports
+
+
+def serves(data_dir: Path, url: str) -> bool:
+    """Whether the server at `url` (on this machine) is the one `aurora dev` started with `data_dir`."""
+    try:
+        started = (data_dir / URL_FILE).read_text(encoding="utf-8")
+    except OSError:
+        return False
+    return bool(_ports(url) & _ports(started))
+
+
+def dev_data_dir(env: Mapping[str, str]) -> Path:
+    return Path(env.get(DEV_DIR_ENV) or DEV_DIR)
+
+
+def cli_environment(env: Mapping[str, str], dev_dir: Path | None = None) -> dict[str, str]:
+    """`env`, plus NATS_CREDS_ENV_FILE and NATS_TLS_CA from `dev_dir` (by default `aurora dev`'s
+    data folder) when they apply: nothing configured for them, NATS_URL unset or the local server
+    `aurora dev` started there, and the files there."""
+    dev_dir = dev_dir if dev_dir is not None else dev_data_dir(env)
     result = dict(env)
-    if not is_local(env.get("NATS_URL") or "nats://127.0.0.1:4222"):
+    url = env.get("NATS_URL") or DEFAULT_URL
+    if not is_local(url) or not serves(dev_dir, url):
         return result
     found = default_credentials(dev_dir)
     if not any(env.get(key) for key in CREDENTIAL_KEYS) and found is not None:

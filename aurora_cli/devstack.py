@@ -27,7 +27,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.text import Text
 
-from aurora_cli.clienv import DEV_DIR
+from aurora_cli.clienv import URL_FILE, dev_data_dir
 from aurora_cli.creds import CLIENT_USERS, SERVICE_USERS, Credentials, password_variable
 from aurora_cli.devcluster import MAX_NODES, default_replicas, dev_cluster, wait_until_ready
 from aurora_cli.devsecurity import AUTH_CONFIG, INSECURE_WARNING, DevSecurity, DevSecurityError
@@ -275,6 +275,8 @@ class DevStack:
             self.nats.start()
         if self.nats.pid is not None:  # `aurora users` signals it to reload when people change
             (self.data_dir / PID_FILE).write_text(f"{self.nats.pid}\n", encoding="utf-8")
+        # The CLI lends this folder's credentials to this server only (aurora_cli/clienv.py).
+        (self.data_dir / URL_FILE).write_text(f"{self.url}\n", encoding="utf-8")
         for index, spec in enumerate(self.specs):
             if stop is not None and stop.is_set():
                 return
@@ -418,7 +420,7 @@ class DevStack:
     def banner(self, aurora: str = "aurora", *, demo: str | None = None) -> str:
         env = "" if self.port == 4222 and self.host == "127.0.0.1" else f"NATS_URL={self.url} "
         names = ", ".join(r.spec.label for r in self._running if r.process.poll() is None) or "none"
-        if self.data_dir != (Path.cwd() / DEV_DIR).resolve():  # the CLI finds only var/dev's by itself
+        if self.data_dir != (Path.cwd() / dev_data_dir(os.environ)).resolve():  # the only one the CLI finds itself
             env += "".join(f"{k}={v} " for k, v in self.security.client_env("operator").items())
         if self.insecure:
             secure = [f"  !!! {INSECURE_WARNING}"]

@@ -15,6 +15,7 @@ import typer
 from nats.errors import NoRespondersError
 
 from aurora_cli import devseed
+from aurora_cli.clienv import DEV_DIR, DEV_DIR_ENV
 from aurora_cli.devsecurity import INSECURE_WARNING, LOCAL_ADMIN_ROLES, local_admin_name
 from aurora_cli.devstack import DevStack
 from aurora_cli.output import EXIT_USAGE, CliError, cli_errors, connected
@@ -28,7 +29,9 @@ def register(app: typer.Typer) -> None:
 
 def dev(
     data_dir: Annotated[Path, typer.Option(
-        "--data-dir", help="JetStream store and logs live here; kept between runs.")] = Path("var/dev"),
+        "--data-dir", envvar=DEV_DIR_ENV, help="JetStream store and logs live here; kept between runs. "
+        "Other aurora commands find the credentials kept here by themselves when it is the default folder "
+        f"or {DEV_DIR_ENV} names it.")] = DEV_DIR,
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="NATS client port.")] = 4222,
     notes_port: Annotated[int, typer.Option(
         "--notes-port", min=1, max=65535, help="Port of the example notes app (Streamable HTTP).")] = 8765,

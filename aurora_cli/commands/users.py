@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 import typer
 
-from aurora_cli.clienv import DEV_DIR
+from aurora_cli.clienv import DEV_DIR, DEV_DIR_ENV
 from aurora_cli.commands.pool_admin import admin_call
 from aurora_cli.devsecurity import AUTH_CONFIG
 from aurora_cli.output import cli_errors, print_json, run, settings_or_fail, stdout, table
@@ -22,7 +22,8 @@ from aurora_cli.people import PID_FILE, PeopleStore, reload_server, write_auth_c
 
 app = typer.Typer(help="People: their own NATS credentials and roles (viewer, operator, approver, admin).",
                   no_args_is_help=True)
-DataDir = Annotated[Path, typer.Option("--data-dir", help="`aurora dev`'s data folder (its creds/ and nats.conf).")]
+DataDir = Annotated[Path, typer.Option("--data-dir", envvar=DEV_DIR_ENV,
+                                       help="`aurora dev`'s data folder (its creds/ and nats.conf).")]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 

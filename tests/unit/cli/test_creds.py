@@ -91,10 +91,35 @@ def test_the_cli_uses_the_default_dev_folder_only_when_nothing_else_is_set(tmp_p
     (dev / "creds" / "operator.env").write_text("NATS_USER=operator\n")
     (dev / "tls").mkdir()
     (dev / "tls" / "ca.pem").write_text("-")
+    assert cli_environment({}, dev) == {}  # no server of `aurora dev` said where it runs
+    (dev / "nats-url").write_text("nats://127.0.0.1:4222\n")
     found = cli_environment({}, dev)
     assert found == {"NATS_CREDS_ENV_FILE": str(dev / "creds" / "operator.env"),
                      "NATS_TLS_CA": str(dev / "tls" / "ca.pem")}
-    assert cli_environment({"NATS_URL": "nats://localhost:5000"}, dev)["NATS_CREDS_ENV_FILE"]
+    assert cli_environment({"NATS_URL": "nats://localhost:4222"}, dev)["NATS_CREDS_ENV_FILE"]
+    # Another server on this machine (a test's, a second stack's) is not lent these credentials.
+    assert cli_environment({"NATS_URL": "nats://127.0.0.1:5000"}, dev) == {"NATS_URL": "nats://127.0.0.1:5000"}
+    (dev / "nats-url").write_text("nats://127.0.0.1:5000,nats://127.0.0.1:5001\n")  # a cluster's
+    assert cli_environment({"NATS_URL": "nats://127.0.0.1:5001"}, dev)["NATS_CREDS_ENV_FILE"]
     assert "NATS_CREDS_ENV_FILE" not in cli_environment({"NATS_USER": "me", "NATS_PASSWORD": "x"}, dev)
     assert cli_environment({"NATS_URL": "nats://nats.example.com:4222"}, dev) == {
         "NATS_URL": "nats://nats.example.com:4222"}  # another machine: never our dev files
+
+
+def test_aurora_dev_data_dir_names_the_folder_the_cli_finds_credentials_in(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`AURORA_DEV_DATA_DIR` moves `aurora dev`'s folder for every command: the CLI then reads it,
+    and no longer the `var/dev` of the working directory."""
+    monkeypatch.chdir(tmp_path)
+    default = tmp_path / "var" / "dev" / "creds"
+    default.mkdir(parents=True)
+    (default / "operator.env").write_text("NATS_USER=operator\n")
+    (tmp_path / "var" / "dev" / "nats-url").write_text("nats://127.0.0.1:4222\n")
+    elsewhere = tmp_path / "elsewhere"
+    assert cli_environment({})["NATS_CREDS_ENV_FILE"] == str(Path("var/dev/creds/operator.env"))
+    assert cli_environment({"AURORA_DEV_DATA_DIR": str(elsewhere)}) == {"AURORA_DEV_DATA_DIR": str(elsewhere)}
+    (elsewhere / "creds").mkdir(parents=True)
+    (elsewhere / "creds" / "operator.env").write_text("NATS_USER=operator\n")
+    (elsewhere / "nats-url").write_text("nats://127.0.0.1:4222\n")
+    found = cli_environment({"AURORA_DEV_DATA_DIR": str(elsewhere)})
+    assert found["NATS_CREDS_ENV_FILE"] == str(elsewhere / "creds" / "operator.env")
