@@ -7,9 +7,10 @@ start): another server on this machine, a test's or a second stack's, gets no cr
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 DEV_DIR = Path("var/dev")  # `aurora dev`'s default --data-dir
 # Sets that default for `aurora dev` and `aurora users`, and where the CLI looks for credentials.
@@ -43,19 +44,20 @@ def ca_file(data_dir: Path) -> Path:
     return data_dir / "tls" / "ca.pem"
 
 
+def _servers(url: str) -> list[SplitResult]:
+    return [urlsplit(part.strip()) for part in url.split(",") if part.strip()]
+
+
 def is_local(url: str) -> bool:
-    return all(urlsplit(part.strip()).hostname in LOCAL_HOSTS for part in url.split(",") if part.strip())
+    return all(server.hostname in LOCAL_HOSTS for server in _servers(url))
 
 
 def _ports(url: str) -> set[int]:
     ports = set()
-    for part in url.split(","):
-        try:
-            port = urlsplit(part.strip()).port
-        except ValueError:
-            continue
-        if port is not None:
-            ports.add(port)
+    for server in _servers(url):
+        with contextlib.suppress(ValueError):  # a port that is not a number names no server of ours
+            if server.port is not None:
+                ports.add(server.port)
     return ports
 
 
