@@ -98,6 +98,14 @@ class LazyAreas(TyperGroup):
             self.commands[args[0]] = load_command(args[0])
         return super().resolve_command(ctx, args)
 
+    def invoke(self, ctx: Any) -> Any:
+        # A command's own checks (its `--args` JSON, say) fail with CliError before it reaches
+        # `run`: a one-line error there too, not a traceback.
+        from aurora_cli.output import cli_errors  # imported here: `aurora --help` never needs it
+
+        with cli_errors():
+            return super().invoke(ctx)
+
 
 app = typer.Typer(
     name="aurora",

@@ -45,3 +45,18 @@ def test_an_unknown_command_is_a_usage_error() -> None:
         app(["nope"])
     assert exited.value.code == 2
     assert load_command("get").name == "get"
+
+
+@pytest.mark.parametrize(("args", "says"), [
+    ("notjson", "error: --args is not JSON: Expecting value"),
+    ("[1]", "error: --args must be a JSON object"),
+])
+def test_a_commands_own_check_failing_before_it_connects_is_one_line_not_a_traceback(
+        args: str, says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from aurora_cli.main import app
+
+    with pytest.raises(SystemExit) as exited:
+        app(["tools", "call", "any.tool", "--args", args])
+    assert exited.value.code == 2
+    err = capsys.readouterr().err
+    assert err.strip().splitlines() == [err.strip()] and err.startswith(says), err
