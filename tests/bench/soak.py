@@ -1,5 +1,6 @@
 """`make soak`: steady load through the whole platform for SOAK_SECONDS (600), and a check that
-no Aurora service's resident memory grew more than 5 % over it (nats-server's is printed).
+no Aurora service's resident memory grew more than 5 % over it (nats-server's is printed), and
+that no process's CPU per event grew with what it has handled (see `cpu_growth`).
 
 The load is the end-to-end benchmark's (native chat events answered by a playbook agent) at
 SOAK_RATE events/s (10: a soak looks for growth under a load the platform keeps up with on a
@@ -16,6 +17,7 @@ import sys
 import tempfile
 import time
 import uuid
+from dataclasses import dataclass
 from pathlib import Path
 
 import nats
@@ -23,12 +25,50 @@ from nats.aio.msg import Msg
 
 from tests.bench.bench_e2e import SUBJECTS, Replies, Stack, configure, native_event
 from tests.bench.common import env_int, record
-from tests.bench.resources import rss_mib
+from tests.bench.resources import cpu_seconds, rss_mib
 from tests.integration.runner.helpers import CHAT
 
 GROWTH = 0.05
+CPU_GROWTH = 2.0  # a process's CPU per event may rise at most this much more than the median's
 WARM_UP = 60.0
+WINDOW = 60.0  # the CPU per event of the first and of the last minute after the warm-up
 SAMPLE_EVERY = 10.0
+
+
+@dataclass(frozen=True)
+class CpuSample:
+    at: float  # seconds into the soak
+    events: int
+    cpu: dict[str, float]  # CPU seconds of each process so far
+
+
+def cpu_per_event(first: CpuSample, last: CpuSample) -> dict[str, float]:
+    events = max(1, last.events - first.events)
+    return {name: (last.cpu[name] - first.cpu[name]) / events for name in last.cpu if name in first.cpu}
+
+
+def cpu_growth(samples: list[CpuSample]) -> dict[str, float] | None:
+    """Each process's CPU per event in the last minute over the first minute after the warm-up,
+    divided by the median process's ratio; None when the soak has no two separate minutes."""
+    after = [s for s in samples if s.at >= WARM_UP]
+    if not after or samples[-1].at - after[0].at < 2 * WINDOW:
+        return None
+    start = after[0]
+    first_end = next(s for s in after if s.at - start.at >= WINDOW)
+    last_start = next(s for s in reversed(after) if samples[-1].at - s.at >= WINDOW)
+    early, late = cpu_per_event(start, first_end), cpu_per_event(last_start, samples[-1])
+    ratios = {name: late[name] / early[name] for name in late if early.get(name)}
+    machine = statistics.median(ratios.values())
+    return {name: ratio / machine for name, ratio in ratios.items()}
+
+
+def chat_app_pid(supervisor: int) -> int | None:
+    """The chat app the supervisor runs (where the soak's replies go)."""
+    for task in Path(f"/proc/{supervisor}/task").iterdir():
+        for child in (task / "children").read_text().split():
+            if b"apps.aurora_app_chat" in Path(f"/proc/{child}/cmdline").read_bytes():
+                return int(child)
+    return None
 
 
 async def main() -> int:
@@ -48,6 +88,11 @@ async def main() -> int:
             await nc.subscribe(SUBJECTS.mcp(CHAT, "default", "c2s"), cb=seen)
             js = nc.jetstream()
             samples: dict[str, list[float]] = {name: [] for name in stack.pids()}
+            on_path = dict(stack.pids())
+            chat = chat_app_pid(on_path["supervisor"])
+            if chat is not None:
+                on_path["chat app"] = chat
+            cpu: list[CpuSample] = []
             baseline: dict[str, float] = {}
             pending: list[asyncio.Future[float]] = []
             started = time.monotonic()
@@ -62,6 +107,7 @@ async def main() -> int:
                     next_sample += SAMPLE_EVERY
                     for name, pid in stack.pids().items():
                         samples[name].append(rss_mib(pid))
+                    cpu.append(CpuSample(now - started, sent, {n: cpu_seconds(pid) for n, pid in on_path.items()}))
                     if not baseline and now - started >= WARM_UP:
                         baseline = {name: values[-1] for name, values in samples.items()}
                     print(f"{now - started:5.0f} s: {sent} events, " + ", ".join(
@@ -85,13 +131,24 @@ async def main() -> int:
     answered = "every one answered" if not unanswered else f"{unanswered} NOT answered 2 minutes after the last"
     print(f"soak: {sent} events in {seconds} s at {rate}/s, {answered}; RSS growth after the warm-up: "
           + ", ".join(f"{n} {g:+.1%}" for n, g in growth.items()))
+    cpu_rise = cpu_growth(cpu)
+    if cpu_rise is None:
+        print(f"CPU per event not judged: SOAK_SECONDS must exceed the warm-up and two {WINDOW:.0f} s windows")
+    else:
+        print("CPU per event, last minute over the first after the warm-up, against the median process's: "
+              + ", ".join(f"{n} {r:.2f}×" for n, r in cpu_rise.items()))
     record("soak", {"seconds": seconds, "events": sent, "unanswered": unanswered, "rss_growth": growth,
-                    "limit": GROWTH})
+                    "limit": GROWTH, "cpu_per_event_growth": cpu_rise, "cpu_limit": CPU_GROWTH})
     if unanswered:
         print(f"FAILED: {unanswered} of {sent} events unanswered (the platform fell behind {rate} events/s)")
         return 1
     if growth[worst] > GROWTH:
         print(f"FAILED: {worst} grew {growth[worst]:.1%} (limit {GROWTH:.0%})")
+        return 1
+    slowest = max(cpu_rise, key=lambda n: cpu_rise[n]) if cpu_rise else None
+    if cpu_rise and slowest is not None and cpu_rise[slowest] > CPU_GROWTH:
+        print(f"FAILED: {slowest}'s CPU per event rose {cpu_rise[slowest]:.1f}× as much as the median process's "
+              f"(limit {CPU_GROWTH:.0f}×): a cost that grows with what it has handled")
         return 1
     return 0
 
