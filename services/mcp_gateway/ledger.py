@@ -29,8 +29,8 @@ import hashlib
 import re
 import time
 import uuid
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Awaitable, Callable
+from typing import Literal, TypeAlias
 
 import msgspec
 from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
@@ -67,6 +67,7 @@ class Heartbeat(msgspec.Struct, frozen=True, kw_only=True):
 
 
 Verdict = Literal["done", "in_progress", "in_doubt", "resend", "conflict"]
+Found: TypeAlias = "KeyValue.Entry | Exception | None"  # a call's entry as read; None: there is none
 
 
 def judge(entry: LedgerEntry, request: ToolCallRequest, *, owner_alive: bool, now: float) -> Verdict:
@@ -149,16 +150,28 @@ class CallLedger:
             return False
         return self._clock() - _heartbeat_decoder.decode(entry.value).at < self.stale_after
 
-    async def recall(self, call_id: str, request: ToolCallRequest) -> ToolCallResult | Claim:
-        """The answer to a call asked again, or the claim to run it under (`Claim.take`)."""
-        key = ledger_key(call_id)
+    def look_up(self, call_id: str) -> asyncio.Future[Found]:
+        """Start reading the call's entry. Only a read: the gateway starts it while it reads the
+        run's record, before the call is judged, so a write call waits for one read, not two."""
+        return asyncio.ensure_future(self._read(ledger_key(call_id)))
+
+    async def _read(self, key: str) -> Found:
         try:
-            found = await self.kv.get(key)
+            return await self.kv.get(key)
         except KeyNotFoundError:
-            return Claim(self, key, call_id, request, revision=None)
-        except Exception as exc:
-            return _ledger_unavailable(exc)
-        if not found.value:
+            return None
+        except Exception as exc:  # answered in `recall`: the call is not sent
+            return exc
+
+    async def recall(self, call_id: str, request: ToolCallRequest, *,
+                     looked_up: Awaitable[Found] | None = None) -> ToolCallResult | Claim:
+        """The answer to a call asked again, or the claim to run it under (`Claim.take`).
+        `looked_up`: the read `look_up` started for this call id."""
+        key = ledger_key(call_id)
+        found = await (looked_up if looked_up is not None else self._read(key))
+        if isinstance(found, Exception):
+            return _ledger_unavailable(found)
+        if found is None or not found.value:
             return Claim(self, key, call_id, request, revision=None)
         entry = _entry_decoder.decode(found.value)
         verdict = judge(entry, request, owner_alive=await self.alive(entry.owner), now=self._clock())

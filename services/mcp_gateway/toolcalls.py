@@ -151,6 +151,11 @@ class ToolCallHandler:
             malformed = classify.failed("denied", "invalid_request", f"malformed tool call: {exc}")
             return result_reply(None, GATEWAY_APP, malformed), None
         request = envelope.payload
+        tool = await self._pool.tool(request.tool)
+        side_effect = targets.side_effect_of(tool, request.tool)
+        # A write's ledger entry is read while custody reads the run's record: one wait, not two.
+        looked_up = (self._ledger.look_up(envelope.header.message_id)
+                     if self._ledger is not None and side_effect not in (None, "read") else None)
         refusal: tuple[str, str] | None = None
         status = "denied"
         if envelope.header.method != METHOD_CALL:
@@ -172,12 +177,11 @@ class ToolCallHandler:
                                         call_id=envelope.header.message_id, executed=False,
                                         anonymous=not operator and request.context.agent is None, person=person)
             return result_reply(envelope, GATEWAY_APP, refused), refused_record
-        tool = await self._pool.tool(request.tool)
         system = tool.system if tool is not None else None
         claim: Claim | None = None
-        if self._ledger is not None and targets.side_effect_of(tool, request.tool) not in (None, "read"):
+        if self._ledger is not None and looked_up is not None:
             # Asked before? (the caller's answer was lost.) Reads are not recorded: they read again.
-            recalled = await self._ledger.recall(envelope.header.message_id, request)
+            recalled = await self._ledger.recall(envelope.header.message_id, request, looked_up=looked_up)
             if not isinstance(recalled, Claim):  # answered from the ledger: nothing runs, nothing new to audit
                 return result_reply(envelope, GATEWAY_APP, recalled), None
             claim = recalled
