@@ -15,13 +15,15 @@ architecture puts two such round trips on every gateway call (caller → gateway
 supervisor), so "direct p50 + two round trips" is what a gateway with no cost of its own would
 show, and the bare-socket version is what no Python NATS client can go below.
 
-Each round runs the four sequential paths one after the other, then the concurrent ones; the
+Each round runs the four sequential paths in turns of 50 calls (so a machine whose speed drifts
+within the round slows each path alike), then the concurrent ones; the
 gateway's own cost is its p50 minus the direct p50 and two round trips of the same round, and
 the median round counts (single rounds on a shared machine ranged over ±0.5 ms). CPU per call is
 read from /proc around the concurrent runs, the median round too.
 
 Environment: BENCH_SEQ sequential calls of each path (default 500), BENCH_CONC concurrent calls
-(default 2,000), BENCH_CALLERS concurrent callers (default 32), BENCH_ROUNDS rounds (default 5),
+(default 2,000), BENCH_CALLERS concurrent callers (default 32), BENCH_ROUNDS rounds (default 9:
+single rounds spread over ±0.5 ms of own cost, and the median of nine moves less than of five),
 BENCH_EVENT_LOOP the services' event loop (default uvloop, as they run; `asyncio` to compare).
 Goals: gateway p50 within 1.5x of direct; its own cost above the floor at most 0.3 ms; gateway +
 supervisor + nats-server CPU at most 1.0 ms per call; 32 callers' throughput at least 70% of direct.
@@ -69,6 +71,7 @@ OWN_COST_GOAL_MS = 0.3  # the gateway path's p50 above the two-round-trip floor
 CPU_GOAL_MS = 1.0  # gateway + supervisor + nats-server CPU per call
 PLATFORM_PROCESSES = ("gateway", "supervisor", "nats-server")
 THROUGHPUT_GOAL = 0.7
+SEQ_BLOCK = 50  # sequential calls of one path before the next path's turn
 ARGUMENTS: dict[str, Any] = {"value": {"city": "北京", "n": 42, "t": 21.5, "ok": True, "tags": ["a", "b"]}}
 
 Call = Callable[[], Awaitable[None]]
@@ -103,12 +106,24 @@ async def sequential(name: str, call: Call, n: int) -> Run:
     return Run(name, latencies, time.perf_counter() - began)
 
 
-async def sequential_paths(paths: dict[str, Call], n: int) -> dict[str, Run]:
-    """`n` sequential calls of each path, one path after the other (each hot, as a steady stream
-    of calls keeps it). Taking turns call by call was tried: every path then starts cold, and a
-    plain round trip, all wake-up, loses more to that than the gateway path does, which would
-    flatter the gateway's own cost."""
-    return {name: await sequential(name, call, n) for name, call in paths.items()}
+async def sequential_paths(paths: dict[str, Call], n: int, block: int = SEQ_BLOCK) -> dict[str, Run]:
+    """`n` sequential calls of each path, taken in turns of `block` calls: each path stays hot
+    within its turn (as a steady stream of calls keeps it), and a machine whose speed drifts
+    within the round slows every path alike. Taking turns call by call was tried: every path
+    then starts cold, and a plain round trip, all wake-up, loses more to that than the gateway
+    path does, which would flatter the gateway's own cost. One long run of each path, one after
+    the other, let the drift of a shared machine fall on one path and not the others."""
+    latencies: dict[str, list[float]] = {name: [] for name in paths}
+    seconds = dict.fromkeys(paths, 0.0)
+    done = 0
+    while done < n:
+        size = min(block, n - done)
+        for name, call in paths.items():
+            run = await sequential(name, call, size)
+            latencies[name].extend(run.latencies)
+            seconds[name] += run.seconds
+        done += size
+    return {name: Run(name, latencies[name], seconds[name]) for name in paths}
 
 
 def own_cost(paths: dict[str, Run]) -> float:
@@ -317,7 +332,7 @@ async def main() -> None:
     n_seq = env_int("BENCH_SEQ", 500)
     n_conc = env_int("BENCH_CONC", 2000)
     callers = env_int("BENCH_CALLERS", 32)
-    rounds = env_int("BENCH_ROUNDS", 5)
+    rounds = env_int("BENCH_ROUNDS", 9)
     subject = "amp.admin.tools.call"  # an operator call: the echo tool is bound to no agent
     with tempfile.TemporaryDirectory(prefix="aurora-bench-gw-") as tmp:
         platform = Platform(Path(tmp))
@@ -386,9 +401,9 @@ async def main() -> None:
         total = sum(usage.values())
         parts = ", ".join(f"{proc} {ms:.2f}" for proc, ms in sorted(usage.items(), key=lambda kv: -kv[1]))
         print(f"  {name}: {total:.2f} total = {parts}")
-    platform = platform_cpu(cpu[cg.name])
-    print(f"  gateway + supervisor + nats-server: {platform:.2f} ms per call (goal <= {CPU_GOAL_MS} ms: "
-          f"{'met' if platform <= CPU_GOAL_MS else 'NOT met'}); each round: "
+    platform_ms = platform_cpu(cpu[cg.name])
+    print(f"  gateway + supervisor + nats-server: {platform_ms:.2f} ms per call (goal <= {CPU_GOAL_MS} ms: "
+          f"{'met' if platform_ms <= CPU_GOAL_MS else 'NOT met'}); each round: "
           + ", ".join(f"{platform_cpu(c[cg.name]):.2f}" for c in cpu_rounds))
 
 
