@@ -22,6 +22,13 @@ nats-py has no public hook for this: the module appends to the client's pending 
 to its transport, as its own `_send_command` and flusher do. `tests/integration/test_write_through.py`
 runs it on a real connection, in order with nats-py's own publishes and across a reconnect, so a
 nats-py release that buffers differently fails there first.
+
+`flush` is `nc.flush()` that covers everything sent before it. nats-py writes a flush's PING
+straight to the socket, ahead of the commands still waiting in its pending buffer. A subscription
+made just before is such a command. The PONG could then come back before the subscription
+reached the server, so a service that logged "ready" after `nc.flush()` could still answer a
+request with "no responders". `flush` first hands the pending buffer to the socket, then sends
+the PING behind it.
 """
 
 from __future__ import annotations
@@ -87,6 +94,24 @@ def publish_soon(nc: NATS, subject: str, payload: bytes = b"", *, reply: str = "
         _flush_scheduled.add(nc)
         asyncio.get_running_loop().call_soon(_flush, nc)
     return True
+
+
+async def flush(nc: NATS, timeout: int = 10) -> None:
+    """`nc.flush(timeout)` once everything sent before it is on its way, in order: when it returns,
+    the server has every subscription and message that came before."""
+    transport = nc._transport
+    writer = transport._io_writer if isinstance(transport, TcpTransport) else None
+    if nc._pending_data_size and nc.is_connected:
+        if writer is not None:
+            try:
+                writer.writelines(nc._pending)
+            except (OSError, RuntimeError):
+                pass  # the socket is going away: nats-py's flush says how that ends
+            else:
+                nc._pending, nc._pending_data_size = [], 0
+        else:  # another transport: nats-py's flusher writes the buffer, and is waited for
+            await nc._flush_pending(force_flush=True)
+    await nc.flush(timeout)
 
 
 def _flush(nc: NATS) -> None:

@@ -35,7 +35,7 @@ from nats.errors import Error as NatsError
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.framing import LineSplitter, Oversized, to_stdin_line
 from services.app_supervisor.unheard import Resender, is_initialize
-from shared import tracing
+from shared import tracing, write_through
 from shared.bus import is_jetstream_delivery
 from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
@@ -190,7 +190,7 @@ class AppProcess:
             self._signal_group(signal.SIGKILL)
             raise OSError(f"cannot relay {self._c2s}: {exc}") from exc
         with contextlib.suppress(NatsError, asyncio.TimeoutError):
-            await self._nc.flush(timeout=2)
+            await write_through.flush(self._nc, timeout=2)
         return self._proc.pid
 
     async def wait(self) -> int:

@@ -25,6 +25,7 @@ from nats.aio.msg import Msg
 from pydantic import BaseModel, ValidationError
 
 from services.mcp_edge.gate import Caller
+from shared import write_through
 from shared.contracts import edge_ask as contract
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -62,7 +63,7 @@ class ClientAsks:
             task.add_done_callback(asking.discard)
 
         sub = await self._nc.subscribe(self._subjects.edge_ask(task_id), cb=heard)
-        await self._nc.flush()  # subscribed before the call can ask
+        await write_through.flush(self._nc)  # subscribed before the call can ask
         try:
             yield
         finally:

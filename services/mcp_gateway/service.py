@@ -44,7 +44,7 @@ from services.mcp_gateway.serving import CallServer, InFlight, sweep_expired_app
 from services.mcp_gateway.sessions_listener import SessionsListener
 from services.mcp_gateway.status import StatusViews
 from services.mcp_gateway.toolcalls import ToolCallHandler
-from shared import metrics
+from shared import metrics, write_through
 from shared.acked_publish import AckedPublisher
 from shared.admin import add_admin_endpoint, person_endpoint_subject
 from shared.contracts.approval import Approval
@@ -230,7 +230,7 @@ class GatewayService:
             asyncio.create_task(answers.run(halt), name="gateway-chat-answers"),
         ]
         parts.push_async_callback(_halt, halt, background)
-        await nc.flush()  # "serving" means the endpoints' subscriptions reached the server
+        await write_through.flush(nc)  # "serving" means the endpoints' subscriptions reached the server
         self._gateway = gateway
         log.info("serving", apps=len(gateway.sessions), tools=len(catalog.tools()))
 

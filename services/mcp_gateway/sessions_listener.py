@@ -21,7 +21,7 @@ from services.mcp_gateway.outbox import Outbox
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.session import AppSession
 from services.mcp_gateway.status import session_health
-from shared import tracing
+from shared import tracing, write_through
 from shared.appconfig import AppConfig
 from shared.bus import is_jetstream_delivery
 from shared.clock import now_iso
@@ -79,7 +79,7 @@ class SessionsListener:
             if status == "closed":
                 # Shielded: a cancelled flush leaves a PONG for a cancelled future, which kills
                 # nats-py's read loop (see transports/nats_stdio.py).
-                await asyncio.shield(self._nc.flush())
+                await asyncio.shield(write_through.flush(self._nc))
 
     async def tools_listed(self, session: AppSession, tools: list[types.Tool]) -> None:
         app = session.app

@@ -17,6 +17,7 @@ from services.router.catalog import Catalog
 from services.router.config import RouterSettings
 from services.router.router import Router, RouterStats
 from services.router.stores import RouterStores, open_stores
+from shared import write_through
 from shared.admin import start_admin_service
 from shared.advisories import AdvisoryListener
 from shared.logs import get_logger
@@ -74,7 +75,7 @@ class RouterService:
             description="routes each event to one pipeline or agent; serves "
                         + ", ".join(f"{r.kind.kind} resources" for r in resources),
         ))
-        await nc.flush()  # "ready" means the admin endpoints' subscriptions reached the server
+        await write_through.flush(nc)  # "ready" means the admin endpoints' subscriptions reached the server
         log.info("ready", instance=options.router.instance, catalog=catalog.counts())
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -37,6 +37,7 @@ from services.runner.toolclient import NatsToolClient
 from services.runner.tooling import GatewayTools
 from services.runner.traced import TracedChatModel, TracedToolClient
 from services.runner.worker import Worker
+from shared import write_through
 from shared.acked_publish import AckedPublisher
 from shared.admin import start_admin_service
 from shared.logs import get_logger, scrub_logs_with
@@ -113,7 +114,7 @@ class RunnerService:
             description="runner tasks: list, get, cancel",
             authorize=(await open_registry(js, subjects)).refusal,  # a person's roles, checked again
         )
-        await self._nc.flush()  # "ready" means the admin endpoints' subscriptions reached the server
+        await write_through.flush(self._nc)  # "ready" means the admin endpoints' subscriptions reached the server
         log.info("ready", instance=config.instance, concurrency=config.concurrency, ack_wait=config.ack_wait)
 
     def _secrets(self, catalog: Catalog) -> StepSecrets:

@@ -18,6 +18,7 @@ from services.scheduler.config import SchedulerSettings
 from services.scheduler.reconciler import Reconciler
 from services.scheduler.ticks import TickHandler
 from services.scheduler.timers import Timers
+from shared import write_through
 from shared.admin import start_admin_service
 from shared.consumer import AtLeastOnceConsumer, ConsumerStats, work_consumer
 from shared.contracts.resource import parse_resource
@@ -99,7 +100,7 @@ class SchedulerService:
             areas={"scheduler": {"health": admin.health},
                    "schedules": {**resources.endpoints(), **admin.endpoints()}},
             description="turns schedules into schedule.triggered events; serves Schedule resources"))
-        await nc.flush()
+        await write_through.flush(nc)  # "ready" means the admin endpoints' subscriptions reached the server
         log.info("ready", instance=settings.instance, schedules=len(mirror.items))
 
     def _schedules(self) -> dict[str, Schedule]:

@@ -7,7 +7,9 @@ and its errors."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Sized
+from urllib.parse import urlsplit
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -19,6 +21,7 @@ from nats.micro.request import Request
 from shared import write_through
 from shared.inline_subscription import subscribe_inline
 from tests.harness.broker import Broker
+from tests.harness.clients import nats_client
 from tests.harness.waiting import poll
 
 
@@ -115,3 +118,44 @@ def _connected(nc: NATS, connected: bool) -> Callable[[], Awaitable[bool]]:
     async def probe() -> bool:
         return nc.is_connected == connected
     return probe
+
+
+async def test_flush_sends_its_ping_behind_a_subscription_just_made(nats_url: str) -> None:
+    """nats-py writes a flush's PING straight to the socket, ahead of a SUB still in its buffer;
+    `write_through.flush` puts the buffer on the wire first, so the PONG vouches for the SUB."""
+    sent = bytearray()  # what the client wrote, in the order the server gets it
+    upstream = urlsplit(nats_url)
+    relays: list[asyncio.Task[None]] = []
+
+    async def pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter, record: bool) -> None:
+        try:
+            while data := await source.read(65536):
+                if record:
+                    sent.extend(data)
+                sink.write(data)
+                await sink.drain()
+        finally:
+            sink.close()
+            with contextlib.suppress(OSError):
+                await sink.wait_closed()
+
+    async def relay(client_in: asyncio.StreamReader, client_out: asyncio.StreamWriter) -> None:
+        relays.append(asyncio.current_task())  # type: ignore[arg-type]
+        server_in, server_out = await asyncio.open_connection(upstream.hostname, upstream.port)
+        await asyncio.gather(pipe(client_in, server_out, True), pipe(server_in, client_out, False),
+                             return_exceptions=True)
+
+    proxy = await asyncio.start_server(relay, "127.0.0.1", 0)
+    port = proxy.sockets[0].getsockname()[1]
+    try:
+        async with nats_client(f"nats://127.0.0.1:{port}") as client:
+            began = len(sent)
+            await client.subscribe("wt.flushed")
+            await write_through.flush(client)
+            wire = bytes(sent[began:])
+            assert b"SUB wt.flushed" in wire and b"PING" in wire, wire
+            assert wire.index(b"SUB wt.flushed") < wire.index(b"PING"), wire
+    finally:
+        proxy.close()
+        await proxy.wait_closed()
+        await asyncio.wait_for(asyncio.gather(*relays), 10)  # the client's close ends both pipes
