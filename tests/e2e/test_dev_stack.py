@@ -28,6 +28,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import free_port
+from shared import write_through
 from shared.envfile import parse_env_text
 from tests.harness.cli_here import run_cli_here
 from tests.harness.processes import REPO, descendants, service_env
@@ -146,7 +147,7 @@ async def test_make_dev_emit_tail_and_a_plain_subscriber(dev: DevProcess, tmp_pa
     try:
         # Only message events: with apps configured, `app.*` events arrive as well.
         sub = await nc.subscribe("amp.evt.*.message.>")
-        await nc.flush()
+        await write_through.flush(nc)
         emitted = await asyncio.to_thread(
             cli, "events", "emit", "message.received", "--app", "im.polaris.qq", "--data", HELLO)
         assert emitted.returncode == 0, emitted.stderr

@@ -34,6 +34,7 @@ from nats.aio.msg import Msg
 
 from aurora_cli.commands.events import build_native_event
 from aurora_cli.localnats import LocalNats
+from shared import write_through
 from shared.admin import admin_request
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
@@ -306,7 +307,7 @@ async def test_no_planted_secret_is_stored_published_or_logged(stack: Stack, nc:
 
     for wanted in (f"{subjects.prefix}.sig.>", f"{subjects.prefix}.evt.>", f"{subjects.prefix}.audit.>"):
         await nc.subscribe(wanted, cb=seen)
-    await nc.flush()
+    await write_through.flush(nc)
     await http_system_calls(nc, subjects, stack)
     await header_app_call(nc, subjects)
     await approved_secret_write(nc, subjects, stack)

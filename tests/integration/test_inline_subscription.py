@@ -14,6 +14,7 @@ from nats.aio.msg import Msg
 from nats.micro import add_service
 from nats.micro.request import Request
 
+from shared import write_through
 from shared.inline_subscription import _hand_off, add_inline_endpoint, subscribe_inline
 from tests.harness.waiting import poll
 
@@ -35,7 +36,7 @@ async def test_messages_reach_the_handler_in_the_read_loop_in_order_with_nothing
             all_in.set()
 
     sub = await subscribe_inline(nc, "inline.order", handler)
-    await nc.flush()
+    await write_through.flush(nc)
     sent = [str(n).encode() * 50 for n in range(2000)]
     for data in sent:
         await nc.publish("inline.order", data)
@@ -146,7 +147,7 @@ async def test_messages_queued_before_the_hand_off_are_handled_first_in_order(nc
     sub = await nc.subscribe("inline.early")  # nats-py queues what arrives until the hand-off
     for n in range(5):
         await nc.publish("inline.early", b"early %d" % n)
-    await nc.flush()
+    await write_through.flush(nc)
     async def all_queued() -> bool:
         return sub.pending_msgs == 5
 

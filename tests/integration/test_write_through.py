@@ -28,7 +28,7 @@ from tests.harness.waiting import poll
 async def test_a_message_queued_arrives_whole_with_its_reply_and_headers(nc: NATS) -> None:
     got: list[Msg] = []
     sub = await subscribe_inline(nc, "wt.whole", got.append)
-    await nc.flush()
+    await write_through.flush(nc)
     sent_before = nc.stats["out_msgs"]
     payload = "你好, write-through".encode() * 100
     assert write_through.publish_soon(nc, "wt.whole", payload, reply="wt.reply.1",
@@ -44,7 +44,7 @@ async def test_a_message_queued_arrives_whole_with_its_reply_and_headers(nc: NAT
 
 
 async def test_a_turns_messages_leave_in_one_write_by_a_callback_not_the_flusher(nc: NATS) -> None:
-    await nc.flush()
+    await write_through.flush(nc)
     for n in range(50):
         assert write_through.publish_soon(nc, "wt.batch", b"%d" % n)
     assert len(nc._pending) == 50 and nc._flush_queue is not None and nc._flush_queue.empty()
@@ -56,7 +56,7 @@ async def test_a_turns_messages_leave_in_one_write_by_a_callback_not_the_flusher
 async def test_order_is_kept_with_nats_pys_own_publishes_in_between(nc: NATS) -> None:
     got: list[bytes] = []
     await subscribe_inline(nc, "wt.order", lambda msg: got.append(msg.data))
-    await nc.flush()
+    await write_through.flush(nc)
     sent: list[bytes] = []
     for n in range(3000):
         data = str(n).encode() * (1 + n % 40)
@@ -75,7 +75,7 @@ async def test_a_publish_while_nats_is_away_is_buffered_by_nats_py_and_arrives_a
         nc: NATS, broker: Broker) -> None:
     got: list[bytes] = []
     await subscribe_inline(nc, "wt.away", lambda msg: got.append(msg.data))
-    await nc.flush()
+    await write_through.flush(nc)
     broker.stop()
     await poll(_connected(nc, False), what="the client to notice the server is gone")
     assert not write_through.publish_soon(nc, "wt.away", b"during")

@@ -18,6 +18,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.errors import KeyNotFoundError, NotFoundError
 
+from shared import write_through
 from shared.subjects import Subjects, app_token
 from tests.harness.waiting import poll as poll  # one poll helper for every test
 
@@ -74,7 +75,7 @@ class Channels:
     async def start(self) -> Channels:
         base = self.subjects.mcp(self.app, self.instance, "proc").rsplit(".", 1)[0]
         await self.nc.subscribe(base + ".*", cb=self._on)
-        await self.nc.flush()
+        await write_through.flush(self.nc)
         return self
 
     async def _on(self, msg: Msg) -> None:
@@ -127,7 +128,7 @@ class Channels:
                  "at": "2026-01-01T00:00:00+00:00"}
         await self.nc.publish(self.subjects.mcp(self.app, self.instance, "sess"),
                               json.dumps(event).encode())
-        await self.nc.flush()
+        await write_through.flush(self.nc)
 
 
 def log_records(text: str) -> list[dict[str, Any]]:

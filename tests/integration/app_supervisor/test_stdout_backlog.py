@@ -22,6 +22,7 @@ from aurora_cli.localnats import LocalNats
 from services.app_supervisor import process
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.process import AppProcess
+from shared import write_through
 from shared.inline_subscription import subscribe_inline
 from shared.subjects import Subjects
 from tests.harness.waiting import poll
@@ -58,7 +59,7 @@ async def relay_of(tmp_path: Path, name: str, argv: tuple[str, ...]) -> AsyncIte
 
     subjects = Subjects("amp")
     await subscribe_inline(nc, subjects.mcp(f"test.{name}", "default", "s2c"), received)
-    await nc.flush()
+    await write_through.flush(nc)
     spec = LaunchSpec(name=name, app_id=f"test.{name}", instance="default", argv=argv, env=dict(os.environ),
                       cwd=None, program=sys.executable)
     try:

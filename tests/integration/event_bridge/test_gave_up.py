@@ -27,7 +27,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from services.event_bridge.bridge import BridgeConfig, EventBridge
-from shared import deadletter
+from shared import deadletter, write_through
 from shared.contracts.signals import encode_signal
 from shared.signal_publisher import publish_signal
 from shared.streams import ensure_streams, fabric_streams
@@ -62,7 +62,7 @@ async def test_a_signal_whose_event_can_never_be_stored_is_dead_lettered_after_m
         advisories.append((msg.subject.split(".")[4], json.loads(msg.data)))
 
     await nc.subscribe(ADVISORIES, cb=on_advisory)
-    await nc.flush()
+    await write_through.flush(nc)
     consumer = await js.consumer_info("AMP_SIGNALS", "event-bridge")
     assert consumer.config.max_deliver == MAX_DELIVER  # the server redelivers no more than that
 

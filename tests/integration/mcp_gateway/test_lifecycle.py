@@ -12,6 +12,7 @@ from typing import Any
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
+from shared import write_through
 from shared.subjects import Subjects, app_token
 from tests.integration.mcp_gateway.conftest import Stack
 from tests.integration.mcp_gateway.helpers import echo_app, exited, time_app, weather_app, write_apps
@@ -40,7 +41,7 @@ async def test_two_apps_exposing_the_same_prefixed_name_fail_start_up_naming_bot
     assert "'dup-a'" in logs and "'dup-b'" in logs and "'dup.echo'" in logs, logs[-3000:]
     assert '"serving"' not in logs
     # The failed gateway closed what it had opened: the supervisor will not wait for it.
-    await nc.flush()
+    await write_through.flush(nc)
     assert {("a", "closed"), ("b", "closed")} <= set(sessions), sessions
 
 
@@ -60,7 +61,7 @@ async def test_sigterm_to_both_closes_every_session_before_its_process_stops(
             seen.append((token, channel, json.loads(msg.data)))
 
     await nc.subscribe(subjects.mcp_all, cb=record)
-    await nc.flush()
+    await write_through.flush(nc)
     os.kill(supervisor.pid, signal.SIGTERM)  # the supervisor first: it must wait for the gateway
     os.kill(gateway.pid, signal.SIGTERM)
     assert await exited(gateway) == 0

@@ -18,6 +18,7 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
+from shared import write_through
 from shared.subjects import Subjects
 from tests.harness.processes import REPO, logged
 from tests.harness.tcpproxy import TcpProxy
@@ -48,7 +49,7 @@ async def echo_stack_seen_from_c2s(
         written.append(json.loads(msg.data))
 
     await nc.subscribe(subjects.mcp("test.echo", "default", "c2s"), cb=on_c2s)
-    await nc.flush()
+    await write_through.flush(nc)
     return written
 
 

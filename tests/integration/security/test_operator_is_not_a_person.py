@@ -9,6 +9,7 @@ from nats.aio.msg import Msg
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
+from shared import write_through
 from tests.integration.security.conftest import Connect
 
 REFUSED = (NatsTimeoutError, TimeoutError, NoRespondersError)
@@ -31,7 +32,7 @@ async def test_the_operator_still_sends_plain_admin_requests(connect: Connect) -
         await msg.respond(b'{"ok": true}')
 
     served = await gateway.nc.subscribe("amp.admin.approvals.list", cb=answer_it)
-    await gateway.nc.flush()
+    await write_through.flush(gateway.nc)
     await operator.clean()
     answer = await operator.nc.request("amp.admin.approvals.list", b"{}", timeout=5)
     assert answer.data == b'{"ok": true}'

@@ -26,6 +26,7 @@ from aurora_cli.commands.events import build_native_event
 from aurora_cli.devstack import AUTH_CONFIG, NATS_USERS, Credentials
 from aurora_cli.localnats import LocalNats
 from aurora_cli.people import PeopleStore, write_auth_config
+from shared import write_through
 from shared.admin import AdminRequestError, admin_request
 from shared.clock import now_iso
 from shared.contracts.run import run_id_for
@@ -263,7 +264,7 @@ async def test_only_the_policys_approvers_may_grant_and_never_the_requester(
         events.append(json.loads(msg.data))
 
     await watcher.nc.subscribe("amp.evt.aurora_gateway.approval.>", cb=keep)
-    await watcher.nc.flush()
+    await write_through.flush(watcher.nc)
     task_id, approval_id = await start_task(stack, root, "counter_increment", actor="carl-chat")
     shown = await root_request(root, "approvals", "get", {"id": approval_id})
     assert shown["requested_by"] == f"{ECHO}:carl-chat"

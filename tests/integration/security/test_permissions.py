@@ -21,6 +21,7 @@ from services.runner.config import RunnerConfig
 from services.runner.history import StreamHistory
 from services.runner.stores import ensure_runs_consumer, open_stores
 from services.runner.tasks import TaskStore
+from shared import write_through
 from shared.admin import start_admin_service
 from shared.clock import now_iso
 from shared.consumers import ephemeral_name
@@ -76,7 +77,7 @@ async def test_the_runner_cannot_speak_mcp_to_an_app(connect: Connect, runner: S
     supervisor = await connect("app-supervisor")
     c2s = SUBJECTS.mcp("im.polaris.qq", "default", "c2s")
     relayed = await supervisor.nc.subscribe(c2s)
-    await supervisor.nc.flush()
+    await write_through.flush(supervisor.nc)
     call = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "send_message"}}
     await runner.nc.publish(c2s, json.dumps(call).encode())
     await runner.refused(c2s)
@@ -102,7 +103,7 @@ async def test_the_runner_calls_tools_by_requesting_them(connect: Connect, runne
         await msg.respond(b'{"payload": {"status": "ok"}}')  # type: ignore[attr-defined]
 
     await gateway.nc.subscribe(SUBJECTS.tool_call, queue="q", cb=answer)
-    await gateway.nc.flush()
+    await write_through.flush(gateway.nc)
     reply = await request_until_answered(runner, SUBJECTS.tool_call, b'{"payload": {"tool": "x"}}')
     assert json.loads(reply.data) == {"payload": {"status": "ok"}}
     await runner.clean()
@@ -244,7 +245,7 @@ async def test_no_consumer_can_carry_the_bytes_the_runner_writes_to_its_tasks(
     supervisor = await connect("app-supervisor")
     c2s = SUBJECTS.mcp("im.polaris.qq", "default", "c2s")
     relayed = await supervisor.nc.subscribe(c2s)
-    await supervisor.nc.flush()
+    await write_through.flush(supervisor.nc)
     js = runner.nc.jetstream(timeout=0.5)
     tasks = await ensure_bucket(js, tasks_bucket(SUBJECTS))
     await tasks.put("t-1", b'{"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {"name": "rm"}}')

@@ -11,6 +11,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import ConsumerConfig
 
+from shared import write_through
 from shared.deadletter import dead_letter
 from shared.streams import ensure_streams, fabric_streams
 from shared.subjects import Subjects
@@ -40,7 +41,7 @@ async def test_only_the_gateway_and_the_supervisor_speak_mcp(connect: Connect) -
     await gateway.nc.subscribe(SUBJECTS.mcp("demo.notes", "default", "proc"))
     await supervisor.nc.subscribe(SUBJECTS.mcp("demo.notes", "default", "sess"))
     for session in (gateway, supervisor):
-        await session.nc.flush()
+        await write_through.flush(session.nc)
     await gateway.nc.publish(c2s, b'{"jsonrpc": "2.0", "id": 1, "method": "ping"}')
     assert json.loads((await to_app.next_msg(timeout=2)).data)["method"] == "ping"
     await supervisor.nc.publish(s2c, b'{"jsonrpc": "2.0", "id": 1, "result": {}}')
@@ -66,7 +67,7 @@ async def test_the_gateway_serves_tool_calls(connect: Connect) -> None:
 
     await gateway.nc.subscribe(SUBJECTS.tool_call, queue="q", cb=answer)
     await gateway.nc.subscribe(SUBJECTS.mcp_all)  # every app's traffic is its to read
-    await gateway.nc.flush()
+    await write_through.flush(gateway.nc)
     await gateway.refused(SUBJECTS.mcp_all, action="subscription")
     operator = await connect("operator")
     reply = await request_until_answered(operator, SUBJECTS.tool_call, b"{}")
@@ -98,7 +99,7 @@ async def test_the_consumer_reads_events_and_publishes_nothing(connect: Connect)
     cjs = consumer.nc.jetstream(timeout=2)
     # A durable of its own, named with its prefix (the README's example).
     durable = await cjs.pull_subscribe(SUBJECTS.events_all, durable="consumer_my_app", stream="AMP_EVENTS")
-    await consumer.nc.flush()
+    await write_through.flush(consumer.nc)
     await bridge.nc.jetstream().publish(EVENT, b'{"n": 1}', headers={"Nats-Msg-Id": "e-1"})
     assert (await live.next_msg(timeout=2)).data == b'{"n": 1}'
     (stored,) = await durable.fetch(1, timeout=2)
@@ -178,7 +179,7 @@ async def test_an_operator_reply_travels_on_the_operator_inbox_that_only_the_ope
         await msg.respond(b'{"payload": {"status": "ok"}}')  # type: ignore[attr-defined]
 
     await gateway.nc.subscribe(SUBJECTS.operator_tool_call, cb=answer)
-    await gateway.nc.flush()
+    await write_through.flush(gateway.nc)
     operator = await connect("operator")
     reply = await request_until_answered(operator, SUBJECTS.operator_tool_call, b"{}")
     assert json.loads(reply.data) == {"payload": {"status": "ok"}}

@@ -18,6 +18,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from aurora_cli.commands.events import build_native_event
 from aurora_cli.devstack import NATS_USERS
+from shared import write_through
 from shared.admin import AdminRequestError, admin_request
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
@@ -137,7 +138,7 @@ async def test_an_event_runs_an_agent_whose_tool_call_reaches_the_app(stack: Sta
         seen.append({"subject": msg.subject, **json.loads(msg.data)})
 
     await consumer.nc.subscribe(SUBJECTS.events_all, cb=keep)
-    await consumer.nc.flush()
+    await write_through.flush(consumer.nc)
 
     # The operator's CLI sends a native event through the signal path (`aurora events emit`); it
     # is larger than the router's inline limit, so the runner reads it from the Object Store.

@@ -13,6 +13,7 @@ import msgspec
 import pytest
 from nats.aio.msg import Msg
 
+from shared import write_through
 from shared.admin import AdminRequestError
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
@@ -142,13 +143,13 @@ async def test_a_decision_is_published_before_its_answer_and_deciding_again_publ
             published.append(((msg.headers or {}).get("Nats-Msg-Id"), signal))
 
     sub = await pool.nc.subscribe(pool.subjects.signal("aurora.gateway", "platform_event"), cb=on_signal)
-    await pool.nc.flush()
+    await write_through.flush(pool.nc)
     await pool.admin("approvals", "grant", {"id": approval_id, "by": "tester"})
-    await pool.nc.flush()
+    await write_through.flush(pool.nc)
     assert [s["data"]["id"] for _, s in published] == [approval_id]
     with pytest.raises(AdminRequestError, match="already granted"):
         await pool.admin("approvals", "grant", {"id": approval_id, "by": "tester"})
-    await pool.nc.flush()
+    await write_through.flush(pool.nc)
     # Published again under the same id (the bridge keeps it once), one no app can predict: the
     # approval's public id and verb plus a tag made from its hidden salt.
     assert len(published) == 2 and published[0][0] == published[1][0]
@@ -156,7 +157,7 @@ async def test_a_decision_is_published_before_its_answer_and_deciding_again_publ
     assert "decision_salt" not in published[0][1]["data"]
     with pytest.raises(AdminRequestError, match="already granted"):
         await pool.admin("approvals", "deny", {"id": approval_id})
-    await pool.nc.flush()
+    await write_through.flush(pool.nc)
     assert len(published) == 2  # a contrary decision is refused and publishes nothing
     await sub.unsubscribe()
 
