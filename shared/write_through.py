@@ -99,16 +99,9 @@ def publish_soon(nc: NATS, subject: str, payload: bytes = b"", *, reply: str = "
 async def flush(nc: NATS, timeout: int = 10) -> None:
     """`nc.flush(timeout)` once everything sent before it is on its way, in order: when it returns,
     the server has every subscription and message that came before."""
-    transport = nc._transport
-    writer = transport._io_writer if isinstance(transport, TcpTransport) else None
     if nc._pending_data_size and nc.is_connected:
-        if writer is not None:
-            try:
-                writer.writelines(nc._pending)
-            except (OSError, RuntimeError):
-                pass  # the socket is going away: nats-py's flush says how that ends
-            else:
-                nc._pending, nc._pending_data_size = [], 0
+        if isinstance(nc._transport, TcpTransport):
+            _write_pending(nc, backlog=None)  # if the socket is going away, nats-py's flush says how that ends
         else:  # another transport: nats-py's flusher writes the buffer, and is waited for
             await nc._flush_pending(force_flush=True)
     await nc.flush(timeout)
@@ -119,19 +112,27 @@ def _flush(nc: NATS) -> None:
     _flush_scheduled.discard(nc)
     if not nc._pending_data_size or not nc.is_connected:
         return  # written already, or kept for nats-py to send once it has reconnected
-    transport = nc._transport
-    writer = transport._io_writer if isinstance(transport, TcpTransport) else None
-    if writer is not None and writer.transport.get_write_buffer_size() <= SOCKET_BACKLOG_BYTES:
-        try:
-            writer.writelines(nc._pending)
-        except (OSError, RuntimeError):
-            pass  # the socket is going away: left to nats-py's flusher, which says how that ends
-        else:
-            nc._pending, nc._pending_data_size = [], 0
-            return
+    if _write_pending(nc, backlog=SOCKET_BACKLOG_BYTES):
+        return
+    # The socket is backed up or going away: left to nats-py's flusher, which waits or says how that ends.
     flushes = nc._flush_queue
     if flushes is not None and flushes.empty():
         flushes.put_nowait(asyncio.get_running_loop().create_future())
+
+
+def _write_pending(nc: NATS, *, backlog: int | None) -> bool:
+    """Hand nats-py's pending buffer to the socket, unless more than `backlog` bytes (None: no
+    limit) already wait there unsent; True once written."""
+    transport = nc._transport
+    writer = transport._io_writer if isinstance(transport, TcpTransport) else None
+    if writer is None or (backlog is not None and writer.transport.get_write_buffer_size() > backlog):
+        return False
+    try:
+        writer.writelines(nc._pending)
+    except (OSError, RuntimeError):
+        return False  # the socket is going away
+    nc._pending, nc._pending_data_size = [], 0
+    return True
 
 
 def _header_block(headers: dict[str, str]) -> bytes | None:
