@@ -241,6 +241,26 @@ class Load:
                     done.add(n)
         return sorted(set(stored) - done)
 
+    async def told(self, stored: dict[int, list[str]], inputs: list[int]) -> list[str]:
+        """How each of `inputs` ended, as its task says: state, reason, and each step's outcome
+        (what a lost reply's report needs to be understood)."""
+        bucket = tasks_bucket(SUBJECTS).name
+        tasks = await _while_electing(lambda: self._tasks(bucket))
+        lines = []
+        for n in inputs:
+            for message_id in stored.get(n, []):
+                value = tasks.get(run_id_for(message_id, BINDING))
+                if value is None:
+                    lines.append(f"{n}: no task")
+                    continue
+                task = decode_task(value)
+                steps = ", ".join(f"{s.id}={s.classification or s.status}"
+                                  f"{f' ({s.error.code}: {s.error.message})' if s.error else ''}" for s in task.steps)
+                reason = task.transitions[-1].reason if task.transitions else None
+                lines.append(f"{n}: {task.state} by {task.runner} after {task.attempts} attempts ({reason}); "
+                             f"steps: {steps}")
+        return lines
+
     async def _tasks(self, bucket: str) -> dict[str, bytes]:
         return await read_all(await self.nc.jetstream().key_value(bucket))
 

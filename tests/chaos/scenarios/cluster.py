@@ -113,7 +113,8 @@ async def _loaded(workdir: Path, scale: float, name: str, faults: Faults, *, clu
             unfinished = await load.unfinished(stored)
             dead = stack.dead_services()
             problems = [
-                *([f"{len(lost)} acknowledged inputs got no reply: {lost[:8]}"] if lost else []),
+                *([f"{len(lost)} acknowledged inputs got no reply: {lost[:8]}, "
+                   f"their tasks: {await load.told(stored, lost[:4])}"] if lost else []),
                 *([f"{duplicated} duplicated replies"] if duplicated else []),
                 *([f"{len(unfinished)} acknowledged inputs have no terminal task: {unfinished[:8]}"]
                   if unfinished else []),
