@@ -100,3 +100,22 @@ def unheard_token(status: Msg) -> str | None:
     if (status.headers or {}).get(Header.STATUS) != NO_RESPONDERS_STATUS:
         return None
     return status.subject.rsplit(".", 1)[-1]
+
+
+# A copy of a request the gateway sent on an app's relay because no answer came: the header's
+# value is when the first was sent (epoch seconds). Copies are sent for `RESEND_WINDOW` seconds
+# after it (docs/design.md, "A call or an answer lost in flight is sent again").
+RESEND_HEADER = "Aurora-Resend"
+RESEND_WINDOW = 60.0
+
+
+def resend_of(headers: dict[str, str] | None) -> float | None:
+    """For a message on an app's relay: when the first of its copies was sent, if it is a copy
+    (a malformed stamp counts as long ago: such a copy is refused, never written twice)."""
+    stamp = headers.get(RESEND_HEADER) if headers else None
+    if stamp is None:
+        return None
+    try:
+        return float(stamp)
+    except ValueError:
+        return 0.0

@@ -7,7 +7,9 @@
   `STDOUT_BACKLOG_BYTES` wait, the pipe is not read, so an app that outpaces NATS is slowed
   down, never buffered without end. A line nats-server found no gateway for is sent again
   once one listens (`unheard`).
-- `…c2s`: each message is written to stdin followed by `\\n`, in arrival order.
+- `…c2s`: each message is written to stdin followed by `\\n`, in arrival order; the copies the
+  gateway sends of a call whose answer it has not had are written once, and answered again
+  once the app answered (`relayed`).
 - stderr: each line goes into the supervisor's JSON logs with the app's name, from the pipe's
   callback as well; the last lines are kept for the health record's `last_error`.
 
@@ -34,9 +36,10 @@ from nats.errors import Error as NatsError
 
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.framing import LineSplitter, Oversized, to_stdin_line
+from services.app_supervisor.relayed import Copy, RelayedCalls
 from services.app_supervisor.unheard import Resender, is_initialize
 from shared import tracing, write_through
-from shared.bus import is_jetstream_delivery
+from shared.bus import is_jetstream_delivery, resend_of
 from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -135,6 +138,7 @@ class AppProcess:
         self._c2s = subjects.mcp(spec.app_id, spec.instance, "c2s")
         self._s2c = subjects.mcp(spec.app_id, spec.instance, "s2c")
         self._resender = Resender(nc, self._s2c, spec.name)
+        self._relayed = RelayedCalls()
         self._proc: asyncio.subprocess.Process | None = None
         self._protocol: _ExitAwareProtocol | None = None
         self._sub: Subscription | None = None
@@ -276,13 +280,19 @@ class AppProcess:
             log.error("c2s message dropped: not one JSON-RPC message", app=self._spec.name,
                       size=len(msg.data))
             return
-        if is_initialize(line):  # a new session: the previous one's unheard answers are not its own
-            self._resender.forget()
         unread = stdin.transport.get_write_buffer_size()
         if unread + len(line) > STDIN_BACKLOG_BYTES:
             log.error("c2s message dropped: the app is not reading its stdin", app=self._spec.name,
                       generation=self.generation, size=len(line), unread_bytes=unread)
             return
+        if is_initialize(line):  # a new session: the previous one's unheard answers are not its own
+            self._resender.forget()
+            self._relayed.session_began(msg.reply)
+        elif msg.reply:
+            if not self._first_copy(msg):
+                return
+        else:
+            self._relayed.cancelled(line)
         incoming = tracing.headers_trace(msg.headers)
         if incoming is None:  # not part of a traced call (the SDK's own traffic, or tracing off)
             self._write(stdin, line)
@@ -291,6 +301,21 @@ class AppProcess:
                 **messaging("process", msg.subject), "aurora.app": self._spec.app_id,
                 "aurora.app.generation": self.generation}):
             self._write(stdin, line)
+
+    def _first_copy(self, msg: Msg) -> bool:
+        """True: a request the app has not had, to write. A copy of one it had is answered
+        again if it answered already, else dropped; a copy that may have run elsewhere is refused."""
+        copy = self._relayed.request(msg.reply, resend_of(msg.headers))
+        if copy is Copy.WRITE:
+            return True
+        if isinstance(copy, bytes):
+            log.info("a call's answer sent again: the gateway did not get it", app=self._spec.name,
+                     generation=self.generation)
+            self._relay(copy)
+        elif copy is Copy.REFUSE:
+            log.warning("a copy of a call not written: it may have run in an earlier generation of the app, "
+                        "or it is older than its copies are kept", app=self._spec.name, generation=self.generation)
+        return False
 
     def _write(self, stdin: asyncio.StreamWriter, line: bytes) -> None:
         try:
@@ -321,6 +346,7 @@ class AppProcess:
             log.error("app message too large for NATS, dropped", app=self._spec.name, size=line.size,
                       max_payload=self._nc.max_payload, subject=self._s2c)
             return
+        self._relayed.answered(line)
         if not self._stdout_waiting and self._resender.publish_soon(line):
             return
         self._stdout_waiting.append(line)  # behind what waits already, or for NATS to take it

@@ -3,8 +3,12 @@ everything else in the network-cut scenario.
 
 `cut()` drops every open connection at once and from then on accepts new ones but forwards
 nothing (a peer's connect seems to work and then hears nothing, as across a dead link);
-`heal()` resets those and forwards new ones again. It runs its own event loop in a thread, so the scenario's loop and
-blocking calls do not slow it.
+`blackhole()` keeps the connections open and loses every byte both ways, as a node that dies
+while holding messages does (neither side hears of it); `heal()` resets those and forwards new
+ones again. What passed each way and what was lost is kept (`to_client`, `to_server`, `lost`,
+the last MiB of each), so a test can wait for a message to have gone through or been lost.
+
+It runs its own event loop in a thread, so the scenario's loop and blocking calls do not slow it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,10 @@ class TcpProxy:
         self.port = port or free_port(host)
         self.target_port = target_port
         self._cut = False
+        self._blackhole = False
+        self.to_client = bytearray()  # from the target, passed to whoever connected
+        self.to_server = bytearray()
+        self.lost = bytearray()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
@@ -58,10 +66,15 @@ class TcpProxy:
         self._cut = True
         self._call(self._close_all)
 
+    def blackhole(self) -> None:
+        """From now on every byte on the open connections is lost, and nobody is told."""
+        self._blackhole = True
+
     def heal(self) -> None:
         """Forward again. The connections made during the cut heard nothing and would wait for
         their own timeouts; they are reset, so that their peers connect again at once."""
         self._cut = False
+        self._blackhole = False
         self._call(self._close_all)
 
     def stop(self) -> None:
@@ -101,14 +114,19 @@ class TcpProxy:
             self._writers.discard(writer)
             return
         self._writers.add(up_writer)
-        await asyncio.gather(self._pipe(reader, up_writer), self._pipe(up_reader, writer))
+        await asyncio.gather(self._pipe(reader, up_writer, self.to_server),
+                             self._pipe(up_reader, writer, self.to_client))
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, passed: bytearray) -> None:
         try:
             while not reader.at_eof():
                 data = await reader.read(65536)
                 if not data or self._cut:
                     break
+                if self._blackhole:
+                    _keep(self.lost, data)
+                    continue
+                _keep(passed, data)
                 writer.write(data)
                 await writer.drain()
         except (ConnectionError, OSError):
@@ -117,3 +135,9 @@ class TcpProxy:
             self._writers.discard(writer)
             with contextlib.suppress(Exception):
                 writer.transport.abort()
+
+
+def _keep(record: bytearray, data: bytes, limit: int = 1024 * 1024) -> None:
+    record += data
+    if len(record) > limit:
+        del record[: len(record) - limit]

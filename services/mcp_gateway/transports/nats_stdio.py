@@ -16,7 +16,7 @@ from types import TracebackType
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
 from mcp.shared.message import SessionMessage
-from mcp_types import jsonrpc_message_adapter
+from mcp_types import JSONRPCRequest, jsonrpc_message_adapter
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
@@ -24,7 +24,7 @@ from nats.errors import Error as NatsError
 from services.mcp_gateway.transports.direct import DirectCalls
 from services.mcp_gateway.transports.streams import TransportStreams
 from shared import tracing, write_through
-from shared.bus import is_jetstream_delivery, unheard_token
+from shared.bus import RESEND_HEADER, is_jetstream_delivery, unheard_token
 from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -56,10 +56,13 @@ class NatsStdioTransport(AbstractAsyncContextManager[TransportStreams]):
         c2s = subjects.mcp(app_id, instance, "c2s")
         unheard = nc.new_inbox()  # `<inbox>.<request id>`: where nats-server says nobody listened
 
-        async def publish(data: bytes, request_id: str | None) -> None:
-            # The headers: the supervisor's relay span continues the call's.
+        async def publish(data: bytes, request_id: str | None, first_sent: float | None) -> None:
+            # The headers: the supervisor's relay span continues the call's; a copy says so.
+            headers = tracing.current_headers()
+            if first_sent is not None:
+                headers = {**(headers or {}), RESEND_HEADER: f"{first_sent:.3f}"}
             await write_through.publish(nc, c2s, data, reply=f"{unheard}.{request_id}" if request_id else "",
-                                        headers=tracing.current_headers())
+                                        headers=headers)
 
         self.direct = DirectCalls(publish)
         self._relay = _relay(nc, subjects, app_id, instance, self.direct, unheard)
@@ -72,6 +75,10 @@ class NatsStdioTransport(AbstractAsyncContextManager[TransportStreams]):
     ) -> bool | None:
         self.direct.close()
         return await self._relay.__aexit__(exc_type, exc, tb)
+
+
+def _is_initialize(message: SessionMessage) -> bool:
+    return isinstance(message.message, JSONRPCRequest) and message.message.method == "initialize"
 
 
 def nats_stdio_transport(nc: NATS, subjects: Subjects, app_id: str, instance: str) -> NatsStdioTransport:
@@ -168,7 +175,10 @@ async def _relay(
     async def pump_writes() -> None:
         async with write_reader:
             async for message in write_reader:
-                await nc.publish(c2s, serialize_message(message))
+                # The session's inbox goes with its `initialize`: the supervisor then knows the
+                # session began with this generation of the app, whose copies of calls it may write.
+                reply = f"{unheard}.initialize" if _is_initialize(message) else ""
+                await nc.publish(c2s, serialize_message(message), reply=reply)
             # No `nc.flush()` here: the connection outlives the transport, so its flusher sends
             # what is buffered anyway, and closing the transport cancels this task — a cancelled
             # flush makes nats-py's read loop die on the late PONG (InvalidStateError), leaving

@@ -24,6 +24,7 @@ from aurora_cli.localnats import LocalNats, free_port
 from tests.harness.clients import nats_client
 from tests.harness.ports import wait_listening
 from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.tcpproxy import TcpProxy
 from tests.integration.mcp_gateway.helpers import (
     BRIDGE,
     GATEWAY,
@@ -156,3 +157,12 @@ async def pnc(platform: Platform) -> AsyncIterator[NATS]:
     """A client of the shared platform's nats-server."""
     async with nats_client(platform.url) as client:
         yield client
+
+
+@pytest.fixture
+def nats_proxy(nats_url: str) -> Iterator[TcpProxy]:
+    """A proxy in front of the test's nats-server that can cut the network; asked for before
+    `stack`, so it outlives the processes connected through it (a gateway stopping tells NATS)."""
+    proxy = TcpProxy(int(nats_url.rsplit(":", 1)[1])).start()
+    yield proxy
+    proxy.stop()

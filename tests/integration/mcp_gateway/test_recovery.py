@@ -10,11 +10,9 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
@@ -215,15 +213,6 @@ async def test_a_platform_tools_call_keeps_the_callers_shorter_timeout(
     result = json.loads(reply.data)["payload"]
     assert result["status"] == "outcome_unknown" and result["error"]["code"] == "timeout", result
     assert "within 1s" in result["error"]["message"] and took < 2.5, (took, result)
-
-
-@pytest.fixture
-def nats_proxy(nats_url: str) -> Iterator[TcpProxy]:
-    """A proxy in front of the test's nats-server that can cut the network; asked for before
-    `stack`, so it outlives the processes connected through it (a gateway stopping tells NATS)."""
-    proxy = TcpProxy(int(nats_url.rsplit(":", 1)[1])).start()
-    yield proxy
-    proxy.stop()
 
 
 async def test_an_answer_the_app_gave_while_the_gateway_was_away_reaches_it_once_it_is_back(

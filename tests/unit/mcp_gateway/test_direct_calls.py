@@ -1,6 +1,6 @@
 """Tool calls the gateway writes on an app's relay itself: ids of its own, answers routed back,
 everything else left to the SDK, abandoned calls cancelled at the app, a closed relay fails
-what waits."""
+what waits, and a request still unanswered sent again for a while."""
 
 from __future__ import annotations
 
@@ -19,10 +19,22 @@ class Relay:
     def __init__(self) -> None:
         self.written: list[dict[str, Any]] = []
         self.request_ids: list[str | None] = []
+        self.first_sent: list[float | None] = []  # for a copy, when the first was sent
+        self._wrote = asyncio.Event()
 
-    async def publish(self, data: bytes, request_id: str | None) -> None:
+    async def publish(self, data: bytes, request_id: str | None, first_sent: float | None) -> None:
         self.written.append(json.loads(data))
         self.request_ids.append(request_id)
+        self.first_sent.append(first_sent)
+        self._wrote.set()
+
+    def copies(self, request_id: str) -> int:
+        return sum(1 for r, f in zip(self.request_ids, self.first_sent, strict=True) if r == request_id and f)
+
+    async def copied(self, request_id: str, at_least: int = 1) -> None:
+        while self.copies(request_id) < at_least:
+            self._wrote.clear()
+            await self._wrote.wait()
 
 
 def response(request_id: object, **body: object) -> bytes:
@@ -105,7 +117,7 @@ async def test_closing_the_relay_fails_waiting_calls_and_refuses_new_ones() -> N
 
 
 async def test_a_failed_write_leaves_nothing_pending() -> None:
-    async def broken(data: bytes, request_id: str | None) -> None:
+    async def broken(data: bytes, request_id: str | None, first_sent: float | None) -> None:
         raise OSError("connection closed")
 
     calls = DirectCalls(broken)
@@ -135,3 +147,63 @@ async def test_progress_is_left_to_the_sdk_when_the_session_takes_none() -> None
     await calls.send("tools/call", {"name": "echo"})
     note = b'{"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "t", "progress": 1}}'
     assert not calls.answer(note)
+
+
+FAST = {"resend_first": 0.01, "resend_last": 0.02}
+
+
+async def test_a_request_unanswered_is_sent_again_as_a_copy_until_its_answer_comes() -> None:
+    relay = Relay()
+    calls = DirectCalls(relay.publish, **FAST)
+    request_id, answer = await calls.send("tools/call", {"name": "write", "arguments": {"n": 1}})
+    await asyncio.wait_for(relay.copied(request_id, at_least=3), 5)
+    assert all(w == relay.written[0] for w in relay.written)  # the very same request each time
+    assert relay.first_sent[0] is None  # the first is no copy
+    assert len(set(relay.first_sent[1:])) == 1 and relay.first_sent[1] is not None  # each copy: when the first went
+
+    assert calls.answer(response(request_id, result={"content": []}))
+    assert answer.done()
+    copies = relay.copies(request_id)
+    other, _ = await calls.send("tools/call", {"name": "write"})
+    await asyncio.wait_for(relay.copied(other, at_least=3), 5)  # time enough for more copies of the first
+    assert relay.copies(request_id) == copies
+    assert calls.answer(response(request_id, result={}))  # a copy's late answer: ours, not the SDK's
+
+
+async def test_after_a_copy_went_out_nobody_listening_does_not_say_the_call_did_not_run() -> None:
+    relay = Relay()
+    calls = DirectCalls(relay.publish, **FAST)
+    request_id, answer = await calls.send("tools/call", {"name": "write"})
+    await asyncio.wait_for(relay.copied(request_id), 5)
+    assert not calls.unheard(request_id, "amp.mcp.app.main.c2s")  # an earlier one may have reached the app
+    assert not answer.done()
+    assert calls.answer(response(request_id, result={"content": []}))
+    assert answer.result().error is None
+
+
+async def test_copies_are_sent_only_within_the_window() -> None:
+    relay = Relay()
+    calls = DirectCalls(relay.publish, window=0.1, **FAST)
+    request_id, answer = await calls.send("tools/call", {"name": "slow"})
+    await asyncio.sleep(0.15)
+    copies = relay.copies(request_id)
+    assert 1 <= copies <= 10
+    other, _ = await calls.send("tools/call", {"name": "slow"})
+    await asyncio.wait_for(relay.copied(other, at_least=3), 5)  # time enough for more copies of the first
+    assert relay.copies(request_id) == copies and not answer.done()
+
+
+async def test_an_abandoned_or_closed_call_is_not_sent_again() -> None:
+    relay = Relay()
+    calls = DirectCalls(relay.publish, **FAST)
+    gone, _ = await calls.send("tools/call", {"name": "slow"})
+    await calls.abandon(gone, "no answer in time")
+    watched, _ = await calls.send("tools/call", {"name": "slow"})
+    await asyncio.wait_for(relay.copied(watched, at_least=3), 5)
+    assert relay.copies(gone) == 0
+    calls.close()
+    copies = relay.copies(watched)
+    elsewhere = Relay()
+    third, _ = await DirectCalls(elsewhere.publish, **FAST).send("tools/call", {"name": "slow"})
+    await asyncio.wait_for(elsewhere.copied(third, at_least=3), 5)  # time enough for more copies
+    assert relay.copies(watched) == copies

@@ -18,7 +18,7 @@ from services.mcp_gateway.transports.direct import DirectCalls
 from services.mcp_gateway.transports.nats_stdio import _FromApp
 
 
-async def _nothing(_: bytes, __: str | None) -> None:
+async def _nothing(_: bytes, __: str | None, ___: float | None) -> None:
     return None
 
 

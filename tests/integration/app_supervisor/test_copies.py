@@ -1,0 +1,112 @@
+"""The gateway's copies of a call, at the real supervisor with a real MCP app: a copy whose first
+was lost is written, a copy of an answered call gets the app's answer again and the app runs
+nothing twice, a copy of a call still running is dropped, and a copy from a session that did
+not begin with this generation of the app is refused."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from nats.aio.client import Client as NATS
+
+from shared.bus import RESEND_HEADER
+from shared.subjects import Subjects
+from tests.integration.app_supervisor.conftest import Spawn
+from tests.integration.app_supervisor.helpers import (
+    ECHO_APP,
+    INITIALIZED,
+    MODULE,
+    PYTHON,
+    Channels,
+    app_entry,
+    initialize,
+    log_records,
+    poll,
+    write_config,
+)
+
+APP = "test.echo"
+
+
+class Gateway:
+    """Writes on the relay as the gateway does: the session's inbox with its `initialize`, each
+    call with `<inbox>.<id>` as its reply subject, a copy with the resend header."""
+
+    def __init__(self, nc: NATS, subjects: Subjects, channels: Channels) -> None:
+        self.nc = nc
+        self.c2s = subjects.mcp(APP, "default", "c2s")
+        self.channels = channels
+        self.inbox = nc.new_inbox()
+
+    async def begin(self) -> None:
+        await self.nc.publish(self.c2s, initialize(1), reply=f"{self.inbox}.initialize")
+        await self.channels.wait(lambda: self.answers(1), what="the initialize answer")
+        await self.nc.publish(self.c2s, INITIALIZED)
+
+    async def call(self, request_id: str, tool: str, arguments: dict[str, Any], *,
+                   copy_of: float | None = None, inbox: str | None = None) -> None:
+        request = {"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                   "params": {"name": tool, "arguments": arguments}}
+        headers = {RESEND_HEADER: f"{copy_of:.3f}"} if copy_of is not None else None
+        await self.nc.publish(self.c2s, json.dumps(request).encode(), reply=f"{inbox or self.inbox}.{request_id}",
+                              headers=headers)
+
+    def answers(self, request_id: str | int) -> list[bytes]:
+        return [line for line in self.channels.replies() if json.loads(line).get("id") == request_id]
+
+    async def answered(self, request_id: str, count: int = 1) -> list[bytes]:
+        return await self.channels.wait(lambda: len(self.answers(request_id)) >= count and self.answers(request_id),
+                                        what=f"{count} answers to {request_id}")
+
+
+def increments(counter: Path, key: str) -> int:
+    lines = counter.read_text().splitlines() if counter.exists() else []
+    return sum(1 for line in lines if json.loads(line)["key"] == key)
+
+
+async def test_copies_of_a_call_make_it_run_once_and_answer_each_time(
+    nc: NATS, subjects: Subjects, spawn: Spawn, tmp_path: Path
+) -> None:
+    counter = tmp_path / "counter.jsonl"
+    config = write_config(tmp_path, {"echo": app_entry([PYTHON, str(ECHO_APP)], package=APP,
+                                                       mcp={"env": {"ECHO_COUNTER_FILE": str(counter)}})})
+    channels = await Channels(nc, subjects, APP).start()
+    supervisor = spawn(MODULE, AURORA_APPS_CONFIG=str(config))
+    await channels.wait_state("started", 1)
+    gateway = Gateway(nc, subjects, channels)
+    await gateway.begin()
+
+    # The first was lost on the way: its copy is the one the app gets.
+    await gateway.call("aurora-1", "counter_increment", {"key": "lost-request"}, copy_of=time.time() - 1)
+    first = await gateway.answered("aurora-1")
+    assert json.loads(first[0])["result"]["structuredContent"] == {"key": "lost-request", "count": 1}
+
+    # Its answer was lost on the way: a copy gets the same answer again; the app ran it once.
+    await gateway.call("aurora-1", "counter_increment", {"key": "lost-request"}, copy_of=time.time() - 2)
+    again = await gateway.answered("aurora-1", count=2)
+    assert again[0] == again[1]
+    assert increments(counter, "lost-request") == 1
+
+    # A copy while the app still works on the call: dropped, one answer.
+    await gateway.call("aurora-2", "slow", {"seconds": 0.5})
+    await gateway.call("aurora-2", "slow", {"seconds": 0.5}, copy_of=time.time())
+    # A copy from a session that began with another generation: never written.
+    await gateway.call("aurora-3", "counter_increment", {"key": "elsewhere"}, copy_of=time.time() - 1,
+                       inbox=nc.new_inbox())
+    await gateway.call("aurora-4", "counter_get", {"key": "elsewhere"})
+    counted = await gateway.answered("aurora-4")
+    assert json.loads(counted[0])["result"]["structuredContent"]["count"] == 0
+    await gateway.answered("aurora-2")
+    await gateway.call("aurora-5", "echo", {"value": "after"})  # c2s is taken in order: all before it is done
+    await gateway.answered("aurora-5")
+    assert len(gateway.answers("aurora-2")) == 1 and gateway.answers("aurora-3") == []
+
+    async def refused_copies() -> list[dict[str, Any]]:
+        return [r for r in log_records(supervisor.logs())
+                if r.get("msg", "").startswith("a copy of a call not written")]
+
+    refused = await poll(refused_copies, timeout=10, what="the refused copy in the supervisor's log")
+    assert refused[0]["app"] == "echo"
