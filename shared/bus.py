@@ -119,3 +119,9 @@ def resend_of(headers: dict[str, str] | None) -> float | None:
         return float(stamp)
     except ValueError:
         return 0.0
+
+
+# An app's notification the supervisor sends again until the gateway confirms its signal stored:
+# the value is the line's token. The gateway's confirmation is an empty message on the app's
+# `…c2s` with the same header (docs/design.md, "An app's event is confirmed once stored").
+RECEIPT_HEADER = "Aurora-Receipt"

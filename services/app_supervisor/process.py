@@ -6,7 +6,8 @@
   buffer full) wait in order for a task that publishes them through nats-py; while more than
   `STDOUT_BACKLOG_BYTES` wait, the pipe is not read, so an app that outpaces NATS is slowed
   down, never buffered without end. A line nats-server found no gateway for is sent again
-  once one listens (`unheard`).
+  once one listens (`unheard`); an event is sent again until the gateway confirms it stored
+  (`receipts`).
 - `…c2s`: each message is written to stdin followed by `\\n`, in arrival order; the copies the
   gateway sends of a call whose answer it has not had are written once, and answered again
   once the app answered (`relayed`).
@@ -36,10 +37,11 @@ from nats.errors import Error as NatsError
 
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.framing import LineSplitter, Oversized, to_stdin_line
+from services.app_supervisor.receipts import Receipts, wants_receipt
 from services.app_supervisor.relayed import Copy, RelayedCalls
 from services.app_supervisor.unheard import Resender, is_initialize
 from shared import tracing, write_through
-from shared.bus import is_jetstream_delivery, resend_of
+from shared.bus import RECEIPT_HEADER, is_jetstream_delivery, resend_of
 from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -139,12 +141,14 @@ class AppProcess:
         self._s2c = subjects.mcp(spec.app_id, spec.instance, "s2c")
         self._resender = Resender(nc, self._s2c, spec.name)
         self._relayed = RelayedCalls()
+        self._receipts = Receipts()
+        self._unconfirmed: asyncio.Task[None] | None = None  # sends again what waits for its receipt
         self._proc: asyncio.subprocess.Process | None = None
         self._protocol: _ExitAwareProtocol | None = None
         self._sub: Subscription | None = None
         limit = nc.max_payload if nc.max_payload > 0 else 1024 * 1024
         self._lines = {1: LineSplitter(limit), 2: LineSplitter(max(limit, 64 * 1024))}  # by fd
-        self._stdout_waiting: deque[bytes] = deque()  # lines nats-py has to take, in order
+        self._stdout_waiting: deque[tuple[bytes, dict[str, str] | None]] = deque()  # for nats-py, in order
         self._stdout_waiting_bytes = 0
         self._stdout_mover: asyncio.Task[None] | None = None
         self._stdout_closed = False
@@ -251,6 +255,11 @@ class AppProcess:
             task.cancel()
         if self._stdout_mover is not None:
             self._stdout_mover.cancel()
+        if self._unconfirmed is not None:  # no receipt can reach this generation once c2s is gone
+            self._unconfirmed.cancel()
+            if self._receipts.waiting:
+                log.warning("app exited with events not confirmed stored by a gateway", app=self._spec.name,
+                            generation=self.generation, events=self._receipts.waiting)
         await self._resender.stop()
         self._protocol.close_pipes()
         return code
@@ -270,6 +279,10 @@ class AppProcess:
         and said (an app that stopped reading its stdin), never a buffer growing without end."""
         if is_jetstream_delivery(msg.reply):
             return  # a stream replayed into the relay is not the gateway speaking
+        receipt = msg.headers.get(RECEIPT_HEADER) if msg.headers else None
+        if receipt is not None:  # the gateway stored an event of the app's: not for the app
+            self._receipts.confirmed(receipt)
+            return
         stdin = self._proc.stdin if self._proc is not None else None
         if stdin is None or not self._stdin_open:
             log.warning("message for an app whose stdin is closed dropped", app=self._spec.name,
@@ -341,15 +354,21 @@ class AppProcess:
         if not self._stdout_waiting:
             self._stdout_relayed.set()
 
-    def _relay(self, line: bytes | Oversized) -> None:
+    def _relay(self, line: bytes | Oversized, headers: dict[str, str] | None = None) -> None:
+        """A line for `…s2c`; `headers`: an event's receipt token when it is sent again."""
         if isinstance(line, Oversized):
             log.error("app message too large for NATS, dropped", app=self._spec.name, size=line.size,
                       max_payload=self._nc.max_payload, subject=self._s2c)
             return
         self._relayed.answered(line)
-        if not self._stdout_waiting and self._resender.publish_soon(line):
+        if headers is None and wants_receipt(line):
+            headers = {RECEIPT_HEADER: self._receipts.new(line)}
+            if self._unconfirmed is None or self._unconfirmed.done():
+                self._unconfirmed = asyncio.get_running_loop().create_task(
+                    self._send_unconfirmed(), name=f"unconfirmed {self._spec.name}#{self.generation}")
+        if not self._stdout_waiting and self._resender.publish_soon(line, headers):
             return
-        self._stdout_waiting.append(line)  # behind what waits already, or for NATS to take it
+        self._stdout_waiting.append((line, headers))  # behind what waits already, or for NATS to take it
         self._stdout_waiting_bytes += len(line)
         if self._stdout_waiting_bytes > STDOUT_BACKLOG_BYTES and not self._stdout_paused:
             self._read_stdout(False)
@@ -369,9 +388,9 @@ class AppProcess:
         """Publishes the lines that could not be queued at once, in order, through nats-py (which
         buffers while reconnecting, and waits while its buffer is full)."""
         while self._stdout_waiting:
-            line = self._stdout_waiting[0]  # left in place while it is sent: what comes meanwhile queues behind it
+            line, headers = self._stdout_waiting[0]  # left in place while sent: what comes meanwhile queues behind
             try:
-                await self._resender.publish(line)
+                await self._resender.publish(line, headers)
             except NatsError as exc:
                 log.error("relaying app message failed", app=self._spec.name, size=len(line), error=str(exc))
             self._stdout_waiting.popleft()
@@ -380,6 +399,23 @@ class AppProcess:
                 self._read_stdout(True)
         if self._stdout_closed:
             self._stdout_relayed.set()
+
+    async def _send_unconfirmed(self) -> None:
+        """Each event the gateway has not confirmed stored, sent again (with its token) until it
+        does or its patience ran out; while one waits."""
+        given_up = self._receipts.given_up
+        while (pause := self._receipts.next_due()) is not None:
+            await asyncio.sleep(pause)
+            again = self._receipts.due()
+            for token, line in again:
+                self._relay(line, {RECEIPT_HEADER: token})
+            if again:
+                log.warning("app events not yet confirmed stored by a gateway; sent again", app=self._spec.name,
+                            generation=self.generation, events=len(again))
+            if self._receipts.given_up > given_up:
+                log.error("app events never confirmed stored by a gateway; no longer sent", app=self._spec.name,
+                          generation=self.generation, events=self._receipts.given_up - given_up)
+                given_up = self._receipts.given_up
 
     def _log_stderr(self, line: bytes | Oversized) -> None:
         name = self._spec.name

@@ -72,6 +72,7 @@ def is_initialize(line: bytes) -> bool:
 class Line:
     data: bytes
     first_sent: float  # monotonic seconds when the app wrote it
+    headers: dict[str, str] | None = None  # an event's receipt token (`receipts`)
 
 
 class UnheardLines:
@@ -90,9 +91,9 @@ class UnheardLines:
         self._waiting_bytes = 0
         self.dropped = 0  # given up on: past their patience, or past the byte limit
 
-    def new(self, data: bytes) -> Line:
+    def new(self, data: bytes, headers: dict[str, str] | None = None) -> Line:
         """A line the app wrote just now."""
-        return Line(data, self._clock())
+        return Line(data, self._clock(), headers)
 
     def sent(self, line: Line) -> int:
         """Note a line about to be published (again); its number goes in its reply subject."""
@@ -157,19 +158,21 @@ class Resender:
     async def start(self) -> None:
         self._statuses = await subscribe_inline(self._nc, f"{self._inbox}.*", self._on_status)
 
-    def publish_soon(self, data: bytes) -> bool:
+    def publish_soon(self, data: bytes, headers: dict[str, str] | None = None) -> bool:
         """Queue a new line for the socket now (`write_through.publish_soon`), or behind the lines
         that wait to be sent again; False when nats-py has to take it (`publish`)."""
-        if self._held(data):
+        if self._held(data, headers):
             return True
-        return write_through.publish_soon(self._nc, self._subject, data, reply=self._reply(self._lines.new(data)))
+        return write_through.publish_soon(self._nc, self._subject, data,
+                                          reply=self._reply(self._lines.new(data, headers)), headers=headers)
 
-    async def publish(self, data: bytes) -> None:
+    async def publish(self, data: bytes, headers: dict[str, str] | None = None) -> None:
         """A new line through nats-py (which buffers while it reconnects), or behind the lines
         that wait to be sent again."""
-        if self._held(data):
+        if self._held(data, headers):
             return
-        await self._nc.publish(self._subject, data, reply=self._reply(self._lines.new(data)))
+        await self._nc.publish(self._subject, data, reply=self._reply(self._lines.new(data, headers)),
+                               headers=headers)
 
     def forget(self) -> None:
         dropped = self._lines.forget()
@@ -185,11 +188,11 @@ class Resender:
             with contextlib.suppress(NatsError):
                 await self._statuses.unsubscribe()
 
-    def _held(self, data: bytes) -> bool:
+    def _held(self, data: bytes, headers: dict[str, str] | None) -> bool:
         """Queued behind the lines that wait to be sent again, if any wait."""
         if not self._lines.waiting:
             return False
-        self._lines.hold(self._lines.new(data))
+        self._lines.hold(self._lines.new(data, headers))
         return True
 
     def _reply(self, line: Line) -> str:
@@ -215,7 +218,7 @@ class Resender:
             dropped_before = self._lines.dropped
             for line in self._lines.take():
                 try:
-                    await self._nc.publish(self._subject, line.data, reply=self._reply(line))
+                    await self._nc.publish(self._subject, line.data, reply=self._reply(line), headers=line.headers)
                 except NatsError as exc:
                     log.error("sending an app message again failed", app=self._app, error=str(exc))
             if self._lines.dropped > dropped_before:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from shared.clock import now_iso
 from shared.contracts.signals import (
+    PLUMBING_NOTIFICATIONS,
     LifecycleSignal,
     LifecycleState,
     ListChangedSignal,
@@ -20,20 +22,25 @@ LIST_CHANGED = {
     "notifications/resources/list_changed": "resources",
     "notifications/prompts/list_changed": "prompts",
 }
-# Protocol plumbing, not events: progress and cancellation belong to the request they concern.
-# The acknowledgement opening a 2026-07-28 `subscriptions/listen` stream is the stream's own.
-IGNORED = {"notifications/progress", "notifications/cancelled", "notifications/subscriptions/acknowledged"}
 NATIVE_EVENT = "aurora/event"
+_RECEIPT_NAMESPACE = uuid.UUID("0b6f4c1e-3d2a-4f59-8e71-5a9c2d4b7e13")
 
 
-def notification_signal(app_id: str, instance: str, method: str, params: dict[str, Any] | None) -> SignalBase | None:
+def receipt_signal_id(receipt: str) -> str:
+    """The signal id of an event the supervisor sends until it is confirmed stored: the same for
+    every copy, so JetStream keeps one (`Nats-Msg-Id`) and the bridge makes one event of it."""
+    return str(uuid.uuid5(_RECEIPT_NAMESPACE, receipt))
+
+
+def notification_signal(app_id: str, instance: str, method: str, params: dict[str, Any] | None,
+                        receipt: str | None = None) -> SignalBase | None:
     common: dict[str, Any] = {
-        "signal_id": new_signal_id(),
+        "signal_id": new_signal_id() if receipt is None else receipt_signal_id(receipt),
         "app": app_id,
         "instance": instance,
         "observed_at": now_iso(),
     }
-    if method in IGNORED:
+    if method in PLUMBING_NOTIFICATIONS:
         return None
     if method in LIST_CHANGED:
         return ListChangedSignal(**common, list=LIST_CHANGED[method])  # type: ignore[arg-type]

@@ -12,6 +12,9 @@ callback: no wake-up of the outbox's task per item, which a sequential tool call
 for its audit record (the task woke for the item, then again for its ack). Up to `window` such
 publishes are in flight; one whose ack fails or does not come within `ack_timeout` goes to the
 queue, where the task retries it as any other.
+
+An item may come with `done`, called once JetStream has stored it (an app's event whose
+supervisor waits for that confirmation); never for an item dropped.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ from shared.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.outbox")
 T = TypeVar("T")
+Done = Callable[[], None] | None
 
 
 class Outbox(Generic[T]):
@@ -36,11 +40,11 @@ class Outbox(Generic[T]):
         self._send = send
         self._send_now = send_now
         self._ack_timeout = ack_timeout
-        self._queue: asyncio.Queue[T] = asyncio.Queue(capacity)
+        self._queue: asyncio.Queue[tuple[T, Done]] = asyncio.Queue(capacity)
         self._task: asyncio.Task[None] | None = None
         self._working = False  # the task holds a batch (or retries one of its items)
-        # Published in `put`, waiting for their acks: future → (item, deadline), in send order.
-        self._in_flight: dict[asyncio.Future[Any], tuple[T, float]] = {}
+        # Published in `put`, waiting for their acks: future → (item, done, deadline), in send order.
+        self._in_flight: dict[asyncio.Future[Any], tuple[T, Done, float]] = {}
         self._quiet = asyncio.Event()  # nothing in flight
         self._quiet.set()
         self._sweep: asyncio.TimerHandle | None = None
@@ -50,7 +54,7 @@ class Outbox(Generic[T]):
         if self._task is None:
             self._task = asyncio.create_task(self._run(), name=f"gateway-outbox-{self._name}")
 
-    def put(self, item: T) -> None:
+    def put(self, item: T, done: Done = None) -> None:
         if (self._send_now is not None and self._task is not None and not self._working
                 and self._queue.empty() and len(self._in_flight) < self._window):
             try:
@@ -58,13 +62,13 @@ class Outbox(Generic[T]):
             except Exception:  # the task's `send` meets it again and retries it, saying why
                 ack = None
             if ack is not None:
-                self._track(item, ack)
+                self._track(item, done, ack)
                 return
-        self._enqueue(item)
+        self._enqueue(item, done)
 
-    def _enqueue(self, item: T) -> None:
+    def _enqueue(self, item: T, done: Done) -> None:
         try:
-            self._queue.put_nowait(item)
+            self._queue.put_nowait((item, done))
         except asyncio.QueueFull:
             self.dropped += 1
             log.error("outbox full; item dropped", outbox=self._name, dropped=self.dropped)
@@ -100,9 +104,9 @@ class Outbox(Generic[T]):
             if not self._in_flight:
                 return
 
-    def _track(self, item: T, ack: asyncio.Future[Any]) -> None:
+    def _track(self, item: T, done: Done, ack: asyncio.Future[Any]) -> None:
         loop = asyncio.get_running_loop()
-        self._in_flight[ack] = (item, loop.time() + self._ack_timeout)
+        self._in_flight[ack] = (item, done, loop.time() + self._ack_timeout)
         self._quiet.clear()
         ack.add_done_callback(self._settled)
         if self._sweep is None:
@@ -112,10 +116,13 @@ class Outbox(Generic[T]):
         entry = self._in_flight.get(ack)
         if entry is None:
             return
+        item, done, _ = entry
         error = _failure(ack)
         if error is not None:
             log.warning("outbox publish failed; retrying", outbox=self._name, error=str(error))
-            self._enqueue(entry[0])
+            self._enqueue(item, done)
+        elif done is not None:
+            done()
         del self._in_flight[ack]
         if not self._in_flight:
             self._quiet.set()
@@ -125,7 +132,7 @@ class Outbox(Generic[T]):
         them, set again for the oldest one left."""
         self._sweep = None
         now = asyncio.get_running_loop().time()
-        for ack, (_, deadline) in list(self._in_flight.items()):
+        for ack, (_, _, deadline) in list(self._in_flight.items()):
             if deadline > now:
                 self._sweep = asyncio.get_running_loop().call_later(deadline - now, self._expire)
                 return
@@ -140,7 +147,7 @@ class Outbox(Generic[T]):
             while len(batch) < self._window and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
             acks: list[asyncio.Future[Any] | Exception] = []
-            for item in batch:
+            for item, _ in batch:
                 try:
                     acks.append(await self._send(item))
                 except Exception as exc:
@@ -148,10 +155,12 @@ class Outbox(Generic[T]):
             pending = [ack for ack in acks if isinstance(ack, asyncio.Future)]
             if pending:
                 await asyncio.wait(pending, timeout=self._ack_timeout)
-            for item, ack in zip(batch, acks, strict=True):
+            for (item, done), ack in zip(batch, acks, strict=True):
                 error = _failure(ack)
                 if error is not None:
                     await self._retry(item, error)
+                if done is not None:
+                    done()
                 self._queue.task_done()
             self._working = False
 

@@ -67,7 +67,8 @@ class SessionListener(Protocol):
 
     async def tools_listed(self, session: AppSession, tools: list[types.Tool]) -> None: ...
 
-    async def notification(self, session: AppSession, method: str, params: dict[str, Any] | None) -> None: ...
+    async def notification(self, session: AppSession, method: str, params: dict[str, Any] | None,
+                           receipt: str | None = None) -> None: ...
 
     async def initialize_refused(self, session: AppSession, reason: str) -> None: ...
 
@@ -179,12 +180,12 @@ class AppSession:
         await self._set_status("closed", "gateway stopped")
 
     async def _connect_and_serve(self, attempt: _Attempt, stop: asyncio.Event) -> bool:
-        async def on_notification(method: str, params: dict[str, Any] | None) -> None:
+        async def on_notification(method: str, params: dict[str, Any] | None, receipt: str | None) -> None:
             if method == "notifications/tools/list_changed":
                 self._schedule_refresh()
             if self._callbacks is not None:
                 self._callbacks.notified(method, params)
-            await self._listener.notification(self, method, params)
+            await self._listener.notification(self, method, params, receipt)
 
         timeout = self.app.mcp.health_timeout_seconds
         transport = self._transport()

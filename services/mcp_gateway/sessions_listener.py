@@ -6,6 +6,7 @@ or renew a session's connection attempt."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -23,7 +24,7 @@ from services.mcp_gateway.session import AppSession
 from services.mcp_gateway.status import session_health
 from shared import tracing, write_through
 from shared.appconfig import AppConfig
-from shared.bus import is_jetstream_delivery
+from shared.bus import RECEIPT_HEADER, is_jetstream_delivery
 from shared.clock import now_iso
 from shared.contracts import mcp_relay
 from shared.contracts.health import SessionStatus, session_key
@@ -97,9 +98,15 @@ class SessionsListener:
         if session.status == "connected":
             await self._write_health(session)
 
-    async def notification(self, session: AppSession, method: str, params: dict[str, Any] | None) -> None:
-        signal = notification_signal(session.app.app_id, session.app.instance, method, params)
+    async def notification(self, session: AppSession, method: str, params: dict[str, Any] | None,
+                           receipt: str | None = None) -> None:
+        """`receipt`: the supervisor waits for this event to be confirmed stored (its token)."""
+        app = session.app
+        signal = notification_signal(app.app_id, app.instance, method, params, receipt)
+        confirm = None if receipt is None else functools.partial(self._confirm, app.app_id, app.instance, receipt)
         if signal is None:
+            if confirm is not None:  # nothing to store: the supervisor need not send it again
+                confirm()
             return
         # Where an app's event enters the platform: the first span of the trace it starts.
         with tracing.handling(f"{method} {session.app.app_id}", None, attributes={
@@ -107,7 +114,16 @@ class SessionsListener:
                 "aurora.app.instance": session.app.instance, "aurora.signal.id": signal.signal_id}) as span:
             if span.trace is not None:
                 signal = msgspec.structs.replace(signal, trace=span.trace)
-        self._outbox.put(signal)
+        self._outbox.put(signal, confirm)
+
+    def _confirm(self, app_id: str, instance: str, receipt: str) -> None:
+        """Tell the app's supervisor its event is stored: an empty message with the token on
+        `…c2s` (not for the app). Lost, the event comes again and is confirmed again."""
+        c2s = self._subjects.mcp(app_id, instance, "c2s")
+        headers = {RECEIPT_HEADER: receipt}
+        if not write_through.publish_soon(self._nc, c2s, b"", headers=headers):
+            confirming = asyncio.ensure_future(self._nc.publish(c2s, b"", headers=headers))
+            confirming.add_done_callback(_quietly)
 
     async def session_problem(self, session: AppSession) -> None:
         await self._write_health(session)
@@ -176,3 +192,9 @@ def catalog_tool(app: AppConfig, tool: types.Tool) -> CatalogTool:
         annotations=annotations,
         side_effect=side_effect_of_annotations(annotations),
     )
+
+
+def _quietly(done: asyncio.Future[None]) -> None:
+    """A confirmation that could not be written: the supervisor sends the event again."""
+    if not done.cancelled() and done.exception() is not None:
+        log.debug("event confirmation not sent", error=str(done.exception()))

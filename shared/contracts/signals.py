@@ -90,6 +90,12 @@ class NativeEventSignal(SignalBase, frozen=True, kw_only=True, tag="native_event
 
 # Platform services name themselves `aurora.<service>`; only they may publish platform events,
 # and each only its own namespaces: a runner cannot announce an approval, nor the gateway a task.
+# An app's notifications that are protocol plumbing, not events: progress and cancellation
+# belong to the request they concern; the acknowledgement opening a 2026-07-28
+# `subscriptions/listen` stream is the stream's own. Every other notification becomes a signal.
+PLUMBING_NOTIFICATIONS = frozenset({"notifications/progress", "notifications/cancelled",
+                                    "notifications/subscriptions/acknowledged"})
+
 PLATFORM_APP_PREFIX = "aurora."
 GATEWAY_APP = "aurora.gateway"
 RUNNER_APP = "aurora.runner"

@@ -264,12 +264,18 @@ class Load:
     async def _tasks(self, bucket: str) -> dict[str, bytes]:
         return await read_all(await self.nc.jetstream().key_value(bucket))
 
+    def unstored(self, stored: dict[int, list[str]]) -> list[int]:
+        """Inputs the chat app took (its call answered `ok`, so it emitted the event) whose event
+        is not stored: an app's event lost on its way."""
+        return sorted(n for n, status in self.statuses.items() if status == "ok" and n not in stored)
+
     async def drain(self, timeout: float = 60.0) -> None:
-        """Until every stored input's task is terminal and nothing new was stored for a poll."""
+        """Until every input the app took is stored, every stored input's task is terminal, and
+        nothing new was stored for a poll."""
         deadline, previous = time.monotonic() + timeout, -1
         while time.monotonic() < deadline:
             stored = await self.stored()
-            if len(stored) == previous and not await self.unfinished(stored):
+            if len(stored) == previous and not self.unstored(stored) and not await self.unfinished(stored):
                 return
             previous = len(stored)
             await asyncio.sleep(1.0)

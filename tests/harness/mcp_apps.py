@@ -48,7 +48,7 @@ async def stdio_app(module: str, env: dict[str, str]) -> AsyncIterator[
     params = StdioServerParameters(command=sys.executable, args=["-m", module], env=env, cwd=str(REPO))
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](100)
 
-    async def observe(method: str, params: dict[str, Any] | None) -> None:
+    async def observe(method: str, params: dict[str, Any] | None, receipt: str | None) -> None:
         if method == "aurora/event":
             await send.send(params or {})
 

@@ -3,8 +3,8 @@ everything else in the network-cut scenario.
 
 `cut()` drops every open connection at once and from then on accepts new ones but forwards
 nothing (a peer's connect seems to work and then hears nothing, as across a dead link);
-`blackhole()` keeps the connections open and loses every byte both ways, as a node that dies
-while holding messages does (neither side hears of it); `heal()` resets those and forwards new
+`blackhole()` keeps the connections open and loses every byte (both ways, or one), as a node
+that dies while holding messages does (neither side hears of it); `heal()` resets those and forwards new
 ones again. What passed each way and what was lost is kept (`to_client`, `to_server`, `lost`,
 the last MiB of each), so a test can wait for a message to have gone through or been lost.
 
@@ -26,7 +26,7 @@ class TcpProxy:
         self.port = port or free_port(host)
         self.target_port = target_port
         self._cut = False
-        self._blackhole = False
+        self._losing: set[str] = set()  # the directions whose bytes are lost: to_client, to_server
         self.to_client = bytearray()  # from the target, passed to whoever connected
         self.to_server = bytearray()
         self.lost = bytearray()
@@ -66,15 +66,16 @@ class TcpProxy:
         self._cut = True
         self._call(self._close_all)
 
-    def blackhole(self) -> None:
-        """From now on every byte on the open connections is lost, and nobody is told."""
-        self._blackhole = True
+    def blackhole(self, *, to_server: bool = True, to_client: bool = True) -> None:
+        """From now on every byte on the open connections is lost (in the directions given), and
+        nobody is told."""
+        self._losing = {name for name, lose in (("to_server", to_server), ("to_client", to_client)) if lose}
 
     def heal(self) -> None:
         """Forward again. The connections made during the cut heard nothing and would wait for
         their own timeouts; they are reset, so that their peers connect again at once."""
         self._cut = False
-        self._blackhole = False
+        self._losing = set()
         self._call(self._close_all)
 
     def stop(self) -> None:
@@ -114,16 +115,16 @@ class TcpProxy:
             self._writers.discard(writer)
             return
         self._writers.add(up_writer)
-        await asyncio.gather(self._pipe(reader, up_writer, self.to_server),
-                             self._pipe(up_reader, writer, self.to_client))
+        await asyncio.gather(self._pipe(reader, up_writer, "to_server"), self._pipe(up_reader, writer, "to_client"))
 
-    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, passed: bytearray) -> None:
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, direction: str) -> None:
+        passed = self.to_server if direction == "to_server" else self.to_client
         try:
             while not reader.at_eof():
                 data = await reader.read(65536)
                 if not data or self._cut:
                     break
-                if self._blackhole:
+                if direction in self._losing:
                     _keep(self.lost, data)
                     continue
                 _keep(passed, data)

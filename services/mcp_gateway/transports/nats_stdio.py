@@ -11,6 +11,7 @@ import asyncio
 from collections import deque
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
+from dataclasses import dataclass
 from types import TracebackType
 
 import anyio
@@ -24,7 +25,7 @@ from nats.errors import Error as NatsError
 from services.mcp_gateway.transports.direct import DirectCalls
 from services.mcp_gateway.transports.streams import TransportStreams
 from shared import tracing, write_through
-from shared.bus import RESEND_HEADER, is_jetstream_delivery, unheard_token
+from shared.bus import RECEIPT_HEADER, RESEND_HEADER, is_jetstream_delivery, unheard_token
 from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -34,12 +35,21 @@ log = get_logger("aurora.mcp_gateway.nats_stdio")
 RELAY_BACKLOG = 20_000  # messages from one app waiting for its session to read them, at most
 
 
-def parse_message(data: bytes) -> SessionMessage | Exception:
+@dataclass
+class ReceiptedMessage(SessionMessage):
+    """An app's event the supervisor sends again until the gateway confirms it stored: `receipt`
+    is its token (`RECEIPT_HEADER`), for the signal's id and the confirmation."""
+
+    receipt: str | None = None
+
+
+def parse_message(data: bytes, receipt: str | None = None) -> SessionMessage | Exception:
     """One relayed stdout line → a SessionMessage, or the parse error as a value."""
     try:
-        return SessionMessage(jsonrpc_message_adapter.validate_json(data, by_name=False))
+        message = jsonrpc_message_adapter.validate_json(data, by_name=False)
     except ValueError as exc:
         return exc
+    return SessionMessage(message) if receipt is None else ReceiptedMessage(message, receipt=receipt)
 
 
 def serialize_message(message: SessionMessage) -> bytes:
@@ -104,34 +114,35 @@ class _FromApp:
         self._stream = stream
         self._app_id = app_id
         self._instance = instance
-        self._backlog: deque[bytes] = deque()
+        self._backlog: deque[tuple[bytes, str | None]] = deque()  # each with its receipt token, if any
         self._moving: asyncio.Task[None] | None = None
         self.dropped = 0
 
     def on_message(self, msg: Msg) -> None:
         if is_jetstream_delivery(msg.reply):
             return
-        if self._backlog or (self._moving is not None and not self._moving.done()) \
+        receipt = msg.headers.get(RECEIPT_HEADER) if msg.headers else None
+        if receipt is not None or self._backlog or (self._moving is not None and not self._moving.done()) \
                 or not self._direct.answer(msg.data):
-            self._wait(msg.data)
+            self._wait(msg.data, receipt)
 
-    def _wait(self, data: bytes) -> None:
+    def _wait(self, data: bytes, receipt: str | None = None) -> None:
         if len(self._backlog) >= RELAY_BACKLOG:
             if self.dropped == 0:
                 log.error("app messages dropped: its session reads slower than the app writes", app=self._app_id,
                           instance=self._instance, waiting=len(self._backlog))
             self.dropped += 1
             return
-        self._backlog.append(data)
+        self._backlog.append((data, receipt))
         if self._moving is None or self._moving.done():
             self._moving = asyncio.get_running_loop().create_task(self._move_on(), name=f"mcp-s2c-{self._app_id}")
 
     async def _move_on(self) -> None:
         try:
             while self._backlog:
-                data = self._backlog[0]  # left in place while it is sent: what arrives meanwhile queues behind it
-                if not self._direct.answer(data):
-                    await self._stream.send(parse_message(data))
+                data, receipt = self._backlog[0]  # left in place while sent: what arrives meanwhile queues behind
+                if receipt is not None or not self._direct.answer(data):
+                    await self._stream.send(parse_message(data, receipt))
                 self._backlog.popleft()
         except (anyio.ClosedResourceError, anyio.BrokenResourceError):
             self._backlog.clear()

@@ -1,7 +1,9 @@
 """A transport wrapper that shows every message the server sends to an observer first.
 
 The SDK drops notification methods it does not know; observing at the transport means
-vendor notifications and `aurora/event` are seen whatever the SDK does with them.
+vendor notifications and `aurora/event` are seen whatever the SDK does with them. A
+notification the supervisor wants confirmed once stored comes with its receipt token
+(`ReceiptedMessage`); the observer gets it, else None.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from shared.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.tap")
 
-NotificationObserver = Callable[[str, dict[str, Any] | None], Awaitable[None]]
+NotificationObserver = Callable[[str, dict[str, Any] | None, str | None], Awaitable[None]]
 
 
 @asynccontextmanager
@@ -39,7 +41,8 @@ async def tapped(
                 async for item in inner_read:
                     if isinstance(item, SessionMessage) and isinstance(item.message, JSONRPCNotification):
                         try:
-                            await on_notification(item.message.method, item.message.params)
+                            await on_notification(item.message.method, item.message.params,
+                                                  getattr(item, "receipt", None))
                         except Exception:
                             log.exception("notification observer failed", method=item.message.method)
                     elif isinstance(item, Exception) and on_unreadable is not None:

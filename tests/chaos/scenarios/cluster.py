@@ -2,9 +2,10 @@
 AMP_EVENTS SIGKILLed, a rolling restart of every node, the network to one node cut.
 
 Each holds the platform to the same account: nothing acknowledged is lost (every input stored
-in AMP_EVENTS gets its reply, counted at the chat app's log), nothing runs twice (no second
-reply to an input), every service carries on without a restart, and once the node is back every
-stream's replica on it is current (it caught up with its leader).
+in AMP_EVENTS gets its reply, counted at the chat app's log, and every input the chat app took
+is stored), nothing runs twice (no second reply to an input), every service carries on without
+a restart, and once the node is back every stream's replica on it is current (it caught up with
+its leader).
 """
 
 from __future__ import annotations
@@ -111,10 +112,12 @@ async def _loaded(workdir: Path, scale: float, name: str, faults: Faults, *, clu
             lost = sorted(n for n in stored if replies[n] == 0)
             duplicated = sum(count - 1 for count in replies.values() if count > 1)
             unfinished = await load.unfinished(stored)
+            unstored = load.unstored(stored)
             dead = stack.dead_services()
             problems = [
                 *([f"{len(lost)} acknowledged inputs got no reply: {lost[:8]}, "
                    f"their tasks: {await load.told(stored, lost[:4])}"] if lost else []),
+                *([f"{len(unstored)} inputs the app took were never stored: {unstored[:8]}"] if unstored else []),
                 *([f"{duplicated} duplicated replies"] if duplicated else []),
                 *([f"{len(unfinished)} acknowledged inputs have no terminal task: {unfinished[:8]}"]
                   if unfinished else []),

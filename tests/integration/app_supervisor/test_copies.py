@@ -1,7 +1,8 @@
 """The gateway's copies of a call, at the real supervisor with a real MCP app: a copy whose first
 was lost is written, a copy of an answered call gets the app's answer again and the app runs
 nothing twice, a copy of a call still running is dropped, and a copy from a session that did
-not begin with this generation of the app is refused."""
+not begin with this generation of the app is refused. And the other way: an app's event is sent
+again, with one token, until the gateway confirms it stored."""
 
 from __future__ import annotations
 
@@ -11,10 +12,12 @@ from pathlib import Path
 from typing import Any
 
 from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
 
-from shared.bus import RESEND_HEADER
+from shared import write_through
+from shared.bus import RECEIPT_HEADER, RESEND_HEADER
 from shared.subjects import Subjects
-from tests.integration.app_supervisor.conftest import Spawn
+from tests.integration.app_supervisor.conftest import Running, Spawn
 from tests.integration.app_supervisor.helpers import (
     ECHO_APP,
     INITIALIZED,
@@ -110,3 +113,31 @@ async def test_copies_of_a_call_make_it_run_once_and_answer_each_time(
 
     refused = await poll(refused_copies, timeout=10, what="the refused copy in the supervisor's log")
     assert refused[0]["app"] == "echo"
+
+
+async def test_an_app_event_is_sent_again_with_its_token_until_the_gateway_confirms_it(
+    nc: NATS, subjects: Subjects, relay: Running
+) -> None:
+    seen: list[tuple[bytes, str | None]] = []
+
+    async def on_s2c(msg: Msg) -> None:
+        seen.append((msg.data, (msg.headers or {}).get(RECEIPT_HEADER)))
+
+    await nc.subscribe(subjects.mcp("test.relay", "default", "s2c"), cb=on_s2c)
+    await write_through.flush(nc)
+    event = b'{"jsonrpc":"2.0","method":"aurora/event","params":{"payload":{"type":"thing.happened"}}}'
+    await relay.channels.send(event)  # the relay app writes back what it reads: an event of the app's
+
+    async def copies() -> list[str | None]:
+        tokens = [token for data, token in seen if data == event]
+        return tokens if len(tokens) >= 2 else []
+
+    first, again = (await poll(copies, timeout=10, what="the event sent again, unconfirmed"))[:2]
+    assert first is not None and first == again  # one token for every copy
+
+    c2s = subjects.mcp("test.relay", "default", "c2s")
+    await nc.publish(c2s, b"", headers={RECEIPT_HEADER: first})  # the gateway stored it
+    await relay.channels.send(b'{"after":"confirmed"}')
+    await relay.channels.wait(lambda: b'{"after":"confirmed"}' in relay.channels.replies(), what="the next line")
+    assert [data for data, token in seen if token is None and data != event] == [b'{"after":"confirmed"}']
+    assert not [r for r in log_records(relay.supervisor.logs()) if r.get("msg", "").startswith("c2s message dropped")]

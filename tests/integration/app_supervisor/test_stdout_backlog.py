@@ -104,7 +104,7 @@ async def test_an_app_that_outpaces_nats_is_left_unread_and_loses_nothing(
 
 async def test_a_line_that_comes_while_earlier_ones_wait_goes_behind_them(tmp_path: Path) -> None:
     async with relay_of(tmp_path, "order", (sys.executable,)) as relay:  # never started: fed by hand
-        relay.process._stdout_waiting.append(b'{"n":0}')  # as if NATS could not take it a moment ago
+        relay.process._stdout_waiting.append((b'{"n":0}', None))  # as if NATS could not take it a moment ago
         relay.process._stdout_waiting_bytes = 7
         relay.process._on_output(1, b'{"n":1}\n{"n":2}\n')  # NATS could take these now: they go behind it
 

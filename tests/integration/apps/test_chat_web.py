@@ -74,7 +74,7 @@ async def chat_web(tmp_path: Path, *, port: str = "0", initialize: bool = True,
     stderr_path = tmp_path / f"chat-stderr-{port}.log"
     send, receive = anyio.create_memory_object_stream[dict[str, Any]](100)
 
-    async def observe(method: str, params: dict[str, Any] | None) -> None:
+    async def observe(method: str, params: dict[str, Any] | None, receipt: str | None) -> None:
         if method == "aurora/event":
             await send.send(params or {})
 

@@ -39,7 +39,8 @@ class Recorder:
     async def tools_listed(self, session: AppSession, tools: list[types.Tool]) -> None:
         self.listings.append([t.name for t in tools])
 
-    async def notification(self, session: AppSession, method: str, params: dict[str, Any] | None) -> None:
+    async def notification(self, session: AppSession, method: str, params: dict[str, Any] | None,
+                           receipt: str | None = None) -> None:
         self.notifications.append((method, params))
 
     async def initialize_refused(self, session: AppSession, reason: str) -> None:

@@ -1,10 +1,12 @@
 """JetStream publishes acknowledged together (shared/acked_publish.py) and the gateway's outbox
 that sends through them: stored in order, errors as `js.publish` raises them, nothing lost
-while the stream is missing. Real nats-server."""
+while the stream is missing, and an item's `done` called once it is stored, never before.
+Real nats-server."""
 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Awaitable, Callable
 
 import pytest
@@ -57,14 +59,17 @@ async def test_the_outbox_keeps_what_it_could_not_store_until_the_stream_exists(
 
     outbox: Outbox[int] = Outbox("test", send, ack_timeout=2.0)
     outbox.start()
+    stored_said: list[int] = []
     for n in range(5):
-        outbox.put(n)
+        outbox.put(n, functools.partial(stored_said.append, n))
     await poll(retried, timeout=10, what="a failed publish retried")
+    assert stored_said == []  # tried, not stored: not said to be
     await js.add_stream(name="LATER", subjects=["later.>"])
     for n in range(5, 10):
-        outbox.put(n)
+        outbox.put(n, functools.partial(stored_said.append, n))
     await outbox.stop(timeout=20)
     assert outbox.dropped == 0
+    assert sorted(stored_said) == list(range(10))
     stored = [int((await js.get_msg("LATER", seq)).data) for seq in range(1, 11)]
     assert sorted(stored) == list(range(10))
     assert (await js.stream_info("LATER")).state.messages == 10
@@ -81,11 +86,13 @@ async def test_an_item_put_while_the_outbox_is_idle_is_published_in_put_and_sett
     send, send_now = _senders(acks, "now", through_the_task)
     outbox: Outbox[int] = Outbox("test", send, send_now=send_now, window=40)
     outbox.start()
+    stored_said: list[int] = []
     for n in range(50):
-        outbox.put(n)
+        outbox.put(n, functools.partial(stored_said.append, n))
     assert acks.in_flight == 40  # published right in `put`, up to the window; the rest queued for the task
     await outbox.stop(timeout=10)
     assert outbox.dropped == 0 and acks.in_flight == 0
+    assert sorted(stored_said) == list(range(50))
     assert through_the_task == list(range(40, 50))
     stored = [(await js.get_msg("NOW", seq)).data for seq in range(1, 52)]
     assert stored == [b"first", *(str(n).encode() for n in range(50))]
@@ -102,16 +109,18 @@ async def test_an_ack_that_never_comes_expires_and_its_item_is_retried_until_sto
     send, send_now = _senders(acks, "lost", attempts)
     outbox: Outbox[int] = Outbox("test", send, send_now=send_now, ack_timeout=0.5)
     outbox.start()
-    outbox.put(1)
+    stored_said: list[int] = []
+    outbox.put(1, functools.partial(stored_said.append, 1))
     assert acks.in_flight == 1 and attempts == []  # published in `put`, waiting for its ack
 
     async def retried() -> bool:
         return bool(attempts)
 
     await poll(retried, timeout=10, what="the item whose ack never came handed to the task")
+    assert stored_said == []
     await js.add_stream(name="LOST", subjects=["lost.>"])
     await outbox.stop(timeout=20)
-    assert outbox.dropped == 0
+    assert outbox.dropped == 0 and stored_said == [1]
     assert (await js.stream_info("LOST")).state.messages == 1
     assert (await js.get_msg("LOST", 1)).data == b"1"
     await listener.unsubscribe()

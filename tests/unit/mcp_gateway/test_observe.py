@@ -56,3 +56,14 @@ def test_a_lifecycle_signal_carries_state_reason_and_detail() -> None:
     assert isinstance(signal, LifecycleSignal)
     assert (signal.state, signal.reason, signal.detail) == (
         "init_failed", "initialize did not finish within 1s", {"transport": "stdio"})
+
+
+def test_an_event_sent_until_confirmed_has_one_signal_id_for_every_copy() -> None:
+    params = {"payload": {"type": "message.received"}}
+    copies = [notification_signal("test.chat", "default", "aurora/event", params, receipt="ab12.7") for _ in range(2)]
+    other = notification_signal("test.chat", "default", "aurora/event", params, receipt="ab12.8")
+    unconfirmed = [notification_signal("test.chat", "default", "aurora/event", params) for _ in range(2)]
+    assert copies[0] is not None and copies[1] is not None and other is not None
+    assert copies[0].signal_id == copies[1].signal_id != other.signal_id
+    assert unconfirmed[0] is not None and unconfirmed[1] is not None
+    assert unconfirmed[0].signal_id != unconfirmed[1].signal_id
