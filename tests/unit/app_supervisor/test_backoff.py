@@ -4,14 +4,7 @@ from __future__ import annotations
 
 from services.app_supervisor.backoff import GiveUp, Restart, RestartTracker
 from shared.appconfig import RestartPolicy
-
-
-class FakeClock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.harness.clock import ManualClock as FakeClock
 
 
 def tracker(**policy: float) -> tuple[RestartTracker, FakeClock]:

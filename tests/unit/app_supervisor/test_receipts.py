@@ -7,14 +7,7 @@ import json
 import pytest
 
 from services.app_supervisor.receipts import Receipts, wants_receipt
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.harness.clock import ManualClock as Clock
 
 
 def notification(method: str, **params: object) -> bytes:

@@ -7,17 +7,10 @@ import json
 
 from services.app_supervisor.relayed import Copy, RelayedCalls
 from shared.bus import RESEND_WINDOW
+from tests.harness.clock import ManualClock as Clock
 
 SESSION = "_INBOX_mcp-gateway.abc123"
 OTHER_SESSION = "_INBOX_mcp-gateway.def456"
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1_800_000_000.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def answer(request_id: str, **body: object) -> bytes:

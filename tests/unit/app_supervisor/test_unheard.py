@@ -3,14 +3,7 @@
 from __future__ import annotations
 
 from services.app_supervisor.unheard import UnheardLines, is_initialize
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
+from tests.harness.clock import ManualClock as Clock
 
 
 def test_a_line_nobody_heard_waits_in_the_order_the_503s_came_and_is_sent_again_once() -> None:
