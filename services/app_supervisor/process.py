@@ -133,7 +133,10 @@ class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
 class AppProcess:
     """Start with `start()`, await `wait()` for the exit code, end with `stop()`."""
 
-    def __init__(self, nc: NATS, subjects: Subjects, spec: LaunchSpec, generation: int) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, spec: LaunchSpec, generation: int, *,
+                 receipts: Receipts | None = None) -> None:
+        """`receipts`: the app's events not yet confirmed stored, shared by its generations (a
+        generation sends again what the one before it could not get confirmed)."""
         self._nc = nc
         self._spec = spec
         self.generation = generation
@@ -141,7 +144,7 @@ class AppProcess:
         self._s2c = subjects.mcp(spec.app_id, spec.instance, "s2c")
         self._resender = Resender(nc, self._s2c, spec.name)
         self._relayed = RelayedCalls()
-        self._receipts = Receipts()
+        self._receipts = receipts if receipts is not None else Receipts()
         self._unconfirmed: asyncio.Task[None] | None = None  # sends again what waits for its receipt
         self._proc: asyncio.subprocess.Process | None = None
         self._protocol: _ExitAwareProtocol | None = None
@@ -199,6 +202,8 @@ class AppProcess:
             raise OSError(f"cannot relay {self._c2s}: {exc}") from exc
         with contextlib.suppress(NatsError, asyncio.TimeoutError):
             await write_through.flush(self._nc, timeout=2)
+        if self._receipts.waiting:  # what the generation before could not get confirmed
+            self._send_unconfirmed_soon()
         return self._proc.pid
 
     async def wait(self) -> int:
@@ -258,8 +263,9 @@ class AppProcess:
         if self._unconfirmed is not None:  # no receipt can reach this generation once c2s is gone
             self._unconfirmed.cancel()
             if self._receipts.waiting:
-                log.warning("app exited with events not confirmed stored by a gateway", app=self._spec.name,
-                            generation=self.generation, events=self._receipts.waiting)
+                log.warning("app exited with events not yet confirmed stored by a gateway; its next "
+                            "generation sends them again", app=self._spec.name, generation=self.generation,
+                            events=self._receipts.waiting)
         await self._resender.stop()
         self._protocol.close_pipes()
         return code
@@ -363,9 +369,7 @@ class AppProcess:
         self._relayed.answered(line)
         if headers is None and wants_receipt(line):
             headers = {RECEIPT_HEADER: self._receipts.new(line)}
-            if self._unconfirmed is None or self._unconfirmed.done():
-                self._unconfirmed = asyncio.get_running_loop().create_task(
-                    self._send_unconfirmed(), name=f"unconfirmed {self._spec.name}#{self.generation}")
+            self._send_unconfirmed_soon()
         if not self._stdout_waiting and self._resender.publish_soon(line, headers):
             return
         self._stdout_waiting.append((line, headers))  # behind what waits already, or for NATS to take it
@@ -399,6 +403,11 @@ class AppProcess:
                 self._read_stdout(True)
         if self._stdout_closed:
             self._stdout_relayed.set()
+
+    def _send_unconfirmed_soon(self) -> None:
+        if self._unconfirmed is None or self._unconfirmed.done():
+            self._unconfirmed = asyncio.get_running_loop().create_task(
+                self._send_unconfirmed(), name=f"unconfirmed {self._spec.name}#{self.generation}")
 
     async def _send_unconfirmed(self) -> None:
         """Each event the gateway has not confirmed stored, sent again (with its token) until it

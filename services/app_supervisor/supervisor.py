@@ -18,6 +18,7 @@ from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.health import HealthStore
 from services.app_supervisor.keeper import AppKeeper
 from services.app_supervisor.process import AppProcess
+from services.app_supervisor.receipts import Receipts
 from services.app_supervisor.reporter import NatsReporter, Reporter
 from services.app_supervisor.sessions import SessionWatch
 from shared.appconfig import AppConfig
@@ -66,11 +67,15 @@ class Supervisor:
             )
             for app in apps
         ]
+        # Per app instance, across its generations: an event one generation wrote and no
+        # gateway confirmed yet is sent again by the next.
+        self._receipts: dict[tuple[str, str], Receipts] = {}
         self._started = False
         self._stopped = False
 
     def _new_process(self, spec: LaunchSpec, generation: int) -> AppProcess:
-        return AppProcess(self._nc, self._subjects, spec, generation)
+        receipts = self._receipts.setdefault((spec.app_id, spec.instance), Receipts())
+        return AppProcess(self._nc, self._subjects, spec, generation, receipts=receipts)
 
     async def start(self) -> None:
         if self._started:

@@ -2,7 +2,8 @@
 was lost is written, a copy of an answered call gets the app's answer again and the app runs
 nothing twice, a copy of a call still running is dropped, and a copy from a session that did
 not begin with this generation of the app is refused. And the other way: an app's event is sent
-again, with one token, until the gateway confirms it stored."""
+again, with one token, until the gateway confirms it stored, by the app's next generation if it
+exited first."""
 
 from __future__ import annotations
 
@@ -141,3 +142,28 @@ async def test_an_app_event_is_sent_again_with_its_token_until_the_gateway_confi
     await relay.channels.wait(lambda: b'{"after":"confirmed"}' in relay.channels.replies(), what="the next line")
     assert [data for data, token in seen if token is None and data != event] == [b'{"after":"confirmed"}']
     assert not [r for r in log_records(relay.supervisor.logs()) if r.get("msg", "").startswith("c2s message dropped")]
+
+
+async def test_an_event_not_confirmed_when_its_app_exited_is_sent_again_by_the_next_generation(
+    nc: NATS, subjects: Subjects, relay: Running
+) -> None:
+    seen: list[tuple[float, bytes, str | None]] = []
+
+    async def on_s2c(msg: Msg) -> None:
+        seen.append((time.monotonic(), msg.data, (msg.headers or {}).get(RECEIPT_HEADER)))
+
+    await nc.subscribe(subjects.mcp("test.relay", "default", "s2c"), cb=on_s2c)
+    await write_through.flush(nc)
+    event = b'{"jsonrpc":"2.0","method":"aurora/event","params":{"payload":{"type":"before.exit"}}}'
+    await relay.channels.send(event)
+    await relay.channels.wait(lambda: any(data == event for _, data, _ in seen), what="the event")
+    await relay.channels.send(b'{"exit": 3}')  # gone before any gateway confirmed the event
+    await relay.channels.wait_state("started", 2)
+    restarted = next(s.at for s in relay.channels.seen if s.channel == "proc" and isinstance(s.data, dict)
+                     and s.data["state"] == "started" and s.data["generation"] == 2)
+
+    async def sent_by_the_next() -> list[str | None]:
+        return [token for at, data, token in seen if data == event and at > restarted]
+
+    tokens = await poll(sent_by_the_next, timeout=15, what="the event sent again by generation 2")
+    assert tokens[0] == next(token for _, data, token in seen if data == event)  # the same event, the same token
