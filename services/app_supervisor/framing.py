@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+import msgspec
+
 NEWLINE = b"\n"
 
 
@@ -90,3 +92,22 @@ def to_stdin_line(data: bytes) -> bytes | None:
             return None
         body = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
     return body + NEWLINE
+
+
+class Head(msgspec.Struct):
+    """What kind of JSON-RPC message a line is: a response has an `id` and no `method`, a
+    notification a `method` and no `id`, a request both."""
+
+    id: str | int | None = None
+    method: str | None = None
+
+
+_decode_head = msgspec.json.Decoder(Head).decode
+
+
+def head_of(line: bytes) -> Head | None:
+    """The line's `id` and `method` (the rest is skipped, not decoded); None: not a JSON object."""
+    try:
+        return _decode_head(line)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None

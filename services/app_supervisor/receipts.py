@@ -22,8 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import msgspec
-
+from services.app_supervisor.framing import head_of
 from shared.contracts.signals import PLUMBING_NOTIFICATIONS
 
 # How long a line waits for its confirmation before it is sent again (then at pauses doubling
@@ -34,23 +33,13 @@ PATIENCE_SECONDS = 120.0
 WAITING_BYTES = 8 * 1024 * 1024
 
 
-class _Notification(msgspec.Struct):
-    method: str | None = None
-    id: object = None
-
-
-_decode = msgspec.json.Decoder(_Notification).decode
-
-
 def wants_receipt(line: bytes) -> bool:
     """A notification that becomes an event: not a response, not a request, not plumbing."""
     if b'"method"' not in line:  # the cheap test first: an answer to a call fails it
         return False
-    try:
-        message = _decode(line)
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return False
-    return message.method is not None and message.id is None and message.method not in PLUMBING_NOTIFICATIONS
+    message = head_of(line)
+    return (message is not None and message.method is not None and message.id is None
+            and message.method not in PLUMBING_NOTIFICATIONS)
 
 
 @dataclass

@@ -30,6 +30,7 @@ from enum import Enum
 
 import msgspec
 
+from services.app_supervisor.framing import head_of
 from shared.bus import RESEND_WINDOW
 
 # How long an answer is kept for a copy of its request: longer than copies are sent
@@ -51,17 +52,11 @@ class Copy(Enum):
     REFUSE = "refuse"  # a copy that may have run elsewhere (an earlier generation) or been forgotten
 
 
-class _Id(msgspec.Struct):
-    id: str | int | None = None
-    method: str | None = None
-
-
 class _Cancel(msgspec.Struct):
     method: str | None = None
     params: dict[str, object] | None = None
 
 
-_decode_id = msgspec.json.Decoder(_Id).decode
 _decode_cancel = msgspec.json.Decoder(_Cancel).decode
 
 
@@ -130,11 +125,8 @@ class RelayedCalls:
         """A line from the app's stdout: if it answers a request written here, it is kept."""
         if not self._waiting:
             return
-        try:
-            message = _decode_id(line)
-        except (msgspec.DecodeError, msgspec.ValidationError):
-            return
-        if message.method is not None or not isinstance(message.id, str):
+        message = head_of(line)
+        if message is None or message.method is not None or not isinstance(message.id, str):
             return  # a notification or a server request; the gateway's ids are strings
         self._settle(message.id, line)
 

@@ -119,11 +119,9 @@ class SessionsListener:
     def _confirm(self, app_id: str, instance: str, receipt: str) -> None:
         """Tell the app's supervisor its event is stored: an empty message with the token on
         `…c2s` (not for the app). Lost, the event comes again and is confirmed again."""
-        c2s = self._subjects.mcp(app_id, instance, "c2s")
-        headers = {RECEIPT_HEADER: receipt}
-        if not write_through.publish_soon(self._nc, c2s, b"", headers=headers):
-            confirming = asyncio.ensure_future(self._nc.publish(c2s, b"", headers=headers))
-            confirming.add_done_callback(_quietly)
+        confirming = asyncio.ensure_future(write_through.publish(
+            self._nc, self._subjects.mcp(app_id, instance, "c2s"), headers={RECEIPT_HEADER: receipt}))
+        confirming.add_done_callback(_quietly)
 
     async def session_problem(self, session: AppSession) -> None:
         await self._write_health(session)
