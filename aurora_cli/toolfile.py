@@ -7,6 +7,7 @@ system: assets                       # the HTTP system (created or updated by th
 package: demo.assets                 # tool prefix: demo.assets.search_assets
 base_url: ${AURORA_ASSETS_URL:-http://127.0.0.1:8766}
 spec: ../../apps/aurora_app_assets/openapi.yaml   # relative to this file, or an http(s) URL
+probe: {path: /healthz}              # optional: the system's health probe (method, interval_seconds, timeout_seconds)
 publish:                             # the reviewed tools; every other imported one stays a draft
   - tool: demo.assets.search_assets
     note: read-only; deviceName is the industrial system's device name
@@ -31,7 +32,7 @@ from pydantic import Field
 from shared.admin import admin_request
 from shared.appconfig import expand_env
 from shared.contracts.resource import ResourceModel, parse_resource
-from shared.contracts.system import SystemName
+from shared.contracts.system import ProbeConfig, SystemName
 from shared.errors import ConfigError
 from shared.resources import ResourceKind
 from shared.subjects import Subjects
@@ -49,6 +50,7 @@ class OpenApiImport(ResourceModel):
     base_url: Annotated[str, Field(min_length=1, max_length=2000)]
     spec: Annotated[str, Field(min_length=1, max_length=2000)]
     reviewed_by: Annotated[str, Field(min_length=1, max_length=128)] = "reviewer"
+    probe: ProbeConfig | None = None
     publish: tuple[ReviewedTool, ...] = ()
 
 
@@ -80,6 +82,8 @@ def import_body(doc: OpenApiImport, source: Path, env: dict[str, str] | None = N
     body: dict[str, Any] = {"name": doc.system, "base_url": base_url, "spec": doc.spec, "by": doc.reviewed_by}
     if doc.package is not None:
         body["package"] = doc.package
+    if doc.probe is not None:
+        body["probe"] = doc.probe.model_dump(mode="json")
     if not doc.spec.startswith(("http://", "https://")):
         path = (source.parent / doc.spec).resolve()
         try:

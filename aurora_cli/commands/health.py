@@ -168,15 +168,19 @@ def service_rows(stats: Iterable[dict[str, Any]], *, now: datetime) -> list[dict
 
 
 def _uptime(started: Any, now: datetime) -> float | None:
-    if not started:
+    at = _when(started)
+    return None if at is None else max((now - at).total_seconds(), 0.0)
+
+
+def _when(value: Any) -> datetime | None:
+    """An ISO 8601 time (naive: UTC), or None when there is none or it cannot be read."""
+    if not value:
         return None
     try:
-        at = datetime.fromisoformat(str(started).replace("Z", "+00:00"))
+        at = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
         return None
-    if at.tzinfo is None:
-        at = at.replace(tzinfo=UTC)
-    return max((now - at).total_seconds(), 0.0)
+    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def stream_rows(streams: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -206,9 +210,24 @@ def problems(report: dict[str, Any]) -> list[str]:
         if app.get("process") in DOWN_PROCESS:
             found.append(f"{where}: process {app['process']}" + _because(app.get("process_error")))
     for system in report["systems"]:
-        if system.get("enabled") and system.get("circuit") == "open":
+        if not system.get("enabled") or system.get("type", "http") != "http":
+            continue  # an MCP system is its app's session, above
+        if system.get("circuit") == "open":
             found.append(f"system {system['name']}: circuit open" + _because(system.get("last_error")))
+        elif system.get("health") == "down":
+            found.append(f"system {system['name']}: down" + _because(system.get("last_error")))
     return found
+
+
+def last_probe(system: dict[str, Any], now: datetime) -> str:
+    """When an HTTP system was last probed, as an age: 'off' when nothing probes it (its calls
+    alone judge it), 'not yet' before the first probe."""
+    if system.get("type") != "http":
+        return "-"
+    if not system.get("probe"):
+        return "off"
+    at = _when(system.get("last_probe"))
+    return "not yet" if at is None else f"{duration(max((now - at).total_seconds(), 0.0))} ago"
 
 
 def _because(error: Any) -> str:
@@ -224,9 +243,10 @@ def render(report: dict[str, Any]) -> Group:
     apps = table("apps", ["app", "instance", "session", "process", "restarts", "last error"], [
         [a["app"], a["instance"], a.get("session") or "-", a.get("process") or "-", a.get("restarts"),
          a.get("last_error")] for a in report["apps"]])
-    systems = table("systems", ["system", "type", "enabled", "health", "circuit", "last error"], [
+    now = _when(report.get("at")) or datetime.now(UTC)
+    systems = table("systems", ["system", "type", "enabled", "health", "circuit", "last probe", "last error"], [
         [s.get("name"), s.get("type"), "yes" if s.get("enabled") else "no", s.get("health") or "-",
-         s.get("circuit") or "-", s.get("last_error")] for s in report["systems"]])
+         s.get("circuit") or "-", last_probe(s, now), s.get("last_error")] for s in report["systems"]])
     streams = table("streams", ["stream", "messages", "consumers", "lag"], [
         [s["name"], s["messages"], s["consumers"], s["lag"]] for s in report["streams"]])
     parts: list[Any] = [services, apps, systems, streams]

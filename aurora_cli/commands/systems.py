@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from aurora_cli.commands.health import last_probe
 from aurora_cli.commands.pool_admin import admin_call, operator
 from aurora_cli.output import (
     EXIT_USAGE,
@@ -47,14 +49,14 @@ def systems(
     if json_output:
         print_json(rows)
         return
-    stdout.print(table("systems", ["name", "type", "enabled", "health", "circuit", "tools", "last error"],
-                       status_rows(rows)))
+    stdout.print(table("systems", ["name", "type", "enabled", "health", "circuit", "last probe", "tools",
+                                   "last error"], status_rows(rows, datetime.now(UTC))))
 
 
-def status_rows(systems: list[dict[str, Any]]) -> list[list[Any]]:
+def status_rows(systems: list[dict[str, Any]], now: datetime) -> list[list[Any]]:
     """One table row per system; a circuit the system does not have (an MCP app's) is '-'."""
     return [[s.get("name"), s.get("type"), "yes" if s.get("enabled") else "NO", s.get("health") or "-",
-             s.get("circuit") or "-", s.get("tools"),
+             s.get("circuit") or "-", last_probe(s, now), s.get("tools"),
              one_line(s.get("last_error"))] for s in systems]
 
 

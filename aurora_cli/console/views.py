@@ -8,13 +8,14 @@ as JSON that its script puts in place as text, never as markup.
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from functools import cache
 from typing import Any
 
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from aurora_cli.commands.health import duration
+from aurora_cli.commands.health import duration, last_probe
 from aurora_cli.commands.tasks import step_row
 
 DRY_RUN_EXAMPLE = json.dumps({"header": {"source": {"app": "im.polaris.qq", "instance": "default"}},
@@ -38,6 +39,11 @@ def clock(value: Any) -> str:
     return "" if not value else str(value)[:19].replace("T", " ")
 
 
+def probed(system: Any) -> str:
+    """When an HTTP system was last probed (an age), or why there is no probe to show."""
+    return last_probe(system, datetime.now(UTC)) if isinstance(system, dict) else "-"
+
+
 def target(value: Any) -> str:
     if not isinstance(value, dict) or not value.get("type"):
         return "-"
@@ -49,7 +55,7 @@ def environment() -> Environment:
     env = Environment(loader=PackageLoader("aurora_cli.console", "templates"),
                       autoescape=select_autoescape(default=True, default_for_string=True),
                       trim_blocks=True, lstrip_blocks=True)
-    env.filters.update(short=short, clock=clock, target=target, duration=duration)
+    env.filters.update(short=short, clock=clock, target=target, duration=duration, probed=probed)
     return env
 
 

@@ -1,5 +1,11 @@
 """HTTP systems at run time: every call through its system's circuit, probes feeding the same
-circuit, and each state change published as a `system.circuit_*` event."""
+circuit, and each state change published as a `system.circuit_*` event.
+
+A system's health is what was last seen of it, by a probe or by a call: `up` when it answered
+(below HTTP 500 for a probe, any answer for a call), `down` with the reason when it did not, and
+`unknown` until either has happened. A system without `probe:` is judged by its calls alone, so
+its status also says that nothing probes it (`probe: null`) and when a call last reached it.
+"""
 
 from __future__ import annotations
 
@@ -11,6 +17,7 @@ import httpx
 
 from services.mcp_gateway import classify
 from services.mcp_gateway.http import CircuitBreaker, HttpExecutor, Prober, Transition
+from shared.clock import now_iso
 from shared.contracts.system import AuthHeader, System
 from shared.contracts.toolcall import ToolCallResult
 from shared.contracts.tooldef import ToolDefinition
@@ -34,7 +41,9 @@ class HttpSystems:
         self._events = events
         self._clock = clock
         self._breakers: dict[str, CircuitBreaker] = {}
-        self._health: dict[str, tuple[bool, str | None]] = {}
+        self._health: dict[str, tuple[bool, str | None]] = {}  # the last seen, by a probe or a call
+        self._last_probe: dict[str, str] = {}
+        self._last_call: dict[str, str] = {}
         self._prober = Prober(
             client,
             lambda: [s for s in systems().values() if s.type == "http" and s.enabled and s.probe is not None],
@@ -97,25 +106,38 @@ class HttpSystems:
             system, tool, dict(arguments), idempotency_key=idempotency_key, timeout=timeout
         )
         if outcome.transport_failure:
+            self._seen(system.name, False, _error_of(outcome.result), self._last_call)
             self._publish(system, breaker.record_failure(self._clock()))
         elif outcome.sent:
+            self._seen(system.name, True, None, self._last_call)
             self._publish(system, breaker.record_success(self._clock()))
         return outcome.result
 
     async def _probed(self, system: System, alive: bool, reason: str | None) -> None:
-        self._health[system.name] = (alive, reason)
+        self._seen(system.name, alive, reason, self._last_probe)
         breaker = self.breaker(system)
         transition = breaker.record_success(self._clock()) if alive else breaker.record_failure(self._clock())
         self._publish(system, transition)
 
+    def _seen(self, name: str, alive: bool, reason: str | None, when: dict[str, str]) -> None:
+        self._health[name] = (alive, reason)
+        when[name] = now_iso()
+
     def status(self, system_name: str) -> dict[str, Any]:
+        """Health, circuit and when the system was last probed and last called (None: never)."""
         breaker = self._breakers.get(system_name)
         alive, reason = self._health.get(system_name, (None, None))
+        system = self._systems().get(system_name)
+        probe = system.probe if system is not None else None
         return {
             "health": "unknown" if alive is None else ("up" if alive else "down"),
             "circuit": breaker.state if breaker else "closed",
             "failures": breaker.snapshot().failures if breaker else 0,
             "last_error": reason,
+            "probe": (f"{probe.method} {probe.path} every {probe.interval_seconds:g}s"
+                      if probe is not None else None),
+            "last_probe": self._last_probe.get(system_name),
+            "last_call": self._last_call.get(system_name),
         }
 
     def _publish(self, system: System, transition: Transition | None) -> None:
@@ -127,3 +149,7 @@ class HttpSystems:
             f"circuit of {system.name} {old} → {new}",
             {"system": system.name, "from": old, "to": new, **self.status(system.name)},
         )
+
+
+def _error_of(result: ToolCallResult) -> str | None:
+    return result.error.message if result.error is not None else result.status

@@ -54,8 +54,9 @@ class StatusViews:
     def health(self, session: AppSession) -> SessionHealth:
         return session_health(session, self._catalog, self._catalog_errors.get(session.key) or [])
 
-    def system_status(self, system: System) -> dict[str, Any]:
-        """A system as `aurora systems` shows it: settings, health and circuit."""
+    def system_status(self, system: System, *, published: int = 0) -> dict[str, Any]:
+        """A system as `aurora systems` shows it: settings, health, circuit and its tools (an
+        app's: those its session offers now; an HTTP system's: the `published` ones)."""
         view: dict[str, Any] = {"name": system.name, "type": system.type, "enabled": system.enabled,
                                 "base_url": system.base_url}
         if system.type == "mcp":
@@ -65,4 +66,5 @@ class StatusViews:
             view["tools"] = len(self._catalog.tools(system.name))
         else:
             view.update(self._http.status(system.name))
+            view["tools"] = published
         return view

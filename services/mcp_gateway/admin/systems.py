@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any
+
+from pydantic import ValidationError
 
 from services.mcp_gateway.admin.fields import Endpoints, text_field
 from services.mcp_gateway.http import OpenApiError, plan_merge
@@ -12,7 +15,8 @@ from services.mcp_gateway.pool.registry import PoolError, ToolPool
 from services.mcp_gateway.status import StatusViews
 from shared.admin import AdminRequestError
 from shared.clock import now_iso
-from shared.contracts.system import OpenApiSource, System
+from shared.contracts.system import OpenApiSource, ProbeConfig, System
+from shared.contracts.validation import problems_of
 from shared.people import current_caller
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_named
@@ -52,6 +56,7 @@ def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: Statu
         document = body.get("document")
         if document is not None and not isinstance(document, str):
             raise AdminRequestError("invalid_request", "field 'document' must be the document's text (a string)")
+        probe = _probe(body.get("probe"))
         try:
             result = await importer.run(spec, document, system=name, now=now_iso(), by=by,
                                         package=text_field(body, "package", required=False) or name)
@@ -60,9 +65,10 @@ def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: Statu
         existing = pool.systems.get(name)
         if existing is not None and existing.type != "http":
             raise AdminRequestError("conflict", f"system {name!r} is an {existing.type} system")
-        system = (existing or System(name=name, base_url=base_url)).model_copy(
-            update={"base_url": base_url, "openapi": OpenApiSource(spec=spec, sent=document is not None)}
-        )
+        update: dict[str, Any] = {"base_url": base_url, "openapi": OpenApiSource(spec=spec, sent=document is not None)}
+        if probe is not None:  # not given: the system's probe (or none) stays as it is
+            update["probe"] = probe
+        system = (existing or System(name=name, base_url=base_url)).model_copy(update=update)
         await pool.put_system(system)
         outcome: dict[str, Any] = {
             "system": name,
@@ -89,7 +95,9 @@ def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: Statu
         return outcome
 
     async def status(_: dict[str, Any]) -> list[dict[str, Any]]:
-        return [status_views.system_status(system) for system in sorted(pool.systems.values(), key=lambda s: s.name)]
+        published = Counter(t.system for t in pool.tools.values() if t.state == "PUBLISHED")
+        return [status_views.system_status(system, published=published[system.name])
+                for system in sorted(pool.systems.values(), key=lambda s: s.name)]
 
     return {
         ("systems", "apply"): resources.apply,
@@ -100,3 +108,14 @@ def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: Statu
         ("systems", "status"): status,
         ("systems", "import_openapi"): import_openapi,
     }
+
+
+def _probe(value: Any) -> ProbeConfig | None:
+    """The import's `probe` (the system's health probe), checked as a System document's is."""
+    if value is None:
+        return None
+    try:
+        return ProbeConfig.model_validate(value)
+    except ValidationError as exc:
+        problems = "; ".join(f"{field}: {reason}" for field, reason in problems_of(exc))
+        raise AdminRequestError("invalid_request", f"field 'probe': {problems}") from exc

@@ -12,7 +12,9 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NATS
 
+from shared.admin import AdminRequestError
 from shared.subjects import Subjects
+from tests.harness.waiting import poll
 from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
 from tests.integration.tool_pool.conftest import Pool, gateway_with_orders
 
@@ -116,6 +118,9 @@ async def test_a_dead_system_opens_its_circuit_and_recovers(http_pool: Pool, ser
     port = server.port
     server.stop()
     first = await http_pool.call("orders.getDevice", {"id": 1})
+    down = {s["name"]: s for s in await http_pool.admin("systems", "status")}["orders"]
+    assert (down["health"], down["circuit"], down["probe"], down["last_probe"]) == ("down", "closed", None, None)
+    assert "could not be sent" in down["last_error"] and down["last_call"] is not None  # judged by its calls
     second = await http_pool.call("orders.getDevice", {"id": 1})
     assert first["status"] == second["status"] == "unavailable"
     blocked = await http_pool.call("orders.getDevice", {"id": 1})
@@ -129,5 +134,34 @@ async def test_a_dead_system_opens_its_circuit_and_recovers(http_pool: Pool, ser
         assert recovered["status"] == "ok", recovered
         status = {s["name"]: s for s in await http_pool.admin("systems", "status")}
         assert status["orders"]["circuit"] == "closed"
+        assert (status["orders"]["health"], status["orders"]["last_error"]) == ("up", None)
+        assert status["orders"]["last_call"] > down["last_call"]
     finally:
         revived.stop()
+
+
+async def test_an_imported_probe_shows_when_it_last_ran_and_what_it_saw(http_pool: Pool, tmp_path: Path,
+                                                                        server: RecordingServer) -> None:
+    with pytest.raises(AdminRequestError, match="field 'probe': interval_seconds: Input should be greater than 0"):
+        await http_pool.admin("systems", "import_openapi", {
+            "name": "orders", "base_url": server.url, "spec": str(tmp_path / "orders.yaml"),
+            "probe": {"path": "/healthz", "interval_seconds": 0}})
+    await http_pool.admin("systems", "import_openapi", {
+        "name": "orders", "base_url": server.url, "spec": str(tmp_path / "orders.yaml"),
+        "probe": {"path": "/healthz", "interval_seconds": 0.2}})
+
+    async def status(*, health: str) -> dict[str, Any] | None:
+        orders = {s["name"]: s for s in await http_pool.admin("systems", "status")}["orders"]
+        return orders if orders["health"] == health and orders["last_probe"] else None
+
+    up = await poll(lambda: status(health="up"), timeout=10, what="the probe to see orders up")
+    assert up["probe"] == "GET /healthz every 0.2s" and up["last_call"] is None
+    assert up["tools"] == 0  # both imported operations are drafts
+    await http_pool.admin("tools", "review", {"name": "orders.getDevice"})
+    await http_pool.admin("tools", "publish", {"name": "orders.getDevice"})
+    assert {s["name"]: s for s in await http_pool.admin("systems", "status")}["orders"]["tools"] == 1
+    assert any(r.path == "/healthz" for r in server.requests)
+    server.stop()
+    down = await poll(lambda: status(health="down"), timeout=10, what="the probe to see orders down")
+    assert "ConnectError" in down["last_error"] and "/healthz" in down["last_error"], down
+    assert down["last_probe"] > up["last_probe"]

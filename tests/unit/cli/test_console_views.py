@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -173,3 +174,17 @@ def test_the_page_loads_nothing_from_elsewhere() -> None:
         text = path.read_text(encoding="utf-8")
         assert not re.search(r"(https?:)?//[a-z0-9.-]+\.[a-z]{2,}", text, re.I), path
         assert "@import" not in text and "<script>" not in text, path  # no inline script (the CSP forbids it)
+
+
+def test_systems_show_when_each_http_system_was_last_probed() -> None:
+    just_now = datetime.now(UTC).isoformat()
+    html = str(views.part("systems", [
+        {"name": "assets", "type": "http", "enabled": True, "health": "up", "circuit": "closed",
+         "probe": "GET /healthz every 15s", "last_probe": just_now},
+        {"name": "crm", "type": "http", "enabled": True, "health": "unknown", "circuit": "closed", "probe": None},
+        {"name": "im.polaris.qq", "type": "mcp", "enabled": True, "health": "connected", "tools": 9},
+    ], None))
+    rows = {row.split('"')[0]: row for row in html.split('data-system="')[1:]}
+    assert "<td>0s ago</td>" in rows["assets"] or "<td>1s ago</td>" in rows["assets"], rows["assets"]
+    assert "<td>off</td>" in rows["crm"]
+    assert "<td>closed</td>" not in rows["im.polaris.qq"] and "<td>-</td>" in rows["im.polaris.qq"]

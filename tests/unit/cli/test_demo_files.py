@@ -66,6 +66,16 @@ def test_the_base_url_comes_from_the_environment_and_the_spec_from_beside_the_fi
         toolfile.import_body(doc, source, env={"ASSETS": "ftp://x"})
     with pytest.raises(toolfile.ToolFileError, match="cannot read"):
         toolfile.import_body(doc.model_copy(update={"spec": "missing.yaml"}), source, env={})
+    assert "probe" not in body  # none given: the system's probe stays as it is
+
+
+def test_the_demo_asset_register_is_probed_and_a_bad_probe_is_named() -> None:
+    doc = toolfile.parse(next(d.body for d in load_documents(DEMO_DIR) if d.kind.kind == "OpenApiImport"))
+    body = toolfile.import_body(doc, DEMO_DIR / "00-assets-tools.yml", env={})
+    assert body["probe"] == {"path": "/healthz", "method": "GET", "interval_seconds": 15.0, "timeout_seconds": 3.0}
+    with pytest.raises(ResourceError, match=r"probe\.method"):
+        toolfile.parse({"kind": "OpenApiImport", "system": "s", "base_url": "http://x", "spec": "x",
+                        "probe": {"method": "POST"}})
 
 
 def test_the_llm_variant_is_valid_and_not_applied_with_the_folder() -> None:

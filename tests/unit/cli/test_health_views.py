@@ -5,7 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from aurora_cli.commands.health import CORE_SERVICES, dead_letter_count, problems, service_rows, stream_rows
+from aurora_cli.commands.health import (
+    CORE_SERVICES,
+    dead_letter_count,
+    last_probe,
+    problems,
+    service_rows,
+    stream_rows,
+)
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 
@@ -62,13 +69,28 @@ def test_an_app_whose_session_or_process_is_down_is_named_with_its_error() -> No
     ]
 
 
-def test_an_open_circuit_of_an_enabled_system_is_down_and_a_disabled_one_is_not() -> None:
+def test_an_enabled_http_system_that_is_down_or_has_its_circuit_open_is_a_problem() -> None:
     report = _report(systems=[
-        {"name": "orders", "enabled": True, "circuit": "open", "last_error": "HTTP 503"},
-        {"name": "legacy", "enabled": False, "circuit": "open"},
-        {"name": "assets", "enabled": True, "circuit": "half_open"},
+        {"name": "orders", "type": "http", "enabled": True, "circuit": "open", "health": "down",
+         "last_error": "HTTP 503"},
+        {"name": "legacy", "type": "http", "enabled": False, "circuit": "open", "health": "down"},
+        {"name": "assets", "type": "http", "enabled": True, "circuit": "half_open", "health": "up"},
+        {"name": "crm", "type": "http", "enabled": True, "circuit": "closed", "health": "down",
+         "last_error": "ConnectError for http://crm/healthz"},
+        {"name": "billing", "type": "http", "enabled": True, "circuit": "closed", "health": "unknown"},
+        {"name": "im.polaris.qq", "type": "mcp", "enabled": True, "health": "unavailable"},  # its app's row says so
     ])
-    assert problems(report) == ["system orders: circuit open — HTTP 503"]
+    assert problems(report) == ["system orders: circuit open — HTTP 503",
+                                "system crm: down — ConnectError for http://crm/healthz"]
+
+
+def test_the_last_probe_is_an_age_or_says_why_there_is_none() -> None:
+    probed = {"type": "http", "probe": "GET /healthz every 15s"}
+    assert last_probe({**probed, "last_probe": (NOW - timedelta(seconds=75)).isoformat()}, NOW) == "1m15s ago"
+    assert last_probe({**probed, "last_probe": (NOW + timedelta(seconds=1)).isoformat()}, NOW) == "0s ago"
+    assert last_probe({**probed, "last_probe": None}, NOW) == "not yet"
+    assert last_probe({"type": "http", "probe": None}, NOW) == "off"
+    assert last_probe({"type": "mcp"}, NOW) == "-"
 
 
 def test_stream_lag_is_the_most_a_consumer_has_left_and_dead_letters_are_counted() -> None:

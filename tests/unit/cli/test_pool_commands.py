@@ -3,6 +3,7 @@ formats before anything is sent)."""
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -127,15 +128,22 @@ def test_lifecycle_commands_fail_in_one_line_without_nats(command: str) -> None:
 
 
 def test_status_rows() -> None:
+    now = datetime(2026, 12, 4, 12, 0, tzinfo=UTC)
     rows = status_rows([
         {"name": "im.polaris.qq", "type": "mcp", "enabled": True, "health": "connected", "tools": 8,
          "last_error": None},
         {"name": "petstore", "type": "http", "enabled": False, "health": "down", "circuit": "open",
-         "last_error": "ConnectError:\n  refused " + "x" * 100},
-    ])
-    assert rows[0] == ["im.polaris.qq", "mcp", "yes", "connected", "-", 8, None]
-    assert rows[1][:6] == ["petstore", "http", "NO", "down", "open", None]
-    assert "\n" not in rows[1][6] and len(rows[1][6]) == 80 and rows[1][6].endswith("…")
+         "probe": None, "last_error": "ConnectError:\n  refused " + "x" * 100},
+        {"name": "assets", "type": "http", "enabled": True, "health": "up", "circuit": "closed",
+         "probe": "GET /healthz every 15s", "last_probe": "2026-12-04T11:59:48+00:00"},
+        {"name": "crm", "type": "http", "enabled": True, "health": "unknown", "circuit": "closed",
+         "probe": "GET / every 15s", "last_probe": None},
+    ], now)
+    assert rows[0] == ["im.polaris.qq", "mcp", "yes", "connected", "-", "-", 8, None]
+    assert rows[1][:7] == ["petstore", "http", "NO", "down", "open", "off", None]
+    assert "\n" not in rows[1][7] and len(rows[1][7]) == 80 and rows[1][7].endswith("…")
+    assert rows[2][:6] == ["assets", "http", "yes", "up", "closed", "12s ago"]
+    assert rows[3][5] == "not yet"
 
 
 def test_import_request_sends_a_local_spec_with_its_absolute_path(tmp_path: Path) -> None:
