@@ -27,6 +27,7 @@ from aurora_cli.commands import streams as streams_command
 from aurora_cli.commands.apps import read_apps
 from aurora_cli.commands.pool_admin import admin_call
 from aurora_cli.output import EXIT_FAILURE, CliError, connected, print_json, run, settings_or_fail, stdout, table
+from aurora_cli.timing import duration, when
 from shared.settings import Settings
 
 # The processes an installation needs, by the micro service name each one registers.
@@ -168,19 +169,8 @@ def service_rows(stats: Iterable[dict[str, Any]], *, now: datetime) -> list[dict
 
 
 def _uptime(started: Any, now: datetime) -> float | None:
-    at = _when(started)
+    at = when(started)
     return None if at is None else max((now - at).total_seconds(), 0.0)
-
-
-def _when(value: Any) -> datetime | None:
-    """An ISO 8601 time (naive: UTC), or None when there is none or it cannot be read."""
-    if not value:
-        return None
-    try:
-        at = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        return None
-    return at if at.tzinfo is not None else at.replace(tzinfo=UTC)
 
 
 def stream_rows(streams: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -226,7 +216,7 @@ def last_probe(system: dict[str, Any], now: datetime) -> str:
         return "-"
     if not system.get("probe"):
         return "off"
-    at = _when(system.get("last_probe"))
+    at = when(system.get("last_probe"))
     return "not yet" if at is None else f"{duration(max((now - at).total_seconds(), 0.0))} ago"
 
 
@@ -243,7 +233,7 @@ def render(report: dict[str, Any]) -> Group:
     apps = table("apps", ["app", "instance", "session", "process", "restarts", "last error"], [
         [a["app"], a["instance"], a.get("session") or "-", a.get("process") or "-", a.get("restarts"),
          a.get("last_error")] for a in report["apps"]])
-    now = _when(report.get("at")) or datetime.now(UTC)
+    now = when(report.get("at")) or datetime.now(UTC)
     systems = table("systems", ["system", "type", "enabled", "health", "circuit", "last probe", "last error"], [
         [s.get("name"), s.get("type"), "yes" if s.get("enabled") else "no", s.get("health") or "-",
          s.get("circuit") or "-", last_probe(s, now), s.get("last_error")] for s in report["systems"]])
@@ -258,16 +248,3 @@ def render(report: dict[str, Any]) -> Group:
     else:
         parts.append(Text(f"all up ({report['at']})", style="green"))
     return Group(*parts)
-
-
-def duration(seconds: float | None) -> str:
-    if seconds is None:
-        return "-"
-    minutes, secs = divmod(int(seconds), 60)
-    hours, minutes = divmod(minutes, 60)
-    days, hours = divmod(hours, 24)
-    if days:
-        return f"{days}d{hours}h"
-    if hours:
-        return f"{hours}h{minutes}m"
-    return f"{minutes}m{secs}s" if minutes else f"{secs}s"

@@ -26,8 +26,9 @@ from aurora_cli.output import (
     stdout,
     table,
 )
+from aurora_cli.timing import took
 from shared.admin import AdminRequestError, admin_request
-from shared.contracts.task import TASK_STATES, decode_task
+from shared.contracts.task import TASK_STATES, TERMINAL_STATES, decode_task
 from shared.kvmirror import read_all
 from shared.settings import Settings
 from shared.streams import tasks_bucket
@@ -83,6 +84,7 @@ def show(
         ("reply target", json.dumps(task["delivery"]["reply_target"], ensure_ascii=False)
          if task["delivery"].get("reply_target") else "none (nothing is delivered)"),
         ("delivered", "yes" if task.get("delivered") else "no"),
+        ("took", task_took(task)),
         ("answer", task.get("answer")),
         ("error", f"{task['error']['code']}: {task['error']['message']}" if task.get("error") else None),
         ("check", task.get("check")),
@@ -92,8 +94,7 @@ def show(
     ):
         if value is not None:
             stdout.print(f"  {label}: {value}", markup=False)
-    stdout.print(table("steps", ["id", "kind", "name", "result", "arguments", "output", "details"],
-                       [step_row(step) for step in task.get("steps") or []]))
+    stdout.print(table("steps", STEP_COLUMNS, [step_row(step) for step in task.get("steps") or []]))
     stdout.print(table("history", ["at", "state", "by", "reason"],
                        [[t["at"], t["to"], t["by"], t.get("reason")] for t in task.get("transitions") or []]))
 
@@ -143,8 +144,19 @@ def step_row(step: dict[str, Any]) -> list[Any]:
     ids = ", ".join(f"{k}={v}" for k, v in (step.get("business_ids") or {}).items())
     details = "; ".join(part for part in (ids, step.get("note") or "") if part)
     result = step.get("classification") if step["status"] == "finished" else step["status"]
-    return [step["id"], step["kind"], step["name"], result, _short(step.get("arguments"), 40), _short(output, 50),
-            _short(details, 60)]
+    return [step["id"], step["kind"], step["name"], result, took(step.get("started_at"), step.get("finished_at")),
+            _short(step.get("arguments"), 40), _short(output, 50), _short(details, 60)]
+
+
+STEP_COLUMNS = ("id", "kind", "name", "result", "took", "arguments", "output", "details")
+
+
+def task_took(task: dict[str, Any]) -> str | None:
+    """A finished task's time from its run's arrival at a runner to its end (None: not finished)."""
+    history = task.get("transitions") or []
+    if task.get("state") not in TERMINAL_STATES or not history:
+        return None
+    return took(history[0].get("at"), history[-1].get("at"))
 
 
 async def _ask(nc: NATS, settings: Settings, verb: str, body: dict[str, Any]) -> Any:

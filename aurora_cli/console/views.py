@@ -15,8 +15,9 @@ from typing import Any
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
-from aurora_cli.commands.health import duration, last_probe
-from aurora_cli.commands.tasks import step_row
+from aurora_cli.commands.health import last_probe
+from aurora_cli.commands.tasks import STEP_COLUMNS, step_row, task_took
+from aurora_cli.timing import duration
 
 DRY_RUN_EXAMPLE = json.dumps({"header": {"source": {"app": "im.polaris.qq", "instance": "default"}},
                               "payload": {"type": "message.received", "session_id": "group_1",
@@ -103,6 +104,7 @@ def task_facts(task: dict[str, Any]) -> list[tuple[str, str]]:
         ("reply target", short(delivery["reply_target"], 200) if delivery.get("reply_target")
          else "none (nothing is delivered)"),
         ("delivered", "yes" if task.get("delivered") else "no"),
+        ("took", task_took(task)),
         ("answer", task.get("answer")),
         ("error", f"{error.get('code')}: {error.get('message')}" if isinstance(error, dict) else None),
         ("approval", task.get("approval_id")),
@@ -113,8 +115,7 @@ def task_facts(task: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def step_rows(task: dict[str, Any]) -> list[dict[str, Any]]:
-    keys = ("id", "kind", "name", "result", "arguments", "output", "details")
-    return [dict(zip(keys, ("" if cell is None else cell for cell in step_row(step)), strict=True))
+    return [dict(zip(STEP_COLUMNS, ("" if cell is None else cell for cell in step_row(step)), strict=True))
             for step in task.get("steps") or []]
 
 

@@ -188,3 +188,14 @@ def test_systems_show_when_each_http_system_was_last_probed() -> None:
     assert "<td>0s ago</td>" in rows["assets"] or "<td>1s ago</td>" in rows["assets"], rows["assets"]
     assert "<td>off</td>" in rows["crm"]
     assert "<td>closed</td>" not in rows["im.polaris.qq"] and "<td>-</td>" in rows["im.polaris.qq"]
+
+
+def test_a_finished_task_shows_how_long_it_and_each_step_took() -> None:
+    task = _task(state="succeeded", steps=[{
+        "id": "count", "kind": "tool", "name": "echo.counter", "status": "finished", "classification": "ok",
+        "started_at": "2026-12-01T12:00:00.010+00:00", "finished_at": "2026-12-01T12:00:00.052+00:00"}],
+        transitions=[{"at": "2026-12-01T12:00:00.000+00:00", "to": "queued", "by": "r-1"},
+                     {"at": "2026-12-01T12:00:00.061+00:00", "to": "succeeded", "by": "r-1"}])
+    html = str(views.task_part("t-1", task, None))
+    assert "<td>ok</td><td>42 ms</td>" in html
+    assert ("took", "61 ms") in views.task_facts(task)
