@@ -71,7 +71,7 @@ def one_line(text: Any, limit: int = 80) -> str | None:
 
 
 def import_request(name: str, base_url: str, spec: str, package: str | None, *,
-                   cwd: Path | None = None, on_gateway: bool = False) -> dict[str, Any]:
+                   cwd: Path | None = None, on_gateway: bool = False, probe: str | None = None) -> dict[str, Any]:
     """The `systems.import_openapi` body, checked here. A local spec is read here and sent as
     `document` (the gateway does not share the CLI's files, and reads its own only below its
     specs folder); with `on_gateway`, `spec` is a path the gateway reads there."""
@@ -92,6 +92,10 @@ def import_request(name: str, base_url: str, spec: str, package: str | None, *,
         body["spec"], body["document"] = str(path.resolve()), _read_spec(spec, path)
     if package is not None:
         body["package"] = package
+    if probe is not None:
+        if not probe.startswith("/"):
+            raise CliError(f"--probe {probe!r}: a path below the base URL, starting with '/'", exit_code=EXIT_USAGE)
+        body["probe"] = {"path": probe}
     return body
 
 
@@ -171,6 +175,9 @@ def import_openapi(
     on_gateway: Annotated[bool, typer.Option(
         "--on-gateway", help="--spec is a file on the gateway's host, below its AURORA_SPECS_DIR "
                              "(default: the CLI reads the file and sends it).")] = False,
+    probe: Annotated[str | None, typer.Option(
+        "--probe", help="Probe this path (e.g. /healthz) every 15 s: `aurora health` shows the system up or "
+                        "down (default: its probe, if any, stays as it is).")] = None,
     timeout: Annotated[float, typer.Option(
         "--timeout", min=1.0, help="Seconds to wait for the import.")] = IMPORT_TIMEOUT,
     json_output: Annotated[bool, typer.Option("--json", help="Print the import result as JSON.")] = False,
@@ -178,7 +185,7 @@ def import_openapi(
     """Register an HTTP system and turn each OpenAPI operation into a DRAFT tool (again: update them)."""
     settings = settings_or_fail()
     with cli_errors():
-        body = import_request(name, base_url, spec, package, on_gateway=on_gateway)
+        body = import_request(name, base_url, spec, package, on_gateway=on_gateway, probe=probe)
     with stderr.status(f"importing {body['spec']} into system {name}…", spinner="dots"):
         reply = run(admin_call(settings, "systems", "import_openapi", body, timeout=timeout))
     if json_output:

@@ -158,7 +158,14 @@ def test_import_request_sends_a_local_spec_with_its_absolute_path(tmp_path: Path
 
 def test_import_request_passes_a_url_through_and_omits_no_package() -> None:
     body = import_request("petstore", "http://x", "https://example.com/openapi.json", None)
-    assert body["spec"] == "https://example.com/openapi.json" and "package" not in body
+    assert body["spec"] == "https://example.com/openapi.json" and "package" not in body and "probe" not in body
+
+
+def test_import_request_carries_a_probe_path() -> None:
+    body = import_request("petstore", "http://x", "https://s", None, probe="/healthz")
+    assert body["probe"] == {"path": "/healthz"}
+    with pytest.raises(CliError, match="--probe 'healthz': a path below the base URL"):
+        import_request("petstore", "http://x", "https://s", None, probe="healthz")
 
 
 def test_import_request_leaves_a_file_on_the_gateway_for_the_gateway_to_read(tmp_path: Path) -> None:
