@@ -197,5 +197,5 @@ def test_a_finished_task_shows_how_long_it_and_each_step_took() -> None:
         transitions=[{"at": "2026-12-01T12:00:00.000+00:00", "to": "queued", "by": "r-1"},
                      {"at": "2026-12-01T12:00:00.061+00:00", "to": "succeeded", "by": "r-1"}])
     html = str(views.task_part("t-1", task, None))
-    assert "<td>ok</td><td>42 ms</td>" in html
+    assert '<td>ok</td><td class="took">42 ms</td>' in html
     assert ("took", "61 ms") in views.task_facts(task)
