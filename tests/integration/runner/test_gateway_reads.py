@@ -11,6 +11,7 @@ import uuid
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
+from shared.inline_subscription import subscribe_inline
 from shared.subjects import Subjects
 from tests.integration.runner.conftest import Stack
 from tests.integration.runner.helpers import apply, bind, event, publish_events, settled, task_id_of
@@ -24,10 +25,13 @@ async def test_a_reply_calls_ledger_read_starts_before_the_run_record_is_read(
     await bind(snc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
     seen: list[tuple[str, str, bytes]] = []  # (subject, reply, data) in the order they were routed
 
-    async def note(msg: Msg) -> None:
+    def note(msg: Msg) -> None:
         seen.append((msg.subject, msg.reply, msg.data))
 
-    watching = [await snc.subscribe("$JS.API.STREAM.MSG.GET.>", cb=note), await snc.subscribe("_INBOX.>", cb=note)]
+    # Noted in the read loop, as they arrive: two callback subscriptions would each run in a task
+    # of their own, and a reply could be noted before the request it answers.
+    watching = [await subscribe_inline(snc, "$JS.API.STREAM.MSG.GET.>", note),
+                await subscribe_inline(snc, "_INBOX.>", note)]
     await snc.flush()
     doc = event("message.received", {"case": case, "text": "hi"}, session_id=f"group-{case}")
     run_id = task_id_of(doc, f"b-{case}")
@@ -43,7 +47,7 @@ async def test_a_reply_calls_ledger_read_starts_before_the_run_record_is_read(
 
     record_read = position(f".{run_id}", "RUN_RECORDS")
     inbox = seen[record_read][1]
-    record_answered = next(i for i, (subject, _, _) in enumerate(seen) if subject == inbox)
+    record_answered = next(i for i in range(record_read + 1, len(seen)) if seen[i][0] == inbox)
     ledger_read = next(i for i, (subject, reply, _) in enumerate(seen)
                        if "CALL_LEDGER" in subject and reply.rsplit(".", 1)[0] == inbox.rsplit(".", 1)[0])
     assert ledger_read < record_answered, [(s, r) for s, r, _ in seen[record_read:record_answered + 3]]
