@@ -221,14 +221,19 @@ def last_probe(system: dict[str, Any], now: datetime) -> str:
 
 
 def _because(error: Any) -> str:
-    return f" — {' '.join(str(error).split())[:160]}" if error else ""
+    return f" — {_one_line(error)}" if error else ""
+
+
+def _one_line(error: Any) -> str:
+    return " ".join(str(error).split())[:160] if error else ""
 
 
 def render(report: dict[str, Any]) -> Group:
-    services = table("services", ["service", "instances", "version", "uptime", "requests", "errors", "avg ms"], [
+    services = table("services", ["service", "instances", "version", "uptime", "requests", "errors", "avg ms",
+                                  "last error"], [
         [r["name"], "0 DOWN" if r["core"] and not r["instances"] else r["instances"],
          ", ".join(r["versions"]) or "-", duration(r["uptime_s"]), r["requests"], r["errors"],
-         "-" if r["avg_ms"] is None else f"{r['avg_ms']:.2f}"]
+         "-" if r["avg_ms"] is None else f"{r['avg_ms']:.2f}", _one_line(r.get("last_error"))]
         for r in report["services"]])
     apps = table("apps", ["app", "instance", "session", "process", "restarts", "last error"], [
         [a["app"], a["instance"], a.get("session") or "-", a.get("process") or "-", a.get("restarts"),

@@ -5,11 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from rich.console import Console
+
 from aurora_cli.commands.health import (
     CORE_SERVICES,
     dead_letter_count,
     last_probe,
     problems,
+    render,
     service_rows,
     stream_rows,
 )
@@ -104,3 +107,20 @@ def test_stream_lag_is_the_most_a_consumer_has_left_and_dead_letters_are_counted
         {"name": "AMP_DLQ", "messages": 4, "consumers": 0, "lag": 0},
     ]
     assert dead_letter_count(streams, "AMP_DLQ") == 4 and dead_letter_count([], "AMP_DLQ") == 0
+
+
+def test_the_screen_shows_each_services_last_error_and_each_systems_last_probe() -> None:
+    answered = [_stats(name, "x", started=NOW, requests=3, errors=1 if name == "aurora-router" else 0)
+                for name in CORE_SERVICES]
+    report = _report(services=service_rows(answered, now=NOW), streams=[], dead_letters=0, at=NOW.isoformat(),
+                     systems=[{"name": "assets", "type": "http", "enabled": True, "health": "up", "circuit": "closed",
+                               "probe": "GET /healthz every 15s",
+                               "last_probe": (NOW - timedelta(seconds=4)).isoformat()}])
+    report["problems"] = problems(report)
+    console = Console(width=200, record=True)
+    console.print(render(report))
+    text = console.export_text()
+    router = next(line for line in text.splitlines() if "aurora-router" in line)
+    assert "boom" in router and "boom" not in next(line for line in text.splitlines() if "aurora-runner" in line)
+    assert "4s ago" in next(line for line in text.splitlines() if "assets" in line)
+    assert "all up" in text
