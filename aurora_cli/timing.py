@@ -19,7 +19,7 @@ def when(value: Any) -> datetime | None:
 
 
 def duration(seconds: float | None) -> str:
-    """`2d3h`, `1h05m` → `1h5m`, `4m10s`, `9s`; '-' for none."""
+    """A span of seconds as `2d3h`, `1h5m`, `4m10s` or `9s`; '-' for none."""
     if seconds is None:
         return "-"
     minutes, secs = divmod(int(seconds), 60)
