@@ -42,6 +42,11 @@ _SUBJECTS_OVERLAP = 10065  # JetStream's err_code for "subjects overlap with an 
 # What JetStream answers when it cannot place every replica: "insufficient resources" (a
 # cluster with fewer servers) or "replicas > 1 not supported in non-clustered mode".
 _TOO_FEW_SERVERS = (10023, 10074)
+# "no suitable peers for placement": a cluster with too few servers, or one still forming, whose
+# meta leader is elected before every node has joined as a JetStream peer. It is asked again
+# for up to this long, so a service started with its cluster waits rather than exits.
+_NO_PEERS = 10005
+PLACEMENT_WAIT = 30.0
 T = TypeVar("T")
 log = get_logger("aurora.streams")
 _replicas = 1
@@ -63,7 +68,7 @@ def stream_replicas() -> int:
 def _too_few_servers(name: str, replicas: int, exc: APIError) -> StreamConfigConflict:
     return StreamConfigConflict(
         f"{name} cannot be created with {replicas} replicas: the NATS cluster has fewer JetStream "
-        f"servers than that ({exc.description}); lower AURORA_STREAM_REPLICAS or add servers")
+        f"servers up than that ({exc.description}); lower AURORA_STREAM_REPLICAS or add or start servers")
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,30 @@ async def patiently(call: Callable[[], Awaitable[T]]) -> T:
     raise AssertionError("unreachable")
 
 
+async def creating(call: Callable[[], Awaitable[T]], what: str, replicas: int, *,
+                   wait: float | None = None) -> T:
+    """`call()` creating `what` with `replicas`, asked again while the cluster has too few JetStream
+    peers to place it, for up to `wait` seconds (PLACEMENT_WAIT); then a clear error."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + (PLACEMENT_WAIT if wait is None else wait)
+    attempt = 0
+    while True:
+        try:
+            return await patiently(call)
+        except APIError as exc:
+            if exc.err_code in _TOO_FEW_SERVERS:
+                raise _too_few_servers(what, replicas, exc) from exc
+            if exc.err_code != _NO_PEERS:
+                raise
+            if loop.time() >= deadline:
+                raise _too_few_servers(what, replicas, exc) from exc
+            attempt += 1
+            if attempt == 1 or attempt % 10 == 0:
+                log.warning("JetStream has too few peers to place it yet (a cluster still forming?); "
+                            "asking again", what=what, replicas=replicas)
+            await asyncio.sleep(min(0.2 * attempt, 1.0))
+
+
 async def ensure_stream(js: JetStreamContext, spec: StreamSpec, *, replicas: int | None = None) -> None:
     """Create the stream, or check that the existing one matches; a mismatch is an error."""
     wanted = spec.config(replicas)
@@ -187,10 +216,8 @@ async def ensure_stream(js: JetStreamContext, spec: StreamSpec, *, replicas: int
         info = await patiently(lambda: js.stream_info(spec.name))
     except NotFoundError:
         try:
-            await patiently(lambda: js.add_stream(config=wanted))
+            await creating(lambda: js.add_stream(config=wanted), f"stream {spec.name}", wanted.num_replicas or 1)
         except APIError as exc:
-            if exc.err_code in _TOO_FEW_SERVERS:
-                raise _too_few_servers(f"stream {spec.name}", wanted.num_replicas or 1, exc) from exc
             if exc.err_code != _SUBJECTS_OVERLAP:
                 raise
             owners = await _owners(js, spec.subjects)
@@ -253,21 +280,16 @@ async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, replicas: int
     try:
         kv = await patiently(lambda: js.key_value(spec.name))
     except BucketNotFoundError:
-        try:
-            created = await patiently(lambda: js.create_key_value(
-                config=KeyValueConfig(
-                    bucket=spec.name,
-                    description=spec.description or None,
-                    history=spec.history,
-                    ttl=spec.ttl or None,
-                    storage=StorageType.FILE,
-                    replicas=wanted_replicas,
-                )
-            ))
-        except APIError as exc:
-            if exc.err_code in _TOO_FEW_SERVERS:
-                raise _too_few_servers(f"bucket {spec.name}", wanted_replicas, exc) from exc
-            raise
+        created = await creating(lambda: js.create_key_value(
+            config=KeyValueConfig(
+                bucket=spec.name,
+                description=spec.description or None,
+                history=spec.history,
+                ttl=spec.ttl or None,
+                storage=StorageType.FILE,
+                replicas=wanted_replicas,
+            )
+        ), f"bucket {spec.name}", wanted_replicas)
         return await _bucket(js, created, spec.name)
     status = await patiently(kv.status)
     found_history = status.history or 1
@@ -337,16 +359,11 @@ async def ensure_object_store(js: JetStreamContext, spec: BucketSpec, *,
     try:
         return await patiently(lambda: js.object_store(spec.name))
     except BucketNotFoundError:
-        try:
-            return await patiently(lambda: js.create_object_store(
-                spec.name,
-                config=ObjectStoreConfig(description=spec.description or None, ttl=spec.ttl or None,
-                                         storage=StorageType.FILE, replicas=wanted_replicas),
-            ))
-        except APIError as exc:
-            if exc.err_code in _TOO_FEW_SERVERS:
-                raise _too_few_servers(f"object store {spec.name}", wanted_replicas, exc) from exc
-            raise
+        return await creating(lambda: js.create_object_store(
+            spec.name,
+            config=ObjectStoreConfig(description=spec.description or None, ttl=spec.ttl or None,
+                                     storage=StorageType.FILE, replicas=wanted_replicas),
+        ), f"object store {spec.name}", wanted_replicas)
 
 
 # --- tool pool: systems, tool definitions, approvals, audit ----------------------------------

@@ -1,9 +1,11 @@
 """AURORA_STREAM_REPLICAS: every stream, bucket, object store and watcher consumer is created
 with it on a real cluster; a single server asked for more than one replica, or an existing
-bucket with another count, is a clear error naming the setting."""
+bucket with another count, is a clear error naming the setting; a cluster still forming (a node
+not yet a JetStream peer) is waited for."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from shared.errors import StreamConfigConflict
 from shared.kvwatch import BucketWatch
 from shared.streams import (
     agents_bucket,
+    creating,
     ensure_bucket,
     ensure_object_store,
     ensure_stream,
@@ -69,6 +72,29 @@ async def test_every_kind_is_created_with_the_setting_on_a_cluster(
     finally:
         await watch.stop()
     await ensure_stream(js, events_stream(subjects))  # again: the same config is no conflict
+
+
+async def test_a_node_that_joins_late_is_waited_for_then_the_stream_is_placed(
+        tmp_path: Path, subjects: Subjects, replicas_of_three: None) -> None:
+    cluster = LocalCluster(tmp_path / "cluster", 3, log_dir=tmp_path)
+    cluster.start_node(0)
+    cluster.start_node(1)  # a quorum elects the meta leader; node 2 is not a peer yet
+    try:
+        nc = await nats.connect(servers=cluster.urls[:2])
+        try:
+            await wait_jetstream(nc)
+            js = nc.jetstream(timeout=10)
+            spec = events_stream(subjects)
+            with pytest.raises(StreamConfigConflict, match="AURORA_STREAM_REPLICAS"):  # not waiting: refused
+                await creating(lambda: js.add_stream(config=spec.config()), f"stream {spec.name}", 3, wait=0)
+            placed = asyncio.create_task(ensure_stream(js, spec))
+            await asyncio.to_thread(cluster.start_node, 2)
+            await asyncio.wait_for(placed, 30)
+            assert (await js.stream_info(spec.name)).config.num_replicas == 3
+        finally:
+            await nc.close()
+    finally:
+        cluster.stop()
 
 
 async def test_more_replicas_than_servers_is_refused_naming_the_setting(nc: NATS, subjects: Subjects) -> None:
