@@ -90,8 +90,14 @@ async def _serve(name: str, settings: Settings, main: ServiceMain) -> None:
     log = get_logger(name)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
+
+    def stopping(signum: signal.Signals) -> None:
+        if not stop.is_set():
+            log.info("stopping", signal=signum.name)
+        stop.set()
+
     for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, stop.set)
+        loop.add_signal_handler(signum, stopping, signum)
     nc = await connect(settings.nats, name=f"aurora-{name}")
     log.info("started", nats=settings.nats.url, prefix=settings.subjects.prefix)
     try:
