@@ -11,7 +11,7 @@ from nats.aio.client import Client as NATS
 from shared.subjects import Subjects
 from tests.harness.broker import Broker, docker_reachable, start_broker
 from tests.harness.clients import nats_client
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.processes import ServiceProcess, service_env, stop_services
 
 _USE_DOCKER = docker_reachable()
 LOG_TAIL_CHARS = 3000
@@ -71,7 +71,4 @@ def spawn(tmp_path: Path, nats_url: str) -> Iterator[object]:
         return process
 
     yield start
-    # Reverse start order, like a real shutdown: a gateway closes its sessions before the
-    # supervisor stops the app processes (which would otherwise wait for it).
-    for process in reversed(started):
-        process.terminate(timeout=10)
+    stop_services(started, timeout=10)

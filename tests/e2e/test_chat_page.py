@@ -20,7 +20,7 @@ from aurora_cli.localnats import LocalNats
 from services.runner.interactions import parse_interaction_id
 from shared.subjects import Subjects
 from tests.harness.browser import chromium, require_chromium
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.harness.waiting import poll_sync
 from tests.integration.runner.helpers import (
     CHAT,
@@ -89,8 +89,7 @@ def page_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageStack]:
         match = poll_sync(lambda: SERVING.search(supervisor.logs()), timeout=30, what="the chat page's address")
         yield PageStack(server.url, match.group(1), supervisor)
     finally:
-        for name in ("runner", "router", "gateway", "supervisor", "bridge"):
-            processes[name].terminate(timeout=20)
+        stop_services(processes.values())
         server.stop()
 
 

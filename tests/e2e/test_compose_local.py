@@ -20,7 +20,7 @@ import yaml
 from aurora_cli.creds import IDENTITIES
 from aurora_cli.localnats import free_port, nats_server_binary
 from tests.e2e.compose_stack import healthy, interpolate, localize, mounts
-from tests.harness.processes import REPO, ServiceProcess
+from tests.harness.processes import REPO, ServiceProcess, stop_services
 from tests.integration.cli.conftest import AURORA
 
 COMPOSE: dict[str, Any] = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
@@ -109,8 +109,7 @@ def test_compose_commands_run_locally_with_generated_credentials(tmp_path: Path,
             assert process.alive(), process.logs()[-3000:]
         assert [line for line in log.read_text().splitlines() if "Violation" in line] == []
     finally:
-        for process in reversed(processes):
-            process.terminate(timeout=15)
+        stop_services(processes)
         server.terminate()
         server.wait(15)
 

@@ -12,7 +12,6 @@ import urllib.error
 import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import pytest
@@ -25,7 +24,7 @@ from shared.contracts.signals import GATEWAY_APP
 from shared.subjects import Subjects
 from tests.harness.browser import chromium, require_chromium
 from tests.harness.clients import nats_client
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.harness.waiting import poll_sync
 from tests.integration.runner.helpers import (
     ECHO,
@@ -76,10 +75,7 @@ def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleS
         match = poll_sync(lambda: SERVING.search(console.logs()), timeout=30, what="the console's address")
         yield ConsoleStack(server.url, match.group(1), console)
     finally:
-        console.terminate(timeout=10)
-        # all at once: the shutdown order is not what this test is about, and it saves seconds
-        with ThreadPoolExecutor(len(processes)) as pool:
-            list(pool.map(lambda process: process.terminate(timeout=20), processes.values()))
+        stop_services([console, *processes.values()])
         server.stop()
 
 

@@ -44,7 +44,7 @@ from shared.signal_publisher import new_signal_id, publish_signal
 from shared.subjects import Subjects, app_token
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.clients import nats_client
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.integration.mcp_gateway.conftest import serving_notes
 from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
 from tests.integration.runner.helpers import (
@@ -138,8 +138,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             processes["router"].wait_for_log('"ready"', timeout=40)
             yield Stack(folder, server.url, chat_log, fake, recording.url, processes)
         finally:
-            for name in ("runner-1", "router", "gateway", "supervisor", "bridge"):
-                processes[name].terminate(timeout=20)
+            stop_services(processes.values())
             recording.stop()
             fake.stop()
             server.stop()

@@ -6,6 +6,8 @@ import os
 import signal
 import subprocess
 import sys
+import time
+from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
@@ -64,11 +66,21 @@ class ServiceProcess:
             self._log = None
 
     def terminate(self, timeout: float = 15.0) -> int | None:
+        self.signal_stop()
+        return self.wait_stopped(timeout)
+
+    def signal_stop(self) -> None:
+        """SIGTERM, without waiting (`wait_stopped` waits)."""
+        if self.alive():
+            assert self._process is not None
+            self._process.send_signal(signal.SIGTERM)
+
+    def wait_stopped(self, timeout: float) -> int | None:
+        """Wait for the exit after `signal_stop`; SIGKILL after `timeout`."""
         if not self.alive():
             self._close_log()
             return self.returncode()
         assert self._process is not None
-        self._process.send_signal(signal.SIGTERM)
         try:
             return self._process.wait(timeout)
         except subprocess.TimeoutExpired:
@@ -97,6 +109,22 @@ class ServiceProcess:
         if not self.alive():
             raise AssertionError(f"{self.module} exited ({self.returncode()}):\n{self.logs()[-4000:]}")
         return False
+
+
+SUPERVISOR = "services.app_supervisor"
+
+
+def stop_services(processes: Iterable[ServiceProcess], timeout: float = 20.0) -> None:
+    """SIGTERM every process at once and wait for them all, the app supervisors last: a gateway
+    closes its MCP sessions through its supervisor as it stops. Together, not one after the
+    other: each takes up to a second to drain (its fetch in flight ends first)."""
+    processes = list(processes)
+    for wave in ([p for p in processes if p.module != SUPERVISOR], [p for p in processes if p.module == SUPERVISOR]):
+        for process in wave:
+            process.signal_stop()
+        deadline = time.monotonic() + timeout
+        for process in wave:
+            process.wait_stopped(max(0.0, deadline - time.monotonic()))
 
 
 def service_env(nats_url: str, **extra: str) -> dict[str, str]:

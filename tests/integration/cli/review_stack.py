@@ -20,7 +20,7 @@ from aurora_cli.localnats import LocalNats
 from shared.admin import admin_request
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.integration.cli.conftest import Cli, cli_here_runner
 
 
@@ -74,8 +74,7 @@ def review_stack(folder: Path, package: str, app_script: Path,
         yield ReviewStack(cli_here_runner(server.url), fake, server.url, package, folder)
     finally:
         fake.stop()
-        for process in reversed(processes):
-            process.terminate(timeout=15)
+        stop_services(processes)
         server.stop()
 
 

@@ -24,7 +24,7 @@ import yaml
 
 from aurora_cli.localnats import LocalNats
 from shared.subjects import Subjects
-from tests.harness.processes import REPO, ServiceProcess, service_env
+from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
 from tests.harness.run_records import dispatched, run_context
 from tests.integration.cli.conftest import Cli, cli_here_runner
 
@@ -96,8 +96,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         bridge.wait_for_log('"started"', timeout=30)
         yield Stack(server.url, cli_here_runner(server.url), folder, chat_log, gateway)
     finally:
-        for process in reversed(processes):
-            process.terminate(timeout=15)
+        stop_services(processes)
         server.stop()
 
 

@@ -13,7 +13,7 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats, free_port
 from tests.harness.clients import nats_client
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.integration.runner.helpers import APPS, ECHO, stdio, write_apps
 
 APPROVAL_WAIT = 20.0
@@ -55,9 +55,7 @@ def edge_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[EdgeStack]:
             processes[f"edge-{n}"].wait_for_log('"serving"', timeout=30)
         yield EdgeStack(server.url, processes, (f"http://127.0.0.1:{ports[0]}", f"http://127.0.0.1:{ports[1]}"))
     finally:
-        for name in ("edge-1", "edge-0", "gateway", "supervisor"):
-            if name in processes:
-                processes[name].terminate(timeout=20)
+        stop_services(processes.values())
         server.stop()
 
 

@@ -21,7 +21,7 @@ from shared.subjects import Subjects
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness.clients import nats_client
 from tests.harness.ports import wait_listening
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.integration.runner.helpers import APPS, CHAT, CHAT_PLATFORM, PYTHON, REPO, RUNNER_ENV, stdio, write_apps
 
 ELICIT = "test.elicit"  # over stdio, through the supervisor
@@ -88,9 +88,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         processes["router"].wait_for_log('"ready"', timeout=30)
         yield Stack(server.url, chat_log, f"http://127.0.0.1:{web_port}", processes, fake)
     finally:
-        for name in ("runner", "router", "gateway", "supervisor", "bridge"):
-            if name in processes:
-                processes[name].terminate(timeout=20)
+        stop_services(processes.values())
         http_app.terminate()
         http_app.wait(10)
         log.close()

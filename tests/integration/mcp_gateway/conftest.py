@@ -23,7 +23,7 @@ from nats.aio.client import Client as NATS
 from aurora_cli.localnats import LocalNats, free_port
 from tests.harness.clients import nats_client
 from tests.harness.ports import wait_listening
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.harness.tcpproxy import TcpProxy
 from tests.integration.mcp_gateway.helpers import (
     BRIDGE,
@@ -112,8 +112,7 @@ def platform(tmp_path_factory: pytest.TempPathFactory, notes_url: str) -> Iterat
         bridge.wait_for_log('"started"', timeout=30)
         yield Platform(server.url, config, supervisor, gateway, bridge)
     finally:
-        for process in (gateway, supervisor, bridge):
-            process.terminate(timeout=15)
+        stop_services((gateway, supervisor, bridge))
         server.stop()
 
 
@@ -139,8 +138,7 @@ class Stack:
         return process
 
     def stop(self) -> None:
-        for process in sorted(self.processes, key=lambda p: p.module != GATEWAY):
-            process.terminate(timeout=15)
+        stop_services(self.processes)
 
 
 @pytest.fixture

@@ -123,7 +123,7 @@ async def test_a_hung_app_is_found_by_its_ping_and_given_a_fresh_process(
     dropped and the supervisor gives the app a fresh process; calls work again without help."""
     app = echo_app(mcp={"ping_interval_seconds": 0.5, "health_timeout_seconds": 2})
     config = write_apps(tmp_path, {"echo": app})
-    stack.supervisor(config)
+    stack.supervisor(config, AURORA_STOP_GRACE_SECONDS="1")  # a stopped process ignores SIGTERM: SIGKILL soon
     await stack.gateway(config)
     assert (await call(nc, subjects, "test.echo.echo", {"n": 1}))["status"] == "ok"
     hung_pid = await supervised_pid(nc, subjects, "echo")

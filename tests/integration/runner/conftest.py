@@ -15,7 +15,7 @@ from nats.aio.client import Client as NATS
 from aurora_cli.localnats import LocalNats
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness.clients import nats_client
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.integration.runner.helpers import RUNNER_ENV, stack_apps, write_apps
 
 
@@ -50,9 +50,7 @@ def start_stack(folder: Path, *, runners: int, runner_env: dict[str, str] | None
 
 
 def stop_stack(server: LocalNats, processes: dict[str, ServiceProcess]) -> None:
-    order = [name for name in processes if name.startswith("runner")] + ["router", "gateway", "supervisor", "bridge"]
-    for name in order:
-        processes[name].terminate(timeout=20)
+    stop_services(processes.values())
     server.stop()
 
 

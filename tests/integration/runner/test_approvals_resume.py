@@ -25,7 +25,7 @@ from shared.contracts.envelope import Header, Source
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.subjects import Subjects
 from tests.harness.clients import nats_client
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.integration.runner.helpers import (
     ECHO,
     RUNNER_ENV,
@@ -82,8 +82,7 @@ def own_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnStack]:
                 process.wait_for_log('"ready"', timeout=30)
         yield OwnStack(server.url, processes)
     finally:
-        for name in [n for n in processes if n.startswith("runner")] + ["router", "gateway", "supervisor", "bridge"]:
-            processes[name].terminate(timeout=20)
+        stop_services(processes.values())
         server.stop()
 
 

@@ -18,7 +18,7 @@ from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.clients import nats_client
 from tests.harness.modern_apps import serving
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.integration.runner.helpers import (
     RUNNER_ENV,
     apply,
@@ -66,8 +66,7 @@ def modern_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModernSta
             processes[3].wait_for_log('"ready"', timeout=30)
             yield ModernStack(server.url, fake)
         finally:
-            for process in reversed(processes):
-                process.terminate(timeout=20)
+            stop_services(processes)
             fake.stop()
             server.stop()
 

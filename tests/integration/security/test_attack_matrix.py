@@ -11,6 +11,7 @@ back with no violation: the server handles a connection's messages in order.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import uuid
 from collections.abc import Awaitable, Callable
@@ -129,8 +130,16 @@ def code(run: Callable[[Session], Awaitable[object]]) -> Probe:
     """The services' own code as that user: allowed when it finished and nothing was refused."""
     async def probe(session: Session) -> str:
         start = len(session.errors)
+        done = asyncio.ensure_future(asyncio.wait_for(run(session), 15))
+        while not done.done():
+            if _refused_since(session, start):  # the verdict already: no need to wait for the code's timeout
+                done.cancel()
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await done
+                return REFUSED
+            await asyncio.sleep(0.005)
         try:
-            await asyncio.wait_for(run(session), 15)
+            done.result()
         except Exception as exc:
             if _refused_since(session, start):
                 return REFUSED

@@ -28,7 +28,7 @@ from shared.contracts.run import run_id_for
 from shared.contracts.toolcall import METHOD_CALL, ToolCallEnvelope, ToolCallResult, decode_result
 from shared.streams import audit_stream, run_records_bucket
 from shared.subjects import Subjects
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.integration.runner.helpers import CHAT, ECHO, event, poll, sent, stack_apps, write_apps
 from tests.integration.security.conftest import SecureNats, Session, open_session, start_secure_nats
 
@@ -67,8 +67,7 @@ def custody(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Custody]:
         stack.processes["router"].wait_for_log('"ready"', timeout=30)
         yield stack
     finally:
-        for process in reversed(stack.processes.values()):
-            process.terminate(timeout=15)
+        stop_services(stack.processes.values())
         nats.server.stop()
 
 

@@ -33,7 +33,7 @@ from shared.contracts.toolcall import (
 )
 from shared.signal_publisher import new_signal_id, publish_signal
 from shared.subjects import Subjects
-from tests.harness.processes import REPO, ServiceProcess, service_env
+from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
 from tests.harness.run_records import dispatched, run_context
 from tests.integration.cli.conftest import AURORA
 from tests.integration.runner.helpers import ECHO, PYTHON, RUNNER_ENV, poll, stdio, write_apps
@@ -78,8 +78,7 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         stack.processes["runner"].wait_for_log('"ready"', timeout=30)
         yield stack
     finally:
-        for process in reversed(stack.processes.values()):
-            process.terminate(timeout=15)
+        stop_services(stack.processes.values())
         nats.server.stop()
 
 
