@@ -174,13 +174,38 @@ def _uptime(started: Any, now: datetime) -> float | None:
 
 
 def stream_rows(streams: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each stream with its lag: what its consumers have yet to take (pending) or to settle."""
+    """Each stream with its lag (what its consumers have yet to take, or to settle), its replicas
+    and what is wrong with them on a cluster (`replication`: None when nothing is)."""
     return [{
         "name": s["name"],
         "messages": s["messages"],
         "consumers": len(s["consumers"]),
         "lag": max((c["pending"] + c["ack_pending"] for c in s["consumers"]), default=0),
+        "replicas": streams_command.replication_cell(s),
+        "replication": replication_problem(s),
     } for s in streams]
+
+
+UNHEARD_MS = 10_000  # a follower the leader has not heard from for this long is gone, not slow
+
+
+def replication_problem(stream: dict[str, Any]) -> str | None:
+    """A replicated stream without a leader takes no writes; a replica that is offline, or not
+    current and not heard from lately (a killed node is not marked offline), leaves it with less
+    redundancy than it was created with. A follower still catching up is not a problem."""
+    if stream.get("replicas", 1) <= 1:
+        return None
+    if not stream.get("leader"):
+        return "no leader: too few of its servers are up to elect one"
+    gone = [str(f["name"]) for f in stream.get("followers") or [] if _unreachable(f)]
+    return f"replica{'s' if len(gone) > 1 else ''} {', '.join(gone)} unreachable" if gone else None
+
+
+def _unreachable(follower: dict[str, Any]) -> bool:
+    if follower.get("offline"):
+        return True
+    unheard = int(follower.get("active_ms") or 0)  # 0: not heard from since this leader was elected
+    return not follower.get("current") and (unheard == 0 or unheard > UNHEARD_MS)
 
 
 def dead_letter_count(streams: Iterable[dict[str, Any]], dlq_name: str) -> int:
@@ -206,6 +231,7 @@ def problems(report: dict[str, Any]) -> list[str]:
             found.append(f"system {system['name']}: circuit open" + _because(system.get("last_error")))
         elif system.get("health") == "down":
             found.append(f"system {system['name']}: down" + _because(system.get("last_error")))
+    found += [f"stream {s['name']}: {s['replication']}" for s in report["streams"] if s.get("replication")]
     return found
 
 
@@ -242,8 +268,8 @@ def render(report: dict[str, Any]) -> Group:
     systems = table("systems", ["system", "type", "enabled", "health", "circuit", "last probe", "last error"], [
         [s.get("name"), s.get("type"), "yes" if s.get("enabled") else "no", s.get("health") or "-",
          s.get("circuit") or "-", last_probe(s, now), s.get("last_error")] for s in report["systems"]])
-    streams = table("streams", ["stream", "messages", "consumers", "lag"], [
-        [s["name"], s["messages"], s["consumers"], s["lag"]] for s in report["streams"]])
+    streams = table("streams", ["stream", "messages", "consumers", "lag", "replicas"], [
+        [s["name"], s["messages"], s["consumers"], s["lag"], s["replicas"]] for s in report["streams"]])
     parts: list[Any] = [services, apps, systems, streams]
     if report.get("systems_error"):
         parts.append(Text(f"systems unknown: {report['systems_error']}", style="yellow"))

@@ -1,6 +1,6 @@
 """`aurora dev --cluster 3`: three secured nats-servers, a real event-bridge given every node's
 URL, its streams created with 3 replicas, `aurora streams` showing replicas, leader and lag,
-and a node that dies reported by name."""
+and a node that dies reported by name, by the dev stack and as an unreachable replica by `aurora health`."""
 
 from __future__ import annotations
 
@@ -27,6 +27,16 @@ def _streams(stack: DevStack) -> dict[str, dict[str, object]]:
     return {s["name"]: s for s in json.loads(done.stdout)["streams"]}
 
 
+def _offline_replicas(stack: DevStack) -> list[str] | None:
+    """`aurora health --json`'s problems about stream replicas, once it fails with some."""
+    env = {"PATH": "/usr/bin:/bin", **stack.client_env("operator")}
+    done = subprocess.run([str(AURORA), "health", "--json"], env=env, cwd=REPO, capture_output=True, text=True,
+                          timeout=60, check=False)
+    if done.returncode != 1 or not done.stdout.startswith("{"):
+        return None
+    return [p for p in json.loads(done.stdout)["problems"] if p.startswith("stream ")] or None
+
+
 def test_a_cluster_of_three_replicates_what_the_services_create(tmp_path: Path) -> None:
     out = io.StringIO()
     stack = DevStack(tmp_path / "dev", port=free_port_run(3), specs=service_specs(["event_bridge"]), cwd=REPO,
@@ -50,6 +60,8 @@ def test_a_cluster_of_three_replicates_what_the_services_create(tmp_path: Path) 
         stack.check()
         assert "nats-2" in stack.unexpected_exits
         assert "nats-server nats-2 exited on its own" in out.getvalue()
+        problems = poll_sync(lambda: _offline_replicas(stack), timeout=60, what="aurora health to name the node")
+        assert "stream AMP_EVENTS: replica aurora-dev-2 unreachable" in problems, problems
     finally:
         stack.stop()
     assert not any(server.running for server in stack.servers)

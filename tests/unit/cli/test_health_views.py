@@ -43,7 +43,7 @@ def test_instances_of_one_service_are_summed_and_the_youngest_uptime_is_shown() 
 
 def _report(**parts: Any) -> dict[str, Any]:
     answered = [_stats(name, "x", started=NOW, requests=0) for name in CORE_SERVICES]
-    report: dict[str, Any] = {"services": service_rows(answered, now=NOW), "apps": [], "systems": []}
+    report: dict[str, Any] = {"services": service_rows(answered, now=NOW), "apps": [], "systems": [], "streams": []}
     report.update(parts)
     return report
 
@@ -96,17 +96,46 @@ def test_the_last_probe_is_an_age_or_says_why_there_is_none() -> None:
     assert last_probe({"type": "mcp"}, NOW) == "-"
 
 
+def _stream(name: str, messages: int, consumers: list[dict[str, int]], *, replicas: int = 1,
+            leader: str | None = None, followers: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """A stream as `aurora streams` collects it (a single server reports no leader)."""
+    return {"name": name, "messages": messages, "consumers": consumers, "replicas": replicas, "leader": leader,
+            "followers": followers or [], "lag": max((f.get("lag", 0) for f in followers or []), default=0)}
+
+
+def _follower(name: str, *, offline: bool = False, current: bool = True, active_ms: int = 5) -> dict[str, Any]:
+    return {"name": name, "current": current, "offline": offline, "lag": 0, "active_ms": active_ms}
+
+
 def test_stream_lag_is_the_most_a_consumer_has_left_and_dead_letters_are_counted() -> None:
     streams = [
-        {"name": "AMP_EVENTS", "messages": 50, "consumers": [
-            {"pending": 3, "ack_pending": 2}, {"pending": 10, "ack_pending": 0}]},
-        {"name": "AMP_DLQ", "messages": 4, "consumers": []},
+        _stream("AMP_EVENTS", 50, [{"pending": 3, "ack_pending": 2}, {"pending": 10, "ack_pending": 0}]),
+        _stream("AMP_DLQ", 4, []),
     ]
     assert stream_rows(streams) == [
-        {"name": "AMP_EVENTS", "messages": 50, "consumers": 2, "lag": 10},
-        {"name": "AMP_DLQ", "messages": 4, "consumers": 0, "lag": 0},
+        {"name": "AMP_EVENTS", "messages": 50, "consumers": 2, "lag": 10, "replicas": "1", "replication": None},
+        {"name": "AMP_DLQ", "messages": 4, "consumers": 0, "lag": 0, "replicas": "1", "replication": None},
     ]
     assert dead_letter_count(streams, "AMP_DLQ") == 4 and dead_letter_count([], "AMP_DLQ") == 0
+
+
+def test_a_replicated_stream_without_a_leader_or_with_a_replica_offline_is_a_problem() -> None:
+    healthy = _stream("AMP_EVENTS", 1, [], replicas=3, leader="n-0",  # catching up: fine
+                      followers=[_follower("n-1", active_ms=9000), _follower("n-2", current=False)])
+    offline = _stream("AMP_RUNS", 1, [], replicas=3, leader="n-0",
+                      followers=[_follower("n-1", offline=True), _follower("n-2", current=False, active_ms=12_000)])
+    unheard = _stream("AMP_DLQ", 1, [], replicas=3, leader="n-0",  # killed before this leader heard it
+                      followers=[_follower("n-1"), _follower("n-2", current=False, active_ms=0)])
+    leaderless = _stream("AMP_AUDIT", 1, [], replicas=3)
+    rows = stream_rows([healthy, offline, unheard, leaderless])
+    assert [r["replication"] for r in rows] == [
+        None, "replicas n-1, n-2 unreachable", "replica n-2 unreachable",
+        "no leader: too few of its servers are up to elect one"]
+    assert rows[0]["replicas"] == "3 (leader n-0, lag 0; n-2 behind)"
+    report = _report(streams=rows, dead_letters=0)
+    assert problems(report) == ["stream AMP_RUNS: replicas n-1, n-2 unreachable",
+                                "stream AMP_DLQ: replica n-2 unreachable",
+                                "stream AMP_AUDIT: no leader: too few of its servers are up to elect one"]
 
 
 def test_the_screen_shows_each_services_last_error_and_each_systems_last_probe() -> None:
