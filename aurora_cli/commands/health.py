@@ -190,9 +190,9 @@ UNHEARD_MS = 10_000  # a follower the leader has not heard from for this long is
 
 
 def replication_problem(stream: dict[str, Any]) -> str | None:
-    """A replicated stream without a leader takes no writes; a replica that is offline, or not
-    current and not heard from lately (a killed node is not marked offline), leaves it with less
-    redundancy than it was created with. A follower still catching up is not a problem."""
+    """A replicated stream without a leader takes no writes; a replica that is offline or not
+    heard from lately (a killed node is not marked offline) leaves it with less redundancy than it
+    was created with. A follower still catching up is not a problem."""
     if stream.get("replicas", 1) <= 1:
         return None
     if not stream.get("leader"):
@@ -202,10 +202,8 @@ def replication_problem(stream: dict[str, Any]) -> str | None:
 
 
 def _unreachable(follower: dict[str, Any]) -> bool:
-    if follower.get("offline"):
-        return True
     unheard = int(follower.get("active_ms") or 0)  # 0: not heard from since this leader was elected
-    return not follower.get("current") and (unheard == 0 or unheard > UNHEARD_MS)
+    return bool(follower.get("offline")) or unheard > UNHEARD_MS or (not follower.get("current") and unheard == 0)
 
 
 def dead_letter_count(streams: Iterable[dict[str, Any]], dlq_name: str) -> int:

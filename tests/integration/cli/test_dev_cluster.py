@@ -60,7 +60,9 @@ def test_a_cluster_of_three_replicates_what_the_services_create(tmp_path: Path) 
         stack.check()
         assert "nats-2" in stack.unexpected_exits
         assert "nats-server nats-2 exited on its own" in out.getvalue()
-        problems = poll_sync(lambda: _offline_replicas(stack), timeout=60, what="aurora health to name the node")
+        # each stream's leader finds the node gone on its own: wait for the one looked at
+        problems = poll_sync(lambda: (found := _offline_replicas(stack)) and any("AMP_EVENTS" in p for p in found)
+                             and found, timeout=60, what="aurora health to name the node for AMP_EVENTS")
         assert "stream AMP_EVENTS: replica aurora-dev-2 unreachable" in problems, problems
     finally:
         stack.stop()

@@ -123,7 +123,7 @@ def test_a_replicated_stream_without_a_leader_or_with_a_replica_offline_is_a_pro
     healthy = _stream("AMP_EVENTS", 1, [], replicas=3, leader="n-0",  # catching up: fine
                       followers=[_follower("n-1", active_ms=9000), _follower("n-2", current=False)])
     offline = _stream("AMP_RUNS", 1, [], replicas=3, leader="n-0",
-                      followers=[_follower("n-1", offline=True), _follower("n-2", current=False, active_ms=12_000)])
+                      followers=[_follower("n-1", offline=True), _follower("n-2", active_ms=12_000)])
     unheard = _stream("AMP_DLQ", 1, [], replicas=3, leader="n-0",  # killed before this leader heard it
                       followers=[_follower("n-1"), _follower("n-2", current=False, active_ms=0)])
     leaderless = _stream("AMP_AUDIT", 1, [], replicas=3)
