@@ -54,6 +54,15 @@ def fail(message: str, exit_code: int = EXIT_FAILURE) -> NoReturn:
     raise typer.Exit(exit_code)
 
 
+def one_line(text: Any, limit: int = 80) -> str | None:
+    """`text` on one line (its whitespace runs as single spaces), cut at `limit` with "…"; None
+    for no text."""
+    if text is None or text == "":
+        return None
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
 def json_line(value: Any) -> str:
     """One line of JSON, UTF-8 text kept readable (`你好`, not `\\u4f60\\u597d`)."""
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

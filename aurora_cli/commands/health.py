@@ -26,7 +26,17 @@ from rich.text import Text
 from aurora_cli.commands import streams as streams_command
 from aurora_cli.commands.apps import read_apps
 from aurora_cli.commands.pool_admin import admin_call
-from aurora_cli.output import EXIT_FAILURE, CliError, connected, print_json, run, settings_or_fail, stdout, table
+from aurora_cli.output import (
+    EXIT_FAILURE,
+    CliError,
+    connected,
+    one_line,
+    print_json,
+    run,
+    settings_or_fail,
+    stdout,
+    table,
+)
 from aurora_cli.timing import duration, when
 from shared.settings import Settings
 
@@ -244,12 +254,11 @@ def last_probe(system: dict[str, Any], now: datetime) -> str:
     return "not yet" if at is None else f"{duration(max((now - at).total_seconds(), 0.0))} ago"
 
 
+ERROR_WIDTH = 160
+
+
 def _because(error: Any) -> str:
-    return f" — {_one_line(error)}" if error else ""
-
-
-def _one_line(error: Any) -> str:
-    return " ".join(str(error).split())[:160] if error else ""
+    return f" — {one_line(error, ERROR_WIDTH)}" if error else ""
 
 
 def render(report: dict[str, Any]) -> Group:
@@ -257,7 +266,7 @@ def render(report: dict[str, Any]) -> Group:
                                   "last error"], [
         [r["name"], "0 DOWN" if r["core"] and not r["instances"] else r["instances"],
          ", ".join(r["versions"]) or "-", duration(r["uptime_s"]), r["requests"], r["errors"],
-         "-" if r["avg_ms"] is None else f"{r['avg_ms']:.2f}", _one_line(r.get("last_error"))]
+         "-" if r["avg_ms"] is None else f"{r['avg_ms']:.2f}", one_line(r.get("last_error"), ERROR_WIDTH)]
         for r in report["services"]])
     apps = table("apps", ["app", "instance", "session", "process", "restarts", "last error"], [
         [a["app"], a["instance"], a.get("session") or "-", a.get("process") or "-", a.get("restarts"),

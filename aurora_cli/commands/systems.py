@@ -16,6 +16,7 @@ from aurora_cli.output import (
     CliError,
     cli_errors,
     note,
+    one_line,
     print_json,
     run,
     settings_or_fail,
@@ -58,13 +59,6 @@ def status_rows(systems: list[dict[str, Any]], now: datetime) -> list[list[Any]]
     return [[s.get("name"), s.get("type"), "yes" if s.get("enabled") else "NO", s.get("health") or "-",
              s.get("circuit") or "-", last_probe(s, now), s.get("tools"),
              one_line(s.get("last_error"))] for s in systems]
-
-
-def one_line(text: Any, limit: int = 80) -> str | None:
-    if text is None or text == "":
-        return None
-    flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
 # --------------------------------------------------------------------------- import-openapi
