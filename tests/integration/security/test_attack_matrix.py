@@ -75,17 +75,27 @@ def _refused_since(session: Session, start: int, subject: str | None = None) -> 
     return any(wanted in str(error).lower() for error in session.errors[start:])
 
 
+async def _refused_first(session: Session, start: int, work: asyncio.Future[Any], subject: str | None = None) -> bool:
+    """Whether the server refused (since error `start`) before `work` finished; a refusal is the
+    verdict already, so `work` is cancelled rather than left to run into its timeout."""
+    while not work.done():
+        if _refused_since(session, start, subject):
+            work.cancel()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await work
+            return True
+        await asyncio.sleep(0.005)
+    return False
+
+
 def request(subject: str, body: Any = None, *, must_succeed: bool = True) -> Probe:
     payload = b"" if body is None else json.dumps(body).encode()
 
     async def probe(session: Session) -> str:
         start = len(session.errors)
         reply = asyncio.ensure_future(session.nc.request(subject, payload, timeout=5))
-        while not reply.done():
-            if _refused_since(session, start, subject):
-                reply.cancel()
-                return REFUSED
-            await asyncio.sleep(0.005)
+        if await _refused_first(session, start, reply, subject):
+            return REFUSED
         try:
             msg = reply.result()
         except (NatsTimeoutError, NoRespondersError, asyncio.CancelledError) as exc:
@@ -131,13 +141,8 @@ def code(run: Callable[[Session], Awaitable[object]]) -> Probe:
     async def probe(session: Session) -> str:
         start = len(session.errors)
         done = asyncio.ensure_future(asyncio.wait_for(run(session), 15))
-        while not done.done():
-            if _refused_since(session, start):  # the verdict already: no need to wait for the code's timeout
-                done.cancel()
-                with contextlib.suppress(Exception, asyncio.CancelledError):
-                    await done
-                return REFUSED
-            await asyncio.sleep(0.005)
+        if await _refused_first(session, start, done):
+            return REFUSED
         try:
             done.result()
         except Exception as exc:
