@@ -16,7 +16,6 @@ from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any, NoReturn, TypeVar
 
-import nats
 import typer
 from nats.aio.client import Client as NATS
 from nats.errors import Error as NatsError
@@ -25,7 +24,7 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from aurora_cli.clienv import cli_environment
-from shared.bus import credential_options
+from shared.bus import credential_options, open_nats
 from shared.errors import AuroraError
 from shared.settings import NatsSettings, Settings, load_settings
 
@@ -170,7 +169,7 @@ async def connected(settings: NatsSettings, *, timeout: float = 3.0) -> AsyncIte
 
     options["error_cb"] = quiet
     try:
-        nc = await nats.connect(**options)
+        nc = await open_nats(**options)
     except Exception as exc:
         raise CliError(
             f"cannot connect to NATS at {settings.url} ({describe(exc)}); "

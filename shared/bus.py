@@ -5,12 +5,13 @@ from __future__ import annotations
 import asyncio
 import ssl
 from typing import Any
+from urllib.parse import ParseResult
 
-import nats
 import nats.errors
 from nats.aio.client import NO_RESPONDERS_STATUS
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.aio.transport import TcpTransport
 from nats.js.api import Header
 
 from shared.logs import get_logger
@@ -25,6 +26,37 @@ def tls_context(settings: NatsSettings) -> ssl.SSLContext | None:
     if settings.tls_ca is None:
         return None
     return ssl.create_default_context(cafile=str(settings.tls_ca))
+
+
+class _ReplacingTcpTransport(TcpTransport):
+    """nats-py's TCP transport, closing the connection it had before it opens the next one.
+
+    nats-py reconnects on one transport object. When a server takes the TCP connection but never
+    sends its INFO (a node cut off behind a dead link or a firewall, a node half-way down), the
+    attempt times out and the next `connect` dropped the socket without closing it. It was left
+    to the garbage collector (`ResourceWarning: unclosed StreamWriter`), which a test run treats
+    as an error, and a socket still held by the attempt's exception stayed open with it.
+    """
+
+    async def connect(self, uri: ParseResult, buffer_size: int, connect_timeout: int) -> None:
+        for writer in (self._io_writer, self._bare_io_writer):  # TLS on top, and the socket below
+            if writer is not None and not writer.transport.is_closing():
+                writer.transport.abort()
+        await super().connect(uri, buffer_size, connect_timeout)
+
+    def __bool__(self) -> bool:
+        return True  # made: nats-py makes a transport of its own only when a client has none
+
+
+async def open_nats(**options: Any) -> NATS:
+    """`nats.connect(**options)` on a transport that closes each connection it replaces."""
+    client = NATS()
+    servers = options.get("servers", [])
+    urls = [servers] if isinstance(servers, str) else list(servers)
+    if not any(url.startswith(("ws://", "wss://")) for url in urls):  # a websocket keeps nats-py's own
+        client._transport = _ReplacingTcpTransport()  # type: ignore[no-untyped-call]  # nats-py is untyped here
+    await client.connect(**options)
+    return client
 
 
 async def connect(settings: NatsSettings, *, name: str, connect_timeout: float = 5.0) -> NATS:
@@ -62,7 +94,7 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
     delay = 0.2
     while True:
         try:
-            return await nats.connect(**options)  # type: ignore[arg-type]
+            return await open_nats(**options)
         except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
             log.warning("nats not reachable yet; retrying", servers=settings.servers, error=str(exc))
             await asyncio.sleep(delay)

@@ -20,11 +20,11 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
-import nats
 from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
+from shared.bus import open_nats
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
 from shared.contracts.run import run_id_for
@@ -80,8 +80,8 @@ async def _quiet(exc: Exception) -> None:
 
 
 async def connect(url: str) -> NATS:
-    return await nats.connect(url.split(","), max_reconnect_attempts=-1, reconnect_time_wait=0.2, connect_timeout=5,
-                              error_cb=_quiet)
+    return await open_nats(servers=url.split(","), max_reconnect_attempts=-1, reconnect_time_wait=0.2,
+                           connect_timeout=5, error_cb=_quiet)
 
 
 class LoadRun:

@@ -6,13 +6,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-import nats
 from nats.aio.client import Client as NATS
+
+from shared.bus import open_nats
 
 
 @asynccontextmanager
 async def nats_client(url: str, **options: Any) -> AsyncIterator[NATS]:
-    client = await nats.connect(url, **options)
+    client = await open_nats(servers=url, **options)
     try:
         yield client
     finally:

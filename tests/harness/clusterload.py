@@ -23,11 +23,12 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
-import nats
+import nats.errors
 from nats.aio.client import Client as NATS
 from nats.js.errors import ServiceUnavailableError
 
 from aurora_cli.localcluster import LocalCluster, wait_jetstream
+from shared.bus import open_nats
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
 from shared.contracts.run import run_id_for
@@ -54,7 +55,7 @@ async def _quiet(exc: Exception) -> None:
 
 
 async def connect(urls: list[str]) -> NATS:
-    return await nats.connect(urls, max_reconnect_attempts=-1, reconnect_time_wait=0.2, connect_timeout=2,
+    return await open_nats(servers=urls, max_reconnect_attempts=-1, reconnect_time_wait=0.2, connect_timeout=2,
                               error_cb=_quiet)
 
 
