@@ -33,9 +33,9 @@ class _ReplacingTcpTransport(TcpTransport):
 
     nats-py reconnects on one transport object. When a server takes the TCP connection but never
     sends its INFO (a node cut off behind a dead link or a firewall, a node half-way down), the
-    attempt times out and the next `connect` dropped the socket without closing it. It was left
-    to the garbage collector (`ResourceWarning: unclosed StreamWriter`), which a test run treats
-    as an error, and a socket still held by the attempt's exception stayed open with it.
+    attempt times out, and nats-py's next `connect` drops the socket without closing it. That
+    leaves it to the garbage collector (`ResourceWarning: unclosed StreamWriter`, an error in a
+    test run), and a socket still held by the attempt's exception stays open until then.
     """
 
     async def connect(self, uri: ParseResult, buffer_size: int, connect_timeout: int) -> None:
