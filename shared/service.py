@@ -6,6 +6,7 @@ import asyncio
 import signal
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Protocol, TypeVar
 
 from nats.aio.client import Client as NATS
@@ -20,6 +21,10 @@ from shared.telemetry import setup_tracing, shutdown_tracing
 
 ServiceMain = Callable[[Settings, NATS, asyncio.Event], Awaitable[None]]
 T = TypeVar("T")
+
+# A service still stopping this long after SIGTERM logs what it is waiting for (compose and
+# Kubernetes kill it 10 s and 30 s after the signal).
+STILL_STOPPING_AFTER = 2.0
 
 
 class Lifecycle(Protocol):
@@ -94,7 +99,12 @@ async def _serve(name: str, settings: Settings, main: ServiceMain) -> None:
     def stopping(signum: signal.Signals) -> None:
         if not stop.is_set():
             log.info("stopping", signal=signum.name)
+            loop.call_later(STILL_STOPPING_AFTER, still_stopping, loop.time())
         stop.set()
+
+    def still_stopping(since: float) -> None:  # again every STILL_STOPPING_AFTER until the loop ends
+        log.warning("still stopping", seconds=round(loop.time() - since, 1), waiting=waiting_on(loop))
+        loop.call_later(STILL_STOPPING_AFTER, still_stopping, since)
 
     for signum in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(signum, stopping, signum)
@@ -108,3 +118,19 @@ async def _serve(name: str, settings: Settings, main: ServiceMain) -> None:
         else:
             await nc.close()
         log.info("stopped")
+
+
+def waiting_on(loop: asyncio.AbstractEventLoop, limit: int = 20) -> list[str]:
+    """What each unfinished task waits on: its name and the chain of coroutines down to the
+    innermost, as `function (file:line)` (`Task.get_stack` gives only the outermost)."""
+    found: list[str] = []
+    for task in asyncio.all_tasks(loop):
+        chain: list[str] = []
+        step: object = task.get_coro()
+        while step is not None:
+            frame = getattr(step, "cr_frame", None) or getattr(step, "ag_frame", None)
+            if frame is not None:
+                chain.append(f"{frame.f_code.co_name} ({Path(frame.f_code.co_filename).name}:{frame.f_lineno})")
+            step = getattr(step, "cr_await", None) or getattr(step, "ag_await", None)
+        found.append(f"{task.get_name()}: {' > '.join(chain) or '?'}")
+    return sorted(found)[:limit]
