@@ -106,7 +106,8 @@ class BucketWatch:
                 if self._stopped:
                     return
                 log.warning("bucket watch interrupted; reopening", bucket=self._bucket, error=str(exc))
-                self._sub, want = None, 1
+                await self._let_go()
+                want = 1
                 await asyncio.sleep(0.5)
                 continue
             for msg in msgs:
@@ -126,6 +127,12 @@ class BucketWatch:
 
     async def stop(self) -> None:
         self._stopped = True
+        await self._let_go()
+
+    async def _let_go(self) -> None:
+        """Unsubscribe the pull subscription. One merely dropped stays among the connection's
+        subscriptions for good, and a message that reaches it later (a pull's status, after a
+        reconnect) keeps `nc.drain()` waiting out its timeout when the service stops."""
         sub, self._sub = self._sub, None
         if sub is not None:
             with suppress(Exception):

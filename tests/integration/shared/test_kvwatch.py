@@ -37,6 +37,7 @@ async def test_the_mirror_follows_changes_at_once_and_survives_losing_its_consum
         await poll(lambda: asyncio.sleep(0, mirror.items.get("a") == b"2"), timeout=10, what="the change")
         assert time.monotonic() - started < 2.0  # not held back until a fetch's timeout
 
+        subscriptions = len(nc._subs)
         await nc.jetstream().delete_consumer("KV_AMP_AGENTS", name)  # as a server restart would
         await kv.put("c", b"1")
         await kv.put("a", b"3")
@@ -44,6 +45,8 @@ async def test_the_mirror_follows_changes_at_once_and_survives_losing_its_consum
                    what=f"the changes after the consumer went; mirror: {mirror.items}")
         [again] = await _consumers(nc, "KV_AMP_AGENTS")
         assert again != name and again.startswith("aurora_eph_")
+        # The lost consumer's subscription was let go: left, it would hold up `nc.drain()` at stop.
+        assert len(nc._subs) == subscriptions
     finally:
         await mirror.stop()
     assert await read_all(kv) == {"a": b"3", "c": b"1"}
