@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from nats.js.errors import InvalidKeyError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.kv import KeyValue
 
 from services.mcp_gateway.admin.fields import Endpoints, text_field
 from services.mcp_gateway.pool.registry import ToolPool
@@ -20,6 +21,7 @@ from shared.admin import AdminRequestError
 from shared.clock import now_iso
 from shared.contracts.resource import RESOURCE_ID_PATTERN, ResourceError, canonical_json, parse_resource
 from shared.contracts.skill import Skill, SkillVersionConflict, apply_skill
+from shared.kvmirror import read_all
 
 _ATTEMPTS = 5
 
@@ -29,6 +31,21 @@ async def missing_skills(pool: ToolPool, names: Iterable[object]) -> list[str]:
     all is left to the document's validation, which says so."""
     return [name for name in names if isinstance(name, str) and re.fullmatch(RESOURCE_ID_PATTERN, name)
             and await pool.skill(name) is None]
+
+
+async def agents_naming(agents: KeyValue, skill_id: str) -> list[str]:
+    """The agents whose stored documents name `skill_id`, read from the bucket itself: the pool's
+    mirror may not have an agent applied a moment ago (here or at another gateway) yet."""
+    users = []
+    for key, value in (await read_all(agents)).items():
+        try:
+            document = json.loads(value)
+        except ValueError:
+            continue
+        named = document.get("skills") if isinstance(document, dict) else None
+        if isinstance(named, list) and skill_id in named:
+            users.append(key)
+    return sorted(users)
 
 
 def skill_endpoints(pool: ToolPool) -> Endpoints:
@@ -81,7 +98,7 @@ def skill_endpoints(pool: ToolPool) -> Endpoints:
 
     async def delete(body: dict[str, Any]) -> dict[str, Any]:
         key = text_field(body, "id")
-        users = sorted(agent.id for agent in pool.agents.values() if key in agent.skills)
+        users = await agents_naming(pool.bucket("agents"), key)
         if users:
             raise AdminRequestError("in_use", f"Skill {key!r} is used by agent(s) {', '.join(users)}: "
                                     "remove it from their skills first")
