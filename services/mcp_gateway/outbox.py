@@ -29,6 +29,7 @@ from shared.logs import get_logger
 log = get_logger("aurora.mcp_gateway.outbox")
 T = TypeVar("T")
 Done = Callable[[], None] | None
+RETRY_PAUSE, RETRY_PAUSE_MAX = 0.2, 5.0  # before an item's first retry, and the longest between retries
 
 
 class Outbox(Generic[T]):
@@ -155,10 +156,12 @@ class Outbox(Generic[T]):
             pending = [ack for ack in acks if isinstance(ack, asyncio.Future)]
             if pending:
                 await asyncio.wait(pending, timeout=self._ack_timeout)
+            through = False  # an item of this batch got through: the rest is sent again at once
             for (item, done), ack in zip(batch, acks, strict=True):
                 error = _failure(ack)
                 if error is not None:
-                    await self._retry(item, error)
+                    await self._retry(item, error, pause=0.0 if through else RETRY_PAUSE)
+                through = True
                 if done is not None:
                     done()
                 self._queue.task_done()
@@ -167,17 +170,20 @@ class Outbox(Generic[T]):
     async def _publish(self, item: T) -> None:
         await asyncio.wait_for(await self._send(item), self._ack_timeout)
 
-    async def _retry(self, item: T, error: Exception) -> None:
-        delay = 0.2
+    async def _retry(self, item: T, error: Exception, pause: float) -> None:
+        """Publish `item` until it is stored: after `pause` (0: at once), then after pauses that
+        double up to `RETRY_PAUSE_MAX`. An item behind one that got through goes at once: the
+        outage is over, and a pause each would hold a whole window of items up 0.2 s apiece."""
         while True:
-            log.warning("outbox publish failed; retrying", outbox=self._name, error=str(error))
-            await asyncio.sleep(delay)
-            delay = min(delay * 2, 5.0)
+            if pause:
+                log.warning("outbox publish failed; retrying", outbox=self._name, error=str(error), pause=pause)
+                await asyncio.sleep(pause)
             try:
                 await self._publish(item)
                 return
             except Exception as exc:
                 error = exc
+            pause = min(max(pause * 2, RETRY_PAUSE), RETRY_PAUSE_MAX)
 
 
 def _failure(ack: asyncio.Future[Any] | Exception) -> Exception | None:
