@@ -23,7 +23,7 @@ ServiceMain = Callable[[Settings, NATS, asyncio.Event], Awaitable[None]]
 T = TypeVar("T")
 
 # A service still stopping this long after SIGTERM logs what it is waiting for (compose and
-# Kubernetes kill it 10 s and 30 s after the signal).
+# Kubernetes kill it 30 s after the signal, the app-supervisor 40 s).
 STILL_STOPPING_AFTER = 2.0
 
 
