@@ -150,10 +150,14 @@ class CallLedger:
             return False
         return self._clock() - _heartbeat_decoder.decode(entry.value).at < self.stale_after
 
-    def look_up(self, call_id: str) -> asyncio.Future[Found]:
-        """Start reading the call's entry. Only a read: the gateway starts it while it reads the
-        run's record, before the call is judged, so a write call waits for one read, not two."""
-        return asyncio.ensure_future(self._read(ledger_key(call_id)))
+    async def look_up(self, call_id: str) -> asyncio.Future[Found]:
+        """Start reading the call's entry; returns once its request is queued. Only a read: the
+        gateway starts it while it reads the run's record, before the call is judged, so a write
+        call waits for one read, not two. Queued, not merely started: a request still to be sent
+        by a task that has not run yet could follow the record's on the wire."""
+        read = asyncio.ensure_future(self._read(ledger_key(call_id)))
+        await asyncio.sleep(0)  # the read's task runs up to its request
+        return read
 
     async def _read(self, key: str) -> Found:
         try:

@@ -10,7 +10,6 @@ then does an executor run the call.
 
 from __future__ import annotations
 
-import asyncio
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -155,10 +154,8 @@ class ToolCallHandler:
         tool = await self._pool.tool(request.tool)
         side_effect = targets.side_effect_of(tool, request.tool)
         # A write's ledger entry is read while custody reads the run's record: one wait, not two.
-        looked_up = (self._ledger.look_up(envelope.header.message_id)
+        looked_up = (await self._ledger.look_up(envelope.header.message_id)
                      if self._ledger is not None and side_effect not in (None, "read") else None)
-        if looked_up is not None:  # its request is queued before the record's, whatever the scheduler does
-            await asyncio.sleep(0)
         refusal: tuple[str, str] | None = None
         status = "denied"
         if envelope.header.method != METHOD_CALL:

@@ -134,10 +134,10 @@ async def test_a_ledger_that_cannot_be_read_sends_nothing_whether_read_ahead_or_
         nats_url: str, subjects: Subjects) -> None:
     lost = await nats.connect(nats_url)
     ledger = await _ledger(lost, subjects)
-    found = await ledger.recall("call-ok", REQUEST, looked_up=ledger.look_up("call-ok"))
+    found = await ledger.recall("call-ok", REQUEST, looked_up=await ledger.look_up("call-ok"))
     assert isinstance(found, Claim)  # read ahead, nothing there: a claim to run it under
     await lost.close()
     for recalled in (await ledger.recall("call-x", REQUEST),
-                     await ledger.recall("call-x", REQUEST, looked_up=ledger.look_up("call-x"))):
+                     await ledger.recall("call-x", REQUEST, looked_up=await ledger.look_up("call-x"))):
         assert isinstance(recalled, ToolCallResult) and recalled.error is not None, recalled
         assert (recalled.status, recalled.error.code) == ("unavailable", "ledger_unavailable")
