@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
+
+from nats.js.errors import APIError
 
 from shared.logs import get_logger
 
@@ -30,6 +33,10 @@ log = get_logger("aurora.mcp_gateway.outbox")
 T = TypeVar("T")
 Done = Callable[[], None] | None
 RETRY_PAUSE, RETRY_PAUSE_MAX = 0.2, 5.0  # before an item's first retry, and the longest between retries
+# JetStream's err_code when a copy of the message (same message id) is still being stored: a
+# clustered stream whose earlier attempt's ack was lost in a fault. Not a failure: asked again
+# once that copy is stored, the stream answers with a duplicate ack.
+STILL_BEING_STORED = 10158
 
 
 class Outbox(Generic[T]):
@@ -120,7 +127,7 @@ class Outbox(Generic[T]):
         item, done, _ = entry
         error = _failure(ack)
         if error is not None:
-            log.warning("outbox publish failed; retrying", outbox=self._name, error=str(error))
+            _say_retrying(self._name, error)
             self._enqueue(item, done)
         elif done is not None:
             done()
@@ -176,7 +183,7 @@ class Outbox(Generic[T]):
         outage is over, and a pause each would hold a whole window of items up 0.2 s apiece."""
         while True:
             if pause:
-                log.warning("outbox publish failed; retrying", outbox=self._name, error=str(error), pause=pause)
+                _say_retrying(self._name, error, pause)
                 await asyncio.sleep(pause)
             try:
                 await self._publish(item)
@@ -184,6 +191,23 @@ class Outbox(Generic[T]):
             except Exception as exc:
                 error = exc
             pause = min(max(pause * 2, RETRY_PAUSE), RETRY_PAUSE_MAX)
+
+
+def _retry_wording(error: Exception) -> tuple[int, str]:
+    """The log level and message for an item sent again after `error`. An earlier copy still
+    being stored is routine in a cluster after a fault (a leader change can keep answering so for
+    a while); a warning there would cry wolf at every item of the outage."""
+    if isinstance(error, APIError) and error.err_code == STILL_BEING_STORED:
+        return logging.INFO, "outbox item still being stored from an earlier attempt; asking again"
+    return logging.WARNING, "outbox publish failed; retrying"
+
+
+def _say_retrying(outbox: str, error: Exception, pause: float | None = None) -> None:
+    level, message = _retry_wording(error)
+    if pause is None:
+        log.log(level, message, outbox=outbox, error=str(error))
+    else:
+        log.log(level, message, outbox=outbox, error=str(error), pause=pause)
 
 
 def _failure(ack: asyncio.Future[Any] | Exception) -> Exception | None:

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 from collections.abc import Awaitable, Callable
 
 import pytest
 from nats.aio.client import Client as NATS
 from nats.js.errors import APIError, NoStreamResponseError
 
-from services.mcp_gateway.outbox import Outbox
+from services.mcp_gateway.outbox import STILL_BEING_STORED, Outbox
 from shared.acked_publish import AckedPublisher
 from tests.harness.waiting import poll
 
@@ -159,6 +160,36 @@ async def test_an_ack_that_never_comes_expires_and_its_item_is_retried_until_sto
     assert (await js.stream_info("LOST")).state.messages == 1
     assert (await js.get_msg("LOST", 1)).data == b"1"
     await listener.unsubscribe()
+    await acks.close()
+
+
+async def test_a_copy_still_being_stored_by_the_cluster_is_asked_again_without_a_warning(
+        cluster_nc: NATS, caplog: pytest.LogCaptureFixture) -> None:
+    """A replicated stream answers a copy whose message id it is still storing (an earlier
+    attempt whose ack was lost in a fault) with err_code 10158. The outbox asks again until the
+    duplicate ack comes, and says so at info level: during an outage every item may meet it."""
+    caplog.set_level(logging.INFO, logger="aurora.mcp_gateway.outbox")
+    js = cluster_nc.jetstream(timeout=10)
+    await js.add_stream(name="TWICE", subjects=["twice.>"], num_replicas=3)
+    acks = AckedPublisher(cluster_nc)
+    await acks.publish("twice.warm", b"w")  # listening for acks from now on
+    through_the_task: list[int] = []
+    send, send_now = _senders(acks, "twice", through_the_task)
+    outbox: Outbox[int] = Outbox("test", send, send_now=send_now)
+    outbox.start()
+    stored_said: list[int] = []
+    for n in range(5):  # each item twice in one write: the second copy reaches the leader mid-proposal
+        outbox.put(n, functools.partial(stored_said.append, n))
+        outbox.put(n, functools.partial(stored_said.append, n))
+    await outbox.stop(timeout=20)
+    assert outbox.dropped == 0 and sorted(stored_said) == sorted([*range(5), *range(5)])
+    assert (await js.stream_info("TWICE")).state.messages == 6  # the warm-up and each item once
+    said = [(r.levelno, r.getMessage(), r.__dict__.get("fields", {}).get("error", "")) for r in caplog.records]
+    still_storing = [s for s in said if f"err_code={STILL_BEING_STORED}" in s[2]]
+    assert still_storing, f"no copy met the cluster still storing it: {said}"
+    assert through_the_task, "the copies met with 10158 were not asked again"
+    assert all(level == logging.INFO and "still being stored" in message for level, message, _ in still_storing), said
+    assert [s for s in said if s[0] >= logging.WARNING] == []
     await acks.close()
 
 

@@ -6,7 +6,7 @@ not yet a JetStream peer) is waited for."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import nats
@@ -37,21 +37,6 @@ def replicas_of_three() -> Iterator[None]:
         yield
     finally:
         use_replicas(1)
-
-
-@pytest.fixture
-async def cluster_nc(tmp_path: Path) -> AsyncIterator[NATS]:
-    cluster = LocalCluster(tmp_path / "cluster", 3, log_dir=tmp_path)
-    cluster.start()
-    try:
-        nc = await nats.connect(servers=cluster.urls)
-        try:
-            await wait_jetstream(nc)
-            yield nc
-        finally:
-            await nc.close()
-    finally:
-        cluster.stop()
 
 
 async def test_every_kind_is_created_with_the_setting_on_a_cluster(
