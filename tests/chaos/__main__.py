@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import importlib
 import pkgutil
 import shutil
@@ -18,6 +19,7 @@ from pathlib import Path
 from rich.console import Console
 
 from tests.chaos import scenarios as scenarios_package
+from tests.chaos.logged import summary, warnings_logged
 from tests.chaos.model import Outcome, Scenario
 from tests.chaos.report import machine, render_table, write_reports
 
@@ -51,8 +53,10 @@ async def run_all(chosen: list[Scenario], workroot: Path, scale: float, console:
         except Exception as exc:  # a scenario's own bug is a failed row, not the end of the suite
             outcome = Outcome(scenario=scenario.name, load="-", faults="-", acknowledged=0, lost=0, duplicated=0,
                               recover_s=None, passed=False, detail=f"error: {exc!r}; files in {workdir}")
+        outcome = dataclasses.replace(outcome, logged=warnings_logged(workdir / "logs"))
         verdict = "[green]passed[/green]" if outcome.passed else "[red]FAILED[/red]"
         console.print(f"  {verdict} in {time.monotonic() - started:.0f}s: {outcome.detail}")
+        console.print(f"  warnings and errors the services logged: {summary(outcome.logged)}", markup=False)
         if outcome.passed:
             shutil.rmtree(workdir, ignore_errors=True)
         else:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 
@@ -15,7 +15,8 @@ class Outcome:
     `lost` those of them that never reached their end (no terminal task, or no reply where
     one was due); `duplicated` the side effects that happened more than once.
     `recover_s` is the time from the fault to the first work completed after it, or None
-    when the scenario has no single fault instant.
+    when the scenario has no single fault instant. `logged`: per service, how often each
+    message was logged at warning level or above (`tests.chaos.logged`).
     """
 
     scenario: str
@@ -27,6 +28,7 @@ class Outcome:
     recover_s: float | None
     passed: bool
     detail: str = ""
+    logged: dict[str, dict[str, int]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,11 @@ from pathlib import Path
 
 from rich.table import Table
 
+from tests.chaos.logged import total
 from tests.chaos.model import Outcome
 
-COLUMNS = ("scenario", "load", "faults", "acknowledged", "lost", "duplicated", "time to recover", "result")
+COLUMNS = ("scenario", "load", "faults", "acknowledged", "lost", "duplicated", "time to recover", "warnings logged",
+           "result")
 
 
 def machine() -> dict[str, str]:
@@ -38,13 +40,14 @@ def machine_line(host: dict[str, str]) -> str:
 def cells(outcome: Outcome) -> list[str]:
     recover = "-" if outcome.recover_s is None else f"{outcome.recover_s:.1f} s"
     return [outcome.scenario, outcome.load, outcome.faults, str(outcome.acknowledged), str(outcome.lost),
-            str(outcome.duplicated), recover, "passed" if outcome.passed else "FAILED"]
+            str(outcome.duplicated), recover, str(total(outcome.logged)), "passed" if outcome.passed else "FAILED"]
 
 
 def render_table(outcomes: Sequence[Outcome], host: dict[str, str]) -> Table:
     table = Table(title="make chaos", caption=machine_line(host))
     for column in COLUMNS:
-        table.add_column(column, justify="right" if column in ("acknowledged", "lost", "duplicated") else "left")
+        table.add_column(column, justify="right" if column in ("acknowledged", "lost", "duplicated", "warnings logged")
+                         else "left")
     for outcome in outcomes:
         row = cells(outcome)
         row[-1] = "[green]passed[/green]" if outcome.passed else "[red]FAILED[/red]"

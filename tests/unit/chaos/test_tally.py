@@ -3,8 +3,12 @@ real processes in `make chaos` and tests/e2e/test_chaos_short.py)."""
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from tests.chaos.__main__ import discover, select
 from tests.chaos.kit import judge
+from tests.chaos.logged import summary, total, warnings_logged
 from tests.chaos.model import Outcome
 from tests.chaos.report import markdown
 from tests.chaos.tally import Reply, Sent, count, median_latency
@@ -52,8 +56,31 @@ def test_every_scenario_module_is_found_and_k_selects_by_name() -> None:
 
 def test_the_markdown_table_has_a_row_per_scenario_and_says_why_one_failed() -> None:
     host = {"cpus": "2", "cpu_model": "Xeon", "os": "Linux", "python": "3.11"}
-    rows = [Outcome("a", "10/s", "f", 5, 0, 0, 1.25, True), Outcome("b", "10/s", "g", 4, 1, 0, None, False, "lost one")]
+    logged = {"runner": {"warning: x": 2}, "router": {"error: y": 1}}
+    rows = [Outcome("a", "10/s", "f", 5, 0, 0, 1.25, True, logged=logged),
+            Outcome("b", "10/s", "g", 4, 1, 0, None, False, "lost one")]
     text = markdown(rows, host, when="now")
-    assert "| a | 10/s | f | 5 | 0 | 0 | 1.2 s | passed |" in text
-    assert "| b | 10/s | g | 4 | 1 | 0 | - | FAILED |" in text
+    assert "| a | 10/s | f | 5 | 0 | 0 | 1.2 s | 3 | passed |" in text
+    assert "| b | 10/s | g | 4 | 1 | 0 | - | 0 | FAILED |" in text
     assert "- `b`: lost one" in text and "2 CPUs (Xeon)" in text
+
+
+def test_warnings_and_errors_are_counted_per_service_log_and_other_lines_skipped(tmp_path: Path) -> None:
+    def line(level: str, msg: str) -> str:
+        return json.dumps({"ts": "t", "level": level, "service": "s", "logger": "l", "msg": msg})
+
+    (tmp_path / "gateway.log").write_text("\n".join([
+        line("info", "started"), line("warning", "outbox publish failed; retrying"),
+        line("warning", "outbox publish failed; retrying"), line("error", "a tool call could not be reported"),
+        "Traceback (most recent call last):", "{not json", line("warning", "outbox publish failed; retrying")]))
+    (tmp_path / "runner.log").write_text(line("info", "run finished") + "\n")
+    (tmp_path / "n1.log").write_text("[1] 2026/12/04 [WRN] JetStream cluster stream lost quorum\n")  # nats-server's own
+
+    logged = warnings_logged(tmp_path)
+
+    assert logged == {"gateway": {"warning: outbox publish failed; retrying": 3,
+                                  "error: a tool call could not be reported": 1}}
+    assert total(logged) == 4
+    assert summary(logged) == ("gateway 4: warning: outbox publish failed; retrying ×3; "
+                               "error: a tool call could not be reported ×1")
+    assert summary({}) == "no warning or error logged"
