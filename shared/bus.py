@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import weakref
 from typing import Any
 from urllib.parse import ParseResult
 
@@ -18,6 +19,9 @@ from shared.logs import get_logger
 from shared.settings import NatsSettings
 
 log = get_logger("aurora.bus")
+# Connections their own process is closing: nats-py calls `disconnected_cb` on every close, and
+# a service's own stop is no warning (it was one line in every service at every stop).
+_closing: weakref.WeakSet[NATS] = weakref.WeakSet()
 
 
 def tls_context(settings: NatsSettings) -> ssl.SSLContext | None:
@@ -69,8 +73,13 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
     async def on_error(exc: Exception) -> None:
         log.warning("nats error", error=str(exc))
 
+    client: NATS | None = None
+
     async def on_disconnected() -> None:
-        log.warning("nats disconnected")
+        if client is not None and client in _closing:
+            log.info("nats connection closed")
+        else:
+            log.warning("nats disconnected")
 
     async def on_reconnected() -> None:
         log.info("nats reconnected")
@@ -94,11 +103,22 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
     delay = 0.2
     while True:
         try:
-            return await open_nats(**options)
+            client = await open_nats(**options)
+            return client
         except (OSError, nats.errors.NoServersError, TimeoutError) as exc:
             log.warning("nats not reachable yet; retrying", servers=settings.servers, error=str(exc))
             await asyncio.sleep(delay)
             delay = min(delay * 2, 5.0)
+
+
+async def close_connection(nc: NATS) -> None:
+    """A process's own end of its connection: drained when connected (what was received is
+    handled, what was published is sent), closed otherwise; logged as closed, not disconnected."""
+    _closing.add(nc)
+    if nc.is_connected:
+        await nc.drain()
+    else:
+        await nc.close()
 
 
 def credential_options(settings: NatsSettings) -> dict[str, Any]:

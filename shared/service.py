@@ -11,7 +11,7 @@ from typing import Protocol, TypeVar
 
 from nats.aio.client import Client as NATS
 
-from shared.bus import connect
+from shared.bus import close_connection, connect
 from shared.errors import AuroraError
 from shared.logs import configure_logging, get_logger
 from shared.metrics import setup_metrics, shutdown_metrics
@@ -113,10 +113,7 @@ async def _serve(name: str, settings: Settings, main: ServiceMain) -> None:
     try:
         await main(settings, nc, stop)
     finally:
-        if nc.is_connected:
-            await nc.drain()
-        else:
-            await nc.close()
+        await close_connection(nc)
         log.info("stopped")
 
 

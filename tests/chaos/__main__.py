@@ -56,7 +56,8 @@ async def run_all(chosen: list[Scenario], workroot: Path, scale: float, console:
         outcome = dataclasses.replace(outcome, logged=warnings_logged(workdir / "logs"))
         verdict = "[green]passed[/green]" if outcome.passed else "[red]FAILED[/red]"
         console.print(f"  {verdict} in {time.monotonic() - started:.0f}s: {outcome.detail}")
-        console.print(f"  warnings and errors the services logged: {summary(outcome.logged)}", markup=False)
+        logged = summary(outcome.logged).replace("\n", "\n    ")
+        console.print(f"  warnings and errors the services logged:\n    {logged}", markup=False)
         if outcome.passed:
             shutil.rmtree(workdir, ignore_errors=True)
         else:

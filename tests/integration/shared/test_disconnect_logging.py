@@ -1,0 +1,69 @@
+"""A lost NATS connection is a warning; a process closing its own connection is not.
+
+nats-py calls the disconnect callback on every close too, so every service used to log "nats
+disconnected" at warning level at every stop (`make chaos` counted one per service per
+scenario). Real nats-server behind a proxy that cuts the connection.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+
+import pytest
+
+from shared.bus import close_connection, connect
+from shared.settings import NatsSettings
+from tests.harness.tcpproxy import TcpProxy
+from tests.harness.waiting import poll
+
+
+@pytest.fixture
+def proxy(nats_url: str) -> Iterator[TcpProxy]:
+    proxy = TcpProxy(int(nats_url.rsplit(":", 1)[1])).start()
+    yield proxy
+    proxy.stop()
+
+
+async def test_a_cut_is_a_warning_and_the_own_close_is_said_at_info(proxy: TcpProxy,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="aurora.bus")
+
+    def said() -> list[tuple[str, str]]:  # the cut's own error ("nats error") aside
+        return [(r.levelname, r.getMessage()) for r in caplog.records
+                if r.name == "aurora.bus" and r.getMessage() != "nats error"]
+
+    nc = await connect(NatsSettings(url=proxy.url), name="aurora-test")
+    proxy.cut()
+
+    async def warned() -> bool:
+        return ("WARNING", "nats disconnected") in said()
+
+    await poll(warned, timeout=10, what="the cut logged as a warning")
+    proxy.heal()
+
+    async def reconnected() -> bool:
+        return nc.is_connected
+
+    await poll(reconnected, timeout=15, what="the client back after the heal")
+    await close_connection(nc)
+    assert nc.is_closed
+    assert said() == [("WARNING", "nats disconnected"), ("INFO", "nats reconnected"),
+                      ("INFO", "nats connection closed")]
+
+
+async def test_a_connection_already_lost_is_closed_without_a_second_warning(proxy: TcpProxy,
+                                                                             caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="aurora.bus")
+    nc = await connect(NatsSettings(url=proxy.url), name="aurora-test")
+    proxy.cut()
+
+    async def reconnecting() -> bool:
+        return nc.is_reconnecting
+
+    await poll(reconnecting, timeout=10, what="the client reconnecting after the cut")
+    await close_connection(nc)  # a stop while the connection is away: closed, not drained
+    assert nc.is_closed
+    said = [(r.levelname, r.getMessage()) for r in caplog.records
+            if r.name == "aurora.bus" and r.getMessage() != "nats error"]
+    assert said == [("WARNING", "nats disconnected"), ("INFO", "nats connection closed")]
