@@ -57,6 +57,9 @@ DRAIN_SECONDS = 0.5
 STDIN_BACKLOG_BYTES = 128 * 1024 * 1024
 # Read from an app's stdout and not yet handed to NATS, at most, before the pipe is left unread.
 STDOUT_BACKLOG_BYTES = 8 * 1024 * 1024
+# Unconfirmed events sent again are said in the log at most this often (seconds), with their
+# count: in a flood of events nobody confirms, each round of copies logged a warning.
+RESENT_SAID_EVERY = 5.0
 
 
 class ProcessNotStarted(RuntimeError):
@@ -412,19 +415,26 @@ class AppProcess:
     async def _send_unconfirmed(self) -> None:
         """Each event the gateway has not confirmed stored, sent again (with its token) until it
         does or its patience ran out; while one waits."""
-        given_up = self._receipts.given_up
+        loop = asyncio.get_running_loop()
+        resent, given_up, said_at = 0, self._receipts.given_up, float("-inf")
         while (pause := self._receipts.next_due()) is not None:
             await asyncio.sleep(pause)
             again = self._receipts.due()
             for token, line in again:
                 self._relay(line, {RECEIPT_HEADER: token})
-            if again:
-                log.warning("app events not yet confirmed stored by a gateway; sent again", app=self._spec.name,
-                            generation=self.generation, events=len(again))
-            if self._receipts.given_up > given_up:
-                log.error("app events never confirmed stored by a gateway; no longer sent", app=self._spec.name,
-                          generation=self.generation, events=self._receipts.given_up - given_up)
-                given_up = self._receipts.given_up
+            resent += len(again)
+            if (resent or self._receipts.given_up > given_up) and loop.time() - said_at >= RESENT_SAID_EVERY:
+                self._say_unconfirmed(resent, self._receipts.given_up - given_up)
+                resent, given_up, said_at = 0, self._receipts.given_up, loop.time()
+        self._say_unconfirmed(resent, self._receipts.given_up - given_up)  # what the last interval left unsaid
+
+    def _say_unconfirmed(self, resent: int, given_up: int) -> None:
+        if resent:
+            log.warning("app events not yet confirmed stored by a gateway; sent again", app=self._spec.name,
+                        generation=self.generation, events=resent, waiting=self._receipts.waiting)
+        if given_up:
+            log.error("app events never confirmed stored by a gateway; no longer sent", app=self._spec.name,
+                      generation=self.generation, events=given_up)
 
     def _log_stderr(self, line: bytes | Oversized) -> None:
         name = self._spec.name

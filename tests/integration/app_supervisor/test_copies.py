@@ -144,6 +144,35 @@ async def test_an_app_event_is_sent_again_with_its_token_until_the_gateway_confi
     assert not [r for r in log_records(relay.supervisor.logs()) if r.get("msg", "").startswith("c2s message dropped")]
 
 
+async def test_a_flood_of_unconfirmed_events_is_sent_again_in_batches_and_said_in_a_line(
+    nc: NATS, subjects: Subjects, relay: Running
+) -> None:
+    """Thousands of events nobody confirms (no gateway stores them): each is sent again, and the
+    supervisor says so once for all of them, not once per moment a few fell due."""
+    flood = 3000
+    copies: dict[str, int] = {}
+
+    async def on_s2c(msg: Msg) -> None:
+        token = (msg.headers or {}).get(RECEIPT_HEADER)
+        if token is not None:
+            copies[token] = copies.get(token, 0) + 1
+
+    await nc.subscribe(subjects.mcp("test.relay", "default", "s2c"), cb=on_s2c)
+    await write_through.flush(nc)
+    c2s = subjects.mcp("test.relay", "default", "c2s")
+    for n in range(flood):  # the relay app writes each back: an event of the app's
+        await nc.publish(c2s, b'{"jsonrpc":"2.0","method":"aurora/event","params":{"payload":{"n":%d}}}' % n)
+    await nc.flush()
+
+    async def each_sent_again() -> bool:
+        return len(copies) == flood and min(copies.values()) >= 2
+
+    await poll(each_sent_again, timeout=30, what=f"each of the {flood} events sent again")
+    said = [r for r in log_records(relay.supervisor.logs()) if r.get("msg", "").endswith("; sent again")]
+    assert 1 <= len(said) <= 2, [(r["ts"], r["events"]) for r in said]  # one a line every 5 s, the first at once
+    assert said[0]["waiting"] == flood
+
+
 async def test_an_event_not_confirmed_when_its_app_exited_is_sent_again_by_the_next_generation(
     nc: NATS, subjects: Subjects, relay: Running
 ) -> None:

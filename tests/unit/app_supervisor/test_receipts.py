@@ -48,6 +48,24 @@ def test_a_line_is_sent_again_at_growing_pauses_until_confirmed() -> None:
     assert receipts.confirmed(token) and receipts.waiting == 0 and receipts.next_due() is None
 
 
+def test_lines_falling_due_one_after_another_go_together_in_rounds() -> None:
+    """A flood: a line every millisecond. Without rounds, each would be its own wake-up, and
+    each wake-up goes over every waiting line."""
+    clock = Clock(0.0)
+    receipts = Receipts(clock, first_pause=1, round_every=0.25)
+    for n in range(1000):
+        clock.now = n / 1000
+        receipts.new(b"event")
+    clock.now = 1.0  # the first line is due now, the next one a millisecond from now
+    rounds = []
+    while len(rounds) < 20 and (pause := receipts.next_due()) is not None:
+        assert pause >= 0.25
+        clock.now += pause
+        rounds.append(len(receipts.due()))
+    # Each round takes what fell due since the last; then the first ones are due again.
+    assert rounds[:4] == [251, 250, 250, 249], rounds
+
+
 def test_a_token_never_names_two_lines_even_across_processes() -> None:
     first, second = Receipts(Clock()), Receipts(Clock())
     assert first.new(b"a") != second.new(b"a")
