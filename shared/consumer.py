@@ -35,9 +35,11 @@ from shared import metrics
 from shared.consumers import ensure_durable
 from shared.deadletter import dead_letter
 from shared.logs import get_logger
+from shared.streak import FailureStreak
 from shared.subjects import Subjects
 
 log = get_logger("aurora.consumer")
+FETCH_RETRY_PAUSE = 0.5  # after a fetch that failed (not one that timed out with nothing to fetch)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +141,7 @@ class AtLeastOnceConsumer:
         self._sub: JetStreamContext.PullSubscription | None = None
         self.running: set[asyncio.Task[None]] = set()
         self.stats = stats if stats is not None else ConsumerStats()
+        self._fetching = FailureStreak(log, "fetch", consumer=self.durable)
 
     @property
     def durable(self) -> str:
@@ -161,14 +164,16 @@ class AtLeastOnceConsumer:
         if self._sub is None:
             raise RuntimeError(f"consumer {self.durable}: run before start()")
         try:
-            return await self._sub.fetch(batch, timeout=self._fetch_timeout)
+            msgs = await self._sub.fetch(batch, timeout=self._fetch_timeout)
         except (TimeoutError, NatsTimeoutError):
-            return []
+            msgs = []
         except Exception as exc:  # connection trouble: nats-py reconnects, we try again
             self.stats.last_error = f"fetch: {exc}"
-            log.warning("fetch failed", consumer=self.durable, error=str(exc))
-            await asyncio.sleep(0.5)
+            self._fetching.failed(exc)
+            await asyncio.sleep(FETCH_RETRY_PAUSE)
             return []
+        self._fetching.worked()
+        return msgs
 
     async def run_batches(self, stop: asyncio.Event, handle: BatchHandler, *, batch: int,
                           in_flight: int = 2) -> None:

@@ -40,6 +40,7 @@ from services.mcp_gateway import classify
 from shared.clock import now_iso
 from shared.contracts.toolcall import SideEffect, ToolCallRequest, ToolCallResult
 from shared.logs import get_logger
+from shared.streak import FailureStreak
 
 log = get_logger("aurora.mcp_gateway.ledger")
 
@@ -130,12 +131,15 @@ class CallLedger:
         await self.kv.put(heartbeat_key(self.instance), msgspec.json.encode(Heartbeat(at=self._clock())))
 
     async def _beat_forever(self) -> None:
+        beating = FailureStreak(log, "ledger heartbeat", instance=self.instance)
         while True:
             await asyncio.sleep(self._every)
             try:
                 await self._beat()
             except Exception as exc:  # KV briefly unavailable: the next beat tries again
-                log.warning("ledger heartbeat failed", error=f"{type(exc).__name__}: {exc}")
+                beating.failed(exc)
+            else:
+                beating.worked()
 
     async def alive(self, instance: str) -> bool:
         if not instance:  # released: nobody holds it

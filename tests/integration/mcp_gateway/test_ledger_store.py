@@ -4,8 +4,10 @@ two gateway instances racing for one call id."""
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import nats
+import pytest
 from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.ledger import CallLedger, Claim
@@ -141,3 +143,31 @@ async def test_a_ledger_that_cannot_be_read_sends_nothing_whether_read_ahead_or_
                      await ledger.recall("call-x", REQUEST, looked_up=await ledger.look_up("call-x"))):
         assert isinstance(recalled, ToolCallResult) and recalled.error is not None, recalled
         assert (recalled.status, recalled.error.code) == ("unavailable", "ledger_unavailable")
+
+
+async def test_a_heartbeat_failing_a_while_is_said_when_it_begins_and_when_it_ends(
+        nc: NATS, subjects: Subjects, caplog: pytest.LogCaptureFixture) -> None:
+    """Its bucket away (as while a cluster elects a leader): one warning, not one per beat."""
+    caplog.set_level(logging.INFO, logger="aurora.mcp_gateway.ledger")
+    ledger = await _ledger(nc, subjects, heartbeat=0.1)
+    await ledger.start()
+    bucket = call_ledger_bucket(subjects, 3600.0)
+
+    def said() -> list[tuple[str, str]]:
+        return [(r.levelname, r.getMessage()) for r in caplog.records if "heartbeat" in r.getMessage()]
+
+    async def beats_failing() -> bool:
+        return ("WARNING", "ledger heartbeat failed") in said()
+
+    async def beats_again() -> bool:
+        return ("INFO", "ledger heartbeat works again") in said()
+
+    try:
+        await nc.jetstream().delete_key_value(bucket.name)
+        await poll(beats_failing, timeout=10, what="a heartbeat failing")
+        await asyncio.sleep(0.5)  # five more beats fail meanwhile
+        await ensure_bucket(nc.jetstream(), bucket)
+        await poll(beats_again, timeout=10, what="the heartbeat working again")
+    finally:
+        await ledger.stop()
+    assert said() == [("WARNING", "ledger heartbeat failed"), ("INFO", "ledger heartbeat works again")]
