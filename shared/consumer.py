@@ -195,10 +195,16 @@ class AtLeastOnceConsumer:
                 await task
 
     async def finish(self, msgs: list[Msg], finish: Callable[[], Awaitable[Sequence[Outcome]]]) -> None:
-        """Wait for a started batch's outcomes and settle each message."""
+        """Wait for a started batch's outcomes and settle each message. Messages retried for one
+        reason are said in one line: a batch whose publishes failed (a stream leader away) logged
+        a warning per message."""
         outcomes = await finish()
+        retried: dict[str, list[Msg]] = {}
         for msg, outcome in zip(msgs, outcomes, strict=True):
-            await self.settle(msg, outcome)
+            await self.settle(msg, outcome, retried)
+        for reason, same in retried.items():
+            log.warning("messages will be retried", consumer=self.durable, count=len(same), error=reason,
+                        subjects=sorted({m.subject for m in same})[:5])
 
     async def run_each(self, stop: asyncio.Event, handle: MessageHandler, *, concurrency: int) -> None:
         """Until `stop`: keep at most `concurrency` messages in work, one task each; fetch only as
@@ -252,14 +258,16 @@ class AtLeastOnceConsumer:
             if outcome is not LEAVE:
                 await self.settle(msg, outcome)
 
-    async def settle(self, msg: Msg, outcome: Outcome) -> None:
-        """Apply the one policy; never raises (a message not settled comes back after the ack wait)."""
+    async def settle(self, msg: Msg, outcome: Outcome, retried: dict[str, list[Msg]] | None = None) -> None:
+        """Apply the one policy; never raises (a message not settled comes back after the ack wait).
+        `retried`: where a retried message goes by its reason, for the caller to say, instead of
+        a line of its own."""
         try:
-            await self._settle(msg, outcome)
+            await self._settle(msg, outcome, retried)
         except Exception as exc:
             log.warning("could not settle a message", consumer=self.durable, outcome=outcome.kind, error=str(exc))
 
-    async def _settle(self, msg: Msg, outcome: Outcome) -> None:
+    async def _settle(self, msg: Msg, outcome: Outcome, retried: dict[str, list[Msg]] | None) -> None:
         kind = outcome.kind
         self.stats.settled += 1
         metrics.consumer_lag.set(msg.metadata.num_pending or 0, stage=self._stage, consumer=self.durable)
@@ -283,8 +291,11 @@ class AtLeastOnceConsumer:
                 self._count("handed_back")
             else:
                 self._count("retried")
-                log.warning("message will be retried", consumer=self.durable, subject=msg.subject,
-                            error=outcome.reason, delivered=delivered)
+                if retried is not None:
+                    retried.setdefault(outcome.reason, []).append(msg)
+                else:
+                    log.warning("message will be retried", consumer=self.durable, subject=msg.subject,
+                                error=outcome.reason, delivered=delivered)
                 await msg.nak(delay=outcome.delay if outcome.delay is not None else backoff(delivered))
 
     def _count(self, outcome: str) -> None:

@@ -1,18 +1,20 @@
 """A consumer whose fetches fail for a while (its stream gone, as while a cluster elects a new
 leader) says so once when it begins and once when fetching works again, and then takes its work:
-it used to log a warning every half second. Real nats-server."""
+it used to log a warning every half second. A batch retried for one reason is one line, not one
+per message. Real nats-server."""
 
 from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Awaitable, Callable, Sequence
 
 import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 
-from shared.consumer import ACK, AtLeastOnceConsumer, Outcome
+from shared.consumer import ACK, AtLeastOnceConsumer, Outcome, Retry
 from shared.subjects import Subjects
 from tests.harness.waiting import poll
 
@@ -60,3 +62,44 @@ async def test_failing_fetches_are_said_as_one_streak_and_work_is_taken_after_it
     assert said() == [("WARNING", "fetch failed"), ("INFO", "fetch works again")]
     recovered = next(r for r in caplog.records if r.getMessage() == "fetch works again")
     assert recovered.__dict__["fields"]["failures"] >= 4
+
+
+async def test_a_batch_retried_for_one_reason_is_said_in_one_line(
+        nc: NATS, subjects: Subjects, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="aurora.consumer")
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="BATCH", subjects=["batch.>"]))
+    config = ConsumerConfig(durable_name="batch", ack_policy=AckPolicy.EXPLICIT, ack_wait=30, max_deliver=5)
+    consumer = AtLeastOnceConsumer(js, subjects, stream="BATCH", config=config, stage="test", fetch_timeout=0.2)
+    await consumer.start()
+    for n in range(10):
+        await js.publish(f"batch.{n % 2}", str(n).encode())
+    deliveries: dict[bytes, list[int]] = {}
+
+    async def handle(msgs: list[Msg]) -> Callable[[], Awaitable[Sequence[Outcome]]]:
+        for msg in msgs:
+            deliveries.setdefault(msg.data, []).append(msg.metadata.num_delivered)
+
+        async def outcomes() -> Sequence[Outcome]:  # the first delivery's publishes "failed", then all is well
+            return [Retry("publish: the stream leader is away", delay=0.2) if msg.metadata.num_delivered == 1
+                    else ACK for msg in msgs]
+
+        return outcomes
+
+    async def all_again() -> bool:
+        return len(deliveries) == 10 and all(seen == [1, 2] for seen in deliveries.values())
+
+    stop = asyncio.Event()
+    loop = asyncio.create_task(consumer.run_batches(stop, handle, batch=16, in_flight=1))
+    try:
+        await poll(all_again, timeout=15, what="each message delivered again after its retry")
+    finally:
+        stop.set()
+        await loop
+        await consumer.stop()
+    lines = [r for r in caplog.records if "retried" in r.getMessage()]
+    assert [r.getMessage() for r in lines] == ["messages will be retried"] * len(lines)
+    fields = [r.__dict__["fields"] for r in lines]
+    assert sum(f["count"] for f in fields) == 10 and len(lines) <= 2, fields  # a batch a line (a fetch may split)
+    assert fields[0]["error"] == "publish: the stream leader is away"
+    assert set(fields[0]["subjects"]) <= {"batch.0", "batch.1"}
