@@ -17,6 +17,7 @@ from nats.js.api import Header
 
 from shared.logs import get_logger
 from shared.settings import NatsSettings
+from shared.streak import FailureStreak
 
 log = get_logger("aurora.bus")
 # Connections their own process is closing: nats-py calls `disconnected_cb` on every close, and
@@ -70,19 +71,32 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
     so `docker compose up` and `make dev` need no start-up ordering beyond a health check.
     """
 
-    async def on_error(exc: Exception) -> None:
-        log.warning("nats error", error=str(exc))
-
     client: NATS | None = None
+    # While nats-server is away every reconnect attempt (one a second) fails, refused or timed out
+    # before the server's INFO (nats-py is then `connecting`): said as a streak, not a warning
+    # each. The end of a connection says why it ended, in its own warning.
+    reconnecting = FailureStreak(log, "nats reconnect")
+    ended_by: list[str] = []
+
+    async def on_error(exc: Exception) -> None:
+        if client is not None and (client.is_reconnecting or client.is_connecting):
+            reconnecting.failed(exc)
+        elif isinstance(exc, nats.errors.StaleConnectionError):  # the disconnect follows at once
+            ended_by.append(str(exc))
+        else:
+            log.warning("nats error", error=str(exc))
 
     async def on_disconnected() -> None:
+        why = {"error": ended_by.pop()} if ended_by else {}
+        ended_by.clear()
         if client is not None and client in _closing:
-            log.info("nats connection closed")
+            log.info("nats connection closed", extra={"fields": why})
         else:
-            log.warning("nats disconnected")
+            log.warning("nats disconnected", extra={"fields": why})
 
     async def on_reconnected() -> None:
-        log.info("nats reconnected")
+        log.info("nats reconnected", failed_attempts=reconnecting.failures)
+        reconnecting.forget()
 
     options: dict[str, object] = {
         "servers": settings.servers,

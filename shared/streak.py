@@ -49,3 +49,7 @@ class FailureStreak:
         self._log.info(f"{self._what} works again", failures=self.failures,
                        seconds=round(self._clock() - self._began, 1), **self._fields)
         self.failures = 0
+
+    def forget(self) -> None:
+        """The streak ended and the caller said so in its own words."""
+        self.failures = 0

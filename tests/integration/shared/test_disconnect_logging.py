@@ -1,12 +1,15 @@
-"""A lost NATS connection is a warning; a process closing its own connection is not.
+"""A lost NATS connection is a warning; a process closing its own connection is not; the failed
+reconnect attempts of one outage are one more warning, not one a second.
 
 nats-py calls the disconnect callback on every close too, so every service used to log "nats
 disconnected" at warning level at every stop (`make chaos` counted one per service per
-scenario). Real nats-server behind a proxy that cuts the connection.
+scenario), and its error callback at every failed attempt. Real nats-server behind a proxy that
+cuts the connection.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Iterator
 
@@ -25,21 +28,23 @@ def proxy(nats_url: str) -> Iterator[TcpProxy]:
     proxy.stop()
 
 
-async def test_a_cut_is_a_warning_and_the_own_close_is_said_at_info(proxy: TcpProxy,
-                                                                    caplog: pytest.LogCaptureFixture) -> None:
+async def test_a_cut_is_one_warning_its_failed_reconnects_another_and_the_own_close_is_info(
+        proxy: TcpProxy, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="aurora.bus")
 
-    def said() -> list[tuple[str, str]]:  # the cut's own error ("nats error") aside
+    def said() -> list[tuple[str, str]]:  # the cut's own error ("nats error": a reset, not an EOF) aside
         return [(r.levelname, r.getMessage()) for r in caplog.records
                 if r.name == "aurora.bus" and r.getMessage() != "nats error"]
 
-    nc = await connect(NatsSettings(url=proxy.url), name="aurora-test")
+    # Attempts on the cut proxy are taken and never answered: each times out after 0.5 s.
+    nc = await connect(NatsSettings(url=proxy.url), name="aurora-test", connect_timeout=0.5)
     proxy.cut()
 
-    async def warned() -> bool:
-        return ("WARNING", "nats disconnected") in said()
+    async def reconnects_failing() -> bool:
+        return ("WARNING", "nats reconnect failed") in said()
 
-    await poll(warned, timeout=10, what="the cut logged as a warning")
+    await poll(reconnects_failing, timeout=15, what="a reconnect attempt failing")
+    await asyncio.sleep(3)  # two more attempts fail meanwhile: one a second
     proxy.heal()
 
     async def reconnected() -> bool:
@@ -48,8 +53,10 @@ async def test_a_cut_is_a_warning_and_the_own_close_is_said_at_info(proxy: TcpPr
     await poll(reconnected, timeout=15, what="the client back after the heal")
     await close_connection(nc)
     assert nc.is_closed
-    assert said() == [("WARNING", "nats disconnected"), ("INFO", "nats reconnected"),
-                      ("INFO", "nats connection closed")]
+    assert said() == [("WARNING", "nats disconnected"), ("WARNING", "nats reconnect failed"),
+                      ("INFO", "nats reconnected"), ("INFO", "nats connection closed")]
+    back = next(r for r in caplog.records if r.getMessage() == "nats reconnected")
+    assert back.__dict__["fields"]["failed_attempts"] >= 3
 
 
 async def test_a_connection_already_lost_is_closed_without_a_second_warning(proxy: TcpProxy,
