@@ -22,6 +22,7 @@ at once, each kept alive with `in_progress`).
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import suppress
 from dataclasses import dataclass
@@ -40,6 +41,7 @@ from shared.subjects import Subjects
 
 log = get_logger("aurora.consumer")
 FETCH_RETRY_PAUSE = 0.5  # after a fetch that failed (not one that timed out with nothing to fetch)
+RETRIES_SAID_EVERY = 5.0  # a batch's retried messages are said at most this often, with their count
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +144,8 @@ class AtLeastOnceConsumer:
         self.running: set[asyncio.Task[None]] = set()
         self.stats = stats if stats is not None else ConsumerStats()
         self._fetching = FailureStreak(log, "fetch", consumer=self.durable)
+        self._retried: dict[str, tuple[int, set[str]]] = {}  # batches' retried messages not said yet, by reason
+        self._retried_said_at = float("-inf")
 
     @property
     def durable(self) -> str:
@@ -185,6 +189,8 @@ class AtLeastOnceConsumer:
             while not stop.is_set():
                 msgs = await self._fetch(batch)
                 if not msgs:
+                    if self._retried and time.monotonic() - self._retried_said_at >= RETRIES_SAID_EVERY:
+                        self._say_retried()  # held back, and nothing more came: said now
                     continue
                 finish = await handle(msgs)
                 settling.append(asyncio.create_task(self.finish(msgs, finish), name=f"{self.durable}-settle"))
@@ -193,18 +199,29 @@ class AtLeastOnceConsumer:
         finally:
             for task in settling:
                 await task
+            if self._retried:  # what the last interval left unsaid
+                self._say_retried()
 
     async def finish(self, msgs: list[Msg], finish: Callable[[], Awaitable[Sequence[Outcome]]]) -> None:
-        """Wait for a started batch's outcomes and settle each message. Messages retried for one
-        reason are said in one line: a batch whose publishes failed (a stream leader away) logged
-        a warning per message."""
+        """Wait for a started batch's outcomes and settle each message. Messages retried are said
+        by reason, at most every `RETRIES_SAID_EVERY` seconds (`_say_retried`): while a stream
+        leader was away, each failed batch of publishes logged a warning per message."""
         outcomes = await finish()
         retried: dict[str, list[Msg]] = {}
         for msg, outcome in zip(msgs, outcomes, strict=True):
             await self.settle(msg, outcome, retried)
         for reason, same in retried.items():
-            log.warning("messages will be retried", consumer=self.durable, count=len(same), error=reason,
-                        subjects=sorted({m.subject for m in same})[:5])
+            count, subjects = self._retried.get(reason, (0, set()))
+            self._retried[reason] = (count + len(same), subjects | {m.subject for m in same})
+        if self._retried and time.monotonic() - self._retried_said_at >= RETRIES_SAID_EVERY:
+            self._say_retried()
+
+    def _say_retried(self) -> None:
+        for reason, (count, subjects) in self._retried.items():
+            log.warning("messages will be retried", consumer=self.durable, count=count, error=reason,
+                        subjects=sorted(subjects)[:5])
+        self._retried.clear()
+        self._retried_said_at = time.monotonic()
 
     async def run_each(self, stop: asyncio.Event, handle: MessageHandler, *, concurrency: int) -> None:
         """Until `stop`: keep at most `concurrency` messages in work, one task each; fetch only as
