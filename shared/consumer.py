@@ -49,6 +49,7 @@ class Outcome:
     kind: str  # ack | term | retry | hand_back | poison | leave
     reason: str = ""
     delay: float | None = None  # retry: seconds before it comes again, when the handler knows better
+    said: bool = False  # retry: the handler logged why already (a traceback): the loop adds no line
 
 
 ACK = Outcome("ack")
@@ -57,8 +58,8 @@ HAND_BACK = Outcome("hand_back")
 LEAVE = Outcome("leave")
 
 
-def Retry(reason: str, delay: float | None = None) -> Outcome:
-    return Outcome("retry", reason, delay)
+def Retry(reason: str, delay: float | None = None, *, said: bool = False) -> Outcome:
+    return Outcome("retry", reason, delay, said)
 
 
 def Poison(reason: str) -> Outcome:
@@ -267,8 +268,8 @@ class AtLeastOnceConsumer:
             raise  # abandoned: LEAVE, the message comes back after the ack wait
         except Exception as exc:
             log.exception("handling failed; the message will come again", consumer=self.durable,
-                          subject=msg.subject)
-            outcome = Retry(f"{type(exc).__name__}: {exc}")
+                          subject=msg.subject, delivered=msg.metadata.num_delivered)
+            outcome = Retry(f"{type(exc).__name__}: {exc}", said=True)
         finally:
             if beat is not None:
                 beat.cancel()
@@ -310,7 +311,7 @@ class AtLeastOnceConsumer:
                 self._count("retried")
                 if retried is not None:
                     retried.setdefault(outcome.reason, []).append(msg)
-                else:
+                elif not outcome.said:
                     log.warning("message will be retried", consumer=self.durable, subject=msg.subject,
                                 error=outcome.reason, delivered=delivered)
                 await msg.nak(delay=outcome.delay if outcome.delay is not None else backoff(delivered))

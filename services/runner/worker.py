@@ -105,9 +105,10 @@ class Worker:
         except Exception as exc:
             self.stats.errors += 1
             self.stats.last_error = f"{type(exc).__name__}: {exc}"
-            log.exception("run failed unexpectedly; it will be retried", subject=msg.subject)
+            log.exception("run failed unexpectedly; it will be retried", subject=msg.subject,
+                          delivered=msg.metadata.num_delivered)
             self.stats.count("retry")
-            return Retry(self.stats.last_error)
+            return Retry(self.stats.last_error, said=True)  # the consumer's own line would say it again
         if isinstance(verdict, RetryLater):  # the task waits for an unavailable target (see the task)
             self.stats.count("wait")
             return Retry("", delay=verdict.delay)

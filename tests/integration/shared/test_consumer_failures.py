@@ -105,3 +105,44 @@ async def test_batches_retried_for_one_reason_are_said_together(
     assert sum(f["count"] for f in fields) == 10 and fields[0]["count"] <= 2  # the first batch, then the rest
     assert {f["error"] for f in fields} == {"publish: the stream leader is away"}
     assert fields[1]["subjects"] == ["batch.0", "batch.1"]
+
+
+async def test_a_retry_the_handler_said_already_gets_no_second_line(
+        nc: NATS, subjects: Subjects, caplog: pytest.LogCaptureFixture) -> None:
+    """A handler that logged why (a traceback) and one that failed by raising are said once; a
+    plain retry still gets the loop's own line."""
+    caplog.set_level(logging.INFO, logger="aurora.consumer")
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="EACH", subjects=["each.>"]))
+    config = ConsumerConfig(durable_name="each", ack_policy=AckPolicy.EXPLICIT, ack_wait=30, max_deliver=5)
+    consumer = AtLeastOnceConsumer(js, subjects, stream="EACH", config=config, stage="test", fetch_timeout=0.2)
+    await consumer.start()
+    deliveries: dict[str, int] = {}
+
+    async def handle(msg: Msg) -> Outcome:
+        deliveries[msg.subject] = msg.metadata.num_delivered
+        if msg.metadata.num_delivered > 1:
+            return ACK
+        if msg.subject == "each.said":
+            return Retry("the handler logged this one", delay=0.1, said=True)
+        if msg.subject == "each.raised":
+            raise RuntimeError("the handler broke")
+        return Retry("a plain retry", delay=0.1)
+
+    for subject in ("each.said", "each.raised", "each.plain"):
+        await js.publish(subject, b"x")
+
+    async def each_again() -> bool:
+        return len(deliveries) == 3 and all(n == 2 for n in deliveries.values())
+
+    stop = asyncio.Event()
+    loop = asyncio.create_task(consumer.run_each(stop, handle, concurrency=1))
+    try:
+        await poll(each_again, timeout=15, what="each message delivered again")
+    finally:
+        stop.set()
+        await loop
+        await consumer.stop()
+    said = [(r.getMessage(), r.__dict__["fields"].get("subject")) for r in caplog.records]
+    assert said == [("handling failed; the message will come again", "each.raised"),
+                    ("message will be retried", "each.plain")], said
