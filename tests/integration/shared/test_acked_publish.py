@@ -16,6 +16,7 @@ from nats.js.errors import APIError, NoStreamResponseError
 
 from services.mcp_gateway.outbox import STILL_BEING_STORED, Outbox
 from shared.acked_publish import AckedPublisher
+from shared.streams import creating
 from tests.harness.waiting import poll
 
 
@@ -170,7 +171,8 @@ async def test_a_copy_still_being_stored_by_the_cluster_is_asked_again_without_a
     duplicate ack comes, and says so at info level: during an outage every item may meet it."""
     caplog.set_level(logging.INFO, logger="aurora.mcp_gateway.outbox")
     js = cluster_nc.jetstream(timeout=10)
-    await js.add_stream(name="TWICE", subjects=["twice.>"], num_replicas=3)
+    # Asked again while the cluster is still forming (too few JetStream peers to place three replicas).
+    await creating(lambda: js.add_stream(name="TWICE", subjects=["twice.>"], num_replicas=3), "stream TWICE", 3)
     acks = AckedPublisher(cluster_nc)
     await acks.publish("twice.warm", b"w")  # listening for acks from now on
     through_the_task: list[int] = []
