@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 
 from shared.consumer import ACK, AtLeastOnceConsumer, Outcome, Retry
@@ -70,10 +71,7 @@ async def test_batches_retried_for_one_reason_are_said_together(
     first at once, the rest when the consumer stops), not one per message or per batch."""
     caplog.set_level(logging.INFO, logger="aurora.consumer")
     js = nc.jetstream()
-    await js.add_stream(StreamConfig(name="BATCH", subjects=["batch.>"]))
-    config = ConsumerConfig(durable_name="batch", ack_policy=AckPolicy.EXPLICIT, ack_wait=30, max_deliver=5)
-    consumer = AtLeastOnceConsumer(js, subjects, stream="BATCH", config=config, stage="test", fetch_timeout=0.2)
-    await consumer.start()
+    consumer = await _started(js, subjects, "batch")
     for n in range(10):
         await js.publish(f"batch.{n % 2}", str(n).encode())
     deliveries: dict[bytes, list[int]] = {}
@@ -113,10 +111,7 @@ async def test_a_retry_the_handler_said_already_gets_no_second_line(
     plain retry still gets the loop's own line."""
     caplog.set_level(logging.INFO, logger="aurora.consumer")
     js = nc.jetstream()
-    await js.add_stream(StreamConfig(name="EACH", subjects=["each.>"]))
-    config = ConsumerConfig(durable_name="each", ack_policy=AckPolicy.EXPLICIT, ack_wait=30, max_deliver=5)
-    consumer = AtLeastOnceConsumer(js, subjects, stream="EACH", config=config, stage="test", fetch_timeout=0.2)
-    await consumer.start()
+    consumer = await _started(js, subjects, "each")
     deliveries: dict[str, int] = {}
 
     async def handle(msg: Msg) -> Outcome:
@@ -146,3 +141,12 @@ async def test_a_retry_the_handler_said_already_gets_no_second_line(
     said = [(r.getMessage(), r.__dict__["fields"].get("subject")) for r in caplog.records]
     assert said == [("handling failed; the message will come again", "each.raised"),
                     ("message will be retried", "each.plain")], said
+
+
+async def _started(js: JetStreamContext, subjects: Subjects, name: str) -> AtLeastOnceConsumer:
+    """A consumer `name` on a new stream `NAME` of `name.>`, started."""
+    await js.add_stream(StreamConfig(name=name.upper(), subjects=[f"{name}.>"]))
+    config = ConsumerConfig(durable_name=name, ack_policy=AckPolicy.EXPLICIT, ack_wait=30, max_deliver=5)
+    consumer = AtLeastOnceConsumer(js, subjects, stream=name.upper(), config=config, stage="test", fetch_timeout=0.2)
+    await consumer.start()
+    return consumer
