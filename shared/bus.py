@@ -76,19 +76,21 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
     # before the server's INFO (nats-py is then `connecting`): said as a streak, not a warning
     # each. The end of a connection says why it ended, in its own warning.
     reconnecting = FailureStreak(log, "nats reconnect")
-    ended_by: list[str] = []
+    ended_by: str | None = None
 
     async def on_error(exc: Exception) -> None:
+        nonlocal ended_by
         if client is not None and (client.is_reconnecting or client.is_connecting):
             reconnecting.failed(exc)
         elif isinstance(exc, nats.errors.StaleConnectionError):  # the disconnect follows at once
-            ended_by.append(str(exc))
+            ended_by = str(exc)
         else:
             log.warning("nats error", error=str(exc))
 
     async def on_disconnected() -> None:
-        why = {"error": ended_by.pop()} if ended_by else {}
-        ended_by.clear()
+        nonlocal ended_by
+        why = {"error": ended_by} if ended_by else {}
+        ended_by = None
         if client is not None and client in _closing:
             log.info("nats connection closed", extra={"fields": why})
         else:

@@ -190,8 +190,7 @@ class AtLeastOnceConsumer:
             while not stop.is_set():
                 msgs = await self._fetch(batch)
                 if not msgs:
-                    if self._retried and time.monotonic() - self._retried_said_at >= RETRIES_SAID_EVERY:
-                        self._say_retried()  # held back, and nothing more came: said now
+                    self._say_retried(when_due=True)  # held back, and nothing more came: said now
                     continue
                 finish = await handle(msgs)
                 settling.append(asyncio.create_task(self.finish(msgs, finish), name=f"{self.durable}-settle"))
@@ -200,8 +199,7 @@ class AtLeastOnceConsumer:
         finally:
             for task in settling:
                 await task
-            if self._retried:  # what the last interval left unsaid
-                self._say_retried()
+            self._say_retried()  # what the last interval left unsaid
 
     async def finish(self, msgs: list[Msg], finish: Callable[[], Awaitable[Sequence[Outcome]]]) -> None:
         """Wait for a started batch's outcomes and settle each message. Messages retried are said
@@ -214,10 +212,13 @@ class AtLeastOnceConsumer:
         for reason, same in retried.items():
             count, subjects = self._retried.get(reason, (0, set()))
             self._retried[reason] = (count + len(same), subjects | {m.subject for m in same})
-        if self._retried and time.monotonic() - self._retried_said_at >= RETRIES_SAID_EVERY:
-            self._say_retried()
+        self._say_retried(when_due=True)
 
-    def _say_retried(self) -> None:
+    def _say_retried(self, *, when_due: bool = False) -> None:
+        """The retried messages held back, by reason; with `when_due`, only once
+        `RETRIES_SAID_EVERY` has passed since the last time."""
+        if not self._retried or (when_due and time.monotonic() - self._retried_said_at < RETRIES_SAID_EVERY):
+            return
         for reason, (count, subjects) in self._retried.items():
             log.warning("messages will be retried", consumer=self.durable, count=count, error=reason,
                         subjects=sorted(subjects)[:5])

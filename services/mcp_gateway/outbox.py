@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Generic, TypeVar
 
@@ -193,21 +192,17 @@ class Outbox(Generic[T]):
             pause = min(max(pause * 2, RETRY_PAUSE), RETRY_PAUSE_MAX)
 
 
-def _retry_wording(error: Exception) -> tuple[int, str]:
-    """The log level and message for an item sent again after `error`. An earlier copy still
-    being stored is routine in a cluster after a fault (a leader change can keep answering so for
-    a while); a warning there would cry wolf at every item of the outage."""
-    if isinstance(error, APIError) and error.err_code == STILL_BEING_STORED:
-        return logging.INFO, "outbox item still being stored from an earlier attempt; asking again"
-    return logging.WARNING, "outbox publish failed; retrying"
-
-
 def _say_retrying(outbox: str, error: Exception, pause: float | None = None) -> None:
-    level, message = _retry_wording(error)
-    if pause is None:
-        log.log(level, message, outbox=outbox, error=str(error))
+    """An item sent again after `error`. An earlier copy still being stored is routine in a
+    cluster after a fault (a leader change can keep answering so for a while): info, where a
+    warning would cry wolf at every item of the outage."""
+    fields: dict[str, object] = {"outbox": outbox, "error": str(error)}
+    if pause is not None:
+        fields["pause"] = pause
+    if isinstance(error, APIError) and error.err_code == STILL_BEING_STORED:
+        log.info("outbox item still being stored from an earlier attempt; asking again", extra={"fields": fields})
     else:
-        log.log(level, message, outbox=outbox, error=str(error), pause=pause)
+        log.warning("outbox publish failed; retrying", extra={"fields": fields})
 
 
 def _failure(ack: asyncio.Future[Any] | Exception) -> Exception | None:
