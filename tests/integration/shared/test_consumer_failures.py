@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -38,9 +39,7 @@ async def test_failing_fetches_are_said_as_one_streak_and_work_is_taken_after_it
     def said() -> list[tuple[str, str]]:
         return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "aurora.consumer"]
 
-    stop = asyncio.Event()
-    loop = asyncio.create_task(consumer.run_each(stop, handle, concurrency=1))
-    try:
+    async with _running(consumer, lambda stop: consumer.run_each(stop, handle, concurrency=1)):
         await js.delete_stream("AWAY")
 
         async def failing_a_while() -> bool:
@@ -56,10 +55,6 @@ async def test_failing_fetches_are_said_as_one_streak_and_work_is_taken_after_it
             return handled == [b"after"]
 
         await poll(taken, timeout=10, what="the work published after the streak")
-    finally:
-        stop.set()
-        await loop
-        await consumer.stop()
     assert said() == [("WARNING", "fetch failed"), ("INFO", "fetch works again")]
     recovered = next(r for r in caplog.records if r.getMessage() == "fetch works again")
     assert recovered.__dict__["fields"]["failures"] >= 4
@@ -89,14 +84,8 @@ async def test_batches_retried_for_one_reason_are_said_together(
     async def all_again() -> bool:
         return len(deliveries) == 10 and all(seen == [1, 2] for seen in deliveries.values())
 
-    stop = asyncio.Event()
-    loop = asyncio.create_task(consumer.run_batches(stop, handle, batch=2, in_flight=1))
-    try:
+    async with _running(consumer, lambda stop: consumer.run_batches(stop, handle, batch=2, in_flight=1)):
         await poll(all_again, timeout=15, what="each message delivered again after its retry")
-    finally:
-        stop.set()
-        await loop
-        await consumer.stop()
     lines = [r for r in caplog.records if "retried" in r.getMessage()]
     fields = [r.__dict__["fields"] for r in lines]
     assert [r.getMessage() for r in lines] == ["messages will be retried"] * 2, fields
@@ -130,14 +119,8 @@ async def test_a_retry_the_handler_said_already_gets_no_second_line(
     async def each_again() -> bool:
         return len(deliveries) == 3 and all(n == 2 for n in deliveries.values())
 
-    stop = asyncio.Event()
-    loop = asyncio.create_task(consumer.run_each(stop, handle, concurrency=1))
-    try:
+    async with _running(consumer, lambda stop: consumer.run_each(stop, handle, concurrency=1)):
         await poll(each_again, timeout=15, what="each message delivered again")
-    finally:
-        stop.set()
-        await loop
-        await consumer.stop()
     said = [(r.getMessage(), r.__dict__["fields"].get("subject")) for r in caplog.records]
     assert said == [("handling failed; the message will come again", "each.raised"),
                     ("message will be retried", "each.plain")], said
@@ -150,3 +133,17 @@ async def _started(js: JetStreamContext, subjects: Subjects, name: str) -> AtLea
     consumer = AtLeastOnceConsumer(js, subjects, stream=name.upper(), config=config, stage="test", fetch_timeout=0.2)
     await consumer.start()
     return consumer
+
+
+@asynccontextmanager
+async def _running(consumer: AtLeastOnceConsumer,
+                   loop: Callable[[asyncio.Event], Awaitable[None]]) -> AsyncIterator[None]:
+    """The consumer's `loop(stop)` in the background; on leaving, stopped, and the consumer too."""
+    stop = asyncio.Event()
+    running = asyncio.create_task(loop(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await running
+        await consumer.stop()
