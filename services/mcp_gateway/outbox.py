@@ -27,6 +27,7 @@ from typing import Any, Generic, TypeVar
 from nats.js.errors import APIError
 
 from shared.logs import get_logger
+from shared.streak import FailureStreak
 
 log = get_logger("aurora.mcp_gateway.outbox")
 T = TypeVar("T")
@@ -55,6 +56,8 @@ class Outbox(Generic[T]):
         self._quiet = asyncio.Event()  # nothing in flight
         self._quiet.set()
         self._sweep: asyncio.TimerHandle | None = None
+        # An outage fails every try of every item: said when it begins, every 10 s and when it ends.
+        self._failing = FailureStreak(log, "outbox publish", outbox=name)
         self.dropped = 0
 
     def start(self) -> None:
@@ -126,10 +129,12 @@ class Outbox(Generic[T]):
         item, done, _ = entry
         error = _failure(ack)
         if error is not None:
-            _say_retrying(self._name, error)
+            self._said_failed(error)
             self._enqueue(item, done)
-        elif done is not None:
-            done()
+        else:
+            self._failing.worked()
+            if done is not None:
+                done()
         del self._in_flight[ack]
         if not self._in_flight:
             self._quiet.set()
@@ -167,6 +172,8 @@ class Outbox(Generic[T]):
                 error = _failure(ack)
                 if error is not None:
                     await self._retry(item, error, pause=0.0 if through else RETRY_PAUSE)
+                else:
+                    self._failing.worked()
                 through = True
                 if done is not None:
                     done()
@@ -182,27 +189,26 @@ class Outbox(Generic[T]):
         outage is over, and a pause each would hold a whole window of items up 0.2 s apiece."""
         while True:
             if pause:
-                _say_retrying(self._name, error, pause)
+                self._said_failed(error)
                 await asyncio.sleep(pause)
             try:
                 await self._publish(item)
+                self._failing.worked()
                 return
             except Exception as exc:
                 error = exc
             pause = min(max(pause * 2, RETRY_PAUSE), RETRY_PAUSE_MAX)
 
-
-def _say_retrying(outbox: str, error: Exception, pause: float | None = None) -> None:
-    """An item sent again after `error`. An earlier copy still being stored is routine in a
-    cluster after a fault (a leader change can keep answering so for a while): info, where a
-    warning would cry wolf at every item of the outage."""
-    fields: dict[str, object] = {"outbox": outbox, "error": str(error)}
-    if pause is not None:
-        fields["pause"] = pause
-    if isinstance(error, APIError) and error.err_code == STILL_BEING_STORED:
-        log.info("outbox item still being stored from an earlier attempt; asking again", extra={"fields": fields})
-    else:
-        log.warning("outbox publish failed; retrying", extra={"fields": fields})
+    def _said_failed(self, error: Exception) -> None:
+        """An item is sent again after `error`. An earlier copy still being stored is routine in a
+        cluster after a fault (a leader change can keep answering so for a while): info, where a
+        warning would cry wolf at every item of the outage. Any other failure is part of the
+        outbox's failure streak."""
+        if isinstance(error, APIError) and error.err_code == STILL_BEING_STORED:
+            log.info("outbox item still being stored from an earlier attempt; asking again",
+                     outbox=self._name, error=str(error))
+        else:
+            self._failing.failed(error)
 
 
 def _failure(ack: asyncio.Future[Any] | Exception) -> Exception | None:

@@ -78,6 +78,37 @@ async def test_the_outbox_keeps_what_it_could_not_store_until_the_stream_exists(
     await acks.close()
 
 
+async def test_an_outage_is_said_when_it_begins_and_when_it_ends_not_at_every_retry(
+        nc: NATS, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="aurora.mcp_gateway.outbox")
+    js = nc.jetstream()
+    acks = AckedPublisher(nc)
+    attempts: list[int] = []
+
+    async def send(n: int) -> asyncio.Future[int]:
+        attempts.append(n)
+        return await acks.send(f"gone.{n}", str(n).encode(), headers={"Nats-Msg-Id": f"gone-{n}"})
+
+    async def retried_often() -> bool:
+        return attempts.count(0) >= 4  # the first item tried again after pauses of 0.2, 0.4 and 0.8 s
+
+    outbox: Outbox[int] = Outbox("test", send, ack_timeout=1.0)
+    outbox.start()
+    for n in range(3):
+        outbox.put(n)
+    await poll(retried_often, timeout=15, what="the first item retried three times")
+    await js.add_stream(name="GONE", subjects=["gone.>"])
+    await outbox.stop(timeout=20)
+    assert outbox.dropped == 0 and (await js.stream_info("GONE")).state.messages == 3
+    said = [(r.levelno, r.getMessage(), r.__dict__.get("fields", {}))
+            for r in caplog.records if r.name == "aurora.mcp_gateway.outbox"]
+    assert [(level, message) for level, message, _ in said] == [
+        (logging.WARNING, "outbox publish failed"), (logging.INFO, "outbox publish works again")], said
+    assert said[0][2]["outbox"] == "test" and "no response from stream" in said[0][2]["error"], said
+    assert said[1][2]["failures"] >= 3, said  # the count of failed tries is kept for the last line
+    await acks.close()
+
+
 async def test_once_the_first_item_of_a_failed_batch_gets_through_the_rest_follow_at_once(nc: NATS) -> None:
     js = nc.jetstream()
     acks = AckedPublisher(nc)
