@@ -6,6 +6,11 @@ refuses it to services). This one is a short-lived pull consumer named `<owner>_
 (shared/consumers.py): the latest entry of every key first, then every change. Should the
 consumer go away (a server restart, its inactivity threshold), it is created again from the
 revision after the last one seen, so nothing is skipped.
+
+An interruption healed by reopening (a leader election, a reconnect) loses nothing, so it is said
+at info level; the connection's own lines already say that NATS was away. Only a watch that stays
+broken for `grace` seconds, and so leaves the service's copy of the bucket out of date, is a
+warning: a failure streak (shared/streak.py), said until the watch works again.
 """
 
 from __future__ import annotations
@@ -23,12 +28,14 @@ from nats.js.kv import KeyValue
 
 from shared.consumers import consumer_owner, pull_ephemeral
 from shared.logs import get_logger
+from shared.streak import FailureStreak
 from shared.streams import stream_replicas
 
 log = get_logger("aurora.kvwatch")
 _OPERATION = "KV-Operation"
 _MARKER_REASON = "Nats-Marker-Reason"  # nats-server 2.11+: TTL and age expiry markers
 _INACTIVE = 300.0
+GRACE = 5.0  # seconds a watch may stay interrupted before it is a warning
 
 
 def entry_of(bucket: str, msg: Msg) -> KeyValue.Entry:
@@ -45,13 +52,16 @@ def entry_of(bucket: str, msg: Msg) -> KeyValue.Entry:
 class BucketWatch:
     """`initial()` once, then `async for entry in watch` for every later change; `stop()`."""
 
-    def __init__(self, js: JetStreamContext, bucket: str, *, owner: str | None = None) -> None:
+    def __init__(self, js: JetStreamContext, bucket: str, *, owner: str | None = None, grace: float = GRACE) -> None:
         self._js = js
         self._bucket = bucket
         self._owner = owner or consumer_owner()
         self._sub: JetStreamContext.PullSubscription | None = None
         self._last = 0  # the last revision seen
         self._stopped = False
+        self._grace = grace
+        self._interrupted_since: float | None = None
+        self._failing = FailureStreak(log, "bucket watch", bucket=bucket)
 
     async def _open(self) -> JetStreamContext.PullSubscription:
         if self._last:
@@ -98,6 +108,7 @@ class BucketWatch:
                 # waits out its timeout for the rest of the batch, which would delay a change.
                 msgs = await sub.fetch(want, timeout=5.0)
             except (NatsTimeoutError, TimeoutError):
+                self._working()
                 want = 1
                 continue
             except (ConnectionClosedError, ConnectionDrainingError):
@@ -105,11 +116,12 @@ class BucketWatch:
             except Exception as exc:  # the consumer is gone or the connection dropped: reopen
                 if self._stopped:
                     return
-                log.warning("bucket watch interrupted; reopening", bucket=self._bucket, error=str(exc))
+                self._interrupted("bucket watch interrupted; reopening", exc)
                 await self._let_go()
                 want = 1
                 await asyncio.sleep(0.5)
                 continue
+            self._working()
             for msg in msgs:
                 yield self._entry(msg)
             want = min(max(msgs[-1].metadata.num_pending, 1), 256) if msgs else 1
@@ -121,9 +133,23 @@ class BucketWatch:
             self._stopped = True  # the client closed its connection: the watch ends
             return None
         except Exception as exc:
-            log.warning("bucket watch could not reopen", bucket=self._bucket, error=str(exc))
+            self._interrupted("bucket watch could not reopen", exc)
             await asyncio.sleep(1.0)
             return None
+
+    def _interrupted(self, what: str, error: Exception) -> None:
+        now = asyncio.get_running_loop().time()
+        if self._interrupted_since is None:
+            self._interrupted_since = now
+        if now - self._interrupted_since < self._grace:
+            log.info(what, bucket=self._bucket, error=str(error))
+        else:
+            self._failing.failed(error)
+
+    def _working(self) -> None:
+        """A fetch came back (with changes or none in its time): the watch is whole again."""
+        self._interrupted_since = None
+        self._failing.worked()
 
     async def stop(self) -> None:
         self._stopped = True

@@ -5,11 +5,15 @@ after the last one seen, so no change is lost."""
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 
+import pytest
 from nats.aio.client import Client as NATS
+from nats.js.kv import KeyValue
 
 from shared.kvmirror import KvMirror, read_all
+from shared.kvwatch import BucketWatch
 from shared.streams import agents_bucket, ensure_bucket
 from shared.subjects import Subjects
 from tests.integration.runner.helpers import poll
@@ -19,8 +23,13 @@ async def _consumers(nc: NATS, stream: str) -> list[str]:
     return [info.name for info in await nc.jetstream().consumers_info(stream)]
 
 
+def _said(caplog: pytest.LogCaptureFixture) -> list[tuple[int, str]]:
+    return [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "aurora.kvwatch"]
+
+
 async def test_the_mirror_follows_changes_at_once_and_survives_losing_its_consumer(
-        nc: NATS, subjects: Subjects) -> None:
+        nc: NATS, subjects: Subjects, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="aurora.kvwatch")
     kv = await ensure_bucket(nc.jetstream(), agents_bucket(subjects))
     await kv.put("a", b"1")
     await kv.put("b", b"1")
@@ -47,6 +56,45 @@ async def test_the_mirror_follows_changes_at_once_and_survives_losing_its_consum
         assert again != name and again.startswith("aurora_eph_")
         # The lost consumer's subscription was let go: left, it would hold up `nc.drain()` at stop.
         assert len(nc._subs) == subscriptions
+        # Healed by reopening at once and nothing lost: no warning, the connection was never away.
+        assert _said(caplog) == [(logging.INFO, "bucket watch interrupted; reopening")]
     finally:
         await mirror.stop()
     assert await read_all(kv) == {"a": b"3", "c": b"1"}
+
+
+async def test_a_watch_broken_longer_than_its_grace_is_a_warning_until_it_works_again(
+        nc: NATS, subjects: Subjects, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="aurora.kvwatch")
+    js = nc.jetstream()
+    spec = agents_bucket(subjects)
+    await ensure_bucket(js, spec)
+    watch = BucketWatch(js, spec.name, grace=1.0)
+    assert await watch.initial() == []
+    seen: list[KeyValue.Entry] = []
+
+    async def follow() -> None:
+        async for entry in watch.changes():
+            seen.append(entry)
+
+    following = asyncio.create_task(follow())
+    try:
+        await js.delete_key_value(spec.name)  # every fetch and every reopen fails from now on
+
+        async def warned() -> bool:
+            return (logging.WARNING, "bucket watch failed") in _said(caplog)
+
+        await poll(warned, timeout=15, what="the broken watch said as a warning")
+        kv = await ensure_bucket(js, spec)
+        await kv.put("a", b"back")
+        await poll(lambda: asyncio.sleep(0, [e.key for e in seen] == ["a"]), timeout=15,
+                   what=f"the change after the bucket came back; seen {seen}")
+        said = _said(caplog)
+        warnings = [message for level, message in said if level >= logging.WARNING]
+        assert warnings == ["bucket watch failed"], said  # said once, after the grace; not per try
+        assert said.index((logging.WARNING, "bucket watch failed")) > 0, said  # the first tries at info
+        assert said[-1] == (logging.INFO, "bucket watch works again"), said
+    finally:
+        await watch.stop()
+        following.cancel()
+        await asyncio.gather(following, return_exceptions=True)
