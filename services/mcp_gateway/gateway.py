@@ -18,7 +18,7 @@ from services.mcp_gateway.server_requests import ServerRequests
 from services.mcp_gateway.session import AppSession, TransportFactory
 from services.mcp_gateway.sessions_listener import SessionsListener, on_process_event
 from services.mcp_gateway.transports.http import http_transport
-from services.mcp_gateway.transports.nats_stdio import nats_stdio_transport
+from services.mcp_gateway.transports.nats_stdio import nats_stdio_transport, relaying_streak
 from shared.appconfig import AppConfig, AppsConfig
 from shared.subjects import Subjects
 
@@ -75,4 +75,5 @@ class Gateway:
             assert app.mcp.url is not None
             url, headers = app.mcp.url, dict(app.mcp.headers)
             return lambda: http_transport(url, headers)
-        return lambda: nats_stdio_transport(self._nc, self._subjects, app.app_id, app.instance)
+        relaying = relaying_streak(app.app_id, app.instance)  # across the app's sessions
+        return lambda: nats_stdio_transport(self._nc, self._subjects, app.app_id, app.instance, relaying)

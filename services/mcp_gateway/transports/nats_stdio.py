@@ -22,12 +22,13 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 
-from services.mcp_gateway.transports.direct import DirectCalls
+from services.mcp_gateway.transports.direct import DirectCalls, NotDelivered
 from services.mcp_gateway.transports.streams import TransportStreams
 from shared import tracing, write_through
 from shared.bus import RECEIPT_HEADER, RESEND_HEADER, is_jetstream_delivery, unheard_token
 from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
+from shared.streak import FailureStreak
 from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_gateway.nats_stdio")
@@ -62,7 +63,8 @@ class NatsStdioTransport(AbstractAsyncContextManager[TransportStreams]):
     `direct` writes tool calls on the same relay without the SDK (see transports/direct.py);
     its pending calls fail when the relay closes."""
 
-    def __init__(self, nc: NATS, subjects: Subjects, app_id: str, instance: str) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, app_id: str, instance: str,
+                 relaying: FailureStreak | None = None) -> None:
         c2s = subjects.mcp(app_id, instance, "c2s")
         unheard = nc.new_inbox()  # `<inbox>.<request id>`: where nats-server says nobody listened
 
@@ -75,7 +77,8 @@ class NatsStdioTransport(AbstractAsyncContextManager[TransportStreams]):
                                         headers=headers)
 
         self.direct = DirectCalls(publish)
-        self._relay = _relay(nc, subjects, app_id, instance, self.direct, unheard)
+        self._relay = _relay(nc, subjects, app_id, instance, self.direct, unheard,
+                             relaying or relaying_streak(app_id, instance))
 
     async def __aenter__(self) -> TransportStreams:
         return await self._relay.__aenter__()
@@ -91,8 +94,16 @@ def _is_initialize(message: SessionMessage) -> bool:
     return isinstance(message.message, JSONRPCRequest) and message.message.method == "initialize"
 
 
-def nats_stdio_transport(nc: NATS, subjects: Subjects, app_id: str, instance: str) -> NatsStdioTransport:
-    return NatsStdioTransport(nc, subjects, app_id, instance)
+def nats_stdio_transport(nc: NATS, subjects: Subjects, app_id: str, instance: str,
+                         relaying: FailureStreak | None = None) -> NatsStdioTransport:
+    return NatsStdioTransport(nc, subjects, app_id, instance, relaying)
+
+
+def relaying_streak(app_id: str, instance: str) -> FailureStreak:
+    """Tool calls that reach no app-supervisor, said as one streak per app instance: while its
+    supervisor is away every call fails so, and the session that follows it (a new relay) is where
+    it works again. One streak for all of the instance's relays says both."""
+    return FailureStreak(log, "relay to the app-supervisor", app=app_id, instance=instance)
 
 
 class _FromApp:
@@ -109,8 +120,9 @@ class _FromApp:
     faster than its session reads), never a backlog that grows without end."""
 
     def __init__(self, direct: DirectCalls, stream: MemoryObjectSendStream[SessionMessage | Exception],
-                 app_id: str, instance: str) -> None:
+                 app_id: str, instance: str, relaying: FailureStreak) -> None:
         self._direct = direct
+        self._relaying = relaying  # a message from the app: a supervisor relays again
         self._stream = stream
         self._app_id = app_id
         self._instance = instance
@@ -121,6 +133,7 @@ class _FromApp:
     def on_message(self, msg: Msg) -> None:
         if is_jetstream_delivery(msg.reply):
             return
+        self._relaying.worked()
         receipt = msg.headers.get(RECEIPT_HEADER) if msg.headers else None
         if receipt is not None or self._backlog or (self._moving is not None and not self._moving.done()) \
                 or not self._direct.answer(msg.data):
@@ -156,28 +169,30 @@ class _FromApp:
                       instance=self._instance, dropped=unread)
 
 
-def _on_unheard(direct: DirectCalls, c2s: str) -> Callable[[Msg], None]:
-    """The handler of a relay's `unheard` inbox: a 503 status there fails its request at once."""
+def _on_unheard(direct: DirectCalls, c2s: str, relaying: FailureStreak) -> Callable[[Msg], None]:
+    """The handler of a relay's `unheard` inbox: a 503 status there fails its request at once.
+    While the app's supervisor is away every call fails so: said as one streak, not per call."""
 
     def on_status(msg: Msg) -> None:
         request_id = unheard_token(msg)
         if request_id is not None and direct.unheard(request_id, c2s):
-            log.warning("a tool call reached no app-supervisor: not delivered", relay=c2s)
+            relaying.failed(NotDelivered(f"a tool call reached no app-supervisor on {c2s}: not delivered"))
 
     return on_status
 
 
 @asynccontextmanager
 async def _relay(
-    nc: NATS, subjects: Subjects, app_id: str, instance: str, direct: DirectCalls, unheard: str
+    nc: NATS, subjects: Subjects, app_id: str, instance: str, direct: DirectCalls, unheard: str,
+    relaying: FailureStreak,
 ) -> AsyncIterator[TransportStreams]:
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](256)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](256)
     c2s = subjects.mcp(app_id, instance, "c2s")
-    from_app = _FromApp(direct, read_writer, app_id, instance)
+    from_app = _FromApp(direct, read_writer, app_id, instance, relaying)
     sub = await subscribe_inline(nc, subjects.mcp(app_id, instance, "s2c"), from_app.on_message)
     try:
-        statuses = await subscribe_inline(nc, f"{unheard}.*", _on_unheard(direct, c2s))
+        statuses = await subscribe_inline(nc, f"{unheard}.*", _on_unheard(direct, c2s, relaying))
     except BaseException:
         with suppress(NatsError):
             await sub.unsubscribe()

@@ -18,7 +18,7 @@ from nats.aio.msg import Msg
 
 from shared import write_through
 from shared.subjects import Subjects
-from tests.harness.processes import REPO, logged
+from tests.harness.processes import REPO, ServiceProcess, logged
 from tests.harness.tcpproxy import TcpProxy
 from tests.integration.mcp_gateway.conftest import Stack
 from tests.integration.mcp_gateway.helpers import (
@@ -165,7 +165,7 @@ async def test_a_write_that_reaches_no_supervisor_is_unavailable_at_once_and_run
     counter = tmp_path / "counter.jsonl"
     config = write_apps(tmp_path, {"echo": echo_app(mcp={"env": {"ECHO_COUNTER_FILE": str(counter)}})})
     supervisor = stack.supervisor(config)
-    await stack.gateway(config)
+    gateway = await stack.gateway(config)
     assert (await call(nc, subjects, "test.echo.counter_increment", {"key": "before"}))["status"] == "ok"
 
     supervisor.kill()  # its process group: the supervisor and the app, as a crashed container
@@ -182,6 +182,10 @@ async def test_a_write_that_reaches_no_supervisor_is_unavailable_at_once_and_run
     assert unheard["status"] == "unavailable", unheard
     assert unheard["error"]["code"] == "app_unavailable" and "was not reached" in unheard["error"]["message"], unheard
     assert time.monotonic() - started < 5, "the call waited out its timeout"
+    for _ in range(2):
+        assert (await ask())["status"] == "unavailable"
+    # Every call fails so while the supervisor is away: one warning for all of them, not one each.
+    assert _said(gateway, "relay to the app-supervisor") == [("warning", "relay to the app-supervisor failed")]
 
     stack.supervisor(config)
 
@@ -192,6 +196,15 @@ async def test_a_write_that_reaches_no_supervisor_is_unavailable_at_once_and_run
     again = await poll(answered, timeout=30, interval=0.3, what="the call asked again to be answered")
     assert again["status"] == "ok" and again["structured"] == {"key": "k", "count": 1}, again
     assert (await ask())["structured"] == {"key": "k", "count": 1}  # from the ledger: it ran once
+    await logged(gateway, "relay to the app-supervisor works again")  # the new supervisor's session
+    assert _said(gateway, "relay to the app-supervisor") == [
+        ("warning", "relay to the app-supervisor failed"), ("info", "relay to the app-supervisor works again")]
+
+
+def _said(process: ServiceProcess, about: str) -> list[tuple[str, str]]:
+    """The (level, message) of each line `process` logged whose message begins with `about`."""
+    lines = (json.loads(line) for line in process.logs().splitlines() if line.startswith("{"))
+    return [(line["level"], line["msg"]) for line in lines if str(line.get("msg", "")).startswith(about)]
 
 
 async def test_a_platform_tools_call_keeps_the_callers_shorter_timeout(

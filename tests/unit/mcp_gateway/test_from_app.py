@@ -15,7 +15,7 @@ from nats.aio.msg import Msg
 
 from services.mcp_gateway.transports import nats_stdio
 from services.mcp_gateway.transports.direct import DirectCalls
-from services.mcp_gateway.transports.nats_stdio import _FromApp
+from services.mcp_gateway.transports.nats_stdio import _FromApp, relaying_streak
 
 
 async def _nothing(_: bytes, __: str | None, ___: float | None) -> None:
@@ -32,7 +32,7 @@ NOTE = {"method": "notifications/message", "params": {"level": "info", "data": "
 async def test_an_answer_is_taken_at_once_when_nothing_waits_and_behind_what_waits_otherwise() -> None:
     direct = DirectCalls(_nothing)
     writer, reader = anyio.create_memory_object_stream[SessionMessage | Exception](1)
-    from_app = _FromApp(direct, writer, "app", "main")
+    from_app = _FromApp(direct, writer, "app", "main", relaying_streak("app", "main"))
     first, answered_first = await direct.send("tools/call", {"name": "echo"})
     from_app.on_message(message({"id": first, "result": {"content": []}}))
     assert answered_first.done()  # in the read loop: no task in between
@@ -53,7 +53,7 @@ async def test_a_session_reading_slower_than_the_app_writes_has_the_overflow_dro
         monkeypatch: Any) -> None:
     monkeypatch.setattr(nats_stdio, "RELAY_BACKLOG", 50)
     writer, reader = anyio.create_memory_object_stream[SessionMessage | Exception](1)
-    from_app = _FromApp(DirectCalls(_nothing), writer, "app", "main")
+    from_app = _FromApp(DirectCalls(_nothing), writer, "app", "main", relaying_streak("app", "main"))
     for _ in range(80):
         from_app.on_message(message(NOTE))
     assert from_app.dropped == 80 - 50  # counted as they arrive
