@@ -6,6 +6,7 @@ store), and the decision is recorded as the operator's."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import urllib.error
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 
 import pytest
 from nats.aio.client import Client as NATS
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, Page, Route, expect
 
 from aurora_cli.localnats import LocalNats
 from shared.admin import admin_request
@@ -177,6 +178,46 @@ async def test_an_approval_granted_on_the_page_resumes_its_task(
     await expect(page.locator("#task-state")).to_have_text("succeeded")
     await expect(page.locator('#steps tr.step[data-step-id="count"]')).to_have_attribute("data-result", "ok")
     await expect(page.locator("#history tr.transition").last).to_have_attribute("data-state", "succeeded")
+
+
+async def test_a_note_typed_on_an_approval_outlives_the_sections_refreshes(
+        console_stack: ConsoleStack, cnc: NATS, subjects: Subjects, browser: Browser) -> None:
+    """The approvals section refreshes every few seconds. A refresh already fetching when the
+    operator began to type replaced the row under their hands, and the grant went out without
+    the note (seen as a flaky grant here); a note left typed on a row must outlive refreshes too."""
+    page = await open_console(browser, console_stack)
+    _, _, waiting = await waiting_write(cnc, subjects, f"cn-{uuid.uuid4().hex[:6]}")
+    approval_id = str(waiting["approval_id"])
+    row = page.locator(f'tr.approval[data-approval-id="{approval_id}"]')
+    note = row.locator("input.note")
+    await expect(note).to_be_visible(timeout=LIVE)
+
+    fetching, answer = asyncio.Event(), asyncio.Event()
+
+    async def held(route: Route) -> None:  # the section's fetch answers only once the note is typed
+        fetching.set()
+        await answer.wait()
+        await route.continue_()
+
+    await page.route("**/part/approvals", held)
+    refreshing = asyncio.ensure_future(page.evaluate("() => refresh(document.getElementById('approvals'))"))
+    await asyncio.wait_for(fetching.wait(), 10)
+    await note.fill("typed during a refresh")
+    answer.set()
+    await asyncio.wait_for(refreshing, 10)  # this refresh has done all it will
+    assert await note.input_value() == "typed during a refresh"
+    await page.unroute("**/part/approvals", held)
+
+    await note.blur()  # left typed on the row, not being typed: the next refresh replaces the row
+    await row.evaluate("row => { row.dataset.before = 'yes'; }")
+    await page.evaluate("() => refresh(document.getElementById('approvals'))")
+    await expect(row).not_to_have_attribute("data-before", "yes")  # a new row from the server
+    assert await note.input_value() == "typed during a refresh"
+
+    await row.locator("button.deny").click()
+    await expect(page.locator("#status")).to_contain_text(f"{approval_id} denied")
+    approval = await admin_request(cnc, subjects, "approvals", "get", {"id": approval_id})
+    assert approval["state"] == "denied" and "typed during a refresh" in str(approval), approval
 
 
 async def test_a_dry_run_from_the_page_names_the_binding(

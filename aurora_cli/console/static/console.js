@@ -11,14 +11,38 @@ function say(text, bad) {
   statusLine.className = bad ? "error" : "";
 }
 
-// A section's HTML comes from the server, which escaped everything in it.
-async function refresh(section) {
-  if (section.contains(document.activeElement) && document.activeElement.tagName === "INPUT") {
-    return;  // someone is typing a note there: do not replace it under their hands
+function typingIn(section) {
+  return section.contains(document.activeElement) && document.activeElement.tagName === "INPUT";
+}
+
+// The notes typed on approval rows, by approval id: a refresh puts them back into the new rows.
+function typedNotes(section) {
+  const notes = new Map();
+  for (const row of section.querySelectorAll("tr[data-approval-id]")) {
+    const note = row.querySelector("input.note");
+    if (note && note.value) notes.set(row.dataset.approvalId, note.value);
   }
+  return notes;
+}
+
+function putBack(section, notes) {
+  for (const row of section.querySelectorAll("tr[data-approval-id]")) {
+    const note = row.querySelector("input.note");
+    if (note && notes.has(row.dataset.approvalId)) note.value = notes.get(row.dataset.approvalId);
+  }
+}
+
+// A section's HTML comes from the server, which escaped everything in it. Nothing an operator
+// typed is lost to a refresh: none while they type, and a note left on a row outlives it.
+async function refresh(section) {
+  if (typingIn(section)) return;
   try {
     const response = await fetch(section.dataset.src, {headers: {"Accept": "text/html"}});
-    section.innerHTML = await response.text();
+    const html = await response.text();
+    if (typingIn(section)) return;  // they began typing while the section was fetched
+    const notes = typedNotes(section);
+    section.innerHTML = html;
+    putBack(section, notes);
   } catch (error) {
     say("cannot reach the console: " + error, true);
   }
