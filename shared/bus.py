@@ -9,6 +9,7 @@ from typing import Any
 from urllib.parse import ParseResult
 
 import nats.errors
+import nats.js.errors
 from nats.aio.client import NO_RESPONDERS_STATUS
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -149,6 +150,21 @@ def credential_options(settings: NatsSettings) -> dict[str, Any]:
         options["user"] = settings.user
         options["password"] = settings.password
     return options
+
+
+# NATS or a stream being away: a connection lost or closing, a request nobody answered in time or
+# at all, and JetStream's 503 (no stream leader yet, or no room to store). A fault of the moment,
+# which the same work meets no more once NATS is back; not a fault of that work.
+_AWAY = (nats.errors.TimeoutError, nats.errors.NoRespondersError, nats.errors.ConnectionClosedError,
+         nats.errors.ConnectionReconnectingError, nats.errors.OutboundBufferLimitError,
+         nats.errors.StaleConnectionError, nats.js.errors.NoStreamResponseError,
+         nats.js.errors.ServiceUnavailableError)
+
+
+def nats_away(error: BaseException) -> bool:
+    """Whether `error` says NATS or a stream is away (see `_AWAY`), not that the work was wrong."""
+    unavailable = isinstance(error, nats.js.errors.APIError) and getattr(error, "code", None) == 503
+    return unavailable or isinstance(error, _AWAY)
 
 
 def is_jetstream_delivery(reply: str | None) -> bool:

@@ -33,6 +33,7 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from shared import metrics
+from shared.bus import nats_away
 from shared.consumers import ensure_durable
 from shared.deadletter import dead_letter
 from shared.logs import get_logger
@@ -209,6 +210,10 @@ class AtLeastOnceConsumer:
         retried: dict[str, list[Msg]] = {}
         for msg, outcome in zip(msgs, outcomes, strict=True):
             await self.settle(msg, outcome, retried)
+        self._hold_retried(retried)
+
+    def _hold_retried(self, retried: dict[str, list[Msg]]) -> None:
+        """Count `retried` (messages by reason) with those not said yet, and say them if due."""
         for reason, same in retried.items():
             count, subjects = self._retried.get(reason, (0, set()))
             self._retried[reason] = (count + len(same), subjects | {m.subject for m in same})
@@ -227,17 +232,25 @@ class AtLeastOnceConsumer:
 
     async def run_each(self, stop: asyncio.Event, handle: MessageHandler, *, concurrency: int) -> None:
         """Until `stop`: keep at most `concurrency` messages in work, one task each; fetch only as
-        many as there are free slots, so a busy process leaves the rest to others."""
-        while not stop.is_set():
-            free = concurrency - len(self.running)
-            if free <= 0:
-                await asyncio.wait(self.running, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
-                continue
-            for msg in await self._fetch(free):
-                task = asyncio.create_task(self._one(msg, handle),
-                                           name=f"{self.durable}-{msg.metadata.sequence.stream}")
-                self.running.add(task)
-                task.add_done_callback(self.running.discard)
+        many as there are free slots, so a busy process leaves the rest to others. Messages
+        retried are said by reason at most every `RETRIES_SAID_EVERY` seconds, as batches' are:
+        while NATS was away, each run in flight had a line of its own."""
+        try:
+            while not stop.is_set():
+                free = concurrency - len(self.running)
+                if free <= 0:
+                    await asyncio.wait(self.running, timeout=1.0, return_when=asyncio.FIRST_COMPLETED)
+                    continue
+                msgs = await self._fetch(free)
+                if not msgs:
+                    self._say_retried(when_due=True)  # held back, and nothing more came: said now
+                for msg in msgs:
+                    task = asyncio.create_task(self._one(msg, handle),
+                                               name=f"{self.durable}-{msg.metadata.sequence.stream}")
+                    self.running.add(task)
+                    task.add_done_callback(self.running.discard)
+        finally:
+            self._say_retried()  # what the last interval left unsaid
 
     async def handle_delivered(self, handle: MessageHandler, timeout: float) -> int:
         """When stopping, after `run_each`: let the messages in work finish, then handle, one by
@@ -258,6 +271,7 @@ class AtLeastOnceConsumer:
                         continue
                     await self._one(msg, handle)
                     handled += 1
+        self._say_retried()
         return handled
 
     async def _one(self, msg: Msg, handle: MessageHandler) -> None:
@@ -268,25 +282,29 @@ class AtLeastOnceConsumer:
         except asyncio.CancelledError:
             raise  # abandoned: LEAVE, the message comes back after the ack wait
         except Exception as exc:
-            log.exception("handling failed; the message will come again", consumer=self.durable,
-                          subject=msg.subject, delivered=msg.metadata.num_delivered)
-            outcome = Retry(f"{type(exc).__name__}: {exc}", said=True)
+            away = nats_away(exc)  # NATS is away: said with the others retried, no traceback each
+            if not away:
+                log.exception("handling failed; the message will come again", consumer=self.durable,
+                              subject=msg.subject, delivered=msg.metadata.num_delivered)
+            outcome = Retry(f"{type(exc).__name__}: {exc}", said=not away)
         finally:
             if beat is not None:
                 beat.cancel()
             if outcome is not LEAVE:
-                await self.settle(msg, outcome)
+                retried: dict[str, list[Msg]] = {}
+                await self.settle(msg, outcome, retried)
+                self._hold_retried(retried)
 
-    async def settle(self, msg: Msg, outcome: Outcome, retried: dict[str, list[Msg]] | None = None) -> None:
+    async def settle(self, msg: Msg, outcome: Outcome, retried: dict[str, list[Msg]]) -> None:
         """Apply the one policy; never raises (a message not settled comes back after the ack wait).
-        `retried`: where a retried message goes by its reason, for the caller to say, instead of
-        a line of its own."""
+        `retried`: where a retried message goes by its reason, for the caller to say with others
+        (`_hold_retried`), unless its handler said it already."""
         try:
             await self._settle(msg, outcome, retried)
         except Exception as exc:
             log.warning("could not settle a message", consumer=self.durable, outcome=outcome.kind, error=str(exc))
 
-    async def _settle(self, msg: Msg, outcome: Outcome, retried: dict[str, list[Msg]] | None) -> None:
+    async def _settle(self, msg: Msg, outcome: Outcome, retried: dict[str, list[Msg]]) -> None:
         kind = outcome.kind
         self.stats.settled += 1
         metrics.consumer_lag.set(msg.metadata.num_pending or 0, stage=self._stage, consumer=self.durable)
@@ -310,11 +328,8 @@ class AtLeastOnceConsumer:
                 self._count("handed_back")
             else:
                 self._count("retried")
-                if retried is not None:
+                if not outcome.said:
                     retried.setdefault(outcome.reason, []).append(msg)
-                elif not outcome.said:
-                    log.warning("message will be retried", consumer=self.durable, subject=msg.subject,
-                                error=outcome.reason, delivered=delivered)
                 await msg.nak(delay=outcome.delay if outcome.delay is not None else backoff(delivered))
 
     def _count(self, outcome: str) -> None:

@@ -20,6 +20,7 @@ from services.runner.config import RunnerConfig
 from services.runner.executor import Decision, InvalidRun, RetryLater, TaskExecutor
 from services.runner.stores import runs_consumer
 from shared import tracing
+from shared.bus import nats_away
 from shared.consumer import ACK, HAND_BACK, LEAVE, TERM, AtLeastOnceConsumer, ConsumerStats, Outcome, Poison, Retry
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -105,9 +106,11 @@ class Worker:
         except Exception as exc:
             self.stats.errors += 1
             self.stats.last_error = f"{type(exc).__name__}: {exc}"
+            self.stats.count("retry")
+            if nats_away(exc):  # a fault of the moment, not of the run: said by the loop, with the others
+                return Retry(f"NATS away: {self.stats.last_error}")
             log.exception("run failed unexpectedly; it will be retried", subject=msg.subject,
                           delivered=msg.metadata.num_delivered)
-            self.stats.count("retry")
             return Retry(self.stats.last_error, said=True)  # the consumer's own line would say it again
         if isinstance(verdict, RetryLater):  # the task waits for an unavailable target (see the task)
             self.stats.count("wait")

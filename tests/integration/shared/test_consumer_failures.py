@@ -15,6 +15,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
+from nats.js.errors import ServiceUnavailableError
 
 from shared.consumer import ACK, AtLeastOnceConsumer, Outcome, Retry
 from shared.subjects import Subjects
@@ -121,9 +122,42 @@ async def test_a_retry_the_handler_said_already_gets_no_second_line(
 
     async with _running(consumer, lambda stop: consumer.run_each(stop, handle, concurrency=1)):
         await poll(each_again, timeout=15, what="each message delivered again")
-    said = [(r.getMessage(), r.__dict__["fields"].get("subject")) for r in caplog.records]
+    said = [(r.getMessage(), r.__dict__["fields"].get("subject") or r.__dict__["fields"].get("subjects"))
+            for r in caplog.records]
     assert said == [("handling failed; the message will come again", "each.raised"),
-                    ("message will be retried", "each.plain")], said
+                    ("messages will be retried", ["each.plain"])], said
+
+
+async def test_runs_retried_while_nats_is_away_are_said_together_without_tracebacks(
+        nc: NATS, subjects: Subjects, caplog: pytest.LogCaptureFixture) -> None:
+    """Slow work (`run_each`) is retried as batches are: while a stream leader was away each run in
+    flight logged a traceback. A handler meeting NATS away (JetStream's 503) raises no traceback,
+    and the messages retried for it are said by reason: the first at once, the rest together."""
+    caplog.set_level(logging.INFO, logger="aurora.consumer")
+    js = nc.jetstream()
+    consumer = await _started(js, subjects, "runs")
+    deliveries: dict[bytes, int] = {}
+
+    async def handle(msg: Msg) -> Outcome:
+        deliveries[msg.data] = msg.metadata.num_delivered
+        if msg.metadata.num_delivered == 1:
+            raise ServiceUnavailableError(code=503, description="no stream leader yet")
+        return ACK
+
+    for n in range(6):
+        await js.publish(f"runs.{n}", str(n).encode())
+
+    async def all_again() -> bool:
+        return len(deliveries) == 6 and all(n == 2 for n in deliveries.values())
+
+    async with _running(consumer, lambda stop: consumer.run_each(stop, handle, concurrency=3)):
+        await poll(all_again, timeout=15, what="each run delivered again after NATS came back")
+    lines = [r for r in caplog.records if r.levelno >= logging.WARNING]
+    fields = [r.__dict__["fields"] for r in lines]
+    assert [r.getMessage() for r in lines] == ["messages will be retried"] * 2, fields
+    assert not any(r.exc_info for r in lines)
+    assert sum(f["count"] for f in fields) == 6 and fields[0]["count"] < 6, fields
+    assert all("no stream leader yet" in f["error"] for f in fields), fields
 
 
 async def _started(js: JetStreamContext, subjects: Subjects, name: str) -> AtLeastOnceConsumer:
