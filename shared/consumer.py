@@ -146,8 +146,9 @@ class AtLeastOnceConsumer:
         self.running: set[asyncio.Task[None]] = set()
         self.stats = stats if stats is not None else ConsumerStats()
         self._fetching = FailureStreak(log, "fetch", consumer=self.durable)
-        self._retried: dict[str, tuple[int, set[str]]] = {}  # batches' retried messages not said yet, by reason
+        self._retried: dict[str, tuple[int, set[str]]] = {}  # retried messages not said yet, by reason
         self._retried_said_at = float("-inf")
+        self._looping = False  # a loop is fetching, and will say what is held back
 
     @property
     def durable(self) -> str:
@@ -187,6 +188,7 @@ class AtLeastOnceConsumer:
         background while the next batches are fetched and started, at most `in_flight` at once
         (1: each batch is settled before the next fetch)."""
         settling: list[asyncio.Task[None]] = []
+        self._looping = True
         try:
             while not stop.is_set():
                 msgs = await self._fetch(batch)
@@ -198,6 +200,7 @@ class AtLeastOnceConsumer:
                 while len(settling) >= in_flight:
                     await settling.pop(0)
         finally:
+            self._looping = False
             for task in settling:
                 await task
             self._say_retried()  # what the last interval left unsaid
@@ -213,11 +216,12 @@ class AtLeastOnceConsumer:
         self._hold_retried(retried)
 
     def _hold_retried(self, retried: dict[str, list[Msg]]) -> None:
-        """Count `retried` (messages by reason) with those not said yet, and say them if due."""
+        """Count `retried` (messages by reason) with those not said yet, and say them if due (at
+        once when no loop runs any more to say them later: work finishing after a stop)."""
         for reason, same in retried.items():
             count, subjects = self._retried.get(reason, (0, set()))
             self._retried[reason] = (count + len(same), subjects | {m.subject for m in same})
-        self._say_retried(when_due=True)
+        self._say_retried(when_due=self._looping)
 
     def _say_retried(self, *, when_due: bool = False) -> None:
         """The retried messages held back, by reason; with `when_due`, only once
@@ -235,6 +239,7 @@ class AtLeastOnceConsumer:
         many as there are free slots, so a busy process leaves the rest to others. Messages
         retried are said by reason at most every `RETRIES_SAID_EVERY` seconds, as batches' are:
         while NATS was away, each run in flight had a line of its own."""
+        self._looping = True
         try:
             while not stop.is_set():
                 free = concurrency - len(self.running)
@@ -250,6 +255,7 @@ class AtLeastOnceConsumer:
                     self.running.add(task)
                     task.add_done_callback(self.running.discard)
         finally:
+            self._looping = False
             self._say_retried()  # what the last interval left unsaid
 
     async def handle_delivered(self, handle: MessageHandler, timeout: float) -> int:
@@ -271,7 +277,6 @@ class AtLeastOnceConsumer:
                         continue
                     await self._one(msg, handle)
                     handled += 1
-        self._say_retried()
         return handled
 
     async def _one(self, msg: Msg, handle: MessageHandler) -> None:
