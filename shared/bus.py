@@ -75,8 +75,8 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
     client: NATS | None = None
     # While nats-server is away every reconnect attempt (one a second) fails, refused or timed out
     # before the server's INFO (nats-py is then `connecting`): said as a streak, not a warning
-    # each. The end of a connection says why it ended, in its own warning.
-    reconnecting = FailureStreak(log, "nats reconnect")
+    # each, whose beginning is the disconnect's own warning (it says why the connection ended).
+    reconnecting = FailureStreak(log, "nats reconnect", quiet_start=True)
     ended_by: str | None = None
 
     async def on_error(exc: Exception) -> None:

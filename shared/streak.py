@@ -4,7 +4,9 @@ While NATS or a stream leader is away, a loop that tries again every half second
 at every attempt: 22 lines per consumer in the two seconds a cluster took to elect a new leader.
 A streak is said when it begins (warning), at most every `every` seconds while it lasts, with the
 count and the last error (warning), and once when the operation works again (info), so that an
-operator reads when the trouble began, that it goes on, and when it ended.
+operator reads when the trouble began, that it goes on, and when it ended. With `quiet_start`
+the caller has said the beginning in its own words (a lost connection's warning), so the first
+failure is counted and not said again.
 """
 
 from __future__ import annotations
@@ -19,11 +21,12 @@ SAID_EVERY = 10.0
 
 
 class FailureStreak:
-    def __init__(self, log: Log, what: str, *, every: float = SAID_EVERY,
+    def __init__(self, log: Log, what: str, *, every: float = SAID_EVERY, quiet_start: bool = False,
                  clock: Callable[[], float] = time.monotonic, **fields: Any) -> None:
         self._log = log
         self._what = what
         self._every = every
+        self._quiet_start = quiet_start
         self._clock = clock
         self._fields = fields  # what names the operation in every line (e.g. the consumer)
         self.failures = 0
@@ -37,7 +40,8 @@ class FailureStreak:
         reason = text if name in text else f"{name}: {text}" if text else name
         if self.failures == 1:
             self._began = self._said_at = now
-            self._log.warning(f"{self._what} failed", error=reason, **self._fields)
+            if not self._quiet_start:
+                self._log.warning(f"{self._what} failed", error=reason, **self._fields)
         elif now - self._said_at >= self._every:
             self._said_at = now
             self._log.warning(f"{self._what} still failing", failures=self.failures,

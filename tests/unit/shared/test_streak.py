@@ -42,3 +42,17 @@ def test_an_error_that_names_its_type_is_not_prefixed_twice(caplog: pytest.LogCa
     caplog.set_level(logging.INFO, logger="aurora.test")
     FailureStreak(get_logger("aurora.test"), "heartbeat").failed(ServiceUnavailableError())
     assert caplog.records[0].__dict__["fields"]["error"] == "nats: ServiceUnavailableError: code=503"
+
+
+def test_a_quiet_start_leaves_the_beginning_to_the_caller(caplog: pytest.LogCaptureFixture) -> None:
+    """A lost connection's own warning says the outage began; its failed reconnects are counted,
+    and said only once it lasts."""
+    caplog.set_level(logging.INFO, logger="aurora.test")
+    clock = ManualClock(0.0)
+    streak = FailureStreak(get_logger("aurora.test"), "nats reconnect", every=10, clock=clock, quiet_start=True)
+    for _ in range(8):  # an attempt every 1.5 s: the last at 10.5 s
+        streak.failed(ConnectionRefusedError("refused"))
+        clock.now += 1.5
+    assert [(r.getMessage(), r.__dict__["fields"]["failures"]) for r in caplog.records] == [
+        ("nats reconnect still failing", 8)]
+    assert streak.failures == 8
