@@ -179,8 +179,9 @@ async def patiently(call: Callable[[], Awaitable[T]]) -> T:
         except NatsTimeout:
             if attempt == _API_TRIES:
                 raise
-            log.warning("a JetStream API request got no answer in time; asking again", attempt=attempt,
-                        tries=_API_TRIES)
+            # Routine while a cluster elects a leader; the last try's timeout reaches the caller.
+            log.info("a JetStream API request got no answer in time; asking again", attempt=attempt,
+                     tries=_API_TRIES)
             await asyncio.sleep(0.5 * attempt)
     raise AssertionError("unreachable")
 
