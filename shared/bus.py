@@ -177,11 +177,19 @@ def is_jetstream_delivery(reply: str | None) -> bool:
     return bool(reply) and reply.startswith("$JS.ACK.")  # type: ignore[union-attr]
 
 
+# The app-supervisor's answer, on a call's reply subject, to a gateway's call it did not write to
+# the app because the call's session did not begin with this process of the app: nothing ran.
+# Its value says why (docs/design.md, "A call of a session the app never began is not written").
+NOT_WRITTEN_HEADER = "Aurora-Not-Written"
+
+
 def unheard_token(status: Msg) -> str | None:
     """For a message published with the reply subject `<inbox>.<token>`: the token, when
-    `status` is nats-server's 503 on that subject (the message reached no subscriber), else None.
-    The relay uses it both ways (docs/design.md, "A relayed call that reached nobody is not sent")."""
-    if (status.headers or {}).get(Header.STATUS) != NO_RESPONDERS_STATUS:
+    `status` is nats-server's 503 on that subject (the message reached no subscriber) or the
+    app-supervisor's `NOT_WRITTEN_HEADER`, else None. The relay uses it both ways
+    (docs/design.md, "A relayed call that reached nobody is not sent")."""
+    headers = status.headers or {}
+    if headers.get(Header.STATUS) != NO_RESPONDERS_STATUS and NOT_WRITTEN_HEADER not in headers:
         return None
     return status.subject.rsplit(".", 1)[-1]
 

@@ -41,7 +41,7 @@ from services.app_supervisor.receipts import Receipts, wants_receipt
 from services.app_supervisor.relayed import Copy, RelayedCalls
 from services.app_supervisor.unheard import Resender, is_initialize
 from shared import tracing, write_through
-from shared.bus import RECEIPT_HEADER, is_jetstream_delivery, resend_of
+from shared.bus import NOT_WRITTEN_HEADER, RECEIPT_HEADER, is_jetstream_delivery, resend_of
 from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -337,7 +337,18 @@ class AppProcess:
         elif copy is Copy.REFUSE:
             log.warning("a copy of a call not written: it may have run in an earlier generation of the app, "
                         "or it is older than its copies are kept", app=self._spec.name, generation=self.generation)
+        elif copy is Copy.NOT_OURS:
+            self._not_written(msg, f"its session did not begin with this process of the app (generation "
+                                   f"{self.generation}); nothing ran")
         return False
+
+    def _not_written(self, msg: Msg, why: str) -> None:
+        """Tell the gateway, on the call's reply subject (where nats-server's 503 would come),
+        that the call was not written to the app: it fails at once as not delivered."""
+        log.info("a call not written to the app", app=self._spec.name, generation=self.generation, why=why)
+        if not write_through.publish_soon(self._nc, msg.reply, headers={NOT_WRITTEN_HEADER: why}):
+            # NATS went away since the call came: the gateway's call waits out its timeout instead.
+            log.warning("could not tell the gateway that a call was not written", app=self._spec.name)
 
     def _write(self, stdin: asyncio.StreamWriter, line: bytes) -> None:
         try:

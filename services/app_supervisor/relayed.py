@@ -14,7 +14,11 @@ generation (docs/design.md, "A call or an answer lost in flight is sent again"):
 - a copy of a request this generation never saw is written only when its session began here
   (its `initialize` came to this generation with the session's inbox as its reply subject): a
   call of a session with an earlier generation of the app may have run there, and must not run
-  a second time in this one.
+  a second time in this one;
+- a first request of a session that did not begin here is not written either: this process of
+  the app never heard that session's `initialize` (the gateway's session still stands on an
+  earlier process, gone). The gateway is told that nothing ran, and begins its session again
+  once it hears of the new process.
 
 A request is known by its reply subject, which is unique to the gateway's session. Everything
 here is pure bookkeeping; `services.app_supervisor.process` does the writing.
@@ -50,6 +54,7 @@ class Copy(Enum):
     WRITE = "write"  # to the app's stdin: a request it has not had
     DROP = "drop"  # the app has it (or had it and its answer is gone): nothing to do
     REFUSE = "refuse"  # a copy that may have run elsewhere (an earlier generation) or been forgotten
+    NOT_OURS = "not_ours"  # a first request of a session that did not begin with this generation
 
 
 class _Cancel(msgspec.Struct):
@@ -81,6 +86,7 @@ class RelayedCalls:
         self._keep_bytes = keep_bytes
         self._max_waiting = max_waiting
         self._sessions: deque[str] = deque(maxlen=MAX_SESSIONS)
+        self._sessions_forgotten = False  # more began than are kept: an unknown one may be one of them
         # Reply subjects written and not answered, oldest first (a copy of one is dropped), and
         # for this session's, request id -> reply subject, to know their answers by.
         self._written: OrderedDict[str, None] = OrderedDict()
@@ -97,6 +103,7 @@ class RelayedCalls:
         this session's (the ids start again), so none is kept; its copies are still dropped."""
         self._waiting.clear()
         if reply:
+            self._sessions_forgotten |= len(self._sessions) == MAX_SESSIONS
             self._sessions.append(session_of(reply))
 
     def request(self, reply: str, first_sent: float | None) -> Copy | bytes:
@@ -111,6 +118,8 @@ class RelayedCalls:
         if first_sent is not None and (self._clock() - first_sent > RESEND_WINDOW
                                        or session_of(reply) not in self._sessions):
             return Copy.REFUSE
+        if first_sent is None and not self._sessions_forgotten and session_of(reply) not in self._sessions:
+            return Copy.NOT_OURS
         self._waiting[reply.rpartition(".")[2]] = reply
         self._written[reply] = None
         while len(self._written) > self._max_waiting:

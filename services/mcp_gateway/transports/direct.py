@@ -182,17 +182,18 @@ class DirectCalls:
             waiting.set_result(response)
         return True
 
-    def unheard(self, request_id: str, subject: str) -> bool:
-        """nats-server found nobody listening on `subject` when the request went out: the call
-        fails as not delivered. False: not a request waiting here (answered or given up), or one
-        whose copies went out (an earlier one may have reached the app)."""
+    def unheard(self, request_id: str, subject: str, why: str | None = None) -> bool:
+        """nats-server found nobody listening on `subject` when the request went out, or the
+        app-supervisor did not write it to the app (`why`): the call fails as not delivered.
+        False: not a request waiting here (answered or given up), or one whose copies went out
+        (an earlier one may have reached the app)."""
         pending = self._pending.get(request_id)
         if pending is None or pending.copies:
             return False
         del self._pending[request_id]
         waiting = pending.settle()
         if not waiting.done():
-            waiting.set_exception(NotDelivered(f"nobody listened on {subject} when the call was sent"))
+            waiting.set_exception(NotDelivered(why or f"nobody listened on {subject} when the call was sent"))
         return True
 
     def close(self) -> None:

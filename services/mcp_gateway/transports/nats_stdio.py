@@ -25,7 +25,7 @@ from nats.errors import Error as NatsError
 from services.mcp_gateway.transports.direct import DirectCalls, NotDelivered
 from services.mcp_gateway.transports.streams import TransportStreams
 from shared import tracing, write_through
-from shared.bus import RECEIPT_HEADER, RESEND_HEADER, is_jetstream_delivery, unheard_token
+from shared.bus import NOT_WRITTEN_HEADER, RECEIPT_HEADER, RESEND_HEADER, is_jetstream_delivery, unheard_token
 from shared.inline_subscription import subscribe_inline
 from shared.logs import get_logger
 from shared.streak import FailureStreak
@@ -170,13 +170,21 @@ class _FromApp:
 
 
 def _on_unheard(direct: DirectCalls, c2s: str, relaying: FailureStreak) -> Callable[[Msg], None]:
-    """The handler of a relay's `unheard` inbox: a 503 status there fails its request at once.
-    While the app's supervisor is away every call fails so: said as one streak, not per call."""
+    """The handler of a relay's `unheard` inbox: a 503 status there (no app-supervisor listens),
+    or the supervisor's `NOT_WRITTEN_HEADER`, fails its request at once. While the app's
+    supervisor is away every call fails so: said as one streak, not per call."""
 
     def on_status(msg: Msg) -> None:
         request_id = unheard_token(msg)
-        if request_id is not None and direct.unheard(request_id, c2s):
+        if request_id is None:
+            return
+        why = (msg.headers or {}).get(NOT_WRITTEN_HEADER)
+        if not direct.unheard(request_id, c2s, why and f"the app-supervisor did not write it: {why}"):
+            return
+        if why is None:
             relaying.failed(NotDelivered(f"a tool call reached no app-supervisor on {c2s}: not delivered"))
+        else:  # a supervisor is there; the session begins again once it hears of the app's new process
+            log.info("a tool call not written by the app-supervisor", relay=c2s, why=why)
 
     return on_status
 

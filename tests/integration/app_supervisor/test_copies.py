@@ -16,7 +16,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from shared import write_through
-from shared.bus import RECEIPT_HEADER, RESEND_HEADER
+from shared.bus import NOT_WRITTEN_HEADER, RECEIPT_HEADER, RESEND_HEADER, unheard_token
 from shared.subjects import Subjects
 from tests.integration.app_supervisor.conftest import Running, Spawn
 from tests.integration.app_supervisor.helpers import (
@@ -114,6 +114,39 @@ async def test_copies_of_a_call_make_it_run_once_and_answer_each_time(
 
     refused = await poll(refused_copies, timeout=10, what="the refused copy in the supervisor's log")
     assert refused[0]["app"] == "echo"
+
+
+async def test_a_call_of_a_session_that_did_not_begin_with_this_app_process_is_not_written_and_said(
+    nc: NATS, subjects: Subjects, spawn: Spawn, tmp_path: Path
+) -> None:
+    """A gateway's session still standing on an earlier process of the app (a supervisor that
+    restarted, before the gateway heard of it): the call is not written to this process, which
+    never heard the session's `initialize`, and the gateway is told at once on the call's reply
+    subject that nothing ran. Once the session begins here, its calls are written."""
+    counter = tmp_path / "counter.jsonl"
+    config = write_config(tmp_path, {"echo": app_entry([PYTHON, str(ECHO_APP)], package=APP,
+                                                       mcp={"env": {"ECHO_COUNTER_FILE": str(counter)}})})
+    channels = await Channels(nc, subjects, APP).start()
+    spawn(MODULE, AURORA_APPS_CONFIG=str(config))
+    await channels.wait_state("started", 1)
+    gateway = Gateway(nc, subjects, channels)
+    told: list[Msg] = []
+
+    async def on_reply(msg: Msg) -> None:
+        told.append(msg)
+
+    await nc.subscribe(f"{gateway.inbox}.*", cb=on_reply)
+    await gateway.call("aurora-1", "counter_increment", {"key": "stale"})
+    await channels.wait(lambda: told, what="the supervisor's word on the call's reply subject")
+    assert told[0].subject == f"{gateway.inbox}.aurora-1"
+    assert "did not begin with this process" in (told[0].headers or {}).get(NOT_WRITTEN_HEADER, ""), told[0].headers
+    assert unheard_token(told[0]) == "aurora-1"  # how the gateway's relay reads it: not delivered
+
+    await gateway.begin()
+    await gateway.call("aurora-2", "counter_get", {"key": "stale"})
+    counted = await gateway.answered("aurora-2")
+    assert json.loads(counted[0])["result"]["structuredContent"]["count"] == 0  # the first never ran
+    assert gateway.answers("aurora-1") == []
 
 
 async def test_an_app_event_is_sent_again_with_its_token_until_the_gateway_confirms_it(

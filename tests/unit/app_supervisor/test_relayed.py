@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from services.app_supervisor.relayed import Copy, RelayedCalls
+from services.app_supervisor.relayed import MAX_SESSIONS, Copy, RelayedCalls
 from shared.bus import RESEND_WINDOW
 from tests.harness.clock import ManualClock as Clock
 
@@ -54,7 +54,26 @@ def test_a_copy_from_a_session_with_an_earlier_generation_is_refused() -> None:
     calls = began(clock)
     assert calls.request(f"{OTHER_SESSION}.aurora-3", clock.now - 1) is Copy.REFUSE
     assert RelayedCalls(clock).request(f"{SESSION}.aurora-3", clock.now - 1) is Copy.REFUSE  # no session began
-    assert calls.request(f"{OTHER_SESSION}.aurora-4", None) is Copy.WRITE  # a first is written as before
+
+
+def test_a_first_request_of_a_session_that_did_not_begin_here_is_not_written() -> None:
+    """The gateway's session stands on an earlier process of the app, which is gone: this one never
+    heard that session's `initialize`, so its calls are not written (nothing runs, and it is said)."""
+    clock = Clock()
+    calls = began(clock)
+    assert calls.request(f"{OTHER_SESSION}.aurora-4", None) is Copy.NOT_OURS
+    assert RelayedCalls(clock).request(f"{SESSION}.aurora-4", None) is Copy.NOT_OURS  # no session began
+    calls.session_began(f"{OTHER_SESSION}.initialize")  # it begins here too: its calls are written
+    assert calls.request(f"{OTHER_SESSION}.aurora-5", None) is Copy.WRITE
+
+
+def test_once_more_sessions_began_than_are_kept_an_unknown_ones_first_request_is_written() -> None:
+    """A session forgotten among many may have begun here: never refused for good."""
+    calls = began()
+    for n in range(MAX_SESSIONS):
+        calls.session_began(f"_INBOX_mcp-gateway.s{n}.initialize")
+    assert calls.request(f"{SESSION}.aurora-1", None) is Copy.WRITE  # the first session, forgotten
+    assert calls.request(f"{OTHER_SESSION}.aurora-2", None) is Copy.WRITE
 
 
 def test_a_copy_older_than_copies_are_sent_is_refused() -> None:

@@ -10,12 +10,14 @@ import json
 from typing import Any
 
 import anyio
+import pytest
 from mcp.shared.message import SessionMessage
 from nats.aio.msg import Msg
 
 from services.mcp_gateway.transports import nats_stdio
-from services.mcp_gateway.transports.direct import DirectCalls
+from services.mcp_gateway.transports.direct import DirectCalls, NotDelivered
 from services.mcp_gateway.transports.nats_stdio import _FromApp, relaying_streak
+from shared.bus import NOT_WRITTEN_HEADER
 
 
 async def _nothing(_: bytes, __: str | None, ___: float | None) -> None:
@@ -66,3 +68,26 @@ async def test_a_session_reading_slower_than_the_app_writes_has_the_overflow_dro
     from_app.close()
     writer.close()
     reader.close()
+
+
+async def test_a_call_nobody_heard_fails_and_counts_against_the_relay_one_not_written_only_fails() -> None:
+    """On the relay's `unheard` inbox: nats-server's 503 (no app-supervisor listens) fails the call
+    and is part of the relay's failure streak; the app-supervisor's `Aurora-Not-Written` (the call's
+    session did not begin with this process of the app) fails the call with its reason, and the
+    relay is not failing: a supervisor is there."""
+    direct = DirectCalls(_nothing)
+    relaying = relaying_streak("app", "main")
+    on_status = nats_stdio._on_unheard(direct, "amp.mcp.app.main.c2s", relaying)
+    unheard, nobody = await direct.send("tools/call", {"name": "echo"})
+    refused, not_written = await direct.send("tools/call", {"name": "echo"})
+
+    on_status(Msg(None, subject=f"_INBOX.abc.{refused}",  # type: ignore[arg-type]
+                  headers={NOT_WRITTEN_HEADER: "its session did not begin with this process of the app"}))
+    with pytest.raises(NotDelivered, match="did not write it: its session did not begin"):
+        await asyncio.wait_for(not_written, 1)
+    assert relaying.failures == 0 and not nobody.done()
+
+    on_status(Msg(None, subject=f"_INBOX.abc.{unheard}", headers={"Status": "503"}))  # type: ignore[arg-type]
+    with pytest.raises(NotDelivered, match="nobody listened"):
+        await asyncio.wait_for(nobody, 1)
+    assert relaying.failures == 1
