@@ -20,10 +20,14 @@ LOG_TAIL_CHARS = 3000
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[pytest.TestReport]:
     """A failed test's report ends with the last lines of every log in its temporary folder (its
-    service processes' and its nats-server's): a failure on a CI machine can then be read."""
+    service processes' and its nats-server's), and in the `log_folder` of a fixture that has one
+    (a stack shared by a module): a failure on a CI machine can then be read."""
     report: pytest.TestReport = yield
-    folder = getattr(item, "funcargs", {}).get("tmp_path")
-    if report.failed and isinstance(folder, Path):
+    if not report.failed:
+        return report
+    funcargs = getattr(item, "funcargs", {})
+    folders = [funcargs.get("tmp_path"), *(getattr(value, "log_folder", None) for value in funcargs.values())]
+    for folder in dict.fromkeys(f for f in folders if isinstance(f, Path)):
         for log in sorted(folder.rglob("*.log")):
             text = log.read_text(errors="replace")
             report.sections.append((f"log {log.relative_to(folder)} (last {LOG_TAIL_CHARS} chars)",

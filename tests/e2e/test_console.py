@@ -14,6 +14,7 @@ import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -52,6 +53,7 @@ class ConsoleStack:
     nats_url: str
     console_url: str
     console: ServiceProcess
+    log_folder: Path  # the stack's logs and nats-server's, shown by a failed test's report
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +76,7 @@ def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleS
         processes["runner"].wait_for_log('"ready"', timeout=40)
         processes["router"].wait_for_log('"ready"', timeout=40)
         match = poll_sync(lambda: SERVING.search(console.logs()), timeout=30, what="the console's address")
-        yield ConsoleStack(server.url, match.group(1), console)
+        yield ConsoleStack(server.url, match.group(1), console, folder)
     finally:
         stop_services([console, *processes.values()])
         server.stop()

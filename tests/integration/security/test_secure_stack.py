@@ -35,6 +35,7 @@ from shared.signal_publisher import new_signal_id, publish_signal
 from shared.subjects import Subjects
 from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
 from tests.harness.run_records import dispatched, run_context
+from tests.harness.waiting import TimedOut
 from tests.integration.cli.conftest import AURORA
 from tests.integration.runner.helpers import ECHO, PYTHON, RUNNER_ENV, poll, stdio, write_apps
 from tests.integration.security.conftest import SecureNats, Session, open_session, start_secure_nats
@@ -57,6 +58,11 @@ class Stack:
 
     async def session(self, user: str) -> Session:
         return await open_session(self.nats.url, user, self.nats.credentials.passwords[user])
+
+    @property
+    def log_folder(self) -> Path:
+        """Where the stack's processes and nats-server log (a failed test's report shows them)."""
+        return self.counter_file.parent
 
 
 @pytest.fixture(scope="module")
@@ -114,14 +120,21 @@ def aurora(stack: Stack, *args: str) -> Any:
 
 
 async def settled_task(operator: Session, task_id: str, states: tuple[str, ...]) -> dict[str, Any]:
+    seen: list[dict[str, Any] | str] = ["no such task"]
+
     async def probe() -> dict[str, Any] | None:
         try:
             task: dict[str, Any] = await admin_request(operator.nc, SUBJECTS, "tasks", "get", {"id": task_id})
-        except AdminRequestError:
+        except AdminRequestError as exc:
+            seen[0] = str(exc)
             return None
+        seen[0] = task
         return task if task["state"] in states else None
 
-    found: dict[str, Any] = await poll(probe, timeout=30, what=f"task {task_id} to reach one of {states}")
+    try:
+        found: dict[str, Any] = await poll(probe, timeout=30, what=f"task {task_id} to reach one of {states}")
+    except TimedOut as exc:  # what the task was last, for a failure that says where it stopped
+        raise AssertionError(f"{exc}; the task as last seen: {json.dumps(seen[0])[:3000]}") from None
     return found
 
 
