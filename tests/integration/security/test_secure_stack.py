@@ -43,7 +43,9 @@ from tests.integration.security.conftest import SecureNats, Session, open_sessio
 SUBJECTS = Subjects("amp")
 MODULES = {name: f"services.{name}" for name in NATS_USERS}  # in start order
 # A large event travels to the runner by reference, through the router's Object Store.
-SERVICE_ENV = {"router": {"AURORA_ROUTER_INLINE_LIMIT": "1024"}, "runner": RUNNER_ENV}
+# mcp-edge on any free port: its default (8795) may be taken on a shared machine.
+SERVICE_ENV = {"router": {"AURORA_ROUTER_INLINE_LIMIT": "1024"}, "runner": RUNNER_ENV,
+               "mcp_edge": {"AURORA_EDGE_PORT": "0"}}
 
 
 @dataclass
