@@ -95,6 +95,11 @@ def test_compose_commands_run_locally_with_generated_credentials(tmp_path: Path,
             where = mounts(service, volumes)
             env = {**clean, **{k: localize(interpolate(str(v)), where) for k, v in service["environment"].items()}}
             env["NATS_URL"] = url
+            for key, value in list(env.items()):  # each container has its own ports; here they share one host
+                if key.endswith("_PORT") and value.isdigit():
+                    env[key] = str(free_port())
+                elif key.endswith("_HOST") and value == "0.0.0.0":
+                    env[key] = "127.0.0.1"
             env["OTEL_EXPORTER_OTLP_ENDPOINT"] = ""  # no Jaeger here (tests/e2e/compose_stack.py stands one in)
             processes.append(ServiceProcess(command[2], env, logs, name).start())
         for process in processes:
