@@ -12,6 +12,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import ConsumerConfig
 
 from shared import write_through
+from shared.bus import NOT_WRITTEN_HEADER, unheard_token
 from shared.deadletter import dead_letter
 from shared.streams import ensure_streams, fabric_streams
 from shared.subjects import Subjects
@@ -57,6 +58,32 @@ async def test_only_the_gateway_and_the_supervisor_speak_mcp(connect: Connect) -
         other = await connect(user)
         await other.nc.publish(c2s, b"{}")
         await other.refused(c2s)
+
+
+async def test_the_supervisor_may_tell_the_gateway_once_that_a_call_was_not_written(connect: Connect) -> None:
+    """A call's reply subject is in the gateway's own inbox: the supervisor that received the call
+    may answer there once (`allow_responses`, the `Aurora-Not-Written` of docs/design.md), and
+    nobody else may publish there at all."""
+    gateway, supervisor = await connect("mcp-gateway"), await connect("app-supervisor")
+    c2s = SUBJECTS.mcp("demo.notes", "default", "c2s")
+    to_app = await supervisor.nc.subscribe(c2s)
+    inbox = gateway.nc.new_inbox()
+    told = await gateway.nc.subscribe(f"{inbox}.*")
+    await write_through.flush(supervisor.nc)
+    await write_through.flush(gateway.nc)
+    await gateway.nc.publish(c2s, b'{"jsonrpc": "2.0", "id": "aurora-1", "method": "tools/call"}',
+                             reply=f"{inbox}.aurora-1")
+    call = await to_app.next_msg(timeout=2)
+    await supervisor.nc.publish(call.reply, headers={NOT_WRITTEN_HEADER: "its session did not begin here"})
+    said = await told.next_msg(timeout=2)
+    assert said.subject == f"{inbox}.aurora-1" and unheard_token(said) == "aurora-1"
+    await supervisor.clean()
+    await gateway.clean()
+    await supervisor.nc.publish(call.reply, headers={NOT_WRITTEN_HEADER: "again"})  # one answer per call
+    await supervisor.refused(call.reply)
+    runner = await connect("runner")
+    await runner.nc.publish(f"{inbox}.aurora-1", headers={NOT_WRITTEN_HEADER: "forged"})
+    await runner.refused(f"{inbox}.aurora-1")
 
 
 async def test_the_gateway_serves_tool_calls(connect: Connect) -> None:
