@@ -127,6 +127,31 @@ function giving one outcome per message, in order."""
 MessageHandler = Callable[[Msg], Awaitable[Outcome]]
 
 
+class _UnsaidRetries:
+    """Messages retried and not said yet, by reason: said together, with their count and a few
+    subjects, at most every `RETRIES_SAID_EVERY` seconds."""
+
+    def __init__(self, consumer: str) -> None:
+        self._consumer = consumer
+        self._by_reason: dict[str, tuple[int, set[str]]] = {}
+        self._said_at = float("-inf")
+
+    def add(self, reason: str, subject: str) -> None:
+        count, subjects = self._by_reason.get(reason, (0, set()))
+        self._by_reason[reason] = (count + 1, subjects | {subject})
+
+    def say(self, *, when_due: bool = False) -> None:
+        """What is held back; with `when_due`, only once `RETRIES_SAID_EVERY` has passed since the
+        last time."""
+        if not self._by_reason or (when_due and time.monotonic() - self._said_at < RETRIES_SAID_EVERY):
+            return
+        for reason, (count, subjects) in self._by_reason.items():
+            log.warning("messages will be retried", consumer=self._consumer, count=count, error=reason,
+                        subjects=sorted(subjects)[:5])
+        self._by_reason.clear()
+        self._said_at = time.monotonic()
+
+
 class AtLeastOnceConsumer:
     """A durable pull consumer on `stream`, dead-lettering to `<prefix>.dlq.<stage>`."""
 
@@ -146,8 +171,7 @@ class AtLeastOnceConsumer:
         self.running: set[asyncio.Task[None]] = set()
         self.stats = stats if stats is not None else ConsumerStats()
         self._fetching = FailureStreak(log, "fetch", consumer=self.durable)
-        self._retried: dict[str, tuple[int, set[str]]] = {}  # retried messages not said yet, by reason
-        self._retried_said_at = float("-inf")
+        self._unsaid = _UnsaidRetries(self.durable)
         self._looping = False  # a loop is fetching, and will say what is held back
 
     @property
@@ -193,7 +217,7 @@ class AtLeastOnceConsumer:
             while not stop.is_set():
                 msgs = await self._fetch(batch)
                 if not msgs:
-                    self._say_retried(when_due=True)  # held back, and nothing more came: said now
+                    self._unsaid.say(when_due=True)  # held back, and nothing more came: said now
                     continue
                 finish = await handle(msgs)
                 settling.append(asyncio.create_task(self.finish(msgs, finish), name=f"{self.durable}-settle"))
@@ -203,36 +227,16 @@ class AtLeastOnceConsumer:
             self._looping = False
             for task in settling:
                 await task
-            self._say_retried()  # what the last interval left unsaid
+            self._unsaid.say()  # what the last interval left unsaid
 
     async def finish(self, msgs: list[Msg], finish: Callable[[], Awaitable[Sequence[Outcome]]]) -> None:
         """Wait for a started batch's outcomes and settle each message. Messages retried are said
-        by reason, at most every `RETRIES_SAID_EVERY` seconds (`_say_retried`): while a stream
+        by reason, at most every `RETRIES_SAID_EVERY` seconds (`_UnsaidRetries`): while a stream
         leader was away, each failed batch of publishes logged a warning per message."""
         outcomes = await finish()
-        retried: dict[str, list[Msg]] = {}
         for msg, outcome in zip(msgs, outcomes, strict=True):
-            await self.settle(msg, outcome, retried)
-        self._hold_retried(retried)
-
-    def _hold_retried(self, retried: dict[str, list[Msg]]) -> None:
-        """Count `retried` (messages by reason) with those not said yet, and say them if due (at
-        once when no loop runs any more to say them later: work finishing after a stop)."""
-        for reason, same in retried.items():
-            count, subjects = self._retried.get(reason, (0, set()))
-            self._retried[reason] = (count + len(same), subjects | {m.subject for m in same})
-        self._say_retried(when_due=self._looping)
-
-    def _say_retried(self, *, when_due: bool = False) -> None:
-        """The retried messages held back, by reason; with `when_due`, only once
-        `RETRIES_SAID_EVERY` has passed since the last time."""
-        if not self._retried or (when_due and time.monotonic() - self._retried_said_at < RETRIES_SAID_EVERY):
-            return
-        for reason, (count, subjects) in self._retried.items():
-            log.warning("messages will be retried", consumer=self.durable, count=count, error=reason,
-                        subjects=sorted(subjects)[:5])
-        self._retried.clear()
-        self._retried_said_at = time.monotonic()
+            await self.settle(msg, outcome)
+        self._unsaid.say(when_due=self._looping)  # at once when no loop is left to say it later
 
     async def run_each(self, stop: asyncio.Event, handle: MessageHandler, *, concurrency: int) -> None:
         """Until `stop`: keep at most `concurrency` messages in work, one task each; fetch only as
@@ -248,7 +252,7 @@ class AtLeastOnceConsumer:
                     continue
                 msgs = await self._fetch(free)
                 if not msgs:
-                    self._say_retried(when_due=True)  # held back, and nothing more came: said now
+                    self._unsaid.say(when_due=True)  # held back, and nothing more came: said now
                 for msg in msgs:
                     task = asyncio.create_task(self._one(msg, handle),
                                                name=f"{self.durable}-{msg.metadata.sequence.stream}")
@@ -256,7 +260,7 @@ class AtLeastOnceConsumer:
                     task.add_done_callback(self.running.discard)
         finally:
             self._looping = False
-            self._say_retried()  # what the last interval left unsaid
+            self._unsaid.say()  # what the last interval left unsaid
 
     async def handle_delivered(self, handle: MessageHandler, timeout: float) -> int:
         """When stopping, after `run_each`: let the messages in work finish, then handle, one by
@@ -296,20 +300,19 @@ class AtLeastOnceConsumer:
             if beat is not None:
                 beat.cancel()
             if outcome is not LEAVE:
-                retried: dict[str, list[Msg]] = {}
-                await self.settle(msg, outcome, retried)
-                self._hold_retried(retried)
+                await self.settle(msg, outcome)
+                self._unsaid.say(when_due=self._looping)  # at once when no loop is left to say it later
 
-    async def settle(self, msg: Msg, outcome: Outcome, retried: dict[str, list[Msg]]) -> None:
+    async def settle(self, msg: Msg, outcome: Outcome) -> None:
         """Apply the one policy; never raises (a message not settled comes back after the ack wait).
-        `retried`: where a retried message goes by its reason, for the caller to say with others
-        (`_hold_retried`), unless its handler said it already."""
+        A message retried is held to be said with others (`_UnsaidRetries`), unless its handler
+        said it already."""
         try:
-            await self._settle(msg, outcome, retried)
+            await self._settle(msg, outcome)
         except Exception as exc:
             log.warning("could not settle a message", consumer=self.durable, outcome=outcome.kind, error=str(exc))
 
-    async def _settle(self, msg: Msg, outcome: Outcome, retried: dict[str, list[Msg]]) -> None:
+    async def _settle(self, msg: Msg, outcome: Outcome) -> None:
         kind = outcome.kind
         self.stats.settled += 1
         metrics.consumer_lag.set(msg.metadata.num_pending or 0, stage=self._stage, consumer=self.durable)
@@ -334,7 +337,7 @@ class AtLeastOnceConsumer:
             else:
                 self._count("retried")
                 if not outcome.said:
-                    retried.setdefault(outcome.reason, []).append(msg)
+                    self._unsaid.add(outcome.reason, msg.subject)
                 await msg.nak(delay=outcome.delay if outcome.delay is not None else backoff(delivered))
 
     def _count(self, outcome: str) -> None:
