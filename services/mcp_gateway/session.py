@@ -325,14 +325,16 @@ class AppSession:
             )
         try:
             if attempt.direct is not None:
-                return await _call_directly(attempt, attempt.session, attempt.direct, tool, arguments, timeout, meta)
-            if generations.is_stateless(attempt.session):  # what the app asks comes in the result
-                work: Awaitable[types.CallToolResult] = input_required.call_tool(
-                    attempt.session, tool, arguments, timeout=timeout, meta=meta, answer=self._answer(meta))
-            else:  # what the app asks comes as requests to the callbacks
-                work = attempt.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
-                                                 meta=cast("types.RequestParamsMeta | None", meta))
-            result = await _race(work, attempt.lost, timeout + 1.0)
+                result = await _call_directly(attempt, attempt.session, attempt.direct, tool, arguments, timeout, meta)
+            else:
+                work: Awaitable[types.CallToolResult]
+                if generations.is_stateless(attempt.session):  # what the app asks comes in the result
+                    work = input_required.call_tool(attempt.session, tool, arguments, timeout=timeout, meta=meta,
+                                                    answer=self._answer(meta))
+                else:  # what the app asks comes as requests to the callbacks
+                    work = attempt.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
+                                                     meta=cast("types.RequestParamsMeta | None", meta))
+                result = await _race(work, attempt.lost, timeout + 1.0)
         except _NotSent as exc:
             raise SessionUnavailable(f"app {self.app.name!r} closed the connection before the call") from exc
         except NotDelivered as exc:  # nothing ran: the call may be sent again once the relay is heard

@@ -9,6 +9,7 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.integration.mcp_gateway.conftest import SILENT_TIMEOUT, Platform
+from tests.harness.waiting import poll
 from tests.integration.mcp_gateway.helpers import call, cli
 
 
@@ -47,3 +48,29 @@ async def test_the_gateway_answers_micro_ping_and_counts_tool_calls(
         assert (await call(pnc, subjects, "test.echo.echo", {"i": i}))["status"] == "ok"
     assert (await call(pnc, subjects, "no.such.tool", {}))["status"] == "denied"
     assert await tool_calls() == before + 6
+
+
+async def test_a_call_left_unanswered_is_the_apps_session_error_until_it_answers_again(
+    platform: Platform, pnc: NATS, subjects: Subjects
+) -> None:
+    """A call on the supervisor's relay (the gateway writes it itself) like one over the SDK."""
+    def echo_row() -> dict:
+        shown = cli(platform.url, "apps", "--json")
+        assert shown.returncode == 0, shown.stderr
+        return {row["app"]: row for row in json.loads(shown.stdout)}["test.echo"]
+
+    timed_out = await call(pnc, subjects, "test.echo.slow", {"seconds": 5}, timeout=0.5)
+    assert timed_out["status"] == "timeout", timed_out
+
+    async def said() -> dict | None:
+        row = echo_row()
+        return row if "tools/call slow: no answer within 0.5s" in str(row["session_error"]) else None
+
+    await poll(said, what="the unanswered call as test.echo's session error")
+    assert (await call(pnc, subjects, "test.echo.echo", {"again": True}))["status"] == "ok"
+
+    async def cleared() -> dict | None:
+        row = echo_row()
+        return row if row["session_error"] is None else None
+
+    await poll(cleared, what="test.echo's session error cleared by its next answer")
