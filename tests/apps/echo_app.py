@@ -1,5 +1,5 @@
 """Test MCP app over stdio (lowlevel Server, raw arguments): echo, slow, crash, fail, counter,
-set_password and progress tools."""
+set_password, progress and shaped (a tool with an output schema) tools."""
 
 from __future__ import annotations
 
@@ -89,6 +89,14 @@ TOOLS = [
         name="progress",
         description="Send `notes` progress notifications for the call, then answer, all at once.",
         input_schema=_schema({"notes": {"type": "integer", "minimum": 0, "maximum": 50}}, ["notes"]),
+        annotations=READ_ONLY,
+    ),
+    types.Tool(
+        name="shaped",
+        description="A tool with an output schema ({n: integer}) that answers as `answer` says: `right` "
+                    "(structured content that fits), `wrong` (structured content that does not), `text` (none).",
+        input_schema=_schema({"answer": {"enum": ["right", "wrong", "text"]}}, ["answer"]),
+        output_schema={"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]},
         annotations=READ_ONLY,
     ),
     types.Tool(
@@ -185,6 +193,13 @@ async def call_tool(
             return _result({"notes": notes, "token": token is not None})
         case "get_startup":
             return _result({"startup": STARTUP, "pid": os.getpid()})
+        case "shaped":  # the server does not check its own output: the gateway's SDK client must
+            match args.get("answer"):
+                case "right":
+                    return _result({"n": 1})
+                case "wrong":
+                    return _result({"n": "one"})
+            return types.CallToolResult(content=[types.TextContent(type="text", text="n is 1")])
     raise MCPError(code=types.INVALID_PARAMS, message=f"Unknown tool: {params.name}")
 
 

@@ -103,3 +103,16 @@ async def test_progress_notes_sent_with_the_answer_are_all_in_the_result(
         assert result["status"] == "ok" and result["structured"] == {"notes": 3, "token": True}, result
         assert [(p["progress"], p["message"]) for p in result.get("progress") or []] == [
             (1.0, "note 1"), (2.0, "note 2"), (3.0, "note 3")], result
+
+
+async def test_an_answer_is_checked_against_its_tools_output_schema(
+    platform: Platform, pnc: NATS, subjects: Subjects
+) -> None:
+    """The app does not check its own output: the gateway does, on the relay as over the SDK. A
+    plain text answer is read without the SDK's models only for a tool with no output schema."""
+    fits = await call(pnc, subjects, "test.echo.shaped", {"answer": "right"})
+    assert fits["status"] == "ok" and fits["structured"] == {"n": 1}, fits
+    for answer in ("wrong", "text"):
+        broken = await call(pnc, subjects, "test.echo.shaped", {"answer": answer})
+        assert broken["status"] == "tool_error", (answer, broken)
+        assert broken["error"]["code"] == "invalid_output", (answer, broken)
