@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from mcp_types import CallToolResult
@@ -9,10 +11,50 @@ from mcp_types import CallToolResult
 from shared.contracts.toolcall import SideEffect, ToolCallResult, ToolError
 
 
-def from_mcp_result(result: CallToolResult, duration_ms: float, side_effect: SideEffect) -> ToolCallResult:
+@dataclass(frozen=True, slots=True)
+class PlainResult:
+    """A `tools/call` result of text blocks and structured content, read without the SDK's
+    models (`plain_result`)."""
+
+    content: list[dict[str, Any]]
+    structured: dict[str, Any] | None
+    is_error: bool
+
+
+_PLAIN_KEYS = frozenset({"content", "structuredContent", "isError"})
+
+
+def plain_result(raw: Mapping[str, Any]) -> PlainResult | None:
+    """`raw` (a `tools/call` result as decoded JSON) when it holds nothing but `content` of text
+    blocks, `structuredContent` (an object) and `isError`; None for anything else, which the
+    SDK's models read and check.
+
+    Why: most tool results are such, and the SDK's models give them back unchanged. Without
+    them, an answer on the relay is read and classified in 20 µs of the gateway's CPU, not 36
+    (measured in place, one caller, docs/benchmarks.md)."""
+    content, structured, is_error = raw.get("content"), raw.get("structuredContent"), raw.get("isError", False)
+    if (type(content) is not list or type(is_error) is not bool
+            or (structured is not None and type(structured) is not dict) or not _PLAIN_KEYS.issuperset(raw)):
+        return None
+    blocks = []
+    for block in content:
+        if type(block) is not dict or len(block) != 2 or block.get("type") != "text":
+            return None
+        text = block.get("text")
+        if type(text) is not str:
+            return None
+        blocks.append({"type": "text", "text": text})
+    return PlainResult(blocks, structured, is_error)
+
+
+def from_mcp_result(result: CallToolResult | PlainResult, duration_ms: float,
+                    side_effect: SideEffect) -> ToolCallResult:
     """An MCP result: `isError` is a tool error (the call reached the tool and it failed)."""
-    content = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content]
-    structured = result.structured_content if isinstance(result.structured_content, dict) else None
+    if isinstance(result, PlainResult):
+        content, structured = result.content, result.structured
+    else:
+        content = [block.model_dump(mode="json", by_alias=True, exclude_none=True) for block in result.content]
+        structured = result.structured_content if isinstance(result.structured_content, dict) else None
     if result.is_error:
         return ToolCallResult(
             status="tool_error",

@@ -20,6 +20,7 @@ from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
 from services.mcp_gateway import input_required
+from services.mcp_gateway.classify import PlainResult, plain_result
 from services.mcp_gateway.server_requests import SessionCallbacks
 from services.mcp_gateway.transports import generations
 from services.mcp_gateway.transports.direct import (
@@ -316,7 +317,7 @@ class AppSession:
 
     # -- calls from other tasks ------------------------------------------------------------
     async def call_tool(self, tool: str, arguments: dict[str, Any], timeout: float,
-                        meta: dict[str, Any] | None = None) -> types.CallToolResult:
+                        meta: dict[str, Any] | None = None) -> types.CallToolResult | PlainResult:
         """`meta`: the request's `_meta` (the idempotency key, see `IDEMPOTENCY_META_KEY`)."""
         attempt = self._attempt
         if attempt is None or attempt.session is None:
@@ -324,6 +325,7 @@ class AppSession:
                 f"app {self.app.name!r} is {self.status}" + (f": {self.last_error}" if self.last_error else "")
             )
         try:
+            result: types.CallToolResult | PlainResult
             if attempt.direct is not None:
                 result = await _call_directly(attempt, attempt.session, attempt.direct, tool, arguments, timeout, meta)
             else:
@@ -353,7 +355,6 @@ class AppSession:
             if exc.code == types.CONNECTION_CLOSED or attempt.lost.is_set():
                 raise CallInterrupted(f"app {self.app.name!r} closed the connection: {exc.message}") from exc
             raise
-        assert isinstance(result, types.CallToolResult)
         if self.problem is not None and self.problem.startswith("tools/call "):
             await self._note_problem(None)  # it answers again
         return result
@@ -402,7 +403,7 @@ async def _call_directly(
     arguments: dict[str, Any],
     timeout: float,
     meta: dict[str, Any] | None = None,
-) -> types.CallToolResult:
+) -> types.CallToolResult | PlainResult:
     """`tools/call` written on the relay by the gateway itself; the same outcomes as the SDK's
     `call_tool` (an error response raises MCPError, the output schema is checked by the SDK)."""
     try:
@@ -435,10 +436,23 @@ async def _call_directly(
     if response.error is not None:
         error = response.error
         raise MCPError(int(error.get("code", types.INTERNAL_ERROR)), str(error.get("message", "")), error.get("data"))
-    result = types.CallToolResult.model_validate(result_of(response), by_name=False)
+    raw = result_of(response)
+    plain = plain_result(raw) if _has_no_output_schema(session, tool) else None
+    if plain is not None:
+        return plain
+    result = types.CallToolResult.model_validate(raw, by_name=False)
     if not result.is_error:
         await session.validate_tool_result(tool, result)
     return result
+
+
+def _has_no_output_schema(session: ClientSession, tool: str) -> bool:
+    """Whether the SDK listed `tool` without an output schema: then its `validate_tool_result`
+    checks nothing, and a plain text result needs none of its models. (Read from the SDK's cache
+    of the listing; a tool it has not listed, or an SDK that keeps it elsewhere, is checked by
+    the SDK as before.)"""
+    schemas = getattr(session, "_tool_output_schemas", None)
+    return isinstance(schemas, dict) and tool in schemas and schemas[tool] is None
 
 
 def _give_up(answer: asyncio.Future[Any], error: type[Exception], *_: object) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import mcp_types as types
+import msgspec
 import pytest
 
 from services.mcp_gateway import classify
@@ -67,3 +68,42 @@ def test_an_app_gone_during_a_read_is_unavailable_during_a_write_unknown() -> No
         write = classify.interrupted(5.0, side_effect, "app 'echo' went away during the call")
         assert write.status == "outcome_unknown" and write.error is not None
         assert write.error.code == "app_went_away" and "may or may not have taken effect" in write.error.message
+
+
+PLAIN_RESULTS = [
+    {"content": [{"type": "text", "text": "晴"}]},
+    {"content": [{"text": "two", "type": "text"}, {"type": "text", "text": ""}], "isError": False},
+    {"content": [{"type": "text", "text": "city not found"}], "isError": True},
+    {"content": []},
+    {"content": [{"type": "text", "text": "{}"}], "structuredContent": {"n": 2**70, "f": 1.0, "l": [None]}},
+    {"content": [{"type": "text", "text": "x"}], "structuredContent": None, "isError": True},
+    {"structuredContent": {}, "content": []},
+]
+
+
+@pytest.mark.parametrize("raw", PLAIN_RESULTS)
+def test_a_plain_result_read_without_the_sdk_models_is_what_the_models_give(raw: dict) -> None:
+    plain = classify.plain_result(raw)
+    assert plain is not None
+    modelled = types.CallToolResult.model_validate(raw, by_name=False)
+    # Compared as JSON: equal dicts could still differ in a number's type (1 and 1.0).
+    expected = msgspec.json.encode(classify.from_mcp_result(modelled, 3.0, "write"))
+    assert msgspec.json.encode(classify.from_mcp_result(plain, 3.0, "write")) == expected
+
+
+@pytest.mark.parametrize("raw", [
+    {"content": [{"type": "image", "data": "aGk=", "mimeType": "image/png"}]},
+    {"content": [{"type": "text", "text": "x", "annotations": {"priority": 1}}]},
+    {"content": [{"type": "text", "text": 3}]},
+    {"content": [{"type": "text"}]},
+    {"content": ["text"]},
+    {"content": [{"type": "text", "text": "x"}], "structuredContent": [1]},
+    {"content": [{"type": "text", "text": "x"}], "_meta": {"k": "v"}},
+    {"content": [{"type": "text", "text": "x"}], "isError": "yes"},
+    {"content": {"type": "text", "text": "x"}},
+    {"isError": False},
+    {},
+], ids=["image", "annotated", "text-not-a-string", "no-text", "block-not-an-object", "structured-not-an-object", "meta",
+        "isError-not-a-bool", "content-not-a-list", "no-content", "empty"])
+def test_anything_but_text_blocks_is_left_to_the_sdk_models(raw: dict) -> None:
+    assert classify.plain_result(raw) is None
