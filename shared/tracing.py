@@ -118,34 +118,43 @@ def current_trace() -> Trace | None:
     return trace_of(trace.get_current_span().get_span_context()) if tracing_enabled() else None
 
 
-@contextmanager
 def handling(name: str, incoming: Trace | None, *, kind: SpanKind = SpanKind.CONSUMER,
              attributes: Attributes | None = None, span_id: int | None = None,
-             trace_id: int | None = None) -> Iterator[SpanHandle]:
+             trace_id: int | None = None) -> AbstractContextManager[SpanHandle]:
     """A span for handling one message that carried `incoming` (None: a new trace).
 
     `span_id` (and `trace_id`, for a new trace) pin the span's ids: the bridge derives them
     from the event's message id, so a redelivered signal becomes byte-identical again."""
     if not tracing_enabled():
-        yield SpanHandle(None, incoming)
-        return
+        return _Untraced(incoming)
     parent = context_from_trace(incoming) if incoming is not None else otel_context.Context()
-    with _span(name, parent, kind, attributes, PinnedIds.pin(trace_id, span_id), incoming) as handle:
-        yield handle
+    return _span(name, parent, kind, attributes, PinnedIds.pin(trace_id, span_id), incoming)
 
 
-@contextmanager
 def calling(name: str, fallback: Trace | None = None, *, kind: SpanKind = SpanKind.CLIENT,
-            attributes: Attributes | None = None) -> Iterator[SpanHandle]:
+            attributes: Attributes | None = None) -> AbstractContextManager[SpanHandle]:
     """A span for a call the current span makes; off: `.trace` is `fallback`."""
     if not tracing_enabled():
-        yield SpanHandle(None, fallback)
-        return
+        return _Untraced(fallback)
     parent = otel_context.get_current()
     if not trace.get_current_span(parent).get_span_context().is_valid and fallback is not None:
         parent = context_from_trace(fallback)
-    with _span(name, parent, kind, attributes, PinnedIds.pin(None, None), fallback) as handle:
-        yield handle
+    return _span(name, parent, kind, attributes, PinnedIds.pin(None, None), fallback)
+
+
+class _Untraced(SpanHandle, AbstractContextManager["_Untraced"]):
+    """What `handling` and `calling` give with tracing off: its own handle, entered and left for
+    nothing. A class, not a generator context manager (about seven Python calls to enter and
+    leave, where this takes four): a tool call passes two of them on its path."""
+
+    def __init__(self, fallback: Trace | None) -> None:
+        super().__init__(None, fallback)
+
+    def __enter__(self) -> _Untraced:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        return None
 
 
 @contextmanager

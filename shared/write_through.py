@@ -34,7 +34,6 @@ the PING behind it.
 from __future__ import annotations
 
 import asyncio
-import weakref
 
 from nats.aio.client import _HEADER_KEY_RE, _HEADER_VALUE_NEWLINES, _validate_subject
 from nats.aio.client import Client as NATS
@@ -46,7 +45,9 @@ from nats.micro.request import Request
 SOCKET_BACKLOG_BYTES = 64 * 1024
 
 _HEADER_LINE = b"NATS/1.0\r\n"
-_flush_scheduled: weakref.WeakSet[NATS] = weakref.WeakSet()
+# Set on a connection while its write is scheduled: an attribute, not a weak set of connections,
+# as it is read at every publish (a weak set's look-up, add and discard are Python calls).
+_SCHEDULED = "_aurora_write_scheduled"
 
 
 async def publish(nc: NATS, subject: str, payload: bytes = b"", *, reply: str = "",
@@ -90,8 +91,8 @@ def publish_soon(nc: NATS, subject: str, payload: bytes = b"", *, reply: str = "
     nc._pending_data_size += len(data)
     nc.stats["out_msgs"] += 1
     nc.stats["out_bytes"] += len(payload)
-    if nc not in _flush_scheduled:
-        _flush_scheduled.add(nc)
+    if not getattr(nc, _SCHEDULED, False):
+        setattr(nc, _SCHEDULED, True)
         asyncio.get_running_loop().call_soon(_flush, nc)
     return True
 
@@ -109,7 +110,7 @@ async def flush(nc: NATS, timeout: int = 10) -> None:
 
 def _flush(nc: NATS) -> None:
     """What nats-py's flusher does for one turn, unless the socket is backed up: then the flusher."""
-    _flush_scheduled.discard(nc)
+    setattr(nc, _SCHEDULED, False)
     if not nc._pending_data_size or not nc.is_connected:
         return  # written already, or kept for nats-py to send once it has reconnected
     if _write_pending(nc, backlog=SOCKET_BACKLOG_BYTES):

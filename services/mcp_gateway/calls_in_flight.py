@@ -15,8 +15,8 @@ from __future__ import annotations
 import itertools
 import secrets
 import time
-from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -55,19 +55,12 @@ class CallsInFlight:
         self._token_prefix = f"aurora-call-{secrets.token_hex(8)}-"
         self._serial = itertools.count(1)
 
-    @contextmanager
     def running(self, key: SessionKey, tool: str, context: ToolCallContext, *, call_id: str | None,
-                timeout: float) -> Iterator[CallInFlight]:
+                timeout: float) -> AbstractContextManager[CallInFlight]:
+        """The call, known as running on session `key` while the `with` block lasts."""
         call = CallInFlight(token=f"{self._token_prefix}{next(self._serial)}", tool=tool, call_id=call_id,
                             context=context, deadline=time.monotonic() + timeout)
-        calls = self._by_session.setdefault(key, {})
-        calls[call.token] = call
-        try:
-            yield call
-        finally:
-            calls.pop(call.token, None)
-            if not calls:
-                self._by_session.pop(key, None)
+        return _Running(self._by_session, key, call)
 
     def caller(self, key: SessionKey, meta: Mapping[str, Any] | None, *,
                token: str | None = None) -> CallInFlight | str:
@@ -95,6 +88,27 @@ class CallsInFlight:
             return False
         call.progressed(params)
         return True
+
+
+class _Running(AbstractContextManager[CallInFlight]):
+    """A class, not a generator context manager: every tool call passes one on its path."""
+
+    __slots__ = ("_by_session", "_call", "_key")
+
+    def __init__(self, by_session: dict[SessionKey, dict[str, CallInFlight]], key: SessionKey,
+                 call: CallInFlight) -> None:
+        self._by_session, self._key, self._call = by_session, key, call
+
+    def __enter__(self) -> CallInFlight:
+        self._by_session.setdefault(self._key, {})[self._call.token] = self._call
+        return self._call
+
+    def __exit__(self, *exc: object) -> None:
+        calls = self._by_session.get(self._key)
+        if calls is not None:
+            calls.pop(self._call.token, None)
+            if not calls:
+                del self._by_session[self._key]
 
 
 def _number(value: Any) -> float | None:
