@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 import dataclasses
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 
 import msgspec
 from nats.micro.request import Request
@@ -93,9 +94,7 @@ class CallServer:
     async def _serve(self, request: Request, operator: bool, edge: bool = False) -> None:
         tracked = progress.track()  # in this task's own context: one per call
         try:
-            with tracing.handling("tools/call", tracing.envelope_trace(request.data), kind=SpanKind.SERVER,
-                                  attributes={"mcp.method.name": "tools/call", "aurora.operator": operator,
-                                              **messaging("process", request.subject)}) as span:
+            with _call_span(request, operator) as span:
                 try:
                     person = Caller.of_subject(request.subject).person if operator else None
                     refusal = (await self._authorize(Caller(person), "tools", "call")
@@ -145,6 +144,16 @@ class CallServer:
             await self._handler.report(record)
         except Exception:
             log.exception("a tool call could not be reported", call_id=record.call_id if record else None)
+
+
+def _call_span(request: Request, operator: bool) -> AbstractContextManager[tracing.SpanHandle]:
+    """The call's span. With tracing off nothing of it is worked out: not its attributes, not the
+    trace the envelope carries (a second decoding of the request)."""
+    if not tracing.tracing_enabled():
+        return tracing.handling("tools/call", None)
+    return tracing.handling("tools/call", tracing.envelope_trace(request.data), kind=SpanKind.SERVER,
+                            attributes={"mcp.method.name": "tools/call", "aurora.operator": operator,
+                                        **messaging("process", request.subject)})
 
 
 def describe_call(span: tracing.SpanHandle, record: CallRecord) -> None:

@@ -8,8 +8,8 @@ import json
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
-from tests.integration.mcp_gateway.conftest import SILENT_TIMEOUT, Platform
 from tests.harness.waiting import poll
+from tests.integration.mcp_gateway.conftest import SILENT_TIMEOUT, Platform
 from tests.integration.mcp_gateway.helpers import call, cli
 
 
