@@ -448,9 +448,9 @@ async def _call_directly(
 
 def _has_no_output_schema(session: ClientSession, tool: str) -> bool:
     """Whether the SDK listed `tool` without an output schema: then its `validate_tool_result`
-    checks nothing, and a plain text result needs none of its models. (Read from the SDK's cache
-    of the listing; a tool it has not listed, or an SDK that keeps it elsewhere, is checked by
-    the SDK as before.)"""
+    checks nothing, and a plain result (`classify.plain_result`) needs none of its models. (Read
+    from the SDK's cache of the listing; a tool it has not listed, or an SDK that keeps it
+    elsewhere, is checked by the SDK as before.)"""
     schemas = getattr(session, "_tool_output_schemas", None)
     return isinstance(schemas, dict) and tool in schemas and schemas[tool] is None
 
