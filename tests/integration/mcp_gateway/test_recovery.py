@@ -125,7 +125,8 @@ async def test_a_hung_app_is_found_by_its_ping_and_given_a_fresh_process(
     config = write_apps(tmp_path, {"echo": app})
     stack.supervisor(config, AURORA_STOP_GRACE_SECONDS="1")  # a stopped process ignores SIGTERM: SIGKILL soon
     await stack.gateway(config)
-    assert (await call(nc, subjects, "test.echo.echo", {"n": 1}))["status"] == "ok"
+    # Under load the app may take longer than its 2 s to start: the session is tried again.
+    await call_until_ok(nc, subjects, "test.echo.echo", {"n": 1}, timeout=40)
     hung_pid = await supervised_pid(nc, subjects, "echo")
     os.kill(hung_pid, signal.SIGSTOP)
     try:
