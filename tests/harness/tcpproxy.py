@@ -34,6 +34,7 @@ class TcpProxy:
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
+        self.held = 0  # connections taken while cut (held open, never answered)
 
     @property
     def url(self) -> str:
@@ -107,6 +108,7 @@ class TcpProxy:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
         if self._cut:
+            self.held += 1
             return  # held open, never answered, until healed connections replace it
         try:
             up_reader, up_writer = await asyncio.open_connection(self.host, self.target_port)

@@ -20,6 +20,17 @@ from shared.streams import creating
 from tests.harness.waiting import poll
 
 
+def counted_sender(acks: AckedPublisher, prefix: str,
+                   attempts: list[int]) -> Callable[[int], Awaitable[asyncio.Future[int]]]:
+    """An outbox's `send`: item n published on `<prefix>.<n>` with a message id of its own, each
+    try noted in `attempts`."""
+    async def send(n: int) -> asyncio.Future[int]:
+        attempts.append(n)
+        return await acks.send(f"{prefix}.{n}", str(n).encode(), headers={"Nats-Msg-Id": f"{prefix}-{n}"})
+
+    return send
+
+
 async def test_a_batch_is_stored_in_order_and_each_future_is_its_sequence(nc: NATS) -> None:
     js = nc.jetstream()
     await js.add_stream(name="ACKS", subjects=["acks.>"])
@@ -52,9 +63,7 @@ async def test_the_outbox_keeps_what_it_could_not_store_until_the_stream_exists(
     acks = AckedPublisher(nc)
     attempts: list[int] = []
 
-    async def send(n: int) -> asyncio.Future[int]:
-        attempts.append(n)
-        return await acks.send(f"later.{n}", str(n).encode(), headers={"Nats-Msg-Id": f"later-{n}"})
+    send = counted_sender(acks, "later", attempts)
 
     async def retried() -> bool:
         return len(attempts) > 5  # the five went out once, failed, and the first is being tried again
@@ -85,9 +94,7 @@ async def test_an_outage_is_said_when_it_begins_and_when_it_ends_not_at_every_re
     acks = AckedPublisher(nc)
     attempts: list[int] = []
 
-    async def send(n: int) -> asyncio.Future[int]:
-        attempts.append(n)
-        return await acks.send(f"gone.{n}", str(n).encode(), headers={"Nats-Msg-Id": f"gone-{n}"})
+    send = counted_sender(acks, "gone", attempts)
 
     async def retried_often() -> bool:
         return attempts.count(0) >= 4  # the first item tried again after pauses of 0.2, 0.4 and 0.8 s
@@ -116,9 +123,7 @@ async def test_once_the_first_item_of_a_failed_batch_gets_through_the_rest_follo
     stored_at: dict[int, float] = {}
     loop = asyncio.get_running_loop()
 
-    async def send(n: int) -> asyncio.Future[int]:
-        attempts.append(n)
-        return await acks.send(f"burst.{n}", str(n).encode(), headers={"Nats-Msg-Id": f"burst-{n}"})
+    send = counted_sender(acks, "burst", attempts)
 
     async def retried() -> bool:
         return len(attempts) > 30  # the batch went out once, failed, and its first item is tried again

@@ -9,7 +9,6 @@ cuts the connection.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Iterator
 
@@ -44,7 +43,11 @@ async def test_a_cut_is_one_warning_its_failed_reconnects_are_counted_and_the_ow
         return ("WARNING", "nats disconnected") in said() and nc.is_reconnecting
 
     await poll(cut_seen, timeout=15, what="the cut seen and the client reconnecting")
-    await asyncio.sleep(4)  # attempts fail meanwhile, one every 1.5 s (a second's pause, 0.5 s timeout)
+
+    async def attempts_failed() -> bool:  # one every 1.5 s (a second's pause, 0.5 s timeout)
+        return proxy.held >= 3  # the third attempt held: the two before it failed
+
+    await poll(attempts_failed, timeout=15, what="reconnect attempts held by the cut proxy")
     proxy.heal()
 
     async def reconnected() -> bool:
