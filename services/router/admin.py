@@ -31,11 +31,11 @@ T = TypeVar("T")
 
 
 class RouterAdmin:
-    def __init__(self, stores: RouterStores, stats: RouterStats, counts: Callable[[], dict[str, int]],
+    def __init__(self, stores: RouterStores, stats: RouterStats, catalog: Callable[[], dict[str, object]],
                  *, instance: str, clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self._stores = stores
         self._stats = stats
-        self._counts = counts
+        self._catalog = catalog
         self._instance = instance
         self._clock = clock
 
@@ -90,7 +90,7 @@ class RouterAdmin:
             "dead_lettered": stats.dead_lettered,
             "retried": stats.retried,
             "last_error": stats.last_error,
-            **self._counts(),
+            **self._catalog(),
         }
 
 

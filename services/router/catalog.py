@@ -101,3 +101,10 @@ class Catalog:
     def counts(self) -> dict[str, int]:
         return {"bindings": len(self._bindings.items), "agents": len(self._agents.items),
                 "pipelines": len(self._pipelines.items)}
+
+    def summary(self) -> dict[str, object]:
+        """The counts, and the last sequence of each bucket the copy has taken in: a copy whose
+        revision has reached the bucket's last sequence routes by every write made before then."""
+        return {**self.counts(), "revisions": {"bindings": self._bindings.revision,
+                                               "agents": self._agents.revision,
+                                               "pipelines": self._pipelines.revision}}

@@ -62,7 +62,7 @@ class RouterService:
         router = Router(nc, subjects, catalog, stores, options.router, capabilities=self._capabilities)
         await router.start()
         self._router = router
-        admin = RouterAdmin(stores, router.stats, catalog.counts, instance=options.router.instance)
+        admin = RouterAdmin(stores, router.stats, catalog.summary, instance=options.router.instance)
         # A person's request is checked again against the users registry (shared/people.py).
         authorize = (await open_registry(nc.jetstream(), subjects)).refusal
         resources = [ResourceAdmin(kind_of("Binding"), stores.bindings),

@@ -8,7 +8,14 @@ from shared.admin import admin_request
 from shared.streams import ensure_stream, runs_stream
 from shared.subjects import Subjects
 from tests.harness.broker import jetstream_time
-from tests.integration.router.helpers import apply, poll, publish_events, running_router, stream_count
+from tests.integration.router.helpers import (
+    apply,
+    poll,
+    publish_events,
+    router_current,
+    running_router,
+    stream_count,
+)
 from tests.unit.router.factories import event_doc
 
 
@@ -30,6 +37,7 @@ async def test_bindings_and_agents_changes_apply_to_the_next_event(nc: NATS, sub
         await (await js.key_value(subjects.stream("BINDINGS"))).put("junk", b'{"id": "junk"}')
 
         async def route(expected: str) -> None:
+            await router_current(nc, subjects)  # a change, unlike an addition, is not read through
             doc = event_doc("message.received")
             await publish_events(js, subjects, [doc])
 
