@@ -59,7 +59,7 @@ dev: $(STAMP)
 ## test: lint, type-check and the default test suite (unit, integration, e2e)
 # Modules go to the workers in collection order (e2e, then integration, then unit), not by how many
 # tests each has: xdist's reorder put the long one-test e2e modules last, and the run waited on them.
-test: $(STAMP) $(CHROMIUM) $(INSPECTOR) lint typecheck
+test: $(STAMP) $(CHROMIUM) $(INSPECTOR) lint typecheck docs
 	$(PYTEST) -n 4 --dist loadscope --no-loadscope-reorder -m "not slow and not bench" -q --durations=25
 
 lint: $(STAMP)
@@ -81,9 +81,21 @@ test-e2e: $(STAMP) $(CHROMIUM)
 test-slow: $(STAMP)
 	$(PYTEST) -m slow -q
 
-## asyncapi: regenerate docs/asyncapi.yaml and the JSON Schemas from the models
+## docs: the documentation site, built strictly into site/ (a broken link, anchor or nav entry fails);
+## the generated reference pages must be current first
+.PHONY: docs reference
+docs: $(STAMP)
+	$(PYTHON) -m aurora_cli.reference_pages --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
+
+## reference: rewrite docs/reference/cli.md (the commands' help) and events.md (docs/asyncapi.yaml)
+reference: $(STAMP)
+	$(PYTHON) -m aurora_cli.reference_pages --write
+
+## asyncapi: regenerate docs/asyncapi.yaml and the JSON Schemas from the models (and the reference pages)
 asyncapi: $(STAMP)
 	$(PYTHON) -m aurora_cli.asyncapi --write
+	$(PYTHON) -m aurora_cli.reference_pages --write
 
 ## bench-bridge: signals/s through the bridge vs raw JetStream publish + pull/ack
 bench-bridge: $(STAMP)

@@ -66,7 +66,7 @@ async def publish_events(js: JetStreamContext, subjects: Subjects, docs: Iterabl
 async def router_current(nc: NATS, subjects: Subjects) -> None:
     """Wait until the router's copies have taken in every write its buckets had when called: its
     watches may lag a write acknowledged a moment ago, and a *changed* binding or target is not
-    read through (docs/routing.md), so a test about a change waits for this positive sign."""
+    read through (docs/concepts/routing.md), so a test about a change waits for this positive sign."""
     js = nc.jetstream()
     last = {area: (await js.stream_info(f"KV_{subjects.stream(area.upper())}")).state.last_seq
             for area in ("bindings", "agents", "pipelines")}
