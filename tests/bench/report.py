@@ -1,7 +1,7 @@
 """`make bench`: every benchmark, one after another, into one report.
 
 Each benchmark runs as its own process (as `make bench-<name>` runs it) and adds its figures
-to `bench/results.json`; this then writes `bench/results.md` (the table the README shows, with
+to `bench/results.json`; this then writes `bench/results.md` (the table docs/benchmarks.md shows, with
 the machine it came from) and `bench/results.png` (each stage's figure beside its baseline
 from the same run). `python -m tests.bench.report --only e2e,gateway` runs some of them;
 `--render` only redraws the table and chart from the existing results.
@@ -166,21 +166,21 @@ def chart(results: dict[str, Any], path: Path) -> None:
     plt.close(figure)
 
 
-def paste_into_readme(table: str) -> None:
-    """Replace what stands between the README's bench markers with `table`."""
-    readme = REPO / "README.md"
-    text = readme.read_text(encoding="utf-8")
+def paste_into_docs(table: str) -> None:
+    """Replace what stands between docs/benchmarks.md's bench markers with `table`."""
+    page = REPO / "docs" / "benchmarks.md"
+    text = page.read_text(encoding="utf-8")
     begin, end = "<!-- bench:begin -->\n", "<!-- bench:end -->"
     head, _, rest = text.partition(begin)
     _, _, tail = rest.partition(end)
-    readme.write_text(head + begin + table + end + tail, encoding="utf-8")
+    page.write_text(head + begin + table + end + tail, encoding="utf-8")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", help="comma-separated: " + ",".join(BENCHMARKS))
     parser.add_argument("--render", action="store_true", help="only redraw the table and chart")
-    parser.add_argument("--readme", action="store_true", help="also put the table into README.md")
+    parser.add_argument("--docs", action="store_true", help="also put the table into docs/benchmarks.md")
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     results_path = OUT / "results.json"
@@ -196,8 +196,8 @@ def main() -> int:
     (OUT / "results.md").write_text(markdown(results))
     chart(results, OUT / "results.png")
     print(markdown(results))
-    if args.readme:
-        paste_into_readme(markdown(results))
+    if args.docs:
+        paste_into_docs(markdown(results))
     print(f"wrote {results_path}, {OUT / 'results.md'} and {OUT / 'results.png'}")
     if failed:
         print(f"goals missed or errors in: {', '.join(failed)}")

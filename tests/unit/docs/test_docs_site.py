@@ -22,6 +22,7 @@ REPO = Path(__file__).resolve().parents[3]
 DOCS = REPO / "docs"
 LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^```.*?^```", re.S | re.M)
+SNIPPET = re.compile(r'^--8<-- "([^"]+)"$', re.M)  # pymdownx.snippets, paths from the repository's root
 
 
 def nav_pages(entries: Any) -> list[str]:
@@ -38,15 +39,21 @@ def nav_pages(entries: Any) -> list[str]:
 NAV = nav_pages(yaml.safe_load((REPO / "mkdocs.yml").read_text(encoding="utf-8"))["nav"])
 
 
+def page_text(path: Path) -> str:
+    """A page as MkDocs reads it: included files (docs/changelog.md is CHANGELOG.md) in place, code blocks out."""
+    text = SNIPPET.sub(lambda m: (REPO / m.group(1)).read_text(encoding="utf-8"), path.read_text(encoding="utf-8"))
+    return FENCE.sub("", text)
+
+
 def links(path: Path) -> list[str]:
     """Relative links of a Markdown file, outside code blocks."""
-    text = FENCE.sub("", path.read_text(encoding="utf-8"))
+    text = page_text(path)
     return [target for target in LINK.findall(text) if not re.match(r"[a-z]+:", target)]
 
 
 def anchors(path: Path) -> set[str]:
     """The ids MkDocs gives a page's headings (its default slugify)."""
-    text = FENCE.sub("", path.read_text(encoding="utf-8"))
+    text = page_text(path)
     headings = re.findall(r"^#{1,6} (.+?)\s*$", text, re.M)
     return {slugify(re.sub(r"[`*]|\[([^\]]*)\]\([^)]*\)", r"\1", heading), "-") for heading in headings}
 
