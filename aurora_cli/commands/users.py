@@ -4,7 +4,7 @@
 as `added_by`, as the server authenticated them), draws their password, writes it once to
 `<data-dir>/creds/users/<name>.env` (0600; `--print` shows it instead of the path), keeps only its
 bcrypt hash for nats-server, rewrites `<data-dir>/nats-auth.conf` and asks the running nats-server
-of `aurora dev` to reload. For compose, see README.md ("People and approval policies").
+of `aurora dev` to reload. For compose, see docs/guides/people.md.
 """
 
 from __future__ import annotations

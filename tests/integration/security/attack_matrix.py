@@ -1,6 +1,6 @@
 """The attack matrix: what each NATS identity must be able to do on JetStream, and what it must
 be refused, as data. `test_attack_matrix.py` drives every row against a real nats-server running
-deploy/nats-auth.conf; `render_markdown()` prints the table README.md shows ("Security"):
+deploy/nats-auth.conf; `render_markdown()` prints the table docs/reference/permissions.md shows:
 
     .venv/bin/python -m tests.integration.security.attack_matrix
 
@@ -56,7 +56,7 @@ def platform_durables() -> list[Durable]:
     ]
 
 
-# The external consumer's own durable, named with its prefix as README.md shows.
+# The external consumer's own durable, named with its prefix as docs/guides/consumer.md shows.
 CONSUMER_DURABLE = Durable("consumer", "AMP_EVENTS", ConsumerConfig(
     durable_name="consumer_matrix", filter_subject=SUBJECTS.events_all, ack_wait=30))
 
@@ -116,7 +116,7 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
 
 
 def render_markdown() -> str:
-    """The matrix as a markdown table (README.md, "Security")."""
+    """The matrix as a markdown table (docs/reference/permissions.md)."""
     lines = ["| action | " + " | ".join(IDENTITIES) + " |", "|---|" + "---|" * len(IDENTITIES)]
     for text, expected in MATRIX.values():
         lines.append(f"| {text} | " + " | ".join(expected[who] for who in IDENTITIES) + " |")

@@ -340,7 +340,7 @@ PEOPLE_MATRIX: list[tuple[str, str, tuple[str, str, str, str]]] = [
 
 
 def render_people_matrix() -> str:
-    """The table README.md shows ("People and approval policies")."""
+    """The table docs/guides/people.md shows."""
     lines = ["| action | " + " | ".join(ROLE_PEOPLE) + " |", "|---|" + "---|" * len(ROLE_PEOPLE)]
     lines += [f"| {text} (`{subject}`) | " + " | ".join(cells) + " |" for text, subject, cells in PEOPLE_MATRIX]
     return "\n".join(lines)

@@ -124,7 +124,7 @@ async def test_the_consumer_reads_events_and_publishes_nothing(connect: Connect)
     await ensure_streams(bridge.nc.jetstream(), fabric_streams(SUBJECTS))
     live = await consumer.nc.subscribe(SUBJECTS.events_all)
     cjs = consumer.nc.jetstream(timeout=2)
-    # A durable of its own, named with its prefix (the README's example).
+    # A durable of its own, named with its prefix (the example in docs/guides/consumer.md).
     durable = await cjs.pull_subscribe(SUBJECTS.events_all, durable="consumer_my_app", stream="AMP_EVENTS")
     await write_through.flush(consumer.nc)
     await bridge.nc.jetstream().publish(EVENT, b'{"n": 1}', headers={"Nats-Msg-Id": "e-1"})
