@@ -146,7 +146,7 @@ def settings_or_fail() -> Settings:
 
 
 @asynccontextmanager
-async def connected(settings: NatsSettings, *, timeout: float = 3.0) -> AsyncIterator[NATS]:
+async def connected(settings: NatsSettings, *, timeout: float = 3.0, name: str = "aurora-cli") -> AsyncIterator[NATS]:
     """A short-lived NATS connection for one command.
 
     Unlike the services (which wait for NATS forever), a CLI command must fail fast with a
@@ -154,7 +154,7 @@ async def connected(settings: NatsSettings, *, timeout: float = 3.0) -> AsyncIte
     """
     options: dict[str, Any] = {
         "servers": settings.servers,
-        "name": "aurora-cli",
+        "name": name,
         "connect_timeout": timeout,
         "allow_reconnect": False,
         # nats-py loops forever on a refused first connect with 0 attempts; 1 gives up at once.

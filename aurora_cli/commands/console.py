@@ -6,7 +6,6 @@ from typing import Annotated
 
 import typer
 
-from aurora_cli.commands.pool_admin import operator
 from aurora_cli.console.server import serve
 from aurora_cli.output import run, settings_or_fail
 
@@ -23,12 +22,15 @@ def console(
     port: Annotated[int, typer.Option("--port", min=0, max=65535, help="Port to listen on (0: any free port).")]
     = DEFAULT_PORT,
     allow_remote: Annotated[bool, typer.Option(
-        "--allow-remote", help="Allow a non-loopback --host. The console has no login and acts with your NATS "
-                               "credentials: anyone who reaches the port can read every event and grant "
-                               "approvals as you. Prefer an SSH tunnel.")] = False,
+        "--allow-remote", help="Allow a non-loopback --host. The console speaks plain HTTP: the passwords "
+                               "typed into its sign-in form would cross the network unencrypted. Prefer an "
+                               "SSH tunnel.")] = False,
 ) -> None:
     """A web page for operators: live events, tasks, approvals, bindings, apps, tools and systems.
 
-    Served with your own NATS credentials (the settings every command uses); approvals granted
-    or denied on the page are recorded as decided by you."""
-    run(serve(settings_or_fail(), host=host, port=port, allow_remote=allow_remote, operator=operator()))
+    Nothing shows until a person signs in on the page, with the credentials file `aurora users
+    add` wrote for them (under `aurora dev`: var/dev/creds/users/<you>.env) or their name and
+    password. The page then acts as that person, over a NATS connection of their own: approvals
+    granted or denied there are decided by them, checked against their roles, and audited under
+    their name. The shared `operator` identity cannot sign in. Sign-out closes the connection."""
+    run(serve(settings_or_fail(), host=host, port=port, allow_remote=allow_remote))

@@ -1,8 +1,9 @@
-"""`aurora console`: a local web page for operators, served with the operator's own NATS credentials.
+"""`aurora console`: a local web page for operators, acting as the person signed in to it.
 
-- `platform.py` — the NATS side: one connection, every read and decision the page needs;
+- `sessions.py` — sign-in and sign-out: one session per person, each with their own NATS connection;
+- `platform.py` — the NATS side of one session: every read and decision the page needs, as its person;
 - `views.py` — pure functions rendering what was read as escaped HTML (Jinja2, autoescape);
-- `routes.py` — the Starlette app: pages, fragments, server-sent events, the two POSTs;
-- `guard.py` — who may talk to it: loopback binding, Host and Origin checks, the page token;
+- `routes.py` — the Starlette app: sign-in, pages, fragments, server-sent events, the POSTs;
+- `guard.py` — who may talk to it: loopback binding, Host and Origin checks, the session's token;
 - `server.py` — binding the socket and running uvicorn.
 """

@@ -1,20 +1,22 @@
 """Who may talk to the console. Pure functions; `routes.py` applies them to every request.
 
-The console acts with the operator's NATS credentials and has no login of its own, so:
-- it binds to loopback unless the operator says `--allow-remote` (then anyone who reaches the
-  port acts as the operator);
+The console acts as the person signed in to it (sessions.py), so:
+- it binds to loopback unless told `--allow-remote` (the sign-in then crosses the network in
+  plain HTTP: use an SSH tunnel);
 - a request's `Host` must be the console's own address: another site's page that makes its
   name resolve to 127.0.0.1 (DNS rebinding) is refused, so it can read nothing;
-- a POST must carry the page's random token in a header and, when the browser says where it
-  comes from, an `Origin` of the console itself: a form or script on another site cannot
-  grant an approval (a custom header needs a CORS preflight, which the console never allows).
+- every POST must say it comes from the console itself (`Origin`, which browsers send with
+  every POST; a client that sends none is refused too) and be JSON (another site's form cannot
+  send that without a CORS preflight, which the console never allows);
+- every POST but the sign-in must also carry the session's token in a header: the token is
+  only on the pages of a signed-in session, so a process or page without the session's
+  cookie has nothing to send.
 """
 
 from __future__ import annotations
 
 import hmac
 import ipaddress
-import secrets
 
 TOKEN_HEADER = "x-aurora-console-token"
 LOOPBACK_NAMES = ("localhost",)
@@ -38,13 +40,9 @@ def is_loopback(host: str) -> bool:
 def check_bind(host: str, allow_remote: bool) -> None:
     if not allow_remote and not is_loopback(host):
         raise RemoteRefused(
-            f"--host {host} is not a loopback address: the console acts with your NATS credentials and "
-            "has no login, so anyone who reaches it could grant approvals as you; bind to 127.0.0.1 "
-            "(and use an SSH tunnel), or pass --allow-remote if that is really what you want")
-
-
-def new_token() -> str:
-    return secrets.token_urlsafe(32)
+            f"--host {host} is not a loopback address: people sign in to the console with their NATS "
+            "passwords, which would cross the network in plain HTTP; bind to 127.0.0.1 (and use an SSH "
+            "tunnel), or pass --allow-remote if that is really what you want")
 
 
 def allowed_hosts(host: str, port: int) -> frozenset[str]:
@@ -63,10 +61,21 @@ def host_problem(host_header: str | None, allowed: frozenset[str] | None) -> str
     return None
 
 
-def post_problem(*, token: str | None, expected: str, origin: str | None, host_header: str | None) -> str | None:
-    """Why this POST is refused (None: accepted)."""
-    if origin is not None and origin.lower() not in (f"http://{(host_header or '').lower()}",):
+def origin_problem(*, origin: str | None, host_header: str | None, content_type: str | None) -> str | None:
+    """Why this POST is not the console's own page (None: it is)."""
+    if origin is None:
+        return "a POST without an Origin header: only the console's own page may change anything"
+    if origin.lower() != f"http://{(host_header or '').lower()}":
         return f"Origin {origin!r} is not this console"
+    if (content_type or "").split(";")[0].strip().lower() != "application/json":
+        return "the request body must be JSON (Content-Type: application/json)"
+    return None
+
+
+def token_problem(token: str | None, expected: str | None) -> str | None:
+    """Why this POST's session token is refused (None: accepted). `expected` None: no session."""
+    if expected is None:
+        return "not signed in: sign in on the console's page first"
     if token is None or not hmac.compare_digest(token.encode(), expected.encode()):
         return f"missing or wrong {TOKEN_HEADER} header: reload the console page"
     return None

@@ -1,14 +1,17 @@
-"""The console's NATS side: one operator connection (reopened when it closes) and every read and
-decision the page needs, through the same admin API and buckets the CLI commands use.
+"""The console's NATS side for one signed-in person: their own connection (reopened when it
+closes) and every read and decision the page needs, through the same admin API the CLI commands
+use, on the person's own subjects (`….u.<name>`): the services read who asks from the subject,
+so their checks and audit name this person.
 
-Each read answers `Answer(value, error)`: a section whose service is down says so on the page
-(in one line naming what does not answer) while the others still show.
+Each read answers `Answer(value, error)`: a section whose service is down, or that the person's
+roles may not read, says so on the page in one line while the others still show.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
@@ -18,18 +21,20 @@ from nats.aio.client import Client as NATS
 from nats.errors import Error as NatsError
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
-from nats.js.api import ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
 from aurora_cli.commands.apps import read_apps
 from aurora_cli.commands.health import discover, service_rows
 from aurora_cli.output import CliError, connected
 from shared.admin import AdminRequestError, admin_request
-from shared.settings import Settings
+from shared.contracts.people import may
+from shared.settings import NatsSettings
+from shared.subjects import Subjects
 
 # Which service answers each admin area: named in the error when nobody does.
 SERVED_BY = {"approvals": "mcp-gateway", "systems": "mcp-gateway", "gateway": "mcp-gateway",
-             "agents": "mcp-gateway", "tasks": "runner", "bindings": "router", "router": "router"}
+             "agents": "mcp-gateway", "users": "mcp-gateway", "tasks": "runner", "bindings": "router",
+             "router": "router"}
 BACKLOG = 50  # events shown when the page opens, before the live ones
 
 
@@ -40,21 +45,25 @@ class Answer:
 
 
 class Link:
-    """The console's one NATS connection, opened like every CLI command's (`connected`: the
-    operator's credentials, failing fast) and opened again when it has closed (NATS restarted)."""
+    """One person's NATS connection, opened like every CLI command's (`connected`: failing fast)
+    and opened again when it has closed (NATS restarted) until `close()` (sign-out)."""
 
-    def __init__(self, settings: Settings) -> None:
-        self._settings = settings
+    def __init__(self, nats: NatsSettings, *, name: str) -> None:
+        self._nats = nats
+        self._name = name
         self._lock = asyncio.Lock()
         self._stack: AsyncExitStack | None = None
         self._nc: NATS | None = None
+        self._closed = False
 
     async def client(self) -> NATS:
         async with self._lock:
+            if self._closed:
+                raise CliError("signed out: this session's NATS connection is closed")
             if self._nc is None or self._nc.is_closed:
                 await self._close()
                 stack = AsyncExitStack()
-                self._nc = await stack.enter_async_context(connected(self._settings.nats))
+                self._nc = await stack.enter_async_context(connected(self._nats, name=self._name))
                 self._stack = stack
             return self._nc
 
@@ -66,6 +75,7 @@ class Link:
 
     async def close(self) -> None:
         async with self._lock:
+            self._closed = True
             await self._close()
 
 
@@ -82,18 +92,21 @@ def admin_failure(exc: BaseException, area: str, verb: str, subject: str) -> str
 
 
 class Platform:
-    """What the page reads and decides. `operator` is recorded as `by` on every decision."""
+    """What the page reads and decides, as `subjects.person` (whose name is in every request's
+    subject; `by` in a decision's body is only what the CLI sends too, the gateway ignores it)."""
 
-    def __init__(self, link: Link, settings: Settings, *, operator: str) -> None:
+    def __init__(self, link: Link, subjects: Subjects) -> None:
+        if subjects.person is None:
+            raise ValueError("the console acts only as a person: subjects.person must be set")
         self._link = link
-        self._settings = settings
-        self.operator = operator
+        self._subjects = subjects
+        self.person: str = subjects.person
 
     async def _admin(self, area: str, verb: str, body: dict[str, Any], timeout: float = 5.0) -> Answer:
-        subject = self._settings.subjects.admin(area, verb)
+        subject = self._subjects.requested(self._subjects.admin(area, verb))
         try:
             nc = await self._link.client()
-            return Answer(await admin_request(nc, self._settings.subjects, area, verb, body, timeout=timeout))
+            return Answer(await admin_request(nc, self._subjects, area, verb, body, timeout=timeout))
         except CliError as exc:  # cannot connect to NATS
             return Answer(error=str(exc))
         except (AdminRequestError, NatsError, OSError, TimeoutError) as exc:
@@ -106,10 +119,32 @@ class Platform:
         """`grant` or `deny`, exactly as `aurora approvals grant|deny` sends it."""
         if verb not in ("grant", "deny"):
             raise ValueError(f"unknown decision {verb!r}")
-        body: dict[str, Any] = {"id": approval_id, "by": self.operator}
+        refusal = await self.refusal("approvals", verb)
+        if refusal is not None:
+            return Answer(error=refusal)
+        body: dict[str, Any] = {"id": approval_id, "by": self.person}
         if note:
             body["note"] = note
         return await self._admin("approvals", verb, body)
+
+    async def refusal(self, area: str, verb: str) -> str | None:
+        """`not_permitted: …` when the person's roles in the users registry (read now, as the
+        gateway reads them for every request) do not allow the operation. nats-server refuses
+        such a request before any service sees it, and the page would only learn that nobody
+        answered: this says why, in the gateway's words."""
+        mine = await self.me()
+        if mine.error is not None or not isinstance(mine.value, dict):
+            return None  # the gateway checks again and answers for itself
+        roles = [str(role) for role in mine.value.get("roles") or ()]
+        if mine.value.get("state", "active") != "active":
+            return f"not_permitted: {self.person} is disabled"
+        if not may(roles, area, verb):
+            return f"not_permitted: {self.person} ({', '.join(roles) or 'no role'}) may not {area}.{verb}"
+        return None
+
+    async def me(self) -> Answer:
+        """The person's own entry in the users registry (their roles, as the gateway checks them)."""
+        return await self._admin("users", "get", {"name": self.person})
 
     async def tasks(self, limit: int = 25) -> Answer:
         return await self._admin("tasks", "list", {"limit": limit}, timeout=10.0)
@@ -132,7 +167,7 @@ class Platform:
 
     async def apps(self) -> Answer:
         try:
-            return Answer(await read_apps(await self._link.client(), self._settings.subjects))
+            return Answer(await read_apps(await self._link.client(), self._subjects))
         except CliError as exc:
             return Answer(error=str(exc))
         except (NatsError, OSError, TimeoutError) as exc:
@@ -148,23 +183,44 @@ class Platform:
         return Answer(service_rows(stats, now=now))
 
     async def events(self) -> AsyncIterator[tuple[str, bytes] | None]:
-        """None once the consumer exists (from then on no new event is missed), then (subject, data)
-        of the last BACKLOG events and of each new one. An ordered consumer: the client repairs
-        gaps, and nothing is left behind on the server."""
-        subjects = self._settings.subjects
+        """None once subscribed (from then on no new event is missed), then (subject, data) of the
+        last BACKLOG events and of each new one. A person may not create consumers (their
+        JetStream is read-only), so the live events come from a plain subscription to the
+        events' subjects and the backlog from the stream by sequence; an event in both (sent
+        while the backlog was read) is shown once, by its message id."""
+        subjects = self._subjects
         stream = subjects.stream("EVENTS")
-        js = (await self._link.client()).jetstream()
+        nc = await self._link.client()
+        sub = await nc.subscribe(subjects.events_all, pending_msgs_limit=10_000)
         try:
-            last = (await js.stream_info(stream)).state.last_seq
-        except NotFoundError as exc:
-            raise CliError(f"stream {stream} does not exist yet: start the event-bridge first") from exc
-        config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
-                                opt_start_seq=max(1, last - BACKLOG + 1)) if last else None
-        sub = await js.subscribe(subjects.events_all, stream=stream, ordered_consumer=True, config=config,
-                                 deliver_policy=None if last else DeliverPolicy.NEW)
-        try:
+            await nc.flush()
+            js = nc.jetstream()
+            try:
+                last = (await js.stream_info(stream)).state.last_seq
+            except NotFoundError as exc:
+                raise CliError(f"stream {stream} does not exist yet: start the event-bridge first") from exc
             yield None
+            shown: set[str] = set()
+            for seq in range(max(1, last - BACKLOG + 1), last + 1):
+                try:
+                    stored = await js.get_msg(stream, seq)
+                except NotFoundError:  # removed by the stream's limits since
+                    continue
+                if seen := message_id(stored.data or b""):
+                    shown.add(seen)
+                yield str(stored.subject), stored.data or b""
             async for msg in sub.messages:
+                if message_id(msg.data) in shown:
+                    continue
                 yield msg.subject, msg.data
         finally:
-            await sub.unsubscribe()
+            with contextlib.suppress(NatsError, OSError):
+                await sub.unsubscribe()
+
+
+def message_id(data: bytes) -> str:
+    """An event's `header.message_id` ("" when it has none)."""
+    try:
+        return str(json.loads(data)["header"]["message_id"])
+    except (ValueError, KeyError, TypeError):
+        return ""

@@ -127,14 +127,22 @@ def dry_run(reply: dict[str, Any] | None, error: str | None, note: str | None = 
     return render("dry_run.html", reply=reply or {}, error=error, note=note)
 
 
-def page(*, parts: dict[str, Markup], token: str, operator: str, nats_url: str) -> str:
-    return str(render("page.html", title="Overview", parts=parts, token=token, operator=operator,
-                      nats_url=nats_url, dry_run_example=DRY_RUN_EXAMPLE))
+def page(*, parts: dict[str, Markup], **who: Any) -> str:
+    """The overview; `who` is the session's person, roles, token and NATS URL (routes.who)."""
+    return str(render("page.html", title="Overview", parts=parts, dry_run_example=DRY_RUN_EXAMPLE, **who))
 
 
-def task_page(task_id: str, part_html: Markup, *, token: str, operator: str, nats_url: str) -> str:
-    return str(render("task_page.html", title=f"Task {task_id}", task_id=task_id, part=part_html, token=token,
-                      operator=operator, nats_url=nats_url))
+def task_page(task_id: str, part_html: Markup, **who: Any) -> str:
+    return str(render("task_page.html", title=f"Task {task_id}", task_id=task_id, part=part_html, **who))
+
+
+def sign_in_page(*, nats_url: str) -> str:
+    """The only page shown before sign-in: no section, no token, nothing read from the platform."""
+    return str(render("sign_in.html", title="Sign in", nats_url=nats_url, person=None))
+
+
+def signed_in(person: str | None, error: str | None) -> Markup:
+    return render("signed_in.html", person=person, error=error)
 
 
 # --------------------------------------------------------------------------- live events

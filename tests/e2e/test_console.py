@@ -1,33 +1,42 @@
-"""`aurora console` in a real browser (Debian's Chromium driven by Playwright) against the real stack:
-nats-server, event-bridge, supervisor (the echo app), gateway, router, a runner and the console
-process itself. A playbook's write waits for approval; the page shows the waiting approval and
-the live events, the grant clicked on the page resumes the task (on the page and in the task
-store), and the decision is recorded as the operator's."""
+"""`aurora console` in a real browser (Debian's Chromium driven by Playwright) against the real stack
+on a secured nats-server (deploy/nats-auth.conf with people in it): event-bridge, supervisor (the
+echo app), gateway, router, a runner, each as its own NATS user, and the console process itself,
+which holds no credentials of its own.
+
+Nothing shows until a person signs in; the page then acts as that person over their own NATS
+connection. An approver's grant resumes the waiting task and the approval, its audit record and
+its event name that approver; a viewer's grant is refused with the gateway's reason; a plain
+request without the session (another process, another site) gets no token and decides nothing;
+a wrong password signs nobody in; sign-out closes the person's connection."""
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
-import urllib.error
-import urllib.request
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+import httpx
 import pytest
 from nats.aio.client import Client as NATS
 from playwright.async_api import Browser, Page, Route, expect
 
-from aurora_cli.localnats import LocalNats
+from aurora_cli.devstack import AUTH_CONFIG, NATS_USERS, Credentials
+from aurora_cli.localnats import LocalNats, free_port
+from aurora_cli.people import PeopleStore, write_auth_config
 from shared.admin import admin_request
 from shared.contracts.signals import GATEWAY_APP
+from shared.settings import inbox_prefix_for
 from shared.subjects import Subjects
 from tests.harness.browser import chromium, require_chromium
 from tests.harness.clients import nats_client
-from tests.harness.processes import ServiceProcess, service_env, stop_services
-from tests.harness.waiting import poll_sync
+from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
+from tests.harness.waiting import poll, poll_sync
 from tests.integration.runner.helpers import (
     ECHO,
     RUNNER_ENV,
@@ -46,6 +55,10 @@ SERVING = re.compile(r"console serving (http://127\.0\.0\.1:\d+/)")
 LIVE = 30_000  # ms: how long the page may take to show what the stack did (a loaded machine)
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 HOSTILE = "<img src=x id=pwned onerror=alert(1)>"
+TOKEN = re.compile(r'<meta name="console-token" content="([^"]+)">')
+# name → roles: in the server's config (their own NATS users) and in the gateway's users registry
+PEOPLE = {"amy": ["approver"], "vera": ["viewer"]}
+SERVICES = ("event_bridge", "app_supervisor", "mcp_gateway", "router", "runner")
 
 
 @dataclass
@@ -53,38 +66,79 @@ class ConsoleStack:
     nats_url: str
     console_url: str
     console: ServiceProcess
+    credentials: Credentials  # the platform's identities (the tests set up as `operator`)
+    people: PeopleStore
+    passwords: dict[str, str]
+    monitor_url: str  # nats-server's monitoring (connz: who is connected)
     log_folder: Path  # the stack's logs and nats-server's, shown by a failed test's report
+
+    def creds_file(self, name: str) -> Path:
+        return self.people.credentials_file(name)
+
+
+def secured_server(folder: Path, people: PeopleStore, credentials: Credentials) -> tuple[LocalNats, str]:
+    """nats-server on deploy/nats-auth.conf with the people in it, and its monitoring port."""
+    write_auth_config(REPO / AUTH_CONFIG, folder / "nats-auth.conf", people)
+    monitor = free_port()
+    config = folder / "nats.conf"
+    config.write_text(f'include "nats-auth.conf"\nhttp: "127.0.0.1:{monitor}"\n', encoding="utf-8")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AURORA_NATS_")}
+    env.update(credentials.server_env())
+    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log", config_file=config, env=env)
+    server.start()
+    return server, f"http://127.0.0.1:{monitor}"
+
+
+def as_operator(stack: ConsoleStack) -> dict[str, str]:
+    return {"user": "operator", "password": stack.credentials.passwords["operator"],
+            "inbox_prefix": inbox_prefix_for("operator")}
 
 
 @pytest.fixture(scope="module")
 def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleStack]:
     require_chromium()
     folder = tmp_path_factory.mktemp("console")
-    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
-    server.start()
-    apps = {"echo": stack_apps(folder / "chat-sent.jsonl")["echo"]}
-    env = service_env(server.url, AURORA_APPS_CONFIG=str(write_apps(folder, apps)))
+    credentials = Credentials.generate()
+    people = PeopleStore(folder / "creds")
+    passwords = {name: people.issue(name, roles, cost=4)[1] for name, roles in PEOPLE.items()}
+    server, monitor_url = secured_server(folder, people, credentials)
+    apps = write_apps(folder, {"echo": stack_apps(folder / "chat-sent.jsonl")["echo"]})
     logs = folder / "logs"
     logs.mkdir()
-    processes = {name: ServiceProcess(f"services.{module}", env, logs, name).start() for name, module in [
-        ("bridge", "event_bridge"), ("supervisor", "app_supervisor"), ("gateway", "mcp_gateway"),
-        ("router", "router")]}
-    processes["runner"] = ServiceProcess("services.runner", {**env, **RUNNER_ENV}, logs, "runner").start()
-    console = ServiceProcess("aurora_cli.main", env, logs, "console", args=["console", "--port", "0"]).start()
+    processes: dict[str, ServiceProcess] = {}
+    for name in SERVICES:
+        user = NATS_USERS[name]
+        env = service_env(server.url, NATS_USER=user, NATS_PASSWORD=credentials.passwords[user],
+                          AURORA_APPS_CONFIG=str(apps), **(RUNNER_ENV if name == "runner" else {}))
+        processes[name] = ServiceProcess(f"services.{name}", env, logs, name).start()
+    # no NATS credentials: the console has no identity of its own, only its people's
+    console = ServiceProcess("aurora_cli.main", service_env(server.url), logs, "console",
+                             args=["console", "--port", "0"]).start()
     try:
-        processes["gateway"].wait_for_log('"serving"', timeout=60)
+        processes["mcp_gateway"].wait_for_log('"serving"', timeout=60)
         processes["runner"].wait_for_log('"ready"', timeout=40)
         processes["router"].wait_for_log('"ready"', timeout=40)
         match = poll_sync(lambda: SERVING.search(console.logs()), timeout=30, what="the console's address")
-        yield ConsoleStack(server.url, match.group(1), console, folder)
+        stack = ConsoleStack(server.url, match.group(1), console, credentials, people, passwords, monitor_url,
+                             folder)
+        asyncio.run(register_people(stack))
+        yield stack
     finally:
         stop_services([console, *processes.values()])
         server.stop()
 
 
+async def register_people(stack: ConsoleStack) -> None:
+    """The gateway's users registry: where it checks each person's roles at every request."""
+    async with nats_client(stack.nats_url, **as_operator(stack)) as nc:
+        for name, roles in PEOPLE.items():
+            await admin_request(nc, Subjects("amp"), "users", "add", {"name": name, "roles": roles}, timeout=10)
+
+
 @pytest.fixture
 async def cnc(console_stack: ConsoleStack) -> AsyncIterator[NATS]:
-    async with nats_client(console_stack.nats_url) as client:
+    """The installation's `operator` identity: what the tests set up and check with."""
+    async with nats_client(console_stack.nats_url, **as_operator(console_stack)) as client:
         yield client
 
 
@@ -94,10 +148,17 @@ async def browser() -> AsyncIterator[Browser]:
         yield running
 
 
-async def open_console(browser: Browser, stack: ConsoleStack) -> Page:
-    page = await browser.new_page()
+async def sign_in_with_file(page: Page, stack: ConsoleStack, name: str) -> None:
     await page.goto(stack.console_url)
-    # the page subscribed to the events stream: from now on no event is missed
+    await page.locator("#sign-in-file").set_input_files(str(stack.creds_file(name)))
+    await page.locator("#sign-in-submit").click()
+    await expect(page.locator("#person")).to_have_text(name, timeout=LIVE)
+
+
+async def open_console(browser: Browser, stack: ConsoleStack, name: str = "amy") -> Page:
+    page = await browser.new_page()
+    await sign_in_with_file(page, stack, name)
+    # the page subscribed to the events: from now on no event is missed
     await expect(page.locator("#live")).to_have_attribute("data-state", "open", timeout=LIVE)
     return page
 
@@ -123,20 +184,26 @@ async def waiting_write(nc: NATS, subjects: Subjects, case: str) -> tuple[str, s
     return task_id, str(doc["header"]["message_id"]), waiting
 
 
-def post_without_token(url: str) -> int:
-    """A POST as another site's page could send it: a form body, no console token."""
-    request = urllib.request.Request(url, data=b"note=x", method="POST",
-                                     headers={"Content-Type": "application/x-www-form-urlencoded"})
-    try:
-        with urllib.request.urlopen(request, timeout=10) as response:
-            return int(response.status)
-    except urllib.error.HTTPError as exc:
-        return exc.code
+async def approval_state(nc: NATS, approval_id: str) -> str:
+    return str((await admin_request(nc, Subjects("amp"), "approvals", "get", {"id": approval_id}))["state"])
 
 
-async def test_an_approval_granted_on_the_page_resumes_its_task(
+async def audit_records(nc: NATS, approval_id: str) -> list[dict[str, Any]] | None:
+    """The audit's records of decisions on `approval_id` (None while there is none)."""
+    js = nc.jetstream(timeout=5)
+    info = await js.stream_info("AMP_AUDIT")
+    records = []
+    for seq in range(info.state.first_seq, info.state.last_seq + 1):
+        record = json.loads((await js.get_msg("AMP_AUDIT", seq)).data or b"{}")
+        if record.get("approval_id") == approval_id and str(record.get("status")).startswith("approval_"):
+            records.append(record)
+    return records or None
+
+
+async def test_an_approver_signed_in_grants_and_the_decision_names_them(
         console_stack: ConsoleStack, cnc: NATS, subjects: Subjects, browser: Browser) -> None:
-    page = await open_console(browser, console_stack)
+    page = await open_console(browser, console_stack, "amy")
+    await expect(page.locator("#roles")).to_have_text("(approver)")
     case = f"cs-{uuid.uuid4().hex[:6]}"
     task_id, message_id, waiting = await waiting_write(cnc, subjects, case)
     approval_id = str(waiting["approval_id"])
@@ -147,16 +214,13 @@ async def test_an_approval_granted_on_the_page_resumes_its_task(
     await expect(live.locator(".detail")).to_contain_text(HOSTILE)
     assert await page.locator("#pwned").count() == 0
 
-    # a cross-site POST is refused and decides nothing
-    assert post_without_token(f"{console_stack.console_url}approvals/{approval_id}/grant") == 403
-
     row = page.locator(f'tr.approval[data-approval-id="{approval_id}"]')
     await expect(row).to_contain_text(f"{ECHO}.counter_increment", timeout=LIVE)
     await expect(page.locator(f'tr.task[data-task-id="{task_id}"]')).to_have_attribute(
         "data-state", "awaiting_approval", timeout=LIVE)
     await row.locator("input.note").fill("fine from the console")
     await row.locator("button.grant").click()
-    me = "operator"  # the console's credentials' identity (here the plain `operator`), not the OS user
+    me = "amy"  # the person signed in, as nats-server authenticated her: not the OS user, not `operator`
     await expect(page.locator("#status")).to_contain_text(f"{approval_id} granted by {me}")
 
     done = await settled(cnc, subjects, task_id, timeout=40, states=FINAL)
@@ -174,6 +238,9 @@ async def test_an_approval_granted_on_the_page_resumes_its_task(
                        and doc["payload"]["data"]["decided_by"] == me)
     await expect(page.locator('#event-list li[data-type="approval.granted"] .detail')).to_contain_text(
         f"{ECHO}.counter_increment granted by {me}")
+    # and the audit names her as the person who decided
+    records = await poll(lambda: audit_records(cnc, approval_id), timeout=15, what="the grant's audit record")
+    assert [(r["caller"], r["status"]) for r in records] == [(f"person:{me}", "approval_granted")], records
 
     # the task's own page: its steps and history
     await page.locator(f'tr.task[data-task-id="{task_id}"] a').click()
@@ -240,3 +307,98 @@ async def test_a_dry_run_from_the_page_names_the_binding(
     await page.locator("#dry-run-event").fill("{not json")
     await page.locator("#dry-run-submit").click()
     await expect(page.locator("#dry-run-result .error")).to_contain_text("the event is not JSON")
+
+
+async def test_a_viewer_signed_in_is_refused_a_grant_and_told_why(
+        console_stack: ConsoleStack, cnc: NATS, subjects: Subjects, browser: Browser) -> None:
+    page = await browser.new_page()
+    await page.goto(console_stack.console_url)
+    await page.locator("#sign-in-name").fill("vera")
+    await page.locator("#sign-in-password").fill(console_stack.passwords["vera"])
+    await page.locator("#sign-in-submit").click()
+    await expect(page.locator("#person")).to_have_text("vera", timeout=LIVE)
+    await expect(page.locator("#roles")).to_have_text("(viewer)")
+
+    _, _, waiting = await waiting_write(cnc, subjects, f"cv-{uuid.uuid4().hex[:6]}")
+    approval_id = str(waiting["approval_id"])
+    row = page.locator(f'tr.approval[data-approval-id="{approval_id}"]')
+    await expect(row).to_contain_text(f"{ECHO}.counter_increment", timeout=LIVE)  # a viewer reads it
+    await row.locator("button.grant").click()
+    await expect(page.locator("#status")).to_contain_text(
+        f"{approval_id}: not_permitted: vera (viewer) may not approvals.grant", timeout=LIVE)
+    await expect(page.locator("#status")).to_have_class("error")
+    assert await approval_state(cnc, approval_id) == "pending"
+
+
+async def test_without_the_session_there_is_no_token_and_nothing_is_decided(
+        console_stack: ConsoleStack, cnc: NATS, subjects: Subjects, browser: Browser) -> None:
+    """Another local process, or another site's page, has the console's address but not the
+    signed-in person's cookie: what it fetches holds no token, and what it posts decides nothing."""
+    page = await open_console(browser, console_stack, "amy")  # someone is signed in meanwhile
+    _, _, waiting = await waiting_write(cnc, subjects, f"cx-{uuid.uuid4().hex[:6]}")
+    approval_id = str(waiting["approval_id"])
+    await expect(page.locator(f'tr.approval[data-approval-id="{approval_id}"]')).to_be_visible(timeout=LIVE)
+    signed_in_token = TOKEN.search(await page.content())
+    assert signed_in_token  # the signed-in page has one: a stranger must not
+
+    origin = console_stack.console_url.rstrip("/")
+    async with httpx.AsyncClient(base_url=console_stack.console_url, timeout=20) as stranger:
+        front = await stranger.get("/")
+        assert front.status_code == 200 and 'id="sign-in-form"' in front.text  # answered: the sign-in form
+        assert not TOKEN.search(front.text) and approval_id not in front.text
+        assert (await stranger.get("/part/approvals")).status_code == 401
+        grant = f"/approvals/{approval_id}/grant"
+        forged = {"origin": origin, "x-aurora-console-token": signed_in_token.group(1)}  # even with the token
+        assert (await stranger.post(grant, json={"note": "x"}, headers=forged)).status_code == 401
+        assert (await stranger.post(grant, json={"note": "x"})).status_code == 401
+        # another site's form: no session, no JSON, no Origin of the console's
+        form = await stranger.post(grant, content=b"note=x", headers={
+            "content-type": "application/x-www-form-urlencoded", "origin": "http://evil.example"})
+        assert form.status_code == 401
+    assert await approval_state(cnc, approval_id) == "pending"
+
+
+async def test_a_wrong_password_or_a_platform_identity_signs_nobody_in(
+        console_stack: ConsoleStack, browser: Browser) -> None:
+    page = await browser.new_page()
+    await page.goto(console_stack.console_url)
+    await page.locator("#sign-in-name").fill("amy")
+    await page.locator("#sign-in-password").fill(console_stack.passwords["amy"] + "x")
+    await page.locator("#sign-in-submit").click()
+    await expect(page.locator("#sign-in-error")).to_contain_text(
+        "sign-in refused: NATS did not accept the password for 'amy'", timeout=LIVE)
+    assert not [c for c in await page.context.cookies() if c["name"] == "aurora_console_session"]
+
+    await page.locator("#sign-in-name").fill("operator")  # the shared identity, with its right password
+    await page.locator("#sign-in-password").fill(console_stack.credentials.passwords["operator"])
+    await page.locator("#sign-in-submit").click()
+    await expect(page.locator("#sign-in-error")).to_contain_text("'operator' is a platform identity, not a person")
+    await page.reload()
+    await expect(page.locator("#sign-in-form")).to_be_visible()
+    assert await page.locator("#person").count() == 0
+
+
+async def console_connections(stack: ConsoleStack, name: str) -> set[int]:
+    """The ids of nats-server's open connections that the console holds for `name`."""
+    async with httpx.AsyncClient(timeout=10) as client:
+        connz = (await client.get(f"{stack.monitor_url}/connz", params={"auth": "true", "limit": 1024})).json()
+    return {int(c["cid"]) for c in connz.get("connections") or []
+            if c.get("authorized_user") == name and c.get("name") == f"aurora-console:{name}"}
+
+
+async def test_sign_out_closes_the_persons_connection(console_stack: ConsoleStack, browser: Browser) -> None:
+    before = await console_connections(console_stack, "vera")  # other tests' sessions, still signed in
+    page = await open_console(browser, console_stack, "vera")
+
+    async def opened() -> set[int]:
+        return await console_connections(console_stack, "vera") - before
+
+    mine = await poll(opened, timeout=15, what="vera's new console connection")
+    await page.locator("#sign-out").click()
+    await expect(page.locator("#sign-in-form")).to_be_visible(timeout=LIVE)
+
+    async def closed() -> bool:
+        return not mine & await console_connections(console_stack, "vera")
+
+    await poll(closed, timeout=15, what="vera's console connection to close")
+    assert (await page.request.get(f"{console_stack.console_url}part/approvals")).status == 401

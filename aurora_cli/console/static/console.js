@@ -1,8 +1,10 @@
-// The Aurora console's only script: refreshes the server-rendered sections, shows live events
-// (as text: event data is untrusted), and sends approval decisions and dry runs.
+// The Aurora console's only script: signs in and out, refreshes the server-rendered sections,
+// shows live events (as text: event data is untrusted), and sends approval decisions and dry runs.
 "use strict";
 
-const TOKEN = document.querySelector('meta[name="console-token"]').content;
+// The session's anti-forgery token: only on the pages of a signed-in session.
+const tokenMeta = document.querySelector('meta[name="console-token"]');
+const TOKEN = tokenMeta ? tokenMeta.content : "";
 const MAX_EVENTS = 200;
 const statusLine = document.getElementById("status");
 
@@ -38,6 +40,7 @@ async function refresh(section) {
   if (typingIn(section)) return;
   try {
     const response = await fetch(section.dataset.src, {headers: {"Accept": "text/html"}});
+    if (response.status === 401) { location.reload(); return; }  // signed out elsewhere, or idle
     const html = await response.text();
     if (typingIn(section)) return;  // they began typing while the section was fetched
     const notes = typedNotes(section);
@@ -66,10 +69,36 @@ async function post(url, body) {
     headers: {"Content-Type": "application/json", "X-Aurora-Console-Token": TOKEN},
     body: JSON.stringify(body),
   });
-  return {ok: response.ok, html: await response.text()};
+  return {ok: response.ok, status: response.status, html: await response.text()};
 }
 
-// Grant / deny: the same admin call as `aurora approvals grant|deny`, recorded as this operator.
+// Sign-in: the chosen credentials file's text, or the typed name and password; the server
+// answers with the session's cookie and the page loads again, now as that person.
+const signInForm = document.getElementById("sign-in-form");
+if (signInForm) {
+  signInForm.addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const file = document.getElementById("sign-in-file").files[0];
+    const body = file ? {creds: await file.text()}
+      : {name: document.getElementById("sign-in-name").value,
+         password: document.getElementById("sign-in-password").value};
+    document.getElementById("sign-in-submit").disabled = true;
+    const answer = await post("/sign-in", body);
+    document.getElementById("sign-in-submit").disabled = false;
+    if (answer.ok) { location.reload(); return; }
+    document.getElementById("sign-in-result").innerHTML = answer.html;  // server-rendered and escaped
+  });
+}
+
+const signOut = document.getElementById("sign-out");
+if (signOut) {
+  signOut.addEventListener("click", async () => {
+    await post("/sign-out", {});
+    location.href = "/";
+  });
+}
+
+// Grant / deny: the same admin call as `aurora approvals grant|deny`, as the signed-in person.
 document.addEventListener("click", async (event) => {
   const button = event.target.closest("button[data-verb]");
   if (!button) return;

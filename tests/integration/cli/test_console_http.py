@@ -1,5 +1,6 @@
-"""`aurora console` over HTTP against a bare nats-server (no Aurora service running): who it
-refuses, the security headers, and sections that say which service does not answer."""
+"""`aurora console` over HTTP against a bare nats-server (no Aurora service running, no
+authentication: any name signs in): who it refuses, the security headers, sign-in and sign-out,
+and sections that say which service does not answer."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import json
 import re
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -36,15 +38,36 @@ def console(nats_url: str, tmp_path: Path) -> Iterator[tuple[str, str]]:
         process.terminate(timeout=10)
 
 
+def sign_in(client: httpx.Client | httpx.AsyncClient, host: str) -> Any:
+    return client.post("/sign-in", json={"name": "alice", "password": "any"}, headers={"origin": f"http://{host}"})
+
+
 def test_pages_are_served_with_their_guards_and_say_what_does_not_answer(console: tuple[str, str]) -> None:
     url, host = console
     with httpx.Client(base_url=url, timeout=20) as client:
+        # before sign-in: the sign-in form, no token, nothing read from the platform
+        form = client.get("/")
+        assert form.status_code == 200 and 'id="sign-in-form"' in form.text
+        assert not TOKEN.search(form.text) and "mcp-gateway" not in form.text
+        assert client.get("/part/approvals").status_code == 401
+        assert client.get("/events/stream").status_code == 401
+        # a sign-in from another site, or without saying where from, is refused
+        assert client.post("/sign-in", json={"name": "alice", "password": "x"}).status_code == 401
+        assert client.post("/sign-in", json={"name": "alice", "password": "x"},
+                           headers={"origin": "http://evil.example"}).status_code == 401
+        assert not client.cookies
+
+        signed = sign_in(client, host)
+        assert signed.status_code == 200 and "signed in as alice" in signed.text
+        cookie = signed.headers["set-cookie"].lower()
+        assert "httponly" in cookie and "samesite=strict" in cookie
         page = client.get("/")
         assert page.status_code == 200
         assert "script-src 'self'" in page.headers["content-security-policy"]
         assert page.headers["x-frame-options"] == "DENY"
-        assert "no mcp-gateway is running (nobody answers amp.admin.approvals.list)" in page.text
-        assert "no runner is running (nobody answers amp.admin.tasks.list)" in page.text
+        assert 'signed in as <strong id="person">alice</strong>' in page.text
+        assert "no mcp-gateway is running (nobody answers amp.admin.approvals.list.u.alice)" in page.text
+        assert "no runner is running (nobody answers amp.admin.tasks.list.u.alice)" in page.text
         assert "no router is running" in page.text
         token_match = TOKEN.search(page.text)
         assert token_match
@@ -69,12 +92,20 @@ def test_pages_are_served_with_their_guards_and_say_what_does_not_answer(console
         assert client.get("/part/nothing").status_code == 404
         assert client.get("/static/console.js").headers["content-type"].startswith("text/javascript")
 
+        # sign-out ends the session: its cookie and token are worth nothing after
+        session = client.cookies.get("aurora_console_session")
+        assert client.post("/sign-out", json={}, headers=headers).status_code == 200
+        assert not client.cookies.get("aurora_console_session")  # the browser is told to forget it
+        client.cookies.set("aurora_console_session", str(session))  # a copy kept is worth nothing
+        assert client.get("/part/approvals").status_code == 401
+        assert client.post("/approvals/apr-1/grant", json={}, headers=headers).status_code == 401
+
 
 def test_a_remote_host_is_refused_unless_allowed_and_a_missing_nats_is_one_line(cli: Cli) -> None:
     refused = cli("console", "--host", "0.0.0.0", "--port", "0")
     assert refused.returncode == 2 and "--allow-remote" in refused.stderr and "Traceback" not in refused.stderr
     unreachable = cli("console", "--port", "0", NATS_URL="nats://127.0.0.1:1")
-    assert unreachable.returncode == 1 and "cannot connect to NATS" in unreachable.stderr
+    assert unreachable.returncode == 1 and "cannot reach NATS" in unreachable.stderr
     assert len(unreachable.stderr.strip().splitlines()) == 1
 
 
@@ -107,9 +138,10 @@ async def _publish(url: str, subjects: Subjects, message_id: str) -> None:
 
 async def test_live_events_are_streamed_and_the_console_reconnects_after_nats_restarts(
         console: tuple[str, str], broker: Broker, subjects: Subjects) -> None:
-    url, _ = console
+    url, host = console
     await _publish(broker.url, subjects, "m-1")
     async with httpx.AsyncClient(base_url=url, timeout=20) as client:
+        assert (await sign_in(client, host)).status_code == 200
         # an event stored before the page opened comes first (the backlog), after `ready`
         pairs = await asyncio.wait_for(_sse(client, 2), 20)
         assert [name for name, _ in pairs] == ["ready", "amp"], pairs

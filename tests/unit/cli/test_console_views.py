@@ -18,7 +18,8 @@ from aurora_cli.console.guard import (
     check_bind,
     host_problem,
     is_loopback,
-    post_problem,
+    origin_problem,
+    token_problem,
 )
 
 EVIL = '<script>alert("x")</script>'
@@ -101,10 +102,12 @@ def test_a_decision_says_who_decided() -> None:
     assert 'class="error"' in refused and "<script>" not in refused
 
 
-def test_the_page_holds_the_token_and_every_section() -> None:
+def test_the_page_holds_the_token_who_is_signed_in_and_every_section() -> None:
     parts = {name: views.part(name, value, None) for name, value in SECTIONS}
-    html = views.page(parts=parts, token="tok-123", operator=EVIL, nats_url="nats://x")
+    html = views.page(parts=parts, token="tok-123", person=EVIL, roles=("approver", "viewer"), roles_note=None,
+                      nats_url="nats://x")
     assert '<meta name="console-token" content="tok-123">' in html
+    assert "(approver, viewer)" in html and 'id="sign-out"' in html
     assert "<script>alert" not in html and ESCAPED in html
     for name, _ in SECTIONS:
         assert f'<section id="{name}" data-src="/part/{name}"' in html
@@ -156,13 +159,28 @@ def test_only_the_consoles_own_address_is_served() -> None:
     assert host_problem("anything", None) is None  # --allow-remote
 
 
-def test_a_post_needs_the_token_and_no_foreign_origin() -> None:
-    host = "127.0.0.1:8790"
-    assert post_problem(token="t", expected="t", origin=None, host_header=host) is None
-    assert post_problem(token="t", expected="t", origin=f"http://{host}", host_header=host) is None
-    assert "token" in str(post_problem(token=None, expected="t", origin=None, host_header=host))
-    assert "token" in str(post_problem(token="u", expected="t", origin=None, host_header=host))
-    assert "Origin" in str(post_problem(token="t", expected="t", origin="http://evil.example", host_header=host))
+def test_the_sign_in_page_holds_no_token_and_no_section() -> None:
+    html = views.sign_in_page(nats_url="nats://x")
+    assert 'id="sign-in-form"' in html and "not signed in" in html
+    assert "console-token" not in html and "data-src" not in html and 'id="sign-out"' not in html
+
+
+def test_a_post_comes_from_the_consoles_own_page_as_json() -> None:
+    host, json_type = "127.0.0.1:8790", "application/json"
+    assert origin_problem(origin=f"http://{host}", host_header=host, content_type=json_type) is None
+    assert origin_problem(origin=f"http://{host}", host_header=host, content_type="application/json; charset=utf-8") \
+        is None
+    assert "without an Origin" in str(origin_problem(origin=None, host_header=host, content_type=json_type))
+    assert "Origin" in str(origin_problem(origin="http://evil.example", host_header=host, content_type=json_type))
+    assert "JSON" in str(origin_problem(origin=f"http://{host}", host_header=host,
+                                        content_type="application/x-www-form-urlencoded"))
+
+
+def test_a_post_needs_its_sessions_token() -> None:
+    assert token_problem("t", "t") is None
+    assert "not signed in" in str(token_problem("t", None))
+    assert "token" in str(token_problem(None, "t"))
+    assert "token" in str(token_problem("u", "t"))
 
 
 def test_the_page_loads_nothing_from_elsewhere() -> None:
