@@ -21,14 +21,15 @@ from nats.aio.client import Client as NATS
 from nats.errors import Error as NatsError
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
-from nats.js.errors import NotFoundError
+from nats.js.errors import KeyNotFoundError, NotFoundError
 
-from aurora_cli.commands.apps import read_apps
+from aurora_cli.commands.apps import merge_health
 from aurora_cli.commands.health import discover, service_rows
 from aurora_cli.output import CliError, connected
 from shared.admin import AdminRequestError, admin_request
 from shared.contracts.people import may
 from shared.settings import NatsSettings
+from shared.streams import apps_bucket
 from shared.subjects import Subjects
 
 # Which service answers each admin area: named in the error when nobody does.
@@ -36,6 +37,7 @@ SERVED_BY = {"approvals": "mcp-gateway", "systems": "mcp-gateway", "gateway": "m
              "agents": "mcp-gateway", "users": "mcp-gateway", "tasks": "runner", "bindings": "router",
              "router": "router"}
 BACKLOG = 50  # events shown when the page opens, before the live ones
+DISCOVERY_ROLE = "admin"  # the only role nats-server lets publish `$SRV.*` (aurora_cli/people.py)
 
 
 @dataclass(frozen=True)
@@ -101,6 +103,7 @@ class Platform:
         self._link = link
         self._subjects = subjects
         self.person: str = subjects.person
+        self.roles: tuple[str, ...] | None = None  # from the users registry at sign-in; None: not known
 
     async def _admin(self, area: str, verb: str, body: dict[str, Any], timeout: float = 5.0) -> Answer:
         subject = self._subjects.requested(self._subjects.admin(area, verb))
@@ -167,13 +170,16 @@ class Platform:
 
     async def apps(self) -> Answer:
         try:
-            return Answer(await read_apps(await self._link.client(), self._subjects))
+            return Answer(await read_apps_by_subject(await self._link.client(), self._subjects))
         except CliError as exc:
             return Answer(error=str(exc))
         except (NatsError, OSError, TimeoutError) as exc:
             return Answer(error=f"reading the apps bucket failed: {type(exc).__name__}: {exc}")
 
     async def services(self, now: Any) -> Answer:
+        if self.roles is not None and DISCOVERY_ROLE not in self.roles:
+            return Answer(error=f"asking every service for its stats ($SRV.STATS) is for the {DISCOVERY_ROLE} role; "
+                                f"{self.person} has {', '.join(self.roles) or 'no role'}")
         try:
             stats = await discover(await self._link.client(), "STATS")
         except CliError as exc:
@@ -224,3 +230,26 @@ def message_id(data: bytes) -> str:
         return str(json.loads(data)["header"]["message_id"])
     except (ValueError, KeyError, TypeError):
         return ""
+
+
+async def read_apps_by_subject(nc: NATS, subjects: Subjects) -> list[dict[str, Any]]:
+    """The apps bucket's rows as `aurora apps` shows them, read the way a person may: the keys
+    from the stream's subjects (listing keys the usual way creates a consumer, which a person's
+    read-only JetStream may not), then each key by a direct get."""
+    bucket = apps_bucket(subjects).name
+    js = nc.jetstream()
+    try:
+        info = await js.stream_info(f"KV_{bucket}", subjects_filter=f"$KV.{bucket}.>")
+    except NotFoundError:
+        return []  # no app has reported yet
+    kv = await js.key_value(bucket)
+    records: dict[str, dict[str, Any]] = {}
+    for subject in sorted(info.state.subjects or {}):
+        key = subject.removeprefix(f"$KV.{bucket}.")
+        try:
+            entry = await kv.get(key)
+        except KeyNotFoundError:  # deleted since: its tombstone is still a subject of the stream
+            continue
+        if entry.value:
+            records[key] = json.loads(entry.value)
+    return merge_health(records)

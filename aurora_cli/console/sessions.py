@@ -106,7 +106,7 @@ class Sessions:
                               platform=platform, link=link)
             me = await platform.me()
             if me.error is None and isinstance(me.value, dict):
-                session.roles = tuple(str(role) for role in me.value.get("roles") or ())
+                session.roles = platform.roles = tuple(str(role) for role in me.value.get("roles") or ())
             else:
                 session.roles_note = me.error
             self._by_id[session.id] = session

@@ -318,6 +318,10 @@ async def test_a_viewer_signed_in_is_refused_a_grant_and_told_why(
     await page.locator("#sign-in-submit").click()
     await expect(page.locator("#person")).to_have_text("vera", timeout=LIVE)
     await expect(page.locator("#roles")).to_have_text("(viewer)")
+    # what a viewer may read shows (the apps bucket read without a consumer, which a person may
+    # not create); what only an admin may ask says so
+    await expect(page.locator(f'#apps tr.app[data-app="{ECHO}"]')).to_be_visible(timeout=LIVE)
+    await expect(page.locator("#services .error")).to_contain_text("($SRV.STATS) is for the admin role")
 
     _, _, waiting = await waiting_write(cnc, subjects, f"cv-{uuid.uuid4().hex[:6]}")
     approval_id = str(waiting["approval_id"])
