@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from aurora_cli.clienv import dev_data_dir, local_admin_file, serves
 from aurora_cli.console.server import serve
 from aurora_cli.output import run, settings_or_fail
+from shared.settings import Settings
 
 DEFAULT_PORT = 8790  # the chat app's page has 8780
 
@@ -33,4 +37,15 @@ def console(
     password. The page then acts as that person, over a NATS connection of their own: approvals
     granted or denied there are decided by them, checked against their roles, and audited under
     their name. The shared `operator` identity cannot sign in. Sign-out closes the connection."""
-    run(serve(settings_or_fail(), host=host, port=port, allow_remote=allow_remote))
+    settings = settings_or_fail()
+    run(serve(settings, host=host, port=port, allow_remote=allow_remote, your_file=your_credentials(settings)))
+
+
+def your_credentials(settings: Settings) -> Path | None:
+    """The credentials file `aurora dev` issued for whoever runs it, when the console serves that
+    stack: named at start so they know what to sign in with."""
+    from aurora_cli.devsecurity import local_admin_name  # lazily: it pulls in bcrypt and TLS
+
+    data_dir = dev_data_dir(os.environ)
+    found = local_admin_file(data_dir, local_admin_name())
+    return found if serves(data_dir, settings.nats.url) and found.is_file() else None

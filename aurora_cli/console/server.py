@@ -8,6 +8,7 @@ import asyncio
 import contextlib
 import json
 import socket
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -70,7 +71,9 @@ async def nats_info(url: str, timeout: float = 3.0) -> dict[str, Any]:
                    "and NATS_URL right?")
 
 
-async def serve(settings: Settings, *, host: str, port: int, allow_remote: bool) -> None:
+async def serve(settings: Settings, *, host: str, port: int, allow_remote: bool,
+                your_file: Path | None = None) -> None:
+    """`your_file`: the credentials file of whoever started the console, named in the first line."""
     try:
         check_bind(host, allow_remote)
     except ValueError as exc:
@@ -84,8 +87,8 @@ async def serve(settings: Settings, *, host: str, port: int, allow_remote: bool)
                                allowed_hosts=None if allow_remote else allowed_hosts(bound_host, bound_port))
         server = uvicorn.Server(uvicorn.Config(console_app(sessions, config), log_level="warning", lifespan="off",
                                                timeout_graceful_shutdown=GRACE))
-        note(f"console serving {url} (NATS {settings.nats.url}); sign in there with your own credentials; "
-             "Ctrl-C stops it")
+        yours = f"your credentials file {your_file}" if your_file else "your own credentials"
+        note(f"console serving {url} (NATS {settings.nats.url}); sign in there with {yours}; Ctrl-C stops it")
         if not info.get("auth_required"):
             note(f"warning: the NATS server at {settings.nats.url} asks for no credentials: anyone can sign in "
                  "to the console under any name, as anyone can do anything on that server")

@@ -14,6 +14,8 @@ from typing import Any
 import httpx
 import pytest
 
+from aurora_cli.clienv import URL_FILE, local_admin_file
+from aurora_cli.devsecurity import local_admin_name
 from shared.streams import ensure_stream, events_stream
 from shared.subjects import Subjects
 from tests.harness.broker import Broker
@@ -99,6 +101,23 @@ def test_pages_are_served_with_their_guards_and_say_what_does_not_answer(console
         client.cookies.set("aurora_console_session", str(session))  # a copy kept is worth nothing
         assert client.get("/part/approvals").status_code == 401
         assert client.post("/approvals/apr-1/grant", json={}, headers=headers).status_code == 401
+
+
+def test_the_console_names_the_credentials_file_aurora_dev_issued_you(nats_url: str, tmp_path: Path) -> None:
+    dev = tmp_path / "dev"
+    mine = local_admin_file(dev, local_admin_name())
+    mine.parent.mkdir(parents=True)
+    mine.write_text("NATS_USER=someone\nNATS_PASSWORD=pwsomething\n", encoding="utf-8")
+    mine.chmod(0o600)
+    (dev / URL_FILE).write_text(nats_url, encoding="utf-8")  # the stack `aurora dev` started there
+    process = ServiceProcess("aurora_cli.main", service_env(nats_url, AURORA_DEV_DATA_DIR=str(dev)), tmp_path,
+                             "console", args=["console", "--port", "0"]).start()
+    try:
+        poll_sync(lambda: SERVING.search(process.logs()), timeout=20, what="the console's address")
+        assert f"sign in there with your credentials file {mine}" in process.logs()
+        assert "asks for no credentials: anyone can sign in" in process.logs()  # this test's bare server
+    finally:
+        process.terminate(timeout=10)
 
 
 def test_a_remote_host_is_refused_unless_allowed_and_a_missing_nats_is_one_line(cli: Cli) -> None:
