@@ -17,11 +17,11 @@ from nats.micro import add_service
 from nats.micro.request import Request
 from nats.micro.service import Service
 
-from shared.bus import is_jetstream_delivery
 from shared.contracts.people import PERSON_TOKEN
 from shared.errors import AuroraError
 from shared.logs import get_logger
 from shared.people import Caller, reset_caller, set_caller
+from shared.request_guard import refused_delivery
 from shared.subjects import Subjects
 
 AdminHandler = Callable[[dict[str, Any]], Awaitable[Any]]
@@ -46,8 +46,7 @@ def reply_json(value: Any) -> bytes:
 def wrap_handler(verb: str, handler: AdminHandler, *, area: str = "",
                  authorize: Authorize | None = None) -> Callable[[Request], Awaitable[None]]:
     async def handle(request: Request) -> None:
-        if is_jetstream_delivery(request_reply(request)):
-            log.warning("stream delivery to an admin endpoint ignored", verb=verb, subject=request.subject)
+        if refused_delivery(request.subject, request_reply(request), endpoint=f"admin.{area}.{verb}"):
             return
         caller = Caller.of_subject(request.subject)
         token = set_caller(caller)

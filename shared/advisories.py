@@ -31,6 +31,7 @@ from nats.js.errors import NotFoundError
 
 from shared.deadletter import dead_letter
 from shared.logs import get_logger
+from shared.request_guard import refusing_deliveries
 from shared.subjects import Subjects
 
 log = get_logger("aurora.advisories")
@@ -126,7 +127,9 @@ class AdvisoryListener:
         if self._subs:
             return
         for subject in advisory_subjects(self._subjects):
-            self._subs.append(await self._nc.subscribe(subject, queue=QUEUE, cb=self._on_advisory))
+            # nats-server's own advisories; a stream delivery is none
+            self._subs.append(await self._nc.subscribe(subject, queue=QUEUE,
+                                                       cb=refusing_deliveries(subject, self._on_advisory)))
 
     async def stop(self) -> None:
         subs, self._subs = self._subs, []

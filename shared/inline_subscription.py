@@ -32,6 +32,7 @@ from nats.micro.request import Request
 from nats.micro.service import Endpoint, Service
 
 from shared.logs import get_logger
+from shared.request_guard import refused_delivery, refusing_deliveries_inline
 
 log = get_logger("aurora.inline_subscription")
 
@@ -70,9 +71,10 @@ class _Handoff:
 
 
 async def subscribe_inline(nc: NATS, subject: str, handler: Handler, *, queue: str = "") -> Subscription:
-    """Subscribe `handler` to `subject`; unsubscribe as with any nats-py subscription."""
+    """Subscribe `handler` to `subject` (stream deliveries refused, shared/request_guard.py);
+    unsubscribe as with any nats-py subscription."""
     subscription = await nc.subscribe(subject, queue=queue)
-    _hand_off(subscription, handler)
+    _hand_off(subscription, refusing_deliveries_inline(subject, handler))
     return subscription
 
 
@@ -115,6 +117,8 @@ def _counted(endpoint: Endpoint, handler: RequestHandler, msg: Msg) -> None:
     started = time.perf_counter_ns()
     endpoint._num_requests += 1
     try:
+        if refused_delivery(msg.subject, msg.reply, endpoint=endpoint._name):  # counted, and not served
+            return
         handler(Request(msg))
     except Exception as error:
         endpoint._num_errors += 1

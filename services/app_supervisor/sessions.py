@@ -18,9 +18,9 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
 
-from shared.bus import is_jetstream_delivery
 from shared.contracts.mcp_relay import SessionState, decode_session_event
 from shared.logs import get_logger
+from shared.request_guard import refusing_deliveries
 from shared.subjects import Subjects
 
 log = get_logger("aurora.app_supervisor.sessions")
@@ -74,12 +74,11 @@ class SessionWatch:
     async def start(self) -> None:
         for app, instance in self._apps:
             subject = self._subjects.mcp(app, instance, "sess")
-            self._subs.append(await self._nc.subscribe(subject, cb=self._make_handler((app, instance))))
+            handler = refusing_deliveries(subject, self._make_handler((app, instance)))
+            self._subs.append(await self._nc.subscribe(subject, cb=handler))
 
     def _make_handler(self, key: AppKey) -> Callable[[Msg], Awaitable[None]]:
         async def handle(msg: Msg) -> None:
-            if is_jetstream_delivery(msg.reply):
-                return
             try:
                 event = decode_session_event(msg.data)
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:

@@ -28,6 +28,7 @@ from services.mcp_edge.gate import Caller
 from shared import write_through
 from shared.contracts import edge_ask as contract
 from shared.logs import get_logger
+from shared.request_guard import refusing_deliveries
 from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_edge.asks")
@@ -62,7 +63,9 @@ class ClientAsks:
             asking.add(task)
             task.add_done_callback(asking.discard)
 
-        sub = await self._nc.subscribe(self._subjects.edge_ask(task_id), cb=heard)
+        subject = self._subjects.edge_ask(task_id)
+        # only the gateway may publish there; a stream delivery is no app's request
+        sub = await self._nc.subscribe(subject, cb=refusing_deliveries(subject, heard))
         await write_through.flush(self._nc)  # subscribed before the call can ask
         try:
             yield

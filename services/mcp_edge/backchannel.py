@@ -35,6 +35,7 @@ from nats.aio.subscription import Subscription
 from starlette.types import Message, Receive, Scope, Send
 
 from shared.logs import get_logger
+from shared.request_guard import refusing_deliveries
 from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_edge.backchannel")
@@ -65,7 +66,8 @@ class ClientReplies:
         self._sub: Subscription | None = None
 
     async def start(self) -> None:
-        self._sub = await self._nc.subscribe(self._subjects.edge_client_replies, cb=self._heard)
+        subject = self._subjects.edge_client_replies  # a stream delivery is no client's answer
+        self._sub = await self._nc.subscribe(subject, cb=refusing_deliveries(subject, self._heard))
 
     async def stop(self) -> None:
         sub, self._sub = self._sub, None

@@ -22,6 +22,7 @@ from nats.errors import Error as NatsError
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import INTERACTION_SUBMITTED
 from shared.logs import get_logger
+from shared.request_guard import refusing_deliveries
 from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_gateway.elicit_answers")
@@ -50,7 +51,8 @@ class ElicitAnswers:
 
     async def start(self) -> None:
         if self._sub is None:
-            self._sub = await self._nc.subscribe(self._subject, cb=self._on_message)
+            # the bridge's live publishes; a stream delivery is no user's answer
+            self._sub = await self._nc.subscribe(self._subject, cb=refusing_deliveries(self._subject, self._on_message))
 
     async def stop(self) -> None:
         sub, self._sub = self._sub, None

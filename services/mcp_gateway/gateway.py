@@ -20,6 +20,7 @@ from services.mcp_gateway.sessions_listener import SessionsListener, on_process_
 from services.mcp_gateway.transports.http import http_transport
 from services.mcp_gateway.transports.nats_stdio import nats_stdio_transport, relaying_streak
 from shared.appconfig import AppConfig, AppsConfig
+from shared.request_guard import refusing_deliveries
 from shared.subjects import Subjects
 
 
@@ -44,12 +45,9 @@ class Gateway:
             session = AppSession(app, self._transport_for(app), self._listener, callbacks=callbacks)
             self.sessions[session.key] = session
             if app.is_stdio:
-                self._subs.append(
-                    await self._nc.subscribe(
-                        self._subjects.mcp(app.app_id, app.instance, "proc"),
-                        cb=functools.partial(on_process_event, self.sessions),
-                    )
-                )
+                proc = self._subjects.mcp(app.app_id, app.instance, "proc")
+                handler = refusing_deliveries(proc, functools.partial(on_process_event, self.sessions))
+                self._subs.append(await self._nc.subscribe(proc, cb=handler))
         for session in self.sessions.values():
             self._tasks.append(asyncio.create_task(session.run(self._stop), name=f"session-{session.app.name}"))
         await asyncio.gather(*(s.first_attempt_done.wait() for s in self.sessions.values()))

@@ -23,6 +23,7 @@ from services.runner.llm_client import ChatModel, ModelCall, ModelFailed
 from shared.contracts import sampling as contract
 from shared.contracts.agent import Agent
 from shared.logs import get_logger
+from shared.request_guard import refusing_deliveries
 from shared.subjects import Subjects
 
 log = get_logger("aurora.runner.sampling")
@@ -68,7 +69,9 @@ class SamplingServer:
 
     async def start(self) -> None:
         if self._sub is None:
-            self._sub = await self._nc.subscribe(self._subject, queue=QUEUE, cb=self._on_request)
+            # Only the gateway may publish here; a stream delivery (any identity's push consumer) is refused.
+            self._sub = await self._nc.subscribe(self._subject, queue=QUEUE,
+                                                 cb=refusing_deliveries(self._subject, self._on_request))
 
     async def stop(self) -> None:
         sub, self._sub = self._sub, None
