@@ -33,20 +33,37 @@ MARKER = "# @people"
 PID_FILE = "nats-server.pid"
 PREFIX = "amp"
 
-# Reading everything through the JetStream API: stream and consumer info, message and direct gets.
-# No creates, updates, deletes, purges or acks: a viewer's JetStream is read-only.
+STREAM = PREFIX.upper()
+# What every person reads through the JetStream API itself: the state of every stream and consumer
+# (`aurora streams`, `aurora health`: counts, never messages), and the messages of what the CLI and
+# the console show by reading a stream directly: the events (`aurora events`, the console's
+# backlog), the dead letters (`aurora dlq list|show`), the apps' health (`aurora apps`) and the
+# tasks (`aurora tasks list|show`). Everything else a person views comes through a service's admin
+# endpoint, which checks their roles. No creates, updates, deletes, purges or acks: read-only.
+VIEWED_STREAMS = (f"{STREAM}_EVENTS", f"{STREAM}_DLQ", f"KV_{STREAM}_APPS", f"KV_{STREAM}_TASKS")
 _JS_READ = ("$JS.API.INFO", "$JS.API.STREAM.NAMES", "$JS.API.STREAM.LIST", "$JS.API.STREAM.INFO.>",
             "$JS.API.CONSUMER.NAMES.>", "$JS.API.CONSUMER.LIST.>", "$JS.API.CONSUMER.INFO.>",
-            "$JS.API.STREAM.MSG.GET.>", "$JS.API.DIRECT.GET.>")
+            *(f"$JS.API.STREAM.MSG.GET.{s}" for s in VIEWED_STREAMS),
+            *(f"$JS.API.DIRECT.GET.{s}" for s in VIEWED_STREAMS),
+            *(f"$JS.API.DIRECT.GET.{s}.>" for s in VIEWED_STREAMS))
+# Read by the services that keep them, and by no person, not even an admin with the whole JetStream
+# API: the call ledger holds tool results (the gateway's), the edge tokens and sessions say who may
+# call an agent from outside (mcp-edge's). `aurora tokens` goes through mcp-edge's endpoints.
+PRIVATE_STREAMS = (f"KV_{STREAM}_CALL_LEDGER", f"KV_{STREAM}_EDGE_TOKENS", f"KV_{STREAM}_EDGE_SESSIONS")
+_PRIVATE_READS = tuple(subject for s in PRIVATE_STREAMS for subject in (
+    f"$JS.API.STREAM.MSG.GET.{s}", f"$JS.API.DIRECT.GET.{s}", f"$JS.API.DIRECT.GET.{s}.>",
+    f"$JS.API.STREAM.INFO.{s}",  # with a subjects filter it lists the keys: call, token and session ids
+    f"$JS.API.CONSUMER.CREATE.{s}", f"$JS.API.CONSUMER.CREATE.{s}.>", f"$JS.API.CONSUMER.DURABLE.CREATE.{s}.>",
+    f"$JS.API.STREAM.SNAPSHOT.{s}", f"$JS.API.STREAM.UPDATE.{s}"))  # an update could add a republish
 # The installation's streams and users are the admin's (as the `operator` identity's today).
 _ADMIN_EXTRA = ("$JS.API.>", "$JS.ACK.>", "$JS.FC.>", "$SRV.>", f"{PREFIX}.sig.>", f"{PREFIX}.evt.>",
                 f"{PREFIX}.run.>")
 _OPERATOR_EXTRA = (f"{PREFIX}.sig.*.native_event",)  # `aurora events emit`
 # Never a person's, whatever their roles: MCP, the platform services' own events, the plain admin
-# subjects (whose sender the services cannot tell), nor the ledger.
+# subjects (whose sender the services cannot tell), nor a bucket's write, nor the private buckets.
 _DENY = (f"{PREFIX}.mcp.>", f"{PREFIX}.sig.aurora_gateway.>", f"{PREFIX}.sig.aurora_runner.>",
          f"{PREFIX}.evt.aurora_gateway.>", f"{PREFIX}.evt.aurora_runner.>", f"{PREFIX}.tool.call",
-         "$KV.>")
+         "$KV.>", *_PRIVATE_READS)
 
 
 @dataclass(frozen=True)

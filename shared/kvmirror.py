@@ -110,6 +110,26 @@ async def read_all(kv: KeyValue) -> dict[str, bytes]:
     return found
 
 
+async def read_all_without_consumer(bucket: Bucket) -> dict[str, bytes]:
+    """Every live key and value of a bucket, read without creating a consumer: the keys from the
+    bucket stream's subjects (stream info), each then by a get. For a bucket whose writer may not
+    create consumers on it: a push consumer's deliver subject is not checked by nats-server, so
+    a consumer on bytes one writes could deliver them onto any request subject
+    (shared/request_guard.py). One request per key: for small buckets (mcp-edge's tokens)."""
+    prefix = f"$KV.{bucket.bucket}."
+    info = await bucket.js.stream_info(f"KV_{bucket.bucket}", subjects_filter=f"{prefix}>")
+    found: dict[str, bytes] = {}
+    for subject in sorted(info.state.subjects or {}):
+        key = subject[len(prefix):]
+        try:
+            entry = await bucket.get(key)
+        except KeyNotFoundError:  # deleted: its tombstone is still a subject of the stream
+            continue
+        if entry.value:
+            found[key] = entry.value
+    return found
+
+
 class KvMirror(Generic[T]):
     """A dict that follows a KV bucket; entries that do not decode are left out and logged."""
 

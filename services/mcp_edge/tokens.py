@@ -15,11 +15,11 @@ from datetime import UTC, datetime, timedelta
 
 import msgspec
 from nats.js.errors import KeyNotFoundError
-from nats.js.kv import KeyValue
 
 from shared.clock import now_iso
 from shared.errors import AuroraError
-from shared.kvmirror import read_all
+from shared.kvmirror import read_all_without_consumer
+from shared.streams import Bucket
 
 PREFIX = "aet"
 _TOKEN = re.compile(r"^aet_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
@@ -108,7 +108,7 @@ def refusal(record: TokenRecord | None, token: str, now: datetime | None = None)
 class TokenStore:
     """The tokens bucket: written by the edge's admin endpoints only."""
 
-    def __init__(self, kv: KeyValue) -> None:
+    def __init__(self, kv: Bucket) -> None:
         self._kv = kv
 
     async def get(self, token_id: str) -> TokenRecord | None:
@@ -125,9 +125,9 @@ class TokenStore:
         await self._kv.put(record.id, msgspec.json.encode(record))
 
     async def all(self) -> list[TokenRecord]:
-        # A named short-lived consumer (read_all), not nats-py's `keys()`, whose ordered
-        # consumer's bare create no service credential may use.
-        found = [_decoder.decode(value) for value in (await read_all(self._kv)).values()]
+        # No consumer at all: mcp-edge writes this bucket, and may not create consumers on it
+        # (deploy/nats-auth.conf says why).
+        found = [_decoder.decode(value) for value in (await read_all_without_consumer(self._kv)).values()]
         return sorted(found, key=lambda r: r.created_at)
 
     async def check(self, token: str) -> TokenRecord | str:

@@ -26,8 +26,8 @@ from services.scheduler.service import tick_consumer
 from shared.subjects import Subjects
 
 SUBJECTS = Subjects("amp")
-IDENTITIES = ("event-bridge", "app-supervisor", "mcp-gateway", "router", "runner", "scheduler", "operator",
-              "consumer")
+IDENTITIES = ("event-bridge", "app-supervisor", "mcp-gateway", "router", "runner", "scheduler", "mcp-edge",
+              "operator", "consumer")
 ALLOWED, REFUSED, NONE = "allowed", "refused", "–"
 
 
@@ -67,51 +67,61 @@ def _row(*cells: str) -> dict[str, str]:
 
 
 A, R, N = ALLOWED, REFUSED, NONE
-# Column order: event-bridge, app-supervisor, mcp-gateway, router, runner, scheduler, operator, consumer.
+# Column order: event-bridge, app-supervisor, mcp-gateway, router, runner, scheduler, mcp-edge, operator,
+# consumer.
 MATRIX: dict[str, tuple[str, dict[str, str]]] = {
     "own_streams": ("create (or find) its own streams and buckets, by its own start-up code",
-                    _row(A, A, A, A, A, A, A, N)),
+                    _row(A, A, A, A, A, A, A, A, N)),
     "own_durable": ("create or update its own durable, through `CONSUMER.CREATE.<stream>.<name>`",
-                    _row(A, N, A, A, A, A, N, A)),
+                    _row(A, N, A, A, A, A, N, N, A)),
     "pull_own": ("pull (`MSG.NEXT`) from its own durable and ack what it got",
-                 _row(A, N, A, A, A, A, N, A)),
+                 _row(A, N, A, A, A, A, N, N, A)),
     "ephemeral": ("a short-lived pull consumer `<user>_eph_…` on `AMP_EVENTS`",
-                  _row(R, R, R, R, A, R, A, A)),
-    "kv_watch": ("watch a bucket it reads through a `<user>_eph_…` pull consumer", _row(R, R, A, A, A, A, A, R)),
+                  _row(R, R, R, R, A, R, R, A, A)),
+    "kv_watch": ("watch a bucket it reads through a `<user>_eph_…` pull consumer", _row(R, R, A, A, A, A, A, A, R)),
     "ordered": ("watch a bucket with nats-py's ordered consumer (its create is the bare form)",
-                _row(R, R, R, R, R, R, A, R)),
+                _row(R, R, R, R, R, R, R, A, R)),
     "legacy_create": ("create a consumer on a stream with a durable's name in the body "
-                      "(legacy `CONSUMER.CREATE.<stream>`)", _row(R, R, R, R, R, R, A, R)),
+                      "(legacy `CONSUMER.CREATE.<stream>`)", _row(R, R, R, R, R, R, R, A, R)),
     "scoped_update": ("create or re-filter another's durable through its name-scoped subject",
-                      _row(R, R, R, R, R, R, A, R)),
-    "durable_create": ("`CONSUMER.DURABLE.CREATE` another's durable (legacy)", _row(R, R, R, R, R, R, A, R)),
-    "steal": ("pull (`MSG.NEXT`) from another's durable", _row(R, R, R, R, R, R, A, R)),
-    "ack_other": ("ack for another's durable (`$JS.ACK.<stream>.<durable>.…`)", _row(R, R, R, R, R, R, A, R)),
-    "info_other": ("read another's durable (`CONSUMER.INFO`)", _row(R, R, R, R, R, R, A, R)),
-    "pause": ("pause another's durable", _row(R, R, R, R, R, R, A, R)),
-    "delete": ("delete a consumer (`gateway-chat-approvals`, or its own)", _row(R, R, R, R, R, R, A, R)),
-    "list": ("list a stream's consumers (`CONSUMER.NAMES` / `LIST`)", _row(R, R, R, R, R, R, A, R)),
+                      _row(R, R, R, R, R, R, R, A, R)),
+    "durable_create": ("`CONSUMER.DURABLE.CREATE` another's durable (legacy)", _row(R, R, R, R, R, R, R, A, R)),
+    "steal": ("pull (`MSG.NEXT`) from another's durable", _row(R, R, R, R, R, R, R, A, R)),
+    "ack_other": ("ack for another's durable (`$JS.ACK.<stream>.<durable>.…`)", _row(R, R, R, R, R, R, R, A, R)),
+    "info_other": ("read another's durable (`CONSUMER.INFO`)", _row(R, R, R, R, R, R, R, A, R)),
+    "pause": ("pause another's durable", _row(R, R, R, R, R, R, R, A, R)),
+    "delete": ("delete a consumer (`gateway-chat-approvals`, or its own)", _row(R, R, R, R, R, R, R, A, R)),
+    "list": ("list a stream's consumers (`CONSUMER.NAMES` / `LIST`)", _row(R, R, R, R, R, R, R, A, R)),
     "inbox_stream": ("create a stream not its own, one capturing another user's `_INBOX_<user>.>`",
-                     _row(R, R, R, R, R, R, A, R)),
-    "reshape": ("update or purge a platform stream (`AMP_EVENTS`)", _row(R, R, R, R, R, R, A, R)),
-    "ledger_write": ("write the gateway's call ledger (`$KV.AMP_CALL_LEDGER.…`)", _row(R, R, A, R, R, R, R, R)),
-    "ledger_read": ("read the gateway's call ledger (`STREAM.MSG.GET.KV_AMP_CALL_LEDGER`)",
-                    _row(R, R, A, R, R, R, A, R)),
+                     _row(R, R, R, R, R, R, R, A, R)),
+    "reshape": ("update or purge a platform stream (`AMP_EVENTS`)", _row(R, R, R, R, R, R, R, A, R)),
+    "ledger_write": ("write the gateway's call ledger (`$KV.AMP_CALL_LEDGER.…`)", _row(R, R, A, R, R, R, R, R, R)),
+    "ledger_read": ("read the gateway's call ledger (`STREAM.MSG.GET.KV_AMP_CALL_LEDGER`); the operator neither",
+                    _row(R, R, A, R, R, R, R, R, R)),
+    "edge_read": ("read mcp-edge's tokens or sessions (`STREAM.MSG.GET`, `STREAM.INFO`); the operator neither",
+                  _row(R, R, R, R, R, R, A, R, R)),
+    # Attack 3 (docs/security.md, "No delivery onto request subjects"): nats-server does not check a
+    # push consumer's deliver subject, so where an identity must watch a bucket it writes, it can
+    # point a consumer there at a request subject; every endpoint refuses what such a one delivers
+    # (shared/request_guard.py, test_stream_deliveries.py). Elsewhere the permission refuses it.
+    "push_written": ("point a push consumer, on a stream whose messages it writes, at a request subject "
+                     "(`amp.model.sample`); allowed ones are refused by the endpoint",
+                     _row(R, R, A, A, R, A, R, A, N)),
     "other_streams": ("read a stream other than `AMP_EVENTS` (`AMP_AUDIT`, `AMP_DLQ`, approvals)",
-                      _row(N, N, N, N, N, N, N, R)),
+                      _row(N, N, N, N, N, N, N, N, R)),
     # Dead letters (docs/security.md, "Dead letters"): the router's advisory listener, the operator's `aurora dlq`.
     "advisories": ("hear the platform streams' consumer advisories (`MAX_DELIVERIES`, `MSG_TERMINATED`)",
-                   _row(R, R, R, A, R, R, R, R)),
+                   _row(R, R, R, A, R, R, R, R, R)),
     "work_get": ("read a message of `AMP_RUNS` or `AMP_SIGNALS` by sequence (`STREAM.MSG.GET`)",
-                 _row(R, R, R, A, R, R, A, R)),
-    "dlq_other_stage": ("publish another stage's dead letters (`amp.dlq.<stage>`)", _row(R, R, R, A, R, R, R, R)),
+                 _row(R, R, R, A, R, R, R, A, R)),
+    "dlq_other_stage": ("publish another stage's dead letters (`amp.dlq.<stage>`)", _row(R, R, R, A, R, R, R, R, R)),
     "dlq_admin": ("read, delete or purge dead letters (`AMP_DLQ`: `MSG.GET`, `MSG.DELETE`, `PURGE`)",
-                  _row(R, R, R, R, R, R, A, R)),
+                  _row(R, R, R, R, R, R, R, A, R)),
     "dlq_replay": ("replay a dead letter to an app's event or signal subject, or a run's",
-                   _row(N, N, N, N, N, N, A, R)),
+                   _row(N, N, N, N, N, N, N, A, R)),
     "platform_forge": ("publish a platform service's own events or signals (`aurora_gateway`, `aurora_runner`, "
                        "`aurora_scheduler`), or a schedule tick",
-                       _row(N, N, N, N, N, N, R, R)),
+                       _row(N, N, N, N, N, N, N, R, R)),
 }
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,6 +18,7 @@ from nats.errors import NoRespondersError
 
 from aurora_cli.devstack import AUTH_CONFIG, Credentials
 from aurora_cli.localnats import LocalNats
+from aurora_cli.people import PeopleStore, write_auth_config
 from shared.settings import inbox_prefix_for
 from tests.harness.processes import REPO
 
@@ -29,6 +30,7 @@ class SecureNats:
     server: LocalNats
     credentials: Credentials
     log_file: Path
+    people: dict[str, str] = field(default_factory=dict)  # person → password
 
     @property
     def url(self) -> str:
@@ -41,14 +43,21 @@ class SecureNats:
         return [line for line in self.log_file.read_text(errors="replace").splitlines() if "Violation" in line]
 
 
-def start_secure_nats(folder: Path) -> SecureNats:
+def start_secure_nats(folder: Path, people: Mapping[str, Sequence[str]] | None = None) -> SecureNats:
+    """nats-server on deploy/nats-auth.conf; with `people` (name → roles), on the copy `aurora users`
+    writes, each person's generated permissions at its `# @people` line."""
     credentials = Credentials.generate()
     env = {k: v for k, v in os.environ.items() if not k.startswith("AURORA_NATS_")}
     env.update(credentials.server_env())
+    config, passwords = CONFIG, {}
+    if people:
+        store = PeopleStore(folder / "creds")
+        passwords = {name: store.issue(name, roles, cost=4)[1] for name, roles in people.items()}
+        config = write_auth_config(CONFIG, folder / "nats-auth.conf", store)
     log_file = folder / "nats-server.log"
-    server = LocalNats(folder / "jetstream", log_file=log_file, config_file=CONFIG, env=env)
+    server = LocalNats(folder / "jetstream", log_file=log_file, config_file=config, env=env)
     server.start()
-    return SecureNats(server, credentials, log_file)
+    return SecureNats(server, credentials, log_file, passwords)
 
 
 @pytest.fixture

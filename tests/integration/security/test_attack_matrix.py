@@ -24,6 +24,8 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
+from services.mcp_edge.service import sessions_bucket as edge_sessions_bucket
+from services.mcp_edge.service import tokens_bucket as edge_tokens_bucket
 from services.router.stores import open_stores as open_router_stores
 from services.runner.stores import open_stores as open_runner_stores
 from services.scheduler.timers import Timers
@@ -174,6 +176,9 @@ async def _own_streams(session: Session) -> None:
     if user == "scheduler":
         await ensure_streams(js, [*fabric_streams(SUBJECTS), schedule_timers_stream(SUBJECTS)])
         await ensure_bucket(js, schedules_bucket(SUBJECTS))
+    if user == "mcp-edge":
+        for bucket in (edge_tokens_bucket, edge_sessions_bucket, approvals_bucket, tools_bucket, agents_bucket):
+            await ensure_bucket(js, bucket(SUBJECTS))
 
 
 def _owned(user: str) -> list[Durable]:
@@ -246,6 +251,22 @@ def _ordered(session: Session) -> Probe:
     return request(f"$JS.API.CONSUMER.CREATE.{stream}", {"stream_name": stream, "config": config.as_dict()})
 
 
+# A stream whose messages each identity writes (its bucket, or the events for the bridge and the
+# operator) and, where it may, watches.
+WRITTEN = {"event-bridge": "AMP_EVENTS", "app-supervisor": "KV_AMP_APPS", "mcp-gateway": "KV_AMP_TOOLS",
+           "router": "KV_AMP_BINDINGS", "runner": "KV_AMP_TASKS", "scheduler": "KV_AMP_SCHEDULES",
+           "mcp-edge": "KV_AMP_EDGE_TOKENS", "operator": "AMP_EVENTS"}
+
+
+def _push_onto_request(user: str) -> Probe:
+    """The attack: a push consumer named like the identity's own watchers (so the create is the
+    name-scoped one it may send), delivering onto the runners' sampling endpoint."""
+    stream, name = WRITTEN[user], f"{user}_eph_{uuid.uuid4().hex}"
+    config = ConsumerConfig(name=name, deliver_subject=SUBJECTS.model_sample, ack_policy=AckPolicy.NONE,
+                            inactive_threshold=2.0)
+    return request(f"$JS.API.CONSUMER.CREATE.{stream}.{name}", {"stream_name": stream, "config": config.as_dict()})
+
+
 def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
     user = session.user
     others = _others(user)
@@ -302,6 +323,12 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
     if key == "ledger_read":  # any answer (the entry, or "not found") is the server's, not a refusal
         entry = f"$KV.{LEDGER}.calls.matrix-mcp-gateway"
         return [request(f"$JS.API.STREAM.MSG.GET.KV_{LEDGER}", {"last_by_subj": entry}, must_succeed=False)]
+    if key == "edge_read":
+        return [request("$JS.API.STREAM.MSG.GET.KV_AMP_EDGE_TOKENS", {"last_by_subj": "$KV.AMP_EDGE_TOKENS.x"},
+                        must_succeed=False),
+                request("$JS.API.STREAM.INFO.KV_AMP_EDGE_SESSIONS", {"subjects_filter": "$KV.AMP_EDGE_SESSIONS.>"})]
+    if key == "push_written":
+        return [] if user == "consumer" else [_push_onto_request(user)]
     if key == "other_streams":
         if user != "consumer":
             return []
