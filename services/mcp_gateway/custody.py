@@ -9,13 +9,14 @@ published the run, in a bucket only the router may write — and decides from th
 - the task must be the run's (a task's id is its run's id): else `task_mismatch`;
 - an agent run acts as its agent; naming another is `agent_mismatch`. A pipeline run may act
   as the agent of one of its AI stages (read from the pipeline's definition), or as no agent,
-  which leaves it the event's own `event_*` tools only (`toolcalls._misrouted`);
+  which leaves it the event's own `event_*` tools only (`calls.caller`);
 - the delivery target, the source app, the session and the actor (the chat approver) are the
   record's; the caller's `context.delivery` / `context.actor` / `context.session_id` are
   replaced, whatever they said;
 - `synthetic` is the record's OR the caller's: a caller may only restrict itself further.
 
-Operator calls (`amp.admin.tools.call`) are not runs and do not pass through here.
+Operator and person calls (`amp.admin.tools.call`, `….u.<name>`) and edge calls are not runs and
+do not pass through here (`calls.caller`).
 """
 
 from __future__ import annotations

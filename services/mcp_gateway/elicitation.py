@@ -26,11 +26,11 @@ from typing import Any, Final, Protocol
 import mcp_types as types
 
 from services.mcp_gateway import chat_approvals, elicit_form
+from services.mcp_gateway.calls.record import CallRecord
 from services.mcp_gateway.calls_in_flight import CallInFlight, CallsInFlight, SessionKey
 from services.mcp_gateway.edge_relay import EdgeRelay, is_edge_call
 from services.mcp_gateway.elicit_answers import PREFIX, ElicitAnswers
 from services.mcp_gateway.platform_tools import source_app_of, target_of
-from services.mcp_gateway.toolcalls import CallRecord
 from shared.clock import now_iso
 from shared.contracts.approval import ChatQuestion
 from shared.contracts.envelope import EventEnvelope

@@ -67,6 +67,7 @@ class Governance:
         def check(current: Approval) -> str | None:
             return person_problem(rules, name=caller.name, roles=roles, actors=actors,
                                   requester=current.requested_by, grants_by=[g.by for g in current.grants],
-                                  granting=granting)
+                                  granting=granting, required_grants=current.required_grants,
+                                  shared_identity=caller.person is None)
 
         return rules, check

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.mcp_gateway.calls.record import CallRecord
 from services.mcp_gateway.outbox import Outbox
 from services.mcp_gateway.pool.audit import AuditItem
 from services.mcp_gateway.redaction import GatewayRedaction
 from services.mcp_gateway.session import AppSession
-from services.mcp_gateway.toolcalls import CallRecord
 from shared.clock import now_iso
 from shared.contracts.approval import Approval
 from shared.contracts.audit import AuditRecord
@@ -38,8 +38,7 @@ class Reporting:
         execution = record.tool.execution if record.tool is not None else None
         self._audit.put((app_id, AuditRecord(
             call_id=record.call_id, at=now_iso(), tool=record.request.tool, system=record.system,
-            caller=(f"agent:{ctx.agent}" if ctx.agent else "anonymous" if record.anonymous
-                    else f"person:{record.person}" if record.person else "operator"),
+            caller=record.caller_name,
             agent=ctx.agent, run_id=ctx.run_id,
             task_id=ctx.task_id, session_id=ctx.session_id, actor=ctx.actor.id if ctx.actor else None,
             synthetic=ctx.synthetic, status=result.status,

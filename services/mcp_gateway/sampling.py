@@ -23,9 +23,9 @@ from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
+from services.mcp_gateway.calls.record import CallRecord
 from services.mcp_gateway.calls_in_flight import CallInFlight, CallsInFlight, SessionKey
 from services.mcp_gateway.edge_relay import EdgeRelay, is_edge_call
-from services.mcp_gateway.toolcalls import CallRecord
 from shared.contracts import sampling as contract
 from shared.contracts.toolcall import ToolCallContext, ToolCallRequest, ToolCallResult, ToolError
 from shared.logs import get_logger

@@ -17,6 +17,7 @@ from nats.aio.client import Client as NATS
 from nats.micro import add_service
 
 from services.mcp_gateway.admin import admin_endpoints
+from services.mcp_gateway.calls.pipeline import CallPipeline
 from services.mcp_gateway.calls_in_flight import CallsInFlight
 from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.chat_approvals import ChatAnswers
@@ -43,7 +44,6 @@ from services.mcp_gateway.server_requests import ServerRequests
 from services.mcp_gateway.serving import CallServer, InFlight, sweep_expired_approvals
 from services.mcp_gateway.sessions_listener import SessionsListener
 from services.mcp_gateway.status import StatusViews
-from services.mcp_gateway.toolcalls import ToolCallHandler
 from shared import metrics, write_through
 from shared.acked_publish import AckedPublisher
 from shared.admin import add_admin_endpoint, person_endpoint_subject
@@ -174,11 +174,11 @@ class GatewayService:
         await http.start()
         status = StatusViews(gateway.sessions, catalog, listener.catalog_errors, http)
         executable = Executability(lambda: pool.systems, gateway.sessions, catalog, http.circuit_open)
-        handler = ToolCallHandler(
+        handler = CallPipeline(
             pool, gateway.sessions, executable, approvals=approvals, apps=settings.apps, catalog=catalog,
             custody=custody, http=http, on_result=reporting.record_call,
             on_approval_requested=events.approval_requested, ledger=ledger, calls=calls_in_flight,
-            governance=governance,
+            governance=governance, authorize=registry.refusal,
         )
         elicit_answers = ElicitAnswers(nc, subjects)
         parts.push_async_callback(elicit_answers.stop)
@@ -193,7 +193,7 @@ class GatewayService:
         await ledger.start()
         in_flight = InFlight()
         parts.push_async_callback(in_flight.wait_idle, settings.shutdown_wait_seconds)
-        calls = CallServer(handler, in_flight, redaction.reply, authorize=registry.refusal)
+        calls = CallServer(handler, in_flight, redaction.reply)
         service = await add_service(
             nc, name="aurora-mcp-gateway", version=VERSION, description="MCP sessions, tool pool, tool calls"
         )
@@ -206,7 +206,7 @@ class GatewayService:
         # A person's operator calls: `….u.<name>`, checked against the users registry like any admin request.
         await add_inline_endpoint(service, name="operator-tool-call-person",
                                   subject=person_endpoint_subject(subjects.operator_tool_call),
-                                  handler=calls.operator_call)
+                                  handler=calls.person_call)
         endpoints = admin_endpoints(
             sessions=gateway.sessions, catalog=catalog, status=status, events=events, reporting=reporting,
             apps=settings.apps, pool=pool, approvals=approvals, executable=executable,

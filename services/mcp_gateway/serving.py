@@ -18,15 +18,17 @@ from nats.micro.request import Request
 from opentelemetry.trace import SpanKind
 
 from services.mcp_gateway import progress
+from services.mcp_gateway.calls.caller import Endpoint, claimed_caller
+from services.mcp_gateway.calls.pipeline import CallPipeline
+from services.mcp_gateway.calls.record import CallRecord
+from services.mcp_gateway.calls.replies import result_reply
 from services.mcp_gateway.pool.approvals import ApprovalStore
-from services.mcp_gateway.toolcalls import CallRecord, ToolCallHandler, result_reply
 from shared import metrics, tracing, write_through
-from shared.admin import Authorize, request_reply
+from shared.admin import request_reply
 from shared.bus import is_jetstream_delivery
 from shared.contracts.signals import GATEWAY_APP
 from shared.contracts.toolcall import ToolCallEnvelope, decode_request
 from shared.logs import get_logger
-from shared.people import Caller
 from shared.tracing import messaging
 
 log = get_logger("aurora.mcp_gateway")
@@ -63,46 +65,43 @@ class InFlight:
 
 
 class CallServer:
-    """The handlers of the tool-call endpoints (agents' calls, and operators' on the admin subject)."""
+    """The handlers of the tool-call endpoints: each says which endpoint a call came in on, and
+    the pipeline settles its caller from that (`calls.caller`), never from the body."""
 
-    def __init__(self, handler: ToolCallHandler, in_flight: InFlight,
-                 scrub_reply: Callable[[bytes], bytes] = lambda reply: reply,
-                 authorize: Authorize | None = None) -> None:
+    def __init__(self, handler: CallPipeline, in_flight: InFlight,
+                 scrub_reply: Callable[[bytes], bytes] = lambda reply: reply) -> None:
         self._handler = handler
-        self._authorize = authorize  # a person's operator call: their roles, from the users registry
         self._in_flight = in_flight
         self._scrub_reply = scrub_reply  # no configured credential goes back to a caller
 
     # Called in nats-py's read loop (`add_inline_endpoint`): they only start the call's task.
     def tool_call(self, request: Request) -> None:
-        self._dispatch(request, operator=False)
+        self._dispatch(request, Endpoint.TOOL_CALL)
 
     def operator_call(self, request: Request) -> None:
-        self._dispatch(request, operator=True)
+        self._dispatch(request, Endpoint.OPERATOR)
+
+    def person_call(self, request: Request) -> None:
+        self._dispatch(request, Endpoint.PERSON)
 
     def edge_call(self, request: Request) -> None:
-        self._dispatch(request, operator=False, edge=True)
+        self._dispatch(request, Endpoint.EDGE)
 
-    def _dispatch(self, request: Request, *, operator: bool, edge: bool = False) -> None:
+    def _dispatch(self, request: Request, endpoint: Endpoint) -> None:
         if is_jetstream_delivery(request_reply(request)):
             return
         # Each call gets its own task, or one slow tool would hold up every other call.
         self._in_flight.enter()
-        name = "operator-tool-call" if operator else "edge-tool-call" if edge else "tool-call"
-        self._in_flight.track(asyncio.create_task(self._serve(request, operator, edge), name=name))
+        self._in_flight.track(asyncio.create_task(self._serve(request, endpoint), name=endpoint.value))
 
-    async def _serve(self, request: Request, operator: bool, edge: bool = False) -> None:
+    async def _serve(self, request: Request, endpoint: Endpoint) -> None:
         tracked = progress.track()  # in this task's own context: one per call
         try:
-            with _call_span(request, operator) as span:
+            with _call_span(request, endpoint) as span:
                 try:
-                    person = Caller.of_subject(request.subject).person if operator else None
-                    refusal = (await self._authorize(Caller(person), "tools", "call")
-                               if person is not None and self._authorize is not None else None)
-                    reply, record = await self._handler.answer(request.data, operator=operator, edge=edge,
-                                                               person=person, not_permitted=refusal)
+                    reply, record = await self._handler.answer(request.data, endpoint, request.subject)
                 except Exception:
-                    reply, record = self._internal_error(request.data, tracked, operator)
+                    reply, record = self._internal_error(request, tracked, endpoint)
                 if record is not None:
                     metrics.tool_call_duration.record((record.result.duration_ms or 0.0) / 1000, {
                         "tool": record.request.tool, "status": record.result.status})
@@ -122,13 +121,13 @@ class CallServer:
         finally:
             self._in_flight.leave()
 
-    def _internal_error(self, data: bytes, tracked: progress.CallProgress,
-                        operator: bool) -> tuple[bytes, CallRecord | None]:
+    def _internal_error(self, request: Request, tracked: progress.CallProgress,
+                        endpoint: Endpoint) -> tuple[bytes, CallRecord | None]:
         """Called inside the `except` of a failed answer: logs the traceback under a new error id."""
         error_id = progress.new_error_id()
         envelope: ToolCallEnvelope | None = None
         with contextlib.suppress(msgspec.MsgspecError):  # `answer` got past decoding, so this decodes
-            envelope = decode_request(data)
+            envelope = decode_request(request.data)
         tool = envelope.payload.tool if envelope is not None else None
         result = progress.internal_failure(tracked, tool, error_id)
         log.exception("a tool call failed inside the gateway", error_id=error_id, tool=tool, status=result.status)
@@ -136,7 +135,7 @@ class CallServer:
             return result_reply(None, GATEWAY_APP, result), None
         record = CallRecord(request=envelope.payload, tool=None, result=result, call_id=envelope.header.message_id,
                             executed=tool in tracked.sent, trace=envelope.header.trace,
-                            anonymous=not operator and envelope.payload.context.agent is None)
+                            caller=claimed_caller(endpoint, request.subject, envelope.payload))
         return result_reply(envelope, GATEWAY_APP, result), record
 
     async def _report(self, record: CallRecord | None) -> None:
@@ -146,14 +145,15 @@ class CallServer:
             log.exception("a tool call could not be reported", call_id=record.call_id if record else None)
 
 
-def _call_span(request: Request, operator: bool) -> AbstractContextManager[tracing.SpanHandle]:
+def _call_span(request: Request, endpoint: Endpoint) -> AbstractContextManager[tracing.SpanHandle]:
     """The call's span. With tracing off nothing of it is worked out: not its attributes, not the
     trace the envelope carries (a second decoding of the request)."""
     if not tracing.tracing_enabled():
         return tracing.handling("tools/call", None)
     return tracing.handling("tools/call", tracing.envelope_trace(request.data), kind=SpanKind.SERVER,
-                            attributes={"mcp.method.name": "tools/call", "aurora.operator": operator,
-                                        **messaging("process", request.subject)})
+                            attributes={"mcp.method.name": "tools/call",
+                                        "aurora.operator": endpoint in (Endpoint.OPERATOR, Endpoint.PERSON),
+                                        "aurora.endpoint": endpoint.value, **messaging("process", request.subject)})
 
 
 def describe_call(span: tracing.SpanHandle, record: CallRecord) -> None:

@@ -61,9 +61,11 @@ DEFAULT_POLICY = ApprovalPolicy(id="default", description="no ApprovalPolicy mat
 
 @dataclass(frozen=True)
 class Rules:
-    """What every policy matching one approval requires together."""
+    """What every policy matching one approval requires together. `matched`: an ApprovalPolicy
+    of the installation covers the tool (False: the built-in default stands in)."""
 
     policies: tuple[ApprovalPolicy, ...]
+    matched: bool = True
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -100,19 +102,37 @@ def rules_for(policies: Iterable[ApprovalPolicy], tool: str, system: str | None,
     if matching:
         return Rules(matching)
     if chat_shorthand:
-        return Rules((DEFAULT_POLICY.model_copy(update={"delegate_to_chat_user": True, "id": "agent-chat-approval"}),))
-    return Rules((DEFAULT_POLICY,))
+        return Rules((DEFAULT_POLICY.model_copy(update={"delegate_to_chat_user": True, "id": "agent-chat-approval"}),),
+                     matched=False)
+    return Rules((DEFAULT_POLICY,), matched=False)
 
 
 def person_problem(rules: Rules, *, name: str, roles: Iterable[str], actors: Iterable[str], requester: str | None,
-                   grants_by: Iterable[str], granting: bool) -> str | None:
-    """Why this person may not make this decision (None: they may)."""
+                   grants_by: Iterable[str], granting: bool, required_grants: int = 1,
+                   shared_identity: bool = False) -> str | None:
+    """Why this person may not make this decision (None: they may). `shared_identity`: the
+    installation's `operator` identity, which any holder of its credentials uses: it is nobody in
+    particular, so it is never one of the two people four eyes need, and never vouches for a
+    call a person or the operator made (whoever made it may hold its credentials too)."""
+    if shared_identity and granting and required_grants > 1:
+        return (f"{name} is the installation's shared identity, not a person: it cannot be one of the "
+                f"{required_grants} different people this approval needs; approvers grant it with their own "
+                "credentials")
+    if shared_identity and granting and requester is not None and is_human_requester(requester):
+        return (f"{name} is the installation's shared identity, not a person: it cannot grant a call a person or "
+                f"the operator made ({requester}); an approver grants it with their own credentials")
     if not rules.person_may_decide(name, roles):
         who = rules.deciders()
         return (f"{name} may not decide this approval: policy {', '.join(rules.ids)} lets roles "
                 f"{who['roles'] or '-'} and users {who['users'] or '-'} decide")
-    if requester is not None and not rules.requester_may_approve and requester in set(actors):
+    if requester is not None and not rules.requester_may_approve and (requester in set(actors) or requester == name):
         return f"{name} requested this call (as {requester}) and may not decide it"
     if granting and name in set(grants_by):
         return f"{name} has already granted this approval; a second grant must come from someone else"
     return None
+
+
+def is_human_requester(requester: str) -> bool:
+    """A person's name or the shared `operator` identity, as a call at the CLI requests an approval;
+    a chat user is `<app>:<actor id>`, an agent's run names no requester."""
+    return ":" not in requester

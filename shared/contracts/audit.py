@@ -17,8 +17,10 @@ class AuditRecord(msgspec.Struct, frozen=True, kw_only=True):
     at: str
     tool: str
     system: str | None
-    # "operator", "person:<name>" (the person the server authenticated), "agent:<id>", or "anonymous"
-    # (agent-less, refused off the operator subject). Approval decisions are audited too (status
+    # "operator", "person:<name>" (the person the server authenticated), "agent:<id>", "edge:<token id>"
+    # (an mcp-edge client, by its bearer token), "run:<run id>" (an agent-less run, which the router
+    # recorded), "platform" (the gateway's own call, e.g. a question asked in a chat), or "anonymous"
+    # (a claim nobody vouched for: refused by custody, naming no agent). Approval decisions are audited too (status
     # `approval_<granted|denied|grant_recorded|not_permitted>`).
     caller: str
     agent: str | None = None

@@ -69,7 +69,8 @@ async def test_the_audit_names_the_external_caller(edge_stack: EdgeStack, enc: N
 
     records = await poll(mine, what="the edge call's audit record")
     assert records[0]["actor"] == f"token:{created['id']}" and records[0]["status"] == "ok"
-    assert records[0]["caller"] == "agent:edge-audit" and records[0]["run_id"] is None
+    # The caller is the bearer token (for its agent): `edge:<token id>`.
+    assert records[0]["caller"] == f"edge:{created['id']}" and records[0]["run_id"] is None
 
 
 async def test_retiring_a_tool_pushes_list_changed(edge_stack: EdgeStack, enc: NATS) -> None:

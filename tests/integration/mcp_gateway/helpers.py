@@ -111,6 +111,26 @@ async def call(nc: NATS, subjects: Subjects, tool: str, arguments: Any, *, timeo
     return payload
 
 
+async def call_approved(nc: NATS, subjects: Subjects, tool: str, arguments: Any, *, timeout: float = 10.0,
+                        approver: str = "ann") -> dict[str, Any]:
+    """An operator call of a tool that waits for a person's grant (a `dangerous` one): asked under a
+    task id of its own, granted by `approver` (registered as an approver; on a server without users
+    anyone may publish on a person's subject), and asked again presenting the approval."""
+    task = {"task_id": f"t-{uuid.uuid4().hex[:8]}"}
+    held = json.loads((await nc.request(subjects.operator_tool_call, call_envelope(tool, arguments, timeout, task),
+                                        timeout=timeout + 5)).data)["payload"]
+    assert held["status"] == "needs_approval", held
+    await admin_request(nc, subjects, "users", "add", {"name": approver, "roles": ["approver"]})
+    granted = await admin_request(nc, Subjects(subjects.prefix, person=approver), "approvals", "grant",
+                                  {"id": held["approval_id"]})
+    assert granted["state"] == "granted", granted
+    reply = await nc.request(subjects.operator_tool_call,
+                             call_envelope(tool, arguments, timeout, {**task, "approval_id": held["approval_id"]}),
+                             timeout=timeout + 5)
+    payload: dict[str, Any] = json.loads(reply.data)["payload"]
+    return payload
+
+
 async def call_until_ok(nc: NATS, subjects: Subjects, tool: str, arguments: Any, *,
                         timeout: float = 20.0) -> dict[str, Any]:
     """Call until the status is `ok` (a session coming back); fails with the last reply."""

@@ -81,8 +81,9 @@ async def test_a_streamable_http_app_serves_and_its_list_changed_refreshes_the_c
 
     added = await call(pnc, subjects, "acme.notes.add_note", {"title": "北京", "body": "晴"})
     assert added["status"] == "ok" and added["structured"]["title"] == "北京", added
-    missing = await call(pnc, subjects, "acme.notes.delete_note", {"note_id": 987654})
-    assert missing["status"] == "tool_error", missing
+    # A dangerous tool waits for an approver's grant, the operator's call too (nothing is sent).
+    held = await call(pnc, subjects, "acme.notes.delete_note", {"note_id": 987654})
+    assert held["status"] == "needs_approval" and held["approval_id"], held
 
     def list_changed(events: list[tuple[str, dict[str, Any]]]) -> int:
         return sum(1 for subject, _ in events if subject == "amp.evt.acme_notes.tools.list_changed")

@@ -23,6 +23,7 @@ from tests.harness.tcpproxy import TcpProxy
 from tests.integration.mcp_gateway.conftest import Stack
 from tests.integration.mcp_gateway.helpers import (
     call,
+    call_approved,
     call_envelope,
     call_until_ok,
     echo_app,
@@ -148,7 +149,7 @@ async def test_a_write_whose_app_dies_during_the_call_has_an_unknown_outcome(
     stack.supervisor(config)
     await stack.gateway(config)
     assert (await call(nc, subjects, "test.echo.echo", {"n": 1}))["status"] == "ok"
-    crashed = await call(nc, subjects, "test.echo.crash", {})
+    crashed = await call_approved(nc, subjects, "test.echo.crash", {})  # dangerous: a person grants it first
     assert crashed["status"] == "outcome_unknown", crashed
     assert crashed["side_effect"] == "dangerous" and crashed["error"]["code"] == "app_went_away"
     assert "may or may not have taken effect" in crashed["error"]["message"]

@@ -189,7 +189,8 @@ async def test_a_call_refused_before_any_tool_is_looked_at_is_audited_too(pool: 
     await sub.unsubscribe()
     assert record is not None, "no audit record for the refused call"
     assert record["status"] == "denied" and record["error_code"] == "operator_only"
-    assert record["caller"] == "anonymous" and record["tool"] == "echo.counter_increment"
+    # The run's record vouches for the caller: an agent-less run, named by its run id.
+    assert record["caller"] == f"run:{run.run_id}" and record["tool"] == "echo.counter_increment"
 
 
 async def test_a_synthetic_run_never_reaches_a_pool_write(pool: Pool) -> None:

@@ -57,6 +57,39 @@ def test_the_requester_may_not_approve_unless_the_policy_says_so() -> None:
                           grants_by=(), granting=True) is None
 
 
+FOUR_EYES = rules_for([policy(tools=["demo.notes.*"], roles=["approver"], dangerous_needs_two=True)],
+                      "demo.notes.delete_note", None, "dangerous")
+# who decides (name, roles, shared identity), who asked, grants so far, grants needed → refused because (None: may)
+DECISIONS: list[tuple[str, tuple[str, ...], bool, str | None, tuple[str, ...], int, str | None]] = [
+    ("operator", ROLES_ALL := ("viewer", "operator", "approver", "admin"), True, None, (), 2, "shared identity"),
+    ("operator", ROLES_ALL, True, None, ("amy",), 2, "shared identity"),  # never the second eye either
+    ("operator", ROLES_ALL, True, "oscar", (), 1, "shared identity"),  # nor vouches for a person's call
+    ("operator", ROLES_ALL, True, "operator", (), 1, "shared identity"),  # nor for its own
+    ("operator", ROLES_ALL, True, None, (), 1, None),  # an agent's one-grant approval: it may
+    ("operator", ROLES_ALL, True, f"{QQ}:9", (), 1, None),  # a chat user's request
+    ("root", ROLES_ALL, False, "root", (), 2, "requested this call"),  # a person never grants their own call
+    ("amy", ("approver",), False, "oscar", (), 2, None),
+    ("amy", ("approver",), False, "oscar", ("amy",), 2, "already granted"),
+    ("bob", ("approver",), False, "oscar", ("amy",), 2, None),
+    ("oscar", ("operator",), False, None, (), 2, "may not decide"),
+]
+
+
+@pytest.mark.parametrize(("name", "roles", "shared", "requester", "grants", "needed", "because"), DECISIONS)
+def test_four_eyes_are_two_people_and_the_shared_identity_is_nobody(
+        name: str, roles: tuple[str, ...], shared: bool, requester: str | None, grants: tuple[str, ...],
+        needed: int, because: str | None) -> None:
+    problem = person_problem(FOUR_EYES, name=name, roles=roles, actors=(), requester=requester, grants_by=grants,
+                             granting=True, required_grants=needed, shared_identity=shared)
+    assert (problem is None) == (because is None), problem
+    assert because is None or (problem is not None and because in problem)
+
+
+def test_the_shared_identity_may_still_deny() -> None:
+    assert person_problem(FOUR_EYES, name="operator", roles=("approver",), actors=(), requester="oscar",
+                          grants_by=(), granting=False, required_grants=2, shared_identity=True) is None
+
+
 def test_chat_delegation_only_where_a_policy_or_the_agent_shorthand_says() -> None:
     assert not rules_for([], "t", None, "write").chat_delegated(f"{QQ}:1")
     assert rules_for([], "t", None, "write", chat_shorthand=True).chat_delegated(f"{QQ}:1")

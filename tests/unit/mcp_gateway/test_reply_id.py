@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import uuid
 
-from services.mcp_gateway.toolcalls import reply_id
+from services.mcp_gateway.calls.replies import reply_id
 
 
 def test_a_reply_id_is_a_version_4_uuid_written_as_uuid_writes_it() -> None:

@@ -1,0 +1,75 @@
+"""The MCP executor: a call sent to an app's session, and what came back, classified.
+
+Whom the call is for goes with it (`CallsInFlight`): an app asking back during the call (a form,
+a model sample) finds its caller by it; the app's progress notes come back in the result.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import msgspec
+
+from services.mcp_gateway import classify, targets
+from services.mcp_gateway.calls_in_flight import CallsInFlight
+from services.mcp_gateway.input_required import InputRequestsFailed
+from services.mcp_gateway.session import AppSession, CallInterrupted, CallTimedOut, SessionUnavailable
+from shared.contracts.toolcall import IDEMPOTENCY_META_KEY, SideEffect, ToolCallContext, ToolCallRequest, ToolCallResult
+from shared.contracts.tooldef import McpExecution, ToolDefinition
+
+
+class McpExecutor:
+    def __init__(self, sessions: dict[tuple[str, str], AppSession], calls: CallsInFlight | None = None) -> None:
+        self.sessions = sessions
+        self._calls = calls or CallsInFlight()  # MCP calls running now: what an app asks back finds its call
+
+    async def execute(self, request: ToolCallRequest, tool: ToolDefinition, execution: McpExecution,
+                      call_id: str) -> ToolCallResult:
+        session = self.sessions.get((execution.app, execution.instance))
+        limit = session.app.mcp.call_timeout_seconds if session is not None else targets.DEFAULT_TIMEOUT
+        timeout = targets.call_timeout(request.timeout_seconds, limit)
+        return await self.call_session(session, execution.tool, request.arguments, tool.side_effect, timeout,
+                                       call_id, context=request.context)
+
+    async def call_session(
+        self, session: AppSession | None, tool: str, arguments: dict[str, Any], side_effect: SideEffect,
+        timeout: float, key: str | None = None, *, context: ToolCallContext | None = None,
+    ) -> ToolCallResult:
+        """`key`: the idempotency key a write carries in `_meta` (apps that accept one deduplicate on it).
+        `context`: whom the call is for, which elicitation and sampling requests during it need;
+        the app's progress notes (by the call's `progressToken`) come back in the result."""
+        if session is None:
+            return classify.failed("unavailable", "no_session", "the app has no session", side_effect=side_effect)
+        with self._calls.running(session.key, tool, context or ToolCallContext(), call_id=key,
+                                 timeout=timeout) as running:
+            meta: dict[str, Any] = {"progressToken": running.token}
+            if key is not None and side_effect != "read":
+                meta[IDEMPOTENCY_META_KEY] = key
+            result = await _call_running(session, tool, arguments, side_effect, timeout, meta)
+        return msgspec.structs.replace(result, progress=list(running.progress)) if running.progress else result
+
+
+async def _call_running(session: AppSession, tool: str, arguments: dict[str, Any], side_effect: SideEffect,
+                        timeout: float, meta: dict[str, Any]) -> ToolCallResult:
+    started = time.perf_counter()
+    try:
+        result = await session.call_tool(tool, arguments, timeout, meta)
+    except CallTimedOut:
+        return classify.timed_out(_ms(started), side_effect, timeout)
+    except CallInterrupted as exc:
+        return classify.interrupted(_ms(started), side_effect, str(exc))
+    except SessionUnavailable as exc:
+        return classify.failed("unavailable", "app_unavailable", str(exc), _ms(started), side_effect)
+    except InputRequestsFailed as exc:  # a stateless app's question went unanswered: the call stopped
+        return classify.failed("tool_error", "input_not_given", str(exc), _ms(started), side_effect)
+    except RuntimeError as exc:  # the SDK's output-schema check: the app broke its own contract
+        return classify.failed("tool_error", "invalid_output", str(exc), _ms(started), side_effect)
+    except Exception as exc:
+        return classify.failed("tool_error", "protocol_error", f"{type(exc).__name__}: {exc}", _ms(started),
+                               side_effect)
+    return classify.from_mcp_result(result, _ms(started), side_effect)
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)
