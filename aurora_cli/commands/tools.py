@@ -6,15 +6,13 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sys
-import uuid
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-import msgspec
 import typer
 from nats.errors import NoRespondersError
-from nats.errors import TimeoutError as NatsTimeoutError
 
 from aurora_cli import edit_command, suggest_command
 from aurora_cli.commands.pool_admin import RefusedError, admin_call, operator
@@ -30,18 +28,19 @@ from aurora_cli.output import (
     stdout,
     table,
 )
+from aurora_cli.tool_call import call_tool as call_tool_as_caller
+from aurora_cli.tool_call import new_task_id
 from shared.admin import admin_request
-from shared.clock import now_iso
-from shared.contracts.envelope import Header, Source
-from shared.contracts.toolcall import METHOD_CALL, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.settings import Settings
 
 app = typer.Typer(help="List and call tools; show definitions and move them through their lifecycle.",
                   no_args_is_help=True)
 
 # `tools call` exits 0 only when the tool succeeded; any other status is exit 3, so scripts can
-# tell "the call was answered but failed" (3) from "the CLI could not ask" (1).
+# tell "the call was answered but failed" (3) from "the CLI could not ask" (1); 4: the call waits
+# for an approval (not granted, or not within --wait).
 EXIT_NOT_OK = 3
+EXIT_AWAITING_APPROVAL = 4
 
 
 @app.command("list")
@@ -77,10 +76,29 @@ def call_tool(
     args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for the tool.")] = 30.0,
     json_output: Annotated[bool, typer.Option("--json", help="Print the result payload as JSON.")] = False,
+    wait: Annotated[float | None, typer.Option(
+        "--wait", help="When the call needs an approval: wait up to this many seconds for the decision, "
+                       "then call again with it.")] = None,
+    approval: Annotated[str | None, typer.Option(
+        "--approval", help="Present this granted approval (with the --task it was asked for).")] = None,
+    task: Annotated[str | None, typer.Option(
+        "--task", help="The call's task id (default: a new one); an approval is bound to it.")] = None,
 ) -> None:
-    """Call a tool through the gateway as the operator; prints status and content."""
+    """Call a tool through the gateway as yourself (your credentials: a person, or the operator).
+
+    A call an approval policy covers, or of a dangerous tool, waits for approvers, as an agent's
+    does: it prints the approval's id and how to continue, or with --wait waits for the decision
+    and calls again with it. Exit codes: 0 the tool succeeded; 3 answered but not ok (denied,
+    failed, the approval denied or expired); 4 still waiting for an approval; 1 the CLI could not
+    ask; 2 bad arguments.
+    """
     arguments = parse_arguments(args)
-    result = run(_call(settings_or_fail(), name, arguments, timeout))
+    if approval is not None and task is None:
+        raise CliError("--approval needs the --task the approval was asked for (printed with its id)",
+                       exit_code=EXIT_USAGE)
+    task_id = task or new_task_id()
+    result = run(call_tool_as_caller(settings_or_fail(), name, arguments, timeout, task_id=task_id,
+                                     approval_id=approval, wait_seconds=wait, report=progress_line))
     if json_output:
         print_json(result)
     else:
@@ -92,8 +110,17 @@ def call_tool(
                 block.get("text") if block.get("type") == "text" else json.dumps(block, ensure_ascii=False),
                 markup=False,
             )
+    if result["status"] == "needs_approval":
+        print(f"approval {result['approval_id']} waits for approvers; once granted, run:\n"
+              f"  aurora tools call {name} --args {shlex.quote(json.dumps(arguments, ensure_ascii=False))} "
+              f"--task {task_id} --approval {result['approval_id']}", file=sys.stderr)
+        raise typer.Exit(EXIT_AWAITING_APPROVAL)
     if result["status"] != "ok":
         raise typer.Exit(EXIT_NOT_OK)
+
+
+def progress_line(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
 
 
 def parse_arguments(text: str) -> dict[str, Any]:
@@ -113,25 +140,6 @@ async def _tools(settings: Settings, app_id: str | None) -> list[dict[str, Any]]
         except NoRespondersError as exc:
             raise CliError("no mcp-gateway is running (nobody answers amp.admin.gateway.tools)") from exc
         return list(tools)
-
-
-async def _call(settings: Settings, name: str, arguments: dict[str, Any], timeout: float) -> dict[str, Any]:
-    envelope = ToolCallEnvelope(
-        header=Header(
-            method=METHOD_CALL, message_id=str(uuid.uuid4()), timestamp=now_iso(), source=Source(app="aurora.cli")
-        ),
-        payload=ToolCallRequest(tool=name, arguments=arguments, timeout_seconds=timeout),
-    )
-    async with connected(settings.nats) as nc:
-        try:
-            subject = settings.subjects.requested(settings.subjects.operator_tool_call)
-            reply = await nc.request(subject, msgspec.json.encode(envelope), timeout=timeout + 5)
-        except NoRespondersError as exc:
-            raise CliError(f"no mcp-gateway is running (nobody answers {subject})") from exc
-        except NatsTimeoutError as exc:
-            raise CliError(f"the gateway did not answer within {timeout + 5:g}s") from exc
-    result: dict[str, Any] = msgspec.to_builtins(decode_result(reply.data).payload)
-    return result
 
 
 # --------------------------------------------------------------------------- the tool pool
