@@ -12,10 +12,9 @@ resumes; every decision is on the audit and in an event, naming the authenticate
 from __future__ import annotations
 
 import json
-import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +22,7 @@ import pytest
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from aurora_cli.commands.events import build_native_event
-from aurora_cli.devstack import AUTH_CONFIG, NATS_USERS, Credentials
-from aurora_cli.localnats import LocalNats
-from aurora_cli.people import PeopleStore, write_auth_config
+from aurora_cli.devstack import Credentials
 from shared import write_through
 from shared.admin import AdminRequestError, admin_request
 from shared.clock import now_iso
@@ -33,7 +30,8 @@ from shared.contracts.run import run_id_for
 from shared.contracts.signals import NativeEventSignal
 from shared.signal_publisher import new_signal_id, publish_signal
 from shared.subjects import Subjects
-from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
+from tests.harness.people_stack import people_stack
+from tests.harness.processes import REPO
 from tests.integration.runner.helpers import ECHO, PYTHON, RUNNER_ENV, poll, stdio, write_apps
 from tests.integration.security.conftest import Session, open_session
 
@@ -62,7 +60,6 @@ class Stack:
     passwords: dict[str, str]
     counter_file: Path
     log_file: Path
-    processes: dict[str, ServiceProcess] = field(default_factory=dict)
 
     async def person(self, name: str) -> Session:
         return await open_session(self.url, name, self.passwords[name])
@@ -74,35 +71,12 @@ class Stack:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     folder = tmp_path_factory.mktemp("people")
-    credentials = Credentials.generate()
-    store = PeopleStore(folder / "creds")
-    passwords: dict[str, str] = {}
-    for name, (roles, _) in PEOPLE.items():
-        passwords[name] = store.issue(name, roles, cost=4)[1]
-    for name, roles in SERVER_ONLY.items():
-        passwords[name] = store.issue(name, roles, cost=4)[1]
-    config = write_auth_config(REPO / AUTH_CONFIG, folder / "nats-auth.conf", store)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AURORA_NATS_")}
-    env.update(credentials.server_env())
-    server = LocalNats(folder / "js", log_file=folder / "nats.log", config_file=config, env=env)
-    server.start()
     counter_file = folder / "counter.jsonl"
     apps = write_apps(folder, {"echo": stdio([PYTHON, str(REPO / "tests" / "apps" / "echo_app.py")], package=ECHO,
                                              mcp={"env": {"ECHO_COUNTER_FILE": str(counter_file)}})})
-    (folder / "logs").mkdir()
-    stack = Stack(server.url, credentials, passwords, counter_file, folder / "nats.log")
-    try:
-        for name, user in NATS_USERS.items():
-            env = service_env(server.url, NATS_USER=user, NATS_PASSWORD=credentials.passwords[user],
-                              AURORA_APPS_CONFIG=str(apps), **(RUNNER_ENV if name == "runner" else {}))
-            stack.processes[name] = ServiceProcess(f"services.{name}", env, folder / "logs", name).start()
-        stack.processes["mcp_gateway"].wait_for_log('"serving"', timeout=40)
-        stack.processes["router"].wait_for_log('"ready"', timeout=30)
-        stack.processes["runner"].wait_for_log('"ready"', timeout=30)
-        yield stack
-    finally:
-        stop_services(stack.processes.values())
-        server.stop()
+    roles = {name: roles for name, (roles, _) in PEOPLE.items()} | SERVER_ONLY
+    with people_stack(folder, roles, apps, extra_env=lambda name: RUNNER_ENV if name == "runner" else {}) as running:
+        yield Stack(running.url, running.credentials, running.passwords, counter_file, running.log_file)
 
 
 def as_person(name: str) -> Subjects:
@@ -312,6 +286,27 @@ async def test_a_dangerous_tool_needs_two_different_approvers(stack: Stack, root
     assert sorted((r["caller"], r["status"]) for r in records) == [
         ("person:amy", "approval_grant_recorded"), ("person:amy", "approval_not_permitted"),
         ("person:erin", "approval_granted")]
+
+
+async def test_the_shared_operator_identity_is_never_one_of_the_two_eyes(stack: Stack, root: Session) -> None:
+    """`aurora dev` leaves its user both a person's credentials and the shared `operator` ones:
+    granting as each must not make two eyes of one person."""
+    task_id, approval_id = await start_task(stack, root, "counter_purge", actor=None)
+    first = await decide(stack, "amy", "grant", approval_id)
+    assert first["state"] == "pending" and first["required_grants"] == 2
+    operator = await stack.service("operator")
+    try:
+        with pytest.raises(AdminRequestError) as refused:
+            await admin_request(operator.nc, SUBJECTS, "approvals", "grant", {"id": approval_id})
+    finally:
+        await operator.nc.close()
+    assert refused.value.code == "not_permitted" and "shared identity" in str(refused.value), str(refused.value)
+    assert (await root_request(root, "tasks", "get", {"id": task_id}))["state"] == "awaiting_approval"
+    second = await decide(stack, "erin", "grant", approval_id)
+    assert second["state"] == "granted" and [g["by"] for g in second["grants"]] == ["amy", "erin"]
+    assert (await settled(root, task_id, DONE))["state"] == "succeeded"
+    records = await audit_of(root, approval_id, 3)
+    assert ("operator", "approval_not_permitted") in [(r["caller"], r["status"]) for r in records]
 
 
 # The attack matrix's people columns: one person per role, what nats-server lets each publish.

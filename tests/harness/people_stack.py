@@ -1,0 +1,64 @@
+"""A secured stack with people: a real nats-server running deploy/nats-auth.conf with people
+issued at its `# @people` line (as `aurora users` writes it), and the platform services, each
+connected as its own NATS user. The people's roles here are the server's view; a test adds them
+to the users registry (the gateway's view) itself, as an admin would."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from aurora_cli.devstack import AUTH_CONFIG, NATS_USERS, Credentials
+from aurora_cli.localnats import LocalNats
+from aurora_cli.people import PeopleStore, write_auth_config
+from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
+
+# What each service logs once it serves (the stack is ready when all of them said it).
+READY = {"mcp_gateway": '"serving"', "router": '"ready"', "runner": '"ready"'}
+
+
+@dataclass
+class PeopleStack:
+    url: str
+    credentials: Credentials
+    passwords: dict[str, str]  # person → password
+    log_file: Path  # the server's log (its record of refused publishes)
+    processes: dict[str, ServiceProcess] = field(default_factory=dict)
+
+    def password(self, user: str) -> str:
+        """A person's password, or a platform identity's (`operator`, `mcp-gateway`, …)."""
+        return self.passwords[user] if user in self.passwords else self.credentials.passwords[user]
+
+
+@contextmanager
+def people_stack(folder: Path, people: Mapping[str, Sequence[str]], apps_config: Path, *,
+                 services: Sequence[str] = tuple(NATS_USERS),
+                 extra_env: Callable[[str], Mapping[str, str]] = lambda service: {}) -> Iterator[PeopleStack]:
+    """`people`: name → roles in the server's config. `services`: folders under services/."""
+    credentials = Credentials.generate()
+    store = PeopleStore(folder / "creds")
+    passwords = {name: store.issue(name, list(roles), cost=4)[1] for name, roles in people.items()}
+    config = write_auth_config(REPO / AUTH_CONFIG, folder / "nats-auth.conf", store)
+    server_env = {k: v for k, v in os.environ.items() if not k.startswith("AURORA_NATS_")}
+    server_env.update(credentials.server_env())
+    log_file = folder / "nats.log"
+    server = LocalNats(folder / "js", log_file=log_file, config_file=config, env=server_env)
+    server.start()
+    stack = PeopleStack(server.url, credentials, passwords, log_file)
+    (folder / "logs").mkdir(exist_ok=True)
+    try:
+        for name in services:
+            user = NATS_USERS[name]
+            env = service_env(server.url, NATS_USER=user, NATS_PASSWORD=credentials.passwords[user],
+                              AURORA_APPS_CONFIG=str(apps_config), **extra_env(name))
+            stack.processes[name] = ServiceProcess(f"services.{name}", env, folder / "logs", name).start()
+        for name in services:
+            if name in READY:
+                stack.processes[name].wait_for_log(READY[name], timeout=40)
+        yield stack
+    finally:
+        stop_services(stack.processes.values())
+        server.stop()
