@@ -1,6 +1,6 @@
 """A write call's two reads at the gateway overlap: the call ledger's entry for the call id is
 asked for before the run's record has been read, so the call waits for one read, not two
-(`ToolCallHandler.answer`, `CallLedger.look_up`). Watched on the wire: the test's own
+(`CallPipeline.answer`, `CallLedger.look_up`). Watched on the wire: the test's own
 connection sees every JetStream API request and reply in the order nats-server routes them."""
 
 from __future__ import annotations
