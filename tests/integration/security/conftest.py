@@ -16,11 +16,12 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import NoRespondersError
 
-from aurora_cli.devstack import AUTH_CONFIG, Credentials
+from aurora_cli.devstack import AUTH_CONFIG, NATS_USERS, Credentials
 from aurora_cli.localnats import LocalNats
 from aurora_cli.people import PeopleStore, write_auth_config
 from shared.settings import inbox_prefix_for
-from tests.harness.processes import REPO
+from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
+from tests.integration.runner.helpers import ECHO, PYTHON, RUNNER_ENV, stdio, write_apps
 
 CONFIG = REPO / AUTH_CONFIG
 
@@ -139,3 +140,59 @@ async def connect(secure: SecureNats) -> AsyncIterator[Connect]:
     yield as_user
     for session in sessions:
         await session.nc.close()
+
+
+# --- every service as its own user -------------------------------------------------------------
+
+SERVICE_MODULES = {name: f"services.{name}" for name in NATS_USERS}  # in start order
+# A large event travels to the runner by reference, through the router's Object Store.
+# mcp-edge on any free port: its default (8795) may be taken on a shared machine.
+SERVICE_ENV = {"router": {"AURORA_ROUTER_INLINE_LIMIT": "1024"}, "runner": RUNNER_ENV,
+               "mcp_edge": {"AURORA_EDGE_PORT": "0"}}
+
+
+@dataclass
+class Stack:
+    """Every service (`NATS_USERS`) with its own user on a secured nats-server, and the echo app."""
+
+    nats: SecureNats
+    processes: dict[str, ServiceProcess]
+    counter_file: Path
+
+    def env(self, user: str, **extra: str) -> dict[str, str]:
+        return service_env(self.nats.url, NATS_USER=user, NATS_PASSWORD=self.nats.credentials.passwords[user],
+                           **extra)
+
+    async def session(self, user: str) -> Session:
+        return await open_session(self.nats.url, user, self.nats.credentials.passwords[user])
+
+    @property
+    def log_folder(self) -> Path:
+        """Where the stack's processes and nats-server log (a failed test's report shows them)."""
+        return self.counter_file.parent
+
+    def stop(self) -> None:
+        stop_services(self.processes.values())
+        self.nats.server.stop()
+
+
+def start_stack(folder: Path) -> Stack:
+    """Start every service and wait until the gateway serves and the router and runner are ready."""
+    nats = start_secure_nats(folder)
+    counter_file = folder / "echo-counter.jsonl"
+    apps = write_apps(folder, {"echo": stdio([PYTHON, str(REPO / "tests" / "apps" / "echo_app.py")], package=ECHO,
+                                             mcp={"env": {"ECHO_COUNTER_FILE": str(counter_file)}})})
+    logs = folder / "logs"
+    logs.mkdir()
+    stack = Stack(nats, {}, counter_file)
+    try:
+        for name, module in SERVICE_MODULES.items():
+            env = stack.env(NATS_USERS[name], AURORA_APPS_CONFIG=str(apps), **SERVICE_ENV.get(name, {}))
+            stack.processes[name] = ServiceProcess(module, env, logs, name).start()
+        stack.processes["mcp_gateway"].wait_for_log('"serving"', timeout=40)
+        stack.processes["router"].wait_for_log('"ready"', timeout=30)
+        stack.processes["runner"].wait_for_log('"ready"', timeout=30)
+    except BaseException:
+        stack.stop()
+        raise
+    return stack

@@ -8,8 +8,6 @@ import json
 import subprocess
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -17,7 +15,6 @@ import pytest
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from aurora_cli.commands.events import build_native_event
-from aurora_cli.devstack import NATS_USERS
 from shared import write_through
 from shared.admin import AdminRequestError, admin_request
 from shared.clock import now_iso
@@ -33,61 +30,23 @@ from shared.contracts.toolcall import (
 )
 from shared.signal_publisher import new_signal_id, publish_signal
 from shared.subjects import Subjects
-from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
+from tests.harness.processes import REPO
 from tests.harness.run_records import dispatched, run_context
 from tests.harness.waiting import TimedOut
 from tests.integration.cli.conftest import AURORA
-from tests.integration.runner.helpers import ECHO, PYTHON, RUNNER_ENV, poll, stdio, write_apps
-from tests.integration.security.conftest import SecureNats, Session, open_session, start_secure_nats
+from tests.integration.runner.helpers import ECHO, poll
+from tests.integration.security.conftest import SERVICE_MODULES, Session, Stack, start_stack
 
 SUBJECTS = Subjects("amp")
-MODULES = {name: f"services.{name}" for name in NATS_USERS}  # in start order
-# A large event travels to the runner by reference, through the router's Object Store.
-# mcp-edge on any free port: its default (8795) may be taken on a shared machine.
-SERVICE_ENV = {"router": {"AURORA_ROUTER_INLINE_LIMIT": "1024"}, "runner": RUNNER_ENV,
-               "mcp_edge": {"AURORA_EDGE_PORT": "0"}}
-
-
-@dataclass
-class Stack:
-    nats: SecureNats
-    processes: dict[str, ServiceProcess]
-    counter_file: Path
-
-    def env(self, user: str, **extra: str) -> dict[str, str]:
-        return service_env(self.nats.url, NATS_USER=user, NATS_PASSWORD=self.nats.credentials.passwords[user],
-                           **extra)
-
-    async def session(self, user: str) -> Session:
-        return await open_session(self.nats.url, user, self.nats.credentials.passwords[user])
-
-    @property
-    def log_folder(self) -> Path:
-        """Where the stack's processes and nats-server log (a failed test's report shows them)."""
-        return self.counter_file.parent
 
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    folder = tmp_path_factory.mktemp("secure-stack")
-    nats = start_secure_nats(folder)
-    counter_file = folder / "echo-counter.jsonl"
-    apps = write_apps(folder, {"echo": stdio([PYTHON, str(REPO / "tests" / "apps" / "echo_app.py")], package=ECHO,
-                                             mcp={"env": {"ECHO_COUNTER_FILE": str(counter_file)}})})
-    logs = folder / "logs"
-    logs.mkdir()
-    stack = Stack(nats, {}, counter_file)
+    stack = start_stack(tmp_path_factory.mktemp("secure-stack"))
     try:
-        for name, module in MODULES.items():
-            env = stack.env(NATS_USERS[name], AURORA_APPS_CONFIG=str(apps), **SERVICE_ENV.get(name, {}))
-            stack.processes[name] = ServiceProcess(module, env, logs, name).start()
-        stack.processes["mcp_gateway"].wait_for_log('"serving"', timeout=40)
-        stack.processes["router"].wait_for_log('"ready"', timeout=30)
-        stack.processes["runner"].wait_for_log('"ready"', timeout=30)
         yield stack
     finally:
-        stop_services(stack.processes.values())
-        nats.server.stop()
+        stack.stop()
 
 
 @pytest.fixture
@@ -247,7 +206,7 @@ def test_every_process_answers_discovery_once_within_its_permissions(stack: Stac
     services = {row["name"]: row["instances"] for row in json.loads(done.stdout)["services"]}
     expected = {"aurora-event-bridge", "aurora-app-supervisor", "aurora-mcp-gateway", "aurora-router",
                 "aurora-runner", "aurora-mcp-edge", "aurora-scheduler"}
-    assert set(MODULES) == {"event_bridge", "app_supervisor", "mcp_gateway", "router", "runner", "mcp_edge",
+    assert set(SERVICE_MODULES) == {"event_bridge", "app_supervisor", "mcp_gateway", "router", "runner", "mcp_edge",
                             "scheduler"}  # every process of the stack is expected below
     assert services == dict.fromkeys(expected, 1), services
     assert not [line for line in stack.nats.violations() if "_INBOX_operator" in line]
