@@ -12,6 +12,9 @@ environments handed to nats-server and to each child.
   `creds/people.json` at its `# @people` line (aurora_cli/people.py); the first start issues one
   admin for the local user (`creds/users/<name>.env`, the CLI's default credentials), and
   `aurora users add|disable` rewrite the copy and reload the server (pid in `nats-server.pid`).
+  The data dir so holds the local admin's credentials and the shared `operator` ones side by side:
+  the gateway never counts the shared identity as one of four eyes, nor lets it grant a call a
+  person or the operator made (docs/security.md, "The caller model"), so the two are not two people.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ asks, and consumes.
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Awaitable, Callable
 from typing import Protocol
 
@@ -29,6 +31,7 @@ from shared.logs import get_logger
 log = get_logger("aurora.mcp_gateway.calls.approval_gate")
 # `event_reply` in the call's event, on the record like any call: (context, text, call id) → result
 ReplyInEvent = Callable[[ToolCallContext, str, str], Awaitable[ToolCallResult]]
+_KEY_SAFE = re.compile(r"^[A-Za-z0-9_=-]{1,128}$")
 
 
 class Gated(Protocol):
@@ -43,10 +46,15 @@ class Gated(Protocol):
 
 def approval_task(caller: Caller, ctx: ToolCallContext, call_id: str) -> str | None:
     """The task an approval is bound to. A person's or the operator's task id is their client's
-    own word, so it is kept under the caller's name: one caller cannot present another's grant."""
-    if caller.human:
-        return f"{caller.name}:{ctx.task_id or call_id}"
-    return ctx.task_id
+    own word, so it is kept under the caller's name (`person.<name>.<task>`, `operator.<task>`):
+    one caller cannot present another's grant, nor an agent's. Written as a KV key may be (the
+    runners look an approval's task up when it is decided; names hold no dots)."""
+    if not caller.human:
+        return ctx.task_id
+    own = ctx.task_id or call_id
+    if not _KEY_SAFE.match(own):
+        own = "h-" + hashlib.sha256(own.encode()).hexdigest()[:32]
+    return f"person.{caller.person}.{own}" if caller.kind == "person" else f"operator.{own}"
 
 
 class ApprovalGate:

@@ -3,12 +3,16 @@ or refused. The pipeline asks exactly these functions (`services.mcp_gateway.cal
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from services.mcp_gateway.calls.admission import Hold, Refusal, ToolState, approval_needed, binding_refusal
+from services.mcp_gateway.calls.approval_gate import approval_task
 from services.mcp_gateway.calls.caller import OPERATOR, PLATFORM, Caller
 from shared.contracts.agent import Agent
 from shared.contracts.approval_policy import ApprovalPolicy, Rules, rules_for
+from shared.contracts.toolcall import ToolCallContext
 
 AGENT = Caller("agent", agent="helper", run_id="r-1")
 PERSON = Caller("person", person="oscar")
@@ -120,3 +124,15 @@ def test_callers_are_named_for_the_audit_and_for_approvals() -> None:
     assert [c.name for c in (AGENT, PERSON, OPERATOR, EDGE, RUN, PLATFORM, Caller("unverified"))] == [
         "agent:helper", "person:oscar", "operator", "edge:tok1", "run:r-2", "platform", "anonymous"]
     assert PERSON.requester == "oscar" and OPERATOR.requester == "operator"
+
+
+def test_a_humans_approval_is_bound_to_their_own_task() -> None:
+    """Kept under the caller's name, as a KV key may be: the runners look an approval's task up."""
+    mine = ToolCallContext(task_id="cli-1")
+    assert approval_task(PERSON, mine, "m-1") == "person.oscar.cli-1"
+    assert approval_task(Caller("person", person="amy"), mine, "m-1") == "person.amy.cli-1"
+    assert approval_task(OPERATOR, mine, "m-1") == "operator.cli-1"
+    assert approval_task(OPERATOR, ToolCallContext(), "m-1") == "operator.m-1"  # no task: the call's own id
+    odd = approval_task(PERSON, ToolCallContext(task_id="a b:c"), "m-1")
+    assert odd is not None and re.fullmatch(r"person\.oscar\.h-[0-9a-f]{32}", odd)
+    assert approval_task(AGENT, ToolCallContext(task_id="r-1"), "m-1") == "r-1"  # a run's task is its own
