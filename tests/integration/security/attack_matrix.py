@@ -107,6 +107,8 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
     "push_written": ("point a push consumer, on a stream whose messages it writes, at a request subject "
                      "(`amp.model.sample`); allowed ones are refused by the endpoint",
                      _row(R, R, A, A, R, A, R, A, N)),
+    "push_events": ("point a push consumer on `AMP_EVENTS` (the events' bytes are not its own) at a request "
+                    "subject; allowed ones are refused by the endpoint", _row(R, R, R, R, A, R, R, A, A)),
     "other_streams": ("read a stream other than `AMP_EVENTS` (`AMP_AUDIT`, `AMP_DLQ`, approvals)",
                       _row(N, N, N, N, N, N, N, N, R)),
     # Dead letters (docs/security.md, "Dead letters"): the router's advisory listener, the operator's `aurora dlq`.

@@ -258,10 +258,10 @@ WRITTEN = {"event-bridge": "AMP_EVENTS", "app-supervisor": "KV_AMP_APPS", "mcp-g
            "mcp-edge": "KV_AMP_EDGE_TOKENS", "operator": "AMP_EVENTS"}
 
 
-def _push_onto_request(user: str) -> Probe:
+def _push_onto_request(user: str, stream: str) -> Probe:
     """The attack: a push consumer named like the identity's own watchers (so the create is the
     name-scoped one it may send), delivering onto the runners' sampling endpoint."""
-    stream, name = WRITTEN[user], f"{user}_eph_{uuid.uuid4().hex}"
+    name = f"{user}_eph_{uuid.uuid4().hex}"
     config = ConsumerConfig(name=name, deliver_subject=SUBJECTS.model_sample, ack_policy=AckPolicy.NONE,
                             inactive_threshold=2.0)
     return request(f"$JS.API.CONSUMER.CREATE.{stream}.{name}", {"stream_name": stream, "config": config.as_dict()})
@@ -328,7 +328,9 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
                         must_succeed=False),
                 request("$JS.API.STREAM.INFO.KV_AMP_EDGE_SESSIONS", {"subjects_filter": "$KV.AMP_EDGE_SESSIONS.>"})]
     if key == "push_written":
-        return [] if user == "consumer" else [_push_onto_request(user)]
+        return [] if user == "consumer" else [_push_onto_request(user, WRITTEN[user])]
+    if key == "push_events":
+        return [_push_onto_request(user, "AMP_EVENTS")]
     if key == "other_streams":
         if user != "consumer":
             return []
