@@ -4,7 +4,10 @@ CHAT_LOG_FILE when set).
 
 The same process serves the chat page and its webhook on http://127.0.0.1:8780/ (`--web-port` /
 CHAT_WEB_PORT: 0 = any free port, `off` = no page; `--web-host` / CHAT_WEB_HOST); the bound
-address is logged on stderr (`chat page serving`).
+address is logged on stderr (`chat page serving`). The page answers requests for loopback on
+its port and for the `host:port` entries of AURORA_CHAT_ALLOWED_HOSTS (pages of the origins in
+AURORA_CHAT_ALLOWED_ORIGINS too); callers other than the page sign their bodies with
+AURORA_CHAT_WEBHOOK_SECRET (see `signature.py`).
 """
 
 from __future__ import annotations
@@ -16,10 +19,14 @@ import sys
 import anyio
 
 from apps.common import load_startup
+from shared.errors import SettingsError
+from shared.settings import read_optional
+from shared.web_origin import parse_hosts, parse_origins
 
 from .sent import SentLog
 from .server import ChatApp
-from .web import DEFAULT_HOST, DEFAULT_PORT, open_page
+from .signature import SECRET_ENV, secret_problem
+from .web import DEFAULT_HOST, DEFAULT_PORT, HOSTS_ENV, ORIGINS_ENV, PageSettings, open_page
 
 
 def web_port(value: str) -> int | None:
@@ -46,13 +53,26 @@ def arguments(argv: list[str]) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def page_settings(options: argparse.Namespace, env: dict[str, str]) -> PageSettings:
+    """The page's settings; SystemExit naming the variable to fix."""
+    secret = read_optional(env, SECRET_ENV)
+    if (problem := secret_problem(secret)) is not None:
+        raise SystemExit(problem)
+    try:
+        return PageSettings(options.web_host, options.web_port, parse_hosts(HOSTS_ENV, env.get(HOSTS_ENV)),
+                            parse_origins(ORIGINS_ENV, env.get(ORIGINS_ENV)), secret)
+    except SettingsError as exc:
+        raise SystemExit(str(exc)) from None
+
+
 async def main(argv: list[str]) -> None:
     try:
         options = arguments(argv)
     except argparse.ArgumentTypeError as exc:  # from the environment's default
         raise SystemExit(f"CHAT_WEB_PORT: {exc}") from None
+    settings = page_settings(options, dict(os.environ))
     app = ChatApp(load_startup(), SentLog(os.environ.get("CHAT_LOG_FILE") or None))
-    page = None if options.web_port is None else open_page(app, options.web_host, options.web_port)
+    page = None if options.web_port is None else open_page(app, settings)
     async with anyio.create_task_group() as tg:
         if page is not None:
             tg.start_soon(page.run)

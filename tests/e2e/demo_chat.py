@@ -14,6 +14,7 @@ import httpx
 import yaml
 
 from tests.e2e.compose_stack import ComposeStack
+from tests.harness.chat_webhook import PageUsers
 from tests.harness.processes import REPO
 from tests.harness.waiting import poll_sync
 
@@ -65,15 +66,17 @@ class Modes:
 
 
 class Chat:
-    """The chat page's two endpoints, as its JavaScript uses them."""
+    """The chat page's endpoints, as its JavaScript uses them: each user is a browser session
+    signed in on the page (tests/harness/chat_webhook.py)."""
 
     def __init__(self, stack: ComposeStack) -> None:
         self.base = stack.local(8780)
         self.stack = stack
+        self.people = PageUsers(self.base)
 
     def send(self, body: dict[str, Any]) -> dict[str, Any]:
         def accepted() -> dict[str, Any] | None:
-            reply = httpx.post(f"{self.base}/events", json=body, timeout=10)
+            reply = self.people.post(body)
             if reply.status_code == 503:  # the platform has not connected to the app yet
                 return None
             assert reply.status_code == 202, reply.text

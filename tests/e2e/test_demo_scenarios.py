@@ -82,9 +82,14 @@ def variant(request: pytest.FixtureRequest, modes: Modes) -> Variant:
     return chosen
 
 
-@pytest.fixture
-def chat(stack: ComposeStack) -> Chat:
-    return Chat(stack)
+@pytest.fixture(scope="module")
+def chat(stack: ComposeStack) -> Iterator[Chat]:
+    """One for the module: a user id stays with the page session that first signed in as it."""
+    opened = Chat(stack)
+    try:
+        yield opened
+    finally:
+        opened.people.close()
 
 
 def test_demo_init_applied_the_scenarios_and_published_the_asset_register_from_its_openapi(

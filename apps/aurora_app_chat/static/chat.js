@@ -30,14 +30,42 @@ function status(text) {
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
+// The page signs in as the user it plays: the server keeps who that is in an HttpOnly session
+// cookie, and every event this page posts is that user's. An id another page holds is refused.
+async function signIn(wanted) {
+  try {
+    const reply = await fetch("/session", {
+      method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify({user_id: wanted}),
+    });
+    const answer = await reply.json().catch(() => ({}));
+    if (!reply.ok) {
+      status((answer.error && answer.error.message) || `the app answered ${reply.status}`);
+      return false;
+    }
+    user = answer.user_id;
+    $("user").value = user;
+    return true;
+  } catch (error) {
+    status(`the chat app cannot be reached: ${error}`);
+    return false;
+  }
+}
+
 async function post(body) {
   try {
     let reply = null;
     // 503: the platform has not connected to the app yet (it is starting): wait as it asks, a while.
+    // 401: the app forgot this page's session (it was restarted): sign in again, once.
+    let signedInAgain = false;
     for (let attempt = 0; attempt < 20; attempt += 1) {
       reply = await fetch("/events", {
         method: "POST", headers: {"content-type": "application/json"}, body: JSON.stringify(body),
       });
+      if (reply.status === 401 && !signedInAgain) {
+        signedInAgain = true;
+        if (await signIn(user)) continue;
+        return null;
+      }
       if (reply.status !== 503) break;
       status("the platform is not connected to the chat app yet: retrying…");
       await sleep(1000 * Number(reply.headers.get("retry-after") || 1));
@@ -155,10 +183,15 @@ async function refresh() {
   }
 }
 
-$("who").addEventListener("submit", (event) => {
+$("who").addEventListener("submit", async (event) => {
   event.preventDefault();
   conversation = $("conversation").value.trim();
-  user = $("user").value.trim();
+  const wanted = $("user").value.trim();
+  if (!(await signIn(wanted))) {
+    $("user").value = user;
+    return;
+  }
+  status("");
   const url = new URL(window.location.href);
   url.searchParams.set("c", conversation);
   url.searchParams.set("u", user);
@@ -180,5 +213,7 @@ $("befriend").addEventListener("click", () => post({
   type: "friend.request_received", user_id: user, note: $("note").value, shown_in: conversation,
 }));
 
-refresh();
-setInterval(refresh, POLL_MS);
+signIn(user).then(() => {
+  refresh();
+  setInterval(refresh, POLL_MS);
+});

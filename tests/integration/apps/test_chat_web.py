@@ -1,97 +1,18 @@
 """The chat app's webhook and conversation view: the real app process over stdio (a real MCP
-client on the other end, as the supervisor would be) and real HTTP requests to its web port."""
+client on the other end, as the supervisor would be) and real HTTP requests to its web port.
+Bodies are posted signed, as an IM platform's webhook would (tests/harness/chat_webhook.py);
+who may post and from where is tests/integration/apps/test_chat_web_callers.py."""
 
 from __future__ import annotations
 
 import json
-import re
 import socket
-import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import anyio
-import httpx
-from mcp import ClientSession
-from mcp.client.stdio import StdioServerParameters, stdio_client
-
-from services.mcp_gateway.transports.tap import tapped
 from shared.contracts.validation import validate_native_event
-from tests.harness.processes import REPO
+from tests.harness.chat_web import chat_web, text_of
 from tests.harness.waiting import poll
-from tests.integration.apps.test_chat_app import Chat
-
-SERVING = re.compile(r'"chat page serving", "url": "(http://[^"]+)"')
-
-
-class Web:
-    def __init__(self, chat: Chat, url: str, stderr: Path) -> None:
-        self.chat = chat
-        self.url = url
-        self.stderr = stderr
-        self.http = httpx.AsyncClient(base_url=url, timeout=10)
-
-    async def post(self, body: Any, **kwargs: Any) -> httpx.Response:
-        return await self.http.post("/events", json=body, **kwargs)
-
-    async def connected(self) -> None:
-        """Once the app has handled `notifications/initialized` (the client sends it and goes on)."""
-
-        async def ready() -> bool:
-            return bool((await self.http.get("/healthz")).json()["connected"])
-
-        await poll(ready, timeout=10, what="the chat app to see the client's session")
-
-    async def view(self, conversation_id: str) -> dict[str, Any]:
-        reply = await self.http.get(f"/conversations/{conversation_id}")
-        assert reply.status_code == 200, reply.text
-        found: dict[str, Any] = reply.json()
-        return found
-
-
-def text_of(path: Path) -> str:
-    return path.read_text(errors="replace") if path.exists() else ""
-
-
-async def served_url(stderr: Path) -> str:
-    async def found() -> str | None:
-        match = SERVING.search(text_of(stderr))
-        return match.group(1) if match else None
-
-    return await poll(found, timeout=20, what="the chat page's address on stderr")
-
-
-@asynccontextmanager
-async def chat_web(tmp_path: Path, *, port: str = "0", initialize: bool = True,
-                   log_file: Path | None = None) -> AsyncIterator[Web]:
-    env = {"PATH": "/usr/bin:/bin", "AURORA_APP_STARTUP": json.dumps({"bot": "bot-web"}), "CHAT_WEB_PORT": port}
-    if log_file is not None:
-        env["CHAT_LOG_FILE"] = str(log_file)
-    params = StdioServerParameters(command=sys.executable, args=["-m", "apps.aurora_app_chat"], env=env,
-                                   cwd=str(REPO))
-    stderr_path = tmp_path / f"chat-stderr-{port}.log"
-    send, receive = anyio.create_memory_object_stream[dict[str, Any]](100)
-
-    async def observe(method: str, params: dict[str, Any] | None, receipt: str | None) -> None:
-        if method == "aurora/event":
-            await send.send(params or {})
-
-    with stderr_path.open("w") as stderr:
-        async with (send, receive, tapped(stdio_client(params, errlog=stderr), observe) as (read, write),
-                    ClientSession(read, write) as session):
-            if initialize:
-                await session.initialize()
-            url = await served_url(stderr_path) if port == "0" else f"http://127.0.0.1:{port}/"
-            web = Web(Chat(session, receive), url, stderr_path)
-            try:
-                if initialize and port == "0":
-                    await web.connected()
-                yield web
-            finally:
-                await web.http.aclose()
-
 
 EXAMPLES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     # body → what the event's payload must hold
@@ -172,6 +93,15 @@ async def test_not_json_too_large_and_wrong_media_type_are_4xx(tmp_path: Path) -
     async with chat_web(tmp_path) as web:
         bad_json = await web.http.post("/events", content=b"{nope", headers={"content-type": "application/json"})
         assert bad_json.status_code == 400 and bad_json.json()["error"]["code"] == "bad_json"
+        # nested far past any event's shape (the parser would recurse out of its stack): 400, not 500
+        for deep in (b"[" * 20_000 + b"]" * 20_000, b'{"a":' * 10_000 + b"1" + b"}" * 10_000):
+            refused = await web.http.post("/events", content=deep, headers={"content-type": "application/json"})
+            assert refused.status_code == 400, refused.text
+            assert refused.json()["error"] == {"code": "bad_json",
+                                               "message": "the body nests arrays or objects deeper than 32 levels"}
+        strings = await web.post({"type": "message.received", "session_id": "g", "text": "[[[[" * 20 + "{" * 20})
+        assert strings.status_code == 202  # brackets inside a string are text, not nesting
+        assert (await web.chat.next_event())["payload"]["data"]["text"].startswith("[[[[")
         form = await web.http.post("/events", data={"type": "message.received"})
         assert form.status_code == 415 and "application/json" in form.json()["error"]["message"]
         huge = await web.post({"type": "message.received", "session_id": "g", "text": "x" * 70_000})

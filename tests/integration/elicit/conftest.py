@@ -19,6 +19,7 @@ from aurora_cli.localnats import LocalNats, free_port
 from shared.admin import admin_request
 from shared.subjects import Subjects
 from tests.fakes.openai_server import FakeOpenAI
+from tests.harness.chat_webhook import SECRET_ENV, WEBHOOK_SECRET
 from tests.harness.clients import nats_client
 from tests.harness.ports import wait_listening
 from tests.harness.processes import ServiceProcess, service_env, stop_services
@@ -62,7 +63,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     chat_log = folder / "chat-sent.jsonl"
     config = write_apps(folder, {
         "chat": stdio([PYTHON, "-m", "apps.aurora_app_chat"], package=CHAT, platform=CHAT_PLATFORM,
-                      mcp={"env": {"CHAT_LOG_FILE": str(chat_log), "CHAT_WEB_PORT": str(web_port)}}),
+                      mcp={"env": {"CHAT_LOG_FILE": str(chat_log), "CHAT_WEB_PORT": str(web_port),
+                                   SECRET_ENV: WEBHOOK_SECRET}}),
         "elicit": stdio([PYTHON, str(APPS / "elicit_app.py")], package=ELICIT),
         "elicit_http": {"package": ELICIT_HTTP,
                         "mcp": {"transport": "streamable_http", "url": f"http://127.0.0.1:{http_port}/mcp"}},

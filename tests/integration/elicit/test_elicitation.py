@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
 import uuid
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
+from tests.harness.chat_webhook import post_signed
 from tests.integration.elicit.conftest import (
     ELICIT,
     ELICIT_HTTP,
@@ -74,13 +74,11 @@ async def question(stack: Stack, session: str) -> tuple[str, str]:
 
 
 def webhook_answer(stack: Stack, interaction_id: str, session: str, value: str, user: str = USER) -> None:
-    """What the chat page does when the user answers: POST the answer to the chat app's webhook."""
+    """The user's answer, as the IM's signed webhook posts it to the chat app."""
     body = {"type": "interaction.submitted", "session_id": session, "interaction_id": interaction_id,
             "value": value, "user_id": user}
-    request = urllib.request.Request(f"{stack.chat_web}/events", data=json.dumps(body).encode(),
-                                     headers={"Content-Type": "application/json"}, method="POST")
-    with urllib.request.urlopen(request, timeout=10) as response:
-        assert response.status == 202
+    reply = post_signed(stack.chat_web, body)
+    assert reply.status_code == 202, reply.text
 
 
 def step(task: dict[str, Any], step_id: str) -> dict[str, Any]:
