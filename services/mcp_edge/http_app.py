@@ -7,7 +7,10 @@ NATS KV, so that any instance serves it. The SDK runs stateless underneath: an `
 gets its `Mcp-Session-Id` added here; later requests are checked against KV here. The
 session's GET stream (server notifications) is served here too, from `ListChanges`. A
 session's POST of a JSON-RPC response answers a request one of its calls sent (`backchannel`).
-2026-07-28 requests carry no session and go to the SDK as they are.
+2026-07-28 requests carry no session and go to the SDK as they are. In front of all of it,
+`shared.web_origin` answers 403 to a `Host` or `Origin` that is not the edge's own (the MCP
+transport's DNS-rebinding rule; `origin_refusal` is the body), and JSON bodies are read with a
+bound on nesting (`shared.bounded_json`).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from services.mcp_edge.gate import Caller
 from services.mcp_edge.mcp_server import CALLER_STATE
 from services.mcp_edge.sessions import SessionStore
 from services.mcp_edge.tokens import TokenRecord, TokenStore
+from shared.bounded_json import BadJson, loads_bounded
 from shared.logs import get_logger
 
 Scope = MutableMapping[str, Any]
@@ -86,6 +90,13 @@ def jsonrpc_error(message: str, code: int = -32600) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
 
 
+def origin_refusal(reason: str, message: str) -> dict[str, Any]:
+    """The 403 body for a foreign Host or Origin: a JSON-RPC error whose data names which."""
+    body = jsonrpc_error(message)
+    body["error"]["data"] = {"reason": reason}
+    return body
+
+
 async def read_body(receive: Receive) -> bytes:
     chunks: list[bytes] = []
     while True:
@@ -115,8 +126,8 @@ def replay(body: bytes, receive: Receive) -> Receive:
 def initialize_of(body: bytes) -> dict[str, Any] | None:
     """The params of an `initialize` request, or None when the body is something else."""
     try:
-        message = json.loads(body)
-    except ValueError:
+        message = loads_bounded(body)
+    except BadJson:
         return None
     if isinstance(message, dict) and message.get("method") == "initialize":
         params = message.get("params")
@@ -282,8 +293,8 @@ class EdgeApp:
 
 def _is_client_answer(body: bytes) -> bool:
     try:
-        return is_response(json.loads(body))
-    except ValueError:
+        return is_response(loads_bounded(body))
+    except BadJson:
         return False
 
 

@@ -20,7 +20,7 @@ from services.mcp_edge.backchannel import ClientReplies, EdgeSessionManager
 from services.mcp_edge.changes import ListChanges
 from services.mcp_edge.config import EdgeSettings
 from services.mcp_edge.gate import Gate
-from services.mcp_edge.http_app import EdgeApp
+from services.mcp_edge.http_app import EdgeApp, origin_refusal
 from services.mcp_edge.mcp_server import VERSION, build_server
 from services.mcp_edge.sessions import SessionStore
 from services.mcp_edge.tokens import TokenStore
@@ -29,6 +29,7 @@ from shared.kvmirror import KvMirror
 from shared.logs import get_logger
 from shared.streams import BucketSpec, agents_bucket, approvals_bucket, ensure_bucket, tools_bucket
 from shared.subjects import Subjects
+from shared.web_origin import GuardedApp
 
 log = get_logger("aurora.mcp_edge")
 DAY = 24 * 3600.0
@@ -114,7 +115,11 @@ class EdgeService:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((settings.host, settings.port))  # bound here: a port in use fails the start, loudly
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(app, lifespan="off", log_config=None, access_log=False, timeout_graceful_shutdown=5)
+        # Only requests for the edge's own address, from no page or its own (DNS rebinding): 403 otherwise.
+        guarded = GuardedApp(app, settings.origin_policy(self.port), body=origin_refusal,
+                             on_refusal=lambda code, why: log.warning("request refused", reason=code, detail=why))
+        config = uvicorn.Config(guarded, lifespan="off", log_config=None, access_log=False,
+                                timeout_graceful_shutdown=5)
         http = uvicorn.Server(config)
         task = asyncio.create_task(http.serve(sockets=[sock]), name="edge-http")
 
