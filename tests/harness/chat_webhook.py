@@ -59,6 +59,24 @@ class PageUser:
         self.http.close()
 
 
+class AsyncPageUser:
+    """`PageUser` for async tests."""
+
+    def __init__(self, base: str, user: str) -> None:
+        self.base = base.rstrip("/")
+        self.user = user
+        self.http = httpx.AsyncClient(base_url=self.base, timeout=10, headers={"origin": self.base})
+
+    async def sign_in(self) -> httpx.Response:
+        return await self.http.post("/session", json={"user_id": self.user})
+
+    async def post(self, body: dict[str, Any]) -> httpx.Response:
+        return await self.http.post("/events", json=body)
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+
 class PageUsers:
     """People on the page, one browser session per user id, as `make dev` and compose users are:
     `post(body)` posts as the body's `user_id` (default u1, the page's), signing that user in first."""
