@@ -104,6 +104,16 @@ def chat_page(env: Mapping[str, str]) -> str:
     return f"http://127.0.0.1:{port}/" if port.isdigit() and int(port) > 0 else CHAT_PAGE
 
 
+def chat_curl_lines(page: str, body: str) -> list[str]:
+    """How to post `body` (JSON) to the chat page from a shell, as the banner shows it: sign in
+    as a free user (the page's session cookie, kept in a cookie file), then post as that user.
+    Posting as a chosen user takes the signed webhook (docs/guides/chat-page.md)."""
+    jar = "/tmp/aurora-chat.cookies"
+    return [f"curl -s -c {jar} -XPOST {page}session -H 'content-type: application/json' -d '{{}}'"
+            "   # sign in as a free user",
+            f"curl -s -b {jar} -XPOST {page}events -H 'content-type: application/json' -d '{body}'"]
+
+
 def example_app_specs(python: str = sys.executable, notes_port: int = NOTES_PORT,
                       assets_port: int = ASSETS_PORT) -> list[ServiceSpec]:
     return [ServiceSpec("aurora_app_notes", (python, "-m", "apps.aurora_app_notes", "--host", "127.0.0.1",
@@ -434,7 +444,7 @@ class DevStack:
         page = chat_page(self._base_env)
         try_lines = [
             f"  open {page}   # the chat page: type 设备 C-3 最近的告警和资产档案",
-            f"  curl -s -XPOST {page}events -H 'content-type: application/json' -d '{message}'",
+            *(f"  {line}" for line in chat_curl_lines(page, message)),
             f"  curl -s {page}conversations/group_1   # the relay's answer, naming both sources",
             f"  {env}{aurora} tasks list                 # the demo agents' tasks",
             f"  {env}{aurora} events tail",

@@ -5,14 +5,20 @@ signed body (any user, as an IM's webhook). Nothing refused is emitted."""
 
 from __future__ import annotations
 
+import asyncio
+import json
+import os
+import re
 import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import httpx
 
+from aurora_cli.devstack import chat_curl_lines
 from tests.harness.chat_web import Web, chat_web
-from tests.harness.chat_webhook import WEBHOOK_SECRET, signed
+from tests.harness.chat_webhook import SECRET_ENV, WEBHOOK_SECRET, signed
+from tests.harness.processes import REPO
 
 SAY = {"type": "message.received", "session_id": "g", "text": "hi"}
 
@@ -129,3 +135,32 @@ async def test_the_page_posts_as_its_sessions_user_and_no_one_else(tmp_path: Pat
         finally:
             await alice.aclose()
             await mallory.aclose()
+
+
+def guide_block(needle: str) -> str:
+    """The shell block of docs/guides/chat-page.md that contains `needle`."""
+    blocks = re.findall(r"```sh\n(.*?)```", (REPO / "docs" / "guides" / "chat-page.md").read_text(), re.S)
+    return next(b for b in blocks if needle in b)
+
+
+async def test_the_shell_lines_people_are_given_work(tmp_path: Path) -> None:
+    """The guide's two recipes (a page user with a cookie file, the signed webhook with openssl)
+    and the lines `aurora dev` prints, run by bash against the real page."""
+    body = json.dumps({"type": "message.received", "session_id": "group_1", "text": "from the banner"},
+                      ensure_ascii=False)
+    async with chat_web(tmp_path) as web:
+        scripts = [(guide_block("-c /tmp/aurora-chat.cookies"), "page"), (guide_block("openssl dgst"), "u1"),
+                   ("\n".join(chat_curl_lines("http://127.0.0.1:8780/", body)), "page")]
+        for n, (script, actor) in enumerate(scripts):
+            here = script.replace("http://127.0.0.1:8780/", web.url).replace("/tmp/aurora-chat.cookies",
+                                                                              str(tmp_path / f"cookies-{n}"))
+            shell = await asyncio.create_subprocess_exec(
+                "bash", "-euo", "pipefail", "-c", here, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
+                env={"PATH": os.environ["PATH"], SECRET_ENV: WEBHOOK_SECRET})
+            out, err = await asyncio.wait_for(shell.communicate(), timeout=30)
+            assert shell.returncode == 0, (here, out, err)
+            assert b'"accepted":true' in out, (here, out, err)
+            payload = (await web.chat.next_event())["payload"]
+            who = payload["actor"]["id"]
+            assert who.startswith("u-") if actor == "page" else who == actor, (here, payload)
+

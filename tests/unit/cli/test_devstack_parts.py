@@ -89,7 +89,8 @@ def test_the_banner_names_the_url_and_the_commands(tmp_path: Path, monkeypatch: 
     with_demo = DevStack(Path("var/dev"), port=4222, specs=[]).banner("aurora", demo="agent/weather-desk (1 created)")
     assert "  demo      agent/weather-desk (1 created)" in with_demo
     assert "open http://127.0.0.1:8780/" in with_demo  # the chat page, scenario 1's question
-    assert "curl -s -XPOST http://127.0.0.1:8780/events" in with_demo and "设备 C-3 最近的告警和资产档案" in with_demo
+    assert "-XPOST http://127.0.0.1:8780/session" in with_demo  # a script signs in as a page user first
+    assert "-XPOST http://127.0.0.1:8780/events" in with_demo and "设备 C-3 最近的告警和资产档案" in with_demo
     assert "aurora tasks list" in with_demo
     moved = DevStack(Path("var/dev"), port=4222, specs=[], env={"CHAT_WEB_PORT": "18780"}).banner("aurora", demo="x")
     assert "open http://127.0.0.1:18780/" in moved  # the port the chat app was given (CHAT_WEB_PORT)
