@@ -20,6 +20,7 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
+from services.mcp_gateway.calls.caller import Caller
 from shared.clock import now_iso
 from shared.contracts.toolcall import ToolCallContext, ToolProgress
 
@@ -35,6 +36,7 @@ class CallInFlight:
     context: ToolCallContext
     deadline: float  # time.monotonic() after which the call has timed out
     progress: list[ToolProgress] = field(default_factory=list)
+    caller: Caller | None = None  # who made the call: what the app asks during it is audited as theirs
 
     def remaining(self) -> float:
         return self.deadline - time.monotonic()
@@ -56,10 +58,10 @@ class CallsInFlight:
         self._serial = itertools.count(1)
 
     def running(self, key: SessionKey, tool: str, context: ToolCallContext, *, call_id: str | None,
-                timeout: float) -> AbstractContextManager[CallInFlight]:
+                timeout: float, caller: Caller | None = None) -> AbstractContextManager[CallInFlight]:
         """The call, known as running on session `key` while the `with` block lasts."""
         call = CallInFlight(token=f"{self._token_prefix}{next(self._serial)}", tool=tool, call_id=call_id,
-                            context=context, deadline=time.monotonic() + timeout)
+                            context=context, deadline=time.monotonic() + timeout, caller=caller)
         return _Running(self._by_session, key, call)
 
     def caller(self, key: SessionKey, meta: Mapping[str, Any] | None, *,

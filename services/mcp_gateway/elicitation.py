@@ -82,6 +82,7 @@ class Elicitation:
         await self._audit(CallRecord(
             request=ToolCallRequest(tool=METHOD, arguments=asked, context=context),
             tool=None, call_id=interaction_id, executed=False, system=key[0],
+            caller=call.caller if isinstance(call, CallInFlight) else None,
             result=ToolCallResult(status="ok" if code is None else "denied", structured=structured,
                                   error=ToolError(code=code, message=reason) if code and reason else None,
                                   duration_ms=round((time.perf_counter() - started) * 1000, 3)),

@@ -63,10 +63,10 @@ class Sampling:
         try:
             reply = await self._ask(call, key[0], params)
         except Refused as exc:
-            await self._record(key, context, params, started, error=ToolError(code=exc.code, message=str(exc)))
+            await self._record(key, call, params, started, error=ToolError(code=exc.code, message=str(exc)))
             log.info("sampling refused", app=app_name, code=exc.code, reason=str(exc))
             return types.ErrorData(code=types.INVALID_REQUEST, message=f"{exc.code}: {exc}")
-        await self._record(key, context, params, started, reply=reply)
+        await self._record(key, call, params, started, reply=reply)
         text = types.TextContent(type="text", text=reply.text or "")
         return types.CreateMessageResult(role="assistant", content=text, model=reply.model or "unknown",
                                          stop_reason=reply.stop_reason)
@@ -92,11 +92,11 @@ class Sampling:
                                       message=f"the client's answer is no sampling result: {exc}")
         if result is None or error is not None:
             error = error or ToolError(code="bad_client_answer", message="the client gave no result")
-            await self._record(key, call.context, params, started, error=error)
+            await self._record(key, call, params, started, error=error)
             log.info("sampling refused", app=app_name, code=error.code, reason=error.message)
             return types.ErrorData(code=types.INVALID_REQUEST, message=f"{error.code}: {error.message}")
         text = result.content.text if isinstance(result.content, types.TextContent) else None
-        await self._record(key, call.context, params, started, reply=contract.SampleReply(
+        await self._record(key, call, params, started, reply=contract.SampleReply(
             text=text, model=result.model, stop_reason=result.stop_reason))
         return result
 
@@ -135,14 +135,17 @@ class Sampling:
             raise Refused(reply.error.code, reply.error.message)
         return reply
 
-    async def _record(self, key: SessionKey, context: ToolCallContext, params: types.CreateMessageRequestParams,
+    async def _record(self, key: SessionKey, call: CallInFlight | str, params: types.CreateMessageRequestParams,
                       started: float, *, reply: contract.SampleReply | None = None,
                       error: ToolError | None = None) -> None:
+        """On the audit as the call's caller (`call`: the call in flight, or why none is named)."""
+        context = call.context if isinstance(call, CallInFlight) else ToolCallContext()
         asked = {"messages": len(params.messages), "max_tokens": params.max_tokens,
                  "system_prompt": params.system_prompt}
         structured = {"model": reply.model, "stop_reason": reply.stop_reason, "text": reply.text} if reply else None
         await self._audit(CallRecord(
             request=ToolCallRequest(tool=METHOD, arguments=asked, context=context), tool=None,
             call_id=f"sample-{uuid.uuid4().hex[:20]}", executed=False, system=key[0],
+            caller=call.caller if isinstance(call, CallInFlight) else None,
             result=ToolCallResult(status="ok" if error is None else "denied", structured=structured, error=error,
                                   duration_ms=round((time.perf_counter() - started) * 1000, 3))))

@@ -12,6 +12,7 @@ from typing import Any
 import msgspec
 
 from services.mcp_gateway import classify, targets
+from services.mcp_gateway.calls.caller import Caller
 from services.mcp_gateway.calls_in_flight import CallsInFlight
 from services.mcp_gateway.input_required import InputRequestsFailed
 from services.mcp_gateway.session import AppSession, CallInterrupted, CallTimedOut, SessionUnavailable
@@ -25,24 +26,26 @@ class McpExecutor:
         self._calls = calls or CallsInFlight()  # MCP calls running now: what an app asks back finds its call
 
     async def execute(self, request: ToolCallRequest, tool: ToolDefinition, execution: McpExecution,
-                      call_id: str) -> ToolCallResult:
+                      call_id: str, caller: Caller | None = None) -> ToolCallResult:
         session = self.sessions.get((execution.app, execution.instance))
         limit = session.app.mcp.call_timeout_seconds if session is not None else targets.DEFAULT_TIMEOUT
         timeout = targets.call_timeout(request.timeout_seconds, limit)
         return await self.call_session(session, execution.tool, request.arguments, tool.side_effect, timeout,
-                                       call_id, context=request.context)
+                                       call_id, context=request.context, caller=caller)
 
     async def call_session(
         self, session: AppSession | None, tool: str, arguments: dict[str, Any], side_effect: SideEffect,
         timeout: float, key: str | None = None, *, context: ToolCallContext | None = None,
+        caller: Caller | None = None,
     ) -> ToolCallResult:
         """`key`: the idempotency key a write carries in `_meta` (apps that accept one deduplicate on it).
         `context`: whom the call is for, which elicitation and sampling requests during it need;
-        the app's progress notes (by the call's `progressToken`) come back in the result."""
+        the app's progress notes (by the call's `progressToken`) come back in the result.
+        `caller`: who made the call, whom what the app asks during it is audited as."""
         if session is None:
             return classify.failed("unavailable", "no_session", "the app has no session", side_effect=side_effect)
         with self._calls.running(session.key, tool, context or ToolCallContext(), call_id=key,
-                                 timeout=timeout) as running:
+                                 timeout=timeout, caller=caller) as running:
             meta: dict[str, Any] = {"progressToken": running.token}
             if key is not None and side_effect != "read":
                 meta[IDEMPOTENCY_META_KEY] = key

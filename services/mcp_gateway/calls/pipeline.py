@@ -163,7 +163,7 @@ class CallPipeline:
         sending(request.tool, tool.side_effect)  # from here a failure may follow a call sent
         execution = tool.execution
         if isinstance(execution, McpExecution):
-            result = await self._mcp.execute(request, tool, execution, call_id)
+            result = await self._mcp.execute(request, tool, execution, call_id, caller)
         else:
             result = await self._http.execute(request, tool, call_id)
         return msgspec.structs.replace(result, approval_id=gate), True
@@ -191,7 +191,7 @@ class CallPipeline:
         gate = await self._gate.admit(caller, request, spec, call_id, gated=spec.needs_approval)
         if isinstance(gate, ToolCallResult):
             return gate, False
-        result, executed = await self._platform.send(request, prepared, claim)
+        result, executed = await self._platform.send(request, prepared, claim, caller)
         return (msgspec.structs.replace(result, approval_id=gate) if gate else result), executed
 
     async def reply_in_event(self, context: ToolCallContext, text: str, *, call_id: str) -> ToolCallResult:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from services.mcp_gateway import classify, targets
+from services.mcp_gateway.calls.caller import Caller
 from services.mcp_gateway.calls.mcp import McpExecutor
 from services.mcp_gateway.catalog import CatalogTool, ToolCatalog
 from services.mcp_gateway.ledger import Claim
@@ -70,8 +71,8 @@ class PlatformCalls:
                                    side_effect=spec.side_effect)
         return PlatformCall(spec, app, app_tool, arguments)
 
-    async def send(self, request: ToolCallRequest, call: PlatformCall,
-                   claim: Claim | None = None) -> tuple[ToolCallResult, bool]:
+    async def send(self, request: ToolCallRequest, call: PlatformCall, claim: Claim | None = None,
+                   caller: Caller | None = None) -> tuple[ToolCallResult, bool]:
         spec, app = call.spec, call.app
         # As for the app's own tools: the ledger's claim must not outlive the caller's patience.
         timeout = targets.call_timeout(request.timeout_seconds, app.mcp.call_timeout_seconds)
@@ -84,5 +85,5 @@ class PlatformCalls:
         key = claim.call_id if claim is not None else None
         session = self._mcp.sessions.get(call.app_tool.app_key)
         result = await self._mcp.call_session(session, call.app_tool.tool, call.arguments, spec.side_effect,
-                                              timeout, key, context=request.context)
+                                              timeout, key, context=request.context, caller=caller)
         return result, True
