@@ -179,3 +179,20 @@ async def test_joining_the_group_and_a_friend_request_from_the_page(
                         {"request_id": request_id, "accept": True, "message": "好的"})
     await expect(request).to_contain_text("accepted: 好的")
 
+
+
+async def test_a_page_plays_one_user_and_cannot_take_one_another_page_plays(
+        page_stack: PageStack, snc: NATS, browser: Browser) -> None:
+    first = await open_page(browser, page_stack, "group_pair", "u61")
+    await say(first, "u61 here")
+    second = await browser.new_page()  # another browser: its own cookies
+    await second.goto(f"{page_stack.page_url}?c=group_pair&u=u61")
+    await expect(second.locator("#status")).to_contain_text("user 'u61' is signed in on another page")
+    assert await second.evaluate("document.cookie") == ""  # HttpOnly: no script reads the session
+    await second.locator("#user").fill("u62")
+    await second.locator("#open").click()
+    await expect(second.locator("#status")).to_have_text("")
+    await say(second, "u62 here")
+    # each message is shown as the user its page plays, on both pages
+    for page in (first, second):
+        await expect(page.locator("li.message.in .meta")).to_contain_text(["u61 ·", "u62 ·"], timeout=LIVE)
