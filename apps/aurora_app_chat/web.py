@@ -68,6 +68,12 @@ def _error(status: int, code: str, message: str, **extra: Any) -> JSONResponse:
     return JSONResponse({"error": {"code": code, "message": message, **extra}}, status_code=status)
 
 
+def _refused(status: int, code: str, message: str) -> JSONResponse:
+    """A caller that did not prove who it speaks for: answered, and logged (stderr) with why."""
+    log("event refused", status=status, code=code, reason=message)
+    return _error(status, code, message)
+
+
 def _static(name: str) -> Response:
     body = resources.files(__package__).joinpath("static", name).read_bytes()
     return Response(body, media_type=_STATIC[name], headers={"Cache-Control": "no-store"})
@@ -129,7 +135,7 @@ def web_app(chat: ChatApp, verifier: Verifier, sessions: PageSessions) -> Starle
         try:
             token, user = sessions.sign_in(request.cookies.get(COOKIE), wanted)
         except SignInRefused as exc:
-            return _error(409 if exc.code == "user_taken" else 422, exc.code, str(exc))
+            return _refused(409, exc.code, str(exc)) if exc.code == "user_taken" else _error(422, exc.code, str(exc))
         reply = JSONResponse({"user_id": user})
         reply.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
         return reply
@@ -144,17 +150,17 @@ def web_app(chat: ChatApp, verifier: Verifier, sessions: PageSessions) -> Starle
             try:
                 verifier.verify(request.headers.get(SIGNATURE_HEADER), request.headers.get(TIMESTAMP_HEADER), raw)
             except SignatureRefused as exc:
-                return _error(401, "bad_signature", str(exc))
+                return _refused(401, "bad_signature", str(exc))
         else:
             user = sessions.user_of(request.cookies.get(COOKIE))
             if user is None:
-                return _error(401, "not_authenticated",
-                              "say who you are: post from the chat page (it signs in as a user), or sign the body "
-                              f"with the webhook secret ({SIGNATURE_HEADER} and {TIMESTAMP_HEADER})")
+                return _refused(401, "not_authenticated",
+                                "say who you are: post from the chat page (it signs in as a user), or sign the body "
+                                f"with the webhook secret ({SIGNATURE_HEADER} and {TIMESTAMP_HEADER})")
             body = _as_user(body, user)
             if body is None:
-                return _error(403, "not_your_user", f"this page is signed in as {user!r}: it may not post as "
-                              "another user (sign in as them, or send a signed webhook body)")
+                return _refused(403, "not_your_user", f"this page is signed in as {user!r}: it may not post as "
+                                "another user (sign in as them, or send a signed webhook body)")
         try:
             emission = parse_body(body)
         except BadEvent as exc:

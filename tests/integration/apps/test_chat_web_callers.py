@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 
 from aurora_cli.devstack import chat_curl_lines
-from tests.harness.chat_web import Web, chat_web
+from tests.harness.chat_web import Web, chat_web, text_of
 from tests.harness.chat_webhook import SECRET_ENV, WEBHOOK_SECRET, signed
 from tests.harness.processes import REPO
 
@@ -85,6 +85,8 @@ async def test_an_unproven_post_is_refused_whoever_it_names(tmp_path: Path) -> N
         replayed = await web.http.post("/events", content=raw, headers=headers)
         assert replayed.status_code == 401 and "replay" in replayed.json()["error"]["message"]
         await emitted_next(web, "after the refusals")
+        logged = [json.loads(line) for line in text_of(web.stderr).splitlines() if '"event refused"' in line]
+        assert [r["code"] for r in logged] == ["not_authenticated"] + ["bad_signature"] * 4, logged
 
 
 async def test_without_a_secret_only_the_page_may_post(tmp_path: Path) -> None:
