@@ -70,11 +70,10 @@ class ChatTurn:
 
     def message(self) -> dict[str, Any]:
         """The assistant message to send back in the next request (and keep in the step log).
-        A turn of tool calls without text leaves `content` out rather than sending null: strict
-        servers (llama-cpp-python's) refuse a null content, and the whole next turn with it."""
-        message: dict[str, Any] = {"role": "assistant"}
-        if self.content is not None or not self.tool_calls:
-            message["content"] = self.content or ""
+        A turn of tool calls without text sends `content: ""`: llama-cpp-python's server refuses
+        null (HTTP 500, a validation error) and its chat templates read a missing one as an error,
+        either way failing the whole next turn; OpenAI-compatible servers take the empty string."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content or ""}
         if self.tool_calls:
             message["tool_calls"] = [
                 {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}

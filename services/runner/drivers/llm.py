@@ -267,7 +267,8 @@ def turn_from_log(logged: dict[str, Any]) -> ChatTurn:
         ToolCallProposal(id=c["id"], name=c["function"]["name"], arguments=c["function"].get("arguments") or "{}")
         for c in message.get("tool_calls") or []
     )
-    return ChatTurn(content=message.get("content"), tool_calls=calls, finish_reason=logged.get("finish_reason"),
+    # `or None`: a tool-call turn is kept with `content: ""` (see ChatTurn.message), as the model sent none.
+    return ChatTurn(content=message.get("content") or None, tool_calls=calls, finish_reason=logged.get("finish_reason"),
                     usage=logged.get("usage") or {})
 
 
