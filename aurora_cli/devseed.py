@@ -22,7 +22,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from aurora_cli import toolfile
-from aurora_cli.commands.apply import Document, await_areas, load_documents
+from aurora_cli.commands.apply import Document, await_areas, in_dependency_order, load_documents
 from aurora_cli.output import connected
 from shared.admin import AdminRequestError, admin_request
 from shared.resources import APPLY, GET
@@ -83,5 +83,7 @@ def has_model(env: dict[str, str]) -> bool:
 
 
 def demo_documents(path: Path = DEMO_DIR, *, with_llm: bool = False) -> list[Document]:
+    """The demo's documents in dependency order, across both folders (deploy/demo/llm/'s agents
+    name the tools deploy/demo/ imports)."""
     documents = load_documents(path)
-    return documents + load_documents(path / "llm") if with_llm else documents
+    return in_dependency_order(documents + load_documents(path / "llm")) if with_llm else documents

@@ -4,6 +4,10 @@ Every document of a file is checked first (kind, id and — for kinds with a mod
 field), so one bad document applies nothing; then each goes to its area's admin endpoint
 (`<prefix>.admin.<area>.apply`), which answers created / updated / unchanged. Errors name the
 file, the document's position and id, and the field.
+
+Documents are applied in dependency order (`APPLY_ORDER`), across the files of a folder: a
+service refuses a document naming one that does not exist yet (an agent's skills), and a
+writer should not have to order a file for it. Within a kind, file order is kept.
 """
 
 from __future__ import annotations
@@ -34,6 +38,12 @@ def register(app: typer.Typer) -> None:
     app.command(name="apply")(apply)
     app.command(name="get")(get)
     app.command(name="delete")(delete)
+
+
+# What may be applied, each after what it may name: systems and their imported tools, the skills
+# agents name, the agents and pipelines that bindings, schedules and policies name. `Tool` is read
+# with `aurora get` only (its lifecycle commands and OpenAPI imports change it).
+APPLY_ORDER = ("System", toolfile.KIND.kind, "Skill", "Agent", "Pipeline", "ApprovalPolicy", "Binding", "Schedule")
 
 
 @dataclass(frozen=True)
@@ -83,9 +93,24 @@ def yaml_files(path: Path) -> list[Path]:
     return found
 
 
+def in_dependency_order(documents: list[Document]) -> list[Document]:
+    """`documents` in the order they can be applied (`APPLY_ORDER`); a stable sort, so documents
+    of one kind keep their files' order."""
+    return sorted(documents, key=lambda doc: APPLY_ORDER.index(doc.kind.kind))
+
+
+def document_kind(value: object) -> ResourceKind:
+    """The kind a document names, or a ResourceError listing the kinds `apply` takes."""
+    if value == toolfile.KIND.kind:
+        return toolfile.KIND
+    if value in APPLY_ORDER:
+        return kind_of(value)
+    raise ResourceError([("kind", f"unknown kind {value!r}; apply takes: {', '.join(APPLY_ORDER)}")])
+
+
 def load_documents(path: Path) -> list[Document]:
     """Check every document of a file (or of every YAML file of a folder, in name order); raise
-    DocumentErrors listing every problem found."""
+    DocumentErrors listing every problem found. The documents come back in dependency order."""
     problems: list[str] = []
     documents: list[Document] = []
     seen: dict[tuple[str, str], tuple[str, int]] = {}
@@ -95,7 +120,7 @@ def load_documents(path: Path) -> list[Document]:
         raise DocumentErrors(problems)
     if not documents:
         raise CliError(f"{path}: no documents to apply")
-    return documents
+    return in_dependency_order(documents)
 
 
 def _check_file(path: Path, problems: list[str], documents: list[Document],
@@ -107,7 +132,7 @@ def _check_file(path: Path, problems: list[str], documents: list[Document],
             problems.append(f"{where}: expected a mapping with kind and id, found {type(doc).__name__}")
             continue
         try:
-            kind = toolfile.KIND if doc.get("kind") == toolfile.KIND.kind else kind_of(doc.get("kind"))
+            kind = document_kind(doc.get("kind"))
         except ResourceError as exc:
             problems.append(f"{where}: {exc}")
             continue
@@ -157,8 +182,8 @@ def apply(
         "--wait", min=0, help="Seconds to wait for the services that own the documents to answer at all "
         "(a stack still starting, e.g. compose's demo-init); 0: do not wait.")] = 0.0,
 ) -> None:
-    """Create or update resources (Binding, Agent, Pipeline, System, Skill, Schedule, ApprovalPolicy;
-    OpenApiImport) idempotently."""
+    """Create or update resources (System, OpenApiImport, Skill, Agent, Pipeline, ApprovalPolicy,
+    Binding, Schedule) idempotently, in that order whatever the files' order."""
     settings = settings_or_fail()
     try:
         documents = load_documents(filename)
@@ -204,8 +229,7 @@ async def _apply_all(settings: Settings, documents: list[Document], timeout: flo
     async with connected(settings.nats) as nc:
         if wait > 0:
             await await_areas(nc, settings, [doc.kind.area for doc in documents], wait)
-        # Skills first: an agent naming a skill is refused unless the skill exists.
-        for doc in sorted(documents, key=lambda d: d.kind.kind != "Skill"):
+        for doc in in_dependency_order(documents):
             entry: dict[str, Any] = {"file": doc.source, "index": doc.index, "kind": doc.kind.kind, "id": doc.id}
             if doc.kind is toolfile.KIND:  # the reviewed tool file: import, review, publish
                 try:

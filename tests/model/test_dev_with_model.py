@@ -24,7 +24,6 @@ from typing import Any
 
 import httpx
 import pytest
-import yaml
 
 from aurora_cli.localnats import free_port
 from shared.contracts.task import TERMINAL_STATES
@@ -125,11 +124,6 @@ def test_aurora_dev_with_a_real_small_model_ends_every_task_honestly(
     output = dev.output()
     cli = dev.cli_here()
     agents = {a["id"] for a in _json(cli, "get", "agents")["items"]}
-    if not set(LLM_AGENTS) <= agents and "were not applied" in output:
-        # Until `apply` orders documents by dependency, `aurora dev` stops at relay-llm's skill,
-        # defined after it: the folder is applied here skills first, agents, then bindings.
-        _apply_in_dependency_order(cli, tmp_path)
-        agents = {a["id"] for a in _json(cli, "get", "agents")["items"]}
     assert set(LLM_AGENTS) <= agents, f"deploy/demo/llm/ was not applied: {sorted(agents)}\n{output}"
 
     page = Page(f"http://127.0.0.1:{chat_port}")
@@ -166,17 +160,6 @@ def test_aurora_dev_with_a_real_small_model_ends_every_task_honestly(
     # assistant's tool-call turn sent back with `content: null`, or none, was: every run failed at m2).
     refused = [(e.status, str(e.response)[:300]) for e in relay.recorded() if e.status != 200]
     assert not refused, refused
-
-
-def _apply_in_dependency_order(cli: Cli, folder: Path) -> None:
-    order = {"Skill": 0, "Agent": 1, "Binding": 2}
-    documents = [doc for path in sorted(LLM_DIR.glob("*.yml"))
-                 for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")) if doc]
-    path = folder / "llm-ordered.yml"
-    path.write_text(yaml.safe_dump_all(sorted(documents, key=lambda d: order.get(d["kind"], 3)), allow_unicode=True),
-                    encoding="utf-8")
-    done = cli("apply", "-f", str(path))
-    assert done.returncode == 0, done.stdout + done.stderr
 
 
 def _settle(cli: Cli, page: Page, rooms: dict[str, str], granted: dict[str, dict[str, Any]]) -> list[dict[str, Any]]:

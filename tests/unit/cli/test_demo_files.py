@@ -80,7 +80,7 @@ def test_the_demo_asset_register_is_probed_and_a_bad_probe_is_named() -> None:
 
 def test_the_llm_variant_is_valid_and_not_applied_with_the_folder() -> None:
     documents = load_documents(DEMO_DIR / "llm" / "relay-llm.yml")
-    agent = parse_resource(Agent, documents[0].body)
+    agent = parse_resource(Agent, next(d.body for d in documents if d.kind.kind == "Agent"))
     assert agent.agent_kind == "llm" and agent.model is None  # the runners' default model
     assert "relay-llm" not in {d.id for d in load_documents(DEMO_DIR)}
 
@@ -105,3 +105,29 @@ def test_the_llm_variants_take_the_same_events_as_the_playbooks_above_them() -> 
     assert not has_model({"AURORA_MODEL_BASE_URL": "http://ollama:11434/v1"}) and not has_model({})
     with_llm = [d.id for d in demo_documents(with_llm=True)]
     assert "rule-llm" in with_llm and "rule-llm" not in [d.id for d in demo_documents()]
+
+
+def test_documents_come_in_dependency_order_across_files(tmp_path: Path) -> None:
+    # As deploy/demo/llm/relay-llm.yml is written: the agent, then the skill it names, then its binding.
+    (tmp_path / "a.yml").write_text(
+        "kind: Binding\nid: b\nevent_pattern: '*'\ntarget_type: agent\ntarget_id: x\n---\n"
+        "kind: Agent\nid: x\nagent_kind: llm\nskills: [s]\n", encoding="utf-8")
+    (tmp_path / "b.yml").write_text("kind: Skill\nid: s\ntext: first confirm\n---\n"
+                                    "kind: Agent\nid: y\nagent_kind: playbook\n", encoding="utf-8")
+    assert [f"{d.kind.kind}/{d.id}" for d in load_documents(tmp_path)] == [
+        "Skill/s", "Agent/x", "Agent/y", "Binding/b"]  # within a kind, the files' order
+    shipped = [d.kind.kind for d in demo_documents(with_llm=True)]
+    assert shipped.index("Skill") > shipped.index("OpenApiImport")
+    assert max(i for i, k in enumerate(shipped) if k == "Skill") < shipped.index("Agent")
+    assert max(i for i, k in enumerate(shipped) if k == "Agent") < shipped.index("Binding")
+
+
+def test_an_unknown_kind_lists_the_kinds_apply_takes(tmp_path: Path) -> None:
+    path = tmp_path / "x.yml"
+    path.write_text("kind: Gadget\nid: x\n---\nkind: Tool\nname: t\n", encoding="utf-8")
+    with pytest.raises(DocumentErrors) as raised:
+        load_documents(path)
+    [gadget, tool] = raised.value.problems
+    assert gadget == (f"{path}: document 1: field kind: unknown kind 'Gadget'; apply takes: System, OpenApiImport, "
+                      "Skill, Agent, Pipeline, ApprovalPolicy, Binding, Schedule")
+    assert "unknown kind 'Tool'" in tool  # read with `aurora get tools`, changed by its own commands
