@@ -1,7 +1,9 @@
 """The local stack behind `aurora dev`: an embedded nats-server plus every service, no Docker.
 
-Start order follows the dependencies (nats → bridge → supervisor → gateway → router → runner);
-stop order is the seed's shutdown order, the exact reverse: the runners first, NATS last.
+Start order follows the dependencies (nats → bridge → supervisor → gateway → router → runner),
+but `aurora dev` holds the supervisor — the apps that emit events — until the demo is applied
+(`start(hold=…)`, then `start_held()`); stop order is the exact reverse of the dependency
+order: the runners first, NATS last.
 Each service runs as `python -m services.<name>` in its own session (so the terminal's Ctrl-C
 reaches only this launcher, which then stops them in order); its output is written raw to
 `<data-dir>/logs/<service>.log` and shown on the terminal, prefixed and made readable.
@@ -19,7 +21,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
@@ -235,6 +237,7 @@ class DevStack:
             config_file=self.security.server_config, env=self.security.server_env(self._base_env),
         )
         self._running: list[_Running] = []
+        self._held: list[ServiceSpec] = []  # named in start(hold=…), started by start_held()
         self._print_lock = threading.Lock()
         self._stopping = False
         self.unexpected_exits: list[str] = []
@@ -255,8 +258,10 @@ class DevStack:
 
     # ------------------------------------------------------------------ start
 
-    def start(self, stop: threading.Event | None = None) -> None:
-        """NATS first, then each service in order, each given time to say it started."""
+    def start(self, stop: threading.Event | None = None, *, hold: Collection[str] = ()) -> None:
+        """NATS first, then each service in order, each given time to say it started; the
+        services named in `hold` wait for `start_held()` (`aurora dev` holds the ingress until
+        the demo is applied)."""
         self.logs_dir.mkdir(parents=True, exist_ok=True)
         for server in self.servers:
             if not port_is_free(self.host, server.port):
@@ -287,10 +292,19 @@ class DevStack:
             (self.data_dir / PID_FILE).write_text(f"{self.nats.pid}\n", encoding="utf-8")
         # The CLI lends this folder's credentials to this server only (aurora_cli/clienv.py).
         (self.data_dir / URL_FILE).write_text(f"{self.url}\n", encoding="utf-8")
-        for index, spec in enumerate(self.specs):
+        self._held = [spec for spec in self.specs if spec.name in hold]
+        self._start_all([spec for spec in self.specs if spec.name not in hold], stop)
+
+    def start_held(self, stop: threading.Event | None = None) -> None:
+        """Start the services `start()` held back (once)."""
+        held, self._held = self._held, []
+        self._start_all(held, stop)
+
+    def _start_all(self, specs: Sequence[ServiceSpec], stop: threading.Event | None) -> None:
+        for spec in specs:
             if stop is not None and stop.is_set():
                 return
-            self._start_service(spec, COLORS[index % len(COLORS)], stop)
+            self._start_service(spec, COLORS[self.specs.index(spec) % len(COLORS)], stop)
 
     def _child_env(self, spec: ServiceSpec | None = None) -> dict[str, str]:
         service = spec.name if spec is not None and spec.ready_port is None else None
@@ -387,7 +401,9 @@ class DevStack:
         """Stop the services in reverse start order (SIGTERM, then SIGKILL after the grace
         period), then nats-server; idempotent."""
         self._stopping = True
-        for running in reversed(self._running):
+        # The reverse of the dependency order, whatever order they started in: a held supervisor
+        # still stops after the gateway, whose sessions it waits to see closed.
+        for running in sorted(self._running, key=lambda r: self.specs.index(r.spec), reverse=True):
             label = running.spec.label
             if running.process.poll() is None:
                 self.say(label, running.color, "stopping")

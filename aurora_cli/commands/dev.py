@@ -22,6 +22,11 @@ from aurora_cli.output import EXIT_USAGE, CliError, cli_errors, connected
 from shared.admin import admin_request
 from shared.settings import load_settings
 
+# The apps that emit events (the chat page, the industrial system's alarms) run under the
+# app-supervisor: it starts once the demo is applied, so no event comes before the bindings
+# that route it (one that did was routed `route_not_found` and never answered).
+INGRESS = ("app_supervisor",)
+
 
 def register(app: typer.Typer) -> None:
     app.command(name="dev")(dev)
@@ -71,11 +76,12 @@ def dev(
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
     try:
         with cli_errors():
-            stack.start(stop)
+            stack.start(stop, hold=INGRESS if demo else ())
         if not stop.is_set():
             if not stack.insecure:
                 register_local_admin(stack)
             demo_line = _seed_demo(stack) if demo else None
+            stack.start_held(stop)
             stack.console.print(stack.banner(_aurora_command(), demo=demo_line), markup=False)
             stack.wait(stop)
     finally:

@@ -98,6 +98,23 @@ def test_services_stop_in_reverse_order_and_a_stubborn_one_is_killed(tmp_path: P
     stack.stop()  # idempotent
 
 
+def test_a_held_service_starts_only_when_released_and_still_stops_in_dependency_order(tmp_path: Path) -> None:
+    # `aurora dev` holds the app-supervisor (the apps that emit events) until the demo is applied.
+    polite = f"{READY}; import time; time.sleep(60)"
+    stack, _ = _stack(tmp_path, [_fake("first", polite), _fake("ingress", polite), _fake("third", polite)])
+    try:
+        stack.start(hold=("ingress",))
+        assert [r.spec.name for r in stack._running] == ["first", "third"]
+        stack.start_held()
+        assert [r.spec.name for r in stack._running] == ["first", "third", "ingress"]
+        assert all(r.ready.is_set() for r in stack._running)
+        stack.start_held()  # once
+        assert len(stack._running) == 3
+    finally:
+        stack.stop()
+    assert stack.stop_order == ["third", "ingress", "first", "nats"]
+
+
 def test_readiness_comes_from_the_started_log_line_not_a_timeout(tmp_path: Path) -> None:
     stack, _ = _stack(tmp_path, [_fake("quick", f"{READY}; import time; time.sleep(60)")], ready_timeout=30)
     began = time.monotonic()
