@@ -28,8 +28,9 @@ COMMANDS: dict[str, Area] = {
                                "replicas, leader and follower lag, pending, ack-pending.", group=False),
     "dev": Area("dev", "Run nats-server and every service until Ctrl-C; logs go to the terminal and "
                        "<data-dir>/logs/.", group=False),
-    "apply": Area("apply", "Create or update resources (Binding, Agent, Pipeline, System, Skill, Schedule, "
-                           "ApprovalPolicy; OpenApiImport) idempotently.",
+    "apply": Area("apply", "Create or update resources (System, OpenApiImport, Skill, Agent, Pipeline, "
+                           "ApprovalPolicy, Binding, Schedule) idempotently, in that order whatever the files' "
+                           "order.",
                   group=False),
     "get": Area("apply", "Show saved resources; `-o yaml` prints documents `aurora apply` takes back.",
                 group=False),
@@ -39,7 +40,8 @@ COMMANDS: dict[str, Area] = {
     "health": Area("health", "Every service instance, app, HTTP system and stream, and the dead-letter count.",
                    group=False),
     "events": Area("events", "Watch AMP events and emit native ones.", group=True),
-    "route": Area("route", "Explain routing: dry runs and route traces.", group=True),
+    "route": Area("route", "Explain routing (dry runs, route traces); replay events that found no route.",
+                  group=True),
     "tools": Area("tools", "List and call tools; show definitions and move them through their lifecycle.",
                   group=True),
     "systems": Area("systems", "Systems (MCP apps and HTTP APIs): status, OpenAPI import, enable and disable.",

@@ -26,6 +26,7 @@ from rich.table import Table
 from aurora_cli.clienv import cli_environment
 from shared.bus import credential_options, open_nats
 from shared.errors import AuroraError
+from shared.refusals import PublishRefusals, watch
 from shared.settings import NatsSettings, Settings, load_settings
 
 T = TypeVar("T")
@@ -164,10 +165,10 @@ async def connected(settings: NatsSettings, *, timeout: float = 3.0, name: str =
     }
     options.update(credential_options(settings))
 
-    async def quiet(_: Exception) -> None:  # the failure is reported once, below
-        return None
-
-    options["error_cb"] = quiet
+    # A connect failure is reported once, below; a refused publish fails its request at once
+    # (`not permitted`) instead of waiting out the timeout (shared/refusals.py).
+    refusals = PublishRefusals()
+    options["error_cb"] = refusals.error_callback
     try:
         nc = await open_nats(**options)
     except Exception as exc:
@@ -175,6 +176,7 @@ async def connected(settings: NatsSettings, *, timeout: float = 3.0, name: str =
             f"cannot connect to NATS at {settings.url} ({describe(exc)}); "
             "is the stack running (`make dev`) and NATS_URL right?"
         ) from exc
+    watch(nc, refusals)
     try:
         yield nc
     finally:

@@ -21,6 +21,7 @@ from shared.contracts.people import PERSON_TOKEN
 from shared.errors import AuroraError
 from shared.logs import get_logger
 from shared.people import Caller, reset_caller, set_caller
+from shared.refusals import PublishRefused, refusals_of
 from shared.request_guard import refused_delivery
 from shared.subjects import Subjects
 
@@ -131,9 +132,17 @@ async def admin_request(
     nc: NATS, subjects: Subjects, area: str, verb: str, body: Mapping[str, Any] | None = None,
     *, timeout: float = 5.0,
 ) -> Any:
-    """Call an admin endpoint; an error reply raises AdminRequestError with its code."""
-    msg = await nc.request(subjects.requested(subjects.admin(area, verb)), reply_json(dict(body or {})),
-                           timeout=timeout)
+    """Call an admin endpoint; an error reply raises AdminRequestError with its code, and so does
+    nats-server refusing this identity the request (`not_permitted`, on a connection it watches:
+    shared/refusals.py)."""
+    subject = subjects.requested(subjects.admin(area, verb))
+    payload = reply_json(dict(body or {}))
+    refusals = refusals_of(nc)
+    try:
+        msg = (await nc.request(subject, payload, timeout=timeout) if refusals is None
+               else await refusals.request(nc, subject, payload, timeout=timeout))
+    except PublishRefused as exc:
+        raise AdminRequestError("not_permitted", f"{exc}: your roles do not allow {area}.{verb}") from exc
     value = json.loads(msg.data) if msg.data else None
     if isinstance(value, dict) and set(value) == {"error"} and isinstance(value["error"], dict):
         raise AdminRequestError(str(value["error"].get("code")), str(value["error"].get("message")))

@@ -1,10 +1,12 @@
-"""`aurora route dry-run` and `aurora route trace`: why an event goes where it goes."""
+"""`aurora route dry-run`, `aurora route trace`: why an event goes where it goes; `aurora route
+replay`: route again the stored events that found no route."""
 
 from __future__ import annotations
 
 import json
 import sys
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -13,14 +15,28 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from aurora_cli.commands.apply import DocumentErrors, read_yaml_documents
-from aurora_cli.output import CliError, cli_errors, connected, note, print_json, run, settings_or_fail, stdout
+from aurora_cli.deadletters import parse_duration
+from aurora_cli.output import (
+    EXIT_FAILURE,
+    EXIT_USAGE,
+    CliError,
+    cli_errors,
+    connected,
+    fail,
+    note,
+    print_json,
+    run,
+    settings_or_fail,
+    stdout,
+)
 from shared.admin import AdminRequestError, admin_request
 from shared.clock import now_iso
 from shared.contracts.binding import Binding
 from shared.contracts.resource import ResourceError, parse_resource
 from shared.settings import Settings
 
-app = typer.Typer(help="Explain routing: dry runs and route traces.", no_args_is_help=True)
+app = typer.Typer(help="Explain routing (dry runs, route traces); replay events that found no route.",
+                  no_args_is_help=True)
 
 DEFAULT_SOURCE = {"app": "aurora.cli", "instance": "default"}
 
@@ -74,10 +90,10 @@ def load_drafts(path: Path) -> list[dict[str, Any]]:
     return drafts
 
 
-async def _ask(settings: Settings, verb: str, body: dict[str, Any]) -> Any:
+async def _ask(settings: Settings, verb: str, body: dict[str, Any], *, timeout: float = 5.0) -> Any:
     async with connected(settings.nats) as nc:
         try:
-            return await admin_request(nc, settings.subjects, "router", verb, body)
+            return await admin_request(nc, settings.subjects, "router", verb, body, timeout=timeout)
         except AdminRequestError as exc:
             raise CliError(str(exc)) from exc
         except NoRespondersError as exc:
@@ -149,3 +165,68 @@ def trace(
     for step in found.get("steps") or []:
         mark = "✓" if step.get("passed") else "✗"
         stdout.print(f"  {mark} {step.get('binding_id')}: {step.get('reason')}", markup=False)
+
+
+# How each replayed event is shown; `not_found` and `not_replayable` make the command fail.
+_OUTCOMES = {"dispatched": "dispatched", "already_dispatched": "already dispatched", "would_dispatch": "would dispatch",
+             "no_route": "still no route", "not_replayable": "not replayable", "not_found": "not found"}
+REPLAY_TIMEOUT = 60.0  # seconds: a --since replay reads every event stored since then
+
+
+@app.command("replay")
+def replay(
+    message_ids: Annotated[list[str] | None, typer.Argument(
+        metavar="MESSAGE_ID", help="The events, by message id (`aurora route trace` shows one's status).")] = None,
+    since: Annotated[str | None, typer.Option(
+        "--since", help="Instead: every event stored within this long (10m, 1h, 2d) that found no route.")] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="Show which binding and target each event would get now; dispatch nothing.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the router's answer as JSON.")] = False,
+) -> None:
+    """Route again stored events that found no route (route_not_found, processor_not_found), with the
+    bindings saved now: e.g. events that came before their bindings were applied. Each event is
+    dispatched at most once per binding, however often it is replayed ("already dispatched").
+    Exit 1 when a named event is not found or was routed otherwise; 2 on a usage error."""
+    if bool(message_ids) == (since is not None):
+        fail("name events by MESSAGE_ID or choose them with --since (one of the two)", EXIT_USAGE)
+    body: dict[str, Any] = {"dry_run": dry_run}
+    if message_ids:
+        body["message_ids"] = message_ids
+    else:
+        with cli_errors():
+            window = parse_duration("--since", since)
+        assert window is not None
+        body["since"] = (datetime.now(UTC) - window).isoformat()
+    settings = settings_or_fail()
+    reply = run(_ask(settings, "replay", body, timeout=REPLAY_TIMEOUT))
+    results: list[dict[str, Any]] = reply.get("results") or []
+    if as_json:
+        print_json(reply)
+    else:
+        for result in results:
+            stdout.print(_replay_line(result), markup=False)
+        if since is not None:
+            done = sum(1 for r in results if r.get("outcome") in ("dispatched", "would_dispatch"))
+            verb = "would be dispatched" if dry_run else "dispatched"
+            stdout.print(f"{reply.get('scanned', 0)} event(s) stored in the last {since}; {done} {verb}", markup=False)
+            if reply.get("next_since"):
+                note(f"more events than one replay looks at: go on from {reply['next_since']}")
+    if any(r.get("outcome") in ("not_found", "not_replayable") for r in results):
+        raise typer.Exit(EXIT_FAILURE)
+
+
+def _replay_line(result: dict[str, Any]) -> str:
+    outcome = str(result.get("outcome"))
+    line = f"{result.get('message_id')}  {_OUTCOMES.get(outcome, outcome)}"
+    target = result.get("target")
+    if result.get("binding_id"):
+        line += f"  binding {result['binding_id']}"
+    if isinstance(target, dict):
+        line += f" → {target.get('type')}/{target.get('id')}"
+    if result.get("run_id"):
+        line += f"  run {result['run_id']}"
+    if result.get("status") and outcome != "dispatched":
+        line += f"  ({result['status']})"
+    if result.get("reason"):
+        line += f": {result['reason']}"
+    return line

@@ -88,9 +88,9 @@ def call_tool(
 
     A call an approval policy covers, or of a dangerous tool, waits for approvers, as an agent's
     does: it prints the approval's id and how to continue, or with --wait waits for the decision
-    and calls again with it. Exit codes: 0 the tool succeeded; 3 answered but not ok (denied,
-    failed, the approval denied or expired); 4 still waiting for an approval; 1 the CLI could not
-    ask; 2 bad arguments.
+    and calls again with it. Exit codes: 0 the tool succeeded; 3 answered but not ok (an unknown
+    tool, denied, failed, the approval denied or expired); 4 still waiting for an approval; 1 the
+    CLI could not ask; 2 bad arguments.
     """
     arguments = parse_arguments(args)
     if approval is not None and task is None:

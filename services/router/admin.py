@@ -1,4 +1,5 @@
-"""The router's own admin endpoints: `dry_run`, `trace` and `health` (`amp.admin.router.*`).
+"""The router's own admin endpoints: `dry_run`, `trace` and `health` (`amp.admin.router.*`);
+`replay` is services/router/replay.py's.
 
 A dry run reads the buckets as they are now (not the router's in-memory copy), so it answers
 for a binding applied a moment ago; it routes in memory and publishes nothing.
@@ -53,14 +54,21 @@ class RouterAdmin:
         except EnvelopeError as exc:
             reply = DryRunReply(status="invalid_event", reason=f"invalid event: {exc}")
             return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
-        processors = StaticProcessors(
-            agents=_decode_all(await read_all(self._stores.agents), decode_agent),
-            pipelines=_decode_all(await read_all(self._stores.pipelines), decode_pipeline),
-        )
+        processors = await self._saved_processors()
         decision = decide(event, table, processors, now=self._clock(), explain=True)
         reply = DryRunReply(status=decision.status, binding_id=decision.binding_id,
                             target=decision.target, steps=decision.steps, reason=decision.reason)
         return msgspec.to_builtins(reply)  # type: ignore[no-any-return]
+
+    async def saved_routing(self) -> tuple[RouteTable, StaticProcessors]:
+        """The bindings, agents and pipelines as the buckets hold them now (a replay's)."""
+        return RouteTable(await self._saved_bindings()), await self._saved_processors()
+
+    async def _saved_processors(self) -> StaticProcessors:
+        return StaticProcessors(
+            agents=_decode_all(await read_all(self._stores.agents), decode_agent),
+            pipelines=_decode_all(await read_all(self._stores.pipelines), decode_pipeline),
+        )
 
     async def _saved_bindings(self) -> list[Binding]:
         saved = []

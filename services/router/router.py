@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.errors import NotJSMessageError
 from nats.js.api import ConsumerConfig
 
 from services.router.catalog import Catalog
@@ -42,7 +43,7 @@ from shared.consumer import (
     Retry,
     work_consumer,
 )
-from shared.contracts.route import RouteTrace
+from shared.contracts.route import REPLAYABLE, RouteTrace
 from shared.contracts.run import RunTarget
 from shared.errors import EnvelopeError
 from shared.logs import get_logger
@@ -247,6 +248,7 @@ class Router:
             target=decision.target, run_id=run.run_id if run else None, steps=decision.steps,
             candidates=decision.candidates, reason=decision.reason, event_type=payload.type,
             source_app=header.source.app, synthetic=payload.synthetic, at=at, router=self._config.instance,
+            event_seq=_stream_sequence(msg) if decision.status in REPLAYABLE else None,
         )
         missing = decision.target if decision.status == "processor_not_found" else None
         return _Work(msg=msg, key=trace_key(header.message_id), trace=encode_trace(trace), run=run, missing=missing,
@@ -264,6 +266,14 @@ class Router:
             await self._stores.run_events.put(item.run.offload.name, item.msg.data)
         except Exception as exc:
             item.error = f"storing the large event failed: {exc}"
+
+
+def _stream_sequence(msg: Msg) -> int | None:
+    """Where the event is kept in the events stream (what a replay reads it back by)."""
+    try:
+        return int(msg.metadata.sequence.stream)
+    except (NotJSMessageError, ValueError, TypeError, AttributeError):  # not a JetStream delivery
+        return None
 
 
 def _fallback_id(msg: Msg) -> str:

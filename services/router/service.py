@@ -15,6 +15,7 @@ from nats.micro.service import Service
 from services.router.admin import RouterAdmin
 from services.router.catalog import Catalog
 from services.router.config import RouterSettings
+from services.router.replay import Replayer
 from services.router.router import Router, RouterStats
 from services.router.stores import RouterStores, open_stores
 from shared import write_through
@@ -63,13 +64,15 @@ class RouterService:
         await router.start()
         self._router = router
         admin = RouterAdmin(stores, router.stats, catalog.summary, instance=options.router.instance)
+        replayer = Replayer(nc, subjects, stores, options, admin.saved_routing, capabilities=self._capabilities)
         # A person's request is checked again against the users registry (shared/people.py).
         authorize = (await open_registry(nc.jetstream(), subjects)).refusal
         resources = [ResourceAdmin(kind_of("Binding"), stores.bindings),
                      ResourceAdmin(kind_of("Pipeline"), stores.pipelines)]
         if options.serve_agents:
             resources.append(ResourceAdmin(kind_of("Agent"), stores.agents))
-        areas = {"router": admin.endpoints(), **{r.kind.area: r.endpoints() for r in resources}}
+        areas = {"router": {**admin.endpoints(), "replay": replayer.replay},
+                 **{r.kind.area: r.endpoints() for r in resources}}
         self._services.append(await start_admin_service(
             nc, subjects, name="aurora-router", version=VERSION, areas=areas, authorize=authorize,
             description="routes each event to one pipeline or agent; serves "

@@ -51,6 +51,7 @@ ROLE_OPERATIONS: dict[str, tuple[Operation, ...]] = {
         ("skills", "apply"), ("skills", "delete"), ("tools", "suggest"), ("tools", "edit"),
         ("schedules", "apply"), ("schedules", "delete"), ("schedules", "trigger"), ("schedules", "pause"),
         ("schedules", "resume"),
+        ("router", "replay"),  # dispatches stored events again (its dry run too: it reads every event)
     ),
     "approver": (("approvals", "grant"), ("approvals", "deny")),
     "admin": (("users", "add"), ("users", "disable"), ("policies", "apply"), ("policies", "delete")),

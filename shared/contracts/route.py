@@ -16,6 +16,10 @@ RouteStatus = Literal[
     "dispatched", "discarded", "route_not_found", "processor_not_found",
     "processor_disabled", "processor_incompatible", "invalid_event", "expired",
 ]
+# An event that found no route — no binding took it, or the one that did names a processor that
+# did not exist yet — may be routed again by `aurora route replay` (services/router/replay.py);
+# its trace keeps the event's sequence in the events stream for that.
+REPLAYABLE: tuple[RouteStatus, ...] = ("route_not_found", "processor_not_found")
 
 
 class RouteCheck(msgspec.Struct, frozen=True, kw_only=True):
@@ -58,6 +62,8 @@ class RouteTrace(msgspec.Struct, frozen=True, kw_only=True):
     synthetic: bool = False
     at: str
     router: str | None = None
+    event_seq: int | None = None  # the event's sequence in the events stream, for a REPLAYABLE status
+    replayed: bool = False  # dispatched by a replay, after the event first found no route
 
 
 class DryRunReply(msgspec.Struct, frozen=True, kw_only=True):

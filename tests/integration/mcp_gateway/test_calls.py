@@ -91,6 +91,9 @@ async def test_the_cli_calls_and_lists_tools(platform: Platform) -> None:
     failed = cli(platform.url, "tools", "call", "test.echo.fail", "--json")
     assert failed.returncode == 3
     assert json.loads(failed.stdout)["status"] == "tool_error"
+    # An unknown tool is answered too (not ok): 3, as the command's help says.
+    unknown = cli(platform.url, "tools", "call", "test.echo.no_such_tool", "--json")
+    assert unknown.returncode == 3 and json.loads(unknown.stdout)["status"] != "ok", unknown.stdout
 
 
 async def test_progress_notes_sent_with_the_answer_are_all_in_the_result(

@@ -1,0 +1,250 @@
+"""`amp.admin.router.replay`: route again the stored events that found no route.
+
+An event routed `route_not_found` (no binding took it: e.g. it came before the bindings were
+applied) or `processor_not_found` keeps its trace, which names where the event is kept in the
+events stream (`event_seq`). A replay reads the event back, decides with the bindings, agents and
+pipelines saved now (as a dry run does) and, unless `dry_run`, dispatches it as the routing loop
+would: the run's record, then the run (`Nats-Msg-Id` = run id, the same run id for the same
+event and binding), then the trace, marked `replayed`, written only over the revision the replay
+read. So an event is dispatched once per binding however often, and however many at once, it is
+replayed: a trace that says `dispatched` answers "already dispatched"; two replays racing
+publish the same run, which JetStream keeps once, and one of them writes the trace.
+
+Events are chosen by message id, or by time: every event stored since `since` whose trace is
+replayable, at most `MAX_SCANNED` events looked at per request (`next_since` says where to go on).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import msgspec
+from nats.aio.client import Client as NATS
+from nats.js.api import RawStreamMsg
+from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
+
+from services.router.config import RouterSettings
+from services.router.dispatch import build_run
+from services.router.events import decode_event
+from services.router.selection import Decision, Processors, RouteTable, decide
+from services.router.stores import RouterStores
+from services.router.traces import encode_trace, trace_key
+from shared.admin import AdminRequestError
+from shared.clock import parse_iso
+from shared.contracts.envelope import EventEnvelope
+from shared.contracts.route import REPLAYABLE, RouteTrace
+from shared.contracts.run import run_id_for
+from shared.errors import EnvelopeError
+from shared.logs import get_logger
+from shared.run_records import record_subject
+from shared.streams import events_stream
+from shared.subjects import Subjects
+
+log = get_logger("aurora.router.replay")
+MAX_IDS = 500  # message ids per request
+MAX_SCANNED = 5000  # stored events looked at per `since` request
+_decode_trace = msgspec.json.Decoder(RouteTrace).decode
+
+# What became of each event (the reply's `outcome`).
+DISPATCHED, ALREADY, WOULD, NO_ROUTE, NOT_REPLAYABLE, NOT_FOUND = (
+    "dispatched", "already_dispatched", "would_dispatch", "no_route", "not_replayable", "not_found")
+
+SavedRouting = Callable[[], Any]  # async () -> (RouteTable, Processors): what is saved now
+
+
+@dataclass(frozen=True)
+class _Stored:
+    """A trace as read, with the revision a replay may write over."""
+
+    trace: RouteTrace
+    revision: int
+
+
+class Replayer:
+    def __init__(self, nc: NATS, subjects: Subjects, stores: RouterStores, settings: RouterSettings,
+                 saved_routing: SavedRouting, *, capabilities: Mapping[str, tuple[str, ...]] | None = None,
+                 clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        self._js = nc.jetstream()
+        self._subjects = subjects
+        self._stores = stores
+        self._config = settings.router
+        self._saved_routing = saved_routing
+        self._capabilities = capabilities or {}
+        self._clock = clock
+        self._stream = events_stream(subjects).name
+
+    async def replay(self, body: dict[str, Any]) -> dict[str, Any]:
+        ids, since = body.get("message_ids"), body.get("since")
+        dry_run = body.get("dry_run", False)
+        if (ids is None) == (since is None) or not isinstance(dry_run, bool):
+            raise AdminRequestError("invalid_request", 'send {"message_ids": ["..."]} or {"since": "<ISO time>"}, '
+                                    'and "dry_run": true to only show what the bindings would pick')
+        table, processors = await self._saved_routing()
+        if ids is not None:
+            if not isinstance(ids, list) or not ids or len(ids) > MAX_IDS or \
+                    not all(isinstance(i, str) and i for i in ids):
+                raise AdminRequestError("invalid_request", f'"message_ids": a list of 1 to {MAX_IDS} message ids')
+            results = [await self._by_id(message_id, table, processors, dry_run) for message_id in ids]
+            return {"dry_run": dry_run, "results": results}
+        if not isinstance(since, str):
+            raise AdminRequestError("invalid_request", '"since": an ISO 8601 time with its offset')
+        try:
+            start = parse_iso(since)
+        except ValueError as exc:
+            raise AdminRequestError("invalid_request", f'"since" {since!r} is no ISO 8601 time: {exc}') from exc
+        if start.tzinfo is None:
+            raise AdminRequestError("invalid_request", f'"since" {since!r} needs its UTC offset (e.g. Z)')
+        return {"dry_run": dry_run, **await self._since(start, table, processors, dry_run)}
+
+    # ------------------------------------------------------------------ choosing events
+
+    async def _by_id(self, message_id: str, table: RouteTable, processors: Processors,
+                     dry_run: bool) -> dict[str, Any]:
+        stored = await self._trace(message_id)
+        if stored is None:
+            return _result(message_id, NOT_FOUND, reason=f"no route trace for message {message_id!r}")
+        refusal = _not_replayable(stored.trace)
+        if refusal is not None:
+            return refusal
+        if stored.trace.event_seq is None:
+            return _result(message_id, NOT_FOUND, reason="its trace does not say where the event is stored "
+                           "(routed before replays were possible): choose it with --since")
+        try:
+            msg = await self._js.get_msg(self._stream, seq=stored.trace.event_seq)
+        except NotFoundError:
+            return _result(message_id, NOT_FOUND, reason=f"the event is no longer in {self._stream} "
+                           "(events are kept 7 days)")
+        return await self._replay(msg, stored, table, processors, dry_run, expected_id=message_id)
+
+    async def _since(self, start: datetime, table: RouteTable, processors: Processors,
+                     dry_run: bool) -> dict[str, Any]:
+        results: list[dict[str, Any]] = []
+        seq, scanned = await self._first_at_or_after(start), 0
+        while True:
+            msg = await self._next(seq)
+            if msg is None:
+                return {"results": results, "scanned": scanned}
+            if scanned == MAX_SCANNED:
+                return {"results": results, "scanned": scanned, "next_since": _iso(msg.time)}
+            scanned += 1
+            seq = (msg.seq or seq) + 1
+            message_id = (msg.headers or {}).get("Nats-Msg-Id") or _message_id(msg.data or b"")
+            stored = await self._trace(message_id) if message_id else None
+            if stored is None or message_id is None:
+                continue
+            if stored.trace.status in REPLAYABLE:
+                results.append(await self._replay(msg, stored, table, processors, dry_run, expected_id=message_id))
+            elif stored.trace.replayed:  # replayed before: said, so a second replay shows it did nothing
+                results.append(_result(message_id, ALREADY, binding_id=stored.trace.binding_id,
+                                       target=msgspec.to_builtins(stored.trace.target), run_id=stored.trace.run_id))
+
+    async def _first_at_or_after(self, start: datetime) -> int:
+        """The first sequence stored at or after `start` (a binary search over the stream)."""
+        state = (await self._js.stream_info(self._stream)).state
+        low, high = max(state.first_seq, 1), state.last_seq + 1
+        while low < high:
+            middle = (low + high) // 2
+            found = await self._next(middle)
+            if found is None or found.seq is None or found.seq >= high:
+                high = middle
+            elif found.time is not None and found.time < start:
+                low = found.seq + 1
+            else:
+                high = middle
+        return low
+
+    async def _next(self, seq: int) -> RawStreamMsg | None:
+        try:
+            return await self._js.get_msg(self._stream, seq=seq, subject=self._subjects.events_all, next=True)
+        except NotFoundError:
+            return None
+
+    async def _trace(self, message_id: str) -> _Stored | None:
+        try:
+            entry = await self._stores.routes.get(trace_key(message_id))
+        except KeyNotFoundError:
+            return None
+        if entry.value is None or entry.revision is None:
+            return None
+        return _Stored(_decode_trace(entry.value), entry.revision)
+
+    # ------------------------------------------------------------------ one event
+
+    async def _replay(self, msg: RawStreamMsg, stored: _Stored, table: RouteTable, processors: Processors,
+                      dry_run: bool, *, expected_id: str) -> dict[str, Any]:
+        raw = msg.data or b""
+        try:
+            event = decode_event(raw)
+        except EnvelopeError as exc:
+            return _result(expected_id, NOT_REPLAYABLE, reason=f"the stored event is invalid: {exc}")
+        if event.header.message_id != expected_id:
+            return _result(expected_id, NOT_FOUND, reason=f"{self._stream} sequence {msg.seq} holds another event")
+        now = self._clock()
+        decision = decide(event, table, processors, now=now)
+        if decision.status != "dispatched" or decision.target is None or decision.binding_id is None:
+            return _result(expected_id, NO_ROUTE, status=decision.status, reason=decision.reason)
+        run_id = run_id_for(expected_id, decision.binding_id)
+        found = {"binding_id": decision.binding_id, "target": msgspec.to_builtins(decision.target), "run_id": run_id}
+        if dry_run:
+            return _result(expected_id, WOULD, **found)
+        at = now.isoformat(timespec="milliseconds")
+        run = build_run(event, raw, binding_id=decision.binding_id, target=decision.target,
+                        subject=self._subjects.run(decision.target.type, decision.target.id), timestamp=at,
+                        router_instance=self._config.instance, inline_limit=self._config.inline_limit,
+                        store_bucket=self._stores.run_events_bucket,
+                        capabilities=self._capabilities.get(event.header.source.app, ()))
+        if run.offload is not None:
+            await self._stores.run_events.put(run.offload.name, raw)
+        await self._js.publish(record_subject(self._stores.run_records_bucket, run_id), run.record)
+        await self._js.publish(run.subject, run.data, headers={"Nats-Msg-Id": run_id})
+        trace = _dispatched_trace(event, stored.trace, decision.binding_id, decision, run_id, at, self._config.instance)
+        try:
+            await self._stores.routes.update(trace_key(expected_id), encode_trace(trace), last=stored.revision)
+        except KeyWrongLastSequenceError:
+            # Another replay wrote the trace first: it published this very run, kept once.
+            again = await self._trace(expected_id)
+            if again is not None and again.trace.status == "dispatched":
+                return _result(expected_id, ALREADY, binding_id=again.trace.binding_id,
+                               target=msgspec.to_builtins(again.trace.target), run_id=again.trace.run_id)
+            raise
+        log.info("event replayed", message_id=expected_id, binding=decision.binding_id, run=run_id)
+        return _result(expected_id, DISPATCHED, **found)
+
+
+def _dispatched_trace(event: EventEnvelope, before: RouteTrace, binding_id: str, decision: Decision, run_id: str,
+                      at: str, instance: str) -> RouteTrace:
+    return RouteTrace(
+        message_id=before.message_id, status="dispatched", binding_id=binding_id, target=decision.target,
+        run_id=run_id, steps=decision.steps, candidates=decision.candidates, reason=decision.reason,
+        event_type=event.payload.type, source_app=event.header.source.app, synthetic=event.payload.synthetic,
+        at=at, router=instance, event_seq=before.event_seq, replayed=True)
+
+
+def _not_replayable(trace: RouteTrace) -> dict[str, Any] | None:
+    if trace.status == "dispatched":
+        return _result(trace.message_id, ALREADY, binding_id=trace.binding_id,
+                       target=msgspec.to_builtins(trace.target), run_id=trace.run_id)
+    if trace.status not in REPLAYABLE:
+        return _result(trace.message_id, NOT_REPLAYABLE, status=trace.status,
+                       reason=f"it was routed {trace.status}; only events that found no route "
+                              f"({', '.join(REPLAYABLE)}) are replayed")
+    return None
+
+
+def _result(message_id: str, outcome: str, **fields: Any) -> dict[str, Any]:
+    return {"message_id": message_id, "outcome": outcome, **{k: v for k, v in fields.items() if v is not None}}
+
+
+def _message_id(data: bytes) -> str | None:
+    try:
+        value = msgspec.json.decode(data)["header"]["message_id"]
+    except (msgspec.DecodeError, TypeError, KeyError):
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def _iso(when: datetime | None) -> str | None:
+    return when.isoformat() if when is not None else None
