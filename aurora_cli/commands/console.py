@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
+from collections.abc import Iterator
 from pathlib import Path
+from types import FrameType
 from typing import Annotated
 
 import typer
 
 from aurora_cli.clienv import dev_data_dir, local_admin_file, serves
 from aurora_cli.console.server import serve
-from aurora_cli.output import run, settings_or_fail
+from aurora_cli.output import note, run, settings_or_fail
 from shared.settings import Settings
 
 DEFAULT_PORT = 8790  # the chat app's page has 8780
+EXIT_INTERRUPTED = 130  # as a shell reports a command Ctrl-C stopped
 
 
 def register(app: typer.Typer) -> None:
@@ -38,7 +43,45 @@ def console(
     granted or denied there are decided by them, checked against their roles, and audited under
     their name. The shared `operator` identity cannot sign in. Sign-out closes the connection."""
     settings = settings_or_fail()
-    run(serve(settings, host=host, port=port, allow_remote=allow_remote, your_file=your_credentials(settings)))
+    ctrl_c = CtrlC()
+    with ctrl_c.installed():
+        try:
+            run(serve(settings, host=host, port=port, allow_remote=allow_remote, your_file=your_credentials(settings)))
+        finally:
+            if ctrl_c.pressed:
+                note("console stopped")
+    if ctrl_c.pressed:
+        raise typer.Exit(EXIT_INTERRUPTED)
+
+
+class CtrlC:
+    """Ctrl-C for the console, which stops quietly however the page was being used.
+
+    While the server serves, uvicorn takes SIGINT and shuts down gracefully; then it raises the
+    signal again for whoever handled it before (uvicorn/server.py, `capture_signals`). Left to
+    `asyncio.run`, that cancelled the console's own shutdown half way (each signed-in page's NATS
+    connection being drained) and printed a traceback. Installed here instead, the re-raised
+    signal is only noted and the shutdown ends; a Ctrl-C before the server serves, or a second
+    one while it stops, stops at once.
+    """
+
+    def __init__(self) -> None:
+        self.pressed = False
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[None]:
+        previous = signal.signal(signal.SIGINT, self._handle)
+        try:
+            yield
+        finally:
+            signal.signal(signal.SIGINT, previous)
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        raised_again = frame is not None and frame.f_code.co_name == "capture_signals"
+        already = self.pressed
+        self.pressed = True
+        if not raised_again or already:
+            raise KeyboardInterrupt
 
 
 def your_credentials(settings: Settings) -> Path | None:
