@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import sys
 from pathlib import Path
 
 import pytest
@@ -109,3 +110,16 @@ def test_every_line_of_a_multi_line_message_carries_the_prefix(tmp_path: Path) -
     console = Console(record=True, width=120, color_system=None)
     DevStack(tmp_path, specs=[], console=console).say("router", "green", "first\nsecond")
     assert console.export_text().splitlines() == ["        router │ first", "        router │ second"]
+
+
+def test_the_apps_python_is_the_dev_stacks_own_and_the_apps_config_asks_nothing_of_path(tmp_path: Path) -> None:
+    """apps/config.yml starts stdio apps as `python …`: `aurora dev` gives its services its own
+    interpreter's folder first on PATH, so the apps config need not ask anyone to set it."""
+    stack = DevStack(tmp_path / "dev", specs=service_specs(["app_supervisor"]), insecure=True,
+                     env={"PATH": "/usr/bin:/bin"})
+    path = stack._child_env(stack.specs[0])["PATH"].split(":")
+    assert path[0] == str(Path(sys.executable).parent) and path[1:] == ["/usr/bin", "/bin"]
+    config = (REPO / "apps" / "config.yml").read_text(encoding="utf-8")
+    comments = " ".join(line.lstrip("# ") for line in config.splitlines() if line.startswith("#"))
+    assert ".venv/bin" not in comments and "PATH=" not in comments, comments
+    assert "`aurora dev` (`make dev`) puts its own interpreter's folder first there" in comments
