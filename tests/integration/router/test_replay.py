@@ -14,7 +14,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from services.router.traces import read_trace
-from shared.admin import admin_request
+from shared.admin import AdminRequestError, admin_request
 from shared.contracts.run import run_id_for
 from shared.subjects import Subjects
 from tests.harness.cli_here import run_cli_here
@@ -82,6 +82,8 @@ async def test_an_event_before_its_binding_is_replayed_into_one_run(
     assert out.strip() == f"{message_id}  dispatched  binding welcome → agent/greeter  run {run_id}"
     trace = await read_trace(await nc.jetstream().key_value(subjects.stream("ROUTES")), message_id)
     assert trace is not None and (trace.status, trace.run_id, trace.replayed) == ("dispatched", run_id, True)
+    code, out, _ = await aurora(nats_url, "route", "trace", message_id)
+    assert "status:  dispatched (replayed)" in out and f"run:     {run_id}" in out, out
 
     # Again, by id and by time: each answer is the positive sign it was handled, and no second run.
     code, out, _ = await aurora(nats_url, "route", "replay", message_id, "--json")
@@ -116,10 +118,18 @@ async def test_replays_racing_on_one_event_dispatch_it_once(
     assert [envelope.payload.run_id for _, envelope in runs] == [run_id_for(message_id, "welcome")]
 
 
-async def test_what_cannot_be_replayed_is_named(router: Any, nats_url: str) -> None:
+async def test_what_cannot_be_replayed_is_named(router: Any, nats_url: str, nc: NATS, subjects: Subjects) -> None:
     code, _, err = await aurora(nats_url, "route", "replay")
     assert code == 2 and "MESSAGE_ID or choose them with --since" in err
     code, out, _ = await aurora(nats_url, "route", "replay", "no-such-event")
     assert code == 1 and "no-such-event  not found: no route trace for message 'no-such-event'" in out
     code, _, err = await aurora(nats_url, "route", "replay", "--since", "soon")
     assert code == 2 and "--since 'soon'" in err
+    # The endpoint itself names what to send.
+    for body, says in (({}, "send {\"message_ids\""), ({"since": "yesterday"}, "is no ISO 8601 time"),
+                       ({"since": "2026-12-05T10:00:00"}, "needs its UTC offset"),
+                       ({"message_ids": []}, "a list of 1 to 500 message ids"),
+                       ({"message_ids": ["x"], "dry_run": "yes"}, '"dry_run": true')):
+        with pytest.raises(AdminRequestError) as refused:
+            await admin_request(nc, subjects, "router", "replay", body)
+        assert refused.value.code == "invalid_request" and says in str(refused.value), (body, str(refused.value))
