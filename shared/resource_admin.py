@@ -8,6 +8,7 @@ check, so two concurrent applies never silently overwrite each other.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from nats.js.errors import InvalidKeyError, KeyNotFoundError, KeyWrongLastSequenceError
@@ -24,12 +25,15 @@ _ATTEMPTS = 5
 class ResourceAdmin:
     """Admin endpoints for one kind (e.g. bindings), answering JSON."""
 
-    def __init__(self, kind: ResourceKind, kv: KeyValue) -> None:
+    def __init__(self, kind: ResourceKind, kv: KeyValue, vet: Callable[[Any], None] | None = None) -> None:
+        """`vet` checks a valid document against what only the serving process knows (e.g. the
+        secrets a gateway was given) and raises AdminRequestError to refuse it; nothing is stored."""
         if kind.model is None:
             raise ValueError(f"{kind.kind} has no model to validate documents with")
         self.kind = kind
         self._model = kind.model
         self._kv = kv
+        self._vet = vet
 
     def endpoints(self) -> dict[str, AdminHandler]:
         return {APPLY: self.apply, GET: self.get, DELETE: self.delete}
@@ -42,6 +46,8 @@ class ResourceAdmin:
             resource = parse_resource(self._model, document)
         except ResourceError as exc:
             raise AdminRequestError("invalid", f"{self.kind.kind} rejected: {exc}") from exc
+        if self._vet is not None:
+            self._vet(resource)
         key: str = getattr(resource, self.kind.id_field)
         value = canonical_json(resource)
         for _ in range(_ATTEMPTS):

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from services.mcp_gateway.http.limits import OpenApiLimits
+from services.mcp_gateway.http.secrets import DeclaredSecrets
 from shared.appconfig import AppsConfig, load_apps_config
 from shared.settings import read_float
 from shared.streams import CALL_LEDGER_TTL
@@ -25,13 +26,16 @@ class GatewaySettings:
     # How long an app's `elicitation/create` waits for the user's answer in the chat (never
     # longer than the call's own timeout allows); then the app gets `cancel`.
     elicitation_timeout_seconds: float = 300.0
+    # The secrets HTTP systems may name (AURORA_SECRETS_DIR, AURORA_GATEWAY_SECRET_ENV): http/secrets.py.
+    secrets: DeclaredSecrets = field(default_factory=DeclaredSecrets)
 
 
 def load_mcp_gateway_settings(apps_config: Path, env: Mapping[str, str] | None = None) -> GatewaySettings:
     """The apps config file, AURORA_APPROVAL_TTL_SECONDS (a day), AURORA_APPROVAL_SWEEP_SECONDS (5),
     AURORA_SHUTDOWN_WAIT_SECONDS (10), the OpenAPI import limits (`AURORA_OPENAPI_*`, `AURORA_SPECS_DIR`),
     AURORA_CALL_LEDGER_TTL_SECONDS (30 days, as long as tasks; changing it later is a bucket conflict),
-    AURORA_LEDGER_HEARTBEAT_SECONDS (1), AURORA_ELICITATION_TIMEOUT_SECONDS (300)."""
+    AURORA_LEDGER_HEARTBEAT_SECONDS (1), AURORA_ELICITATION_TIMEOUT_SECONDS (300); the secrets systems
+    may name: AURORA_SECRETS_DIR (a folder) and AURORA_GATEWAY_SECRET_ENV (variable names, comma-separated)."""
     env = os.environ if env is None else env
     return GatewaySettings(
         apps=load_apps_config(apps_config),
@@ -42,4 +46,5 @@ def load_mcp_gateway_settings(apps_config: Path, env: Mapping[str, str] | None =
         call_ledger_ttl_seconds=read_float(env, "AURORA_CALL_LEDGER_TTL_SECONDS", CALL_LEDGER_TTL, minimum=60.0),
         ledger_heartbeat_seconds=read_float(env, "AURORA_LEDGER_HEARTBEAT_SECONDS", 1.0, minimum=0.1, maximum=60.0),
         elicitation_timeout_seconds=read_float(env, "AURORA_ELICITATION_TIMEOUT_SECONDS", 300.0, minimum=0.1),
+        secrets=DeclaredSecrets.from_env(env),
     )

@@ -11,7 +11,7 @@ import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from services.mcp_gateway.http.executor import read_secret
+from services.mcp_gateway.http.secrets import DeclaredSecrets, UndeclaredSecret
 from shared.appconfig import ENV_REFERENCE, AppsConfig, expand_env
 from shared.contracts.system import AuthHeader, System
 from shared.contracts.tooldef import ToolDefinition
@@ -24,9 +24,11 @@ SUMMARY_LIMIT = 512
 
 
 class GatewayRedaction:
-    def __init__(self, redactor: Redactor, tools: Callable[[], Mapping[str, ToolDefinition]]) -> None:
+    def __init__(self, redactor: Redactor, tools: Callable[[], Mapping[str, ToolDefinition]],
+                 secrets: DeclaredSecrets | None = None) -> None:
         self.redactor = redactor
         self._tools = tools
+        self._secrets = secrets or DeclaredSecrets()
 
     def paths(self, tool: str) -> Paths:
         definition = self._tools().get(tool)
@@ -62,8 +64,9 @@ class GatewayRedaction:
         return text if len(text) <= limit else text[: limit - 1] + "…"
 
     def read_secret(self, auth: AuthHeader) -> str:
-        """The HTTP executor's credential reader: each value is learnt before it is sent."""
-        value = read_secret(auth)
+        """The HTTP executor's credential reader, of declared secrets only (the executor refuses
+        the call on UndeclaredSecret): each value is learnt before it is sent."""
+        value = self._secrets.read(auth)
         self.redactor.learn(value)
         return value
 
@@ -86,6 +89,8 @@ class GatewayRedaction:
             if system.auth is None:
                 continue
             try:
-                self.redactor.learn(read_secret(system.auth))
+                self.redactor.learn(self._secrets.read(system.auth, system.name))
+            except UndeclaredSecret:
+                continue  # never read, never sent: its calls are refused
             except (LookupError, OSError, AuroraError):
                 continue  # missing: the call says so, and there is nothing to hide

@@ -137,7 +137,7 @@ class GatewayService:
         custody = Custody(await ensure_bucket(js, run_records_bucket(subjects)),
                           functools.partial(js.key_value, pipelines_bucket(subjects).name))
         pool = self._pool or ToolPool(js, subjects)
-        redaction = GatewayRedaction(Redactor(), lambda: pool.tools)
+        redaction = GatewayRedaction(Redactor(), lambda: pool.tools, settings.secrets)
         redaction.learn_apps(settings.apps)
         scrub_logs_with(redaction.redactor.scrub)
         parts.push_async_callback(pool.stop)
@@ -211,7 +211,7 @@ class GatewayService:
             sessions=gateway.sessions, catalog=catalog, status=status, events=events, reporting=reporting,
             apps=settings.apps, pool=pool, approvals=approvals, executable=executable,
             importer=OpenApiImporter(settings.openapi_limits), governance=governance, users=users_kv,
-            policies=policies_kv,
+            policies=policies_kv, secrets=settings.secrets,
         )
         for (area, verb), endpoint in endpoints.items():
             await add_admin_endpoint(service, subjects, area, verb, endpoint, registry.refusal)

@@ -122,7 +122,8 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         env = service_env(server.url, AURORA_APPS_CONFIG=str(config))
         logs = folder / "logs"
         logs.mkdir()
-        gateway_env = {**env, "AURORA_TEST_NOTES_TOKEN": HEADER_TOKEN, "AURORA_TEST_VAULT_TOKEN": SYSTEM_TOKEN}
+        gateway_env = {**env, "AURORA_TEST_NOTES_TOKEN": HEADER_TOKEN, "AURORA_TEST_VAULT_TOKEN": SYSTEM_TOKEN,
+                       "AURORA_GATEWAY_SECRET_ENV": "AURORA_TEST_VAULT_TOKEN"}  # declared to systems
         runner_env = {**env, **RUNNER_ENV, "AURORA_RUNNER_INSTANCE": "runner-1",
                       "AURORA_TEST_MODEL_KEY": MODEL_KEY, "AURORA_RUNNER_SEAL_KEY": SEAL_KEY}
         processes = {

@@ -27,6 +27,7 @@ from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.governance import Governance
 from services.mcp_gateway.http.limits import OpenApiLimits
 from services.mcp_gateway.http.openapi_job import OpenApiImporter
+from services.mcp_gateway.http.secrets import DeclaredSecrets
 from services.mcp_gateway.platform_events import PlatformEvents
 from services.mcp_gateway.pool.approvals import ApprovalStore
 from services.mcp_gateway.pool.executable import Executability
@@ -42,10 +43,12 @@ __all__ = ["Endpoints", "admin_endpoints"]
 def admin_endpoints(*, sessions: Mapping[tuple[str, str], AppSession], catalog: ToolCatalog, status: StatusViews,
                     events: PlatformEvents, reporting: Reporting, apps: AppsConfig, pool: ToolPool,
                     approvals: ApprovalStore, executable: Executability, governance: Governance,
-                    users: KeyValue, policies: KeyValue, importer: OpenApiImporter | None = None) -> Endpoints:
+                    users: KeyValue, policies: KeyValue, importer: OpenApiImporter | None = None,
+                    secrets: DeclaredSecrets | None = None) -> Endpoints:
     endpoints: Endpoints = {}
     endpoints.update(gateway_endpoints(sessions, catalog, status, reporting))
-    endpoints.update(system_endpoints(pool, events, status, importer or OpenApiImporter(OpenApiLimits.from_env({}))))
+    endpoints.update(system_endpoints(pool, events, status, importer or OpenApiImporter(OpenApiLimits.from_env({})),
+                                      secrets or DeclaredSecrets()))
     endpoints.update(tool_endpoints(pool))
     endpoints.update(agent_endpoints(pool, executable, apps))
     endpoints.update(skill_endpoints(pool))

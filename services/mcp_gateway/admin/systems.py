@@ -8,7 +8,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from services.mcp_gateway.admin.fields import Endpoints, text_field
-from services.mcp_gateway.http import OpenApiError, plan_merge
+from services.mcp_gateway.http import DeclaredSecrets, OpenApiError, UndeclaredSecret, plan_merge
 from services.mcp_gateway.http.openapi_job import OpenApiImporter
 from services.mcp_gateway.platform_events import PlatformEvents
 from services.mcp_gateway.pool.registry import PoolError, ToolPool
@@ -23,8 +23,15 @@ from shared.resources import kind_named
 
 
 def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: StatusViews,
-                     importer: OpenApiImporter) -> Endpoints:
-    resources = ResourceAdmin(kind_named("systems"), pool.bucket("systems"))
+                     importer: OpenApiImporter, secrets: DeclaredSecrets) -> Endpoints:
+    def declared_secrets_only(system: System) -> None:
+        """A system's auth names a secret the deployment gave the gateway, or it is not stored."""
+        try:
+            secrets.check(system)
+        except UndeclaredSecret as exc:
+            raise AdminRequestError("secret_not_declared", str(exc)) from exc
+
+    resources = ResourceAdmin(kind_named("systems"), pool.bucket("systems"), vet=declared_secrets_only)
 
     async def set_enabled(body: dict[str, Any], enabled: bool) -> dict[str, Any]:
         name = text_field(body, "name")

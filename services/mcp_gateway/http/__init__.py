@@ -5,14 +5,16 @@ Pure parts (no I/O): `openapi_import.import_operations`, `merge.merge_draft`, `r
 """
 
 from services.mcp_gateway.http.circuit import Admission, CircuitBreaker, CircuitSnapshot, CircuitState, Transition
-from services.mcp_gateway.http.executor import HttpExecutor, HttpOutcome, SecretMissing, read_secret
+from services.mcp_gateway.http.executor import HttpExecutor, HttpOutcome
 from services.mcp_gateway.http.merge import MergeDecision, merge_draft, plan_merge
 from services.mcp_gateway.http.openapi_import import ImportResult, Rename, import_operations
 from services.mcp_gateway.http.openapi_load import OpenApiError, load_openapi, load_openapi_async
 from services.mcp_gateway.http.probe import Prober, probe
+from services.mcp_gateway.http.secrets import DeclaredSecrets, SecretMissing, UndeclaredSecret
 
 __all__ = [
-    "Admission", "CircuitBreaker", "CircuitSnapshot", "CircuitState", "HttpExecutor", "HttpOutcome",
-    "ImportResult", "MergeDecision", "OpenApiError", "Prober", "Rename", "SecretMissing", "Transition",
-    "import_operations", "load_openapi", "load_openapi_async", "merge_draft", "plan_merge", "probe", "read_secret",
+    "Admission", "CircuitBreaker", "CircuitSnapshot", "CircuitState", "DeclaredSecrets", "HttpExecutor",
+    "HttpOutcome", "ImportResult", "MergeDecision", "OpenApiError", "Prober", "Rename", "SecretMissing",
+    "Transition", "UndeclaredSecret",
+    "import_operations", "load_openapi", "load_openapi_async", "merge_draft", "plan_merge", "probe",
 ]

@@ -4,6 +4,7 @@
 |----------------------------------------------------|------------------------------|-------------------------------|
 | arguments missing or unexpected (nothing sent)     | denied `invalid_arguments`   | same                          |
 | secret missing (nothing sent)                      | unavailable `secret_missing` | same                          |
+| secret not declared to the gateway (nothing read)  | denied `secret_not_declared` | same                          |
 | no connection (nothing sent)                       | unavailable `connect_failed` | same                          |
 | timeout after the request went out                 | timeout `timeout`            | outcome_unknown `timeout`     |
 | connection lost after the request went out         | unavailable `connection_lost`| outcome_unknown `connection_…`|
@@ -24,51 +25,24 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import httpx
 
 from services.mcp_gateway.http.request import RequestBuildError, build_request
+from services.mcp_gateway.http.secrets import DeclaredSecrets, SecretMissing, UndeclaredSecret
 from shared.contracts.system import AuthHeader, BusinessContract, System
 from shared.contracts.toolcall import ToolCallResult, ToolError, ToolStatus
 from shared.contracts.tooldef import HttpExecution, ToolDefinition
-from shared.errors import AuroraError
 from shared.redaction import MARKER as REDACTED
 
 MAX_TEXT_BYTES = 16 * 1024  # of the body shown as a text block
 MAX_BODY_BYTES = 4 * 1024 * 1024  # read at most this much of an answer
 _GATEWAY_ERRORS = frozenset({502, 503, 504})
 _NOT_PROCESSED = frozenset({501, 503})
-
-
-class SecretMissing(AuroraError):
-    """A system's credential is not available; `where` names the variable or file, never a value."""
-
-    def __init__(self, where: str) -> None:
-        super().__init__(where)
-        self.where = where
-
-
-def read_secret(auth: AuthHeader) -> str:
-    """The credential from the environment variable or secret file the system names, read now."""
-    if auth.value_env is not None:
-        value = os.environ.get(auth.value_env, "")
-        if not value:
-            raise SecretMissing(f"environment variable {auth.value_env} is not set")
-        return value
-    path = str(auth.value_file)
-    try:
-        value = Path(path).read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SecretMissing(f"secret file {path} cannot be read ({type(exc).__name__})") from exc
-    if not value:
-        raise SecretMissing(f"secret file {path} is empty")
-    return value
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +55,8 @@ class HttpOutcome:
 class HttpExecutor:
     def __init__(self, client: httpx.AsyncClient, secrets: Callable[[AuthHeader], str] | None = None) -> None:
         self._client = client
-        self._secrets = secrets or read_secret
+        # Nothing declared unless the caller says what the deployment gave: no auth is ever sent.
+        self._secrets = secrets or DeclaredSecrets().read
 
     async def execute(self, system: System, tool: ToolDefinition, arguments: dict[str, Any], *,
                       idempotency_key: str | None, timeout: float | None = None) -> ToolCallResult:
@@ -108,6 +83,9 @@ class HttpExecutor:
         if system.auth is not None:
             try:
                 call.secret = self._secrets(system.auth)
+            except UndeclaredSecret as exc:  # stored before the rule: refused, nothing read or sent
+                return call.end("denied", "secret_not_declared", f"the credential of system {system.name} "
+                                                                 f"is refused: {exc}")
             except SecretMissing as exc:
                 return call.end("unavailable", "secret_missing", f"the credential of system {system.name} is "
                                                                  f"missing: {exc.where}")

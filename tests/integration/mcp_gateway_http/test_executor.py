@@ -12,6 +12,7 @@ import httpx
 import pytest
 
 from services.mcp_gateway.http.executor import MAX_TEXT_BYTES, HttpExecutor
+from services.mcp_gateway.http.secrets import DeclaredSecrets
 from shared.contracts.system import AuthHeader, BusinessContract, System
 from shared.contracts.tooldef import HttpExecution, HttpParam, SideEffect, ToolDefinition
 from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply, free_port
@@ -201,7 +202,9 @@ async def test_secret_from_env_is_sent_and_never_returned(server: RecordingServe
     monkeypatch.setenv("PLANT_TOKEN", "s3cr3t-env-value")
     server.reply = echo_headers
     system = system_for(server.url, auth=AuthHeader(value_env="PLANT_TOKEN"))
-    result = await HttpExecutor(client).execute(system, tool("GET", "/me", "read"), {}, idempotency_key=None)
+    declared = DeclaredSecrets(env_names=frozenset({"PLANT_TOKEN"}))
+    result = await HttpExecutor(client, declared.read).execute(system, tool("GET", "/me", "read"), {},
+                                                               idempotency_key=None)
     assert server.requests[0].header("Authorization") == "Bearer s3cr3t-env-value"
     assert result.status == "ok"
     assert "s3cr3t-env-value" not in json.dumps([result.content, result.structured])
@@ -213,9 +216,10 @@ async def test_secret_from_file_with_a_custom_header(server: RecordingServer, cl
     secret_file = tmp_path / "token"
     secret_file.write_text("file-secret-123\n")
     server.reply = echo_headers
-    auth = AuthHeader(header="X-Api-Key", scheme=None, value_file=str(secret_file))
-    result = await HttpExecutor(client).execute(system_for(server.url, auth=auth), tool("GET", "/me", "read"), {},
-                                                idempotency_key=None)
+    auth = AuthHeader(header="X-Api-Key", scheme=None, value_file="token")
+    executor = HttpExecutor(client, DeclaredSecrets(directory=tmp_path).read)
+    result = await executor.execute(system_for(server.url, auth=auth), tool("GET", "/me", "read"), {},
+                                    idempotency_key=None)
     assert server.requests[0].header("X-Api-Key") == "file-secret-123"
     assert server.requests[0].header("Authorization") is None
     assert "file-secret-123" not in json.dumps([result.content, result.structured])
@@ -226,9 +230,9 @@ async def test_a_missing_secret_is_unavailable_naming_the_variable(server: Recor
                                                                    monkeypatch: pytest.MonkeyPatch,
                                                                    tmp_path: Path) -> None:
     monkeypatch.delenv("PLANT_TOKEN_UNSET", raising=False)
-    executor = HttpExecutor(client)
+    executor = HttpExecutor(client, DeclaredSecrets(tmp_path, frozenset({"PLANT_TOKEN_UNSET"})).read)
     for auth, named in ((AuthHeader(value_env="PLANT_TOKEN_UNSET"), "PLANT_TOKEN_UNSET"),
-                        (AuthHeader(value_file=str(tmp_path / "absent")), str(tmp_path / "absent"))):
+                        (AuthHeader(value_file="absent"), "absent")):
         outcome = await executor.call(system_for(server.url, auth=auth), tool("POST", "/rules"), {},
                                       idempotency_key=None)
         assert outcome.result.status == "unavailable"
@@ -295,8 +299,9 @@ async def test_arguments_cannot_replace_the_credential_or_the_key(server: Record
     params = (HttpParam(name="auth", location="header", wire_name="authorization"),
               HttpParam(name="key", location="header", wire_name="idempotency-key"))
     system = system_for(server.url, auth=AuthHeader(value_env="PLANT_TOKEN"), idempotency_header="Idempotency-Key")
-    await HttpExecutor(client).execute(system, tool("POST", "/x", params=params),
-                                       {"auth": "Bearer forged", "key": "forged"}, idempotency_key="task-1:step-1")
+    executor = HttpExecutor(client, DeclaredSecrets(env_names=frozenset({"PLANT_TOKEN"})).read)
+    await executor.execute(system, tool("POST", "/x", params=params),
+                           {"auth": "Bearer forged", "key": "forged"}, idempotency_key="task-1:step-1")
     [got] = server.requests
     assert [v for k, v in got.headers if k.lower() == "authorization"] == ["Bearer the-real-one"]
     assert [v for k, v in got.headers if k.lower() == "idempotency-key"] == ["task-1:step-1"]

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from services.mcp_gateway.http.secrets import DeclaredSecrets
 from services.mcp_gateway.redaction import GatewayRedaction
 from shared.appconfig import parse_apps_config
 from shared.contracts.system import AuthHeader, System
@@ -20,8 +21,8 @@ TOOL = ToolDefinition.model_validate({
     "execution": {"kind": "http", "method": "POST", "path": "/login"}})
 
 
-def redaction() -> GatewayRedaction:
-    return GatewayRedaction(Redactor(), lambda: {TOOL.name: TOOL})
+def redaction(secrets: DeclaredSecrets | None = None) -> GatewayRedaction:
+    return GatewayRedaction(Redactor(), lambda: {TOOL.name: TOOL}, secrets)
 
 
 def test_header_values_and_variables_in_urls_are_learnt() -> None:
@@ -39,9 +40,12 @@ def test_header_values_and_variables_in_urls_are_learnt() -> None:
 def test_system_credentials_are_learnt_at_start_and_when_read(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CRM_TOKEN_AT_START", "start-777888999")
     monkeypatch.setenv("CRM_TOKEN_ON_CALL", "call-777888999")
-    hide = redaction()
+    monkeypatch.setenv("CRM_TOKEN_UNDECLARED", "undeclared-777888999")
+    hide = redaction(DeclaredSecrets(env_names=frozenset({"CRM_TOKEN_AT_START", "CRM_TOKEN_ON_CALL"})))
     hide.learn_systems([System(name="crm", base_url="http://crm.test",
-                               auth=AuthHeader(value_env="CRM_TOKEN_AT_START"))])
+                               auth=AuthHeader(value_env="CRM_TOKEN_AT_START")),
+                        System(name="other", base_url="http://other.test",
+                               auth=AuthHeader(value_env="CRM_TOKEN_UNDECLARED"))])  # never read: no error
     assert hide.read_secret(AuthHeader(value_env="CRM_TOKEN_ON_CALL")) == "call-777888999"
     assert hide.scrub("start-777888999 / call-777888999") == f"{MARKER} / {MARKER}"
 
