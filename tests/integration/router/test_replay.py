@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -133,3 +134,28 @@ async def test_what_cannot_be_replayed_is_named(router: Any, nats_url: str, nc: 
         with pytest.raises(AdminRequestError) as refused:
             await admin_request(nc, subjects, "router", "replay", body)
         assert refused.value.code == "invalid_request" and says in str(refused.value), (body, str(refused.value))
+
+
+async def test_since_takes_only_the_events_stored_from_then_on(
+        router: Any, nats_url: str, nc: NATS, subjects: Subjects, tmp_path: Path) -> None:
+    documents = tmp_path / "agent.yml"
+    documents.write_text(AGENT)
+    assert (await aurora(nats_url, "apply", "-f", str(documents)))[0] == 0
+    older = [event_doc("group.member_joined", conversation=f"old-{n}") for n in range(20)]
+    await publish_events(nc.jetstream(), subjects, older)
+    for doc in older:
+        assert (await _routed(nats_url, doc["header"]["message_id"]))["status"] == "route_not_found"
+    since = datetime.now(UTC)
+    newer = [event_doc("group.member_joined", conversation=f"new-{n}") for n in range(3)]
+    await publish_events(nc.jetstream(), subjects, newer)
+    for doc in newer:
+        assert (await _routed(nats_url, doc["header"]["message_id"]))["status"] == "route_not_found"
+    documents.write_text(BINDING)
+    assert (await aurora(nats_url, "apply", "-f", str(documents)))[0] == 0
+
+    reply = await admin_request(nc, subjects, "router", "replay", {"since": since.isoformat()}, timeout=30)
+    assert reply["scanned"] == 3, reply
+    assert [r["message_id"] for r in reply["results"]] == [d["header"]["message_id"] for d in newer]
+    assert {r["outcome"] for r in reply["results"]} == {"dispatched"}
+    runs = await drain_runs(nc.jetstream(), subjects, expected=4)
+    assert len(runs) == 3
