@@ -36,6 +36,7 @@ from aurora_cli.devsecurity import AUTH_CONFIG, INSECURE_WARNING, DevSecurity, D
 from aurora_cli.localnats import LocalNats
 from aurora_cli.people import PID_FILE
 from shared.errors import AuroraError
+from shared.service_env import SECRETS_DIR_ENV, service_environment
 
 # Dependency order. A service folder that is not listed here starts after these, by name.
 START_ORDER = ("event_bridge", "app_supervisor", "mcp_gateway", "router", "runner", "mcp_edge")
@@ -308,7 +309,11 @@ class DevStack:
 
     def _child_env(self, spec: ServiceSpec | None = None) -> dict[str, str]:
         service = spec.name if spec is not None and spec.ready_port is None else None
-        env = self.security.child_env(self._base_env, service)
+        # Only what this process needs and was declared to use, none of the shell's other secrets.
+        own = service_environment(spec.name if spec is not None else None, self._base_env, self.cwd)
+        if service == "mcp_gateway" and not own.get(SECRETS_DIR_ENV):
+            own[SECRETS_DIR_ENV] = str(self.secrets_dir())
+        env = self.security.child_env(own, service)
         env.update({"NATS_URL": self.url, "PYTHONUNBUFFERED": "1",
                     "AURORA_NOTES_URL": f"http://127.0.0.1:{self.notes_port}/mcp"})
         if self.cluster is not None and not env.get("AURORA_STREAM_REPLICAS"):
@@ -316,6 +321,17 @@ class DevStack:
         # apps/config.yml starts stdio apps as `python …`: the venv's python, whatever the PATH.
         env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"
         return env
+
+    def secrets_dir(self) -> Path:
+        """The gateway's secrets folder unless AURORA_SECRETS_DIR names one: a file put here is a
+        secret an HTTP system may name (`auth: {value_file: <its name>}`)."""
+        folder = self.data_dir / "secrets"
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        return folder
+
+    def pids(self) -> dict[str, int]:
+        """Each started process's id, by label."""
+        return {r.spec.label: r.process.pid for r in self._running}
 
     def client_env(self, user: str = "operator") -> dict[str, str]:
         """What a client sets to reach this stack as `user` (the URL, its credentials file, the CA)."""

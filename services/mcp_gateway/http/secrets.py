@@ -23,9 +23,8 @@ from pathlib import Path
 
 from shared.contracts.system import AuthHeader, System
 from shared.errors import AuroraError, SettingsError
+from shared.service_env import SECRET_ENV_LIST, SECRETS_DIR_ENV
 
-SECRETS_DIR_ENV = "AURORA_SECRETS_DIR"
-SECRET_ENV_LIST = "AURORA_GATEWAY_SECRET_ENV"
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 # The platform's own credentials are never a system's secret, whatever the list says.
 _NEVER_DECLARED = ("NATS_",)
