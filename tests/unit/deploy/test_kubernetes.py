@@ -57,7 +57,8 @@ def test_every_service_has_a_workload_with_its_own_identity() -> None:
         [container] = pod["containers"]
         assert container["command"] == ["python", "-m", f"services.{service}"]
         secrets = [v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v]
-        assert secrets == [f"aurora-creds-{SERVICE_USERS[service]}"], name  # its own credentials, nobody else's
+        own = [f"aurora-creds-{SERVICE_USERS[service]}"]  # its own credentials, nobody else's
+        assert secrets == ([*own, "aurora-gateway-secrets"] if service == "mcp_gateway" else own), name
         assert {"configMapRef": {"name": "aurora-env"}} in container["envFrom"]
 
 
@@ -69,6 +70,19 @@ def test_what_scales_and_what_does_not() -> None:
     assert found["app-supervisor"]["kind"] == "StatefulSet" and found["app-supervisor"]["spec"]["replicas"] == 1
     gateway = found["mcp-gateway"]["spec"]
     assert gateway["replicas"] == 1 and gateway["strategy"]["type"] == "Recreate"  # never two on one stdio app
+
+
+def test_the_systems_secrets_are_mounted_into_the_gateway_alone() -> None:
+    gateway = workloads()["mcp-gateway"]["spec"]["template"]["spec"]
+    [container] = gateway["containers"]
+    [volume] = [v for v in gateway["volumes"] if v["name"] == "gateway-secrets"]
+    assert volume["secret"]["secretName"] == "aurora-gateway-secrets" and volume["secret"]["optional"] is True
+    [mount] = [m for m in container["volumeMounts"] if m["name"] == "gateway-secrets"]
+    assert mount == {"name": "gateway-secrets", "mountPath": "/run/secrets/gateway", "readOnly": True}
+    assert {"name": "AURORA_SECRETS_DIR", "value": "/run/secrets/gateway"} in container["env"]
+    others = [where for where, doc in DOCS if doc["metadata"]["name"] != "mcp-gateway"
+              and "aurora-gateway-secrets" in yaml.safe_dump(doc)]
+    assert others == []
 
 
 def test_services_replicate_their_streams_three_times() -> None:
