@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.pool.registry import ToolPool
@@ -23,6 +24,7 @@ from shared.admin import AdminRequestError, admin_request
 from shared.contracts.system import AuthHeader, System
 from shared.contracts.tooldef import HttpExecution, ToolDefinition
 from shared.subjects import Subjects
+from tests.harness.cli_here import run_cli_here
 from tests.harness.processes import ServiceProcess, logged
 from tests.harness.waiting import poll
 from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
@@ -91,7 +93,7 @@ async def answered(nc: NATS, subjects: Subjects, tool: str) -> dict[str, Any]:
 
 
 async def test_undeclared_secrets_are_refused_at_apply_naming_the_field(
-        nc: NATS, subjects: Subjects, gateway: tuple[ServiceProcess, Path]) -> None:
+        nc: NATS, nats_url: str, subjects: Subjects, gateway: tuple[ServiceProcess, Path]) -> None:
     process, folder = gateway
     await logged(process, "serving")
     listener = RecordingServer().start()
@@ -107,6 +109,12 @@ async def test_undeclared_secrets_are_refused_at_apply_naming_the_field(
             assert field in message and "system exfil" in message
             assert "CRM_DECLARED_TOKEN" in message and "crm_token" in message  # what is declared
             assert UNDECLARED not in message
+        document = folder / "exfil.yml"  # `aurora apply` of the same document, as an operator would
+        document.write_text(yaml.safe_dump(http_system("exfil", listener.url, value_env="SOME_UNDECLARED_VAR")))
+        applied = run_cli_here(["apply", "-f", str(document)], {"NATS_URL": nats_url})
+        assert applied.returncode != 0, applied.stdout
+        said = applied.stdout + applied.stderr
+        assert "auth.value_env" in said and "SOME_UNDECLARED_VAR" in said and UNDECLARED not in said
         with pytest.raises(AdminRequestError) as absent:
             await admin_request(nc, subjects, "systems", "get", {"id": "exfil"})
         assert absent.value.code == "not_found"  # nothing was stored
