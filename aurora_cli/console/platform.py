@@ -26,6 +26,7 @@ from nats.js.errors import KeyNotFoundError, NotFoundError
 from aurora_cli.commands.apps import merge_health
 from aurora_cli.commands.health import discover, service_rows
 from aurora_cli.output import CliError, connected
+from shared import write_through
 from shared.admin import AdminRequestError, admin_request
 from shared.contracts.people import may
 from shared.settings import NatsSettings
@@ -199,7 +200,7 @@ class Platform:
         nc = await self._link.client()
         sub = await nc.subscribe(subjects.events_all, pending_msgs_limit=10_000)
         try:
-            await nc.flush()
+            await write_through.flush(nc)  # the subscription is on the server before the backlog is read
             js = nc.jetstream()
             try:
                 last = (await js.stream_info(stream)).state.last_seq

@@ -49,6 +49,10 @@ def mounts(service: dict[str, Any], volumes: dict[str, Path]) -> dict[str, Path]
         else:
             base = volumes[mount["source"]]
             found[mount["target"]] = base / mount.get("volume", {}).get("subpath", "")
+    for secret in service.get("secrets", []):  # compose mounts each at /run/secrets/<target>
+        source = secret if isinstance(secret, str) else secret["source"]
+        target = source if isinstance(secret, str) else secret.get("target", source)
+        found[f"/run/secrets/{target}"] = REPO / interpolate(COMPOSE["secrets"][source]["file"])
     return found
 
 

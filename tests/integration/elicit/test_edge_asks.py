@@ -33,7 +33,10 @@ def edges(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tu
     """Two mcp-edge processes: the first one's base URL, the second one's port."""
     logs = tmp_path_factory.mktemp("edge-asks-logs")
     ports = (free_port("127.0.0.1"), free_port("127.0.0.1"))
-    processes = [ServiceProcess("services.mcp_edge", service_env(stack.url, AURORA_EDGE_PORT=str(port)), logs,
+    # Behind one load balancer both instances answer the name the client used: each allows the other's.
+    hosts = ",".join(f"127.0.0.1:{port}" for port in ports)
+    processes = [ServiceProcess("services.mcp_edge", service_env(stack.url, AURORA_EDGE_PORT=str(port),
+                                                                 AURORA_EDGE_ALLOWED_HOSTS=hosts), logs,
                                 f"edge-{n}").start() for n, port in enumerate(ports)]
     try:
         for edge in processes:
