@@ -166,6 +166,8 @@ class CallPipeline:
             result = await self._mcp.execute(request, tool, execution, call_id, caller)
         else:
             result = await self._http.execute(request, tool, call_id)
+            if result.status == "denied":  # refused before anything was sent (an undeclared secret): nothing ran
+                return msgspec.structs.replace(result, approval_id=gate), False
         return msgspec.structs.replace(result, approval_id=gate), True
 
     def _tool_state(self, tool: ToolDefinition, agent: Agent | None) -> ToolState:

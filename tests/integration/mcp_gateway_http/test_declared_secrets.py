@@ -3,8 +3,8 @@ names a variable or file of the gateway's that nobody gave to systems, to be sen
 
 A real gateway process (its environment holds the variable), a real nats-server, a real HTTP
 listener. The system is refused at apply naming the field; one stored before the rule is refused
-at call time and the listener receives nothing; declared secrets (a file in the secrets folder,
-an allow-listed variable) reach their system.
+at call time, the listener receives nothing and the refusal is on the audit; declared secrets (a
+file in the secrets folder, an allow-listed variable) reach their system.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from services.mcp_gateway.pool.registry import ToolPool
 from shared.admin import AdminRequestError, admin_request
 from shared.contracts.system import AuthHeader, System
 from shared.contracts.tooldef import HttpExecution, ToolDefinition
+from shared.streams import audit_stream
 from shared.subjects import Subjects
 from tests.harness.cli_here import run_cli_here
 from tests.harness.processes import ServiceProcess, logged
@@ -92,6 +93,21 @@ async def answered(nc: NATS, subjects: Subjects, tool: str) -> dict[str, Any]:
     return await poll(known, timeout=20, what=f"the gateway to know {tool}")
 
 
+async def audited(nc: NATS, subjects: Subjects, tool: str) -> dict[str, Any]:
+    """The audit record of the call of `tool` the gateway refused for its secret, once it is stored."""
+    js, stream = nc.jetstream(), audit_stream(subjects).name
+
+    async def stored() -> dict[str, Any] | None:
+        info = await js.stream_info(stream)
+        for seq in range(max(info.state.first_seq, 1), info.state.last_seq + 1):  # none yet: 0, 0
+            record = json.loads((await js.get_msg(stream, seq)).data or b"{}")
+            if record.get("tool") == tool and record.get("error_code") == "secret_not_declared":
+                return dict(record)
+        return None
+
+    return await poll(stored, timeout=15, what=f"the audit record of the refused call of {tool}")
+
+
 async def test_undeclared_secrets_are_refused_at_apply_naming_the_field(
         nc: NATS, nats_url: str, subjects: Subjects, gateway: tuple[ServiceProcess, Path]) -> None:
     process, folder = gateway
@@ -129,17 +145,23 @@ async def test_a_system_stored_before_the_rule_is_refused_at_call_time_and_nothi
     listener = RecordingServer().start()
     listener.reply = seen
     try:
-        for name, auth in (("old-env", AuthHeader(value_env="SOME_UNDECLARED_VAR")),
-                           ("old-file", AuthHeader(value_file=str(folder / "outside_token")))):
+        for name, auth, field in (("old-env", AuthHeader(value_env="SOME_UNDECLARED_VAR"), "auth.value_env"),
+                                  ("old-file", AuthHeader(value_file=str(folder / "outside_token")),
+                                   "auth.value_file")):
             pool = ToolPool(nc.jetstream(), subjects)  # as a system written before the gateway checked
             await pool.start()
             await pool.put_system(System(name=name, base_url=listener.url, auth=auth))
             await pool.stop()
-            reply = await answered(nc, subjects, await published(nc, subjects, name))
+            tool = await published(nc, subjects, name)
+            reply = await answered(nc, subjects, tool)
             assert reply["status"] == "denied", reply
             assert reply["error"]["code"] == "secret_not_declared", reply
-            assert "auth.value_" in reply["error"]["message"] and UNDECLARED not in json.dumps(reply)
-        assert listener.requests == []  # the reply came: nothing was sent, no Authorization header
+            assert field in reply["error"]["message"] and UNDECLARED not in json.dumps(reply)
+            record = await audited(nc, subjects, tool)  # the refusal is on the audit, with who asked
+            assert record["status"] == "denied" and record["caller"] == "operator", record
+            assert field in record["error_message"] and record["executed"] is False, record
+            assert UNDECLARED not in json.dumps(record)
+        assert listener.requests == []  # the replies came: nothing was sent, no Authorization header
     finally:
         listener.stop()
 
