@@ -11,6 +11,7 @@ from nats.aio.client import Client as NATS
 from services.event_bridge.bridge import BridgeConfig, EventBridge
 from services.event_bridge.config import load_event_bridge_settings
 from shared.admin import start_admin_service
+from shared.readiness import mark_not_ready, mark_ready
 from shared.service import load_or_exit, run_service
 from shared.settings import Settings, load_settings
 
@@ -18,6 +19,7 @@ NAME = "event-bridge"
 
 
 async def main(config: BridgeConfig, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
+    mark_not_ready()  # a restarted container keeps the last process's file
     bridge = EventBridge(nc, settings.subjects, config)
     await bridge.start()
 
@@ -36,9 +38,11 @@ async def main(config: BridgeConfig, settings: Settings, nc: NATS, stop: asyncio
         areas={"event_bridge": {"health": health}},
         description="turns raw signals into validated AMP events",
     )
+    mark_ready()
     try:
         await bridge.run(stop)
     finally:
+        mark_not_ready()
         await admin.stop()
 
 

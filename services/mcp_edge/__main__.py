@@ -9,6 +9,7 @@ from nats.aio.client import Client as NATS
 
 from services.mcp_edge.config import EdgeSettings, load_edge_settings
 from services.mcp_edge.service import EdgeService
+from shared.readiness import ReadyWhenStarted
 from shared.service import load_or_exit, run_service, run_until_stopped
 from shared.settings import Settings, load_settings
 
@@ -16,7 +17,7 @@ NAME = "mcp-edge"
 
 
 async def main(own: EdgeSettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    await run_until_stopped(EdgeService(nc, settings.subjects, own), stop)
+    await run_until_stopped(ReadyWhenStarted(EdgeService(nc, settings.subjects, own)), stop)
 
 
 def run() -> None:

@@ -10,7 +10,8 @@ from nats.aio.client import Client as NATS
 from services.mcp_gateway.config import GatewaySettings, load_mcp_gateway_settings
 from services.mcp_gateway.service import GatewayService
 from shared import memwatch
-from shared.service import load_or_exit, run_service
+from shared.readiness import ReadyWhenStarted
+from shared.service import load_or_exit, run_service, run_until_stopped
 from shared.settings import Settings, load_settings
 
 NAME = "mcp-gateway"
@@ -18,12 +19,7 @@ NAME = "mcp-gateway"
 
 async def main(own: GatewaySettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     memwatch.install(asyncio.get_running_loop())  # AURORA_TRACEMALLOC=1 only
-    service = GatewayService(nc, settings.subjects, own)
-    try:
-        await service.start()
-        await service.run(stop)
-    finally:
-        await service.stop()
+    await run_until_stopped(ReadyWhenStarted(GatewayService(nc, settings.subjects, own)), stop)
 
 
 def run() -> None:

@@ -12,6 +12,7 @@ from services.router.config import RouterSettings, load_router_settings
 from services.router.service import RouterService
 from shared.appconfig import load_apps_config
 from shared.logs import get_logger
+from shared.readiness import ReadyWhenStarted
 from shared.service import load_or_exit, run_service, run_until_stopped
 from shared.settings import Settings, load_settings
 
@@ -32,7 +33,7 @@ async def main(own: RouterSettings, capabilities: dict[str, tuple[str, ...]], se
                stop: asyncio.Event) -> None:
     if not settings.apps_config.exists():
         log.info("no apps config; runs carry no app capabilities", file=str(settings.apps_config))
-    await run_until_stopped(RouterService(nc, settings.subjects, own, capabilities), stop)
+    await run_until_stopped(ReadyWhenStarted(RouterService(nc, settings.subjects, own, capabilities)), stop)
 
 
 def run() -> None:

@@ -9,6 +9,7 @@ from nats.aio.client import Client as NATS
 
 from services.runner.config import RunnerConfig, load_runner_settings
 from services.runner.service import RunnerService
+from shared.readiness import ReadyWhenStarted
 from shared.service import load_or_exit, run_service, run_until_stopped
 from shared.settings import Settings, load_settings
 
@@ -16,7 +17,7 @@ NAME = "runner"
 
 
 async def main(config: RunnerConfig, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    await run_until_stopped(RunnerService(nc, settings.subjects, config), stop)
+    await run_until_stopped(ReadyWhenStarted(RunnerService(nc, settings.subjects, config)), stop)
 
 
 def run() -> None:

@@ -9,6 +9,7 @@ from nats.aio.client import Client as NATS
 
 from services.scheduler.config import SchedulerSettings, load_scheduler_settings
 from services.scheduler.service import SchedulerService
+from shared.readiness import ReadyWhenStarted
 from shared.service import load_or_exit, run_service, run_until_stopped
 from shared.settings import Settings, load_settings
 
@@ -16,7 +17,7 @@ NAME = "scheduler"
 
 
 async def main(own: SchedulerSettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    await run_until_stopped(SchedulerService(nc, settings.subjects, own), stop)
+    await run_until_stopped(ReadyWhenStarted(SchedulerService(nc, settings.subjects, own)), stop)
 
 
 def run() -> None:

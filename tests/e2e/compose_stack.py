@@ -22,6 +22,7 @@ import httpx
 import yaml
 
 from aurora_cli.localnats import free_port, nats_server_binary
+from shared.readiness import READY_FILE
 from tests.harness.cli_here import run_cli_here
 from tests.harness.otlp import OtlpReceiver
 from tests.harness.processes import REPO, ServiceProcess
@@ -143,7 +144,7 @@ class ComposeStack:
 
     def demo_init_env(self) -> dict[str, str]:
         """demo-init's environment (the operator's credentials, the systems' addresses)."""
-        return self._environment(SERVICES["demo-init"])
+        return self._environment(SERVICES["demo-init"], "demo-init")
 
     # ------------------------------------------------------------------ start
 
@@ -189,18 +190,23 @@ class ComposeStack:
                 env={"PATH": self.clean["PATH"]}, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         healthy(f"http://127.0.0.1:{self.ports[8222]}/healthz?js-enabled-only=true", self.server, log)
 
-    def _environment(self, service: dict[str, Any]) -> dict[str, str]:
+    def _environment(self, service: dict[str, Any], name: str) -> dict[str, str]:
         where = mounts(service, self.volumes)
         env = {**self.clean, **{k: self.rewrite(localize(interpolate(str(v)), where))
                                 for k, v in (service.get("environment") or {}).items()}}
         if "NATS_URL" in env:
             env["NATS_URL"] = self.nats_url
+        if "OTEL_EXPORTER_OTLP_ENDPOINT" in env and not env["OTEL_EXPORTER_OTLP_ENDPOINT"]:
+            # What a user sets with `--profile observability`; the receiver stands in for Jaeger.
+            env["OTEL_EXPORTER_OTLP_ENDPOINT"] = self.rewrite("http://jaeger:4318")
+        if env.get(READY_FILE):  # each container has its own /tmp; here they share one machine
+            env[READY_FILE] = str(self.root / "ready" / name)
         return env
 
     def _app(self, name: str, service: dict[str, Any]) -> tuple[str, ServiceProcess]:
         """Start a demo system; its health check's URL (local) and its process."""
         args = [self.rewrite(interpolate(a)) for a in service["command"][3:]]
-        process = ServiceProcess(service["command"][2], self._environment(service), self.logs, name, args=args)
+        process = ServiceProcess(service["command"][2], self._environment(service, name), self.logs, name, args=args)
         self.processes.append(process.start())
         test = " ".join(service["healthcheck"]["test"])
         url = re.search(r"http://[^'\"\s]+", test)
@@ -208,7 +214,7 @@ class ComposeStack:
         return self.rewrite(url.group(0)), process
 
     def _service(self, name: str, service: dict[str, Any]) -> ServiceProcess:
-        process = ServiceProcess(service["command"][2], self._environment(service), self.logs, name)
+        process = ServiceProcess(service["command"][2], self._environment(service, name), self.logs, name)
         self.processes.append(process.start())
         return process
 
@@ -221,7 +227,7 @@ class ComposeStack:
         init = SERVICES[name]
         argv = [localize(a, mounts(init, self.volumes)) for a in init["command"]]
         assert argv[0] == "aurora"
-        done = self.cli(*argv[1:], timeout=180, env=self._environment(init))
+        done = self.cli(*argv[1:], timeout=180, env=self._environment(init, name))
         assert done.returncode == 0, done.stdout + done.stderr
         return done.stdout
 

@@ -19,6 +19,7 @@ import yaml
 
 from aurora_cli.creds import IDENTITIES
 from aurora_cli.localnats import free_port, nats_server_binary
+from shared.readiness import READY_FILE
 from tests.e2e.compose_stack import healthy, interpolate, localize, mounts
 from tests.harness.processes import REPO, ServiceProcess, stop_services
 from tests.integration.cli.conftest import AURORA
@@ -101,6 +102,7 @@ def test_compose_commands_run_locally_with_generated_credentials(tmp_path: Path,
                 elif key.endswith("_HOST") and value == "0.0.0.0":
                     env[key] = "127.0.0.1"
             env["OTEL_EXPORTER_OTLP_ENDPOINT"] = ""  # no Jaeger here (tests/e2e/compose_stack.py stands one in)
+            env[READY_FILE] = str(tmp_path / "ready" / name)  # each container has its own /tmp
             processes.append(ServiceProcess(command[2], env, logs, name).start())
         for process in processes:
             process.wait_for_log('"msg": "started"', timeout=60)

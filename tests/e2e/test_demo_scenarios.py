@@ -271,7 +271,8 @@ def test_a_deleted_message_is_routed_as_itself_and_nothing_is_said(
 
 
 def test_the_stack_sends_its_traces_where_compose_points_them(stack: ComposeStack, chat: Chat) -> None:
-    """compose.yaml points every service at Jaeger's OTLP port; the harness listens there in its
+    """With `--profile observability` and OTEL_EXPORTER_OTLP_ENDPOINT=http://jaeger:4318 (compose.yaml's
+    comment), every service sends its spans to Jaeger's OTLP port; the harness listens there in its
     place: one trace per event, from the bridge to the app."""
     room = conversation()
     chat.say(room, "北京天气")

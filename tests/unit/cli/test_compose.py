@@ -82,16 +82,45 @@ def test_each_service_waits_for_a_healthy_nats_and_talks_to_it(name: str) -> Non
     service = AURORA[name]
     assert service["depends_on"]["nats"] == {"condition": "service_healthy"}
     assert service["environment"]["NATS_URL"] == "nats://nats:4222"
-    assert service["build"] == {"context": ".", "dockerfile": "deploy/Dockerfile"}
+    assert service["image"] == "aurora:local" and "build" not in service  # creds-init builds it
     assert service["restart"] in ("unless-stopped", "always", "on-failure")
     assert "container_name" not in service  # `--scale` needs generated names
 
 
-def test_compose_starts_services_in_the_dev_stack_order() -> None:
-    """Compose stops in reverse dependency order: chaining them gives the seed's shutdown order."""
-    order = [n for n in START_ORDER if n.replace("_", "-") in AURORA]
+def test_compose_starts_the_ingress_once_the_demo_is_applied_and_stops_in_the_reverse_order() -> None:
+    """Each depends on the one before it: the app-supervisor (whose apps emit events, the chat page's
+    among them) starts once demo-init has applied the bindings, and compose stops in the reverse
+    order: external calls and runs first, then the apps, the router, the gateway, the bridge."""
+    order = ["event-bridge", "mcp-gateway", "router", "demo-init", "app-supervisor", "runner", "mcp-edge"]
+    assert {name.replace("_", "-") for name in START_ORDER} <= set(order)
     for before, after in itertools.pairwise(order):
-        assert before.replace("_", "-") in AURORA[after.replace("_", "-")]["depends_on"], (before, after)
+        assert before in SERVICES[after]["depends_on"], (before, after)
+    assert SERVICES["app-supervisor"]["depends_on"]["demo-init"] == {"condition": "service_completed_successfully"}
+    for name in ("mcp-gateway", "router"):  # demo-init applies to services that serve
+        assert SERVICES["demo-init"]["depends_on"][name] == {"condition": "service_healthy"}
+
+
+def test_one_service_builds_the_image_every_aurora_container_runs() -> None:
+    """Each service that declared the build made an image of its own (`up --build` built eleven,
+    left ten untagged, and a later `up` recreated the containers of those)."""
+    builders = {name: svc["build"] for name, svc in SERVICES.items() if "build" in svc}
+    assert builders == {"creds-init": {"context": ".", "dockerfile": "deploy/Dockerfile"}}
+    assert SERVICES["creds-init"]["image"] == "aurora:local"
+    ours = [name for name, svc in SERVICES.items() if svc.get("image") == "aurora:local"]
+    assert set(AURORA) | set(EXAMPLE_APPS) | {"demo-init", "demo-init-llm"} <= set(ours)
+    # No registry has it: a plain `up` builds it, and asks none for it (each service asked one,
+    # and printed its error, before the build).
+    assert {SERVICES[name].get("pull_policy") for name in ours} == {"never"}
+
+
+@pytest.mark.parametrize("name", sorted(n for n, s in SERVICES.items() if s.get("restart") != "no"))
+def test_every_long_running_service_has_a_health_check(name: str) -> None:
+    """`docker compose up --wait` returns once each is healthy: for an Aurora service, once it
+    serves (it writes AURORA_READY_FILE then, shared/readiness.py), not once its process runs."""
+    check = SERVICES[name]["healthcheck"]
+    assert check["test"][0] == "CMD"
+    if name in AURORA:
+        assert check["test"] == ["CMD", "test", "-f", SERVICES[name]["environment"]["AURORA_READY_FILE"]]
 
 
 def test_nats_runs_jetstream_on_a_named_volume_with_a_health_check() -> None:
@@ -188,9 +217,11 @@ def test_runners_scale_and_the_llm_profile_adds_a_model_server_they_point_at() -
     assert [v["volume"]["subpath"] for v in llm_init["volumes"]] == ["operator.env"]
 
 
-def test_every_service_exports_its_traces_to_jaeger_whose_ui_is_on_this_host_only() -> None:
+def test_jaeger_is_the_observability_profile_and_the_services_export_only_when_told_where() -> None:
+    """A plain `up` needs no Jaeger image (nothing here pulls one it does not run); its UI is on
+    this host only; a service exports spans only when OTEL_EXPORTER_OTLP_ENDPOINT is set."""
     jaeger = SERVICES["jaeger"]
-    assert jaeger["ports"] == ["127.0.0.1:16686:16686"]
+    assert jaeger["profiles"] == ["observability"] and jaeger["ports"] == ["127.0.0.1:16686:16686"]
     for name in AURORA:
-        environment = SERVICES[name]["environment"]
-        assert environment["OTEL_EXPORTER_OTLP_ENDPOINT"].endswith("http://jaeger:4318}"), name
+        assert SERVICES[name]["environment"]["OTEL_EXPORTER_OTLP_ENDPOINT"] == "${OTEL_EXPORTER_OTLP_ENDPOINT:-}"
+    assert "OTEL_EXPORTER_OTLP_ENDPOINT=http://jaeger:4318" in (REPO / "compose.yaml").read_text(encoding="utf-8")
