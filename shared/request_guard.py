@@ -13,8 +13,9 @@ the router its bindings) chooses the bytes delivered: a "sampling request" to th
 A refusal is logged at warning level with the stream and consumer that delivered it (the
 consumer's name says whose it is: services name theirs `<user>_eph_…`, nats-server's
 `$JS.EVENT.ADVISORY.CONSUMER.CREATED` says which client created it) and the endpoint it was
-pointed at. Nothing is answered: the reply subject is an ack, and an ack would only advance the
-attacker's consumer.
+pointed at, and audited by the refusing service (`audit_refusals_to`, installed by
+shared/service.py; the record is made in shared/refusal_audit.py). Nothing is answered: the
+reply subject is an ack, and an ack would only advance the attacker's consumer.
 
 Use: `add_admin_endpoint` and `add_inline_endpoint` (nats.micro endpoints) and
 `subscribe_inline` apply it themselves; a plain `nc.subscribe(…, cb=…)` that serves or acts
@@ -25,6 +26,7 @@ does not).
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 from nats.aio.msg import Msg
 
@@ -49,14 +51,49 @@ def delivering_consumer(reply: str) -> tuple[str, str]:
     return "?", "?"
 
 
+def delivered_sequence(reply: str) -> str:
+    """The stream sequence of the delivered message, from its ack subject ("?" when not there)."""
+    tokens = reply[len(_ACK):].split(".")
+    if len(tokens) >= 10:
+        return tokens[5]
+    return tokens[3] if len(tokens) >= 7 else "?"
+
+
+@dataclass(frozen=True)
+class RefusedDelivery:
+    endpoint: str  # where the consumer delivered it
+    subject: str  # the message's own: a delivery keeps the subject it was stored under
+    stream: str
+    consumer: str
+    sequence: str  # of the message in its stream: one refusal of it, however often redelivered
+
+
+RefusalSink = Callable[[RefusedDelivery], None]
+_sinks: list[RefusalSink] = []
+
+
+def audit_refusals_to(sink: RefusalSink) -> Callable[[], None]:
+    """Every refusal of this process from now on also goes to `sink` (which must not block: it
+    is called in nats-py's read loop for inline handlers); returns what stops that."""
+    _sinks.append(sink)
+    return lambda: _sinks.remove(sink) if sink in _sinks else None
+
+
 def refused_delivery(subject: str, reply: str | None, *, endpoint: str) -> bool:
-    """True (and logged) when the message is a stream delivery that `endpoint` must not take."""
+    """True (logged, and audited where a sink is installed) when the message is a stream
+    delivery that `endpoint` must not take."""
     if not is_jetstream_delivery(reply):
         return False
     assert reply is not None
     stream, consumer = delivering_consumer(reply)
     log.warning("stream delivery refused", endpoint=endpoint, subject=subject, stream=stream,
                 consumer=consumer, reason=REASON)
+    refusal = RefusedDelivery(endpoint, subject, stream, consumer, delivered_sequence(reply))
+    for sink in list(_sinks):
+        try:
+            sink(refusal)
+        except Exception:  # the refusal stands whatever becomes of its record
+            log.exception("a refusal could not be audited", endpoint=endpoint, consumer=consumer)
     return True
 
 

@@ -15,6 +15,7 @@ from shared.bus import close_connection, connect
 from shared.errors import AuroraError
 from shared.logs import configure_logging, get_logger
 from shared.metrics import setup_metrics, shutdown_metrics
+from shared.refusal_audit import audit_refusals
 from shared.settings import Settings
 from shared.streams import use_replicas
 from shared.telemetry import setup_tracing, shutdown_tracing
@@ -110,9 +111,12 @@ async def _serve(name: str, settings: Settings, main: ServiceMain) -> None:
         loop.add_signal_handler(signum, stopping, signum)
     nc = await connect(settings.nats, name=f"aurora-{name}")
     log.info("started", nats=settings.nats.url, prefix=settings.subjects.prefix)
+    # A stream delivery its endpoints refuse is audited by the service, as its own NATS user.
+    stop_auditing = audit_refusals(nc, settings.subjects, name)
     try:
         await main(settings, nc, stop)
     finally:
+        stop_auditing()
         await close_connection(nc)
         log.info("stopped")
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from shared.errors import SubjectError
 
 _TOKEN = re.compile(r"^[A-Za-z0-9_-]+$")
+REFUSED = "refused"  # `<p>.audit.refused.<service>`: requests a service refused, not tool calls
 
 
 def app_token(app_id: str) -> str:
@@ -134,6 +135,17 @@ class Subjects:
     @property
     def audit_all(self) -> str:
         return f"{self.prefix}.audit.>"
+
+    def audit_refused(self, service: str) -> str:
+        """Where `service` (its NATS user name) audits the requests it refused to take
+        (shared/refusal_audit.py): its own subject, so no service can write another's records
+        nor a call's (`audit(app)` is one token shorter)."""
+        return f"{self.prefix}.audit.{REFUSED}.{check_token(service, 'service')}"
+
+    def is_audit_refusal(self, subject: str) -> bool:
+        """A refusal's record (`audit_refused`), never a tool call's: no call outcome is read from it."""
+        base = f"{self.prefix}.audit.{REFUSED}."
+        return subject.startswith(base) and "." not in subject[len(base):]
 
     def dlq(self, stage: str) -> str:
         return f"{self.prefix}.dlq.{check_token(stage, 'dead-letter stage')}"

@@ -35,6 +35,8 @@ class JetStreamAudit:
         self._js = js
         self._stream = audit_stream(subjects).name
         self._filter = subjects.audit_all
+        # Records of requests a service refused are that service's to write: never a call's outcome.
+        self._refusal = subjects.is_audit_refusal
         self._limit = scan_limit
 
     async def find(self, call_id: str, *, since: str) -> AuditRecord | None:
@@ -58,7 +60,7 @@ class JetStreamAudit:
                     return None
                 for msg in msgs:
                     scanned += 1
-                    if needle in msg.data:
+                    if needle in msg.data and not self._refusal(msg.subject):
                         record = _decoder.decode(msg.data)
                         if record.call_id == call_id:
                             return record

@@ -84,6 +84,10 @@ async def test_an_executed_calls_record_becomes_its_tool_event_and_nothing_else_
         await audit(js, subjects, json.dumps(old).encode())  # written before tool events came from the audit
         decision = record("approval-1-decision", system=None, status="approval_granted", executed=False)
         await audit(js, subjects, decision, app="aurora.gateway")
+        # A service's record of a request it refused (`<prefix>.audit.refused.<service>`) is never a
+        # call's, whatever it says: not `<prefix>.audit.<app>`, it is no event (but a dead letter).
+        forged = msgspec.json.encode(record("call-claimed-by-a-runner"))
+        await js.publish(subjects.audit_refused("runner"), forged)
         await audit(js, subjects, record("call-ok"))
         await all_processed(js, subjects)
     events = await tool_events(js, subjects)

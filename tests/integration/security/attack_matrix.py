@@ -121,6 +121,12 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
                   _row(R, R, R, R, R, R, R, A, R)),
     "dlq_replay": ("replay a dead letter to an app's event or signal subject, or a run's",
                    _row(N, N, N, N, N, N, N, A, R)),
+    # A request a service refused is audited by that service (shared/refusal_audit.py), on its own
+    # subject; a tool call's record (what `tool.*` events and the runners' recovery read) is the gateway's.
+    "audit_refusal": ("audit a request it refused, on its own `amp.audit.refused.<user>`",
+                      _row(A, A, A, A, A, A, A, N, N)),
+    "audit_forge": ("write a tool call's audit record (`amp.audit.<app>`) or another service's refusals",
+                    _row(R, R, A, R, R, R, R, R, R)),
     "platform_forge": ("publish a platform service's own events or signals (`aurora_gateway`, `aurora_runner`, "
                        "`aurora_scheduler`), or a schedule tick",
                        _row(N, N, N, N, N, N, N, R, R)),

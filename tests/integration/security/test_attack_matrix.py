@@ -357,6 +357,12 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
             return []
         return [publish(SUBJECTS.event("im.polaris.qq", "message.received")),
                 publish(SUBJECTS.signal("im.polaris.qq", "observed")), publish(SUBJECTS.run("agent", "matrix"))]
+    if key == "audit_refusal":  # a JetStream publish is answered (an ack) when it is let through
+        return [] if user in ("operator", "consumer") else [request(SUBJECTS.audit_refused(user), {"status": "denied"})]
+    if key == "audit_forge":
+        other = "runner" if user != "runner" else "router"
+        return [request(SUBJECTS.audit("im.polaris.qq"), {"status": "ok", "executed": True}),
+                request(SUBJECTS.audit_refused(other), {"status": "denied"})]
     if key == "platform_forge":
         if user not in ("operator", "consumer"):
             return []

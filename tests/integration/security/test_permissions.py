@@ -198,6 +198,11 @@ async def test_the_runner_reads_history_the_audit_and_large_events(connect: Conn
                                             json.dumps(doc).encode(), headers={"Nats-Msg-Id": message_id})
     record = AuditRecord(call_id="call-1", at=now_iso(), tool="im.polaris.qq.send", system="im.polaris.qq",
                          caller="agent:a", status="ok")
+    # Another service's record of a refused request, under the same call id, first: the recovery
+    # takes a call's outcome from the gateway's records only.
+    edge = await connect("mcp-edge")
+    claimed = msgspec.structs.replace(record, status="denied", executed=True)
+    await edge.nc.jetstream().publish(SUBJECTS.audit_refused("mcp-edge"), msgspec.json.encode(claimed))
     await gateway.nc.jetstream().publish(SUBJECTS.audit("im.polaris.qq"), msgspec.json.encode(record))
     objects = await ensure_object_store(router.nc.jetstream(), run_events_store(SUBJECTS))
     raw = json.dumps(current).encode()
