@@ -1,9 +1,10 @@
 """What the chat page shows of one conversation, computed from what came in and what was sent.
 
 Pure functions: `received` are the events the app emitted (see `Received`), `sent` the sent log's
-records (messages, reactions, friend-request answers). A sent message that is a numbered question
-(the runner's interactions and the gateway's chat approvals both end theirs with
-`(answer with …; interaction <id>)`) carries its parsed question, and the answer once one came in.
+records (messages, reactions, friend-request answers). A sent message that is a question — sent
+with an `interaction_id` (the platform's interactions, chat approvals and elicitations), or, from
+older senders, ending with `(answer with …; interaction <id>)` — carries its parsed question
+(text, numbered options, the hint in parentheses), and the answer once one came in.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 _INTERACTION = re.compile(r"^\((?P<hint>[^;()]*); interaction (?P<id>\S+)\)\s*$")
 _OPTION = re.compile(r"^(?P<number>\d+)\.\s+(?P<label>.+)$")
+_HINT = re.compile(r"^[(（](?P<hint>[^()（）]*)[)）]\s*$")  # the question's last line, in either script's brackets
 
 
 def now_iso() -> str:
@@ -41,20 +43,25 @@ class Received:
         return list(self._items)
 
 
-def parse_question(text: str) -> dict[str, Any] | None:
-    """`{interaction_id, question, options: [{number, label}]}` for a numbered question, else None."""
+def parse_question(text: str, interaction_id: str | None = None) -> dict[str, Any] | None:
+    """`{interaction_id, question, options: [{number, label}], hint}` for a question (one sent
+    with its `interaction_id`, or one naming it in its last line), else None."""
     lines = text.strip().splitlines()
     if not lines:
         return None
     tail = _INTERACTION.match(lines[-1].strip())
-    if tail is None:
+    if tail is not None:
+        found, hint, body = tail["id"], tail["hint"], lines[:-1]
+    elif interaction_id:
+        last = _HINT.match(lines[-1].strip()) if len(lines) > 1 else None
+        found, hint, body = interaction_id, last["hint"] if last else "", lines[:-1] if last else lines
+    else:
         return None
-    body = lines[:-1]
     options = [m for m in (_OPTION.match(line.strip()) for line in body) if m is not None]
     first_option = next((i for i, line in enumerate(body) if _OPTION.match(line.strip())), len(body))
-    return {"interaction_id": tail["id"], "question": "\n".join(body[:first_option]).strip(),
+    return {"interaction_id": found, "question": "\n".join(body[:first_option]).strip(),
             "options": [{"number": int(m["number"]), "label": m["label"].strip()} for m in options],
-            "hint": tail["hint"].strip()}
+            "hint": hint.strip()}
 
 
 def conversation_view(conversation_id: str, received: list[dict[str, Any]],
@@ -87,7 +94,7 @@ def conversation_view(conversation_id: str, received: list[dict[str, Any]],
             item = {"kind": "message", "direction": "out", "message_id": record.get("message_id"),
                     "text": record.get("text", ""), "reply_to": record.get("reply_to"), "at": record.get("at"),
                     "reactions": [], "deleted": False}
-            question = parse_question(str(item["text"]))
+            question = parse_question(str(item["text"]), record.get("interaction_id"))
             if question is not None:
                 item["question"] = {**question, "answer": None}
                 questions[question["interaction_id"]] = item["question"]

@@ -103,8 +103,10 @@ class ChatApp:
         mcp = self.server
 
         @mcp.tool(annotations=WRITE)
-        async def send_message(ctx: Context, session_id: str, text: str, reply_to: str | None = None) -> dict[str, Any]:
-            """Send `text` to the conversation `session_id` (optionally as a reply to message `reply_to`).
+        async def send_message(ctx: Context, session_id: str, text: str, reply_to: str | None = None,
+                               interaction_id: str | None = None) -> dict[str, Any]:
+            """Send `text` to the conversation `session_id` (optionally as a reply to message `reply_to`;
+            a question carries its `interaction_id`, which the page answers under and never shows in text).
             Sent again with the same idempotency key (`_meta`), it returns the first result and sends nothing."""
             if not text.strip():
                 raise ToolError("text is empty: nothing to send")
@@ -113,6 +115,7 @@ class ChatApp:
             sent = self.sent.append_once(key if isinstance(key, str) and key else None, {
                 "kind": "message", "message_id": _new_id("msg"), "session_id": session_id, "text": text,
                 "reply_to": reply_to, "at": now_iso(),
+                **({"interaction_id": interaction_id} if interaction_id else {}),
             })
             if self.send_delay > 0:  # a slow IM: the message is out, its acknowledgement takes a while
                 await anyio.sleep(self.send_delay)

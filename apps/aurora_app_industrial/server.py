@@ -1,5 +1,6 @@
 """The `aurora-app-industrial` MCP server: the industrial system's tools, its alarm events and
-the two faults a demo needs.
+the two faults a demo needs. The writes' parameters have titles in the plant's language (Chinese):
+an approval question names the arguments by them.
 
 Reads (`find_device`, `get_device`, `list_points`, `list_alarms`, `list_rules`, `draft_rule`,
 `get_rule`) change nothing; `save_rule` (idempotent by its key) and `enable_rule` are writes.
@@ -12,7 +13,7 @@ next enable fail (the partial case).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ParamSpec, TypeVar
+from typing import Annotated, Any, ParamSpec, TypeVar
 
 import anyio
 import anyio.abc
@@ -21,6 +22,7 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.session import ServerSession
 from mcp_types import ToolAnnotations
+from pydantic import Field
 
 from apps.common import event_params, send_event
 
@@ -134,8 +136,12 @@ class IndustrialApp:
             return checked(plant.draft_rule, device_id, description)
 
         @mcp.tool(annotations=IDEMPOTENT_WRITE)
-        async def save_rule(device_id: str, point_id: str, operator: str, threshold: float, name: str,
-                            idempotency_key: str) -> dict[str, Any]:
+        async def save_rule(device_id: Annotated[str, Field(title="设备")],
+                            point_id: Annotated[str, Field(title="点位")],
+                            operator: Annotated[str, Field(title="比较")],
+                            threshold: Annotated[float, Field(title="阈值")],
+                            name: Annotated[str, Field(title="规则")],
+                            idempotency_key: Annotated[str, Field(title="幂等键")]) -> dict[str, Any]:
             """Save a rule, disabled. The same `idempotency_key` again answers the rule saved first
             (`created: false`): never a second rule."""
             saved = checked(self.rules.save, device_id=device_id, point_id=point_id, operator=operator,
@@ -151,7 +157,7 @@ class IndustrialApp:
             return checked(self.rules.get, rule_id, idempotency_key)
 
         @mcp.tool(annotations=IDEMPOTENT_WRITE)
-        def enable_rule(rule_id: str) -> dict[str, Any]:
+        def enable_rule(rule_id: Annotated[str, Field(title="规则编号")]) -> dict[str, Any]:
             """Enable a saved rule so that it raises alarms."""
             if self.fail_next_enable:
                 self.fail_next_enable = False

@@ -13,8 +13,8 @@ comes from the same app, conversation and user. The decision then travels like o
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
 
 import msgspec
 from nats.aio.msg import Msg
@@ -26,6 +26,8 @@ from shared.consumer import ACK, AtLeastOnceConsumer, Outcome, Retry
 from shared.contracts.approval import Approval, ChatQuestion
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import INTERACTION_SUBMITTED
+from shared.i18n import N_, say
+from shared.i18n.arguments import summarize
 from shared.logs import get_logger
 from shared.subjects import Subjects
 
@@ -35,6 +37,8 @@ DURABLE = "gateway-chat-approvals"
 STAGE = "mcp_gateway"  # dead letters: amp.dlq.mcp_gateway
 ALLOW = ("1", "yes", "y", "allow", "ok", "是", "同意", "允许")
 REFUSE = ("2", "no", "n", "refuse", "deny", "否", "拒绝")
+# A tool's side effect as the question names it (message ids: see shared/i18n)
+SIDE_EFFECTS = {"write": N_("a write"), "dangerous": N_("a dangerous action"), "read": N_("a read")}
 _decode_event = msgspec.json.Decoder(EventEnvelope).decode
 
 
@@ -48,17 +52,20 @@ def approval_of(interaction_id: object) -> str | None:
     return None
 
 
-def question_text(approval: Approval) -> str:
-    arguments = json.dumps(approval.arguments, ensure_ascii=False, sort_keys=True)
-    if len(arguments) > 300:
-        arguments = arguments[:299] + "…"
-    who = f"{approval.agent} wants" if approval.agent else "Aurora wants"
-    return "\n".join([
-        f"{who} to call {approval.tool} ({approval.side_effect}) with {arguments}.",
-        "1. allow",
-        "2. refuse",
-        f"(answer with the number of your choice; interaction {interaction_id_for(approval.id)})",
-    ])
+def question_text(approval: Approval, *, locale: str | None = None, schema: Mapping[str, Any] | None = None) -> str:
+    """The question asked in the chat, in the conversation's language: who wants to call what,
+    the arguments by their schema's titles (`schema`: the tool's input schema), and the two
+    numbered answers. The interaction id travels beside the text (`event_reply`'s
+    `interaction_id`), never in it: ids are for the console and the CLI."""
+    effect = say(locale, SIDE_EFFECTS.get(approval.side_effect, N_("a change")))
+    head = say(locale, "{agent} wants to call {tool} ({effect}).", agent=approval.agent, tool=approval.tool,
+               effect=effect) if approval.agent else \
+        say(locale, "Aurora wants to call {tool} ({effect}).", tool=approval.tool, effect=effect)
+    summary = summarize(approval.arguments, schema, locale)
+    arguments = say(locale, "Arguments: {summary}", summary=summary) if summary else say(locale, "No arguments.")
+    allow, refuse = say(locale, "allow"), say(locale, "refuse")
+    return "\n".join([head, arguments, f"1. {allow}", f"2. {refuse}",
+                      say(locale, "(answer with the number of your choice)")])
 
 
 def verdict(value: object) -> bool | None:

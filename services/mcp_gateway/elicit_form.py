@@ -20,12 +20,17 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any, Literal
 
+from shared.i18n import N_, say
+
 Content = dict[str, str | int | float | bool | list[str] | None]
 DECLINE = ("decline", "refuse", "拒绝")
 CANCEL = ("cancel", "取消")
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+\.[^@\s]+$")
 _TRUE = ("true", "yes", "y", "1", "是", "对")
 _FALSE = ("false", "no", "n", "0", "否", "不是")
+# A field's kind as the question names it (message ids: see shared/i18n)
+_KINDS = {"string": N_("text"), "number": N_("a number"), "integer": N_("a whole number"),
+          "boolean": N_("yes or no")}
 
 
 class UnsupportedSchema(ValueError):
@@ -92,37 +97,37 @@ def _options(spec: dict[str, Any]) -> tuple[tuple[str, str], ...]:
     return ()
 
 
-def question_text(message: str, fields: list[Field], interaction_id: str, *, asker: str) -> str:
-    """The chat question. Its last line is `(hint; interaction <id>)` like every question the
-    chat page answers; field lines are `[n] …`, not `n. …`, which the page would offer as
-    buttons — except a form of one choice, whose options are exactly that."""
-    lines = [f"{asker} asks: {message}"]
+def question_text(message: str, fields: list[Field], *, asker: str, locale: str | None = None) -> str:
+    """The chat question, in the conversation's language. Its last line is the hint in
+    parentheses, like every question the chat page answers (the interaction id travels beside
+    the text); field lines are `[n] …`, not `n. …`, which the page would offer as buttons —
+    except a form of one choice, whose options are exactly that."""
+    lines = [say(locale, "{asker} asks: {message}", asker=asker, message=message)]
     if len(fields) == 1 and fields[0].kind == "enum":
         lines += [f"{n}. {label}" for n, (_, label) in enumerate(fields[0].options, 1)]
-        hint = "answer with the number of your choice, or `decline` or `cancel`"
+        lines.append(say(locale, "(answer with the number of your choice, or “decline” or “cancel”)"))
     else:
-        lines += [f"[{n}] {_describe(field)}" for n, field in enumerate(fields, 1)]
-        hint = "answer with the value" if len(fields) == 1 else "answer as `1: value | 2: value`"
-        hint += ", or `decline` or `cancel`"
-    lines.append(f"({hint}; interaction {interaction_id})")
+        lines += [f"[{n}] {_describe(field, locale)}" for n, field in enumerate(fields, 1)]
+        lines.append(say(locale, "(answer with the value, or “decline” or “cancel”)") if len(fields) == 1
+                     else say(locale, "(answer as “1: value | 2: value”, or “decline” or “cancel”)"))
     return "\n".join(lines)
 
 
-def _describe(field: Field) -> str:
+def _describe(field: Field, locale: str | None) -> str:
     spec = field.schema or {}
     label = field.title if field.title == field.name else f"{field.title} ({field.name})"
-    kind: str = field.kind
+    kind = say(locale, _KINDS.get(field.kind, field.kind))
     if field.kind in ("enum", "multi"):
-        choices = ", ".join(f"{i}) {label}" for i, (_, label) in enumerate(field.options, 1))
-        kind = f"one of {choices}" if field.kind == "enum" else f"any of {choices}, comma-separated"
+        choices = say(locale, ", ").join(f"{i}) {label}" for i, (_, label) in enumerate(field.options, 1))
+        kind = say(locale, "one of {choices}", choices=choices) if field.kind == "enum" else \
+            say(locale, "any of {choices}, comma-separated", choices=choices)
     elif field.kind == "string" and spec.get("format"):
         kind = f"{spec['format']}"
-    elif field.kind == "boolean":
-        kind = "yes or no"
     bounds = _bounds(spec)
-    parts = [label, "—", kind + (f" {bounds}" if bounds else ""), "(required)" if field.required else "(optional)"]
-    text = " ".join(parts)
-    return f"{text}: {field.description}" if field.description else text
+    needed = say(locale, "(required)") if field.required else say(locale, "(optional)")
+    text = " ".join([label, "—", kind + (f" {bounds}" if bounds else ""), needed])
+    return say(locale, "{text}: {description}", text=text, description=field.description) \
+        if field.description else text
 
 
 def _bounds(spec: dict[str, Any]) -> str:

@@ -35,6 +35,7 @@ from shared.clock import now_iso
 from shared.contracts.approval import ChatQuestion
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.toolcall import ToolCallContext, ToolCallRequest, ToolCallResult, ToolError
+from shared.i18n import say
 from shared.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.elicitation")
@@ -45,7 +46,10 @@ CALL_MARGIN = 1.0  # the answer must reach the app before the call itself times 
 
 
 class EventReplies(Protocol):
-    async def reply_in_event(self, context: ToolCallContext, text: str, *, call_id: str) -> ToolCallResult: ...
+    async def reply_in_event(self, context: ToolCallContext, text: str, *, call_id: str,
+                             interaction_id: str | None = None) -> ToolCallResult: ...
+
+    async def locale_of(self, context: ToolCallContext) -> str | None: ...
 
 
 Announce = Callable[[str, str, dict[str, Any], str | None], None]  # (interaction id, summary, data, session)
@@ -145,10 +149,12 @@ class Elicitation:
         question = ChatQuestion(interaction_id=interaction_id, app=app,
                                 session_id=target.get("session_id"), conversation=target.get("conversation"),
                                 actor_id=ctx.actor.id if ctx.actor else None, asked_at=now_iso())
-        text = elicit_form.question_text(message, fields, interaction_id, asker=app_name)
+        locale = await self._replies.locale_of(ctx)
+        text = elicit_form.question_text(message, fields, asker=app_name, locale=locale)
         deadline = time.monotonic() + wait
         with self._answers.waiting(interaction_id) as answers:  # listening before the question goes out
-            sent = await self._replies.reply_in_event(ctx, text, call_id=f"{interaction_id}-asked")
+            sent = await self._replies.reply_in_event(ctx, text, call_id=f"{interaction_id}-asked",
+                                                      interaction_id=interaction_id)
             if sent.status != "ok":
                 why = f"the question could not be sent: {sent.error.message if sent.error else sent.status}"
                 return _declined(why), "not_asked", why
@@ -162,14 +168,14 @@ class Elicitation:
                     event = await asyncio.wait_for(answers.get(), timeout=left)
                 except TimeoutError:
                     break
-                verdict = await self._judge(event, question, fields, ctx, interaction_id)
+                verdict = await self._judge(event, question, fields, ctx, interaction_id, locale)
                 if verdict is not None:
                     return verdict, None, None
         why = f"no answer within {wait:g}s"
         return types.ElicitResult(action="cancel", _meta={REASON_META_KEY: why}), None, why
 
     async def _judge(self, event: EventEnvelope, question: ChatQuestion, fields: list[elicit_form.Field],
-                     ctx: ToolCallContext, interaction_id: str) -> types.ElicitResult | None:
+                     ctx: ToolCallContext, interaction_id: str, locale: str | None) -> types.ElicitResult | None:
         """The result this answer gives; None when it gives none (someone else's, or unfit: told so)."""
         problem = chat_approvals.answer_problem(question, event)
         if problem is not None:
@@ -181,8 +187,8 @@ class Elicitation:
             return types.ElicitResult(action=parsed.action, content=parsed.content)
         fix = "\n".join(f"- {p}" for p in parsed)
         await self._replies.reply_in_event(
-            ctx, f"That answer does not fit:\n{fix}\n(answer again; interaction {interaction_id})",
-            call_id=f"{interaction_id}-fix-{uuid.uuid4().hex[:8]}")
+            ctx, "\n".join([say(locale, "That answer does not fit:"), fix, say(locale, "(answer again)")]),
+            call_id=f"{interaction_id}-fix-{uuid.uuid4().hex[:8]}", interaction_id=interaction_id)
         return None
 
 

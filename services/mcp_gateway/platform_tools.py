@@ -39,7 +39,12 @@ PLATFORM_TOOLS: dict[str, PlatformTool] = {
     tool.name: tool
     for tool in (
         PlatformTool("event_reply", "reply", "write", "Reply in the conversation this event came from.",
-                     _schema({"text": {"type": "string", "description": "the reply"}}, ["text"])),
+                     _schema({"text": {"type": "string", "description": "the reply"},
+                              # A question's id travels beside its text, never in it (ids are not
+                              # for the person): the app attaches the answer to it.
+                              "interaction_id": {"type": "string", "maxLength": 256,
+                                                 "description": "the interaction this reply asks, if a question"}},
+                             ["text"])),
         PlatformTool("event_react", "react", "write", "React to the message this event is about.",
                      _schema({"reaction": {"type": "string", "description": "e.g. an emoji"}}, ["reaction"])),
         PlatformTool("event_respond_friend_request", "respond_friend_request", "write",
@@ -111,7 +116,8 @@ def app_arguments(tool: PlatformTool, arguments: Mapping[str, Any], delivery: Ma
     if tool.capability == "reply":
         candidate = {"session_id": target.get("session_id"), "conversation": target.get("conversation"),
                      "reply_to": target.get("message_id"), "bot": target.get("bot"),
-                     "workspace": target.get("workspace"), "text": arguments.get("text")}
+                     "workspace": target.get("workspace"), "text": arguments.get("text"),
+                     "interaction_id": arguments.get("interaction_id")}
     elif tool.capability == "react":
         candidate = {"session_id": target.get("session_id"), "message_id": target.get("message_id"),
                      "reaction": arguments.get("reaction")}

@@ -32,6 +32,9 @@ class RunContext:
     approvals: dict[str, str] = field(default_factory=dict)
     partial: list[str] = field(default_factory=list)  # steps that failed while the run went on
     agent: str | None = None  # the agent acting (for a pipeline: its AI stage's agent)
+    # The conversation's language, the acting agent's `locale`: the platform's own sentences
+    # (hints, notices) are said in it (None: shared/i18n's default).
+    locale: str | None = None
 
     @property
     def task_id(self) -> str:
@@ -85,5 +88,5 @@ class RunContext:
 
     def run_view(self) -> dict[str, Any]:
         return {"id": self.handle.task.run_id, "task_id": self.task_id, "agent": self.agent,
-                "synthetic": self.synthetic, "attempt": self.attempt,
+                "locale": self.locale, "synthetic": self.synthetic, "attempt": self.attempt,
                 "has_reply_target": self.delivery.reply_target is not None}

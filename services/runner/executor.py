@@ -202,7 +202,7 @@ class TaskExecutor:
         except Unverified as exc:
             doubtful = notices.in_doubt(handle.steps())
             informed = False if doubtful is not None and doubtful.kind == "delivery" else \
-                await self._notify(ctx, notices.unverified_notice(handle.steps(), exc.check))
+                await self._notify(ctx, notices.unverified_notice(handle.steps(), locale=ctx.locale))
             await self._finish(handle, "unverified", reason="a write's outcome is unknown", check=exc.check,
                                agent=ctx.agent, delivered=informed,
                                error=TaskError(code="outcome_unknown", message=exc.check))
@@ -273,7 +273,7 @@ class TaskExecutor:
         agent = await self._catalog.agent(target.id)
         if agent is None or not agent.enabled:
             raise StepFailed("unknown_agent", f"agent {target.id} is missing or disabled")
-        ctx.agent = agent.id
+        ctx.agent, ctx.locale = agent.id, agent.locale
         return Outcome(answer=await self._drivers[agent.agent_kind].run(ctx, agent))
 
     async def _deliver(self, ctx: RunContext, outcome: Outcome) -> tuple[bool, str | None]:
@@ -302,7 +302,7 @@ class TaskExecutor:
         then the user hears what is done and what is not (a partial change must not pass for
         all or nothing)."""
         wrote = _wrote(handle)
-        informed = wrote and await self._notify(ctx, notices.partial_notice(handle.steps(), reason))
+        informed = wrote and await self._notify(ctx, notices.partial_notice(handle.steps(), locale=ctx.locale))
         await self._finish(handle, "partial" if wrote else "failed", reason=reason, agent=ctx.agent,
                            delivered=informed, error=error)
 

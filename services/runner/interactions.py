@@ -23,6 +23,7 @@ from services.runner.steps import ToolSteps
 from shared.clock import now_iso
 from shared.contracts.signals import RUNNER_APP, PlatformEventSignal
 from shared.contracts.task import StepError, TaskStep
+from shared.i18n import say
 from shared.logs import get_logger
 from shared.signal_publisher import publish_signal
 from shared.subjects import Subjects
@@ -53,11 +54,13 @@ def label_of(option: Any) -> str:
     return str(option)
 
 
-def question_text(question: str, options: list[Any], interaction_id: str) -> str:
+def question_text(question: str, options: list[Any], *, locale: str | None = None) -> str:
+    """The question, its numbered options and a hint in the conversation's language; the
+    interaction id goes beside the text (`event_reply`'s `interaction_id`), not in it."""
     lines = [question]
     lines += [f"{n}. {label_of(option)}" for n, option in enumerate(options, 1)]
-    hint = "answer with the number of your choice" if options else "answer in your own words"
-    lines.append(f"({hint}; interaction {interaction_id})")
+    lines.append(say(locale, "(answer with the number of your choice)") if options
+                 else say(locale, "(answer in your own words)"))
     return "\n".join(lines)
 
 
@@ -140,7 +143,8 @@ async def ask(ctx: RunContext, steps: ToolSteps, announcer: Announcer | None, *,
         raise StepFailed("interaction_unavailable",
                          f"step {step_id}: the event names no conversation to ask its user in")
     asked = await steps.run(ctx, step_id=f"{step_id}.ask", tool=EVENT_REPLY, kind="delivery", side_effect="write",
-                            arguments={"text": question_text(question, options, interaction_id)})
+                            arguments={"text": question_text(question, options, locale=ctx.locale),
+                                       "interaction_id": interaction_id})
     if asked.classification == "suppressed":
         step = msgspec.structs.replace(
             waiting_step(step_id, interaction_id, question, options), status="finished", finished_at=now_iso(),

@@ -4,8 +4,8 @@ its own (pure; unit-tested alone).
 A run that stops on a write nobody can confirm, or on a failure after it already changed
 something, has no answer to deliver — yet the person who asked must not be left believing all
 or nothing happened. The notice names what was done (the writes that succeeded, with their
-business ids), what was not (the step that stopped the run and everything after it), and what
-to check.
+business ids) and what was not (the call that stopped the run and everything after it), in the
+conversation's language; the error's own words and what exactly to check stay in the task.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from shared.contracts.task import TaskStep
+from shared.i18n import say
 
 
 def done_writes(steps: Iterable[TaskStep]) -> list[str]:
@@ -32,24 +33,34 @@ def in_doubt(steps: Iterable[TaskStep]) -> TaskStep | None:
     return doubtful[-1] if doubtful else None
 
 
-def _done_line(steps: list[TaskStep]) -> str:
+def stopped_at(steps: Iterable[TaskStep]) -> TaskStep | None:
+    """The call that stopped the run: the last tool call that neither succeeded nor was skipped."""
+    failed = [s for s in steps if s.kind == "tool" and s.status != "skipped"
+              and s.classification not in (None, "ok", "suppressed", "needs_approval")]
+    return failed[-1] if failed else None
+
+
+def _done(steps: list[TaskStep], locale: str | None) -> str:
     writes = done_writes(steps)
-    return f"Done: {'; '.join(writes)}." if writes else "Done: no change was confirmed."
+    return say(locale, "; ").join(writes) if writes else say(locale, "no change that was confirmed")
 
 
-def unverified_notice(steps: list[TaskStep], check: str) -> str:
-    """The notice of a task that ended `unverified` (`check` is the task's own check sentence)."""
+def unverified_notice(steps: list[TaskStep], *, locale: str | None = None) -> str:
+    """The notice of a task that ended `unverified`: one short sentence. What exactly to check
+    is the task's `check` (the console and the CLI show it), not chat text."""
     doubtful = in_doubt(steps)
-    what = doubtful.name if doubtful is not None else "a write"
-    return (f"Unverified: I cannot tell whether {what} was carried out — its answer was lost, and it was "
-            f"not repeated, so nothing after it was done. {_done_line(steps)} Not confirmed: {what}. "
-            f"Please {check}.")
+    return say(locale, "I cannot confirm that {what} was carried out (its answer was lost, and it was not "
+               "repeated): please check in that system before asking again.",
+               what=doubtful.name if doubtful is not None else say(locale, "the last change"))
 
 
-def partial_notice(steps: list[TaskStep], failure: str) -> str:
-    """The notice of a task that stopped `partial` on `failure` after changing something."""
-    return (f"Partly done. {_done_line(steps)} Not done: {failure}; the steps after it did not run. "
-            "Please check that system, then ask again or finish the rest by hand.")
+def partial_notice(steps: list[TaskStep], *, locale: str | None = None) -> str:
+    """The notice of a task that stopped `partial` after changing something: what is done, what
+    is not. The failure's own text (an app's error, in its words) stays in the task record."""
+    failed = stopped_at(steps)
+    return say(locale, "Partly done. Done: {done}. Not done: {failed}, and the steps after it. Please check "
+               "that system, then ask again or finish the rest by hand.", done=_done(steps, locale),
+               failed=failed.name if failed is not None else say(locale, "the rest of the request"))
 
 
 def unfinished_writes(steps: list[TaskStep]) -> list[TaskStep]:

@@ -21,6 +21,7 @@ from pydantic import AfterValidator, Field, model_validator
 
 from shared.contracts.event_pattern import EventPattern, matches
 from shared.contracts.resource import RESOURCE_ID_PATTERN, ResourceId, ResourceModel
+from shared.i18n import DEFAULT_LOCALE, check_locale
 
 AgentKind = Literal["llm", "playbook"]
 ToolName = Annotated[str, Field(min_length=1, max_length=256)]
@@ -129,6 +130,9 @@ class Agent(ResourceModel):
     # The user who caused an event may confirm this agent's writes in that conversation (the
     # gateway asks there; a CLI or API decision still works). Off unless the operator says so.
     chat_approval: bool = False
+    # The language of the sentences the platform writes into this agent's conversations (approval
+    # questions, hints, notices of how a task ended): a locale shared/i18n ships a catalog for.
+    locale: Annotated[str, AfterValidator(check_locale)] = DEFAULT_LOCALE
     # How long a run waits and retries a call that provably did not run (no gateway, the app's
     # session down, a circuit open, the model unreachable) before the task ends with the reason.
     retry_unavailable_seconds: Annotated[float, Field(gt=0, le=7 * 24 * 3600)] = 600.0

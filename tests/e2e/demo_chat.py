@@ -4,6 +4,7 @@ JavaScript uses them, the task records the CLI shows, and which agents run the s
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -19,6 +20,16 @@ from tests.harness.processes import REPO
 from tests.harness.waiting import poll_sync
 
 LLM_DIR = REPO / "deploy" / "demo" / "llm"
+# What the platform's sentences must not carry: ids (approvals', interactions', elicitations',
+# tasks' and runs' — they stay in the console and the CLI) and JSON.
+IDS = re.compile(r"\b(apr|ix|eli)\.|\bapr-|\{|\}")
+CJK = re.compile(r"[\u4e00-\u9fff]")
+# Each shipped language's words for the approval's answers and the question's hint
+LANGUAGE = {
+    "zh-CN": {"options": ["允许", "拒绝"], "wants": "请求调用", "hint": "（请回复选项编号）", "unverified": "无法确认"},
+    "en": {"options": ["allow", "refuse"], "wants": "wants to call", "hint": "(answer with the number of your choice)",
+           "unverified": "I cannot confirm"},
+}
 
 
 @dataclass(frozen=True)
@@ -132,12 +143,44 @@ class Chat:
         self.send({"type": "interaction.submitted", "session_id": conversation,
                    "interaction_id": question["interaction_id"], "value": value})
 
-    def approve(self, conversation: str, tool_name: str) -> None:
+    def approve(self, conversation: str, tool_name: str, locale: str = "zh-CN") -> None:
         """Answer `allow` to the approval question for `tool_name`, as the user on the page would."""
-        question = self.question(conversation, about=f"wants to call {tool_name}")
+        words = LANGUAGE[locale]
+        question = self.question(conversation, about=f"{words['wants']} {tool_name}")
         assert question["interaction_id"].startswith("apr.")
-        assert [o["label"] for o in question["options"]] == ["allow", "refuse"]
+        assert [o["label"] for o in question["options"]] == words["options"]
         self.answer(conversation, question, "1")
+
+    def approvals_asked(self, conversation: str, tool_name: str) -> list[dict[str, Any]]:
+        return [r for r in self.replies(conversation) if r.get("question")
+                and r["question"]["interaction_id"].startswith("apr.") and tool_name in r["text"]]
+
+    def speaks(self, stack: ComposeStack, conversation: str, locale: str = "zh-CN") -> list[dict[str, Any]]:
+        """Every message sent to the conversation, checked: no JSON, no ids (nor the ids of the
+        conversation's tasks), and the platform's own sentences — approval questions, questions'
+        hints — in `locale`; in Chinese, every message says something in Chinese."""
+        replies = self.replies(conversation)
+        listed = json.loads(stack.cli_here("tasks", "list", "--json").stdout)["items"]
+        ids = {str(t[k]) for t in listed if t.get("session_id") == conversation for k in ("id", "run_id") if t.get(k)}
+        words = LANGUAGE[locale]
+        for reply in replies:
+            text = reply["text"]
+            assert not IDS.search(text), f"JSON or an id in {text!r}"
+            assert not [i for i in ids if i in text], f"a task id in {text!r}"
+            question = reply.get("question")
+            if question is not None:
+                assert question["interaction_id"] not in text
+                if question["interaction_id"].startswith("apr."):
+                    assert words["wants"] in text.splitlines()[0], text
+                    assert [o["label"] for o in question["options"]] == words["options"], text
+                if question["options"]:
+                    assert text.splitlines()[-1] == words["hint"], text
+            if locale == "zh-CN":
+                assert CJK.search(text), f"no Chinese in {text!r}"
+            elif question is not None and question["interaction_id"].startswith("apr."):
+                # English: the question's own words; the tool's argument titles are the app's
+                assert not CJK.search(text.splitlines()[0] + text.splitlines()[-1]), text
+        return replies
 
 
 def conversation() -> str:

@@ -216,7 +216,7 @@ async def approved_secret_write(nc: NATS, subjects: Subjects, stack: Stack) -> d
     approval_id = waiting["approval_id"]
 
     async def asked() -> list[dict[str, Any]]:
-        return [m for m in sent(stack.chat_log) if f"apr.{approval_id}" in m.get("text", "")]
+        return [m for m in sent(stack.chat_log) if m.get("interaction_id") == f"apr.{approval_id}"]
 
     [question] = await poll(asked, what="the approval question in the chat")
     assert "[redacted]" in question["text"] and "ann" in question["text"], question

@@ -29,8 +29,9 @@ from shared.contracts.toolcall import SideEffect, ToolCallContext, ToolCallReque
 from shared.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.calls.approval_gate")
-# `event_reply` in the call's event, on the record like any call: (context, text, call id) → result
-ReplyInEvent = Callable[[ToolCallContext, str, str], Awaitable[ToolCallResult]]
+# `event_reply` in the call's event, on the record like any call: (context, text, call id,
+# interaction id) → result
+ReplyInEvent = Callable[[ToolCallContext, str, str, str | None], Awaitable[ToolCallResult]]
 _KEY_SAFE = re.compile(r"^[A-Za-z0-9_=-]{1,128}$")
 
 
@@ -66,8 +67,10 @@ class ApprovalGate:
         self._on_requested = on_requested
 
     async def admit(self, caller: Caller, request: ToolCallRequest, tool: Gated, call_id: str, *,
-                    gated: bool = True, chat_asked: bool = False) -> str | ToolCallResult | None:
-        """None: no approval needed; the consumed approval's id; or the reply that stops the call."""
+                    gated: bool = True, chat_asked: bool = False,
+                    locale: str | None = None) -> str | ToolCallResult | None:
+        """None: no approval needed; the consumed approval's id; or the reply that stops the call.
+        `locale`: the language a question in the chat is asked in (the agent's)."""
         if not gated or not may_need_approval(caller, tool.side_effect):
             return None
         ctx = request.context
@@ -85,7 +88,7 @@ class ApprovalGate:
         task = approval_task(caller, ctx, call_id)
         if ctx.approval_id is not None:
             return await self._consume(ctx.approval_id, tool, request, task)
-        return await self._ask(request, tool, hold, task, requester)
+        return await self._ask(request, tool, hold, task, requester, locale)
 
     async def _consume(self, approval_id: str, tool: Gated, request: ToolCallRequest,
                        task: str | None) -> str | ToolCallResult:
@@ -97,7 +100,7 @@ class ApprovalGate:
         return used.id
 
     async def _ask(self, request: ToolCallRequest, tool: Gated, hold: Hold, task: str | None,
-                   requester: str | None) -> ToolCallResult:
+                   requester: str | None, locale: str | None) -> ToolCallResult:
         context = msgspec.structs.replace(request.context, task_id=task)
         approval, created = await self._approvals.request(tool.name, request.arguments, context, tool.side_effect,
                                                           requested_by=requester,
@@ -106,7 +109,7 @@ class ApprovalGate:
         if created and self._on_requested is not None:
             self._on_requested(approval)
         if created and hold.chat:
-            await self._ask_in_chat(approval, request)
+            await self._ask_in_chat(approval, request, tool, locale)
         if approval.state in ("pending", "granted"):
             return ToolCallResult(
                 status="needs_approval",
@@ -123,7 +126,8 @@ class ApprovalGate:
             approval_id=approval.id,
         )
 
-    async def _ask_in_chat(self, approval: Approval, request: ToolCallRequest) -> None:
+    async def _ask_in_chat(self, approval: Approval, request: ToolCallRequest, tool: Gated,
+                           locale: str | None) -> None:
         """Ask the user who caused the event to confirm, through the source app's `reply` (as
         `event_reply` would); best effort: the approval stands whether or not the question
         went out, and the CLI or the API can decide it all the same."""
@@ -133,7 +137,12 @@ class ApprovalGate:
         if not actor_id:  # nobody in particular caused the event: nobody in the chat may decide
             log.info("approval not asked for in the chat: the event names no actor", approval=approval.id)
             return
-        result = await self._reply_in_event(ctx, chat_approvals.question_text(approval), f"{approval.id}-asked")
+        # A pool tool's input schema names its arguments for a person (a platform tool has none).
+        schema = getattr(tool, "input_schema", None)
+        text = chat_approvals.question_text(approval, locale=locale,
+                                            schema=schema if isinstance(schema, dict) else None)
+        result = await self._reply_in_event(ctx, text, f"{approval.id}-asked",
+                                            chat_approvals.interaction_id_for(approval.id))
         if result.status != "ok":
             reason = result.error.message if result.error else result.status
             log.info("approval not asked for in the chat", approval=approval.id, reason=reason)

@@ -151,7 +151,8 @@ class CallPipeline:
         if checked is not None:
             return checked, False
         chat = agent is not None and agent.chat_approval and ctx.delivery is not None  # edge calls have no chat
-        gate = await self._gate.admit(caller, request, tool, call_id, chat_asked=chat)
+        gate = await self._gate.admit(caller, request, tool, call_id, chat_asked=chat,
+                                      locale=agent.locale if agent is not None else None)
         if isinstance(gate, ToolCallResult):
             return gate, False
         if claim is not None:
@@ -196,10 +197,13 @@ class CallPipeline:
         result, executed = await self._platform.send(request, prepared, claim, caller)
         return (msgspec.structs.replace(result, approval_id=gate) if gate else result), executed
 
-    async def reply_in_event(self, context: ToolCallContext, text: str, *, call_id: str) -> ToolCallResult:
+    async def reply_in_event(self, context: ToolCallContext, text: str, *, call_id: str,
+                             interaction_id: str | None = None) -> ToolCallResult:
         """`event_reply` for the call's event (an app asking its user, see `elicitation`; an
-        approval asked in the chat); the gateway's own call, on the record like any call."""
-        asking = ToolCallRequest(tool="event_reply", arguments={"text": text},
+        approval asked in the chat); the gateway's own call, on the record like any call.
+        A question's `interaction_id` goes beside the text, for the app to attach answers to."""
+        arguments = {"text": text} if interaction_id is None else {"text": text, "interaction_id": interaction_id}
+        asking = ToolCallRequest(tool="event_reply", arguments=arguments,
                                  context=msgspec.structs.replace(context, approval_id=None))
         result, executed = await self._platform_call(PLATFORM, asking, PLATFORM_TOOLS["event_reply"], call_id)
         if self._on_result is not None:
@@ -207,8 +211,14 @@ class CallPipeline:
                                              call_id=call_id, system=source_app_of(context.delivery), caller=PLATFORM))
         return result
 
-    async def _ask_in_event(self, context: ToolCallContext, text: str, call_id: str) -> ToolCallResult:
-        return await self.reply_in_event(context, text, call_id=call_id)
+    async def _ask_in_event(self, context: ToolCallContext, text: str, call_id: str,
+                            interaction_id: str | None = None) -> ToolCallResult:
+        return await self.reply_in_event(context, text, call_id=call_id, interaction_id=interaction_id)
+
+    async def locale_of(self, context: ToolCallContext) -> str | None:
+        """The language of the call's conversation: its agent's `locale` (None: the default)."""
+        agent = await self._pool.agent(context.agent) if context.agent else None
+        return agent.locale if agent is not None else None
 
 
 def _suppressed_if_synthetic(ctx: ToolCallContext, name: str, would_call: str, arguments: dict[str, object],

@@ -43,6 +43,7 @@ from shared.clock import now_iso
 from shared.contracts.agent import Agent
 from shared.contracts.skill import Skill
 from shared.contracts.task import StepError, TaskStep
+from shared.i18n import say
 
 DEFAULT_PROMPT = (
     "You are an agent of the Aurora platform. You handle one platform event at a time, using only "
@@ -100,7 +101,7 @@ class LlmDriver:
             if last and (turn.tool_calls or not (turn.content or "").strip()):
                 # Still calling tools (or silent) with the budget spent: the run never answered.
                 raise StepFailed("max_tool_rounds", f"agent {agent.id} used its {agent.max_tool_rounds} tool "
-                                 "rounds without answering", notice=budget_notice(agent.max_tool_rounds))
+                                 "rounds without answering", notice=budget_notice(agent.max_tool_rounds, agent.locale))
             if not turn.tool_calls or last:
                 # A write that failed while an earlier one went through: the task ends partial.
                 ctx.partial.extend(describe_failure(s) for s in unfinished_writes(ctx.handle.steps()))
@@ -255,10 +256,10 @@ class LlmDriver:
         return for_model(step, limit)
 
 
-def budget_notice(rounds: int) -> str:
+def budget_notice(rounds: int, locale: str | None = None) -> str:
     """What the user is told when the agent ran out of tool rounds before answering."""
-    return (f"Sorry, I could not finish this request: I used all {rounds} of my tool rounds without reaching "
-            "an answer. Please try again or ask an operator to look at it.")
+    return say(locale, "Sorry, I could not finish this request: I used all {rounds} of my tool rounds without "
+               "reaching an answer. Please try again or ask an operator to look at it.", rounds=rounds)
 
 
 def turn_from_log(logged: dict[str, Any]) -> ChatTurn:

@@ -78,7 +78,7 @@ class PipelineDriver:
         agent = await self._find_agent(config.agent)
         if agent is None or not agent.enabled:
             raise StepFailed("unknown_agent", f"stage {stage}: agent {config.agent} is missing or disabled")
-        ctx.agent = agent.id
+        ctx.agent, ctx.locale = agent.id, agent.locale
         answer = await self._drivers[agent.agent_kind].run(ctx, agent, prefix=f"{stage}.", text=text)
         return answer or ""
 

@@ -131,7 +131,7 @@ async def test_only_the_user_who_asked_can_answer_a_chat_approval(chat_stack: Ch
 
         async def asked() -> str | None:
             for message in sent(chat_stack.chat_log):
-                found = re.search(r"interaction apr\.([\w-]+)\)", message.get("text", ""))
+                found = re.fullmatch(r"apr\.([\w-]+)", str(message.get("interaction_id", "")))
                 if message.get("session_id") == session and found:
                     return found.group(1)
             return None

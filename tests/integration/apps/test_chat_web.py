@@ -127,7 +127,7 @@ async def test_before_the_platform_connects_events_are_refused_with_503(tmp_path
 
 
 QUESTION = ("Several assets match “pump”: which one do you mean?\n1. Circulation pump P-101\n"
-            "2. Circulation pump P-102\n(answer with the number of your choice; interaction ix.t-9.pick)")
+            "2. Circulation pump P-102\n(answer with the number of your choice)")
 
 
 async def test_the_conversation_view_shows_messages_reactions_questions_and_answers(tmp_path: Path) -> None:
@@ -135,7 +135,8 @@ async def test_the_conversation_view_shows_messages_reactions_questions_and_answ
         said = (await web.post({"type": "message.received", "session_id": "group_1", "text": "where is the pump?",
                                 "user_id": "u1"})).json()
         await web.chat.call("react", session_id="group_1", message_id=said["message_id"], reaction="👀")
-        await web.chat.call("send_message", session_id="group_1", text=QUESTION, reply_to=said["message_id"])
+        await web.chat.call("send_message", session_id="group_1", text=QUESTION, reply_to=said["message_id"],
+                            interaction_id="ix.t-9.pick")
         await web.chat.call("send_message", session_id="elsewhere", text="not here")
         await web.post({"type": "interaction.submitted", "session_id": "group_1", "interaction_id": "ix.t-9.pick",
                         "value": "2"})

@@ -6,7 +6,6 @@ become steps of the task; an operator call has nobody to ask and is declined, sa
 from __future__ import annotations
 
 import json
-import re
 import uuid
 from typing import Any
 
@@ -64,13 +63,13 @@ async def start_booking(nc: NATS, subjects: Subjects, app: str, case: str, *,
 async def question(stack: Stack, session: str) -> tuple[str, str]:
     """(interaction id, text) of the latest elicitation question in the conversation."""
     async def asked() -> list[dict[str, Any]]:
-        return [m for m in sent(stack.chat_log) if m.get("session_id") == session and "interaction eli." in m["text"]]
+        return [m for m in sent(stack.chat_log)
+                if m.get("session_id") == session and str(m.get("interaction_id", "")).startswith("eli.")]
 
     found = await poll(asked, what="the elicitation question in the chat", timeout=30)
     text = found[-1]["text"]
-    match = re.search(r"interaction (eli\.[0-9a-f]+)", text)
-    assert match is not None, text
-    return match.group(1), text
+    assert found[-1]["interaction_id"] not in text  # beside the text, never in it
+    return str(found[-1]["interaction_id"]), text
 
 
 def webhook_answer(stack: Stack, interaction_id: str, session: str, value: str, user: str = USER) -> None:
@@ -108,7 +107,7 @@ async def test_the_user_answers_the_apps_form_in_the_chat(stack: Stack, snc: NAT
     webhook_answer(stack, interaction_id, session, "1: 4\n2: Ada", user="someone-else")  # not theirs to answer
     webhook_answer(stack, interaction_id, session, "1: 40\n2: Ada\n3: 2")  # 40 is too many: told what to fix
     async def told() -> list[dict[str, Any]]:
-        return [m for m in sent(stack.chat_log) if m.get("session_id") == session and "does not fit" in m["text"]]
+        return [m for m in sent(stack.chat_log) if m.get("session_id") == session and "不符合要求" in m["text"]]
     [fix] = await poll(told, what="the chat told what to fix")
     assert "at most 12" in fix["text"], fix
     webhook_answer(stack, interaction_id, session, "party_size: 4 | name: Ada | seating: 2")  # the page's answer box
@@ -161,4 +160,5 @@ async def test_a_synthetic_run_asks_nobody(stack: Stack, snc: NATS, subjects: Su
     assert step(done, "book")["structured"] == {"action": "decline", "restaurant": "Mare"}, json.dumps(done)[:3000]
     record = await audited(snc, ELICIT, None, task_id=task_id)
     assert record["error_code"] == "synthetic" and record["synthetic"] is True, record
-    assert not [m for m in sent(stack.chat_log) if m.get("session_id") == session and "interaction eli." in m["text"]]
+    assert not [m for m in sent(stack.chat_log)
+                if m.get("session_id") == session and str(m.get("interaction_id", "")).startswith("eli.")]

@@ -54,10 +54,12 @@ async def asked_write(stack: Stack, nc: NATS, subjects: Subjects, case: str) -> 
 
     async def question() -> list[dict[str, Any]]:
         return [m for m in sent(stack.chat_log)
-                if m.get("session_id") == session and f"interaction apr.{approval_id}" in m.get("text", "")]
+                if m.get("session_id") == session and m.get("interaction_id") == f"apr.{approval_id}"]
 
     [asked] = await poll(question, what="the approval question in the chat")
-    assert f"{ECHO}.counter_increment" in asked["text"] and "1. allow" in asked["text"]
+    # in the agent's language (the default), the id beside the text and never in it
+    assert f"{ECHO}.counter_increment" in asked["text"] and "1. 允许" in asked["text"]
+    assert approval_id not in asked["text"]
     return task_id, approval_id, session
 
 

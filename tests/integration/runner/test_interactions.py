@@ -92,12 +92,13 @@ async def test_several_matching_assets_ask_the_user_and_the_answer_resumes_the_t
     pick = next(s for s in waiting["steps"] if s["id"] == "pick")
     assert pick["kind"] == "interaction" and pick["status"] == "started"
 
-    # the question went out through the chat app, with numbered options and the interaction id
+    # the question went out through the chat app, with numbered options, the interaction id beside it
     listed = await operator_call(snc, subjects, f"{CHAT}.list_sent", {"session_id": session})
-    texts = [r["text"] for r in listed["items"] if r.get("kind") == "message"]
-    assert len(texts) == 1, listed
+    sent_messages = [r for r in listed["items"] if r.get("kind") == "message"]
+    assert len(sent_messages) == 1, listed
+    texts = [r["text"] for r in sent_messages]
     assert "1. Circulation pump P-101" in texts[0] and "2. Circulation pump P-102" in texts[0]
-    assert interaction_id in texts[0]
+    assert sent_messages[0]["interaction_id"] == interaction_id and interaction_id not in texts[0]
     announced = json.loads((await requested.next_msg(timeout=10)).data)
     while announced["payload"]["data"]["interaction_id"] != interaction_id:
         announced = json.loads((await requested.next_msg(timeout=10)).data)

@@ -106,5 +106,5 @@ async def test_spent_tool_rounds_without_an_answer_fail_and_the_user_is_told(
     assert final["state"] == "failed" and final["error"]["code"] == "max_tool_rounds", json.dumps(final)[:3000]
     assert final["delivered"] is True and final["answer"] is None
     told = replies(stack, case)
-    assert len(told) == 1 and "2 of my tool rounds" in told[0], told
+    assert len(told) == 1 and "2 轮工具调用已用完" in told[0], told  # in the agent's language (the default)
     assert len(stack.fake.requests_for(case)) == 3

@@ -172,6 +172,15 @@ async def sent_to(custody: Custody, conversation: str, needle: str) -> None:
     await poll(probe, what=f"{needle!r} sent to {conversation}")
 
 
+async def asked_in(custody: Custody, conversation: str, interaction_id: str) -> None:
+    """Wait until the chat app sent the question `interaction_id` (beside its text) to `conversation`."""
+    async def probe() -> bool:
+        return any(m.get("session_id") == conversation and m.get("interaction_id") == interaction_id
+                   for m in sent(custody.chat_log))
+
+    await poll(probe, what=f"question {interaction_id} sent to {conversation}")
+
+
 # -- 1. the old hole: an agent-less delivery tool aimed at any conversation -----------------------
 async def test_an_agentless_event_reply_with_a_forged_target_is_denied_and_sends_nothing(
         custody: Custody, users: dict[str, Session]) -> None:
@@ -254,7 +263,7 @@ async def test_a_chat_approval_goes_to_the_events_actor_and_a_forged_actor_canno
                                   "delivery": forged_delivery(accomplice_room)})
     assert asked.status == "needs_approval" and asked.approval_id, asked
     approval_id = asked.approval_id
-    await sent_to(custody, conversation, f"apr.{approval_id}")
+    await asked_in(custody, conversation, f"apr.{approval_id}")
     assert texts_in(custody, accomplice_room) == []
     operator = users["operator"].nc
     stored = await admin_request(operator, SUBJECTS, "approvals", "get", {"id": approval_id})

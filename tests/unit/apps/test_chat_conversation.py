@@ -11,23 +11,27 @@ from apps.aurora_app_chat.events import BadEvent, friend_request, message_receiv
 from services.runner.interactions import question_text
 
 
-def test_a_runner_question_is_parsed_with_its_numbered_options() -> None:
-    text = question_text("Which pump?", [{"label": "Pump P-101"}, {"name": "Pump P-102"}], "ix.t1.pick")
-    assert parse_question(text) == {
+def test_a_runner_question_is_parsed_with_its_numbered_options_and_the_id_sent_beside_it() -> None:
+    text = question_text("Which pump?", [{"label": "Pump P-101"}, {"name": "Pump P-102"}], locale="en")
+    assert parse_question(text, "ix.t1.pick") == {
         "interaction_id": "ix.t1.pick", "question": "Which pump?",
         "options": [{"number": 1, "label": "Pump P-101"}, {"number": 2, "label": "Pump P-102"}],
         "hint": "answer with the number of your choice"}
+    zh = parse_question(question_text("哪台泵？", ["P-101", "P-102"]), "ix.t1.pick")
+    assert zh is not None and zh["question"] == "哪台泵？" and zh["hint"] == "请回复选项编号"
 
 
 def test_a_free_text_question_has_no_options_and_plain_text_is_no_question() -> None:
-    free = parse_question(question_text("Which device?", [], "ix.t2.ask"))
+    free = parse_question(question_text("Which device?", []), "ix.t2.ask")
     assert free is not None and free["options"] == [] and free["question"] == "Which device?"
     assert parse_question("1. first\n2. second") is None
+    assert parse_question("just a question?", "ix.t3.ask") == {
+        "interaction_id": "ix.t3.ask", "question": "just a question?", "options": [], "hint": ""}
     assert parse_question("see (answer with 1; interaction ix.a.b) above\nthanks") is None
     assert parse_question("") is None
 
 
-def test_a_chat_approval_question_is_parsed_too() -> None:
+def test_an_older_question_naming_its_interaction_in_its_last_line_is_parsed_too() -> None:
     text = ("helper wants to call test.chat.send_message (write) with {}.\n1. allow\n2. refuse\n"
             "(answer with the number of your choice; interaction apr.a-1)")
     parsed = parse_question(text)
@@ -51,7 +55,7 @@ def test_the_view_keeps_to_its_conversation_and_the_first_answer_counts() -> Non
         for v in ("2", "1")))
     sent: list[dict[str, Any]] = [
         {"kind": "message", "message_id": "msg-1", "session_id": "group_1", "at": "2026-01-01T00:00:00+00:00",
-         "text": question_text("Pick", ["a", "b"], "ix.t.s"), "reply_to": said.ids["message_id"]},
+         "text": question_text("Pick", ["a", "b"]), "interaction_id": "ix.t.s", "reply_to": said.ids["message_id"]},
         {"kind": "reaction", "session_id": "group_1", "message_id": said.ids["message_id"], "reaction": "👍",
          "at": "2026-01-01T00:00:01+00:00"},
         {"kind": "reaction", "session_id": "group_1", "message_id": "unknown", "reaction": "x", "at": "x"},

@@ -47,6 +47,14 @@ def test_the_interaction_id_names_the_approval_and_the_question_says_what_would_
     assert approval_of("ix.task.step") is None and approval_of("apr.") is None and approval_of(None) is None
     approval = Approval(id="apr-1", tool="im.polaris.qq.send_message", args_hash="h", task_id="t",
                         agent="helper", arguments={"text": "hi"}, requested_at="a", expires_at="b")
-    text = question_text(approval)
-    assert text.startswith('helper wants to call im.polaris.qq.send_message (write) with {"text": "hi"}.')
-    assert text.endswith("interaction apr.apr-1)") and "1. allow" in text and "2. refuse" in text
+    schema = {"type": "object", "properties": {"text": {"type": "string", "title": "消息内容"}}}
+    assert question_text(approval, schema=schema).splitlines() == [
+        "helper 请求调用 im.polaris.qq.send_message（写操作）。", "参数：消息内容：hi", "1. 允许", "2. 拒绝",
+        "（请回复选项编号）"]
+    assert question_text(approval, locale="en").splitlines() == [
+        "helper wants to call im.polaris.qq.send_message (a write).", "Arguments: text: hi", "1. allow", "2. refuse",
+        "(answer with the number of your choice)"]
+    # the interaction id travels beside the text (event_reply's interaction_id), never in it
+    assert "apr-1" not in question_text(approval) and "{" not in question_text(approval)
+    # each answer the question offers decides: by number, or by the label as shown in either language
+    assert [verdict(v) for v in ("1", "允许", "allow", "2", "拒绝", "refuse")] == [True] * 3 + [False] * 3

@@ -27,15 +27,19 @@ FIELDS = fields_of(SCHEMA)
 
 
 def test_the_question_numbers_the_fields_with_what_each_takes() -> None:
-    text = question_text("Your booking?", FIELDS, "eli.1", asker="test.elicit")
+    text = question_text("Your booking?", FIELDS, asker="test.elicit", locale="en")
     lines = text.splitlines()
     assert lines[0] == "test.elicit asks: Your booking?"
-    assert lines[1] == "[1] party_size — integer [1..12] (required): how many people"
+    assert lines[1] == "[1] party_size — a whole number [1..12] (required): how many people"
     assert lines[3] == "[3] seating — one of 1) inside, 2) outside (required)"
     assert lines[6] == "[6] extras — any of 1) Cake, 2) Wine, comma-separated (optional)"
-    assert lines[-1] == "(answer as `1: value | 2: value`, or `decline` or `cancel`; interaction eli.1)"
+    assert lines[-1] == "(answer as “1: value | 2: value”, or “decline” or “cancel”)"
+    zh = question_text("Your booking?", FIELDS, asker="test.elicit", locale="zh-CN").splitlines()
+    assert zh[0] == "test.elicit 询问：Your booking?"
+    assert zh[1] == "[1] party_size — 整数 [1..12] （必填）：how many people"
+    assert zh[-1] == "（请按“1: 值 | 2: 值”回答，或回复“拒绝”“取消”）"
     # the chat page shows it as a question with an answer box (no option buttons for a form) …
-    page = parse_question(text)
+    page = parse_question(text, "eli.1")
     assert page is not None and page["interaction_id"] == "eli.1" and page["options"] == []
     assert parse_answer("1: 2 | 2: Ada | 3: inside", FIELDS) == Answer(
         "accept", {"party_size": 2, "name": "Ada", "seating": "inside"})  # … whose one line answers it
@@ -43,7 +47,7 @@ def test_the_question_numbers_the_fields_with_what_each_takes() -> None:
 
 def test_a_form_of_one_choice_is_answered_with_the_pages_buttons() -> None:
     one = fields_of({"type": "object", "properties": {"seating": {"type": "string", "enum": ["in", "out"]}}})
-    page = parse_question(question_text("Where?", one, "eli.2", asker="app"))
+    page = parse_question(question_text("Where?", one, asker="app"), "eli.2")
     assert page is not None and page["options"] == [{"number": 1, "label": "in"}, {"number": 2, "label": "out"}]
     assert parse_answer("2", one) == Answer("accept", {"seating": "out"})
 

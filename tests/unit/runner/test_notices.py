@@ -7,7 +7,7 @@ from typing import Any
 import msgspec
 
 from services.runner.notices import done_writes, in_doubt, partial_notice, unfinished_writes, unverified_notice
-from shared.contracts.task import TaskStep
+from shared.contracts.task import StepError, TaskStep
 from tests.unit.runner.factories import a_step as _a_step
 
 
@@ -27,19 +27,24 @@ def test_only_writes_that_succeeded_count_as_done_with_their_business_ids() -> N
     assert done_writes([READ, SAVED, ENABLE_FAILED]) == ["demo.save_rule (rule_id RULE-0007)"]
 
 
-def test_the_unverified_notice_names_the_write_in_doubt_what_was_done_and_what_to_check() -> None:
-    check = "check whether demo.save_rule was carried out with arguments {} (…): lost; it was not repeated"
-    notice = unverified_notice([READ, LOST], check)
+def test_the_unverified_notice_is_one_short_sentence_naming_the_write_in_doubt() -> None:
     assert in_doubt([READ, LOST]) is LOST
-    assert notice.startswith("Unverified: I cannot tell whether demo.save_rule was carried out")
-    assert "Done: no change was confirmed." in notice and "Not confirmed: demo.save_rule." in notice
-    assert notice.endswith(f"Please {check}.")
+    assert unverified_notice([READ, LOST]) == ("无法确认 demo.save_rule 是否已执行（响应丢失，且没有重试），"
+                                               "请先到该系统核对，再决定是否重新提出。")
+    assert unverified_notice([READ, LOST], locale="en") == (
+        "I cannot confirm that demo.save_rule was carried out (its answer was lost, and it was not repeated): "
+        "please check in that system before asking again.")
 
 
-def test_the_partial_notice_says_what_is_saved_and_what_is_not() -> None:
-    notice = partial_notice([READ, SAVED, ENABLE_FAILED], "step enable (demo.enable_rule) ended tool_error: busy")
-    assert "Done: demo.save_rule (rule_id RULE-0007)." in notice
-    assert "Not done: step enable (demo.enable_rule) ended tool_error: busy" in notice
+def test_the_partial_notice_says_what_is_saved_and_what_is_not_without_the_apps_error() -> None:
+    failed = msgspec.structs.replace(ENABLE_FAILED, error=StepError(code="tool_error", message="Error executing "
+                                                                    "tool enable_rule: rule engine busy"))
+    notice = partial_notice([READ, SAVED, failed])
+    assert notice == ("部分完成。已完成：demo.save_rule (rule_id RULE-0007)。未完成：demo.enable_rule及其后的步骤。"
+                      "请检查该系统后重新提出，或手动完成剩余部分。")
+    english = partial_notice([READ, SAVED, failed], locale="en")
+    assert english.startswith("Partly done. Done: demo.save_rule (rule_id RULE-0007). Not done: demo.enable_rule,")
+    assert "Error" not in notice + english and "busy" not in notice + english  # the error stays in the task
 
 
 def test_a_failed_write_after_a_successful_one_is_unfinished_unless_a_later_call_made_it_good() -> None:
