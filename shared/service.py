@@ -13,6 +13,7 @@ from nats.aio.client import Client as NATS
 
 from shared.bus import close_connection, connect
 from shared.errors import AuroraError
+from shared.lifecycle import StartFailed
 from shared.logs import configure_logging, get_logger
 from shared.metrics import setup_metrics, shutdown_metrics
 from shared.refusal_audit import audit_refusals
@@ -28,8 +29,9 @@ T = TypeVar("T")
 STILL_STOPPING_AFTER = 2.0
 
 
-class Lifecycle(Protocol):
-    """What a service's composition root drives: start, run until told to stop, stop."""
+class Runnable(Protocol):
+    """What a service's composition root drives: start, run until told to stop, stop (a
+    `shared.lifecycle.Lifecycle` with a `run`)."""
 
     async def start(self) -> None: ...
 
@@ -38,10 +40,18 @@ class Lifecycle(Protocol):
     async def stop(self) -> None: ...
 
 
-async def run_until_stopped(service: Lifecycle, stop: asyncio.Event) -> None:
-    """Start `service`, run it until `stop` is set, and stop it however the run ended."""
-    await service.start()
+async def run_until_stopped(service: Runnable, stop: asyncio.Event) -> None:
+    """Start `service`, run it until `stop` is set, and stop it however the start or the run
+    ended: a start that fails half-way leaves nothing running (`shared.lifecycle` unwinds it,
+    and `stop()` is called all the same). An error that is not Aurora's own becomes
+    `StartFailed`, which `run_service` reports in one line and exits 1 with."""
     try:
+        try:
+            await service.start()
+        except AuroraError:
+            raise
+        except Exception as exc:
+            raise StartFailed(exc) from exc
         await service.run(stop)
     finally:
         await service.stop()

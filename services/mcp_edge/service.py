@@ -1,8 +1,8 @@
 """The edge's parts wired together: buckets, token admin, the MCP server, the HTTP listener.
 
 `__main__` runs one `EdgeService` per process; any number may run behind one address (their
-sessions and tokens are in NATS KV). `start()` and `stop()` are idempotent; a start that fails
-half-way stops what it had started.
+sessions and tokens are in NATS KV). Its lifecycle is `shared.lifecycle`'s: a start that fails
+half-way (the port taken) stops what it had started.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from services.mcp_edge.sessions import SessionStore
 from services.mcp_edge.tokens import TokenStore
 from shared.admin import start_admin_service
 from shared.kvmirror import KvMirror
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 from shared.streams import BucketSpec, agents_bucket, approvals_bucket, ensure_bucket, tools_bucket
 from shared.subjects import Subjects
@@ -45,36 +46,24 @@ def sessions_bucket(subjects: Subjects) -> BucketSpec:
     return BucketSpec(name=subjects.stream("EDGE_SESSIONS"), history=1, ttl=DAY, description="mcp-edge sessions")
 
 
-class EdgeService:
+class EdgeService(Lifecycle[int]):
+    """Running, it serves MCP on `port` (the one bound: settings may say 0, any free one)."""
+
     def __init__(self, nc: NATS, subjects: Subjects, settings: EdgeSettings) -> None:
+        super().__init__("the mcp-edge service")
         self._nc = nc
         self._subjects = subjects
         self._settings = settings
-        self._parts: contextlib.AsyncExitStack | None = None
-        self.port: int | None = None
 
-    async def start(self) -> None:
-        if self._parts is not None:
-            return
-        parts = contextlib.AsyncExitStack()
-        try:
-            await self._start(parts)
-        except BaseException:
-            await parts.aclose()
-            raise
-        self._parts = parts
+    @property
+    def port(self) -> int:
+        return self.require_started()
 
     async def run(self, stop: asyncio.Event) -> None:
-        if self._parts is None:
-            raise RuntimeError("EdgeService used before start()")
+        self.require_started()
         await stop.wait()
 
-    async def stop(self) -> None:
-        parts, self._parts = self._parts, None
-        if parts is not None:
-            await parts.aclose()
-
-    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+    async def _start(self, parts: contextlib.AsyncExitStack) -> int:
         nc, subjects, settings = self._nc, self._subjects, self._settings
         js = nc.jetstream()
         tokens = TokenStore(await ensure_bucket(js, tokens_bucket(subjects)))
@@ -107,16 +96,17 @@ class EdgeService:
         await parts.enter_async_context(manager.run())
         app = EdgeApp(manager.handle_request, tokens, sessions, changes, replies, public_url=settings.public_url,
                       authorization_servers=settings.authorization_servers)
-        await self._listen(parts, app)
+        return await self._listen(parts, app)
 
-    async def _listen(self, parts: contextlib.AsyncExitStack, app: EdgeApp) -> None:
+    async def _listen(self, parts: contextlib.AsyncExitStack, app: EdgeApp) -> int:
         settings = self._settings
         sock = socket.socket(socket.AF_INET6 if ":" in settings.host else socket.AF_INET)
+        parts.callback(sock.close)  # after the server below stopped; at once when the bind fails
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((settings.host, settings.port))  # bound here: a port in use fails the start, loudly
-        self.port = sock.getsockname()[1]
+        port: int = sock.getsockname()[1]
         # Only requests for the edge's own address, from no page or its own (DNS rebinding): 403 otherwise.
-        guarded = GuardedApp(app, settings.origin_policy(self.port), body=origin_refusal,
+        guarded = GuardedApp(app, settings.origin_policy(port), body=origin_refusal,
                              on_refusal=lambda code, why: log.warning("request refused", reason=code, detail=why))
         config = uvicorn.Config(guarded, lifespan="off", log_config=None, access_log=False,
                                 timeout_graceful_shutdown=5)
@@ -126,7 +116,6 @@ class EdgeService:
         async def stop_http() -> None:
             http.should_exit = True
             await asyncio.gather(task, return_exceptions=True)
-            sock.close()
 
         parts.push_async_callback(stop_http)
         while not http.started:
@@ -134,4 +123,5 @@ class EdgeService:
                 task.result()
                 raise RuntimeError("the edge's HTTP server stopped before it started")
             await asyncio.sleep(0.02)
-        log.info("serving", host=settings.host, port=self.port, url=f"http://{settings.host}:{self.port}/agents/<id>/mcp")
+        log.info("serving", host=settings.host, port=port, url=f"http://{settings.host}:{port}/agents/<id>/mcp")
+        return port
