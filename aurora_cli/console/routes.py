@@ -41,7 +41,8 @@ from aurora_cli.output import CliError
 
 MAX_BODY = 256 * 1024
 PARTS = ("approvals", "tasks", "bindings", "services", "apps", "systems", "tools")
-_STATIC = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8"}
+_STATIC = {"console.js": "text/javascript; charset=utf-8", "console.css": "text/css; charset=utf-8",
+           "favicon.svg": "image/svg+xml"}
 # No inline script or style, nothing from elsewhere, no framing: escaped text stays text even
 # if a template ever missed an escape.
 SECURITY_HEADERS = {

@@ -9,6 +9,7 @@ import json
 import re
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import nats
@@ -19,7 +20,7 @@ from playwright.async_api import Browser, Page, expect
 from aurora_cli.localnats import LocalNats
 from services.runner.interactions import parse_interaction_id
 from shared.subjects import Subjects
-from tests.harness.browser import chromium, require_chromium
+from tests.harness.browser import chromium, latin_only_fonts, missing_cjk_glyphs, require_chromium
 from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.harness.waiting import poll_sync
 from tests.integration.runner.helpers import (
@@ -110,9 +111,9 @@ async def browser() -> AsyncIterator[Browser]:
         yield running
 
 
-async def open_page(browser: Browser, stack: PageStack, conversation: str, user: str) -> Page:
+async def open_page(browser: Browser, stack: PageStack, conversation: str, user: str, lang: str = "en") -> Page:
     page = await browser.new_page()
-    await page.goto(f"{stack.page_url}?c={conversation}&u={user}")
+    await page.goto(f"{stack.page_url}?c={conversation}&u={user}&lang={lang}")
     await expect(page.locator("#empty")).to_be_visible()  # the page rendered its (empty) view
     return page
 
@@ -179,6 +180,36 @@ async def test_joining_the_group_and_a_friend_request_from_the_page(
                         {"request_id": request_id, "accept": True, "message": "好的"})
     await expect(request).to_contain_text("accepted: 好的")
 
+
+
+async def test_the_page_in_chinese_is_readable_shows_no_ids_and_has_a_favicon(
+        page_stack: PageStack, snc: NATS, browser: Browser, tmp_path: Path) -> None:
+    """A screenshot of the page in Chinese, its characters drawn as glyphs (not boxes); the
+    question shows no interaction id; the favicon is served."""
+    page = await browser.new_page()  # the conversation may show earlier tests' messages
+    await page.goto(f"{page_stack.page_url}?c=group_assets&u=u80&lang=zh-CN")
+    await expect(page.locator("#send")).to_have_text("发送")
+    await say(page, "泵在哪里？")
+    question = page.locator("li.message.out .question").last
+    await expect(question.locator(".answer-state")).to_have_text("等待回复", timeout=LIVE)
+    interaction_id = await question.get_attribute("data-interaction-id")
+    assert interaction_id and interaction_id not in (await page.locator("#timeline").inner_text())
+    await page.screenshot(path=tmp_path / "chat-page.png", full_page=True)
+    assert (tmp_path / "chat-page.png").stat().st_size > 0
+    assert await missing_cjk_glyphs(page) is None
+    icon = await page.locator("link[rel=icon]").get_attribute("href")
+    served = await page.request.get(f"{page_stack.page_url.rstrip('/')}{icon}")
+    assert served.status == 200 and served.headers["content-type"] == "image/svg+xml"
+    assert (await served.text()).startswith("<svg")
+
+
+async def test_without_a_cjk_font_the_check_sees_boxes(page_stack: PageStack, tmp_path: Path) -> None:
+    """The readability check can fail: the same page in a browser that has only DejaVu (no CJK)."""
+    async with chromium(fontconfig=latin_only_fonts(tmp_path / "fonts")) as bare:
+        page = await open_page(bare, page_stack, "group_bare", "u81", lang="zh-CN")
+        await expect(page.locator("#send")).to_have_text("发送")
+        problem = await missing_cjk_glyphs(page)
+    assert problem is not None and "missing-glyph box" in problem, problem
 
 
 async def test_a_page_plays_one_user_and_cannot_take_one_another_page_plays(

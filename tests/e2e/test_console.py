@@ -33,7 +33,7 @@ from shared.admin import admin_request
 from shared.contracts.signals import GATEWAY_APP
 from shared.settings import inbox_prefix_for
 from shared.subjects import Subjects
-from tests.harness.browser import chromium, require_chromium
+from tests.harness.browser import chromium, missing_cjk_glyphs, require_chromium
 from tests.harness.clients import nats_client
 from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
 from tests.harness.waiting import poll, poll_sync
@@ -409,3 +409,31 @@ async def test_sign_out_closes_the_persons_connection(console_stack: ConsoleStac
 
     await poll(closed, timeout=15, what="vera's console connection to close")
     assert (await page.request.get(f"{console_stack.console_url}part/approvals")).status == 401
+
+
+async def test_the_console_shows_chinese_as_glyphs_and_has_a_favicon(
+        console_stack: ConsoleStack, cnc: NATS, subjects: Subjects, browser: Browser, tmp_path: Path) -> None:
+    """A task whose step carries Chinese, on its page: a screenshot, its characters drawn as glyphs
+    (not boxes, tests/harness/browser.py); the favicon is served to anyone (a static file)."""
+    case = f"zh-{uuid.uuid4().hex[:6]}"
+    await apply(cnc, subjects, "agents", {
+        "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["message.received"],
+        "tools": [f"{ECHO}.echo"],
+        "playbook": {"steps": [{"id": "look", "tool": f"{ECHO}.echo", "arguments": {"key": f"设备告警 {case}"}}],
+                     "answer": "已记录"}})
+    await bind(cnc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
+    doc = event("message.received", {"case": case, "text": "设备告警"}, app=ECHO, subject_message=False)
+    await publish_events(cnc.jetstream(), subjects, [doc])
+    task_id = task_id_of(doc, f"b-{case}")
+    assert (await settled(cnc, subjects, task_id, timeout=40))["state"] == "succeeded"
+    page = await open_console(browser, console_stack)
+    await page.goto(f"{console_stack.console_url.rstrip('/')}/tasks/{task_id}")
+    await expect(page.locator("#steps")).to_contain_text(f"设备告警 {case}", timeout=LIVE)
+    await page.screenshot(path=tmp_path / "console-task.png", full_page=True)
+    assert (tmp_path / "console-task.png").stat().st_size > 0
+    assert await missing_cjk_glyphs(page) is None
+    icon = await page.locator("link[rel=icon]").get_attribute("href")
+    async with httpx.AsyncClient(timeout=10) as client:  # no session needed
+        served = await client.get(f"{console_stack.console_url.rstrip('/')}{icon}")
+    assert served.status_code == 200 and served.headers["content-type"] == "image/svg+xml"
+    assert served.text.startswith("<svg")

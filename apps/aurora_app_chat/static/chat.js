@@ -9,6 +9,50 @@ let conversation = params.get("c") || $("conversation").value;
 let user = params.get("u") || $("user").value;
 let shown = "";  // the last view rendered, as JSON: re-render only when it changed
 
+// The page's own words in its language: `?lang=zh-CN|en`, else the browser's (Chinese for zh-*).
+// What the platform says in the conversation comes in the conversation's language already.
+const LANG = (params.get("lang") || navigator.language || "en").toLowerCase().startsWith("zh") ? "zh-CN" : "en";
+const WORDS = {
+  "en": {
+    title: "Aurora chat", conversation: "Conversation", you: "You are", open: "Open",
+    empty: "Nothing in this conversation yet: say something.", placeholder: "Type a message…", send: "Send",
+    join: "Join this group", note: "Friend request note", befriend: "Send a friend request",
+    answer: "Answer", yourAnswer: "Your answer", waiting: "waiting for an answer",
+    answered: (value, user) => `answered “${value}” by ${user}`, deleted: "deleted",
+    joined: (user) => `${user} joined the group`, gave: (user, value) => `${user} answered “${value}”`,
+    requested: (user, note) => `${user} sent a friend request${note ? ` (“${note}”)` : ""}`,
+    accepted: "accepted", declined: "declined", notConnected: "the platform is not connected to the chat app yet: retrying…",
+    unreachable: (error) => `the chat app cannot be reached: ${error}`, status: (code) => `the app answered ${code}`,
+  },
+  "zh-CN": {
+    title: "Aurora 聊天", conversation: "会话", you: "你是", open: "打开",
+    empty: "这个会话还没有消息：说点什么吧。", placeholder: "输入消息…", send: "发送",
+    join: "加入群组", note: "好友申请附言", befriend: "发送好友申请",
+    answer: "回答", yourAnswer: "你的回答", waiting: "等待回复",
+    answered: (value, user) => `${user} 已回答“${value}”`, deleted: "已撤回",
+    joined: (user) => `${user} 加入了群组`, gave: (user, value) => `${user} 回答“${value}”`,
+    requested: (user, note) => `${user} 发送了好友申请${note ? `（“${note}”）` : ""}`,
+    accepted: "已同意", declined: "已拒绝", notConnected: "平台还没有连接到聊天应用：正在重试…",
+    unreachable: (error) => `无法连接聊天应用：${error}`, status: (code) => `聊天应用返回 ${code}`,
+  },
+}[LANG];
+
+function translatePage() {
+  document.documentElement.lang = LANG;
+  document.title = WORDS.title;
+  $("title").textContent = WORDS.title;
+  $("conversation-label").firstChild.textContent = `${WORDS.conversation} `;
+  $("user-label").firstChild.textContent = `${WORDS.you} `;
+  $("open").textContent = WORDS.open;
+  $("empty").textContent = WORDS.empty;
+  $("text").placeholder = WORDS.placeholder;
+  $("send").textContent = WORDS.send;
+  $("join").textContent = WORDS.join;
+  $("note").placeholder = WORDS.note;
+  $("befriend").textContent = WORDS.befriend;
+}
+translatePage();
+
 $("conversation").value = conversation;
 $("user").value = user;
 
@@ -39,14 +83,14 @@ async function signIn(wanted) {
     });
     const answer = await reply.json().catch(() => ({}));
     if (!reply.ok) {
-      status((answer.error && answer.error.message) || `the app answered ${reply.status}`);
+      status((answer.error && answer.error.message) || WORDS.status(reply.status));
       return false;
     }
     user = answer.user_id;
     $("user").value = user;
     return true;
   } catch (error) {
-    status(`the chat app cannot be reached: ${error}`);
+    status(WORDS.unreachable(error));
     return false;
   }
 }
@@ -67,19 +111,19 @@ async function post(body) {
         return null;
       }
       if (reply.status !== 503) break;
-      status("the platform is not connected to the chat app yet: retrying…");
+      status(WORDS.notConnected);
       await sleep(1000 * Number(reply.headers.get("retry-after") || 1));
     }
     const answer = await reply.json().catch(() => ({}));
     if (!reply.ok) {
-      status((answer.error && answer.error.message) || `the app answered ${reply.status}`);
+      status((answer.error && answer.error.message) || WORDS.status(reply.status));
       return null;
     }
     status("");
     await refresh();
     return answer;
   } catch (error) {
-    status(`the chat app cannot be reached: ${error}`);
+    status(WORDS.unreachable(error));
     return null;
   }
 }
@@ -110,8 +154,8 @@ function renderQuestion(item) {
   if (question.options.length === 0 && answered === null) {
     const form = el("form", "free-answer");
     const input = el("input");
-    input.placeholder = "Your answer";
-    form.append(input, el("button", null, "Answer"));
+    input.placeholder = WORDS.yourAnswer;
+    form.append(input, el("button", null, WORDS.answer));
     form.addEventListener("submit", (event) => {
       event.preventDefault();
       if (input.value.trim()) {
@@ -121,8 +165,9 @@ function renderQuestion(item) {
     });
     box.appendChild(form);
   }
-  const meta = answered === null ? `waiting for an answer · ${question.interaction_id}`
-    : `answered “${answered}” by ${question.answer.user_id} · ${question.interaction_id}`;
+  // The interaction id stays out of sight (it is the box's data-interaction-id): ids are for the
+  // console and the CLI, not for the person chatting.
+  const meta = answered === null ? WORDS.waiting : WORDS.answered(answered, question.answer.user_id);
   box.appendChild(el("div", "meta answer-state", meta));
   return box;
 }
@@ -138,22 +183,22 @@ function renderMessage(item) {
   }
   if (item.reactions.length) li.appendChild(el("div", "reactions", item.reactions.join(" ")));
   const who = item.direction === "in" ? item.user_id : "bot";
-  li.appendChild(el("div", "meta", `${who} · ${time(item.at)}${item.deleted ? " · deleted" : ""}`));
+  li.appendChild(el("div", "meta", `${who} · ${time(item.at)}${item.deleted ? ` · ${WORDS.deleted}` : ""}`));
   return li;
 }
 
 function renderNotice(item) {
   const li = el("li", `item notice ${item.kind.replace("_", "-")}`);
   if (item.kind === "member_joined") {
-    li.textContent = `${item.user_id} joined the group`;
+    li.textContent = WORDS.joined(item.user_id);
   } else if (item.kind === "answer") {
-    li.textContent = `${item.user_id} answered “${item.value}”`;
+    li.textContent = WORDS.gave(item.user_id, item.value);
   } else if (item.kind === "friend_request") {
     li.dataset.requestId = item.request_id;
     const response = item.response;
-    const state = !response ? "waiting for an answer"
-      : `${response.accept ? "accepted" : "declined"}${response.message ? `: ${response.message}` : ""}`;
-    li.textContent = `${item.user_id} sent a friend request${item.note ? ` (“${item.note}”)` : ""} — ${state}`;
+    const state = !response ? WORDS.waiting
+      : `${response.accept ? WORDS.accepted : WORDS.declined}${response.message ? `: ${response.message}` : ""}`;
+    li.textContent = `${WORDS.requested(item.user_id, item.note)} — ${state}`;
   }
   li.appendChild(el("span", "meta", ` · ${time(item.at)}`));
   return li;
@@ -179,7 +224,7 @@ async function refresh() {
       render(JSON.parse(text));
     }
   } catch (error) {
-    status(`the chat app cannot be reached: ${error}`);
+    status(WORDS.unreachable(error));
   }
 }
 
