@@ -19,6 +19,9 @@ class ModelDefaults:
     model: str | None = None
     api_key_env: str | None = None
     timeout_seconds: float = 60.0
+    # The longest answer asked for (`max_tokens`), None: the server's own limit. A small local model
+    # may write on until its context is full, minutes on a CPU, while the server answers no one else.
+    max_tokens: int | None = None
     # An agent with more app tools than this gets `find_tools` instead of every schema each turn.
     find_tools_above: int = 20
 
@@ -53,8 +56,8 @@ def load_runner_settings(env: Mapping[str, str] | None = None) -> RunnerConfig:
     _TOOL_TIMEOUT_SECONDS, _RUN_TIMEOUT_SECONDS, _FINISH_GRACE_SECONDS, _STOP_TIMEOUT_SECONDS,
     _HISTORY_WINDOW_SECONDS, _INSTANCE, _RETRY_BASE_SECONDS, _RETRY_MAX_SECONDS,
     _RETRY_UNAVAILABLE_SECONDS; AURORA_MODEL_BASE_URL, AURORA_MODEL, AURORA_MODEL_API_KEY_ENV,
-    AURORA_MODEL_TIMEOUT_SECONDS; AURORA_RUNNER_FIND_TOOLS_ABOVE (an llm agent with more app tools
-    than this searches them with `find_tools`)."""
+    AURORA_MODEL_TIMEOUT_SECONDS, AURORA_MODEL_MAX_TOKENS (0: unset); AURORA_RUNNER_FIND_TOOLS_ABOVE
+    (an llm agent with more app tools than this searches them with `find_tools`)."""
     env = os.environ if env is None else env
     return RunnerConfig(
         instance=read_optional(env, "AURORA_RUNNER_INSTANCE") or f"{socket.gethostname()}-{os.getpid()}",
@@ -75,6 +78,7 @@ def load_runner_settings(env: Mapping[str, str] | None = None) -> RunnerConfig:
             model=read_optional(env, "AURORA_MODEL"),
             api_key_env=read_optional(env, "AURORA_MODEL_API_KEY_ENV"),
             timeout_seconds=read_float(env, "AURORA_MODEL_TIMEOUT_SECONDS", 60.0, minimum=0.1),
+            max_tokens=read_int(env, "AURORA_MODEL_MAX_TOKENS", 0, minimum=0) or None,
             find_tools_above=read_int(env, "AURORA_RUNNER_FIND_TOOLS_ABOVE", 20, minimum=0),
         ),
     )

@@ -46,7 +46,7 @@ def model_call_for(agent: Agent, defaults: ModelDefaults, env: Callable[[str], s
         return f"{key_env}, the environment variable of agent {agent.id}'s API key, is not set"
     return ModelCall(base_url=base_url, model=model, api_key=api_key,
                      temperature=settings.temperature if settings else None,
-                     max_tokens=settings.max_tokens if settings else None,
+                     max_tokens=settings.max_tokens if settings else defaults.max_tokens,
                      timeout=settings.timeout_seconds if settings else defaults.timeout_seconds)
 
 

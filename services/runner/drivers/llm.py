@@ -129,7 +129,7 @@ class LlmDriver:
                              "is not set")
         return ModelCall(base_url=base_url, model=model, api_key=api_key,
                          temperature=settings.temperature if settings else None,
-                         max_tokens=settings.max_tokens if settings else None,
+                         max_tokens=settings.max_tokens if settings else defaults.max_tokens,
                          timeout=settings.timeout_seconds if settings else defaults.timeout_seconds)
 
     async def _turn(self, ctx: RunContext, call: ModelCall, step_id: str, messages: list[dict[str, Any]],
