@@ -71,7 +71,7 @@ dev: $(STAMP)
 # Modules go to the workers in collection order (e2e, then integration, then unit), not by how many
 # tests each has: xdist's reorder put the long one-test e2e modules last, and the run waited on them.
 test: $(STAMP) $(CHROMIUM) $(CJK_FONT) $(INSPECTOR) lint typecheck docs
-	$(PYTEST) -n 4 --dist loadscope --no-loadscope-reorder -m "not slow and not bench and not model" -q --durations=25
+	$(PYTEST) -n 4 --dist loadscope --no-loadscope-reorder -m "not slow and not bench and not model and not compose" -q --durations=25
 
 lint: $(STAMP)
 	$(BIN)/ruff check shared services aurora_cli apps tests
@@ -83,10 +83,10 @@ test-unit: $(STAMP)
 	$(PYTEST) tests/unit -q
 
 test-integration: $(STAMP)
-	$(PYTEST) tests/integration -q -m "not slow and not bench and not model"
+	$(PYTEST) tests/integration -q -m "not slow and not bench and not model and not compose"
 
 test-e2e: $(STAMP) $(CHROMIUM) $(CJK_FONT)
-	$(PYTEST) tests/e2e -q -m "not slow and not bench and not model"
+	$(PYTEST) tests/e2e -q -m "not slow and not bench and not model and not compose"
 
 ## test-slow: long soak and chaos runs
 test-slow: $(STAMP)
@@ -119,6 +119,12 @@ model-venv: $(MODEL_STAMP)
 ## test-model: `aurora dev` against a real small model (SmolLM2-135M on llama-cpp-python's server)
 test-model: $(STAMP) $(MODEL_STAMP)
 	TEST_MODEL_VENV=$(CURDIR)/$(MODEL_VENV) $(PYTEST) tests/model -m model -q -p no:cacheprovider
+
+## test-compose: `docker compose up` of compose.yaml on a real Docker engine (as root: installs and starts
+## one on its own socket when missing, and stand-ins of the base images; docs/operating/compose.md)
+.PHONY: test-compose
+test-compose: $(STAMP)
+	AURORA_TEST_DOCKER=never $(PYTEST) tests/e2e/test_compose_engine.py -m compose -q -s -p no:randomly -p no:cacheprovider
 
 ## docs: the documentation site, built strictly into site/ (a broken link, anchor or nav entry fails);
 ## the generated reference pages must be current first
