@@ -138,39 +138,40 @@ def _bounds(spec: dict[str, Any]) -> str:
     return f"[{'' if low is None else low}..{'' if high is None else high}]"
 
 
-def parse_answer(text: str, fields: list[Field]) -> Answer | list[str]:
-    """The elicitation result this answer gives, or what to fix (one line per problem)."""
+def parse_answer(text: str, fields: list[Field], *, locale: str | None = None) -> Answer | list[str]:
+    """The elicitation result this answer gives, or what to fix (one line per problem, in `locale`)."""
     said = text.strip()
     if said.lower() in DECLINE:
         return Answer("decline")
     if said.lower() in CANCEL:
         return Answer("cancel")
     raw = _raw_values(said, fields)
-    if isinstance(raw, str):
-        return [raw]
+    if isinstance(raw, _Problem):
+        return [raw.said(locale)]
     content: Content = {}
     problems: list[str] = []
     for field in fields:
         value = raw.get(field.name)
         if value is None or (isinstance(value, str) and not value.strip()):
             if field.required:
-                problems.append(f"{field.title}: required, give a value")
+                problems.append(say(locale, "{label}: {value}", label=field.title,
+                                    value=say(locale, "required, give a value")))
             continue
         checked = _value(field, value)
         if isinstance(checked, _Problem):
-            problems.append(f"{field.title}: {checked.text}")
+            problems.append(say(locale, "{label}: {value}", label=field.title, value=checked.said(locale)))
         else:
             content[field.name] = checked
     return problems or Answer("accept", content)
 
 
-def _raw_values(said: str, fields: list[Field]) -> dict[str, Any] | str:
+def _raw_values(said: str, fields: list[Field]) -> dict[str, Any] | _Problem:
     if said.startswith("{"):
         try:
             decoded = json.loads(said)
         except ValueError as exc:
-            return f"the answer looks like JSON but is not: {exc}"
-        return decoded if isinstance(decoded, dict) else "a JSON answer must be an object of fields"
+            return _Problem("the answer looks like JSON but is not: {error}", error=str(exc))
+        return decoded if isinstance(decoded, dict) else _Problem("a JSON answer must be an object of fields")
     if len(fields) == 1 and not _keyed(said, fields):
         return {fields[0].name: said}
     values: dict[str, Any] = {}
@@ -180,7 +181,8 @@ def _raw_values(said: str, fields: list[Field]) -> dict[str, Any] | str:
         key, sep, value = line.partition(":")
         field = by_key.get(key.strip().rstrip(".").lower()) if sep else None
         if field is None:
-            return f"cannot tell which field {line!r} is for: start each line with the field's number or name"
+            return _Problem("cannot tell which field {line} is for: start each line with the field's number or name",
+                            line=repr(line))
         values[field.name] = value.strip()
     return values
 
@@ -191,8 +193,14 @@ def _keyed(said: str, fields: list[Field]) -> bool:
 
 
 class _Problem:
-    def __init__(self, text: str) -> None:
-        self.text = text
+    """What to fix, said later in the conversation's language (a message id of shared/i18n)."""
+
+    def __init__(self, message: str, **values: Any) -> None:
+        self.message = message
+        self.values = values
+
+    def said(self, locale: str | None) -> str:
+        return say(locale, self.message, **self.values)
 
 
 def _value(field: Field, value: Any) -> str | int | float | bool | list[str] | _Problem:
@@ -224,10 +232,10 @@ def _number(field: Field, value: Any, spec: dict[str, Any]) -> int | float | _Pr
     try:
         number: int | float = float(str(value).strip()) if not isinstance(value, int | float) else value
     except ValueError:
-        return _Problem(f"{value!r} is not a number")
+        return _Problem("{value} is not a number", value=repr(value))
     if field.kind == "integer":
         if float(number) != int(number):
-            return _Problem(f"{value!r} is not a whole number")
+            return _Problem("{value} is not a whole number", value=repr(value))
         number = int(number)
     return _within(number, spec.get("minimum"), spec.get("maximum"), "") or number
 
@@ -239,28 +247,31 @@ def _choice(field: Field, said: str) -> str | _Problem:
     for value, label in field.options:
         if wanted.lower() in (value.lower(), label.lower()):
             return value
-    return _Problem(f"{wanted!r} is none of the options (answer with its number)")
+    return _Problem("{value} is none of the options (answer with its number)", value=repr(wanted))
+
+
+_LEAST = {"": N_("at least {n}"), "characters": N_("at least {n} characters"), "choices": N_("at least {n} choices")}
+_MOST = {"": N_("at most {n}"), "characters": N_("at most {n} characters"), "choices": N_("at most {n} choices")}
 
 
 def _within(n: float, low: Any, high: Any, unit: str) -> _Problem | None:
-    what = f" {unit}" if unit else ""
     if isinstance(low, int | float) and n < low:
-        return _Problem(f"at least {low:g}{what}")
+        return _Problem(_LEAST[unit], n=f"{low:g}")
     if isinstance(high, int | float) and n > high:
-        return _Problem(f"at most {high:g}{what}")
+        return _Problem(_MOST[unit], n=f"{high:g}")
     return None
 
 
 def _format_problem(text: str, fmt: Any) -> _Problem | None:
     if fmt == "email" and not _EMAIL.match(text):
-        return _Problem(f"{text!r} is not an email address")
+        return _Problem("{value} is not an email address", value=repr(text))
     if fmt == "uri" and "://" not in text:
-        return _Problem(f"{text!r} is not a URI (scheme://…)")
+        return _Problem("{value} is not a URI (scheme://…)", value=repr(text))
     try:
         if fmt == "date":
             date.fromisoformat(text)
         elif fmt == "date-time":
             datetime.fromisoformat(text)
     except ValueError:
-        return _Problem(f"{text!r} is not a {fmt} (ISO 8601)")
+        return _Problem("{value} is not a {format} (ISO 8601)", value=repr(text), format=str(fmt))
     return None

@@ -182,7 +182,7 @@ class Elicitation:
             log.info("an answer to an elicitation was not taken", interaction=interaction_id, reason=problem)
             return None
         data = event.payload.data if isinstance(event.payload.data, dict) else {}
-        parsed = elicit_form.parse_answer(str(data.get("value", "")), fields)
+        parsed = elicit_form.parse_answer(str(data.get("value", "")), fields, locale=locale)
         if isinstance(parsed, elicit_form.Answer):
             return types.ElicitResult(action=parsed.action, content=parsed.content)
         fix = "\n".join(f"- {p}" for p in parsed)

@@ -64,13 +64,18 @@ def test_an_answer_by_number_name_or_json_gives_typed_content() -> None:
 
 
 def test_an_unfit_answer_says_what_to_fix_field_by_field() -> None:
-    problems = parse_answer("1: 40\n3: patio\n4: not-an-email", FIELDS)
+    problems = parse_answer("1: 40\n3: patio\n4: not-an-email", FIELDS, locale="en")
     assert problems == ["party_size: at most 12", "name: required, give a value",
                         "seating: 'patio' is none of the options (answer with its number)",
                         "email: 'not-an-email' is not an email address"]
-    assert parse_answer("1: 2.5\n2: A\n3: 1", FIELDS) == ["party_size: '2.5' is not a whole number"]
-    assert parse_answer("hello", FIELDS) == [
+    assert parse_answer("1: 2.5\n2: A\n3: 1", FIELDS, locale="en") == ["party_size: '2.5' is not a whole number"]
+    assert parse_answer("hello", FIELDS, locale="en") == [
         "cannot tell which field 'hello' is for: start each line with the field's number or name"]
+    # in the conversation's language (the default: the demo's Chinese)
+    assert parse_answer("1: 40\n3: patio\n4: not-an-email", FIELDS) == [
+        "party_size：至多为 12", "name：必填，请给出取值", "seating：'patio' 不是任何一个选项（请回复选项编号）",
+        "email：'not-an-email' 不是电子邮件地址"]
+    assert parse_answer("1: x\n2: A\n3: 1", FIELDS) == ["party_size：'x' 不是数字"]
 
 
 def test_decline_cancel_and_a_single_field_form() -> None:
