@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from contextlib import AsyncExitStack, contextmanager, suppress
 
 import msgspec
 from nats.aio.client import Client as NATS
@@ -21,6 +21,7 @@ from nats.errors import Error as NatsError
 
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import INTERACTION_SUBMITTED
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 from shared.request_guard import refusing_deliveries
 from shared.subjects import Subjects
@@ -40,30 +41,24 @@ def interaction_of(event: EventEnvelope) -> str | None:
     return value if isinstance(value, str) and value.startswith(PREFIX) else None
 
 
-class ElicitAnswers:
+class ElicitAnswers(Lifecycle[Subscription]):
     """`start()` subscribes; `waiting(id)` is a queue of the answer events for one question."""
 
     def __init__(self, nc: NATS, subjects: Subjects) -> None:
+        super().__init__("the elicitation answers")
         self._nc = nc
         self._subject = answers_subject(subjects)
         self._waiting: dict[str, asyncio.Queue[EventEnvelope]] = {}
-        self._sub: Subscription | None = None
 
-    async def start(self) -> None:
-        if self._sub is None:
-            # the bridge's live publishes; a stream delivery is no user's answer
-            self._sub = await self._nc.subscribe(self._subject, cb=refusing_deliveries(self._subject, self._on_message))
-
-    async def stop(self) -> None:
-        sub, self._sub = self._sub, None
-        if sub is not None:
-            with suppress(NatsError):
-                await sub.unsubscribe()
+    async def _start(self, parts: AsyncExitStack) -> Subscription:
+        # the bridge's live publishes; a stream delivery is no user's answer
+        sub = await self._nc.subscribe(self._subject, cb=refusing_deliveries(self._subject, self._on_message))
+        parts.push_async_callback(_unsubscribe, sub)
+        return sub
 
     @contextmanager
     def waiting(self, interaction_id: str) -> Iterator[asyncio.Queue[EventEnvelope]]:
-        if self._sub is None:
-            raise RuntimeError("ElicitAnswers used before start()")
+        self.require_started()
         queue: asyncio.Queue[EventEnvelope] = asyncio.Queue(maxsize=100)
         self._waiting[interaction_id] = queue
         try:
@@ -86,3 +81,8 @@ class ElicitAnswers:
             queue.put_nowait(event)
         except asyncio.QueueFull:  # someone floods the question with answers: the first ones count
             log.warning("too many answers to one question; dropped", interaction=interaction_id)
+
+
+async def _unsubscribe(sub: Subscription) -> None:
+    with suppress(NatsError):
+        await sub.unsubscribe()

@@ -1,9 +1,9 @@
 """The gateway's parts wired together: pool, outboxes, sessions, HTTP systems, tool-call and admin
 endpoints, the approval sweeper and the chat answers.
 
-`__main__` runs one `GatewayService` per process. `start()` and `stop()` are idempotent, and a
-start-up that fails half-way stops whatever it had started (subscriptions, sessions, HTTP
-clients, tasks) before it raises: every part is registered for stopping as it is started.
+`__main__` runs one `GatewayService` per process. Its lifecycle is `shared.lifecycle`'s: every
+part is registered for stopping as it is started, so a start-up that fails half-way stops
+whatever it had started (subscriptions, sessions, HTTP clients, tasks) before it raises.
 """
 
 from __future__ import annotations
@@ -50,6 +50,7 @@ from shared.admin import add_admin_endpoint, person_endpoint_subject
 from shared.contracts.approval import Approval
 from shared.contracts.signals import SignalBase
 from shared.inline_subscription import add_inline_endpoint
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger, scrub_logs_with
 from shared.people import UserRegistry
 from shared.redaction import Redactor
@@ -74,56 +75,35 @@ VERSION = "0.1.0"
 log = get_logger("aurora.mcp_gateway")
 
 
-class GatewayService:
-    """One gateway: `await start()`, `await run(stop)`, `await stop()`.
+class GatewayService(Lifecycle[Gateway]):
+    """One gateway: `await start()`, `await run(stop)`, `await stop()` (`shared.lifecycle`).
 
     `pool` and `http_client` may be given (a test passes a pool that fails, a client with its own
-    transport); the service starts and stops them all the same.
+    transport); the service starts and stops them all the same. Its stop is the seed's shutdown
+    order, the start's reversed: stop taking calls, let calls in flight finish (bounded), close
+    the MCP sessions (the supervisor stops app processes only after that), then the outboxes and
+    the pool.
     """
 
     def __init__(self, nc: NATS, subjects: Subjects, settings: GatewaySettings, *, pool: ToolPool | None = None,
                  http_client: httpx.AsyncClient | None = None) -> None:
+        super().__init__("the mcp-gateway service")
         self._nc = nc
         self._subjects = subjects
         self._settings = settings
         self._pool = pool
         self._http_client = http_client
-        self._parts: contextlib.AsyncExitStack | None = None
-        self._gateway: Gateway | None = None
 
     @property
     def gateway(self) -> Gateway:
-        if self._gateway is None:
-            raise RuntimeError("GatewayService used before start()")
-        return self._gateway
-
-    async def start(self) -> None:
-        if self._parts is not None:
-            return
-        parts = contextlib.AsyncExitStack()
-        try:
-            await self._start(parts)
-        except BaseException:
-            self._gateway = None
-            await parts.aclose()  # stop what was started, newest first; then say why
-            raise
-        self._parts = parts
+        return self.require_started()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Serve until `stop` is set (SIGTERM)."""
-        if self._parts is None:
-            raise RuntimeError("GatewayService used before start()")
+        self.require_started()
         await stop.wait()
 
-    async def stop(self) -> None:
-        """The seed's shutdown order: stop taking calls, let calls in flight finish (bounded),
-        close the MCP sessions (the supervisor stops app processes only after that), then the
-        outboxes and the pool."""
-        parts, self._parts, self._gateway = self._parts, None, None
-        if parts is not None:
-            await parts.aclose()
-
-    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+    async def _start(self, parts: contextlib.AsyncExitStack) -> Gateway:
         nc, subjects, settings = self._nc, self._subjects, self._settings
         js = nc.jetstream()
         await ensure_streams(js, [*fabric_streams(subjects), audit_stream(subjects)])
@@ -231,8 +211,8 @@ class GatewayService:
         ]
         parts.push_async_callback(_halt, halt, background)
         await write_through.flush(nc)  # "serving" means the endpoints' subscriptions reached the server
-        self._gateway = gateway
         log.info("serving", apps=len(gateway.sessions), tools=len(catalog.tools()))
+        return gateway
 
 
 async def _halt(halt: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:

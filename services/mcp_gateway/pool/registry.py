@@ -7,10 +7,12 @@ trusted (`governance: auto`), drafts otherwise; a changed contract bumps the ver
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from nats.js import JetStreamContext
@@ -27,8 +29,9 @@ from shared.contracts.system import System
 from shared.contracts.tooldef import TOOL_NAME_PATTERN, McpExecution, ReviewNote, ToolDefinition
 from shared.errors import AuroraError
 from shared.kvmirror import KvMirror
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
-from shared.streams import BucketSpec, agents_bucket, ensure_bucket, skills_bucket, systems_bucket, tools_bucket
+from shared.streams import agents_bucket, ensure_bucket, skills_bucket, systems_bucket, tools_bucket
 from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_gateway.pool")
@@ -47,61 +50,69 @@ def _decoder(model: type[ResourceModel]) -> Callable[[bytes], Any]:
     return lambda data: parse_resource(model, json.loads(data))
 
 
-class ToolPool:
-    def __init__(self, js: JetStreamContext, subjects: Subjects) -> None:
+@dataclass(frozen=True)
+class _Mirrors:
+    """The pool's buckets and their mirrors, once started."""
+
+    kv: Mapping[str, KeyValue]
+    tools: KvMirror[ToolDefinition]
+    systems: KvMirror[System]
+    agents: KvMirror[Agent]
+    skills: KvMirror[Skill]
+
+    def of(self, bucket: str) -> KvMirror[Any]:
+        mirrors: dict[str, KvMirror[Any]] = {"tools": self.tools, "systems": self.systems,
+                                             "agents": self.agents, "skills": self.skills}
+        return mirrors[bucket]
+
+
+class ToolPool(Lifecycle[_Mirrors]):
+    """`on_change` is told when a tool, system or agent changes (in any gateway)."""
+
+    def __init__(self, js: JetStreamContext, subjects: Subjects,
+                 on_change: Callable[[], None] | None = None) -> None:
+        super().__init__("the tool pool")
         self._js = js
         self._subjects = subjects
-        self._kv: dict[str, KeyValue] = {}
-        self._tools: KvMirror[ToolDefinition] | None = None
-        self._systems: KvMirror[System] | None = None
-        self._agents: KvMirror[Agent] | None = None
-        self._skills: KvMirror[Skill] | None = None
+        self._on_change = on_change
 
-    async def start(self, on_change: Callable[[], None] | None = None) -> None:
-        specs: dict[str, BucketSpec] = {
-            "tools": tools_bucket(self._subjects),
-            "systems": systems_bucket(self._subjects),
-            "agents": agents_bucket(self._subjects),
-            "skills": skills_bucket(self._subjects),
-        }
-        for key, spec in specs.items():
-            self._kv[key] = await ensure_bucket(self._js, spec)
-        self._tools = KvMirror(self._kv["tools"], _decoder(ToolDefinition), name="tools", on_change=on_change)
-        self._systems = KvMirror(self._kv["systems"], _decoder(System), name="systems", on_change=on_change)
-        self._agents = KvMirror(self._kv["agents"], _decoder(Agent), name="agents", on_change=on_change)
-        self._skills = KvMirror(self._kv["skills"], _decoder(Skill), name="skills")
-        for mirror in (self._tools, self._systems, self._agents, self._skills):
-            await mirror.start()  # type: ignore[attr-defined]
-
-    async def stop(self) -> None:
-        for mirror in (self._tools, self._systems, self._agents, self._skills):
-            if mirror is not None:
-                await mirror.stop()  # type: ignore[attr-defined]
+    async def _start(self, parts: contextlib.AsyncExitStack) -> _Mirrors:
+        subjects, on_change = self._subjects, self._on_change
+        kv = {key: await ensure_bucket(self._js, spec) for key, spec in (
+            ("tools", tools_bucket(subjects)), ("systems", systems_bucket(subjects)),
+            ("agents", agents_bucket(subjects)), ("skills", skills_bucket(subjects)))}
+        mirrors = _Mirrors(
+            kv=kv,
+            tools=KvMirror(kv["tools"], _decoder(ToolDefinition), name="tools", on_change=on_change),
+            systems=KvMirror(kv["systems"], _decoder(System), name="systems", on_change=on_change),
+            agents=KvMirror(kv["agents"], _decoder(Agent), name="agents", on_change=on_change),
+            skills=KvMirror(kv["skills"], _decoder(Skill), name="skills"),
+        )
+        for mirror in (mirrors.tools, mirrors.systems, mirrors.agents, mirrors.skills):
+            parts.push_async_callback(mirror.stop)
+            await mirror.start()
+        return mirrors
 
     def bucket(self, name: str) -> KeyValue:
         """The KV bucket behind `tools`, `systems`, `agents` or `skills` (for admin handlers)."""
-        return self._kv[name]
+        return self.require_started().kv[name]
 
     # -- reads (memory) ----------------------------------------------------------------------
     @property
     def tools(self) -> dict[str, ToolDefinition]:
-        assert self._tools is not None, "ToolPool used before start()"
-        return self._tools.items
+        return self.require_started().tools.items
 
     @property
     def systems(self) -> dict[str, System]:
-        assert self._systems is not None, "ToolPool used before start()"
-        return self._systems.items
+        return self.require_started().systems.items
 
     @property
     def agents(self) -> dict[str, Agent]:
-        assert self._agents is not None, "ToolPool used before start()"
-        return self._agents.items
+        return self.require_started().agents.items
 
     @property
     def skills(self) -> dict[str, Skill]:
-        assert self._skills is not None, "ToolPool used before start()"
-        return self._skills.items
+        return self.require_started().skills.items
 
     async def skill(self, skill_id: str) -> Skill | None:
         """The skill from memory, or from KV: one applied a moment ago (the same file as the
@@ -127,7 +138,7 @@ class ToolPool:
         if found is not None:
             return found  # type: ignore[no-any-return]
         try:
-            entry = await self._kv[bucket].get(key)
+            entry = await self.bucket(bucket).get(key)
         except (KeyNotFoundError, InvalidKeyError):
             return None
         if entry.value is None:
@@ -148,10 +159,10 @@ class ToolPool:
 
     async def delete(self, bucket: str, key: str) -> bool:
         try:
-            await self._kv[bucket].get(key)
+            await self.bucket(bucket).get(key)
         except KeyNotFoundError:
             return False
-        await self._kv[bucket].delete(key)
+        await self.bucket(bucket).delete(key)
         self._mirror(bucket).items.pop(key, None)
         return True
 
@@ -163,7 +174,7 @@ class ToolPool:
         return await self._update("systems", name, System, change)
 
     async def _update(self, bucket: str, key: str, model: type[M], change: Callable[[M], M]) -> M:
-        kv = self._kv[bucket]
+        kv = self.bucket(bucket)
         kind = bucket.removesuffix("s")
         for _ in range(10):
             try:
@@ -182,7 +193,7 @@ class ToolPool:
 
     async def _put(self, bucket: str, key: str, value: ResourceModel) -> str:
         """created | updated | unchanged"""
-        kv = self._kv[bucket]
+        kv = self.bucket(bucket)
         data = canonical_json(value)
         try:
             entry = await kv.get(key)
@@ -195,10 +206,7 @@ class ToolPool:
         return "created" if entry is None else "updated"
 
     def _mirror(self, bucket: str) -> KvMirror[Any]:
-        mirror = {"tools": self._tools, "systems": self._systems, "agents": self._agents,
-                  "skills": self._skills}[bucket]
-        assert mirror is not None
-        return mirror
+        return self.require_started().of(bucket)
 
     # -- MCP discovery -----------------------------------------------------------------------
     async def sync_mcp_app(self, app: AppConfig, tools: Iterable[CatalogTool], now: str) -> None:
@@ -228,7 +236,7 @@ class ToolPool:
 
     async def _create(self, bucket: str, key: str, value: ResourceModel) -> None:
         try:
-            await self._kv[bucket].create(key, canonical_json(value))
+            await self.bucket(bucket).create(key, canonical_json(value))
         except KeyWrongLastSequenceError:
             return  # another gateway registered it first
         self._mirror(bucket).items[key] = value

@@ -19,7 +19,8 @@ from shared.subjects import Subjects
 async def test_an_agent_the_mirror_has_not_seen_yet_is_read_from_the_bucket(nc: NATS, subjects: Subjects) -> None:
     pool = ToolPool(nc.jetstream(), subjects)
     await pool.start()
-    await pool.stop()  # its mirrors hear nothing more: an agent written now is one they have not seen
+    # Its agents mirror hears nothing more: an agent written now is one it has not seen.
+    await pool.require_started().agents.stop()
     await pool.bucket("agents").put("late", canonical_json(Agent(id="late", agent_kind="llm", tools=())))
     assert "late" not in pool.agents
 

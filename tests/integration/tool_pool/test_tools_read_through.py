@@ -20,7 +20,8 @@ async def _api_requests(nc: NATS) -> int:
 async def test_only_a_name_a_pool_tool_can_have_is_read_from_the_bucket(nc: NATS, subjects: Subjects) -> None:
     pool = ToolPool(nc.jetstream(), subjects)
     await pool.start()
-    await pool.stop()  # its mirrors hear nothing more: a tool written now is one they have not seen
+    # Its tools mirror hears nothing more: a tool written now is one it has not seen.
+    await pool.require_started().tools.stop()
     late = ToolDefinition(name="late.echo", system="late", side_effect="read",
                           execution=McpExecution(app="late", tool="echo"))
     await pool.bucket("tools").put(late.name, canonical_json(late))
