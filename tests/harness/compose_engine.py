@@ -108,6 +108,13 @@ class ComposeProject:
                               env=self.env, cwd=REPO, capture_output=True, text=True, timeout=60, check=False)
         return done.stdout[-chars:]
 
+    @property
+    def log_folder(self) -> Path:
+        """Where compose.log is, written as the containers' output is now: a failed test's report
+        ends with it (tests/conftest.py reads a fixture's `log_folder`)."""
+        self.save_logs()
+        return self.folder
+
     def save_logs(self) -> None:
         """Every container's output into the folder (compose.log), for a failed test's report."""
         done = subprocess.run(["docker", "compose", "-p", self.name, "-f", str(COMPOSE_FILE), "-f", str(self.override),
