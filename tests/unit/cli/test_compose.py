@@ -134,6 +134,20 @@ def test_nats_runs_jetstream_on_a_named_volume_with_a_health_check() -> None:
     assert test[0] == "CMD" and "wget" in test and any("8222/healthz" in part for part in test)
 
 
+def test_nats_says_which_docker_to_upgrade_when_the_hashes_file_is_not_a_file(tmp_path: Path) -> None:
+    """Docker Engine < 26 ignores the volume's subpath and mounts the whole volume (a folder) where
+    the hashes file should be: the nats command says what to upgrade instead of failing later on
+    an unset variable. Its own command, with the path moved here (test_compose_engine.py runs it
+    in the image)."""
+    folder = tmp_path / "server-users.env"
+    folder.mkdir()
+    command = [part.replace("$$", "$").replace("/etc/nats/server-users.env", str(folder))
+               for part in SERVICES["nats"]["command"]]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=30, env={"PATH": os.environ["PATH"]})
+    assert done.returncode == 78, done.stdout + done.stderr
+    assert "Docker Engine 26+ and Docker Compose 2.26+" in done.stderr and "upgrade Docker" in done.stderr
+
+
 def test_the_nats_config_is_valid_with_the_hashes_creds_init_makes(tmp_path: Path) -> None:
     """deploy/nats.conf (with deploy/nats-auth.conf included) reads each password's bcrypt hash from
     the environment the nats service sources from server-users.env; without them it refuses to start."""
