@@ -2,9 +2,11 @@
 
 The only action an agent may have executed (`interaction.requested`); every other requested
 action is telemetry in the step log. The question goes out as an `event_reply` with numbered
-options and the interaction id; an `interaction.requested` platform event says so; the user's
-answer comes back as an `interaction.submitted` event (`data.interaction_id`, `data.value`)
-that resumes the task (`resumer`) with the chosen option as the waiting step's result.
+options and a hint in the agent's language, the interaction id beside the text (its
+`interaction_id` argument: ids are not for the person); an `interaction.requested` platform
+event says so; the user's answer comes back as an `interaction.submitted` event
+(`data.interaction_id`, `data.value`) that resumes the task (`resumer`) with the chosen option
+as the waiting step's result.
 
 The interaction id names its task and step (`ix.<task id>.<step id>`), so an answer finds its
 task without any index: nothing but the task in KV has to survive a restart.
