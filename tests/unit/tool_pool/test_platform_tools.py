@@ -41,3 +41,14 @@ def test_the_reply_goes_to_the_frozen_target_whatever_the_agent_says() -> None:
                               DELIVERY, schema)
     assert arguments == {"session_id": "group_1", "text": "hi", "reply_to": "m1"}
     assert missing_required(arguments, schema) == []
+
+
+def test_a_questions_interaction_id_reaches_an_app_that_takes_it_and_no_other() -> None:
+    asked = {"text": "哪一台？\n1. P-101\n2. P-102\n（请回复选项编号）", "interaction_id": "ix.t1.pick"}
+    takes_it = {"type": "object", "properties": {"session_id": {}, "text": {}, "interaction_id": {}}}
+    assert app_arguments(PLATFORM_TOOLS["event_reply"], asked, DELIVERY, takes_it) == {
+        "session_id": "group_1", "text": asked["text"], "interaction_id": "ix.t1.pick"}
+    text_only = {"type": "object", "properties": {"session_id": {}, "text": {}}}  # an IM that sends text only
+    assert app_arguments(PLATFORM_TOOLS["event_reply"], asked, DELIVERY, text_only) == {
+        "session_id": "group_1", "text": asked["text"]}
+    assert "interaction_id" in PLATFORM_TOOLS["event_reply"].parameters["properties"]
