@@ -9,6 +9,7 @@ its event is not missed.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterable
 
 import msgspec
@@ -21,6 +22,7 @@ from shared.contracts.pipeline import PipelineRouting
 from shared.contracts.resource import parse_resource
 from shared.contracts.run import RunTarget
 from shared.kvmirror import KvMirror
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 
 log = get_logger("aurora.router.catalog")
@@ -42,22 +44,20 @@ def decode_pipeline(data: bytes) -> PipelineRouting:
     return _pipeline_decoder.decode(data)
 
 
-class Catalog:
+class Catalog(Lifecycle[None]):
     """What the router routes with: the ranked bindings and the targets they name."""
 
     def __init__(self, bindings: KeyValue, agents: KeyValue, pipelines: KeyValue) -> None:
+        super().__init__("the router's catalog")
         self._bindings = KvMirror(bindings, decode_binding, name="bindings", on_change=self._stale)
         self._agents = KvMirror(agents, decode_agent, name="agents")
         self._pipelines = KvMirror(pipelines, decode_pipeline, name="pipelines")
         self._table: RouteTable | None = None
 
-    async def start(self) -> None:
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         for mirror in (self._bindings, self._agents, self._pipelines):
+            parts.push_async_callback(mirror.stop)
             await mirror.start()
-
-    async def stop(self) -> None:
-        for mirror in (self._bindings, self._agents, self._pipelines):
-            await mirror.stop()
 
     def _stale(self) -> None:
         self._table = None

@@ -32,6 +32,7 @@ from services.router.selection import decide
 from services.router.stores import RouterStores
 from services.router.traces import encode_trace, kv_subject, trace_key
 from shared import tracing
+from shared.ack_batch import AckBatch
 from shared.acked_publish import AckedPublisher
 from shared.consumer import (
     ACK,
@@ -92,8 +93,8 @@ class _Work:
 @dataclass(slots=True)
 class _Batch:
     work: list[_Work]
-    records: list[tuple[_Work, asyncio.Future[int]]]  # run records, awaited before their runs go out
-    pending: list[tuple[_Work, asyncio.Future[int]]]
+    records: AckBatch[_Work]  # run records, awaited before their runs go out
+    pending: AckBatch[_Work]
 
 
 class Router:
@@ -163,41 +164,31 @@ class Router:
                 await self._offload(item)
         publish = self._acks.send
         routes, records = self._stores.routes_bucket, self._stores.run_records_bucket
-        batch = _Batch(work=work, records=[], pending=[])
+        timeout = self._config.publish_timeout
+        batch = _Batch(work=work, records=AckBatch(timeout), pending=AckBatch(timeout))
         for item in work:
             if item.error is not None:
                 continue
             if item.run is not None:
-                record = await publish(record_subject(records, item.run.run_id), item.run.record)
-                batch.records.append((item, record))
-            batch.pending.append((item, await publish(kv_subject(routes, item.key), item.trace)))
+                batch.records.add(item, await publish(record_subject(records, item.run.run_id), item.run.record))
+            batch.pending.add(item, await publish(kv_subject(routes, item.key), item.trace))
         return batch
 
     async def _outcomes(self, batch: _Batch) -> list[Outcome]:
         """Runs go out only once their records are stored (a run whose record could not be
         stored is not published: its event comes again); then every acknowledgement is
         awaited and each event's outcome decided."""
-        timeout = self._config.publish_timeout
-        if batch.records:
-            await asyncio.wait([future for _, future in batch.records], timeout=timeout)
         publish = self._acks.send
-        for item, future in batch.records:
-            if not future.done() or future.cancelled() or future.exception() is not None:
-                problem = "timed out" if not future.done() or future.cancelled() else future.exception()
-                future.cancel()  # given up on: its ack is no longer waited for
-                item.error = f"storing the run record failed: {problem}"
+        for item, failure in await batch.records.settle():
+            if failure is not None:
+                item.error = f"storing the run record failed: {failure}"
                 continue
             assert item.run is not None
             headers = {"Nats-Msg-Id": item.run.run_id}
-            batch.pending.append((item, await publish(item.run.subject, item.run.data, headers=headers)))
-        pending = batch.pending
-        if pending:
-            await asyncio.wait([future for _, future in pending], timeout=timeout)
-        for item, future in pending:
-            if item.error is None and (not future.done() or future.cancelled() or future.exception()):
-                problem = "timed out" if not future.done() or future.cancelled() else future.exception()
-                future.cancel()
-                item.error = f"publishing failed: {problem}"
+            batch.pending.add(item, await publish(item.run.subject, item.run.data, headers=headers))
+        for item, failure in await batch.pending.settle():
+            if item.error is None and failure is not None:
+                item.error = f"publishing failed: {failure}"
         # An invalid event is dead-lettered once its trace is stored (the loop does it).
         return [Retry(item.error) if item.error is not None
                 else Poison(item.invalid) if item.invalid is not None else ACK
