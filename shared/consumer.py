@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import suppress
+from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass
 
 from nats.aio.msg import Msg
@@ -36,6 +36,7 @@ from shared import metrics
 from shared.bus import nats_away
 from shared.consumers import ensure_durable
 from shared.deadletter import dead_letter
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 from shared.streak import FailureStreak
 from shared.subjects import Subjects
@@ -152,13 +153,15 @@ class _UnsaidRetries:
         self._said_at = time.monotonic()
 
 
-class AtLeastOnceConsumer:
-    """A durable pull consumer on `stream`, dead-lettering to `<prefix>.dlq.<stage>`."""
+class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
+    """A durable pull consumer on `stream`, dead-lettering to `<prefix>.dlq.<stage>`; started, it
+    holds its pull subscription."""
 
     def __init__(self, js: JetStreamContext, subjects: Subjects, *, stream: str, config: ConsumerConfig,
                  stage: str, fetch_timeout: float = 1.0, heartbeat: float | None = None,
                  stats: ConsumerStats | None = None) -> None:
         assert config.durable_name, "an at-least-once consumer is durable"
+        super().__init__(f"consumer {config.durable_name}")
         self._js = js
         self._subjects = subjects
         self._stream = stream
@@ -167,7 +170,6 @@ class AtLeastOnceConsumer:
         self._fetch_timeout = fetch_timeout
         self._heartbeat = heartbeat
         self._max_deliver = config.max_deliver or -1
-        self._sub: JetStreamContext.PullSubscription | None = None
         self.running: set[asyncio.Task[None]] = set()
         self.stats = stats if stats is not None else ConsumerStats()
         self._fetching = FailureStreak(log, "fetch", consumer=self.durable)
@@ -178,24 +180,18 @@ class AtLeastOnceConsumer:
     def durable(self) -> str:
         return str(self._config.durable_name)
 
-    async def start(self) -> None:
-        if self._sub is None:
-            await ensure_durable(self._js, self._stream, self._config)
-            self._sub = await self._js.pull_subscribe_bind(self.durable, stream=self._stream)
-
-    async def stop(self) -> None:
-        """Let go of the pull subscription; idempotent. Unsubscribed here rather than left to
-        `nc.drain()`, which waits for status replies `fetch()` never marks done."""
-        sub, self._sub = self._sub, None
-        if sub is not None:
-            with suppress(Exception):
-                await sub.unsubscribe()
+    async def _start(self, parts: AsyncExitStack) -> JetStreamContext.PullSubscription:
+        await ensure_durable(self._js, self._stream, self._config)
+        sub = await self._js.pull_subscribe_bind(self.durable, stream=self._stream)
+        # Unsubscribed at stop rather than left to `nc.drain()`, which waits for status replies
+        # `fetch()` never marks done.
+        parts.push_async_callback(_unsubscribe, sub)
+        return sub
 
     async def _fetch(self, batch: int) -> list[Msg]:
-        if self._sub is None:
-            raise RuntimeError(f"consumer {self.durable}: run before start()")
+        sub = self.require_started()
         try:
-            msgs = await self._sub.fetch(batch, timeout=self._fetch_timeout)
+            msgs = await sub.fetch(batch, timeout=self._fetch_timeout)
         except (TimeoutError, NatsTimeoutError):
             msgs = []
         except Exception as exc:  # connection trouble: nats-py reconnects, we try again
@@ -271,7 +267,8 @@ class AtLeastOnceConsumer:
         delivered messages were handled."""
         if self.running:
             await asyncio.wait(self.running, timeout=timeout)
-        inbox = getattr(self._sub, "_sub", None)  # nats-py keeps the pull's inbox subscription private
+        sub = self.require_started() if self.started else None
+        inbox = getattr(sub, "_sub", None)  # nats-py keeps the pull's inbox subscription private
         handled = 0
         with suppress(TimeoutError):
             async with asyncio.timeout(timeout):
@@ -364,6 +361,11 @@ class AtLeastOnceConsumer:
             self.stats.dead_lettered += 1
             self._count("dead_lettered")
         log.info("message dead-lettered", consumer=self.durable, subject=msg.subject, reason=reason)
+
+
+async def _unsubscribe(sub: JetStreamContext.PullSubscription) -> None:
+    with suppress(Exception):
+        await sub.unsubscribe()
 
 
 async def _keep_in_progress(msg: Msg, every: float) -> None:

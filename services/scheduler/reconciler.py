@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import AsyncExitStack, suppress
 from datetime import UTC, datetime
 
 from services.scheduler.timers import Armed, Timers
 from shared.contracts.schedule import Schedule
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 from shared.schedule_times import iso
 
@@ -34,32 +35,26 @@ def wanted_timer(schedule: Schedule, armed: Armed | None, now: datetime) -> date
     return next_tick
 
 
-class Reconciler:
+class Reconciler(Lifecycle[None]):
     def __init__(self, timers: Timers, schedules: Callable[[], dict[str, Schedule]], *, sweep_seconds: float,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
+        super().__init__("the schedules reconciler")
         self._timers = timers
         self._schedules = schedules
         self._sweep = sweep_seconds
         self._clock = clock
         self._changed = asyncio.Event()
         self._known: set[str] = set()
-        self._task: asyncio.Task[None] | None = None
         self.last_error: str | None = None
 
     def changed(self) -> None:
         """The bucket changed: reconcile soon (called by the mirror, from its watch task)."""
         self._changed.set()
 
-    async def start(self) -> None:
-        if self._task is None:
-            await self.reconcile()
-            self._task = asyncio.create_task(self._loop(), name="scheduler-reconcile")
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+    async def _start(self, parts: AsyncExitStack) -> None:
+        await self.reconcile()
+        task = asyncio.create_task(self._loop(), name="scheduler-reconcile")
+        parts.push_async_callback(_cancel, task)
 
     async def _loop(self) -> None:
         while True:
@@ -89,3 +84,8 @@ class Reconciler:
                 await self._timers.disarm(gone)
                 log.info("timer disarmed", schedule=gone, reason="deleted")
         self._known = set(schedules)
+
+
+async def _cancel(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)

@@ -2,16 +2,18 @@
 reconciler, the tick consumer (a durable every instance shares) and the admin endpoints.
 
 `__main__` runs one `SchedulerService` per process; tests run it in-process or as processes.
+Its lifecycle is `shared.lifecycle`'s: the stop order is the start order reversed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from dataclasses import dataclass
 
 from nats.aio.client import Client as NATS
 from nats.js.api import ConsumerConfig
-from nats.micro.service import Service
 
 from services.scheduler.admin import ScheduleAdmin
 from services.scheduler.config import SchedulerSettings
@@ -25,6 +27,7 @@ from shared.contracts.resource import parse_resource
 from shared.contracts.schedule import Schedule
 from shared.errors import AuroraError
 from shared.kvmirror import KvMirror
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_of
@@ -62,20 +65,20 @@ def check_server(nc: NATS) -> None:
             f"{MIN_SERVER[0]}.{MIN_SERVER[1]} or newer")
 
 
-class SchedulerService:
+@dataclass(frozen=True)
+class _Running:
+    consumer: AtLeastOnceConsumer
+    handler: TickHandler
+
+
+class SchedulerService(Lifecycle[_Running]):
     def __init__(self, nc: NATS, subjects: Subjects, settings: SchedulerSettings) -> None:
+        super().__init__("the scheduler service")
         self._nc = nc
         self._subjects = subjects
         self._settings = settings
-        self._mirror: KvMirror[Schedule] | None = None
-        self._reconciler: Reconciler | None = None
-        self._consumer: AtLeastOnceConsumer | None = None
-        self._handler: TickHandler | None = None
-        self._services: list[Service] = []
 
-    async def start(self) -> None:
-        if self._consumer is not None:
-            return
+    async def _start(self, parts: contextlib.AsyncExitStack) -> _Running:
         nc, subjects, settings = self._nc, self._subjects, self._settings
         check_server(nc)
         js = nc.jetstream()
@@ -83,48 +86,38 @@ class SchedulerService:
         await ensure_streams(js, [*fabric_streams(subjects), stream])
         kv = await ensure_bucket(js, schedules_bucket(subjects))
         timers = Timers(js, subjects, stream.name, tick_ttl_seconds=settings.tick_ttl_seconds)
-        reconciler = self._reconciler = Reconciler(timers, self._schedules, sweep_seconds=settings.sweep_seconds)
-        mirror = self._mirror = KvMirror(kv, decode_schedule, name="schedules", on_change=reconciler.changed)
+        # The reconciler reads the mirror, the mirror tells the reconciler of changes: the
+        # mirror is started first, so the reconciler's first pass sees every schedule.
+        reconciler = Reconciler(timers, lambda: dict(mirror.items), sweep_seconds=settings.sweep_seconds)
+        mirror = KvMirror(kv, decode_schedule, name="schedules", on_change=reconciler.changed)
+        parts.push_async_callback(mirror.stop)
         await mirror.start()
+        parts.push_async_callback(reconciler.stop)
         await reconciler.start()
-        handler = self._handler = TickHandler(js, subjects, timers, settings, mirror.read_through)
+        handler = TickHandler(js, subjects, timers, settings, mirror.read_through)
         consumer = AtLeastOnceConsumer(js, subjects, stream=stream.name, config=tick_consumer(settings, subjects),
-                                       stage="scheduler",
-                                       stats=ConsumerStats())
+                                       stage="scheduler", stats=ConsumerStats())
+        parts.push_async_callback(consumer.stop)
         await consumer.start()
-        self._consumer = consumer
         admin = ScheduleAdmin(js, subjects, kv, timers, handler.stats, instance=settings.instance)
         resources = ResourceAdmin(kind_of("Schedule"), kv)
-        self._services.append(await start_admin_service(
+        service = await start_admin_service(
             nc, subjects, name="aurora-scheduler", version=VERSION,
             areas={"scheduler": {"health": admin.health},
                    "schedules": {**resources.endpoints(), **admin.endpoints()}},
-            description="turns schedules into schedule.triggered events; serves Schedule resources"))
+            description="turns schedules into schedule.triggered events; serves Schedule resources")
+        parts.push_async_callback(service.stop)
         await write_through.flush(nc)  # "ready" means the admin endpoints' subscriptions reached the server
         log.info("ready", instance=settings.instance, schedules=len(mirror.items))
-
-    def _schedules(self) -> dict[str, Schedule]:
-        return dict(self._mirror.items) if self._mirror is not None else {}
+        return _Running(consumer=consumer, handler=handler)
 
     async def run(self, stop: asyncio.Event) -> None:
-        if self._consumer is None or self._handler is None:
-            raise RuntimeError("SchedulerService.run() called before start()")
-        await self._consumer.run_each(stop, self._handler.handle, concurrency=4)
+        running = self.require_started()
+        consumer, handler = running.consumer, running.handler
+        await consumer.run_each(stop, handler.handle, concurrency=4)
         # Stopping (SIGTERM): the ticks in hand, and those delivered as the last pull expired,
         # take milliseconds; they are finished (events published, next timers armed, acked)
         # rather than left to come back after the ack wait, with no timer armed meanwhile.
-        handled = await self._consumer.handle_delivered(self._handler.handle, timeout=self._settings.ack_wait_seconds)
+        handled = await consumer.handle_delivered(handler.handle, timeout=self._settings.ack_wait_seconds)
         if handled:
             log.info("ticks delivered while stopping were handled", count=handled)
-
-    async def stop(self) -> None:
-        services, self._services = self._services, []
-        for service in services:
-            await service.stop()
-        if self._reconciler is not None:
-            await self._reconciler.stop()
-        if self._consumer is not None:
-            await self._consumer.stop()
-            self._consumer = None
-        if self._mirror is not None:
-            await self._mirror.stop()
