@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
 import msgspec
@@ -24,6 +25,7 @@ from nats.js.api import ConsumerConfig
 from services.event_bridge.mapping import Rejected, map_signal, parent_trace, with_trace
 from services.event_bridge.tool_events import TOOL_EVENTS_DURABLE, tool_event
 from shared import tracing
+from shared.ack_batch import AckBatch, describe
 from shared.acked_publish import AckedPublisher
 from shared.consumer import (
     ACK,
@@ -38,6 +40,7 @@ from shared.consumer import (
 )
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import decode_signal
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 from shared.streams import audit_stream, ensure_streams, fabric_streams, signals_stream
 from shared.subjects import Subjects
@@ -75,11 +78,12 @@ def tool_events_consumer(config: BridgeConfig, subjects: Subjects) -> ConsumerCo
                          max_ack_pending=config.max_ack_pending)
 
 
-class EventBridge:
+class EventBridge(Lifecycle[None]):
     """Consumes the signal stream, and the audit stream for `tool.*` events, each with a durable
     pull consumer shared by every bridge."""
 
     def __init__(self, nc: NATS, subjects: Subjects, config: BridgeConfig | None = None) -> None:
+        super().__init__("the event bridge")
         self._js = nc.jetstream()
         # Events are published through it: acks decoded with msgspec in the read loop, and a
         # stream's refusal reported as the server's error (nats-py's `publish_async` never
@@ -99,14 +103,18 @@ class EventBridge:
             stage=STAGE, fetch_timeout=self._config.fetch_timeout, stats=self.stats,
         )
 
-    async def start(self) -> None:
+    async def _start(self, parts: AsyncExitStack) -> None:
         await ensure_streams(self._js, [*fabric_streams(self._subjects), audit_stream(self._subjects)])
-        await self._consumer.start()
-        await self._tools.start()
+        parts.push_async_callback(self._acks.close)
+        for consumer in (self._consumer, self._tools):
+            parts.push_async_callback(consumer.stop)
+            await consumer.start()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Bridge until `stop`, one batch at a time: publish it, wait once for JetStream's acks,
-        settle it, fetch the next."""
+        settle it, fetch the next; then stop (whatever was fetched but not acked is redelivered
+        after the ack wait)."""
+        self.require_started()
         batch = self._config.batch
         try:
             await asyncio.gather(
@@ -116,27 +124,20 @@ class EventBridge:
         finally:
             await self.stop()
 
-    async def stop(self) -> None:
-        """Let go of the pull subscription; idempotent. Whatever was fetched but not acked is
-        redelivered after the ack wait."""
-        await self._consumer.stop()
-        await self._tools.stop()
-        await self._acks.close()
-
     async def process(self, msgs: list[Msg]) -> None:
         """Bridge one batch of signals to the end: publish, wait for the acknowledgements, settle."""
         await self._consumer.finish(msgs, await self._starter(self._convert)(msgs))
 
     def _starter(self, convert: Convert) -> BatchHandler:
         async def start(msgs: list[Msg]) -> Callable[[], Awaitable[Sequence[Outcome]]]:
-            return await self._start(msgs, convert)
+            return await self._publish_batch(msgs, convert)
 
         return start
 
-    async def _start(self, msgs: list[Msg], convert: Convert) -> Callable[[], Awaitable[Sequence[Outcome]]]:
+    async def _publish_batch(self, msgs: list[Msg], convert: Convert) -> Callable[[], Awaitable[Sequence[Outcome]]]:
         """Publish every event of the batch without waiting; what is returned waits once."""
         outcomes: list[Outcome] = []
-        pending: list[tuple[int, asyncio.Future[int]]] = []
+        acks: AckBatch[int] = AckBatch(self._config.publish_timeout)  # by the index of their message
         for msg in msgs:
             try:
                 outcome = convert(msg)
@@ -155,29 +156,17 @@ class EventBridge:
             try:
                 future = await self._publish(msg, outcome, subject)
             except Exception as exc:
-                outcomes.append(Retry(f"publishing the event failed: {_describe(exc)}"))
+                outcomes.append(Retry(f"publishing the event failed: {describe(exc)}"))
                 continue
-            pending.append((len(outcomes), future))
+            acks.add(len(outcomes), future)
             outcomes.append(ACK)
 
         async def finish() -> Sequence[Outcome]:
-            if not pending:
-                return outcomes
-            # One deadline for the whole batch: publishes lost with a dropped connection never
-            # get an answer, and waiting for each in turn would stall for batch × timeout.
-            await asyncio.wait([future for _, future in pending], timeout=self._config.publish_timeout)
-            for index, future in pending:
-                if not future.done():
-                    future.cancel()
-                    error = f"no acknowledgement within {self._config.publish_timeout}s"
-                elif future.cancelled():
-                    error = "cancelled"
-                elif (failure := future.exception()) is not None:
-                    error = _describe(failure)
-                else:
+            for index, failure in await acks.settle():
+                if failure is None:
                     self.stats.published += 1
-                    continue
-                outcomes[index] = Retry(f"publishing the event failed: {error}")
+                else:
+                    outcomes[index] = Retry(f"publishing the event failed: {failure}")
             return outcomes
 
         return finish
@@ -209,9 +198,3 @@ class EventBridge:
             return Rejected(f"signal kind {type(signal).__struct_config__.tag!r} arrived on {msg.subject!r}")
         event = map_signal(signal, subject_app_token=parts[2])
         return event
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
