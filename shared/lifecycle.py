@@ -53,26 +53,26 @@ class Lifecycle(Generic[T]):
 
     def __init__(self, name: str | None = None) -> None:
         self.name = name or type(self).__name__
-        self._stack: contextlib.AsyncExitStack | None = None
-        self._running: T | None = None
-        self._lock = asyncio.Lock()  # a start and a stop never interleave
+        self.__stack: contextlib.AsyncExitStack | None = None
+        self.__running: T | None = None
+        self.__lock = asyncio.Lock()  # a start and a stop never interleave
 
     async def _start(self, parts: contextlib.AsyncExitStack) -> T:
         raise NotImplementedError
 
     @property
     def started(self) -> bool:
-        return self._stack is not None
+        return self.__stack is not None
 
     def require_started(self) -> T:
         """What `_start` returned; `NotStarted` naming the part before start or after stop."""
-        if self._stack is None:
+        if self.__stack is None:
             raise NotStarted(self.name)
-        return self._running  # type: ignore[return-value]  # set with the stack, T may be None
+        return self.__running  # type: ignore[return-value]  # set with the stack, T may be None
 
     async def start(self) -> None:
-        async with self._lock:
-            if self._stack is not None:
+        async with self.__lock:
+            if self.__stack is not None:
                 return
             parts = contextlib.AsyncExitStack()
             try:
@@ -80,11 +80,11 @@ class Lifecycle(Generic[T]):
             except BaseException as exc:
                 await self._unwind(parts, exc)
                 raise
-            self._stack, self._running = parts, running
+            self.__stack, self.__running = parts, running
 
     async def stop(self) -> None:
-        async with self._lock:
-            parts, self._stack, self._running = self._stack, None, None
+        async with self.__lock:
+            parts, self.__stack, self.__running = self.__stack, None, None
             if parts is not None:
                 await parts.aclose()
 
