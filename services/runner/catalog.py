@@ -4,6 +4,7 @@ read directly each run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections.abc import Callable
 from typing import TypeVar
@@ -18,6 +19,7 @@ from shared.contracts.resource import ResourceError, ResourceModel, parse_resour
 from shared.contracts.skill import Skill
 from shared.contracts.tooldef import ToolDefinition
 from shared.kvmirror import KvMirror
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 
 log = get_logger("aurora.runner.catalog")
@@ -28,20 +30,18 @@ def _decoder(model: type[M]) -> Callable[[bytes], M]:
     return lambda data: parse_resource(model, json.loads(data))
 
 
-class Catalog:
+class Catalog(Lifecycle[None]):
     def __init__(self, stores: RunnerStores) -> None:
+        super().__init__("the runner's catalog")
         self._stores = stores
         self.agents: KvMirror[Agent] = KvMirror(stores.agents, _decoder(Agent), name="agents")
         self.pipelines: KvMirror[Pipeline] = KvMirror(stores.pipelines, _decoder(Pipeline), name="pipelines")
         self.tools: KvMirror[ToolDefinition] = KvMirror(stores.tools, _decoder(ToolDefinition), name="tools")
 
-    async def start(self) -> None:
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         for mirror in (self.agents, self.pipelines, self.tools):
+            parts.push_async_callback(mirror.stop)
             await mirror.start()
-
-    async def stop(self) -> None:
-        for mirror in (self.agents, self.pipelines, self.tools):
-            await mirror.stop()
 
     async def skill(self, skill_id: str) -> Skill | None:
         """The skill as stored now: read directly, not mirrored, so the run after an apply uses the

@@ -1,18 +1,20 @@
 """The runner's parts wired together: stores, catalog, drivers, executor, worker, admin.
 
 `__main__` runs one `RunnerService` per process; any number of processes share the runs queue.
+Its lifecycle is `shared.lifecycle`'s: the stop order is the start order reversed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
 from nats.aio.client import Client as NATS
-from nats.micro.service import Service
 
 from services.runner.admin import task_endpoints
 from services.runner.audit import JetStreamAudit
@@ -40,6 +42,7 @@ from services.runner.worker import Worker
 from shared import write_through
 from shared.acked_publish import AckedPublisher
 from shared.admin import start_admin_service
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger, scrub_logs_with
 from shared.people import open_registry
 from shared.redaction import Redactor
@@ -50,72 +53,74 @@ VERSION = "0.1.0"
 log = get_logger("aurora.runner")
 
 
-class RunnerService:
+@dataclass(frozen=True)
+class _Running:
+    executor: TaskExecutor
+    worker: Worker
+    resumer: Resumer
+
+
+class RunnerService(Lifecycle[_Running]):
     def __init__(self, nc: NATS, subjects: Subjects, config: RunnerConfig,
                  env: Mapping[str, str] | None = None) -> None:
+        super().__init__("the runner service")
         self._nc = nc
         self._env: Mapping[str, str] = os.environ if env is None else env  # the seal key's source
         self._subjects = subjects
         self._config = config
-        self._catalog: Catalog | None = None
-        self._worker: Worker | None = None
-        self._resumer: Resumer | None = None
-        self._executor: TaskExecutor | None = None
-        self._http: httpx.AsyncClient | None = None
-        self._admin: Service | None = None
-        self._sampling: SamplingServer | None = None
 
     @property
     def executor(self) -> TaskExecutor:
         """Runs and resumes tasks; `resume_task` is where a granted approval continues one."""
-        if self._executor is None:
-            raise RuntimeError("RunnerService used before start()")
-        return self._executor
+        return self.require_started().executor
 
     @property
     def worker(self) -> Worker:
-        if self._worker is None:
-            raise RuntimeError("RunnerService used before start()")
-        return self._worker
+        return self.require_started().worker
 
-    async def start(self) -> None:
-        if self._worker is not None:
-            return
+    async def _start(self, parts: contextlib.AsyncExitStack) -> _Running:
         nc, subjects, config = self._nc, self._subjects, self._config
         js = nc.jetstream()
         stores = await open_stores(js, subjects)
         await ensure_runs_consumer(js, stores, config, subjects)
-        catalog = self._catalog = Catalog(stores)
+        catalog = Catalog(stores)
+        parts.push_async_callback(catalog.stop)
         await catalog.start()
-        events = TaskEvents(AckedPublisher(nc), subjects, instance=config.instance)
+        acks = AckedPublisher(nc)
+        parts.push_async_callback(acks.close)  # after every part that publishes task events stopped
+        events = TaskEvents(acks, subjects, instance=config.instance)
         store = TaskStore(stores.tasks, events.publish, js=js, bucket=tasks_bucket(subjects).name)
         steps = ToolSteps(TracedToolClient(NatsToolClient(nc, subjects.tool_call, instance=config.instance)),
                           JetStreamAudit(js, subjects), catalog.side_effect,
                           default_timeout=config.tool_timeout, result_limit=config.step_result_limit,
                           secrets=self._secrets(catalog))
-        self._http = httpx.AsyncClient(limits=httpx.Limits(max_connections=max(config.concurrency * 2, 10)))
+        http = httpx.AsyncClient(limits=httpx.Limits(max_connections=max(config.concurrency * 2, 10)))
+        parts.push_async_callback(http.aclose)
         history = StreamHistory(js, subjects, window=config.history_window, scan_limit=config.history_scan_limit)
         announcer = Announcer(js, subjects, instance=config.instance)
         drivers: dict[str, AgentDriver] = {"playbook": PlaybookDriver(steps, announcer)}
-        model = TracedChatModel(HttpChatModel(self._http))
+        model = TracedChatModel(HttpChatModel(http))
         drivers["llm"] = LlmDriver(model, GatewayTools(nc, subjects), steps, history, config.models,
                                    announcer=announcer, skills=catalog)
-        sampling = self._sampling = SamplingServer(nc, subjects, catalog, model, config.models)
+        sampling = SamplingServer(nc, subjects, catalog, model, config.models)
+        parts.push_async_callback(sampling.stop)
         await sampling.start()
-        executor = self._executor = TaskExecutor(store, catalog, drivers, steps, EventSource(js), config)
+        executor = TaskExecutor(store, catalog, drivers, steps, EventSource(js), config)
         worker = Worker(js, subjects, executor, config, stores.runs_stream)
+        parts.push_async_callback(worker.stop)
         await worker.start()
-        self._worker = worker
         resumer = Resumer(js, subjects, store, executor, config, stores.events_stream)
+        parts.push_async_callback(resumer.stop)
         await resumer.start()
-        self._resumer = resumer
-        self._admin = await start_admin_service(
+        admin = await start_admin_service(
             nc, subjects, name="aurora-runner", version=VERSION, areas={"tasks": task_endpoints(store)},
             description="runner tasks: list, get, cancel",
             authorize=(await open_registry(js, subjects)).refusal,  # a person's roles, checked again
         )
+        parts.push_async_callback(admin.stop)
         await write_through.flush(self._nc)  # "ready" means the admin endpoints' subscriptions reached the server
         log.info("ready", instance=config.instance, concurrency=config.concurrency, ack_wait=config.ack_wait)
+        return _Running(executor=executor, worker=worker, resumer=resumer)
 
     def _secrets(self, catalog: Catalog) -> StepSecrets:
         material, where = seal_key_material(self._env)
@@ -133,26 +138,5 @@ class RunnerService:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Runs from the queue, and waiting tasks resumed when their approval or answer comes."""
-        if self._resumer is None:
-            raise RuntimeError("RunnerService used before start()")
-        await asyncio.gather(self.worker.run(stop), self._resumer.run(stop))
-
-    async def stop(self) -> None:
-        if self._admin is not None:
-            await self._admin.stop()
-            self._admin = None
-        if self._resumer is not None:
-            await self._resumer.stop()
-            self._resumer = None
-        if self._worker is not None:
-            await self._worker.stop()
-            self._worker = None
-        if self._sampling is not None:
-            await self._sampling.stop()
-            self._sampling = None
-        if self._catalog is not None:
-            await self._catalog.stop()
-            self._catalog = None
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+        running = self.require_started()
+        await asyncio.gather(running.worker.run(stop), running.resumer.run(stop))
