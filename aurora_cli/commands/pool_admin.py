@@ -1,5 +1,6 @@
-"""What the tool-pool commands (systems, tools, agents, approvals) share: one admin request to the
-gateway with every failure said in one line, and who the operator is."""
+"""What the commands that ask a service's admin API share: one admin request (to the gateway for
+the tool pool's systems, tools, agents and approvals; the router's, mcp-edge's) with every
+failure said in one line, and who the operator is."""
 
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ def operator() -> str:
 
 
 async def admin_call(settings: Settings, area: str, verb: str, body: dict[str, Any] | None = None,
-                     *, timeout: float = 5.0) -> Any:
-    """`<prefix>.admin.<area>.<verb>` on the gateway; RefusedError when it says no, CliError
+                     *, timeout: float = 5.0, service: str = "mcp-gateway") -> Any:
+    """`<prefix>.admin.<area>.<verb>` on `service`; RefusedError when it says no, CliError
     when nobody answers."""
     subject = settings.subjects.admin(area, verb)
     async with connected(settings.nats) as nc:
@@ -41,6 +42,6 @@ async def admin_call(settings: Settings, area: str, verb: str, body: dict[str, A
         except AdminRequestError as exc:
             raise RefusedError(exc.code, str(exc)) from exc
         except NoRespondersError as exc:
-            raise CliError(f"no mcp-gateway is running (nobody answers {subject})") from exc
+            raise CliError(f"no {service} is running (nobody answers {subject})") from exc
         except (NatsTimeoutError, TimeoutError) as exc:
-            raise CliError(f"the mcp-gateway did not answer {subject} within {timeout:g}s") from exc
+            raise CliError(f"the {service} did not answer {subject} within {timeout:g}s") from exc

@@ -11,17 +11,15 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from nats.errors import NoRespondersError
-from nats.errors import TimeoutError as NatsTimeoutError
 
 from aurora_cli.commands.apply import DocumentErrors, read_yaml_documents
+from aurora_cli.commands.pool_admin import admin_call
 from aurora_cli.deadletters import parse_duration
 from aurora_cli.output import (
     EXIT_FAILURE,
     EXIT_USAGE,
     CliError,
     cli_errors,
-    connected,
     fail,
     note,
     print_json,
@@ -29,7 +27,6 @@ from aurora_cli.output import (
     settings_or_fail,
     stdout,
 )
-from shared.admin import AdminRequestError, admin_request
 from shared.clock import now_iso
 from shared.contracts.binding import Binding
 from shared.contracts.resource import ResourceError, parse_resource
@@ -91,15 +88,7 @@ def load_drafts(path: Path) -> list[dict[str, Any]]:
 
 
 async def _ask(settings: Settings, verb: str, body: dict[str, Any], *, timeout: float = 5.0) -> Any:
-    async with connected(settings.nats) as nc:
-        try:
-            return await admin_request(nc, settings.subjects, "router", verb, body, timeout=timeout)
-        except AdminRequestError as exc:
-            raise CliError(str(exc)) from exc
-        except NoRespondersError as exc:
-            raise CliError(f"no router answers router.{verb}: is the router running?") from exc
-        except (NatsTimeoutError, TimeoutError) as exc:
-            raise CliError(f"the router did not answer router.{verb} in time") from exc
+    return await admin_call(settings, "router", verb, body, timeout=timeout, service="router")
 
 
 @app.command("dry-run")

@@ -9,28 +9,16 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from nats.errors import NoRespondersError
-from nats.errors import TimeoutError as NatsTimeoutError
 
-from aurora_cli.commands.pool_admin import RefusedError
-from aurora_cli.output import CliError, connected, print_json, run, settings_or_fail, stdout, table
-from shared.admin import AdminRequestError, admin_request
+from aurora_cli.commands.pool_admin import admin_call
+from aurora_cli.output import print_json, run, settings_or_fail, stdout, table
 
 app = typer.Typer(help="Bearer tokens for MCP clients of an agent's endpoint (mcp-edge).", no_args_is_help=True)
 
 
 async def edge_call(verb: str, body: dict[str, Any]) -> Any:
     """`<prefix>.admin.tokens.<verb>`, served by mcp-edge; every failure said in one line."""
-    settings = settings_or_fail()
-    async with connected(settings.nats) as nc:
-        try:
-            return await admin_request(nc, settings.subjects, "tokens", verb, body, timeout=10)
-        except AdminRequestError as exc:
-            raise RefusedError(exc.code, str(exc)) from exc
-        except NoRespondersError as exc:
-            raise CliError("no mcp-edge is running (nobody answers the tokens admin API)") from exc
-        except (NatsTimeoutError, TimeoutError) as exc:
-            raise CliError("mcp-edge did not answer within 10s") from exc
+    return await admin_call(settings_or_fail(), "tokens", verb, body, timeout=10, service="mcp-edge")
 
 
 def token_rows(tokens: list[dict[str, Any]]) -> list[list[Any]]:

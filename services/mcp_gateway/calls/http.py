@@ -3,28 +3,18 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Protocol
 
 from services.mcp_gateway import classify
+from services.mcp_gateway.http_systems import HttpSystems
 from shared.contracts.system import System
 from shared.contracts.toolcall import ToolCallRequest, ToolCallResult
 from shared.contracts.tooldef import ToolDefinition
 
 
-class HttpRunner(Protocol):
-    async def execute(
-        self,
-        system: System,
-        tool: ToolDefinition,
-        arguments: dict[str, object],
-        *,
-        idempotency_key: str | None,
-        timeout: float | None = None,
-    ) -> ToolCallResult: ...
-
-
 class HttpExecutor:
-    def __init__(self, systems: Callable[[], Mapping[str, System]], runner: HttpRunner | None) -> None:
+    """`runner`: the gateway's HTTP systems, which send each call through its system's circuit."""
+
+    def __init__(self, systems: Callable[[], Mapping[str, System]], runner: HttpSystems | None) -> None:
         self._systems = systems
         self._runner = runner
 

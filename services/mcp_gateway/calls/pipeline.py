@@ -26,7 +26,7 @@ from services.mcp_gateway.arguments import ArgumentCheck
 from services.mcp_gateway.calls.admission import ToolState, binding_refusal
 from services.mcp_gateway.calls.approval_gate import ApprovalGate
 from services.mcp_gateway.calls.caller import PLATFORM, Authorize, Caller, Endpoint, Refused, caller_of
-from services.mcp_gateway.calls.http import HttpExecutor, HttpRunner
+from services.mcp_gateway.calls.http import HttpExecutor
 from services.mcp_gateway.calls.mcp import McpExecutor
 from services.mcp_gateway.calls.platform import PlatformCalls
 from services.mcp_gateway.calls.record import CallRecord
@@ -35,6 +35,7 @@ from services.mcp_gateway.calls_in_flight import CallsInFlight
 from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.custody import Custody
 from services.mcp_gateway.governance import Governance
+from services.mcp_gateway.http_systems import HttpSystems
 from services.mcp_gateway.ledger import CallLedger, Claim
 from services.mcp_gateway.platform_tools import PLATFORM_TOOLS, PlatformTool, source_app_of
 from services.mcp_gateway.pool.approvals import ApprovalStore
@@ -64,7 +65,7 @@ class CallPipeline:
     def __init__(
         self, pool: ToolPool, sessions: dict[tuple[str, str], AppSession], executable: Executability, *,
         approvals: ApprovalStore, apps: AppsConfig, catalog: ToolCatalog, custody: Custody,
-        http: HttpRunner | None = None, on_result: Callable[[CallRecord], Awaitable[None]] | None = None,
+        http: HttpSystems | None = None, on_result: Callable[[CallRecord], Awaitable[None]] | None = None,
         on_approval_requested: Callable[[Approval], None] | None = None, arguments: ArgumentCheck | None = None,
         ledger: CallLedger | None = None, calls: CallsInFlight | None = None, governance: Governance | None = None,
         authorize: Authorize | None = None,
