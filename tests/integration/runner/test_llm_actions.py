@@ -67,10 +67,13 @@ async def test_request_action_asks_the_user_and_the_answer_resumes_the_model(
     assert len(stack.fake.requests_for(case)) == 1  # the model is not asked again while the task waits
 
     listed = await operator_call(snc, subjects, f"{CHAT}.list_sent", {"session_id": session})
-    texts = [r["text"] for r in listed["items"] if r.get("kind") == "message"]
-    assert len(texts) == 1, listed
+    sent_messages = [r for r in listed["items"] if r.get("kind") == "message"]
+    assert len(sent_messages) == 1, listed
+    texts = [r["text"] for r in sent_messages]
     assert "Which pump do you mean?" in texts[0] and "1. Pump P-101" in texts[0] and "2. Pump P-102" in texts[0]
-    assert interaction_id in texts[0]
+    # the id beside the text, never in it; the hint in the agent's language (the default)
+    assert sent_messages[0]["interaction_id"] == interaction_id and interaction_id not in texts[0]
+    assert texts[0].endswith("（请回复选项编号）")
 
     await operator_call(snc, subjects, f"{CHAT}.simulate_interaction_answer",
                         {"interaction_id": interaction_id, "value": "2", "session_id": session})
