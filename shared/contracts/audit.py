@@ -21,7 +21,8 @@ class AuditRecord(msgspec.Struct, frozen=True, kw_only=True):
     # (an mcp-edge client, by its bearer token), "run:<run id>" (an agent-less run, which the router
     # recorded), "platform" (the gateway's own call, e.g. a question asked in a chat), or "anonymous"
     # (a claim nobody vouched for: refused by custody, naming no agent). Approval decisions are audited too (status
-    # `approval_<granted|denied|grant_recorded|not_permitted>`).
+    # `approval_<granted|denied|grant_recorded|not_permitted>`), and stream deliveries an endpoint refused, by the
+    # service that refused them, as `delivery:<stream>/<consumer>` (shared/refusal_audit.py).
     caller: str
     agent: str | None = None
     run_id: str | None = None
