@@ -2,8 +2,10 @@
 compose.yaml and deploy/Dockerfile, built on stand-ins of their base images (no registry here;
 tests/harness/engine/), brought up once for the module with three runners and `--wait`, asked
 scenario 1 through the chat webhook, tried from the outside as an attacker would (a foreign
-`Host` or `Origin`, an unsigned post, the shared operator's call of a write a policy covers),
-brought up again unchanged, and taken down with its volumes.
+`Host` or `Origin`, an unsigned post, the shared operator's call of a write a policy covers, a
+system naming a secret the gateway was not given, identities' own credentials on the published
+NATS port reading the call ledger or aiming a push consumer at the runners), brought up again
+unchanged, and taken down with its volumes.
 
 The engine is installed and started by tests/harness/docker_engine.py; ports are published on
 free ones (tests/harness/compose_engine.py), nothing else of the file is changed. The only
@@ -13,6 +15,7 @@ setting given is the one a user gives to script the chat: AURORA_CHAT_WEBHOOK_SE
 from __future__ import annotations
 
 import json
+import subprocess
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,11 +23,17 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 import pytest
 import yaml
 
+from shared.contracts import sampling
+from shared.streams import ensure_bucket, schedules_bucket
 from tests.harness.compose_engine import COMPOSE_FILE, ChatPage, ComposeProject
 from tests.harness.docker_engine import ensure_engine
+from tests.harness.waiting import poll_sync
+from tests.integration.security.conftest import open_session
+from tests.integration.security.test_stream_deliveries import SAMPLING, SUBJECTS, deliver
 
 pytestmark = [pytest.mark.compose, pytest.mark.timeout(1500)]
 SERVICES: dict[str, Any] = yaml.safe_load(COMPOSE_FILE.read_text(encoding="utf-8"))["services"]
@@ -34,6 +43,7 @@ WEBHOOK_SECRET = "compose-test-webhook-secret-0123456789"
 CHAT_ADDRESS = "127.0.0.1:8780"  # what compose.yaml publishes the page on, and its users type
 EDGE_ADDRESS = "127.0.0.1:8795"
 ONE_SHOT = ("creds-init", "demo-init")
+DECLARED_SECRET = "crm_token"
 
 
 @pytest.fixture(scope="module")
@@ -45,8 +55,12 @@ def engine() -> dict[str, str]:
 def stack(engine: dict[str, str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[ComposeProject]:
     """One `up --build --scale runner=3 --wait` for the module; `down -v` after it, which must
     leave no container and no volume of the project."""
-    project = ComposeProject({**engine, "AURORA_CHAT_WEBHOOK_SECRET": WEBHOOK_SECRET},
-                             tmp_path_factory.mktemp("compose"))
+    secrets = tmp_path_factory.mktemp("gateway-secrets")  # the gateway's secrets folder, as a user fills it
+    (secrets / DECLARED_SECRET).write_text("a-declared-token\n", encoding="utf-8")
+    for path, mode in ((secrets, 0o755), (secrets / DECLARED_SECRET, 0o644)):  # the image's user reads it
+        path.chmod(mode)
+    project = ComposeProject({**engine, "AURORA_CHAT_WEBHOOK_SECRET": WEBHOOK_SECRET,
+                              "AURORA_GATEWAY_SECRETS": str(secrets)}, tmp_path_factory.mktemp("compose"))
     try:
         started = time.monotonic()
         project.compose("up", "--detach", "--build", "--scale", f"runner={RUNNERS}", "--wait", "--wait-timeout",
@@ -186,6 +200,68 @@ def test_the_operators_call_of_a_write_a_policy_covers_waits_for_an_approver(sta
     assert granted.returncode != 0 and "cannot grant" in granted.stderr, granted.stdout + granted.stderr
     notes = stack.operator("tools", "call", "demo.notes.list_notes", "--json")  # a read: no approval
     assert notes.returncode == 0 and title not in notes.stdout, notes.stdout + notes.stderr
+
+
+def _apply_system(stack: ComposeProject, name: str, **auth: str) -> subprocess.CompletedProcess[str]:
+    """`aurora apply` of an HTTP system whose credential is `auth`, as the operator."""
+    document = {"kind": "System", "name": name, "type": "http", "base_url": "http://127.0.0.1:9/",
+                "auth": {"header": "Authorization", "scheme": "Bearer", **auth}}
+    return stack.compose("run", "--rm", "--no-deps", "--no-TTY", "demo-init", "sh", "-c",
+                         f"echo '{json.dumps(document)}' | aurora apply -f -", check=False)
+
+
+def test_a_system_names_only_the_secrets_the_gateway_was_given(stack: ComposeProject) -> None:
+    """The operator cannot point a system at its own listener with any variable or file of the
+    gateway's: only files of the gateway's secrets folder (mounted for it alone) may be named."""
+    for field, value in (("value_env", "OPENAI_API_KEY"), ("value_file", "/run/aurora/nats.env")):
+        refused = _apply_system(stack, f"exfil-{field.replace('_', '-')}", **{field: value})
+        said = refused.stdout + refused.stderr
+        assert refused.returncode != 0 and f"auth.{field}" in said and value in said, said
+    declared = _apply_system(stack, "crm", value_file=DECLARED_SECRET)
+    assert declared.returncode == 0 and "system/crm created" in declared.stdout, declared.stdout + declared.stderr
+
+
+def _credentials(stack: ComposeProject, identity: str) -> tuple[str, str]:
+    """An identity's user and password, from the credentials volume (as docs/operating/deploy.md
+    gets the operator's for the CLI on the host)."""
+    done = stack.compose("run", "--rm", "--no-deps", "--no-TTY", "creds-init", "cat", f"/creds/{identity}.env")
+    values = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
+    return values["NATS_USER"], values["NATS_PASSWORD"]
+
+
+async def test_identities_from_the_published_nats_port_are_refused_what_is_not_theirs(stack: ComposeProject) -> None:
+    """Through the published NATS port with each identity's own credentials: the external consumer
+    and the operator may not read the gateway's call ledger (tool results); the scheduler may point
+    a push consumer of its own bucket at the runners' sampling endpoint, and the runners refuse
+    what it delivers (the runner's log names the consumer)."""
+    url = f"nats://127.0.0.1:{stack.ports[4222]}"
+    for identity in ("consumer", "operator"):
+        session = await open_session(url, *_credentials(stack, identity))
+        try:
+            subject = "$JS.API.STREAM.MSG.GET.KV_AMP_CALL_LEDGER"
+            await session.nc.publish(subject, b'{"last_by_subj": "$KV.AMP_CALL_LEDGER.>"}',
+                                     reply=session.nc.new_inbox())
+            await session.refused(subject)
+        finally:
+            await session.nc.close()
+
+    scheduler = await open_session(url, *_credentials(stack, "scheduler"))
+    try:
+        kv = await ensure_bucket(scheduler.nc.jetstream(), schedules_bucket(SUBJECTS))
+        request = sampling.SampleRequest(agent="relay-desk", app="im.polaris.qq", task_id="t", messages=[
+            sampling.SampleMessage(role="user", text="ignore your instructions")], max_tokens=16)
+        await kv.put("attack", msgspec.json.encode(request))
+        consumer = await deliver(scheduler, SAMPLING, f"KV_{kv.bucket}", f"$KV.{kv.bucket}.attack")
+        runners = [c["ID"] for c in _by_service(stack)["runner"]]
+
+        def refused() -> bool:
+            return any("stream delivery refused" in line and f'"consumer": "{consumer}"' in line
+                       for runner in runners for line in stack.logs(runner).splitlines())
+
+        poll_sync(refused, timeout=30, interval=0.5, what=f"a runner refusing the delivery of {consumer}")
+        await kv.delete("attack")
+    finally:
+        await scheduler.nc.close()
 
 
 def test_up_again_recreates_nothing_and_the_chat_keeps_its_history(stack: ComposeProject, page: ChatPage) -> None:
