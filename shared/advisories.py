@@ -21,15 +21,16 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Mapping
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
 from nats.js.errors import NotFoundError
 
 from shared.deadletter import dead_letter
+from shared.lifecycle import Lifecycle, unsubscribe
 from shared.logs import get_logger
 from shared.request_guard import refusing_deliveries
 from shared.subjects import Subjects
@@ -111,33 +112,23 @@ class AdvisoryStats:
     failed: int = 0
 
 
-class AdvisoryListener:
+class AdvisoryListener(Lifecycle[None]):
     """Subscribes to the advisories; `stop()` unsubscribes. Never raises from a callback."""
 
     def __init__(self, nc: NATS, subjects: Subjects, *, stages: Mapping[tuple[str, str], str] | None = None) -> None:
+        super().__init__("the dead-letter advisory listener")
         self._nc = nc
         self._js = nc.jetstream()
         self._subjects = subjects
         self._stages = dict(stages if stages is not None else platform_stages(subjects))
-        self._subs: list[Subscription] = []
         self._lock = asyncio.Lock()  # one at a time: a storm of advisories must not flood the server
         self.stats = AdvisoryStats()
 
-    async def start(self) -> None:
-        if self._subs:
-            return
+    async def _start(self, parts: AsyncExitStack) -> None:
         for subject in advisory_subjects(self._subjects):
             # nats-server's own advisories; a stream delivery is none
-            self._subs.append(await self._nc.subscribe(subject, queue=QUEUE,
-                                                       cb=refusing_deliveries(subject, self._on_advisory)))
-
-    async def stop(self) -> None:
-        subs, self._subs = self._subs, []
-        for sub in subs:
-            try:
-                await sub.unsubscribe()
-            except Exception as exc:  # a closed connection has nothing left to unsubscribe
-                log.debug("unsubscribe failed", error=str(exc))
+            sub = await self._nc.subscribe(subject, queue=QUEUE, cb=refusing_deliveries(subject, self._on_advisory))
+            parts.push_async_callback(unsubscribe, sub)
 
     async def _on_advisory(self, msg: Msg) -> None:
         async with self._lock:

@@ -36,7 +36,7 @@ from shared import metrics
 from shared.bus import nats_away
 from shared.consumers import ensure_durable
 from shared.deadletter import dead_letter
-from shared.lifecycle import Lifecycle
+from shared.lifecycle import Lifecycle, unsubscribe
 from shared.logs import get_logger
 from shared.streak import FailureStreak
 from shared.subjects import Subjects
@@ -185,7 +185,7 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
         sub = await self._js.pull_subscribe_bind(self.durable, stream=self._stream)
         # Unsubscribed at stop rather than left to `nc.drain()`, which waits for status replies
         # `fetch()` never marks done.
-        parts.push_async_callback(_unsubscribe, sub)
+        parts.push_async_callback(unsubscribe, sub)
         return sub
 
     async def _fetch(self, batch: int) -> list[Msg]:
@@ -361,11 +361,6 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
             self.stats.dead_lettered += 1
             self._count("dead_lettered")
         log.info("message dead-lettered", consumer=self.durable, subject=msg.subject, reason=reason)
-
-
-async def _unsubscribe(sub: JetStreamContext.PullSubscription) -> None:
-    with suppress(Exception):
-        await sub.unsubscribe()
 
 
 async def _keep_in_progress(msg: Msg, every: float) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
+from contextlib import AsyncExitStack
 from typing import Generic, Protocol, TypeVar
 
 import msgspec
@@ -17,6 +18,7 @@ from nats.js.kv import KeyValue
 
 from shared.errors import AuroraError
 from shared.kvwatch import BucketWatch
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 from shared.streams import Bucket
 
@@ -130,11 +132,12 @@ async def read_all_without_consumer(bucket: Bucket) -> dict[str, bytes]:
     return found
 
 
-class KvMirror(Generic[T]):
+class KvMirror(Lifecycle[None], Generic[T]):
     """A dict that follows a KV bucket; entries that do not decode are left out and logged."""
 
     def __init__(self, kv: KeyValue, decode: Callable[[bytes], T], *, name: str,
                  on_change: Callable[[], None] | None = None) -> None:
+        super().__init__(f"the {name} mirror")
         self._kv = kv
         self._decode = decode
         self._name = name
@@ -146,31 +149,22 @@ class KvMirror(Generic[T]):
         # Each key's revision as taken in: an entry the lagging watch brings after a newer one
         # was read directly (`catch_up`, `read_through`) is not taken back to the older value.
         self._revisions: dict[str, int] = {}
-        self._task: asyncio.Task[None] | None = None
-        self._watch: _Watch | None = None
 
-    async def start(self) -> None:
-        if self._task is not None:
-            return
+    async def _start(self, parts: AsyncExitStack) -> None:
         watcher, entries = await _open_watch(self._kv)
-        for entry in entries:
-            self._apply(entry.key, entry.value, entry.operation, entry.revision)
-            self.revision = max(self.revision, entry.revision or 0)
-        self._changed()
-        self._watch = watcher
-        self._task = asyncio.create_task(self._follow(watcher), name=f"kv-mirror-{self._name}")
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        watch, self._watch = self._watch, None
-        if watch is not None:
-            # Ended before the task is cancelled: on Python 3.11 a cancellation that meets a
-            # message arriving at that moment is swallowed inside nats-py's `next_msg`
-            # (`asyncio.wait_for`), and a watch that is not told to stop would fetch for ever.
-            await watch.stop()
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+        try:
+            for entry in entries:
+                self._apply(entry.key, entry.value, entry.operation, entry.revision)
+                self.revision = max(self.revision, entry.revision or 0)
+            self._changed()
+        except BaseException:
+            await watcher.stop()
+            raise
+        task = asyncio.create_task(self._follow(watcher), name=f"kv-mirror-{self._name}")
+        # The task is cancelled after the watch was told to stop: on Python 3.11 a cancellation
+        # that meets a message arriving at that moment is swallowed inside nats-py's `next_msg`
+        # (`asyncio.wait_for`), and a watch that is not told to stop would fetch for ever.
+        parts.push_async_callback(_end, watcher, task)
 
     async def _follow(self, watch: _Watch) -> None:
         try:
@@ -224,3 +218,9 @@ class KvMirror(Generic[T]):
     def _changed(self) -> None:
         if self._on_change is not None:
             self._on_change()
+
+
+async def _end(watch: _Watch, task: asyncio.Task[None]) -> None:
+    await watch.stop()
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)

@@ -20,12 +20,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from types import TracebackType
-from typing import Generic, Self, TypeVar
+from typing import Any, Generic, Protocol, Self, TypeVar
 
 from shared.errors import AuroraError
 from shared.logs import get_logger
 
 T = TypeVar("T")
+
+
+class _Unsubscribable(Protocol):
+    async def unsubscribe(self) -> None: ...
+
 log = get_logger("aurora.lifecycle")
 
 
@@ -107,3 +112,19 @@ class Lifecycle(Generic[T]):
     async def __aexit__(self, kind: type[BaseException] | None, exc: BaseException | None,
                         tb: TracebackType | None) -> None:
         await self.stop()
+
+
+async def cancel_task(task: asyncio.Task[Any]) -> None:
+    """A background task's stop (`parts.push_async_callback(cancel_task, task)`): cancelled and
+    awaited; what it raised on its way out is its own to log."""
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+
+
+async def unsubscribe(sub: _Unsubscribable) -> None:
+    """A subscription's stop (`parts.push_async_callback(unsubscribe, sub)`); a connection already
+    closed has nothing left to unsubscribe, and says so only at debug level."""
+    try:
+        await sub.unsubscribe()
+    except Exception as exc:
+        log.debug("unsubscribe failed", error=f"{type(exc).__name__}: {exc}")

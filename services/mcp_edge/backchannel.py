@@ -31,9 +31,9 @@ from mcp.shared.transport_context import TransportContext
 from mcp_types import DEFAULT_NEGOTIATED_VERSION
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
 from starlette.types import Message, Receive, Scope, Send
 
+from shared.lifecycle import Lifecycle, unsubscribe
 from shared.logs import get_logger
 from shared.request_guard import refusing_deliveries
 from shared.subjects import Subjects
@@ -56,24 +56,19 @@ def is_response(message: Any) -> bool:
         "result" in message or "error" in message)
 
 
-class ClientReplies:
+class ClientReplies(Lifecycle[None]):
     """The transports of this instance's calls, per session, and the answers meant for them."""
 
     def __init__(self, nc: NATS, subjects: Subjects) -> None:
+        super().__init__("the edge's client replies")
         self._nc = nc
         self._subjects = subjects
         self._open: dict[str, set[StreamableHTTPServerTransport]] = {}
-        self._sub: Subscription | None = None
 
-    async def start(self) -> None:
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         subject = self._subjects.edge_client_replies  # a stream delivery is no client's answer
-        self._sub = await self._nc.subscribe(subject, cb=refusing_deliveries(subject, self._heard))
-
-    async def stop(self) -> None:
-        sub, self._sub = self._sub, None
-        if sub is not None:
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
+        parts.push_async_callback(unsubscribe, await self._nc.subscribe(
+            subject, cb=refusing_deliveries(subject, self._heard)))
 
     @contextlib.contextmanager
     def serving(self, session_id: str, transport: StreamableHTTPServerTransport) -> Iterator[None]:

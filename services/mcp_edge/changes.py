@@ -17,6 +17,7 @@ import json
 from collections.abc import Awaitable, Callable
 
 from services.mcp_edge.gate import EdgeTool
+from shared.lifecycle import Lifecycle, cancel_task
 from shared.logs import get_logger
 
 log = get_logger("aurora.mcp_edge.changes")
@@ -29,15 +30,15 @@ def fingerprint(tools: list[EdgeTool] | None) -> str:
     return hashlib.sha256(json.dumps(shown).encode()).hexdigest()
 
 
-class ListChanges:
+class ListChanges(Lifecycle[None]):
     def __init__(self, list_tools: ListTools, *, refresh_seconds: float, settle_seconds: float = 0.3) -> None:
+        super().__init__("the tool-list changes")
         self._list_tools = list_tools
         self._refresh = refresh_seconds
         self._settle = settle_seconds  # a change in KV reaches the gateway's mirror a moment later
         self._listeners: dict[str, set[asyncio.Queue[str]]] = {}
         self._seen: dict[str, str] = {}
         self._poke = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
 
     def changed(self) -> None:
         """A bucket the set depends on changed (called by the KV watchers)."""
@@ -59,15 +60,8 @@ class ListChanges:
                 self._listeners.pop(agent, None)
                 self._seen.pop(agent, None)
 
-    async def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name="edge-list-changes")
-
-    async def stop(self) -> None:
-        task, self._task = self._task, None
-        if task is not None:
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        parts.push_async_callback(cancel_task, asyncio.create_task(self._run(), name="edge-list-changes"))
 
     async def refresh(self) -> None:
         for agent in list(self._listeners):

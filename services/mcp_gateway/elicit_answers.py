@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterator
-from contextlib import AsyncExitStack, contextmanager, suppress
+from contextlib import AsyncExitStack, contextmanager
 
 import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
-from nats.errors import Error as NatsError
 
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import INTERACTION_SUBMITTED
-from shared.lifecycle import Lifecycle
+from shared.lifecycle import Lifecycle, unsubscribe
 from shared.logs import get_logger
 from shared.request_guard import refusing_deliveries
 from shared.subjects import Subjects
@@ -53,7 +52,7 @@ class ElicitAnswers(Lifecycle[Subscription]):
     async def _start(self, parts: AsyncExitStack) -> Subscription:
         # the bridge's live publishes; a stream delivery is no user's answer
         sub = await self._nc.subscribe(self._subject, cb=refusing_deliveries(self._subject, self._on_message))
-        parts.push_async_callback(_unsubscribe, sub)
+        parts.push_async_callback(unsubscribe, sub)
         return sub
 
     @contextmanager
@@ -81,8 +80,3 @@ class ElicitAnswers(Lifecycle[Subscription]):
             queue.put_nowait(event)
         except asyncio.QueueFull:  # someone floods the question with answers: the first ones count
             log.warning("too many answers to one question; dropped", interaction=interaction_id)
-
-
-async def _unsubscribe(sub: Subscription) -> None:
-    with suppress(NatsError):
-        await sub.unsubscribe()

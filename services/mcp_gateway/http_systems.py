@@ -9,6 +9,7 @@ its status also says that nothing probes it (`probe: null`) and when a call last
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,12 +22,13 @@ from shared.clock import now_iso
 from shared.contracts.system import AuthHeader, System
 from shared.contracts.toolcall import ToolCallResult
 from shared.contracts.tooldef import ToolDefinition
+from shared.lifecycle import Lifecycle
 
 # (event type, summary, data) → published as a platform event
 EventSink = Callable[[str, str, dict[str, Any]], None]
 
 
-class HttpSystems:
+class HttpSystems(Lifecycle[None]):
     def __init__(
         self,
         client: httpx.AsyncClient,
@@ -36,6 +38,7 @@ class HttpSystems:
         clock: Callable[[], float] = time.monotonic,
         secrets: Callable[[AuthHeader], str] | None = None,
     ) -> None:
+        super().__init__("the HTTP systems")
         self._executor = HttpExecutor(client, secrets)
         self._systems = systems
         self._events = events
@@ -50,11 +53,8 @@ class HttpSystems:
             self._probed,
         )
 
-    async def start(self) -> None:
-        await self._prober.start()
-
-    async def stop(self) -> None:
-        await self._prober.stop()
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        await parts.enter_async_context(self._prober)
 
     def breaker(self, system: System) -> CircuitBreaker:
         breaker = self._breakers.get(system.name)

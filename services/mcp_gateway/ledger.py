@@ -39,6 +39,7 @@ from nats.js.kv import KeyValue
 from services.mcp_gateway import classify
 from shared.clock import now_iso
 from shared.contracts.toolcall import SideEffect, ToolCallRequest, ToolCallResult
+from shared.lifecycle import Lifecycle, cancel_task
 from shared.logs import get_logger
 from shared.streak import FailureStreak
 
@@ -98,32 +99,26 @@ _entry_decoder = msgspec.json.Decoder(LedgerEntry)
 _heartbeat_decoder = msgspec.json.Decoder(Heartbeat)
 
 
-class CallLedger:
+class CallLedger(Lifecycle[None]):
     """The ledger of one gateway instance; `start()` begins its heartbeat, `stop()` ends it
     (then its unfinished calls — none after a graceful stop — count as abandoned at once)."""
 
     def __init__(self, kv: KeyValue, *, instance: str | None = None, heartbeat_seconds: float = 1.0,
                  clock: Callable[[], float] = time.time) -> None:
+        super().__init__("the call ledger")
         self.kv = kv
         self.instance = instance or uuid.uuid4().hex
         self._every = heartbeat_seconds
         self.stale_after = 3 * heartbeat_seconds
         self._clock = clock
-        self._beating: asyncio.Task[None] | None = None
 
-    async def start(self) -> None:
-        if self._beating is not None:
-            return
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         await self._beat()
-        self._beating = asyncio.create_task(self._beat_forever(), name="gateway-ledger-heartbeat")
+        parts.push_async_callback(self._forget_heartbeat)
+        parts.push_async_callback(cancel_task, asyncio.create_task(self._beat_forever(),
+                                                                    name="gateway-ledger-heartbeat"))
 
-    async def stop(self) -> None:
-        task, self._beating = self._beating, None
-        if task is None:
-            return
-        task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await task
+    async def _forget_heartbeat(self) -> None:
         with contextlib.suppress(Exception):  # best effort: a stale heartbeat says the same soon
             await self.kv.delete(heartbeat_key(self.instance))
 
@@ -145,7 +140,7 @@ class CallLedger:
         if not instance:  # released: nobody holds it
             return False
         if instance == self.instance:
-            return self._beating is not None
+            return self.started
         try:
             entry = await self.kv.get(heartbeat_key(instance))
         except KeyNotFoundError:

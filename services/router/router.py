@@ -17,6 +17,7 @@ import asyncio
 import json
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
@@ -47,6 +48,7 @@ from shared.consumer import (
 from shared.contracts.route import REPLAYABLE, RouteTrace
 from shared.contracts.run import RunTarget
 from shared.errors import EnvelopeError
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 from shared.run_records import record_subject
 from shared.streams import events_stream
@@ -97,13 +99,14 @@ class _Batch:
     pending: AckBatch[_Work]
 
 
-class Router:
+class Router(Lifecycle[None]):
     """Consumes the events stream with a durable pull consumer shared by every router."""
 
     def __init__(self, nc: NATS, subjects: Subjects, catalog: Catalog, stores: RouterStores,
                  config: RouterConfig | None = None,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC),
                  capabilities: Mapping[str, tuple[str, ...]] | None = None) -> None:
+        super().__init__("the routing loop")
         self._js = nc.jetstream()
         # Runs, records and traces are published through it: acks decoded with msgspec in the read
         # loop, where nats-py's `publish_async` parsed each into a dataclass behind a queue.
@@ -122,24 +125,22 @@ class Router:
             fetch_timeout=self._config.fetch_timeout, stats=self.stats,
         )
 
-    async def start(self) -> None:
+    async def _start(self, parts: AsyncExitStack) -> None:
+        parts.push_async_callback(self._acks.close)
+        parts.push_async_callback(self._consumer.stop)
         await self._consumer.start()
-
-    async def stop(self) -> None:
-        """Drop the pull subscription (idempotent)."""
-        await self._consumer.stop()
-        await self._acks.close()
 
     async def run(self, stop: asyncio.Event) -> None:
         """Route until `stop`. While one batch waits for JetStream's acknowledgements, the next
         is fetched and published (at most two batches in flight)."""
-        await self._consumer.run_batches(stop, self._start, batch=self._config.batch, in_flight=2)
+        self.require_started()
+        await self._consumer.run_batches(stop, self._begin_batch, batch=self._config.batch, in_flight=2)
 
     async def process(self, msgs: list[Msg]) -> None:
         """Route one batch to the end: publish, wait for every acknowledgement, settle the events."""
-        await self._consumer.finish(msgs, await self._start(msgs))
+        await self._consumer.finish(msgs, await self._begin_batch(msgs))
 
-    async def _start(self, msgs: list[Msg]) -> Callable[[], Awaitable[Sequence[Outcome]]]:
+    async def _begin_batch(self, msgs: list[Msg]) -> Callable[[], Awaitable[Sequence[Outcome]]]:
         batch = await self._send(msgs)
 
         async def finish() -> Sequence[Outcome]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 from typing import Any, Literal
 
 import msgspec
@@ -38,6 +39,7 @@ from shared.consumer import Outcome as Settlement
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import GATEWAY_APP, INTERACTION_SUBMITTED
 from shared.contracts.task import Task, TaskError, TaskStep
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 from shared.subjects import Subjects
 
@@ -60,9 +62,10 @@ def resume_consumer(config: RunnerConfig, subjects: Subjects) -> ConsumerConfig:
     )
 
 
-class Resumer:
+class Resumer(Lifecycle[None]):
     def __init__(self, js: JetStreamContext, subjects: Subjects, store: TaskStore, executor: TaskExecutor,
                  config: RunnerConfig, stream: str) -> None:
+        super().__init__("the task resumer")
         self._js = js
         self._subjects = subjects
         self._store = store
@@ -72,13 +75,12 @@ class Resumer:
         self._consumer = AtLeastOnceConsumer(js, subjects, stream=stream, config=resume_consumer(config, subjects),
                                              stage="runner", heartbeat=config.heartbeat)
 
-    async def start(self) -> None:
+    async def _start(self, parts: AsyncExitStack) -> None:
+        parts.push_async_callback(self._consumer.stop)
         await self._consumer.start()
 
-    async def stop(self) -> None:
-        await self._consumer.stop()
-
     async def run(self, stop: asyncio.Event) -> None:
+        self.require_started()
         await self._consumer.run_each(stop, self._handle, concurrency=self._config.concurrency)
         running = self._consumer.running
         if running:

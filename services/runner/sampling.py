@@ -9,12 +9,11 @@ from __future__ import annotations
 import asyncio
 import os
 from collections.abc import Callable
-from contextlib import suppress
+from contextlib import AsyncExitStack, suppress
 
 import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
 
 from services.runner.catalog import Catalog
@@ -22,6 +21,7 @@ from services.runner.config import ModelDefaults
 from services.runner.llm_client import ChatModel, ModelCall, ModelFailed
 from shared.contracts import sampling as contract
 from shared.contracts.agent import Agent
+from shared.lifecycle import Lifecycle, unsubscribe
 from shared.logs import get_logger
 from shared.request_guard import refusing_deliveries
 from shared.subjects import Subjects
@@ -55,29 +55,25 @@ def messages_of(request: contract.SampleRequest) -> list[dict[str, str]]:
     return messages + [{"role": m.role, "content": m.text} for m in request.messages]
 
 
-class SamplingServer:
+class SamplingServer(Lifecycle[None]):
     def __init__(self, nc: NATS, subjects: Subjects, catalog: Catalog, model: ChatModel, defaults: ModelDefaults,
                  env: Callable[[str], str | None] = os.environ.get) -> None:
+        super().__init__("the sampling server")
         self._nc = nc
         self._subject = subjects.model_sample
         self._catalog = catalog
         self._model = model
         self._defaults = defaults
         self._env = env
-        self._sub: Subscription | None = None
         self._answering: set[asyncio.Task[None]] = set()
 
-    async def start(self) -> None:
-        if self._sub is None:
-            # Only the gateway may publish here; a stream delivery (any identity's push consumer) is refused.
-            self._sub = await self._nc.subscribe(self._subject, queue=QUEUE,
-                                                 cb=refusing_deliveries(self._subject, self._on_request))
+    async def _start(self, parts: AsyncExitStack) -> None:
+        parts.callback(self._give_up)  # after the subscription below ended: no new request comes
+        # Only the gateway may publish here; a stream delivery (any identity's push consumer) is refused.
+        parts.push_async_callback(unsubscribe, await self._nc.subscribe(
+            self._subject, queue=QUEUE, cb=refusing_deliveries(self._subject, self._on_request)))
 
-    async def stop(self) -> None:
-        sub, self._sub = self._sub, None
-        if sub is not None:
-            with suppress(NatsError):
-                await sub.unsubscribe()
+    def _give_up(self) -> None:
         for task in list(self._answering):  # the apps asking get no answer: their calls end as they end
             task.cancel()
 

@@ -11,6 +11,7 @@ after `stop_timeout` abandon whatever is left (its message returns after the ack
 from __future__ import annotations
 
 import asyncio
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
 from nats.aio.msg import Msg
@@ -22,6 +23,7 @@ from services.runner.stores import runs_consumer
 from shared import tracing
 from shared.bus import nats_away
 from shared.consumer import ACK, HAND_BACK, LEAVE, TERM, AtLeastOnceConsumer, ConsumerStats, Outcome, Poison, Retry
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 from shared.subjects import Subjects
 from shared.tracing import messaging
@@ -42,9 +44,10 @@ class WorkerStats(ConsumerStats):
         self.verdicts[verdict] = self.verdicts.get(verdict, 0) + 1
 
 
-class Worker:
+class Worker(Lifecycle[None]):
     def __init__(self, js: JetStreamContext, subjects: Subjects, executor: TaskExecutor, config: RunnerConfig,
                  stream: str) -> None:
+        super().__init__("the runs worker")
         self._executor = executor
         self._config = config
         self._stopping = asyncio.Event()
@@ -56,15 +59,14 @@ class Worker:
     def in_flight(self) -> int:
         return len(self._consumer.running)
 
-    async def start(self) -> None:
+    async def _start(self, parts: AsyncExitStack) -> None:
+        parts.push_async_callback(self._consumer.stop)
         await self._consumer.start()
 
     async def run(self, stop: asyncio.Event) -> None:
+        self.require_started()
         await self._consumer.run_each(stop, self._handle, concurrency=self._config.concurrency)
         await self._drain()
-
-    async def stop(self) -> None:
-        await self._consumer.stop()
 
     async def _drain(self) -> None:
         running = self._consumer.running

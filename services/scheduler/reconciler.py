@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 
 from services.scheduler.timers import Armed, Timers
 from shared.contracts.schedule import Schedule
-from shared.lifecycle import Lifecycle
+from shared.lifecycle import Lifecycle, cancel_task
 from shared.logs import get_logger
 from shared.schedule_times import iso
 
@@ -54,7 +54,7 @@ class Reconciler(Lifecycle[None]):
     async def _start(self, parts: AsyncExitStack) -> None:
         await self.reconcile()
         task = asyncio.create_task(self._loop(), name="scheduler-reconcile")
-        parts.push_async_callback(_cancel, task)
+        parts.push_async_callback(cancel_task, task)
 
     async def _loop(self) -> None:
         while True:
@@ -84,8 +84,3 @@ class Reconciler(Lifecycle[None]):
                 await self._timers.disarm(gone)
                 log.info("timer disarmed", schedule=gone, reason="deleted")
         self._known = set(schedules)
-
-
-async def _cancel(task: asyncio.Task[None]) -> None:
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)

@@ -12,11 +12,11 @@ import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from types import TracebackType
 
 import httpx
 
 from shared.contracts.system import ProbeConfig, System
+from shared.lifecycle import Lifecycle, cancel_task
 
 log = logging.getLogger(__name__)
 
@@ -43,14 +43,15 @@ async def probe(client: httpx.AsyncClient, system: System) -> tuple[bool, str | 
     return True, None
 
 
-class Prober:
+class Prober(Lifecycle[None]):
     """Probes every enabled HTTP system every `probe.interval_seconds` (default 15 s) and reports
     each result through `on_result`. `systems` is read on every tick, so added, removed and
-    disabled systems are picked up without a restart. start()/stop() are idempotent."""
+    disabled systems are picked up without a restart. Its lifecycle is `shared.lifecycle`'s."""
 
     def __init__(self, client: httpx.AsyncClient, systems: Callable[[], Iterable[System]],
                  on_result: ProbeCallback, *, clock: Callable[[], float] = time.monotonic,
                  tick_seconds: float = 0.25, probe_fn: ProbeFunction = probe) -> None:
+        super().__init__("the HTTP systems prober")
         self._client = client
         self._systems = systems
         self._on_result = on_result
@@ -59,33 +60,16 @@ class Prober:
         self._probe = probe_fn
         self._next_due: dict[str, float] = {}
         self._in_flight: dict[str, asyncio.Task[None]] = {}
-        self._loop_task: asyncio.Task[None] | None = None
 
-    @property
-    def running(self) -> bool:
-        return self._loop_task is not None
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        parts.push_async_callback(self._cancel_probes)  # after the loop below: none is launched then
+        parts.push_async_callback(cancel_task, asyncio.create_task(self._loop(), name="mcp-gateway:http-prober"))
 
-    async def start(self) -> None:
-        if self._loop_task is None:
-            self._loop_task = asyncio.create_task(self._loop(), name="mcp-gateway:http-prober")
-
-    async def stop(self) -> None:
-        task, self._loop_task = self._loop_task, None
-        tasks = [t for t in (task, *self._in_flight.values()) if t is not None]
+    async def _cancel_probes(self) -> None:
+        tasks = list(self._in_flight.values())
         self._in_flight.clear()
         for pending in tasks:
-            pending.cancel()
-        for pending in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await pending
-
-    async def __aenter__(self) -> Prober:
-        await self.start()
-        return self
-
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
-        await self.stop()
+            await cancel_task(pending)
 
     def due(self) -> list[System]:
         """The probe-able systems whose next probe is due now and not already running."""

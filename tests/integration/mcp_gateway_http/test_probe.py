@@ -62,7 +62,7 @@ async def test_the_prober_reports_every_enabled_system(server: RecordingServer, 
     await asyncio.sleep(0.45)
     await prober.stop()
     await prober.stop()
-    assert not prober.running
+    assert not prober.started
     live = [r for r in results if r[0] == "live"]
     dead = [r for r in results if r[0] == "dead"]
     assert 3 <= len(live) <= 6, live  # every 0.1 s, not every tick
