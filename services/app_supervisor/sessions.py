@@ -15,10 +15,9 @@ from collections.abc import Awaitable, Callable
 import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
-from nats.errors import Error as NatsError
 
 from shared.contracts.mcp_relay import SessionState, decode_session_event
+from shared.lifecycle import Lifecycle, unsubscribe
 from shared.logs import get_logger
 from shared.request_guard import refusing_deliveries
 from shared.subjects import Subjects
@@ -61,21 +60,21 @@ class SessionBook:
         return True
 
 
-class SessionWatch:
+class SessionWatch(Lifecycle[None]):
     """Subscribes to `…sess` of every supervised app and feeds a `SessionBook`."""
 
     def __init__(self, nc: NATS, subjects: Subjects, apps: list[AppKey]) -> None:
+        super().__init__("the session watch")
         self._nc = nc
         self._subjects = subjects
         self._apps = apps
         self.book = SessionBook()
-        self._subs: list[Subscription] = []
 
-    async def start(self) -> None:
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         for app, instance in self._apps:
             subject = self._subjects.mcp(app, instance, "sess")
             handler = refusing_deliveries(subject, self._make_handler((app, instance)))
-            self._subs.append(await self._nc.subscribe(subject, cb=handler))
+            parts.push_async_callback(unsubscribe, await self._nc.subscribe(subject, cb=handler))
 
     def _make_handler(self, key: AppKey) -> Callable[[Msg], Awaitable[None]]:
         async def handle(msg: Msg) -> None:
@@ -93,9 +92,3 @@ class SessionWatch:
             self.book.record(key, event.state)
 
         return handle
-
-    async def stop(self) -> None:
-        for sub in self._subs:
-            with contextlib.suppress(NatsError):
-                await sub.unsubscribe()
-        self._subs.clear()

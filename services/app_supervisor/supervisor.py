@@ -8,6 +8,7 @@ session (bounded; no wait if no session was ever announced) → stop that app's 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass
 
@@ -23,6 +24,7 @@ from services.app_supervisor.reporter import NatsReporter, Reporter
 from services.app_supervisor.sessions import SessionWatch
 from shared.appconfig import AppConfig
 from shared.contracts.health import ProcessHealth
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 from shared.streams import ensure_streams, fabric_streams
 from shared.subjects import Subjects
@@ -47,12 +49,14 @@ class UnknownApp(LookupError):
     """No supervised app has this id and instance."""
 
 
-class Supervisor:
-    """`start()`, then `status()` / `restart()`, then `shutdown()` once."""
+class Supervisor(Lifecycle[None]):
+    """`start()`, then `status()` / `restart()`, then `stop()` (`shared.lifecycle`): apps are
+    stopped in the seed's order, each once its gateway session closed (bounded)."""
 
     def __init__(self, nc: NATS, subjects: Subjects, apps: list[SupervisedApp],
                  options: SupervisorOptions | None = None, *, clock: Clock = time.monotonic,
                  reporter: Reporter | None = None) -> None:
+        super().__init__("the app supervisor")
         self._nc = nc
         self._subjects = subjects
         self._options = options or SupervisorOptions()
@@ -70,21 +74,18 @@ class Supervisor:
         # Per app instance, across its generations: an event one generation wrote and no
         # gateway confirmed yet is sent again by the next.
         self._receipts: dict[tuple[str, str], Receipts] = {}
-        self._started = False
-        self._stopped = False
 
     def _new_process(self, spec: LaunchSpec, generation: int) -> AppProcess:
         receipts = self._receipts.setdefault((spec.app_id, spec.instance), Receipts())
         return AppProcess(self._nc, self._subjects, spec, generation, receipts=receipts)
 
-    async def start(self) -> None:
-        if self._started:
-            return
-        self._started = True
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         await ensure_streams(self._nc.jetstream(), fabric_streams(self._subjects))
         await self._health.open()
         # Listen for sessions before any `started`: the gateway answers it with `connected`.
+        parts.push_async_callback(self._sessions.stop)
         await self._sessions.start()
+        parts.push_async_callback(self._stop_apps)
         for runner in self._runners:
             await runner.start()
         log.info("supervising apps", apps=[r.spec.name for r in self._runners])
@@ -104,15 +105,11 @@ class Supervisor:
         log.info("restart requested", app=runner.spec.name, instance=instance, reason=reason)
         return await runner.restart(reason, self._options.restart_timeout_seconds)
 
-    async def shutdown(self) -> None:
-        """Stop every app in the seed's order; idempotent."""
-        if self._stopped or not self._started:
-            return
-        self._stopped = True
+    async def _stop_apps(self) -> None:
+        """Stop every app in the seed's order."""
         for runner in self._runners:
             runner.drain()
         await asyncio.gather(*(self._stop_after_session(r) for r in self._runners))
-        await self._sessions.stop()
         log.info("all apps stopped")
 
     async def _stop_after_session(self, runner: AppKeeper) -> None:

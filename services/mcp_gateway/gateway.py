@@ -11,35 +11,37 @@ import contextlib
 import functools
 
 from nats.aio.client import Client as NATS
-from nats.aio.subscription import Subscription
 
-from services.mcp_gateway.catalog import CatalogConflict, check_no_conflicts
+from services.mcp_gateway.catalog import check_no_conflicts
 from services.mcp_gateway.server_requests import ServerRequests
 from services.mcp_gateway.session import AppSession, TransportFactory
 from services.mcp_gateway.sessions_listener import SessionsListener, on_process_event
 from services.mcp_gateway.transports.http import http_transport
 from services.mcp_gateway.transports.nats_stdio import nats_stdio_transport, relaying_streak
 from shared.appconfig import AppConfig, AppsConfig
+from shared.lifecycle import Lifecycle, unsubscribe
 from shared.request_guard import refusing_deliveries
 from shared.subjects import Subjects
 
 
-class Gateway:
+class Gateway(Lifecycle[None]):
+    """The app sessions; its lifecycle is `shared.lifecycle`'s."""
+
     def __init__(self, nc: NATS, subjects: Subjects, apps: AppsConfig, listener: SessionsListener,
                  requests: ServerRequests | None = None) -> None:
+        super().__init__("the app sessions")
         self._nc = nc
         self._requests = requests
         self._subjects = subjects
         self._apps = apps
         self._listener = listener
         self.sessions: dict[tuple[str, str], AppSession] = {}
-        self._tasks: list[asyncio.Task[None]] = []
-        self._subs: list[Subscription] = []
-        self._stop = asyncio.Event()
 
-    async def start(self) -> None:
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         """Open every session and wait for each one's first attempt (bounded by its
-        `health_timeout_seconds`); then the start-up catalog must have no conflicts."""
+        `health_timeout_seconds`); then the start-up catalog must have no conflicts (if it has,
+        the sessions are closed again: each announces `closed`, so no supervisor waits for them)."""
+        self.sessions.clear()
         for app in self._apps.enabled():
             callbacks = self._requests.for_session((app.app_id, app.instance), app.name) if self._requests else None
             session = AppSession(app, self._transport_for(app), self._listener, callbacks=callbacks)
@@ -47,26 +49,13 @@ class Gateway:
             if app.is_stdio:
                 proc = self._subjects.mcp(app.app_id, app.instance, "proc")
                 handler = refusing_deliveries(proc, functools.partial(on_process_event, self.sessions))
-                self._subs.append(await self._nc.subscribe(proc, cb=handler))
-        for session in self.sessions.values():
-            self._tasks.append(asyncio.create_task(session.run(self._stop), name=f"session-{session.app.name}"))
+                parts.push_async_callback(unsubscribe, await self._nc.subscribe(proc, cb=handler))
+        closing = asyncio.Event()
+        tasks = [asyncio.create_task(session.run(closing), name=f"session-{session.app.name}")
+                 for session in self.sessions.values()]
+        parts.push_async_callback(_close_sessions, closing, tasks)
         await asyncio.gather(*(s.first_attempt_done.wait() for s in self.sessions.values()))
-        try:
-            check_no_conflicts({self.sessions[k].app.name: tools for k, tools in self._listener.listed.items()})
-        except CatalogConflict:
-            await self.stop()  # announce `closed`: no supervisor should wait for these sessions
-            raise
-
-    async def stop(self) -> None:
-        """Close every session (each announces `closed` to the supervisor)."""
-        self._stop.set()
-        for sub in self._subs:
-            with contextlib.suppress(Exception):
-                await sub.unsubscribe()
-        if self._tasks:
-            await asyncio.wait(self._tasks, timeout=15)
-        for task in self._tasks:
-            task.cancel()
+        check_no_conflicts({self.sessions[k].app.name: tools for k, tools in self._listener.listed.items()})
 
     def _transport_for(self, app: AppConfig) -> TransportFactory:
         if app.mcp.transport == "streamable_http":
@@ -75,3 +64,12 @@ class Gateway:
             return lambda: http_transport(url, headers)
         relaying = relaying_streak(app.app_id, app.instance)  # across the app's sessions
         return lambda: nats_stdio_transport(self._nc, self._subjects, app.app_id, app.instance, relaying)
+
+
+async def _close_sessions(closing: asyncio.Event, tasks: list[asyncio.Task[None]]) -> None:
+    """Close every session (each announces `closed` to the supervisor), at most 15 s."""
+    closing.set()
+    if tasks:
+        await asyncio.wait(tasks, timeout=15)
+    for task in tasks:
+        task.cancel()
