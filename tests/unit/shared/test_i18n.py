@@ -4,6 +4,7 @@ with the same placeholders; the conversation's language picks the catalog."""
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Any
 
 import pytest
@@ -11,11 +12,13 @@ from babel.messages.pofile import read_po
 
 from shared.contracts.agent import Agent
 from shared.contracts.resource import ResourceError, parse_resource
-from shared.i18n import DEFAULT_LOCALE, LOCALES, SOURCE_LOCALE, UnknownLocale, check_locale, say
+from shared.i18n import _FOLDER, DEFAULT_LOCALE, LOCALES, SOURCE_LOCALE, UnknownLocale, check_locale, say
 from shared.i18n.arguments import label_of, summarize
-from shared.i18n.extract import catalog_path, extracted
+from shared.i18n.extract import catalog_path
+from shared.i18n.extract import extracted as _extracted
 
 _PLACEHOLDER = re.compile(r"\{(\w*)\}")
+extracted = cache(_extracted)  # reading every source file once is enough
 TRANSLATED = [locale for locale in LOCALES if locale != SOURCE_LOCALE]
 
 
@@ -30,6 +33,12 @@ def test_the_code_says_sentences_and_the_extraction_finds_them() -> None:
     assert {"{agent} wants to call {tool} ({effect}).", "(answer with the number of your choice)",
             "{asker} asks: {message}", "Partly done. Done: {done}. Not done: {failed}, and the steps after it. "
             "Please check that system, then ask again or finish the rest by hand.", "a write", "allow"} <= said
+
+
+def test_the_template_translators_start_from_is_current() -> None:
+    with (_FOLDER / "aurora.pot").open("rb") as pot:
+        template = {str(m.id) for m in read_po(pot) if m.id}
+    assert template == {str(m.id) for m in extracted() if m.id}, "run: python -m shared.i18n.extract"
 
 
 @pytest.mark.parametrize("locale", TRANSLATED)
