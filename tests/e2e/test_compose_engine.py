@@ -171,6 +171,23 @@ def test_the_chat_webhook_takes_only_signed_posts_from_outside_its_page(page: Ch
     assert page.post_signed(body, WEBHOOK_SECRET).status_code == 202
 
 
+def test_the_page_posts_as_its_signed_in_user_only_and_refuses_deep_json(page: ChatPage) -> None:
+    """The user comes from the page's session, not from the body (else anyone could answer an
+    approval as its approver); JSON nested past the limit is a 400 saying so, never a 500."""
+    room = f"group_{uuid.uuid4().hex[:8]}"
+    with httpx.Client(base_url=page.client.base_url, timeout=10,
+                      headers={"Host": page.address, "Origin": page.origin}) as browser:
+        assert browser.post("/session", json={"user_id": "u7"}).status_code == 200
+        as_other = browser.post("/events", json={"type": "message.received", "session_id": room, "text": "你好",
+                                                 "user_id": "u1"})
+        assert as_other.status_code == 403 and as_other.json()["error"]["code"] == "not_your_user", as_other.text
+        deep = browser.post("/events", content=b'{"type": "message.received", "text": ' + b"[" * 5000 + b"]" * 5000
+                            + b"}", headers={"content-type": "application/json"})
+        assert deep.status_code == 400 and deep.json()["error"]["code"] == "bad_json", deep.text
+        own = browser.post("/events", json={"type": "message.received", "session_id": room, "text": "你好"})
+        assert own.status_code == 202, own.text
+
+
 def test_mcp_edge_refuses_a_foreign_origin(stack: ComposeProject) -> None:
     url = f"{stack.url(8795)}/agents/relay-desk/mcp"
     request = {"jsonrpc": "2.0", "id": 1, "method": "ping"}

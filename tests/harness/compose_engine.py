@@ -156,18 +156,25 @@ class ChatPage:
         with httpx.Client(base_url=self.client.base_url, headers={"Host": self.address}, timeout=10) as fresh:
             return fresh.post("/events", json=body, headers={"Origin": self.origin, **(headers or {})})
 
+    def connected(self) -> bool:
+        """Has the platform connected to the chat app (until then its webhook answers 503)?"""
+        reply = self.client.get("/healthz")
+        return reply.status_code == 200 and reply.json().get("connected") is True
+
     def ask(self, conversation: str, text: str, secret: str) -> None:
         """`text` from u1 in `conversation` through the signed webhook, once the app takes events."""
+        poll_sync(self.connected, timeout=60, interval=0.2, what="the platform connecting to the chat app")
         body = {"type": "message.received", "session_id": conversation, "text": text, "user_id": "u1"}
 
         def accepted() -> bool:
-            reply = self.post_signed(body, secret)
-            if reply.status_code == 503:  # the platform has not connected to the app yet
+            reply = self.post_signed(body, secret)  # signed anew: a signature is accepted once
+            if reply.status_code == 503:  # the connection to the platform is being made again
                 return False
             assert reply.status_code == 202, f"{reply.status_code}: {reply.text}"
             return True
 
-        poll_sync(accepted, timeout=60, what="the chat webhook accepting a message", interval=0.2)
+        # Once a second at most, as its Retry-After asks: a signature is of the second it was made.
+        poll_sync(accepted, timeout=60, what="the chat webhook accepting a message", interval=1.0)
 
     def replies(self, conversation: str) -> list[dict[str, Any]]:
         reply = self.client.get(f"/conversations/{conversation}", headers={"Origin": self.origin})
