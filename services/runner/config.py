@@ -6,8 +6,10 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from types import MappingProxyType
 
 from services.runner.retry import Backoff
+from services.runner.secrets import DEV_SEAL_KEY, seal_key_material
 from shared.settings import read_float, read_int, read_optional, read_url
 
 
@@ -24,6 +26,9 @@ class ModelDefaults:
     max_tokens: int | None = None
     # An agent with more app tools than this gets `find_tools` instead of every schema each turn.
     find_tools_above: int = 20
+    # Where an agent's `api_key_env` is looked up: the environment as the loader read it, before
+    # connecting (an agent spec may name any variable, so all of it; never printed).
+    api_keys: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False, hash=False)
 
 
 @dataclass(frozen=True)
@@ -44,6 +49,8 @@ class RunnerConfig:
     models: ModelDefaults = ModelDefaults()
     retry_backoff: Backoff = field(default_factory=Backoff)  # waits for an unavailable target: base, doubling, capped
     retry_unavailable: float = 600.0  # how long a run without an agent (a pipeline) waits for one
+    # What sealed step-log arguments are keyed with, and where it came from (services/runner/secrets.py).
+    seal_key: tuple[str, str] = field(default=(DEV_SEAL_KEY, "the development key"), repr=False)
 
     @property
     def heartbeat(self) -> float:
@@ -57,7 +64,8 @@ def load_runner_settings(env: Mapping[str, str] | None = None) -> RunnerConfig:
     _HISTORY_WINDOW_SECONDS, _INSTANCE, _RETRY_BASE_SECONDS, _RETRY_MAX_SECONDS,
     _RETRY_UNAVAILABLE_SECONDS; AURORA_MODEL_BASE_URL, AURORA_MODEL, AURORA_MODEL_API_KEY_ENV,
     AURORA_MODEL_TIMEOUT_SECONDS, AURORA_MODEL_MAX_TOKENS (0: unset); AURORA_RUNNER_FIND_TOOLS_ABOVE
-    (an llm agent with more app tools than this searches them with `find_tools`)."""
+    (an llm agent with more app tools than this searches them with `find_tools`); the seal key
+    (AURORA_RUNNER_SEAL_KEY, else the NATS credential) and the variables agents' API keys are in."""
     env = os.environ if env is None else env
     return RunnerConfig(
         instance=read_optional(env, "AURORA_RUNNER_INSTANCE") or f"{socket.gethostname()}-{os.getpid()}",
@@ -73,6 +81,7 @@ def load_runner_settings(env: Mapping[str, str] | None = None) -> RunnerConfig:
         retry_backoff=Backoff(base=read_float(env, "AURORA_RUNNER_RETRY_BASE_SECONDS", 1.0, minimum=0.1),
                               cap=read_float(env, "AURORA_RUNNER_RETRY_MAX_SECONDS", 30.0, minimum=0.1)),
         retry_unavailable=read_float(env, "AURORA_RUNNER_RETRY_UNAVAILABLE_SECONDS", 600.0, minimum=1.0),
+        seal_key=seal_key_material(env),
         models=ModelDefaults(
             base_url=read_url(env, "AURORA_MODEL_BASE_URL"),
             model=read_optional(env, "AURORA_MODEL"),
@@ -80,5 +89,6 @@ def load_runner_settings(env: Mapping[str, str] | None = None) -> RunnerConfig:
             timeout_seconds=read_float(env, "AURORA_MODEL_TIMEOUT_SECONDS", 60.0, minimum=0.1),
             max_tokens=read_int(env, "AURORA_MODEL_MAX_TOKENS", 0, minimum=0) or None,
             find_tools_above=read_int(env, "AURORA_RUNNER_FIND_TOOLS_ABOVE", 20, minimum=0),
+            api_keys=MappingProxyType(dict(env)),
         ),
     )

@@ -7,7 +7,6 @@ its own model nor a default — is refused with the reason (`no_model`)."""
 from __future__ import annotations
 
 import asyncio
-import os
 from collections.abc import Callable
 from contextlib import AsyncExitStack, suppress
 
@@ -57,7 +56,7 @@ def messages_of(request: contract.SampleRequest) -> list[dict[str, str]]:
 
 class SamplingServer(Lifecycle[None]):
     def __init__(self, nc: NATS, subjects: Subjects, catalog: Catalog, model: ChatModel, defaults: ModelDefaults,
-                 env: Callable[[str], str | None] = os.environ.get) -> None:
+                 env: Callable[[str], str | None]) -> None:
         super().__init__("the sampling server")
         self._nc = nc
         self._subject = subjects.model_sample

@@ -29,7 +29,7 @@ from shared.logs import get_logger
 from shared.redaction import Paths, Redactor
 
 log = get_logger("aurora.runner.secrets")
-_DEV_KEY = "aurora-development-seal-key (no credential configured)"
+DEV_SEAL_KEY = "aurora-development-seal-key (no credential configured)"
 
 
 class SealBroken(Exception):
@@ -50,7 +50,7 @@ def seal_key_material(env: Mapping[str, str]) -> tuple[str, str]:
     creds = env.get("NATS_CREDS")
     if creds and Path(creds).is_file():
         return Path(creds).read_text(encoding="utf-8"), "the runner's NATS credentials file"
-    return _DEV_KEY, "the development key"
+    return DEV_SEAL_KEY, "the development key"
 
 
 class StepSecrets:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,7 +28,7 @@ from services.runner.interactions import Announcer
 from services.runner.llm_client import HttpChatModel
 from services.runner.resumer import Resumer
 from services.runner.sampling import SamplingServer
-from services.runner.secrets import StepSecrets, seal_key_material
+from services.runner.secrets import StepSecrets
 from services.runner.steps import ToolSteps
 from services.runner.stores import ensure_runs_consumer, open_stores
 from services.runner.task_events import TaskEvents
@@ -61,11 +59,9 @@ class _Running:
 
 
 class RunnerService(Lifecycle[_Running]):
-    def __init__(self, nc: NATS, subjects: Subjects, config: RunnerConfig,
-                 env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, config: RunnerConfig) -> None:
         super().__init__("the runner service")
         self._nc = nc
-        self._env: Mapping[str, str] = os.environ if env is None else env  # the seal key's source
         self._subjects = subjects
         self._config = config
 
@@ -101,8 +97,8 @@ class RunnerService(Lifecycle[_Running]):
         drivers: dict[str, AgentDriver] = {"playbook": PlaybookDriver(steps, announcer)}
         model = TracedChatModel(HttpChatModel(http))
         drivers["llm"] = LlmDriver(model, GatewayTools(nc, subjects), steps, history, config.models,
-                                   announcer=announcer, skills=catalog)
-        sampling = SamplingServer(nc, subjects, catalog, model, config.models)
+                                   env=config.models.api_keys.get, announcer=announcer, skills=catalog)
+        sampling = SamplingServer(nc, subjects, catalog, model, config.models, env=config.models.api_keys.get)
         parts.push_async_callback(sampling.stop)
         await sampling.start()
         executor = TaskExecutor(store, catalog, drivers, steps, EventSource(js), config)
@@ -123,11 +119,12 @@ class RunnerService(Lifecycle[_Running]):
         return _Running(executor=executor, worker=worker, resumer=resumer)
 
     def _secrets(self, catalog: Catalog) -> StepSecrets:
-        material, where = seal_key_material(self._env)
+        material, where = self._config.seal_key
         if where == "the development key":
             log.warning("secret tool arguments in the step log are sealed with the DEVELOPMENT key: set "
                         "AURORA_RUNNER_SEAL_KEY or run with NATS credentials")
-        redactor = Redactor([v for v in (self._env.get(self._config.models.api_key_env or ""),) if v])
+        models = self._config.models
+        redactor = Redactor([v for v in (models.api_keys.get(models.api_key_env or ""),) if v])
         scrub_logs_with(redactor.scrub)
 
         def schema_of(tool: str) -> dict[str, Any] | None:

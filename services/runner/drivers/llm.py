@@ -12,7 +12,6 @@ model again — the model's earlier proposals stay the ones that were acted on.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -67,7 +66,7 @@ class AgentTools(Protocol):
 
 class LlmDriver:
     def __init__(self, model: ChatModel, tools: AgentTools, steps: ToolSteps, history: History,
-                 defaults: ModelDefaults, env: Callable[[str], str | None] = os.environ.get,
+                 defaults: ModelDefaults, env: Callable[[str], str | None],
                  announcer: Announcer | None = None, skills: SkillSource | None = None) -> None:
         self._model = model
         self._skills = skills

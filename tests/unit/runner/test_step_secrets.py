@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from services.runner.config import load_runner_settings
 from services.runner.secrets import SealBroken, StepSecrets, seal_key_material
 from shared.redaction import MARKER, Redactor
 
@@ -55,3 +56,14 @@ def test_the_seal_key_is_the_same_whether_the_password_is_given_by_value_or_by_f
     by_file = seal_key_material({"NATS_CREDS_ENV_FILE": str(creds)})
     assert by_file == seal_key_material({"NATS_USER": "runner", "NATS_PASSWORD": "p-42"})
     assert by_file[1] == "the runner's NATS password"
+
+
+def test_the_settings_loader_reads_the_seal_key_and_the_api_keys_before_anything_connects(tmp_path: Path) -> None:
+    creds = tmp_path / "runner.env"
+    creds.write_text("NATS_USER=runner\nNATS_PASSWORD=p-42\n")
+    creds.chmod(0o600)
+    config = load_runner_settings({"NATS_CREDS_ENV_FILE": str(creds), "HOUSE_KEY": "sk-house"})
+    creds.unlink()  # nothing reads the file again after the settings
+    assert config.seal_key == seal_key_material({"NATS_USER": "runner", "NATS_PASSWORD": "p-42"})
+    assert config.models.api_keys.get("HOUSE_KEY") == "sk-house"
+    assert "p-42" not in repr(config) and "sk-house" not in repr(config)
