@@ -26,6 +26,7 @@ from typing import Any, Generic, TypeVar
 
 from nats.js.errors import APIError
 
+from shared.lifecycle import Lifecycle, cancel_task
 from shared.logs import get_logger
 from shared.streak import FailureStreak
 
@@ -39,17 +40,21 @@ RETRY_PAUSE, RETRY_PAUSE_MAX = 0.2, 5.0  # before an item's first retry, and the
 STILL_BEING_STORED = 10158
 
 
-class Outbox(Generic[T]):
+class Outbox(Lifecycle[None], Generic[T]):
+    """`stop()` waits at most `stop_timeout` seconds for what is queued or in flight to be stored."""
+
     def __init__(self, name: str, send: Callable[[T], Awaitable[asyncio.Future[Any]]], capacity: int = 10_000,
                  window: int = 64, ack_timeout: float = 5.0,
-                 send_now: Callable[[T], asyncio.Future[Any] | None] | None = None) -> None:
+                 send_now: Callable[[T], asyncio.Future[Any] | None] | None = None,
+                 stop_timeout: float = 5.0) -> None:
+        super().__init__(f"the {name} outbox")
         self._name = name
+        self._stop_timeout = stop_timeout
         self._window = window
         self._send = send
         self._send_now = send_now
         self._ack_timeout = ack_timeout
         self._queue: asyncio.Queue[tuple[T, Done]] = asyncio.Queue(capacity)
-        self._task: asyncio.Task[None] | None = None
         self._working = False  # the task holds a batch (or retries one of its items)
         # Published in `put`, waiting for their acks: future → (item, done, deadline), in send order.
         self._in_flight: dict[asyncio.Future[Any], tuple[T, Done, float]] = {}
@@ -60,12 +65,12 @@ class Outbox(Generic[T]):
         self._failing = FailureStreak(log, "outbox publish", outbox=name)
         self.dropped = 0
 
-    def start(self) -> None:
-        if self._task is None:
-            self._task = asyncio.create_task(self._run(), name=f"gateway-outbox-{self._name}")
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        task = asyncio.create_task(self._run(), name=f"gateway-outbox-{self._name}")
+        parts.push_async_callback(self._finish, task)
 
     def put(self, item: T, done: Done = None) -> None:
-        if (self._send_now is not None and self._task is not None and not self._working
+        if (self._send_now is not None and self.started and not self._working
                 and self._queue.empty() and len(self._in_flight) < self._window):
             try:
                 ack = self._send_now(item)
@@ -83,9 +88,9 @@ class Outbox(Generic[T]):
             self.dropped += 1
             log.error("outbox full; item dropped", outbox=self._name, dropped=self.dropped)
 
-    async def stop(self, timeout: float = 5.0) -> None:
-        if self._task is None:
-            return
+    async def _finish(self, task: asyncio.Task[None]) -> None:
+        """Publish what is left (at most `stop_timeout` seconds), then end the task."""
+        timeout = self._stop_timeout
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._drained(), timeout)
         left = self._queue.qsize() + len(self._in_flight)
@@ -93,10 +98,7 @@ class Outbox(Generic[T]):
             self.dropped += left
             log.error("outbox stopped before publishing everything; items dropped", outbox=self._name,
                       dropped=left, timeout=timeout)
-        self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
-        self._task = None
+        await cancel_task(task)
         in_flight, self._in_flight = self._in_flight, {}
         for ack in in_flight:  # counted above: their callbacks must not queue them again
             ack.remove_done_callback(self._settled)

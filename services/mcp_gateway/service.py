@@ -130,8 +130,8 @@ class GatewayService(Lifecycle[Gateway]):
                                           send_now=audit_sender_now(acks, subjects))
         parts.push_async_callback(audit.stop)
         parts.push_async_callback(signals.stop)
-        signals.start()
-        audit.start()
+        await signals.start()
+        await audit.start()
         # Built before what reports through them, so every part gets them in its constructor.
         events = PlatformEvents(nc, subjects, signals, redaction)
         reporting = Reporting(signals, audit, redaction)

@@ -68,8 +68,8 @@ async def test_the_outbox_keeps_what_it_could_not_store_until_the_stream_exists(
     async def retried() -> bool:
         return len(attempts) > 5  # the five went out once, failed, and the first is being tried again
 
-    outbox: Outbox[int] = Outbox("test", send, ack_timeout=2.0)
-    outbox.start()
+    outbox: Outbox[int] = Outbox("test", send, ack_timeout=2.0, stop_timeout=20)
+    await outbox.start()
     stored_said: list[int] = []
     for n in range(5):
         outbox.put(n, functools.partial(stored_said.append, n))
@@ -78,7 +78,7 @@ async def test_the_outbox_keeps_what_it_could_not_store_until_the_stream_exists(
     await js.add_stream(name="LATER", subjects=["later.>"])
     for n in range(5, 10):
         outbox.put(n, functools.partial(stored_said.append, n))
-    await outbox.stop(timeout=20)
+    await outbox.stop()
     assert outbox.dropped == 0
     assert sorted(stored_said) == list(range(10))
     stored = [int((await js.get_msg("LATER", seq)).data) for seq in range(1, 11)]
@@ -99,13 +99,13 @@ async def test_an_outage_is_said_when_it_begins_and_when_it_ends_not_at_every_re
     async def retried_often() -> bool:
         return attempts.count(0) >= 4  # the first item tried again after pauses of 0.2, 0.4 and 0.8 s
 
-    outbox: Outbox[int] = Outbox("test", send, ack_timeout=1.0)
-    outbox.start()
+    outbox: Outbox[int] = Outbox("test", send, ack_timeout=1.0, stop_timeout=20)
+    await outbox.start()
     for n in range(3):
         outbox.put(n)
     await poll(retried_often, timeout=15, what="the first item retried three times")
     await js.add_stream(name="GONE", subjects=["gone.>"])
-    await outbox.stop(timeout=20)
+    await outbox.stop()
     assert outbox.dropped == 0 and (await js.stream_info("GONE")).state.messages == 3
     said = [(r.levelno, r.getMessage(), r.__dict__.get("fields", {}))
             for r in caplog.records if r.name == "aurora.mcp_gateway.outbox"]
@@ -131,8 +131,8 @@ async def test_once_the_first_item_of_a_failed_batch_gets_through_the_rest_follo
     async def all_stored() -> bool:
         return len(stored_at) == 30
 
-    outbox: Outbox[int] = Outbox("test", send, ack_timeout=2.0)  # no send_now: one batch, in the task
-    outbox.start()
+    outbox: Outbox[int] = Outbox("test", send, ack_timeout=2.0, stop_timeout=5)  # no send_now: one batch, in the task
+    await outbox.start()
     def stored(n: int) -> None:
         stored_at[n] = loop.time()
 
@@ -145,7 +145,7 @@ async def test_once_the_first_item_of_a_failed_batch_gets_through_the_rest_follo
     spread = max(stored_at.values()) - min(stored_at.values())
     assert spread < 2.0, f"the batch took {spread:.1f} s to get through after its first item"
     assert sorted([int((await js.get_msg("BURST", seq)).data or b"") for seq in range(1, 31)]) == list(range(30))
-    await outbox.stop(timeout=5)
+    await outbox.stop()
     await acks.close()
 
 
@@ -157,13 +157,13 @@ async def test_an_item_put_while_the_outbox_is_idle_is_published_in_put_and_sett
     await acks.publish("now.first", b"first")
     through_the_task: list[int] = []
     send, send_now = _senders(acks, "now", through_the_task)
-    outbox: Outbox[int] = Outbox("test", send, send_now=send_now, window=40)
-    outbox.start()
+    outbox: Outbox[int] = Outbox("test", send, send_now=send_now, window=40, stop_timeout=10)
+    await outbox.start()
     stored_said: list[int] = []
     for n in range(50):
         outbox.put(n, functools.partial(stored_said.append, n))
     assert acks.in_flight == 40  # published right in `put`, up to the window; the rest queued for the task
-    await outbox.stop(timeout=10)
+    await outbox.stop()
     assert outbox.dropped == 0 and acks.in_flight == 0
     assert sorted(stored_said) == list(range(50))
     assert through_the_task == list(range(40, 50))
@@ -180,8 +180,8 @@ async def test_an_ack_that_never_comes_expires_and_its_item_is_retried_until_sto
     await acks.publish("warm.1", b"w")  # listening for acks from now on
     attempts: list[int] = []
     send, send_now = _senders(acks, "lost", attempts)
-    outbox: Outbox[int] = Outbox("test", send, send_now=send_now, ack_timeout=0.5)
-    outbox.start()
+    outbox: Outbox[int] = Outbox("test", send, send_now=send_now, ack_timeout=0.5, stop_timeout=20)
+    await outbox.start()
     stored_said: list[int] = []
     outbox.put(1, functools.partial(stored_said.append, 1))
     assert acks.in_flight == 1 and attempts == []  # published in `put`, waiting for its ack
@@ -192,7 +192,7 @@ async def test_an_ack_that_never_comes_expires_and_its_item_is_retried_until_sto
     await poll(retried, timeout=10, what="the item whose ack never came handed to the task")
     assert stored_said == []
     await js.add_stream(name="LOST", subjects=["lost.>"])
-    await outbox.stop(timeout=20)
+    await outbox.stop()
     assert outbox.dropped == 0 and stored_said == [1]
     assert (await js.stream_info("LOST")).state.messages == 1
     assert (await js.get_msg("LOST", 1)).data == b"1"
@@ -213,13 +213,13 @@ async def test_a_copy_still_being_stored_by_the_cluster_is_asked_again_without_a
     await acks.publish("twice.warm", b"w")  # listening for acks from now on
     through_the_task: list[int] = []
     send, send_now = _senders(acks, "twice", through_the_task)
-    outbox: Outbox[int] = Outbox("test", send, send_now=send_now)
-    outbox.start()
+    outbox: Outbox[int] = Outbox("test", send, send_now=send_now, stop_timeout=20)
+    await outbox.start()
     stored_said: list[int] = []
     for n in range(5):  # each item twice in one write: the second copy reaches the leader mid-proposal
         outbox.put(n, functools.partial(stored_said.append, n))
         outbox.put(n, functools.partial(stored_said.append, n))
-    await outbox.stop(timeout=20)
+    await outbox.stop()
     assert outbox.dropped == 0 and sorted(stored_said) == sorted([*range(5), *range(5)])
     assert (await js.stream_info("TWICE")).state.messages == 6  # the warm-up and each item once
     said = [(r.levelno, r.getMessage(), r.__dict__.get("fields", {}).get("error", ""))
