@@ -31,12 +31,12 @@ from dataclasses import dataclass
 import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
 from nats.errors import Error as NatsError
 
 from shared import write_through
 from shared.bus import unheard_token
 from shared.inline_subscription import subscribe_inline
+from shared.lifecycle import Lifecycle, cancel_task, unsubscribe
 from shared.logs import get_logger
 
 log = get_logger("aurora.app_supervisor.unheard")
@@ -141,22 +141,23 @@ class UnheardLines:
         return dropped
 
 
-class Resender:
+class Resender(Lifecycle[None]):
     """Publishes an app's stdout lines on `subject` and sends again those nobody heard."""
 
     def __init__(self, nc: NATS, subject: str, app: str) -> None:
+        super().__init__(f"the resender of {app}")
         self._nc = nc
         self._subject = subject
         self._app = app
         self._inbox = nc.new_inbox()
         self._lines = UnheardLines()
-        self._statuses: Subscription | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._task: asyncio.Task[None] | None = None  # sending again, while lines wait
         self._pause = FIRST_PAUSE
         self._last_unheard = 0.0
 
-    async def start(self) -> None:
-        self._statuses = await subscribe_inline(self._nc, f"{self._inbox}.*", self._on_status)
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        parts.push_async_callback(self._stop_sending)
+        parts.push_async_callback(unsubscribe, await subscribe_inline(self._nc, f"{self._inbox}.*", self._on_status))
 
     def publish_soon(self, data: bytes, headers: dict[str, str] | None = None) -> bool:
         """Queue a new line for the socket now (`write_through.publish_soon`), or behind the lines
@@ -180,13 +181,10 @@ class Resender:
             log.warning("a new session began: app messages nobody heard are not sent again", app=self._app,
                         dropped=dropped)
 
-    async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
-        if self._statuses is not None:
-            with contextlib.suppress(NatsError):
-                await self._statuses.unsubscribe()
+    async def _stop_sending(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            await cancel_task(task)
 
     def _held(self, data: bytes, headers: dict[str, str] | None) -> bool:
         """Queued behind the lines that wait to be sent again, if any wait."""
