@@ -13,6 +13,7 @@ from nats.errors import NoRespondersError
 
 from services.mcp_edge.config import EdgeSettings
 from services.mcp_edge.service import EdgeService
+from shared.lifecycle import NotStarted
 from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess
 
@@ -38,6 +39,8 @@ async def test_a_failed_start_stops_the_parts_started_before_it(nc: NATS, subjec
     with pytest.raises(NoRespondersError):
         await nc.request("$SRV.PING.aurora-mcp-edge", b"", timeout=2)
     assert not edge.started
+    with pytest.raises(NotStarted, match="the mcp-edge service used before start"):
+        _ = edge.port
 
     # The same service object starts once the port is free, and serves.
     free = EdgeService(nc, subjects, EdgeSettings(port=0, refresh_seconds=0.2))
