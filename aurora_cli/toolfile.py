@@ -23,6 +23,7 @@ file serves `aurora dev` and compose).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -69,7 +70,7 @@ class ToolFileError(Exception):
 def expand(value: str, env: dict[str, str] | None = None) -> str:
     """`${VAR}` and `${VAR:-default}` from the environment (a missing VAR without default: error)."""
     try:
-        return expand_env(value, env)
+        return expand_env(value, os.environ if env is None else env)
     except ConfigError as exc:
         raise ToolFileError(f"base_url: {exc}") from exc
 

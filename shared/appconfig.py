@@ -9,8 +9,8 @@ types are errors naming the file, the app and the field.
 from __future__ import annotations
 
 import json
-import os
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -190,11 +190,11 @@ class AppsConfig(_Strict):
         return next((a for a in self.apps.values() if a.app_id == app_id), None)
 
 
-def expand_env(value: str, env: dict[str, str] | os._Environ[str] | None = None) -> str:
-    """`Bearer ${NOTES_TOKEN}` → the value from the environment; a missing one is an error.
-    `${NOTES_URL:-http://127.0.0.1:8765/mcp}` falls back to the default when the variable is
-    unset or empty (the default is taken literally; it is not expanded again)."""
-    source = os.environ if env is None else env
+def expand_env(value: str, env: Mapping[str, str]) -> str:
+    """`Bearer ${NOTES_TOKEN}` → the value from `env` (the environment a settings loader read);
+    a missing one is an error. `${NOTES_URL:-http://127.0.0.1:8765/mcp}` falls back to the default
+    when the variable is unset or empty (the default is taken literally; it is not expanded again)."""
+    source = env
 
     def lookup(match: re.Match[str]) -> str:
         name, default = match.group(1), match.group(2)
@@ -205,6 +205,14 @@ def expand_env(value: str, env: dict[str, str] | os._Environ[str] | None = None)
         return source[name]
 
     return _ENV_REF.sub(lookup, value)
+
+
+def referenced_env(apps: AppsConfig, env: Mapping[str, str]) -> dict[str, str]:
+    """The variables of `env` that the apps' `mcp.url` and `mcp.headers` reference, as a
+    settings loader hands them to what connects to the apps (and learns them as secrets)."""
+    names = {match.group(1) for app in apps.apps.values()
+             for raw in [*app.mcp.headers.values(), app.mcp.url or ""] for match in _ENV_REF.finditer(raw)}
+    return {name: env[name] for name in sorted(names) if name in env}
 
 
 def load_apps_config(path: Path) -> AppsConfig:

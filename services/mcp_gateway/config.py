@@ -6,10 +6,11 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import MappingProxyType
 
 from services.mcp_gateway.http.limits import OpenApiLimits
 from services.mcp_gateway.http.secrets import DeclaredSecrets
-from shared.appconfig import AppsConfig, load_apps_config
+from shared.appconfig import AppsConfig, load_apps_config, referenced_env
 from shared.settings import read_float
 from shared.streams import CALL_LEDGER_TTL
 
@@ -28,6 +29,8 @@ class GatewaySettings:
     elicitation_timeout_seconds: float = 300.0
     # The secrets HTTP systems may name (AURORA_SECRETS_DIR, AURORA_GATEWAY_SECRET_ENV): http/secrets.py.
     secrets: DeclaredSecrets = field(default_factory=DeclaredSecrets)
+    # The variables the apps' `mcp.url` and `mcp.headers` reference (`${VAR}`), read with the rest.
+    apps_env: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
 
 def load_mcp_gateway_settings(apps_config: Path, env: Mapping[str, str] | None = None) -> GatewaySettings:
@@ -35,10 +38,13 @@ def load_mcp_gateway_settings(apps_config: Path, env: Mapping[str, str] | None =
     AURORA_SHUTDOWN_WAIT_SECONDS (10), the OpenAPI import limits (`AURORA_OPENAPI_*`, `AURORA_SPECS_DIR`),
     AURORA_CALL_LEDGER_TTL_SECONDS (30 days, as long as tasks; changing it later is a bucket conflict),
     AURORA_LEDGER_HEARTBEAT_SECONDS (1), AURORA_ELICITATION_TIMEOUT_SECONDS (300); the secrets systems
-    may name: AURORA_SECRETS_DIR (a folder) and AURORA_GATEWAY_SECRET_ENV (variable names, comma-separated)."""
+    may name: AURORA_SECRETS_DIR (a folder) and AURORA_GATEWAY_SECRET_ENV (variable names, comma-separated);
+    the variables the apps' `mcp.url` and `mcp.headers` reference."""
     env = os.environ if env is None else env
+    apps = load_apps_config(apps_config)
     return GatewaySettings(
-        apps=load_apps_config(apps_config),
+        apps=apps,
+        apps_env=MappingProxyType(referenced_env(apps, env)),
         approval_ttl_seconds=read_float(env, "AURORA_APPROVAL_TTL_SECONDS", 24 * 3600.0, minimum=1.0),
         approval_sweep_seconds=read_float(env, "AURORA_APPROVAL_SWEEP_SECONDS", 5.0, minimum=0.1),
         shutdown_wait_seconds=read_float(env, "AURORA_SHUTDOWN_WAIT_SECONDS", 10.0, minimum=0.0),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import functools
+from collections.abc import Mapping
 
 from nats.aio.client import Client as NATS
 
@@ -28,8 +29,9 @@ class Gateway(Lifecycle[None]):
     """The app sessions; its lifecycle is `shared.lifecycle`'s."""
 
     def __init__(self, nc: NATS, subjects: Subjects, apps: AppsConfig, listener: SessionsListener,
-                 requests: ServerRequests | None = None) -> None:
+                 requests: ServerRequests | None = None, *, env: Mapping[str, str]) -> None:
         super().__init__("the app sessions")
+        self._env = env  # the variables the apps' `mcp.url` and `mcp.headers` reference
         self._nc = nc
         self._requests = requests
         self._subjects = subjects
@@ -61,7 +63,7 @@ class Gateway(Lifecycle[None]):
         if app.mcp.transport == "streamable_http":
             assert app.mcp.url is not None
             url, headers = app.mcp.url, dict(app.mcp.headers)
-            return lambda: http_transport(url, headers)
+            return lambda: http_transport(url, headers, self._env)
         relaying = relaying_streak(app.app_id, app.instance)  # across the app's sessions
         return lambda: nats_stdio_transport(self._nc, self._subjects, app.app_id, app.instance, relaying)
 

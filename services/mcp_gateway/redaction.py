@@ -7,7 +7,6 @@ arguments it keeps), the audit and `tool.*` events (`Reporting.record_call`), th
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
@@ -70,10 +69,10 @@ class GatewayRedaction:
         self.redactor.learn(value)
         return value
 
-    def learn_apps(self, apps: AppsConfig, env: Mapping[str, str] | None = None) -> None:
-        """Apps' `mcp.headers` values, resolved from the environment as the transport sends them,
-        and every variable a header or `mcp.url` references (`https://x/mcp?key=${KEY}`)."""
-        source = dict(os.environ if env is None else env)
+    def learn_apps(self, apps: AppsConfig, env: Mapping[str, str]) -> None:
+        """Apps' `mcp.headers` values, resolved from `env` (the settings') as the transport sends
+        them, and every variable a header or `mcp.url` references (`https://x/mcp?key=${KEY}`)."""
+        source = env
         for app in apps.apps.values():
             for name, raw in app.mcp.headers.items():
                 try:

@@ -118,7 +118,7 @@ class GatewayService(Lifecycle[Gateway]):
                           functools.partial(js.key_value, pipelines_bucket(subjects).name))
         pool = self._pool or ToolPool(js, subjects)
         redaction = GatewayRedaction(Redactor(), lambda: pool.tools, settings.secrets)
-        redaction.learn_apps(settings.apps)
+        redaction.learn_apps(settings.apps, settings.apps_env)
         scrub_logs_with(redaction.redactor.scrub)
         parts.push_async_callback(pool.stop)
         await pool.start()
@@ -141,7 +141,7 @@ class GatewayService(Lifecycle[Gateway]):
         listener = SessionsListener(nc, subjects, health, signals, pool, catalog)
         calls_in_flight = CallsInFlight()
         server_requests = ServerRequests(calls_in_flight)
-        gateway = Gateway(nc, subjects, settings.apps, listener, server_requests)
+        gateway = Gateway(nc, subjects, settings.apps, listener, server_requests, env=settings.apps_env)
         approvals = ApprovalStore(approvals_kv, ttl_seconds=settings.approval_ttl_seconds,
                                   on_expired=events.approval_expired, redact=redaction.arguments)
         metrics.observe_pending_approvals(lambda: approvals.pending)

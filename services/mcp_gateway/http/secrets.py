@@ -15,10 +15,9 @@ and again at call time (a system stored before the rule existed), before anythin
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from shared.contracts.system import AuthHeader, System
@@ -55,6 +54,8 @@ class DeclaredSecrets:
 
     directory: Path | None = None
     env_names: frozenset[str] = frozenset()
+    # The listed variables' values, read by the settings loader before the gateway connects.
+    values: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str]) -> DeclaredSecrets:
@@ -72,7 +73,8 @@ class DeclaredSecrets:
             if not _ENV_NAME.fullmatch(name) or name.startswith(_NEVER_DECLARED):
                 raise SettingsError(SECRET_ENV_LIST, raw_names, "environment variable names separated by commas "
                                     f"(not NATS_*: the platform's own credentials); {name!r} is not one")
-        return cls(directory=directory, env_names=frozenset(names))
+        return cls(directory=directory, env_names=frozenset(names),
+                   values={name: env[name] for name in names if env.get(name)})
 
     def describe(self) -> str:
         """What is declared, for a refusal (names only, never a value)."""
@@ -94,12 +96,13 @@ class DeclaredSecrets:
             raise UndeclaredSecret(system.name, "auth.value_file", f"{system.auth.value_file!r} is not a file "
                                    f"in the secrets folder {self.directory}; {self.describe()}")
 
-    def read(self, auth: AuthHeader, system: str | None = None, env: Mapping[str, str] | None = None) -> str:
-        """The credential, read now from its declared source; UndeclaredSecret before anything
-        is read when it is not declared, SecretMissing when it is but holds nothing."""
+    def read(self, auth: AuthHeader, system: str | None = None) -> str:
+        """The credential from its declared source (a file is read now, so a rotated one is
+        sent); UndeclaredSecret before anything is read when it is not declared, SecretMissing
+        when it is but holds nothing."""
         source = self._source(system, auth)
         if isinstance(source, str):
-            value = (os.environ if env is None else env).get(source, "")
+            value = self.values.get(source, "")
             if not value:
                 raise SecretMissing(f"environment variable {source} is not set")
             return value

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from types import TracebackType
 from typing import Any, Protocol, runtime_checkable
@@ -27,9 +27,9 @@ class HttpTransport(AbstractAsyncContextManager[TransportStreams]):
     "Server returned an error response"; `last_http_error` keeps what the server said
     ("HTTP 401 Unauthorized") so a session's reason names it. Header values never appear."""
 
-    def __init__(self, url: str, headers: dict[str, str]) -> None:
+    def __init__(self, url: str, headers: dict[str, str], env: Mapping[str, str]) -> None:
         self.last_http_error: str | None = None
-        self._streams = self._open(url, headers)
+        self._streams = self._open(url, headers, env)
 
     async def __aenter__(self) -> TransportStreams:
         return await self._streams.__aenter__()
@@ -40,8 +40,8 @@ class HttpTransport(AbstractAsyncContextManager[TransportStreams]):
         return await self._streams.__aexit__(exc_type, exc, tb)
 
     @asynccontextmanager
-    async def _open(self, url: str, headers: dict[str, str]) -> AsyncIterator[TransportStreams]:
-        resolved = {name: expand_env(value) for name, value in headers.items()}
+    async def _open(self, url: str, headers: dict[str, str], env: Mapping[str, str]) -> AsyncIterator[TransportStreams]:
+        resolved = {name: expand_env(value, env) for name, value in headers.items()}
 
         async def remember(response: Any) -> None:
             if response.status_code >= 400:
@@ -49,7 +49,7 @@ class HttpTransport(AbstractAsyncContextManager[TransportStreams]):
 
         async with httpx2.AsyncClient(headers=resolved, timeout=_TIMEOUT) as client:
             client.event_hooks["response"] = [*client.event_hooks.get("response", []), remember]
-            async with streamable_http_client(expand_env(url), http_client=client) as streams:
+            async with streamable_http_client(expand_env(url, env), http_client=client) as streams:
                 yield streams[0], streams[1]
 
 
@@ -59,5 +59,6 @@ class HttpTransport(AbstractAsyncContextManager[TransportStreams]):
 _TIMEOUT = httpx2.Timeout(30.0, read=300.0)
 
 
-def http_transport(url: str, headers: dict[str, str]) -> HttpTransport:
-    return HttpTransport(url, headers)
+def http_transport(url: str, headers: dict[str, str], env: Mapping[str, str]) -> HttpTransport:
+    """`env`: the variables the url and headers reference, as the gateway's settings read them."""
+    return HttpTransport(url, headers, env)

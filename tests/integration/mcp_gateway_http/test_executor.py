@@ -197,12 +197,10 @@ def echo_headers(request: Recorded) -> Reply:
     return Reply.json({"headers": dict(request.headers), "seen": request.header("Authorization")})
 
 
-async def test_secret_from_env_is_sent_and_never_returned(server: RecordingServer, client: httpx.AsyncClient,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PLANT_TOKEN", "s3cr3t-env-value")
+async def test_secret_from_env_is_sent_and_never_returned(server: RecordingServer, client: httpx.AsyncClient) -> None:
     server.reply = echo_headers
     system = system_for(server.url, auth=AuthHeader(value_env="PLANT_TOKEN"))
-    declared = DeclaredSecrets(env_names=frozenset({"PLANT_TOKEN"}))
+    declared = DeclaredSecrets(env_names=frozenset({"PLANT_TOKEN"}), values={"PLANT_TOKEN": "s3cr3t-env-value"})
     result = await HttpExecutor(client, declared.read).execute(system, tool("GET", "/me", "read"), {},
                                                                idempotency_key=None)
     assert server.requests[0].header("Authorization") == "Bearer s3cr3t-env-value"
@@ -227,9 +225,7 @@ async def test_secret_from_file_with_a_custom_header(server: RecordingServer, cl
 
 async def test_a_missing_secret_is_unavailable_naming_the_variable(server: RecordingServer,
                                                                    client: httpx.AsyncClient,
-                                                                   monkeypatch: pytest.MonkeyPatch,
                                                                    tmp_path: Path) -> None:
-    monkeypatch.delenv("PLANT_TOKEN_UNSET", raising=False)
     executor = HttpExecutor(client, DeclaredSecrets(tmp_path, frozenset({"PLANT_TOKEN_UNSET"})).read)
     for auth, named in ((AuthHeader(value_env="PLANT_TOKEN_UNSET"), "PLANT_TOKEN_UNSET"),
                         (AuthHeader(value_file="absent"), "absent")):
@@ -293,13 +289,12 @@ async def test_an_empty_204_is_ok_without_content(server: RecordingServer, clien
 
 
 async def test_arguments_cannot_replace_the_credential_or_the_key(server: RecordingServer,
-                                                                  client: httpx.AsyncClient,
-                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("PLANT_TOKEN", "the-real-one")
+                                                                  client: httpx.AsyncClient) -> None:
     params = (HttpParam(name="auth", location="header", wire_name="authorization"),
               HttpParam(name="key", location="header", wire_name="idempotency-key"))
     system = system_for(server.url, auth=AuthHeader(value_env="PLANT_TOKEN"), idempotency_header="Idempotency-Key")
-    executor = HttpExecutor(client, DeclaredSecrets(env_names=frozenset({"PLANT_TOKEN"})).read)
+    declared = DeclaredSecrets(env_names=frozenset({"PLANT_TOKEN"}), values={"PLANT_TOKEN": "the-real-one"})
+    executor = HttpExecutor(client, declared.read)
     await executor.execute(system, tool("POST", "/x", params=params),
                            {"auth": "Bearer forged", "key": "forged"}, idempotency_key="task-1:step-1")
     [got] = server.requests

@@ -30,14 +30,14 @@ def folder(tmp_path: Path) -> Path:
 
 
 def test_a_declared_file_and_an_allow_listed_variable_are_read(folder: Path) -> None:
-    declared = DeclaredSecrets(folder, frozenset({"CRM_TOKEN"}))
+    declared = DeclaredSecrets(folder, frozenset({"CRM_TOKEN"}), {"CRM_TOKEN": "env-token-5678"})
     declared.check(system(value_file="crm_token"))
     declared.check(system(value_file=str(folder / "crm_token")))  # an absolute path inside the folder
     declared.check(system(value_env="CRM_TOKEN"))
     assert declared.read(AuthHeader(value_file="crm_token")) == "file-token-1234"
-    assert declared.read(AuthHeader(value_env="CRM_TOKEN"), env={"CRM_TOKEN": "env-token-5678"}) == "env-token-5678"
+    assert declared.read(AuthHeader(value_env="CRM_TOKEN")) == "env-token-5678"
     with pytest.raises(SecretMissing, match="CRM_TOKEN is not set"):
-        declared.read(AuthHeader(value_env="CRM_TOKEN"), env={})
+        DeclaredSecrets(folder, frozenset({"CRM_TOKEN"})).read(AuthHeader(value_env="CRM_TOKEN"))
 
 
 @pytest.mark.parametrize("name", ["../outside", "/etc/passwd", "sub/../../outside", ".", "link_out"])
@@ -53,7 +53,7 @@ def test_a_file_outside_the_folder_is_refused_naming_the_field(folder: Path, nam
 
 
 def test_a_variable_not_on_the_list_and_any_file_without_a_folder_are_refused(folder: Path) -> None:
-    declared = DeclaredSecrets(env_names=frozenset({"CRM_TOKEN"}))
+    declared = DeclaredSecrets(env_names=frozenset({"CRM_TOKEN"}), values={"OPENAI_API_KEY": "sk-user"})
     with pytest.raises(UndeclaredSecret, match=r"auth\.value_env: OPENAI_API_KEY is not a variable declared.*"
                                                r"CRM_TOKEN") as refused:
         declared.check(system(value_env="OPENAI_API_KEY"))
@@ -61,7 +61,7 @@ def test_a_variable_not_on_the_list_and_any_file_without_a_folder_are_refused(fo
     with pytest.raises(UndeclaredSecret, match="no secrets folder"):
         declared.check(system(value_file=str(folder / "crm_token")))
     with pytest.raises(UndeclaredSecret):  # read refuses before looking at the environment
-        declared.read(AuthHeader(value_env="OPENAI_API_KEY"), env={"OPENAI_API_KEY": "sk-user"})
+        declared.read(AuthHeader(value_env="OPENAI_API_KEY"))
     DeclaredSecrets().check(System(name="open", base_url="http://open.test"))  # no auth: nothing to declare
 
 
@@ -74,9 +74,13 @@ def test_a_missing_file_in_the_folder_is_refused_at_apply_and_missing_at_call(fo
 
 
 def test_the_settings_declare_them_and_refuse_what_cannot_be(folder: Path) -> None:
-    settings = load_mcp_gateway_settings(APPS, {"AURORA_SECRETS_DIR": str(folder),
+    settings = load_mcp_gateway_settings(APPS, {"AURORA_SECRETS_DIR": str(folder), "CRM_TOKEN": "crm-1",
+                                                "OTHER": "not-declared",
                                                 "AURORA_GATEWAY_SECRET_ENV": " CRM_TOKEN, PLANT_TOKEN ,"})
     assert settings.secrets == DeclaredSecrets(folder, frozenset({"CRM_TOKEN", "PLANT_TOKEN"}))
+    assert settings.secrets.values == {"CRM_TOKEN": "crm-1"}  # read by the loader, the listed ones only
+    assert settings.secrets.read(AuthHeader(value_env="CRM_TOKEN")) == "crm-1"
+    assert "crm-1" not in repr(settings)
     assert load_mcp_gateway_settings(APPS, {}).secrets == DeclaredSecrets()
     for env, variable in (({"AURORA_SECRETS_DIR": str(folder / "crm_token")}, "AURORA_SECRETS_DIR"),
                           ({"AURORA_SECRETS_DIR": os.path.relpath(folder)}, "AURORA_SECRETS_DIR"),

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pytest
-
 from services.mcp_gateway.http.secrets import DeclaredSecrets
 from services.mcp_gateway.redaction import GatewayRedaction
 from shared.appconfig import parse_apps_config
@@ -37,11 +35,11 @@ def test_header_values_and_variables_in_urls_are_learnt() -> None:
     assert hide.scrub("tok-111222333") == MARKER
 
 
-def test_system_credentials_are_learnt_at_start_and_when_read(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("CRM_TOKEN_AT_START", "start-777888999")
-    monkeypatch.setenv("CRM_TOKEN_ON_CALL", "call-777888999")
-    monkeypatch.setenv("CRM_TOKEN_UNDECLARED", "undeclared-777888999")
-    hide = redaction(DeclaredSecrets(env_names=frozenset({"CRM_TOKEN_AT_START", "CRM_TOKEN_ON_CALL"})))
+def test_system_credentials_are_learnt_at_start_and_when_read() -> None:
+    env = {"CRM_TOKEN_AT_START": "start-777888999", "CRM_TOKEN_ON_CALL": "call-777888999",
+           "CRM_TOKEN_UNDECLARED": "undeclared-777888999",
+           "AURORA_GATEWAY_SECRET_ENV": "CRM_TOKEN_AT_START,CRM_TOKEN_ON_CALL"}
+    hide = redaction(DeclaredSecrets.from_env(env))
     hide.learn_systems([System(name="crm", base_url="http://crm.test",
                                auth=AuthHeader(value_env="CRM_TOKEN_AT_START")),
                         System(name="other", base_url="http://other.test",

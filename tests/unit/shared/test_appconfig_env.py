@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-import pytest
+from pathlib import Path
 
-from shared.appconfig import expand_env
+import pytest
+import yaml
+
+from shared.appconfig import expand_env, load_apps_config, referenced_env
 from shared.errors import ConfigError
 
 
@@ -48,3 +51,13 @@ def test_text_without_references_is_unchanged() -> None:
 def test_only_the_colon_dash_form_is_a_default() -> None:
     # `${X-default}` is not a reference (only `:-` is supported) and stays as written.
     assert expand_env("${X-default}", {}) == "${X-default}"
+
+
+def test_a_loader_hands_on_only_the_variables_the_apps_reference(tmp_path: Path) -> None:
+    path = tmp_path / "config.yml"
+    path.write_text(yaml.safe_dump({"apps": {"crm": {"package": "acme.crm", "mcp": {
+        "transport": "streamable_http", "url": "https://${CRM_HOST}/mcp?key=${CRM_KEY:-none}",
+        "headers": {"Authorization": "Bearer ${CRM_TOKEN}"}}}}}))
+    apps = load_apps_config(path)
+    env = {"CRM_HOST": "crm.test", "CRM_TOKEN": "t-1", "OPENAI_API_KEY": "sk-other", "HOME": "/root"}
+    assert referenced_env(apps, env) == {"CRM_HOST": "crm.test", "CRM_TOKEN": "t-1"}
