@@ -22,6 +22,7 @@ from shared.contracts.health import ProcessHealth, ProcessStatus
 from shared.contracts.mcp_relay import ProcessEvent, ProcessState
 from shared.contracts.signals import LifecycleState
 from shared.errors import AuroraError
+from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 
 
@@ -69,11 +70,12 @@ def describe_exit(code: int | None, stderr_tail: list[str]) -> str:
     return text[:MAX_ERROR_CHARS]
 
 
-class AppKeeper:
-    """Owns one app's processes; `start()` once, `stop()` once, `restart()` on request."""
+class AppKeeper(Lifecycle[None]):
+    """Owns one app's processes; `start()`, `restart()` on request, `stop()` (`shared.lifecycle`)."""
 
     def __init__(self, spec: LaunchSpec, tracker: RestartTracker, reporter: Reporter,
                  new_process: ProcessFactory, *, grace: float, command: list[str]) -> None:
+        super().__init__(f"the keeper of {spec.name}")
         self.spec = spec
         self._tracker = tracker
         self._reporter = reporter
@@ -81,7 +83,6 @@ class AppKeeper:
         self._grace = grace
         self._command = command
         self._process: ManagedProcess | None = None
-        self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._restart_reason: str | None = None
         self._waiters: list[asyncio.Future[int]] = []
@@ -105,11 +106,10 @@ class AppKeeper:
             last_exit_code=self.last_exit_code, last_error=self.last_error, updated_at=now_iso(),
         )
 
-    async def start(self) -> None:
-        if self._task is not None:
-            return
-        self._task = asyncio.create_task(self._run(), name=f"app {self.spec.name}")
-        self._task.add_done_callback(self._log_failure)
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        task = asyncio.create_task(self._run(), name=f"app {self.spec.name}")
+        task.add_done_callback(self._log_failure)
+        parts.push_async_callback(self._stop_app, task)
 
     def _log_failure(self, task: asyncio.Task[None]) -> None:
         if not task.cancelled() and task.exception() is not None:
@@ -127,7 +127,7 @@ class AppKeeper:
     async def restart(self, reason: str, timeout: float) -> int:
         """Kill the current process (stdin closed, SIGTERM, SIGKILL after the grace period)
         and start a new one now, without backoff; returns the new generation."""
-        if self._draining or self._stopping or self._task is None:
+        if self._draining or self._stopping or not self.started:
             raise RestartRefused(f"app {self.spec.name}: the supervisor is shutting down")
         waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
@@ -149,18 +149,15 @@ class AppKeeper:
             if waiter in self._waiters and not waiter.done():
                 self._waiters.remove(waiter)
 
-    async def stop(self) -> None:
+    async def _stop_app(self, task: asyncio.Task[None]) -> None:
         """Stop the process (if any) and announce `stopped`; the final health is kept."""
-        if self._stopping:
-            return
         self._stopping = True
         self._draining = True
         self._wake.set()
         process = self._process
         was_running = process is not None and process.running
         code = await process.stop(self._grace) if process is not None and was_running else None
-        if self._task is not None:
-            await self._task
+        await task
         for waiter in self._waiters:
             if not waiter.done():
                 waiter.set_exception(RestartRefused(f"app {self.spec.name}: stopped"))
