@@ -28,6 +28,17 @@ from shared.logs import get_logger
 T = TypeVar("T")
 
 
+class Runnable(Protocol):
+    """What a service's composition root drives (`shared.service.run_until_stopped`): start,
+    run until told to stop, stop; a `Lifecycle` with a `run`."""
+
+    async def start(self) -> None: ...
+
+    async def run(self, stop: asyncio.Event) -> None: ...
+
+    async def stop(self) -> None: ...
+
+
 class _Unsubscribable(Protocol):
     async def unsubscribe(self) -> None: ...
 

@@ -13,17 +13,10 @@ import asyncio
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Protocol
+
+from shared.lifecycle import Runnable
 
 READY_FILE = "AURORA_READY_FILE"
-
-
-class _Lifecycle(Protocol):
-    async def start(self) -> None: ...
-
-    async def run(self, stop: asyncio.Event) -> None: ...
-
-    async def stop(self) -> None: ...
 
 
 def ready_file(env: Mapping[str, str] | None = None) -> Path | None:
@@ -50,7 +43,7 @@ class ReadyWhenStarted:
     """A service's lifecycle (`shared.service.run_until_stopped` drives it) that is ready from
     the end of its `start()` until its `stop()` begins; its composition root wraps it."""
 
-    def __init__(self, service: _Lifecycle) -> None:
+    def __init__(self, service: Runnable) -> None:
         self.service = service
         mark_not_ready()
 

@@ -7,13 +7,13 @@ import signal
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import TypeVar
 
 from nats.aio.client import Client as NATS
 
 from shared.bus import close_connection, connect
 from shared.errors import AuroraError
-from shared.lifecycle import StartFailed
+from shared.lifecycle import Runnable, StartFailed
 from shared.logs import configure_logging, get_logger
 from shared.metrics import setup_metrics, shutdown_metrics
 from shared.refusal_audit import audit_refusals
@@ -27,17 +27,6 @@ T = TypeVar("T")
 # A service still stopping this long after SIGTERM logs what it is waiting for (compose and
 # Kubernetes kill it 30 s after the signal, the app-supervisor 40 s).
 STILL_STOPPING_AFTER = 2.0
-
-
-class Runnable(Protocol):
-    """What a service's composition root drives: start, run until told to stop, stop (a
-    `shared.lifecycle.Lifecycle` with a `run`)."""
-
-    async def start(self) -> None: ...
-
-    async def run(self, stop: asyncio.Event) -> None: ...
-
-    async def stop(self) -> None: ...
 
 
 async def run_until_stopped(service: Runnable, stop: asyncio.Event) -> None:
