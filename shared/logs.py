@@ -9,19 +9,16 @@ from collections.abc import Callable, MutableMapping
 from typing import Any
 
 _RESERVED = {"exc_info", "stack_info", "stacklevel", "extra"}
-_scrubbers: list[Callable[[str], str]] = []
-
-
-def scrub_logs_with(scrub: Callable[[str], str]) -> None:
-    """Every log line of this process passes through `scrub` (a `Redactor.scrub`: known
-    credential values replaced) before it is written. Set by a composition root."""
-    _scrubbers.append(scrub)
 
 
 class JsonFormatter(logging.Formatter):
-    def __init__(self, service: str) -> None:
+    """`scrub`: what every line passes through before it is written (the service's
+    `Redactor.scrub`: the credential values it holds replaced), given by the composition root."""
+
+    def __init__(self, service: str, scrub: Callable[[str], str] | None = None) -> None:
         super().__init__()
         self.service = service
+        self._scrub = scrub
 
     def format(self, record: logging.LogRecord) -> str:
         entry: dict[str, Any] = {
@@ -35,9 +32,7 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exc"] = self.formatException(record.exc_info)
         line = json.dumps(entry, ensure_ascii=False, default=str)
-        for scrub in _scrubbers:
-            line = scrub(line)
-        return line
+        return self._scrub(line) if self._scrub is not None else line
 
 
 class Log(logging.LoggerAdapter[logging.Logger]):
@@ -51,12 +46,12 @@ class Log(logging.LoggerAdapter[logging.Logger]):
         return msg, kwargs
 
 
-def configure_logging(service: str, level: str = "INFO") -> None:
+def configure_logging(service: str, level: str = "INFO", scrub: Callable[[str], str] | None = None) -> None:
     import logging as _logging
     import time
 
     handler = _logging.StreamHandler(sys.stderr)
-    formatter = JsonFormatter(service)
+    formatter = JsonFormatter(service, scrub)
     formatter.converter = time.gmtime
     handler.setFormatter(formatter)
     root = _logging.getLogger()

@@ -58,13 +58,15 @@ def load_or_exit(name: str, load: Callable[[], T]) -> T:
         raise SystemExit(2) from None
 
 
-def run_service(name: str, main: ServiceMain, settings: Settings) -> None:
+def run_service(name: str, main: ServiceMain, settings: Settings, *,
+                scrub: Callable[[str], str] | None = None) -> None:
     """Run `main(settings, nc, stop)` until SIGTERM/SIGINT sets `stop`, then drain NATS.
 
     `settings` are the ones `__main__` loaded with `load_or_exit(name, load_settings)`, with
-    the service's own, before calling: nothing is read after connecting.
+    the service's own, before calling: nothing is read after connecting. `scrub` (the service's
+    `Redactor.scrub`) is what every log line passes through.
     """
-    configure_logging(name, settings.log_level)
+    configure_logging(name, settings.log_level, scrub)
     load_or_exit(name, lambda: setup_tracing(name))
     load_or_exit(name, lambda: setup_metrics(name))
     use_replicas(settings.stream_replicas)  # of every stream, bucket and consumer it creates

@@ -11,22 +11,25 @@ from services.mcp_gateway.config import GatewaySettings, load_mcp_gateway_settin
 from services.mcp_gateway.service import GatewayService
 from shared import memwatch
 from shared.readiness import ReadyWhenStarted
+from shared.redaction import Redactor
 from shared.service import load_or_exit, run_service, run_until_stopped
 from shared.settings import Settings, load_settings
 
 NAME = "mcp-gateway"
 
 
-async def main(own: GatewaySettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
+async def main(own: GatewaySettings, redactor: Redactor, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     memwatch.install(asyncio.get_running_loop())  # AURORA_TRACEMALLOC=1 only
-    await run_until_stopped(ReadyWhenStarted(GatewayService(nc, settings.subjects, own)), stop)
+    service = GatewayService(nc, settings.subjects, own, redactor=redactor)
+    await run_until_stopped(ReadyWhenStarted(service), stop)
 
 
 def run() -> None:
     # Everything is read and checked before connecting: a bad value exits 2 even while NATS is down.
     settings = load_or_exit(NAME, load_settings)
     own = load_or_exit(NAME, lambda: load_mcp_gateway_settings(settings.apps_config))
-    run_service(NAME, partial(main, own), settings)
+    redactor = Redactor()  # learns each credential the gateway reads; every log line passes through it
+    run_service(NAME, partial(main, own, redactor), settings, scrub=redactor.scrub)
 
 
 if __name__ == "__main__":

@@ -51,7 +51,7 @@ from shared.contracts.approval import Approval
 from shared.contracts.signals import SignalBase
 from shared.inline_subscription import add_inline_endpoint
 from shared.lifecycle import Lifecycle
-from shared.logs import get_logger, scrub_logs_with
+from shared.logs import get_logger
 from shared.people import UserRegistry
 from shared.redaction import Redactor
 from shared.signal_publisher import send_signal
@@ -79,15 +79,17 @@ class GatewayService(Lifecycle[Gateway]):
     """One gateway: `await start()`, `await run(stop)`, `await stop()` (`shared.lifecycle`).
 
     `pool` and `http_client` may be given (a test passes a pool that fails, a client with its own
-    transport); the service starts and stops them all the same. Its stop is the seed's shutdown
+    transport); the service starts and stops them all the same. `redactor` learns every credential
+    the gateway holds; the composition root gives the one its log lines pass through. Its stop is the seed's shutdown
     order, the start's reversed: stop taking calls, let calls in flight finish (bounded), close
     the MCP sessions (the supervisor stops app processes only after that), then the outboxes and
     the pool.
     """
 
     def __init__(self, nc: NATS, subjects: Subjects, settings: GatewaySettings, *, pool: ToolPool | None = None,
-                 http_client: httpx.AsyncClient | None = None) -> None:
+                 http_client: httpx.AsyncClient | None = None, redactor: Redactor | None = None) -> None:
         super().__init__("the mcp-gateway service")
+        self._redactor = redactor or Redactor()
         self._nc = nc
         self._subjects = subjects
         self._settings = settings
@@ -117,9 +119,8 @@ class GatewayService(Lifecycle[Gateway]):
         custody = Custody(await ensure_bucket(js, run_records_bucket(subjects)),
                           functools.partial(js.key_value, pipelines_bucket(subjects).name))
         pool = self._pool or ToolPool(js, subjects)
-        redaction = GatewayRedaction(Redactor(), lambda: pool.tools, settings.secrets)
+        redaction = GatewayRedaction(self._redactor, lambda: pool.tools, settings.secrets)
         redaction.learn_apps(settings.apps, settings.apps_env)
-        scrub_logs_with(redaction.redactor.scrub)
         parts.push_async_callback(pool.stop)
         await pool.start()
         redaction.learn_systems(pool.systems.values())

@@ -41,7 +41,7 @@ from shared import write_through
 from shared.acked_publish import AckedPublisher
 from shared.admin import start_admin_service
 from shared.lifecycle import Lifecycle
-from shared.logs import get_logger, scrub_logs_with
+from shared.logs import get_logger
 from shared.people import open_registry
 from shared.redaction import Redactor
 from shared.streams import tasks_bucket
@@ -59,8 +59,10 @@ class _Running:
 
 
 class RunnerService(Lifecycle[_Running]):
-    def __init__(self, nc: NATS, subjects: Subjects, config: RunnerConfig) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, config: RunnerConfig, redactor: Redactor | None = None) -> None:
+        """`redactor`: the one the runner's log lines pass through (its composition root's)."""
         super().__init__("the runner service")
+        self._redactor = redactor or Redactor()
         self._nc = nc
         self._subjects = subjects
         self._config = config
@@ -124,8 +126,8 @@ class RunnerService(Lifecycle[_Running]):
             log.warning("secret tool arguments in the step log are sealed with the DEVELOPMENT key: set "
                         "AURORA_RUNNER_SEAL_KEY or run with NATS credentials")
         models = self._config.models
-        redactor = Redactor([v for v in (models.api_keys.get(models.api_key_env or ""),) if v])
-        scrub_logs_with(redactor.scrub)
+        redactor = self._redactor
+        redactor.learn(models.api_keys.get(models.api_key_env or ""))
 
         def schema_of(tool: str) -> dict[str, Any] | None:
             found = catalog.tools.items.get(tool)

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shared.contracts.approval import Approval, canonical_args_hash, decision_signal_id, public_view
-from shared.logs import JsonFormatter, scrub_logs_with
+from shared.logs import JsonFormatter, configure_logging, get_logger
 from shared.redaction import MARKER, Redactor, is_secret_name, secret_paths
 
 SCHEMA = {
@@ -77,11 +77,13 @@ def test_schema_paths_are_worked_out_once_per_schema_object() -> None:
 
 def test_log_lines_are_scrubbed_of_known_values() -> None:
     redactor = Redactor(["log-secret-424242"])
-    scrub_logs_with(redactor.scrub)
     record = logging.LogRecord("x", logging.INFO, __file__, 1, "failed with log-secret-424242", None, None)
     record.fields = {"url": "http://h/?t=log-secret-424242"}
-    line = JsonFormatter("test").format(record)
+    line = JsonFormatter("test", redactor.scrub).format(record)
     assert "log-secret-424242" not in line and MARKER in line
+    redactor.learn("learnt-later-515151")  # a credential a part reads after start-up
+    record.msg = "sent learnt-later-515151"
+    assert "learnt-later-515151" not in JsonFormatter("test", redactor.scrub).format(record)
 
 
 def _approval(salt: str) -> Approval:
@@ -125,3 +127,17 @@ def test_the_json_text_follows_a_schemas_secret_paths() -> None:
     redactor = Redactor()
     paths = secret_paths({"type": "object", "properties": {"pin": {"type": "string", "writeOnly": True}}})
     assert json.loads(redactor.json_text({"pin": "1234", "city": "x"}, paths)) == {"pin": MARKER, "city": "x"}
+
+
+def test_configure_logging_passes_every_line_through_the_services_scrub(capfd: pytest.CaptureFixture[str]) -> None:
+    redactor = Redactor()
+    root = logging.getLogger()
+    kept, level = root.handlers[:], root.level
+    try:
+        configure_logging("test", "INFO", redactor.scrub)
+        redactor.learn("read-at-call-616161")  # learnt after the logs were configured
+        get_logger("aurora.test").warning("calling", header="Bearer read-at-call-616161")
+    finally:
+        root.handlers[:], root.level = kept, level
+    err = capfd.readouterr().err
+    assert "calling" in err and "read-at-call-616161" not in err and MARKER in err
