@@ -37,6 +37,12 @@ IDEMPOTENT_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False,
                                    open_world_hint=False)
 # Demo controls: they change how the system behaves next, no business data.
 CONTROL = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+# Every string argument has a length, as the ids and short texts they are: a longer value is refused
+# before it reaches the plant, and a model whose server holds its calls to the schema (llama.cpp's
+# grammars) ends the string there: a small model otherwise writes on inside one ("9281573046&#34;,
+# the ruleId=…") until its context is full, minutes on a CPU.
+Id = Annotated[str, Field(max_length=64)]
+Text = Annotated[str, Field(max_length=200)]
 
 
 class IndustrialApp:
@@ -102,46 +108,46 @@ class IndustrialApp:
                 raise ToolError(str(exc)) from exc
 
         @mcp.tool(annotations=READ)
-        def find_device(text: str) -> dict[str, Any]:
+        def find_device(text: Text) -> dict[str, Any]:
             """The device a free text names (by id such as `P-101`, or by name): device_id, name, type, site."""
             return checked(plant.find_device, text)
 
         @mcp.tool(annotations=READ)
-        def get_device(device_id: str) -> dict[str, Any]:
+        def get_device(device_id: Id) -> dict[str, Any]:
             """Device `device_id`: name, type, site and line."""
             return checked(plant.device, device_id)
 
         @mcp.tool(annotations=READ)
-        def list_points(device_id: str) -> dict[str, Any]:
+        def list_points(device_id: Id) -> dict[str, Any]:
             """The device's measuring points: point_id, name, unit and current value."""
             items = checked(plant.points, device_id)
             return {"device_id": device_id, "items": items, "count": len(items)}
 
         @mcp.tool(annotations=READ)
-        def list_alarms(device_id: str, limit: int = 5) -> dict[str, Any]:
+        def list_alarms(device_id: Id, limit: int = 5) -> dict[str, Any]:
             """The device's recent alarms, newest first (`latest` is the newest or null)."""
             items = checked(plant.alarms, device_id, limit)
             return {"device_id": device_id, "items": items, "count": len(items), "latest": items[0] if items else None}
 
         @mcp.tool(annotations=READ)
-        def list_rules(device_id: str) -> dict[str, Any]:
+        def list_rules(device_id: Id) -> dict[str, Any]:
             """The device's saved rules (enabled or not)."""
             items = checked(self.rules.of_device, device_id)
             return {"device_id": device_id, "items": items, "count": len(items)}
 
         @mcp.tool(annotations=READ)
-        def draft_rule(device_id: str, description: str) -> dict[str, Any]:
+        def draft_rule(device_id: Id, description: Text) -> dict[str, Any]:
             """A rule draft from a description like `温度超过 85 告警`: point, unit, operator, threshold and
             the idempotency key to save it under. Stores nothing."""
             return checked(plant.draft_rule, device_id, description)
 
         @mcp.tool(annotations=IDEMPOTENT_WRITE)
-        async def save_rule(device_id: Annotated[str, Field(title="设备")],
-                            point_id: Annotated[str, Field(title="点位")],
-                            operator: Annotated[str, Field(title="比较")],
+        async def save_rule(device_id: Annotated[str, Field(title="设备", max_length=64)],
+                            point_id: Annotated[str, Field(title="点位", max_length=64)],
+                            operator: Annotated[str, Field(title="比较", max_length=8)],
                             threshold: Annotated[float, Field(title="阈值")],
-                            name: Annotated[str, Field(title="规则")],
-                            idempotency_key: Annotated[str, Field(title="幂等键")]) -> dict[str, Any]:
+                            name: Annotated[str, Field(title="规则", max_length=200)],
+                            idempotency_key: Annotated[str, Field(title="幂等键", max_length=200)]) -> dict[str, Any]:
             """Save a rule, disabled. The same `idempotency_key` again answers the rule saved first
             (`created: false`): never a second rule."""
             saved = checked(self.rules.save, device_id=device_id, point_id=point_id, operator=operator,
@@ -152,12 +158,13 @@ class IndustrialApp:
             return saved
 
         @mcp.tool(annotations=READ)
-        def get_rule(rule_id: str | None = None, idempotency_key: str | None = None) -> dict[str, Any]:
+        def get_rule(rule_id: Id | None = None,
+                     idempotency_key: Annotated[str, Field(max_length=200)] | None = None) -> dict[str, Any]:
             """Read a rule back by `rule_id` or by the `idempotency_key` it was saved under: {found, rule}."""
             return checked(self.rules.get, rule_id, idempotency_key)
 
         @mcp.tool(annotations=IDEMPOTENT_WRITE)
-        def enable_rule(rule_id: Annotated[str, Field(title="规则编号")]) -> dict[str, Any]:
+        def enable_rule(rule_id: Annotated[str, Field(title="规则编号", max_length=64)]) -> dict[str, Any]:
             """Enable a saved rule so that it raises alarms."""
             if self.fail_next_enable:
                 self.fail_next_enable = False
@@ -165,7 +172,7 @@ class IndustrialApp:
             return checked(self.rules.enable, rule_id)
 
         @mcp.tool(annotations=CONTROL)
-        async def raise_alarm(ctx: Context, device_id: str) -> dict[str, Any]:
+        async def raise_alarm(ctx: Context, device_id: Id) -> dict[str, Any]:
             """Demo control: emit the device's newest alarm now as an `alarm.raised` event."""
             self._start_schedule(ctx.session)
             try:

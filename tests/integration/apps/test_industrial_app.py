@@ -42,6 +42,17 @@ async def test_tools_are_annotated_by_their_side_effect() -> None:
     assert "idempotency_key" in tools["save_rule"].input_schema["required"]
 
 
+async def test_every_string_argument_has_a_length() -> None:
+    """A model held to the schema ends a string there instead of writing on; longer is refused."""
+    async with plant() as app:
+        tools = (await app.session.list_tools()).tools
+        unbounded = [(t.name, name) for t in tools for name, prop in t.input_schema.get("properties", {}).items()
+                     for kind in (prop.get("anyOf") or [prop]) if kind.get("type") == "string"
+                     and not kind.get("maxLength")]
+        assert not unbounded, unbounded
+        assert "at most 64" in await app.error("list_points", device_id="P-101" * 20)
+
+
 async def test_devices_points_with_units_and_alarms_newest_first() -> None:
     async with plant() as app:
         device = await app.call("find_device", text="设备 P-101 最近的告警和资产档案")
