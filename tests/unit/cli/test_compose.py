@@ -119,7 +119,10 @@ def test_every_long_running_service_has_a_health_check(name: str) -> None:
     serves (it writes AURORA_READY_FILE then, shared/readiness.py), not once its process runs."""
     check = SERVICES[name]["healthcheck"]
     assert check["test"][0] == "CMD"
-    if name in AURORA:
+    if name == "app-supervisor":  # and its chat page takes messages (the platform connected to it)
+        ready = SERVICES[name]["environment"]["AURORA_READY_FILE"]
+        assert f"'{ready}'" in check["test"][-1] and "8780/healthz" in check["test"][-1], check
+    elif name in AURORA:
         assert check["test"] == ["CMD", "test", "-f", SERVICES[name]["environment"]["AURORA_READY_FILE"]]
 
 
