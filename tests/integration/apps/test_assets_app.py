@@ -74,6 +74,9 @@ def test_it_serves_its_own_openapi_document_whose_operations_become_read_tools(a
     assert all(t.side_effect == "read" and t.state == "DRAFT" for t in tools.values())
     assert tools["demo.assets.search_assets"].input_schema["required"] == ["deviceName"]
     assert tools["demo.assets.get_asset_profile"].input_schema["required"] == ["assetCode"]
+    # Bounded strings: a model held to the schema ends its argument there instead of writing on.
+    assert tools["demo.assets.search_assets"].input_schema["properties"]["deviceName"]["maxLength"] == 64
+    assert tools["demo.assets.get_asset_profile"].input_schema["properties"]["assetCode"]["pattern"]
     demo = (REPO / "deploy" / "demo" / "00-assets-tools.yml").read_text(encoding="utf-8")
     assert all(name in demo for name in tools)  # the reviewed file publishes exactly these
     assert Path(REPO / "deploy" / "demo" / "../../apps/aurora_app_assets/openapi.yaml").resolve().is_file()
