@@ -23,7 +23,6 @@ The instruments (Prometheus names in brackets):
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
@@ -35,7 +34,6 @@ from shared.logs import get_logger
 from shared.settings import read_int
 
 log = get_logger("aurora.metrics")
-_installed = False
 
 
 @dataclass(frozen=True)
@@ -58,12 +56,18 @@ def metrics_settings(env: Mapping[str, str]) -> MetricsSettings:
     return MetricsSettings(port=port, host=env.get("AURORA_METRICS_HOST") or "0.0.0.0", otlp=otlp)
 
 
-def setup_metrics(service: str, env: Mapping[str, str] | None = None) -> None:
-    """Install the meter provider the settings ask for, once; a bad value raises SettingsError."""
-    global _installed
-    if _installed:
+def _installed() -> bool:
+    """Whether `setup_metrics` installed a meter provider (OpenTelemetry holds it, set once):
+    the API's own no-op and proxy providers have no `shutdown`."""
+    return callable(getattr(metrics.get_meter_provider(), "shutdown", None))
+
+
+def setup_metrics(service: str, env: Mapping[str, str]) -> None:
+    """Install the meter provider the variables of `env` (the settings', `Settings.telemetry`)
+    ask for, once; a bad value raises SettingsError."""
+    if _installed():
         return
-    settings = metrics_settings(os.environ if env is None else env)
+    settings = metrics_settings(env)
     if settings.port is None and not settings.otlp:
         return
     from opentelemetry.sdk.metrics import MeterProvider
@@ -84,14 +88,11 @@ def setup_metrics(service: str, env: Mapping[str, str] | None = None) -> None:
         readers.append(PeriodicExportingMetricReader(OTLPMetricExporter()))
     metrics.set_meter_provider(MeterProvider(
         resource=Resource.create({"service.name": f"aurora-{service}"}), metric_readers=readers))
-    _installed = True
 
 
 def shutdown_metrics() -> None:
-    provider = metrics.get_meter_provider()
-    shutdown = getattr(provider, "shutdown", None)
-    if _installed and callable(shutdown):
-        shutdown()
+    if _installed():
+        metrics.get_meter_provider().shutdown()  # type: ignore[attr-defined]
 
 
 _meter = metrics.get_meter("aurora")

@@ -67,8 +67,8 @@ def run_service(name: str, main: ServiceMain, settings: Settings, *,
     `Redactor.scrub`) is what every log line passes through.
     """
     configure_logging(name, settings.log_level, scrub)
-    load_or_exit(name, lambda: setup_tracing(name))
-    load_or_exit(name, lambda: setup_metrics(name))
+    load_or_exit(name, lambda: setup_tracing(name, settings.telemetry))
+    load_or_exit(name, lambda: setup_metrics(name, settings.telemetry))
     use_replicas(settings.stream_replicas)  # of every stream, bucket and consumer it creates
     try:
         with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:

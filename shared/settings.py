@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from shared.contracts.people import is_person
@@ -36,6 +36,9 @@ class Settings:
     log_level: str = "INFO"
     stream_replicas: int = 1  # AURORA_STREAM_REPLICAS: of every stream, bucket and object store created
     event_loop: str = "uvloop"  # AURORA_EVENT_LOOP: "uvloop" (libuv, the default) or "asyncio" (the stdlib's)
+    # The OTEL_* and AURORA_METRICS_* / AURORA_TRACE_CONSOLE variables, for shared/telemetry.py and
+    # shared/metrics.py (checked by them before connecting); never printed (OTLP headers hold tokens).
+    telemetry: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
 
 
 # -- typed readers of environment variables --------------------------------------------------
@@ -222,6 +225,7 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         log_level=level,
         stream_replicas=replicas,
         event_loop=event_loop,
+        telemetry={name: value for name, value in env.items() if name.startswith(TELEMETRY_PREFIXES)},
     )
 
 
@@ -230,6 +234,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
 # (docs/benchmarks.md). "asyncio" is there to rule the loop out when chasing a problem.
 EVENT_LOOPS = ("uvloop", "asyncio")
 
+
+TELEMETRY_PREFIXES = ("OTEL_", "AURORA_METRICS_", "AURORA_TRACE_CONSOLE")
 
 # JetStream replicates a stream to at most 5 servers; 1 is a single server's only choice.
 MAX_STREAM_REPLICAS = 5

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import contextvars
+import functools
 import hashlib
-import os
 import random
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -22,8 +22,6 @@ from shared.contracts.envelope import Trace
 from shared.errors import SettingsError
 
 _propagator = TraceContextTextMapPropagator()
-_provider: TracerProvider | None = None
-_enabled = False
 
 
 class PinnedIds(IdGenerator):
@@ -105,29 +103,35 @@ def _otlp_exporter(env: Mapping[str, str]) -> SpanExporter:
     raise SettingsError(variable, protocol, "http/protobuf or grpc")
 
 
-def setup_tracing(service: str, env: Mapping[str, str] | None = None) -> None:
-    """Install a tracer provider once per process, exporting as the `OTEL_*` variables say
-    (`span_processors`); a bad value raises SettingsError naming the variable."""
-    global _provider, _enabled
-    if _provider is not None:
+def setup_tracing(service: str, env: Mapping[str, str]) -> None:
+    """Install a tracer provider, once per process, when the `OTEL_*` variables of `env` (the
+    settings', `Settings.telemetry`) ask for an exporter (`span_processors`); a bad value raises
+    SettingsError naming the variable. Without one nothing is installed and no span is created."""
+    if tracing_enabled():
         return
-    processors = span_processors(os.environ if env is None else env)
+    processors = span_processors(env)
+    if not processors:
+        return
     provider = TracerProvider(resource=Resource.create({"service.name": f"aurora-{service}"}),
                               id_generator=PinnedIds())
     for processor in processors:
         provider.add_span_processor(processor)
     trace.set_tracer_provider(provider)
-    _provider, _enabled = provider, bool(processors)
+    tracing_enabled.cache_clear()
 
 
+@functools.cache
 def tracing_enabled() -> bool:
-    return _enabled
+    """Whether `setup_tracing` installed an exporting provider. OpenTelemetry holds it (set once);
+    the answer is cached because a tool call asks twice on its path (1 µs each uncached)."""
+    return isinstance(trace.get_tracer_provider(), TracerProvider)
 
 
 def shutdown_tracing() -> None:
     """Export what is still buffered (a stopping service's last spans)."""
-    if _provider is not None and _enabled:
-        _provider.shutdown()
+    provider = trace.get_tracer_provider()
+    if isinstance(provider, TracerProvider):
+        provider.shutdown()
 
 
 def inject_headers(headers: dict[str, str] | None = None, ctx: Context | None = None) -> dict[str, str]:

@@ -44,3 +44,11 @@ def test_services_run_on_uvloop_unless_told_otherwise() -> None:
     with asyncio.Runner(loop_factory=loop_factory("uvloop")) as runner:
         assert isinstance(runner.get_loop(), uvloop.Loop)
     assert loop_factory("asyncio") is None
+
+
+def test_the_telemetry_variables_are_read_with_the_rest_and_never_printed() -> None:
+    settings = load_settings({"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer otlp-717171",
+                              "AURORA_METRICS_PORT": "9464", "HOME": "/root"})
+    assert settings.telemetry == {"OTEL_EXPORTER_OTLP_HEADERS": "authorization=Bearer otlp-717171",
+                                  "AURORA_METRICS_PORT": "9464"}
+    assert "otlp-717171" not in repr(settings)
