@@ -10,14 +10,12 @@ apart, and reads what grew per call (`tests/bench/gateway_memory.py`).
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
 import tracemalloc
 
 from shared.logs import get_logger
 
 log = get_logger("aurora.memwatch")
-ENV = "AURORA_TRACEMALLOC"
 TOP = 15
 FRAMES = 4  # enough to see whose cache a dict allocation is in, cheap enough to run under load
 
@@ -49,9 +47,9 @@ class MemWatch:
         return lines
 
 
-def install(loop: asyncio.AbstractEventLoop, environ: dict[str, str] | None = None) -> MemWatch | None:
-    """Start tracing and answer SIGUSR2 when `AURORA_TRACEMALLOC=1`; else nothing at all."""
-    if (environ if environ is not None else os.environ).get(ENV) != "1":
+def install(loop: asyncio.AbstractEventLoop, on: bool) -> MemWatch | None:
+    """Start tracing and answer SIGUSR2 when `on` (`Settings.tracemalloc`); else nothing at all."""
+    if not on:
         return None
     watch = MemWatch()
     loop.add_signal_handler(signal.SIGUSR2, watch.report)

@@ -39,6 +39,8 @@ class Settings:
     # The OTEL_* and AURORA_METRICS_* / AURORA_TRACE_CONSOLE variables, for shared/telemetry.py and
     # shared/metrics.py (checked by them before connecting); never printed (OTLP headers hold tokens).
     telemetry: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
+    ready_file: Path | None = None  # AURORA_READY_FILE: written while the service serves (shared/readiness.py)
+    tracemalloc: bool = False  # AURORA_TRACEMALLOC=1: SIGUSR2 logs the memory growth (shared/memwatch.py)
 
 
 # -- typed readers of environment variables --------------------------------------------------
@@ -191,7 +193,8 @@ def _tls_ca(env: Mapping[str, str]) -> Path | None:
 def load_settings(env: Mapping[str, str] | None = None) -> Settings:
     """Read NATS_URL, NATS_CREDS / NATS_USER / NATS_PASSWORD (or NATS_CREDS_ENV_FILE), NATS_TLS_CA,
     NATS_INBOX_PREFIX, AURORA_APPS_CONFIG, AURORA_SUBJECT_PREFIX, AURORA_LOG_LEVEL,
-    AURORA_STREAM_REPLICAS and AURORA_EVENT_LOOP; fail fast on a bad value."""
+    AURORA_STREAM_REPLICAS, AURORA_EVENT_LOOP, AURORA_READY_FILE, AURORA_TRACEMALLOC and the
+    telemetry variables (OTEL_*, AURORA_METRICS_*); fail fast on a bad value."""
     env = _with_credentials_file(os.environ if env is None else env)
     creds = env.get("NATS_CREDS") or None
     if creds and not Path(creds).is_file():
@@ -226,6 +229,8 @@ def load_settings(env: Mapping[str, str] | None = None) -> Settings:
         stream_replicas=replicas,
         event_loop=event_loop,
         telemetry={name: value for name, value in env.items() if name.startswith(TELEMETRY_PREFIXES)},
+        ready_file=read_path(env, "AURORA_READY_FILE"),
+        tracemalloc=env.get("AURORA_TRACEMALLOC") == "1",
     )
 
 

@@ -19,7 +19,8 @@ NAME = "app-supervisor"
 
 async def main(apps: list[SupervisedApp], options: SupervisorOptions, settings: Settings,
                nc: NATS, stop: asyncio.Event) -> None:
-    await run_until_stopped(ReadyWhenStarted(SupervisorService(nc, settings.subjects, apps, options)), stop)
+    service = SupervisorService(nc, settings.subjects, apps, options)
+    await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
 
 
 def run() -> None:

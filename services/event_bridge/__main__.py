@@ -18,7 +18,7 @@ NAME = "event-bridge"
 
 
 async def main(config: BridgeConfig, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    await run_until_stopped(ReadyWhenStarted(BridgeService(nc, settings.subjects, config)), stop)
+    await run_until_stopped(ReadyWhenStarted(BridgeService(nc, settings.subjects, config), settings.ready_file), stop)
 
 
 def run() -> None:

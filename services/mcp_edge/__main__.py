@@ -17,7 +17,7 @@ NAME = "mcp-edge"
 
 
 async def main(own: EdgeSettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    await run_until_stopped(ReadyWhenStarted(EdgeService(nc, settings.subjects, own)), stop)
+    await run_until_stopped(ReadyWhenStarted(EdgeService(nc, settings.subjects, own), settings.ready_file), stop)
 
 
 def run() -> None:

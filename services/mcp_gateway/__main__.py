@@ -19,9 +19,9 @@ NAME = "mcp-gateway"
 
 
 async def main(own: GatewaySettings, redactor: Redactor, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    memwatch.install(asyncio.get_running_loop())  # AURORA_TRACEMALLOC=1 only
+    memwatch.install(asyncio.get_running_loop(), settings.tracemalloc)  # AURORA_TRACEMALLOC=1 only
     service = GatewayService(nc, settings.subjects, own, redactor=redactor)
-    await run_until_stopped(ReadyWhenStarted(service), stop)
+    await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
 
 
 def run() -> None:

@@ -33,7 +33,8 @@ async def main(own: RouterSettings, capabilities: dict[str, tuple[str, ...]], se
                stop: asyncio.Event) -> None:
     if not settings.apps_config.exists():
         log.info("no apps config; runs carry no app capabilities", file=str(settings.apps_config))
-    await run_until_stopped(ReadyWhenStarted(RouterService(nc, settings.subjects, own, capabilities)), stop)
+    service = RouterService(nc, settings.subjects, own, capabilities)
+    await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
 
 
 def run() -> None:

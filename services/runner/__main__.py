@@ -18,7 +18,8 @@ NAME = "runner"
 
 
 async def main(config: RunnerConfig, redactor: Redactor, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    await run_until_stopped(ReadyWhenStarted(RunnerService(nc, settings.subjects, config, redactor)), stop)
+    service = RunnerService(nc, settings.subjects, config, redactor)
+    await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
 
 
 def run() -> None:

@@ -17,7 +17,7 @@ NAME = "scheduler"
 
 
 async def main(own: SchedulerSettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    await run_until_stopped(ReadyWhenStarted(SchedulerService(nc, settings.subjects, own)), stop)
+    await run_until_stopped(ReadyWhenStarted(SchedulerService(nc, settings.subjects, own), settings.ready_file), stop)
 
 
 def run() -> None:

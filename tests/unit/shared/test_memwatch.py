@@ -8,20 +8,21 @@ import signal
 import tracemalloc
 
 from shared import memwatch
+from shared.settings import load_settings
 
 
 def test_off_unless_the_variable_is_1() -> None:
     loop = asyncio.new_event_loop()
     try:
-        assert memwatch.install(loop, {}) is None
-        assert memwatch.install(loop, {memwatch.ENV: "0"}) is None
+        assert memwatch.install(loop, load_settings({}).tracemalloc) is None
+        assert memwatch.install(loop, load_settings({"AURORA_TRACEMALLOC": "0"}).tracemalloc) is None
         assert not tracemalloc.is_tracing()
     finally:
         loop.close()
 
 
 async def test_sigusr2_reports_the_site_that_grew() -> None:
-    watch = memwatch.install(asyncio.get_running_loop(), {memwatch.ENV: "1"})
+    watch = memwatch.install(asyncio.get_running_loop(), load_settings({"AURORA_TRACEMALLOC": "1"}).tracemalloc)
     assert watch is not None
     reported = asyncio.Event()
     lines: list[str] = []

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from shared.readiness import READY_FILE, ReadyWhenStarted, mark_not_ready, mark_ready
+from shared.settings import load_settings
 
 
 class Service:
@@ -29,14 +30,12 @@ class Service:
         self.seen["stop"] = self.path.exists()
 
 
-async def test_a_service_is_ready_from_the_end_of_its_start_until_its_stop(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_service_is_ready_from_the_end_of_its_start_until_its_stop(tmp_path: Path) -> None:
     path = tmp_path / "run" / "aurora.ready"
     path.parent.mkdir()
     path.write_text("1\n")  # the last process's, in a restarted container
-    monkeypatch.setenv(READY_FILE, str(path))
     service = Service(path)
-    ready = ReadyWhenStarted(service)
+    ready = ReadyWhenStarted(service, load_settings({READY_FILE: str(path)}).ready_file)
     assert not path.exists()
     stop = asyncio.Event()
     await ready.start()
@@ -49,8 +48,8 @@ async def test_a_service_is_ready_from_the_end_of_its_start_until_its_stop(
 
 
 def test_without_the_setting_nothing_is_written(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv(READY_FILE, raising=False)
     monkeypatch.chdir(tmp_path)
-    mark_ready()
-    mark_not_ready()
+    assert load_settings({}).ready_file is None
+    mark_ready(None)
+    mark_not_ready(None)
     assert list(tmp_path.iterdir()) == []
