@@ -32,9 +32,16 @@ from tests.harness.processes import REPO
 
 MODEL_VENV = Path(os.environ.get("TEST_MODEL_VENV") or REPO / ".cache" / "model-venv")
 MODEL_NAME = "smollm2-135m-instruct"
-# SmolLM2 was trained on 8k tokens; the llm agents' prompts with their tools' schemas pass the
-# server's default of 2048 at once.
-CONTEXT_TOKENS = 8192
+# The llm agents' prompts with their tools' schemas pass the server's default of 2048 at once
+# (~1.7k-2.3k tokens). Not SmolLM2's 8k either: with tools offered (`tool_choice: auto`) the server's
+# chatml-function-calling handler ignores `max_tokens` and generates a call's arguments until they
+# end or the context is full, and a 135M model does run away in a JSON string ("9281573046&#34;,
+# the ruleId=..."): with 8k one such turn took minutes, blocking every other request behind it
+# (the runner gave up at its timeout while the server went on). The demo systems' strings have a
+# length, which the server's grammar holds the model to; 4k bounds any other string (a platform
+# tool's), and the conversation that ran away is then refused as too long (400,
+# `context_length_exceeded`): its run ends failed, saying so.
+CONTEXT_TOKENS = 4096
 START_TIMEOUT = 120.0
 
 
@@ -149,14 +156,18 @@ class Exchange:
     request: dict[str, Any]
     status: int
     response: dict[str, Any]
+    seconds: float = 0.0  # from the request's arrival to the answer: the wait for the server included
 
 
 class RecordingProxy:
     """A plain HTTP relay in front of the model server that keeps every request and answer: what
     the runner told the model (a tool's error, fed back) is read here, as the model read it."""
 
-    def __init__(self, upstream: str) -> None:
+    def __init__(self, upstream: str, log: Path | None = None) -> None:
+        """`log`: a JSON line per exchange is appended there as it ends (what the model was asked
+        and answered, and how long it took), to read while a run is slow or after it failed."""
         self.upstream = upstream.rstrip("/")
+        self.log = log
         self.exchanges: list[Exchange] = []
         self._lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -179,6 +190,7 @@ class RecordingProxy:
 
             def do_POST(self) -> None:
                 raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                began = time.monotonic()
                 path = self.path[len("/v1"):] if self.path.startswith("/v1") else self.path
                 # The model may take long on a loaded machine; the runner's own timeout decides.
                 reply = httpx.post(proxy.upstream + path, content=raw, timeout=600,
@@ -187,13 +199,22 @@ class RecordingProxy:
                     answer = reply.json()
                 except ValueError:
                     answer = {"raw": reply.text[:2000]}
+                exchange = Exchange(json.loads(raw or b"{}"), reply.status_code, answer, time.monotonic() - began)
                 with proxy._lock:
-                    proxy.exchanges.append(Exchange(json.loads(raw or b"{}"), reply.status_code, answer))
-                self.send_response(reply.status_code)
-                self.send_header("Content-Type", reply.headers.get("Content-Type", "application/json"))
-                self.send_header("Content-Length", str(len(reply.content)))
-                self.end_headers()
-                self.wfile.write(reply.content)
+                    proxy.exchanges.append(exchange)
+                    if proxy.log is not None:
+                        with proxy.log.open("a", encoding="utf-8") as out:
+                            out.write(json.dumps({"seconds": round(exchange.seconds, 2), "status": exchange.status,
+                                                  "request": exchange.request, "response": exchange.response},
+                                                 ensure_ascii=False) + "\n")
+                try:
+                    self.send_response(reply.status_code)
+                    self.send_header("Content-Type", reply.headers.get("Content-Type", "application/json"))
+                    self.send_header("Content-Length", str(len(reply.content)))
+                    self.end_headers()
+                    self.wfile.write(reply.content)
+                except (BrokenPipeError, ConnectionResetError):
+                    return  # the runner gave up waiting (its model timeout): the exchange is kept all the same
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
