@@ -9,7 +9,8 @@ unchanged, and taken down with its volumes.
 
 The engine is installed and started by tests/harness/docker_engine.py; ports are published on
 free ones (tests/harness/compose_engine.py), nothing else of the file is changed. The only
-setting given is the one a user gives to script the chat: AURORA_CHAT_WEBHOOK_SECRET.
+settings given are the ones the file asks a user for: AURORA_CHAT_WEBHOOK_SECRET (to script the
+chat) and AURORA_GATEWAY_SECRETS (the gateway's secrets folder, here with one secret in it).
 """
 
 from __future__ import annotations
