@@ -11,7 +11,6 @@ operator listing consumers sees whose it is.
 
 from __future__ import annotations
 
-import os
 import uuid
 
 from nats.js import JetStreamContext
@@ -20,13 +19,6 @@ from nats.js.api import ConsumerConfig, ConsumerInfo
 from shared.streams import patiently
 
 EPHEMERAL_MARK = "_eph_"
-
-
-def consumer_owner() -> str:
-    """Whose consumers these are: the connection's NATS user (each service connects as its own,
-    shared/bus.py), else `aurora` when NATS has no users (`make dev` without `--secure`)."""
-    user = os.environ.get("NATS_USER") or "aurora"
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in user)
 
 
 def ephemeral_name(owner: str) -> str:

@@ -89,7 +89,7 @@ async def _open_watch(kv: KeyValue) -> tuple[_Watch, list[KeyValue.Entry]]:
     """A watch on the bucket and its current entries: a named pull consumer for the buckets the
     services open (`Bucket`), nats-py's watcher otherwise."""
     if isinstance(kv, Bucket):
-        watch = BucketWatch(kv.js, kv.bucket)
+        watch = BucketWatch(kv.js, kv.bucket, plan=kv.plan)
         try:
             return watch, await watch.initial(timeout=_INITIAL_TIMEOUT)
         except BaseException:

@@ -26,10 +26,10 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.kv import KeyValue
 
-from shared.consumers import consumer_owner, pull_ephemeral
+from shared.consumers import pull_ephemeral
 from shared.logs import get_logger
 from shared.streak import FailureStreak
-from shared.streams import stream_replicas
+from shared.streams import DEFAULT_PLAN, StreamPlan
 
 log = get_logger("aurora.kvwatch")
 _OPERATION = "KV-Operation"
@@ -52,10 +52,11 @@ def entry_of(bucket: str, msg: Msg) -> KeyValue.Entry:
 class BucketWatch:
     """`initial()` once, then `async for entry in watch` for every later change; `stop()`."""
 
-    def __init__(self, js: JetStreamContext, bucket: str, *, owner: str | None = None, grace: float = GRACE) -> None:
+    def __init__(self, js: JetStreamContext, bucket: str, *, plan: StreamPlan = DEFAULT_PLAN,
+                 grace: float = GRACE) -> None:
         self._js = js
         self._bucket = bucket
-        self._owner = owner or consumer_owner()
+        self._plan = plan  # its bucket's (`Bucket.plan`): as many replicas, the service's name
         self._sub: JetStreamContext.PullSubscription | None = None
         self._last = 0  # the last revision seen
         self._stopped = False
@@ -71,9 +72,9 @@ class BucketWatch:
         # As many replicas as the bucket (AURORA_STREAM_REPLICAS): an R1 consumer on a cluster
         # dies with its node, and a fetch from it would only ever time out.
         config = config.evolve(ack_policy=AckPolicy.NONE, inactive_threshold=_INACTIVE, mem_storage=True,
-                               num_replicas=stream_replicas())
+                               num_replicas=self._plan.replicas)
         self._sub = await pull_ephemeral(self._js, f"KV_{self._bucket}", f"$KV.{self._bucket}.>", config,
-                                         owner=self._owner)
+                                         owner=self._plan.owner)
         return self._sub
 
     def _entry(self, msg: Msg) -> KeyValue.Entry:

@@ -20,7 +20,7 @@ from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from shared.contracts.people import ROLES, User, may, person_of_subject
-from shared.streams import ensure_bucket, users_bucket
+from shared.streams import DEFAULT_PLAN, StreamPlan, ensure_bucket, users_bucket
 from shared.subjects import Subjects
 
 # The installation's own `operator` NATS identity (deploy/nats-auth.conf), when it sends on a plain
@@ -111,6 +111,6 @@ class UserRegistry:
         return user, (user.roles if user is not None and user.active else ())
 
 
-async def open_registry(js: JetStreamContext, subjects: Subjects) -> UserRegistry:
+async def open_registry(js: JetStreamContext, subjects: Subjects, plan: StreamPlan = DEFAULT_PLAN) -> UserRegistry:
     """The users bucket, created when this service starts first (the gateway writes it)."""
-    return UserRegistry(await ensure_bucket(js, users_bucket(subjects)))
+    return UserRegistry(await ensure_bucket(js, users_bucket(subjects), plan=plan))

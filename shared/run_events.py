@@ -11,11 +11,11 @@ import msgspec
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from shared.consumers import consumer_owner, pull_ephemeral
+from shared.consumers import pull_ephemeral
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import RunPayload
 from shared.errors import AuroraError
-from shared.streams import stream_replicas
+from shared.streams import DEFAULT_PLAN, StreamPlan
 
 _decoder = msgspec.json.Decoder(EventEnvelope)
 
@@ -24,14 +24,15 @@ class RunEventError(AuroraError):
     """A run's event cannot be read: neither inline nor a readable, complete reference."""
 
 
-async def run_event(js: JetStreamContext, payload: RunPayload[EventEnvelope]) -> EventEnvelope:
+async def run_event(js: JetStreamContext, payload: RunPayload[EventEnvelope], *,
+                    plan: StreamPlan = DEFAULT_PLAN) -> EventEnvelope:
     if payload.event is not None:
         return payload.event
     ref = payload.event_ref
     if ref is None:
         raise RunEventError(f"run {payload.run_id} carries neither an event nor an event_ref")
     try:
-        data = await read_object(js, ref.bucket, ref.name)
+        data = await read_object(js, ref.bucket, ref.name, plan=plan)
     except Exception as exc:
         raise RunEventError(f"run {payload.run_id}: event {ref.bucket}/{ref.name} unreadable: {exc}") from exc
     if len(data) != ref.size:
@@ -41,7 +42,8 @@ async def run_event(js: JetStreamContext, payload: RunPayload[EventEnvelope]) ->
     return _decoder.decode(data)
 
 
-async def read_object(js: JetStreamContext, bucket: str, name: str, *, timeout: float = 10.0) -> bytes:
+async def read_object(js: JetStreamContext, bucket: str, name: str, *, plan: StreamPlan = DEFAULT_PLAN,
+                      timeout: float = 10.0) -> bytes:
     """An object's bytes, read through a named pull consumer on its chunks (nats-py's
     `ObjectStore.get` creates an ordered consumer with the bare create, which services may not
     send); its digest is checked as nats-py checks it."""
@@ -51,8 +53,8 @@ async def read_object(js: JetStreamContext, bucket: str, name: str, *, timeout: 
     if not info.size:
         return b""
     config = ConsumerConfig(ack_policy=AckPolicy.NONE, deliver_policy=DeliverPolicy.ALL, inactive_threshold=30.0,
-                            mem_storage=True, num_replicas=stream_replicas())
-    sub = await pull_ephemeral(js, f"OBJ_{bucket}", f"$O.{bucket}.C.{info.nuid}", config, owner=consumer_owner())
+                            mem_storage=True, num_replicas=plan.replicas)
+    sub = await pull_ephemeral(js, f"OBJ_{bucket}", f"$O.{bucket}.C.{info.nuid}", config, owner=plan.owner)
     data = bytearray()
     try:
         deadline = asyncio.get_running_loop().time() + timeout

@@ -18,7 +18,6 @@ from shared.logs import configure_logging, get_logger
 from shared.metrics import setup_metrics, shutdown_metrics
 from shared.refusal_audit import audit_refusals
 from shared.settings import Settings
-from shared.streams import use_replicas
 from shared.telemetry import setup_tracing, shutdown_tracing
 
 ServiceMain = Callable[[Settings, NATS, asyncio.Event], Awaitable[None]]
@@ -69,7 +68,6 @@ def run_service(name: str, main: ServiceMain, settings: Settings, *,
     configure_logging(name, settings.log_level, scrub)
     load_or_exit(name, lambda: setup_tracing(name, settings.telemetry))
     load_or_exit(name, lambda: setup_metrics(name, settings.telemetry))
-    use_replicas(settings.stream_replicas)  # of every stream, bucket and consumer it creates
     try:
         with asyncio.Runner(loop_factory=loop_factory(settings.event_loop)) as runner:
             runner.run(_serve(name, settings, main))

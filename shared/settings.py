@@ -11,6 +11,7 @@ from pathlib import Path
 from shared.contracts.people import is_person
 from shared.envfile import read_env_file
 from shared.errors import ConfigError, SettingsError
+from shared.streams import StreamPlan
 from shared.subjects import Subjects
 
 
@@ -41,6 +42,11 @@ class Settings:
     telemetry: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False)
     ready_file: Path | None = None  # AURORA_READY_FILE: written while the service serves (shared/readiness.py)
     tracemalloc: bool = False  # AURORA_TRACEMALLOC=1: SIGUSR2 logs the memory growth (shared/memwatch.py)
+
+    @property
+    def stream_plan(self) -> StreamPlan:
+        """What the service creates on JetStream is placed by: these replicas, its NATS user."""
+        return StreamPlan.of(self.stream_replicas, self.nats.user)
 
 
 # -- typed readers of environment variables --------------------------------------------------

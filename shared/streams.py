@@ -4,11 +4,9 @@ Streams hold data, so an existing stream that differs from what Aurora needs is 
 (`StreamConfigConflict`), never silently changed. A service's own durable consumer is its
 private cursor: a differing consumer config is updated in place.
 
-Replicas: every stream, bucket and object store is created with the process's replica count,
-AURORA_STREAM_REPLICAS (shared/settings.py), which `run_service` passes to `use_replicas` before
-connecting. It is one process-wide value rather than a field of every spec so that each
-service's many `ensure_*` calls need no change and cannot disagree; a test or tool creating
-streams itself calls `use_replicas` (or passes `replicas=`).
+Replicas: every stream, bucket and object store is created with the `StreamPlan` its service's
+composition root passes down (`Settings.stream_plan`: AURORA_STREAM_REPLICAS); a bucket keeps it,
+so its watches are placed alike. A test or tool creating streams itself gets one replica.
 """
 
 from __future__ import annotations
@@ -49,20 +47,27 @@ _NO_PEERS = 10005
 PLACEMENT_WAIT = 30.0
 T = TypeVar("T")
 log = get_logger("aurora.streams")
-_replicas = 1
 
 
-def use_replicas(replicas: int) -> None:
-    """The replica count of what this process creates from now on (AURORA_STREAM_REPLICAS)."""
-    global _replicas
-    if not 1 <= replicas <= 5:
-        raise ValueError(f"JetStream replicas must be from 1 to 5, not {replicas}")
-    _replicas = replicas
+@dataclass(frozen=True)
+class StreamPlan:
+    """How a service creates what it needs on JetStream, from its settings: on how many servers
+    each stream, bucket, object store and watch consumer lives (AURORA_STREAM_REPLICAS), and whose
+    its short-lived consumers are (its NATS user, in their names so permissions can scope them)."""
+
+    replicas: int = 1
+    owner: str = "aurora"  # no NATS users (`make dev` without `--secure`)
+
+    def __post_init__(self) -> None:
+        if not 1 <= self.replicas <= 5:
+            raise ValueError(f"JetStream replicas must be from 1 to 5, not {self.replicas}")
+
+    @classmethod
+    def of(cls, replicas: int, user: str | None) -> StreamPlan:
+        return cls(replicas, "".join(c if c.isalnum() or c in "-_" else "_" for c in user or "aurora"))
 
 
-def stream_replicas() -> int:
-    """The replica count in use (1 until `use_replicas` says otherwise)."""
-    return _replicas
+DEFAULT_PLAN = StreamPlan()  # one server, no NATS users: what a test or tool gets unless it says
 
 
 def _too_few_servers(name: str, replicas: int, exc: APIError) -> StreamConfigConflict:
@@ -84,7 +89,7 @@ class StreamSpec:
     # per-message TTL, and direct gets: only the schedules stream sets these.
     timers: bool = False
 
-    def config(self, replicas: int | None = None) -> StreamConfig:
+    def config(self, replicas: int = 1) -> StreamConfig:
         config = StreamConfig(
             name=self.name,
             description=self.description or None,
@@ -95,7 +100,7 @@ class StreamSpec:
             max_age=self.max_age,
             duplicate_window=self.duplicate_window,
             max_msg_size=self.max_msg_size,
-            num_replicas=replicas or _replicas,
+            num_replicas=replicas,
         )
         if self.timers:
             config = config.evolve(allow_msg_schedules=True, allow_msg_ttl=True, allow_rollup_hdrs=True,
@@ -210,9 +215,9 @@ async def creating(call: Callable[[], Awaitable[T]], what: str, replicas: int, *
             await asyncio.sleep(min(0.2 * attempt, 1.0))
 
 
-async def ensure_stream(js: JetStreamContext, spec: StreamSpec, *, replicas: int | None = None) -> None:
+async def ensure_stream(js: JetStreamContext, spec: StreamSpec, *, plan: StreamPlan = DEFAULT_PLAN) -> None:
     """Create the stream, or check that the existing one matches; a mismatch is an error."""
-    wanted = spec.config(replicas)
+    wanted = spec.config(plan.replicas)
     try:
         info = await patiently(lambda: js.stream_info(spec.name))
     except NotFoundError:
@@ -243,22 +248,24 @@ async def _owners(js: JetStreamContext, subjects: tuple[str, ...]) -> list[str]:
     return sorted(set(owners))
 
 
-async def ensure_streams(js: JetStreamContext, specs: list[StreamSpec]) -> None:
+async def ensure_streams(js: JetStreamContext, specs: list[StreamSpec], *, plan: StreamPlan = DEFAULT_PLAN) -> None:
     for spec in specs:
-        await ensure_stream(js, spec)
+        await ensure_stream(js, spec, plan=plan)
 
 
 class Bucket(KeyValue):
     """A KV bucket that keeps its JetStream context where Aurora can use it (nats-py's is
-    private): its watchers are named pull consumers (shared/kvwatch.py), not nats-py's."""
+    private): its watchers are named pull consumers (shared/kvwatch.py) placed by its `plan`."""
 
-    def __init__(self, js: JetStreamContext, name: str, *, direct: bool) -> None:
+    def __init__(self, js: JetStreamContext, name: str, *, direct: bool, plan: StreamPlan) -> None:
         super().__init__(name=name, stream=f"KV_{name}", pre=f"$KV.{name}.", js=js, direct=direct)
         self.js = js
         self.bucket = name
+        self.plan = plan
 
 
-async def _bucket(js: JetStreamContext, kv: KeyValue, name: str, *, within: float = 10.0) -> Bucket:
+async def _bucket(js: JetStreamContext, kv: KeyValue, name: str, plan: StreamPlan, *,
+                  within: float = 10.0) -> Bucket:
     # On a cluster a bucket just created can be "not found" for a moment: the server answering
     # has the assignment but not the stream yet. Asked again, it is there.
     loop = asyncio.get_running_loop()
@@ -271,13 +278,13 @@ async def _bucket(js: JetStreamContext, kv: KeyValue, name: str, *, within: floa
                 raise
             await asyncio.sleep(0.1)
             continue
-        return Bucket(js, name, direct=bool(status.stream_info.config.allow_direct))
+        return Bucket(js, name, direct=bool(status.stream_info.config.allow_direct), plan=plan)
 
 
-async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, replicas: int | None = None) -> Bucket:
+async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, plan: StreamPlan = DEFAULT_PLAN) -> Bucket:
     """Open a KV bucket, creating it if needed; an existing one must keep its history, ttl and
     replicas."""
-    wanted_replicas = replicas or _replicas
+    wanted_replicas = plan.replicas
     try:
         kv = await patiently(lambda: js.key_value(spec.name))
     except BucketNotFoundError:
@@ -291,7 +298,7 @@ async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, replicas: int
                 replicas=wanted_replicas,
             )
         ), f"bucket {spec.name}", wanted_replicas)
-        return await _bucket(js, created, spec.name)
+        return await _bucket(js, created, spec.name, plan)
     status = await patiently(kv.status)
     found_history = status.history or 1
     found_ttl = float(status.ttl or 0)
@@ -302,7 +309,7 @@ async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, replicas: int
             f"Aurora needs history={spec.history}, ttl={spec.ttl}, replicas={wanted_replicas} "
             "(AURORA_STREAM_REPLICAS)"
         )
-    return Bucket(js, spec.name, direct=bool(status.stream_info.config.allow_direct))
+    return Bucket(js, spec.name, direct=bool(status.stream_info.config.allow_direct), plan=plan)
 
 
 # --- routing: runs, bindings, agents, pipelines, route traces, large run events -------------
@@ -354,9 +361,9 @@ def run_events_store(subjects: Subjects) -> BucketSpec:
 
 
 async def ensure_object_store(js: JetStreamContext, spec: BucketSpec, *,
-                              replicas: int | None = None) -> ObjectStore:
+                              plan: StreamPlan = DEFAULT_PLAN) -> ObjectStore:
     """Open an Object Store bucket, creating it if needed."""
-    wanted_replicas = replicas or _replicas
+    wanted_replicas = plan.replicas
     try:
         return await patiently(lambda: js.object_store(spec.name))
     except BucketNotFoundError:

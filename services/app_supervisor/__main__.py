@@ -19,7 +19,7 @@ NAME = "app-supervisor"
 
 async def main(apps: list[SupervisedApp], options: SupervisorOptions, settings: Settings,
                nc: NATS, stop: asyncio.Event) -> None:
-    service = SupervisorService(nc, settings.subjects, apps, options)
+    service = SupervisorService(nc, settings.subjects, apps, options, plan=settings.stream_plan)
     await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
 
 

@@ -14,7 +14,7 @@ from nats.js.kv import KeyValue
 
 from shared.contracts.health import ProcessHealth, process_key
 from shared.logs import get_logger
-from shared.streams import apps_bucket, ensure_bucket
+from shared.streams import DEFAULT_PLAN, StreamPlan, apps_bucket, ensure_bucket
 from shared.subjects import Subjects, app_token
 
 log = get_logger("aurora.app_supervisor.health")
@@ -24,14 +24,15 @@ _encoder = msgspec.json.Encoder()
 class HealthStore:
     """Writes the supervisor's records; `open()` before use."""
 
-    def __init__(self, js: JetStreamContext, subjects: Subjects) -> None:
+    def __init__(self, js: JetStreamContext, subjects: Subjects, plan: StreamPlan = DEFAULT_PLAN) -> None:
         self._js = js
         self._subjects = subjects
+        self._plan = plan
         self._kv: KeyValue | None = None
 
     async def open(self) -> None:
         if self._kv is None:
-            self._kv = await ensure_bucket(self._js, apps_bucket(self._subjects))
+            self._kv = await ensure_bucket(self._js, apps_bucket(self._subjects), plan=self._plan)
 
     async def put(self, record: ProcessHealth) -> None:
         """Write a record; a failure is logged, never raised (health must not stop the relay)."""

@@ -15,13 +15,16 @@ from nats.aio.client import Client as NATS
 from services.app_supervisor.admin import serve_admin
 from services.app_supervisor.supervisor import SupervisedApp, Supervisor, SupervisorOptions
 from shared.lifecycle import Lifecycle
+from shared.streams import DEFAULT_PLAN, StreamPlan
 from shared.subjects import Subjects
 
 
 class SupervisorService(Lifecycle[Supervisor]):
-    def __init__(self, nc: NATS, subjects: Subjects, apps: list[SupervisedApp], options: SupervisorOptions) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, apps: list[SupervisedApp], options: SupervisorOptions, *,
+                 plan: StreamPlan = DEFAULT_PLAN) -> None:
         super().__init__("the app-supervisor service")
         self._nc = nc
+        self._plan = plan
         self._subjects = subjects
         self._apps = apps
         self._options = options
@@ -29,7 +32,7 @@ class SupervisorService(Lifecycle[Supervisor]):
     async def _start(self, parts: contextlib.AsyncExitStack) -> Supervisor:
         # Its place on the stack is taken before the supervisor's: it is stopped after the apps.
         admin_stop = await parts.enter_async_context(contextlib.AsyncExitStack())
-        supervisor = Supervisor(self._nc, self._subjects, self._apps, self._options)
+        supervisor = Supervisor(self._nc, self._subjects, self._apps, self._options, plan=self._plan)
         parts.push_async_callback(supervisor.stop)
         await supervisor.start()
         admin = await serve_admin(self._nc, self._subjects, supervisor)

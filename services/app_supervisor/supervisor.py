@@ -26,7 +26,7 @@ from shared.appconfig import AppConfig
 from shared.contracts.health import ProcessHealth
 from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
-from shared.streams import ensure_streams, fabric_streams
+from shared.streams import DEFAULT_PLAN, StreamPlan, ensure_streams, fabric_streams
 from shared.subjects import Subjects
 
 log = get_logger("aurora.app_supervisor")
@@ -55,12 +55,13 @@ class Supervisor(Lifecycle[None]):
 
     def __init__(self, nc: NATS, subjects: Subjects, apps: list[SupervisedApp],
                  options: SupervisorOptions | None = None, *, clock: Clock = time.monotonic,
-                 reporter: Reporter | None = None) -> None:
+                 reporter: Reporter | None = None, plan: StreamPlan = DEFAULT_PLAN) -> None:
         super().__init__("the app supervisor")
         self._nc = nc
+        self._plan = plan
         self._subjects = subjects
         self._options = options or SupervisorOptions()
-        self._health = HealthStore(nc.jetstream(), subjects)
+        self._health = HealthStore(nc.jetstream(), subjects, plan)
         self._reporter = reporter or NatsReporter(nc, subjects, self._health)
         self._sessions = SessionWatch(nc, subjects, [(a.spec.app_id, a.spec.instance) for a in apps])
         self._runners = [
@@ -80,7 +81,7 @@ class Supervisor(Lifecycle[None]):
         return AppProcess(self._nc, self._subjects, spec, generation, receipts=receipts)
 
     async def _start(self, parts: contextlib.AsyncExitStack) -> None:
-        await ensure_streams(self._nc.jetstream(), fabric_streams(self._subjects))
+        await ensure_streams(self._nc.jetstream(), fabric_streams(self._subjects), plan=self._plan)
         await self._health.open()
         # Listen for sessions before any `started`: the gateway answers it with `connected`.
         parts.push_async_callback(self._sessions.stop)

@@ -18,7 +18,8 @@ NAME = "event-bridge"
 
 
 async def main(config: BridgeConfig, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    await run_until_stopped(ReadyWhenStarted(BridgeService(nc, settings.subjects, config), settings.ready_file), stop)
+    service = BridgeService(nc, settings.subjects, config, plan=settings.stream_plan)
+    await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
 
 
 def run() -> None:

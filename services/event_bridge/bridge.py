@@ -42,7 +42,7 @@ from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import decode_signal
 from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
-from shared.streams import audit_stream, ensure_streams, fabric_streams, signals_stream
+from shared.streams import DEFAULT_PLAN, StreamPlan, audit_stream, ensure_streams, fabric_streams, signals_stream
 from shared.subjects import Subjects
 from shared.telemetry import derived_ids
 from shared.tracing import messaging
@@ -82,9 +82,11 @@ class EventBridge(Lifecycle[None]):
     """Consumes the signal stream, and the audit stream for `tool.*` events, each with a durable
     pull consumer shared by every bridge."""
 
-    def __init__(self, nc: NATS, subjects: Subjects, config: BridgeConfig | None = None) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, config: BridgeConfig | None = None, *,
+                 plan: StreamPlan = DEFAULT_PLAN) -> None:
         super().__init__("the event bridge")
         self._js = nc.jetstream()
+        self._plan = plan
         # Events are published through it: acks decoded with msgspec in the read loop, and a
         # stream's refusal reported as the server's error (nats-py's `publish_async` never
         # completes a refused publish; see docs/design.md).
@@ -104,7 +106,7 @@ class EventBridge(Lifecycle[None]):
         )
 
     async def _start(self, parts: AsyncExitStack) -> None:
-        await ensure_streams(self._js, [*fabric_streams(self._subjects), audit_stream(self._subjects)])
+        await ensure_streams(self._js, [*fabric_streams(self._subjects), audit_stream(self._subjects)], plan=self._plan)
         parts.push_async_callback(self._acks.close)
         for consumer in (self._consumer, self._tools):
             parts.push_async_callback(consumer.stop)

@@ -15,20 +15,22 @@ from nats.aio.client import Client as NATS
 from services.event_bridge.bridge import BridgeConfig, EventBridge
 from shared.admin import start_admin_service
 from shared.lifecycle import Lifecycle
+from shared.streams import DEFAULT_PLAN, StreamPlan
 from shared.subjects import Subjects
 
 VERSION = "0.1.0"
 
 
 class BridgeService(Lifecycle[EventBridge]):
-    def __init__(self, nc: NATS, subjects: Subjects, config: BridgeConfig) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, config: BridgeConfig, *, plan: StreamPlan = DEFAULT_PLAN) -> None:
         super().__init__("the event-bridge service")
         self._nc = nc
+        self._plan = plan
         self._subjects = subjects
         self._config = config
 
     async def _start(self, parts: contextlib.AsyncExitStack) -> EventBridge:
-        bridge = EventBridge(self._nc, self._subjects, self._config)
+        bridge = EventBridge(self._nc, self._subjects, self._config, plan=self._plan)
         parts.push_async_callback(bridge.stop)
         await bridge.start()
 

@@ -17,7 +17,8 @@ NAME = "mcp-edge"
 
 
 async def main(own: EdgeSettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    await run_until_stopped(ReadyWhenStarted(EdgeService(nc, settings.subjects, own), settings.ready_file), stop)
+    service = EdgeService(nc, settings.subjects, own, plan=settings.stream_plan)
+    await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
 
 
 def run() -> None:

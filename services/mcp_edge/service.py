@@ -28,7 +28,15 @@ from shared.admin import start_admin_service
 from shared.kvmirror import KvMirror
 from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
-from shared.streams import BucketSpec, agents_bucket, approvals_bucket, ensure_bucket, tools_bucket
+from shared.streams import (
+    DEFAULT_PLAN,
+    BucketSpec,
+    StreamPlan,
+    agents_bucket,
+    approvals_bucket,
+    ensure_bucket,
+    tools_bucket,
+)
 from shared.subjects import Subjects
 from shared.web_origin import GuardedApp
 
@@ -49,9 +57,11 @@ def sessions_bucket(subjects: Subjects) -> BucketSpec:
 class EdgeService(Lifecycle[int]):
     """Running, it serves MCP on `port` (the one bound: settings may say 0, any free one)."""
 
-    def __init__(self, nc: NATS, subjects: Subjects, settings: EdgeSettings) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, settings: EdgeSettings, *,
+                 plan: StreamPlan = DEFAULT_PLAN) -> None:
         super().__init__("the mcp-edge service")
         self._nc = nc
+        self._plan = plan
         self._subjects = subjects
         self._settings = settings
 
@@ -66,16 +76,16 @@ class EdgeService(Lifecycle[int]):
     async def _start(self, parts: contextlib.AsyncExitStack) -> int:
         nc, subjects, settings = self._nc, self._subjects, self._settings
         js = nc.jetstream()
-        tokens = TokenStore(await ensure_bucket(js, tokens_bucket(subjects)))
-        sessions = SessionStore(await ensure_bucket(js, sessions_bucket(subjects)))
+        tokens = TokenStore(await ensure_bucket(js, tokens_bucket(subjects), plan=self._plan))
+        sessions = SessionStore(await ensure_bucket(js, sessions_bucket(subjects), plan=self._plan))
         # Read only: the gateway writes them (created here too, so that either may start first).
-        approvals = await ensure_bucket(js, approvals_bucket(subjects))
+        approvals = await ensure_bucket(js, approvals_bucket(subjects), plan=self._plan)
         gate = Gate(nc, subjects, approvals, call_timeout=settings.call_timeout_seconds)
         changes = ListChanges(gate.tools, refresh_seconds=settings.refresh_seconds)
         parts.push_async_callback(changes.stop)
         await changes.start()
         for spec in (tools_bucket(subjects), agents_bucket(subjects)):
-            mirror: KvMirror[bytes] = KvMirror(await ensure_bucket(js, spec), bytes, name=spec.name,
+            mirror: KvMirror[bytes] = KvMirror(await ensure_bucket(js, spec, plan=self._plan), bytes, name=spec.name,
                                                on_change=changes.changed)
             parts.push_async_callback(mirror.stop)
             await mirror.start()

@@ -20,7 +20,7 @@ NAME = "mcp-gateway"
 
 async def main(own: GatewaySettings, redactor: Redactor, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     memwatch.install(asyncio.get_running_loop(), settings.tracemalloc)  # AURORA_TRACEMALLOC=1 only
-    service = GatewayService(nc, settings.subjects, own, redactor=redactor)
+    service = GatewayService(nc, settings.subjects, own, redactor=redactor, plan=settings.stream_plan)
     await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
 
 

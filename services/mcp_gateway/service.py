@@ -56,6 +56,8 @@ from shared.people import UserRegistry
 from shared.redaction import Redactor
 from shared.signal_publisher import send_signal
 from shared.streams import (
+    DEFAULT_PLAN,
+    StreamPlan,
     approval_policies_bucket,
     approvals_bucket,
     apps_bucket,
@@ -87,8 +89,10 @@ class GatewayService(Lifecycle[Gateway]):
     """
 
     def __init__(self, nc: NATS, subjects: Subjects, settings: GatewaySettings, *, pool: ToolPool | None = None,
-                 http_client: httpx.AsyncClient | None = None, redactor: Redactor | None = None) -> None:
+                 http_client: httpx.AsyncClient | None = None, redactor: Redactor | None = None,
+                 plan: StreamPlan = DEFAULT_PLAN) -> None:
         super().__init__("the mcp-gateway service")
+        self._plan = plan
         self._redactor = redactor or Redactor()
         self._nc = nc
         self._subjects = subjects
@@ -108,17 +112,18 @@ class GatewayService(Lifecycle[Gateway]):
     async def _start(self, parts: contextlib.AsyncExitStack) -> Gateway:
         nc, subjects, settings = self._nc, self._subjects, self._settings
         js = nc.jetstream()
-        await ensure_streams(js, [*fabric_streams(subjects), audit_stream(subjects)])
-        health = await ensure_bucket(js, apps_bucket(subjects))
-        approvals_kv = await ensure_bucket(js, approvals_bucket(subjects))
-        users_kv = await ensure_bucket(js, users_bucket(subjects))
-        policies_kv = await ensure_bucket(js, approval_policies_bucket(subjects))
-        ledger = CallLedger(await ensure_bucket(js, call_ledger_bucket(subjects, settings.call_ledger_ttl_seconds)),
+        await ensure_streams(js, [*fabric_streams(subjects), audit_stream(subjects)], plan=self._plan)
+        health = await ensure_bucket(js, apps_bucket(subjects), plan=self._plan)
+        approvals_kv = await ensure_bucket(js, approvals_bucket(subjects), plan=self._plan)
+        users_kv = await ensure_bucket(js, users_bucket(subjects), plan=self._plan)
+        policies_kv = await ensure_bucket(js, approval_policies_bucket(subjects), plan=self._plan)
+        ledger_spec = call_ledger_bucket(subjects, settings.call_ledger_ttl_seconds)
+        ledger = CallLedger(await ensure_bucket(js, ledger_spec, plan=self._plan),
                             heartbeat_seconds=settings.ledger_heartbeat_seconds)
         # Read only (the router writes them); created here too so that either may start first.
-        custody = Custody(await ensure_bucket(js, run_records_bucket(subjects)),
+        custody = Custody(await ensure_bucket(js, run_records_bucket(subjects), plan=self._plan),
                           functools.partial(js.key_value, pipelines_bucket(subjects).name))
-        pool = self._pool or ToolPool(js, subjects)
+        pool = self._pool or ToolPool(js, subjects, plan=self._plan)
         redaction = GatewayRedaction(self._redactor, lambda: pool.tools, settings.secrets)
         redaction.learn_apps(settings.apps, settings.apps_env)
         parts.push_async_callback(pool.stop)

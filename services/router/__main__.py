@@ -33,7 +33,7 @@ async def main(own: RouterSettings, capabilities: dict[str, tuple[str, ...]], se
                stop: asyncio.Event) -> None:
     if not settings.apps_config.exists():
         log.info("no apps config; runs carry no app capabilities", file=str(settings.apps_config))
-    service = RouterService(nc, settings.subjects, own, capabilities)
+    service = RouterService(nc, settings.subjects, own, capabilities, plan=settings.stream_plan)
     await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
 
 

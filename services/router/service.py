@@ -27,6 +27,7 @@ from shared.logs import get_logger
 from shared.people import open_registry
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_of
+from shared.streams import DEFAULT_PLAN, StreamPlan
 from shared.subjects import Subjects
 
 VERSION = "0.1.0"
@@ -35,9 +36,11 @@ log = get_logger("aurora.router")
 
 class RouterService(Lifecycle[Router]):
     def __init__(self, nc: NATS, subjects: Subjects, settings: RouterSettings,
-                 capabilities: Mapping[str, tuple[str, ...]] | None = None) -> None:
+                 capabilities: Mapping[str, tuple[str, ...]] | None = None, *,
+                 plan: StreamPlan = DEFAULT_PLAN) -> None:
         super().__init__("the router service")
         self._nc = nc
+        self._plan = plan
         self._capabilities = capabilities
         self._subjects = subjects
         self._settings = settings
@@ -48,7 +51,7 @@ class RouterService(Lifecycle[Router]):
 
     async def _start(self, parts: contextlib.AsyncExitStack) -> Router:
         nc, subjects, options = self._nc, self._subjects, self._settings
-        stores = await open_stores(nc.jetstream(), subjects)
+        stores = await open_stores(nc.jetstream(), subjects, self._plan)
         catalog = Catalog(stores.bindings, stores.agents, stores.pipelines)
         parts.push_async_callback(catalog.stop)
         await catalog.start()
@@ -62,7 +65,7 @@ class RouterService(Lifecycle[Router]):
         admin = RouterAdmin(stores, router.stats, catalog.summary, instance=options.router.instance)
         replayer = Replayer(nc, subjects, stores, options, admin.saved_routing, capabilities=self._capabilities)
         # A person's request is checked again against the users registry (shared/people.py).
-        authorize = (await open_registry(nc.jetstream(), subjects)).refusal
+        authorize = (await open_registry(nc.jetstream(), subjects, self._plan)).refusal
         resources = [ResourceAdmin(kind_of("Binding"), stores.bindings),
                      ResourceAdmin(kind_of("Pipeline"), stores.pipelines)]
         if options.serve_agents:

@@ -9,6 +9,8 @@ from nats.js.kv import KeyValue
 from nats.js.object_store import ObjectStore
 
 from shared.streams import (
+    DEFAULT_PLAN,
+    StreamPlan,
     agents_bucket,
     bindings_bucket,
     ensure_bucket,
@@ -37,19 +39,19 @@ class RouterStores:
     run_records_bucket: str
 
 
-async def open_stores(js: JetStreamContext, subjects: Subjects) -> RouterStores:
-    await ensure_streams(js, [*fabric_streams(subjects), runs_stream(subjects)])
+async def open_stores(js: JetStreamContext, subjects: Subjects, plan: StreamPlan = DEFAULT_PLAN) -> RouterStores:
+    await ensure_streams(js, [*fabric_streams(subjects), runs_stream(subjects)], plan=plan)
     routes = routes_bucket(subjects)
     events = run_events_store(subjects)
     records = run_records_bucket(subjects)
     return RouterStores(
-        bindings=await ensure_bucket(js, bindings_bucket(subjects)),
-        agents=await ensure_bucket(js, agents_bucket(subjects)),
-        pipelines=await ensure_bucket(js, pipelines_bucket(subjects)),
-        routes=await ensure_bucket(js, routes),
+        bindings=await ensure_bucket(js, bindings_bucket(subjects), plan=plan),
+        agents=await ensure_bucket(js, agents_bucket(subjects), plan=plan),
+        pipelines=await ensure_bucket(js, pipelines_bucket(subjects), plan=plan),
+        routes=await ensure_bucket(js, routes, plan=plan),
         routes_bucket=routes.name,
-        run_events=await ensure_object_store(js, events),
+        run_events=await ensure_object_store(js, events, plan=plan),
         run_events_bucket=events.name,
-        run_records=await ensure_bucket(js, records),
+        run_records=await ensure_bucket(js, records, plan=plan),
         run_records_bucket=records.name,
     )

@@ -18,7 +18,7 @@ NAME = "runner"
 
 
 async def main(config: RunnerConfig, redactor: Redactor, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    service = RunnerService(nc, settings.subjects, config, redactor)
+    service = RunnerService(nc, settings.subjects, config, redactor, plan=settings.stream_plan)
     await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
 
 

@@ -8,16 +8,18 @@ from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import RunPayload
 from shared.contracts.task import Task
 from shared.run_events import run_event
+from shared.streams import DEFAULT_PLAN, StreamPlan
 
 
 class EventSource:
     """A run's event: inline, or from the Object Store."""
 
-    def __init__(self, js: JetStreamContext) -> None:
+    def __init__(self, js: JetStreamContext, plan: StreamPlan = DEFAULT_PLAN) -> None:
         self._js = js
+        self._plan = plan  # a large event is read through a consumer this places and names
 
     async def read(self, run: RunPayload[EventEnvelope]) -> EventEnvelope:
-        return await run_event(self._js, run)
+        return await run_event(self._js, run, plan=self._plan)
 
     async def read_for(self, task: Task) -> EventEnvelope:
         if task.event is not None:

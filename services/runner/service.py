@@ -44,7 +44,7 @@ from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 from shared.people import open_registry
 from shared.redaction import Redactor
-from shared.streams import tasks_bucket
+from shared.streams import DEFAULT_PLAN, StreamPlan, tasks_bucket
 from shared.subjects import Subjects
 
 VERSION = "0.1.0"
@@ -59,9 +59,11 @@ class _Running:
 
 
 class RunnerService(Lifecycle[_Running]):
-    def __init__(self, nc: NATS, subjects: Subjects, config: RunnerConfig, redactor: Redactor | None = None) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, config: RunnerConfig, redactor: Redactor | None = None, *,
+                 plan: StreamPlan = DEFAULT_PLAN) -> None:
         """`redactor`: the one the runner's log lines pass through (its composition root's)."""
         super().__init__("the runner service")
+        self._plan = plan
         self._redactor = redactor or Redactor()
         self._nc = nc
         self._subjects = subjects
@@ -79,7 +81,7 @@ class RunnerService(Lifecycle[_Running]):
     async def _start(self, parts: contextlib.AsyncExitStack) -> _Running:
         nc, subjects, config = self._nc, self._subjects, self._config
         js = nc.jetstream()
-        stores = await open_stores(js, subjects)
+        stores = await open_stores(js, subjects, self._plan)
         await ensure_runs_consumer(js, stores, config, subjects)
         catalog = Catalog(stores)
         parts.push_async_callback(catalog.stop)
@@ -103,7 +105,7 @@ class RunnerService(Lifecycle[_Running]):
         sampling = SamplingServer(nc, subjects, catalog, model, config.models, env=config.models.api_keys.get)
         parts.push_async_callback(sampling.stop)
         await sampling.start()
-        executor = TaskExecutor(store, catalog, drivers, steps, EventSource(js), config)
+        executor = TaskExecutor(store, catalog, drivers, steps, EventSource(js, self._plan), config)
         worker = Worker(js, subjects, executor, config, stores.runs_stream)
         parts.push_async_callback(worker.stop)
         await worker.start()
@@ -113,7 +115,7 @@ class RunnerService(Lifecycle[_Running]):
         admin = await start_admin_service(
             nc, subjects, name="aurora-runner", version=VERSION, areas={"tasks": task_endpoints(store)},
             description="runner tasks: list, get, cancel",
-            authorize=(await open_registry(js, subjects)).refusal,  # a person's roles, checked again
+            authorize=(await open_registry(js, subjects, self._plan)).refusal,  # a person's roles, checked again
         )
         parts.push_async_callback(admin.stop)
         await write_through.flush(self._nc)  # "ready" means the admin endpoints' subscriptions reached the server

@@ -12,6 +12,8 @@ from services.runner.config import RunnerConfig
 from shared.consumer import work_consumer
 from shared.consumers import ensure_durable
 from shared.streams import (
+    DEFAULT_PLAN,
+    StreamPlan,
     agents_bucket,
     ensure_bucket,
     ensure_streams,
@@ -36,15 +38,15 @@ class RunnerStores:
     events_stream: str
 
 
-async def open_stores(js: JetStreamContext, subjects: Subjects) -> RunnerStores:
+async def open_stores(js: JetStreamContext, subjects: Subjects, plan: StreamPlan = DEFAULT_PLAN) -> RunnerStores:
     runs = runs_stream(subjects)
-    await ensure_streams(js, [*fabric_streams(subjects), runs])
+    await ensure_streams(js, [*fabric_streams(subjects), runs], plan=plan)
     return RunnerStores(
-        tasks=await ensure_bucket(js, tasks_bucket(subjects)),
-        agents=await ensure_bucket(js, agents_bucket(subjects)),
-        pipelines=await ensure_bucket(js, pipelines_bucket(subjects)),
-        tools=await ensure_bucket(js, tools_bucket(subjects)),
-        skills=await ensure_bucket(js, skills_bucket(subjects)),
+        tasks=await ensure_bucket(js, tasks_bucket(subjects), plan=plan),
+        agents=await ensure_bucket(js, agents_bucket(subjects), plan=plan),
+        pipelines=await ensure_bucket(js, pipelines_bucket(subjects), plan=plan),
+        tools=await ensure_bucket(js, tools_bucket(subjects), plan=plan),
+        skills=await ensure_bucket(js, skills_bucket(subjects), plan=plan),
         runs_stream=runs.name,
         events_stream=subjects.stream("EVENTS"),
     )

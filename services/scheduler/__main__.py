@@ -17,7 +17,8 @@ NAME = "scheduler"
 
 
 async def main(own: SchedulerSettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    await run_until_stopped(ReadyWhenStarted(SchedulerService(nc, settings.subjects, own), settings.ready_file), stop)
+    service = SchedulerService(nc, settings.subjects, own, plan=settings.stream_plan)
+    await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
 
 
 def run() -> None:

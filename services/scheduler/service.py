@@ -31,7 +31,15 @@ from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_of
-from shared.streams import ensure_bucket, ensure_streams, fabric_streams, schedule_timers_stream, schedules_bucket
+from shared.streams import (
+    DEFAULT_PLAN,
+    StreamPlan,
+    ensure_bucket,
+    ensure_streams,
+    fabric_streams,
+    schedule_timers_stream,
+    schedules_bucket,
+)
 from shared.subjects import Subjects
 
 VERSION = "0.1.0"
@@ -72,9 +80,11 @@ class _Running:
 
 
 class SchedulerService(Lifecycle[_Running]):
-    def __init__(self, nc: NATS, subjects: Subjects, settings: SchedulerSettings) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, settings: SchedulerSettings, *,
+                 plan: StreamPlan = DEFAULT_PLAN) -> None:
         super().__init__("the scheduler service")
         self._nc = nc
+        self._plan = plan
         self._subjects = subjects
         self._settings = settings
 
@@ -83,8 +93,8 @@ class SchedulerService(Lifecycle[_Running]):
         check_server(nc)
         js = nc.jetstream()
         stream = schedule_timers_stream(subjects)
-        await ensure_streams(js, [*fabric_streams(subjects), stream])
-        kv = await ensure_bucket(js, schedules_bucket(subjects))
+        await ensure_streams(js, [*fabric_streams(subjects), stream], plan=self._plan)
+        kv = await ensure_bucket(js, schedules_bucket(subjects), plan=self._plan)
         timers = Timers(js, subjects, stream.name, tick_ttl_seconds=settings.tick_ttl_seconds)
         # The reconciler reads the mirror, the mirror tells the reconciler of changes: the
         # mirror is started first, so the reconciler's first pass sees every schedule.

@@ -31,7 +31,15 @@ from shared.errors import AuroraError
 from shared.kvmirror import KvMirror
 from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
-from shared.streams import agents_bucket, ensure_bucket, skills_bucket, systems_bucket, tools_bucket
+from shared.streams import (
+    DEFAULT_PLAN,
+    StreamPlan,
+    agents_bucket,
+    ensure_bucket,
+    skills_bucket,
+    systems_bucket,
+    tools_bucket,
+)
 from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_gateway.pool")
@@ -70,15 +78,16 @@ class ToolPool(Lifecycle[_Mirrors]):
     """`on_change` is told when a tool, system or agent changes (in any gateway)."""
 
     def __init__(self, js: JetStreamContext, subjects: Subjects,
-                 on_change: Callable[[], None] | None = None) -> None:
+                 on_change: Callable[[], None] | None = None, plan: StreamPlan = DEFAULT_PLAN) -> None:
         super().__init__("the tool pool")
         self._js = js
+        self._plan = plan
         self._subjects = subjects
         self._on_change = on_change
 
     async def _start(self, parts: contextlib.AsyncExitStack) -> _Mirrors:
         subjects, on_change = self._subjects, self._on_change
-        kv = {key: await ensure_bucket(self._js, spec) for key, spec in (
+        kv = {key: await ensure_bucket(self._js, spec, plan=self._plan) for key, spec in (
             ("tools", tools_bucket(subjects)), ("systems", systems_bucket(subjects)),
             ("agents", agents_bucket(subjects)), ("skills", skills_bucket(subjects)))}
         mirrors = _Mirrors(

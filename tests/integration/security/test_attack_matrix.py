@@ -32,6 +32,7 @@ from services.scheduler.timers import Timers
 from shared.consumers import ensure_durable
 from shared.kvwatch import BucketWatch
 from shared.streams import (
+    StreamPlan,
     agents_bucket,
     approvals_bucket,
     apps_bucket,
@@ -233,7 +234,7 @@ def _bucket_of(user: str) -> str:
 
 async def _kv_watch(session: Session) -> None:
     """The services' own watcher (shared/kvwatch.py, as KvMirror and read_all use it)."""
-    watch = BucketWatch(session.nc.jetstream(), _bucket_of(session.user), owner=session.user)
+    watch = BucketWatch(session.nc.jetstream(), _bucket_of(session.user), plan=StreamPlan.of(1, session.user))
     try:
         await watch.initial()
     finally:

@@ -33,6 +33,7 @@ from shared.kvmirror import KvMirror, read_all
 from shared.run_events import run_event
 from shared.signal_publisher import new_signal_id, publish_signal
 from shared.streams import (
+    StreamPlan,
     agents_bucket,
     approvals_bucket,
     audit_stream,
@@ -51,6 +52,7 @@ from tests.harness.waiting import poll
 from tests.integration.security.conftest import Connect, Session, request_until_answered
 
 SUBJECTS = Subjects("amp")
+RUNNER = StreamPlan.of(1, "runner")  # what the runner service creates is named after its user
 REFUSED = (NatsTimeoutError, TimeoutError, NoRespondersError)  # a refused request gets no answer
 
 
@@ -154,7 +156,7 @@ async def test_the_runner_publishes_its_task_events_and_no_other_signal(runner: 
 
 async def test_the_runner_works_with_its_runs_queue_and_its_tasks(connect: Connect, runner: Session) -> None:
     js = runner.nc.jetstream(timeout=2)
-    stores = await open_stores(js, SUBJECTS)  # the runner's own start-up: ensure, open, watch
+    stores = await open_stores(js, SUBJECTS, RUNNER)  # the runner's own start-up: ensure, open, watch
     await ensure_runs_consumer(js, stores, RunnerConfig(), SUBJECTS)
     router = await connect("router")
     run_subject = SUBJECTS.run("agent", "welcome")
@@ -217,7 +219,7 @@ async def test_the_runner_reads_history_the_audit_and_large_events(connect: Conn
     ref = ObjectRef(bucket=run_events_store(SUBJECTS).name, name="e-2", size=len(raw))
     run: RunPayload[EventEnvelope] = RunPayload(run_id="r-2", target=RunTarget(type="agent", id="a"),
                                                  binding_id="b", event_ref=ref)
-    assert (await run_event(js, run)).header.message_id == "e-2"
+    assert (await run_event(js, run, plan=RUNNER)).header.message_id == "e-2"
     await runner.clean()
 
 
