@@ -5,7 +5,10 @@ given (`AURORA_CHAT_WEBHOOK_SECRET`): `X-Aurora-Timestamp: <unix seconds>` and
 `X-Aurora-Signature: sha256=<hex HMAC-SHA256(secret, "<timestamp>." + raw body)>`. The timestamp
 is inside the signed text, so an old body cannot be sent with a new time; a body older or newer
 than `TOLERANCE_SECONDS` is refused, and a signature already used within that window too, so a
-captured request cannot be replayed. A signed body names its user (`user_id`), as an IM's does.
+captured request cannot be replayed. A signature is held while its request is handled and given
+back when the request is not accepted (the platform not connected yet, a body that is not an
+event), so a caller may send the same signed request again; it counts as used once accepted.
+A signed body names its user (`user_id`), as an IM's does.
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ class Verifier:
     clock: Callable[[], float] = time.time
     _used: dict[str, float] = field(default_factory=dict)  # signature → when it stops being accepted
 
-    def verify(self, signature: str | None, timestamp: str | None, body: bytes) -> None:
+    def verify(self, signature: str | None, timestamp: str | None, body: bytes) -> str:
+        """Check a signed request and hold its signature (returned, for `release`) against a replay."""
         if self.secret is None:
             raise SignatureRefused(f"this chat app has no webhook secret ({SECRET_ENV} is not set): only its own "
                                    "page may post events")
@@ -69,6 +73,11 @@ class Verifier:
         if expected in self._used:
             raise SignatureRefused("this signed request was already accepted once: a replay is refused")
         self._used[expected] = sent_at + TOLERANCE_SECONDS
+        return expected
+
+    def release(self, held: str) -> None:
+        """Give back a held signature whose request was not accepted, so it may be sent again."""
+        self._used.pop(held, None)
 
     def _forget_expired(self, now: float) -> None:
         for used, until in list(self._used.items()):

@@ -146,9 +146,11 @@ def web_app(chat: ChatApp, verifier: Verifier, sessions: PageSessions) -> Starle
             return read
         raw, body = read
         signed = request.headers.get(SIGNATURE_HEADER) is not None
+        held: str | None = None
         if signed:
             try:
-                verifier.verify(request.headers.get(SIGNATURE_HEADER), request.headers.get(TIMESTAMP_HEADER), raw)
+                held = verifier.verify(request.headers.get(SIGNATURE_HEADER),
+                                       request.headers.get(TIMESTAMP_HEADER), raw)
             except SignatureRefused as exc:
                 return _refused(401, "bad_signature", str(exc))
         else:
@@ -164,11 +166,15 @@ def web_app(chat: ChatApp, verifier: Verifier, sessions: PageSessions) -> Starle
         try:
             emission = parse_body(body)
         except BadEvent as exc:
+            if held is not None:
+                verifier.release(held)
             return _error(422, "invalid_event", str(exc),
                           problems=[{"field": field, "problem": problem} for field, problem in exc.problems])
         try:
             params = await chat.emit(emission)
         except NotConnected as exc:
+            if held is not None:
+                verifier.release(held)
             return JSONResponse({"error": {"code": "not_connected", "message": str(exc)}}, status_code=503,
                                 headers={"Retry-After": "1"})
         if signed and emission.actor[1] == "user":

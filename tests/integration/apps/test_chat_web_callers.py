@@ -89,6 +89,15 @@ async def test_an_unproven_post_is_refused_whoever_it_names(tmp_path: Path) -> N
         assert [r["code"] for r in logged] == ["not_authenticated"] + ["bad_signature"] * 4, logged
 
 
+async def test_a_signed_request_not_accepted_may_be_sent_again(tmp_path: Path) -> None:
+    async with chat_web(tmp_path) as web:
+        raw, headers = signed({"type": "message.received", "session_id": "g"})  # no text: not an event
+        for _ in range(2):  # the same bytes and headers: answered for what they are, not as a replay
+            not_an_event = await web.http.post("/events", content=raw, headers=headers)
+            assert not_an_event.status_code == 422, not_an_event.text
+        await emitted_next(web, "after the bad body")
+
+
 async def test_without_a_secret_only_the_page_may_post(tmp_path: Path) -> None:
     async with chat_web(tmp_path, env_extra={"AURORA_CHAT_WEBHOOK_SECRET": ""}) as web:
         raw, headers = signed(SAY, WEBHOOK_SECRET)

@@ -24,6 +24,16 @@ def test_what_the_documentation_tells_callers_to_send_is_accepted_once() -> None
         checking.verify(headers["x-aurora-signature"], headers["x-aurora-timestamp"], raw)
 
 
+def test_a_signature_given_back_may_be_sent_again_until_accepted() -> None:
+    raw, headers = signed({"type": "message.received"}, at=NOW)
+    checking = verifier()
+    held = checking.verify(headers["x-aurora-signature"], headers["x-aurora-timestamp"], raw)
+    checking.release(held)  # its request was not accepted (e.g. the platform was not connected yet)
+    checking.verify(headers["x-aurora-signature"], headers["x-aurora-timestamp"], raw)
+    with pytest.raises(SignatureRefused, match="replay"):
+        checking.verify(headers["x-aurora-signature"], headers["x-aurora-timestamp"], raw)
+
+
 @pytest.mark.parametrize(("change", "reason"), [
     (lambda sig, ts, raw: (sig, ts, raw + b" "), "does not match"),
     (lambda sig, ts, raw: (sig, str(int(ts) + 1), raw), "does not match"),  # the time is signed too
