@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Literal
@@ -208,7 +208,8 @@ class TaskExecutor:
                                error=TaskError(code="outcome_unknown", message=exc.check))
             return "ack"
         except CancelRequested as exc:
-            await self._finish(handle, "cancelled", reason=str(exc), agent=ctx.agent)
+            informed = await self._notify(ctx, notices.cancelled_notice(locale=ctx.locale))
+            await self._finish(handle, "cancelled", reason=str(exc), agent=ctx.agent, delivered=informed)
             return "ack"
         except HandBack:
             await self._finish(handle, "queued", reason="handed back: the runner is stopping")
@@ -276,17 +277,20 @@ class TaskExecutor:
         ctx.agent, ctx.locale = agent.id, agent.locale
         return Outcome(answer=await self._drivers[agent.agent_kind].run(ctx, agent))
 
-    async def _deliver(self, ctx: RunContext, outcome: Outcome) -> tuple[bool, str | None]:
-        """(delivered, problem). No reply target, no delivery — never a guess."""
+    async def _deliver(self, ctx: RunContext, outcome: Outcome, *, notice: bool = False) -> tuple[bool, str | None]:
+        """(delivered, problem). No reply target, no delivery — never a guess. A `notice` of how
+        the task ended goes out even when the agent replied itself, and even once the run is
+        stopping, cancelled or out of time: it is that ending the user must hear of."""
         answer = outcome.answer
         if not outcome.deliver or answer is None or not answer.strip():
             return False, None
         target = ctx.delivery.reply_target
         if target is None or not (target.session_id or target.conversation):
             return False, None  # a friend request's target, say: nowhere to reply in
-        if any(s.kind == "tool" and s.name == EVENT_REPLY and s.classification == "ok" for s in ctx.handle.steps()):
-            return True, None  # the agent replied itself with event_reply: no second reply
-        ctx.checkpoint()
+        if not notice:
+            if any(s.kind == "tool" and s.name == EVENT_REPLY and s.classification == "ok" for s in ctx.handle.steps()):
+                return True, None  # the agent replied itself with event_reply: no second reply
+            ctx.checkpoint()
         step = await self._steps.run(ctx, step_id="deliver", tool=EVENT_REPLY, arguments={"text": answer},
                                      kind="delivery", side_effect="write")
         settle(step)
@@ -300,9 +304,11 @@ class TaskExecutor:
     async def _stopped(self, handle: TaskHandle, ctx: RunContext, reason: str, error: TaskError) -> None:
         """The run stopped on `reason`: `failed`, or `partial` when it had changed something —
         then the user hears what is done and what is not (a partial change must not pass for
-        all or nothing)."""
+        all or nothing); a failure that changed nothing is said as such."""
         wrote = _wrote(handle)
-        informed = wrote and await self._notify(ctx, notices.partial_notice(handle.steps(), locale=ctx.locale))
+        notice = notices.partial_notice(handle.steps(), locale=ctx.locale) if wrote \
+            else notices.failed_notice(locale=ctx.locale)
+        informed = await self._notify(ctx, notice)
         await self._finish(handle, "partial" if wrote else "failed", reason=reason, agent=ctx.agent,
                            delivered=informed, error=error)
 
@@ -310,7 +316,7 @@ class TaskExecutor:
         """Deliver a notice of how the task ended, if it can be (True: delivered). Best effort: a
         notice that cannot go out now changes nothing of the state the task is settling in."""
         try:
-            delivered, problem = await self._deliver(ctx, Outcome(answer=notice))
+            delivered, problem = await self._deliver(ctx, Outcome(answer=notice), notice=True)
         except LostOwnership:
             raise
         except RunnerError as exc:  # stopping, cancelled, the app unavailable …: settle without it
@@ -319,6 +325,48 @@ class TaskExecutor:
         if problem:
             log.warning("notice not delivered", task=ctx.task_id, error=problem)
         return delivered
+
+    async def settle_waiting(self, task_id: str, still_waits: Callable[[Task], bool], *, by: str, reason: str,
+                             error: TaskError, notice: Callable[[str | None], str]) -> bool:
+        """Cancel a task parked `awaiting_approval` without resuming it (its approval was denied
+        or expired), telling the user first (True: this call cancelled it). The notice is the
+        task's `deliver` step, recorded `started` before it is sent, and the task moves only
+        after: a runner dying in between leaves the task waiting, the decision's event comes
+        again, and the notice is asked for again under the same call id — the gateway's call
+        ledger answers with the reply it sent instead of sending a second one. Whoever moved the
+        task first (an operator's cancel, another delivery of the event) makes this a no-op."""
+        found = await self._store.get(task_id)
+        if found is None or found[0].state != "awaiting_approval" or not still_waits(found[0]):
+            return False
+        handle = self._store.handle(*found)
+        informed = False
+        try:
+            event = await self._events.read_for(handle.task)
+        except RunEventError as exc:  # no event, no conversation to tell: cancel all the same
+            log.warning("notice not delivered: the event cannot be read", task=task_id, error=str(exc))
+        else:
+            task = handle.task
+            agent = await self._catalog.agent(task.agent) if task.agent else None
+            ctx = RunContext(handle=handle, event=event, delivery=task.delivery, synthetic=task.synthetic,
+                             runner=self._config.instance, stopping=asyncio.Event(),
+                             deadline=time.monotonic() + self._config.run_timeout,
+                             agent=task.agent, locale=agent.locale if agent is not None else None)
+            try:
+                informed = await self._notify(ctx, notice(ctx.locale))
+            except LostOwnership:
+                return False
+
+        def cancel(current: Task) -> Task:
+            if current.state != "awaiting_approval" or not still_waits(current):
+                raise LostOwnership(f"task {task_id} moved on while its approval was refused")
+            return statemachine.transition(current, "cancelled", by=by, now=self._store.clock(), reason=reason,
+                                           error=error, delivered=informed)
+
+        try:
+            await handle.update(cancel)
+        except LostOwnership:
+            return False
+        return True
 
     async def _finish(self, handle: TaskHandle, state: TaskState, *, reason: str | None, **changes: object) -> None:
         now = self._store.clock()

@@ -1,5 +1,6 @@
-"""What the event's user is told when a task ends `unverified` or `partial` without an answer of
-its own (pure; unit-tested alone).
+"""What the event's user is told when a task ends without an answer of its own (pure;
+unit-tested alone): `unverified`, `partial`, refused (an approval denied or expired),
+`cancelled`, or `failed` having changed nothing.
 
 A run that stops on a write nobody can confirm, or on a failure after it already changed
 something, has no answer to deliver — yet the person who asked must not be left believing all
@@ -13,7 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from shared.contracts.task import TaskStep
-from shared.i18n import say
+from shared.i18n import N_, say
+
+# How a refused approval is said: the person asked, and nothing was done (the approval's id,
+# who refused and when stay in the task's transition).
+_REFUSED = {
+    "denied": N_("Not done: the approval this request needed was refused, so nothing was changed."),
+    "expired": N_("Not done: nobody approved this request in time, so nothing was changed."),
+}
 
 
 def done_writes(steps: Iterable[TaskStep]) -> list[str]:
@@ -61,6 +69,21 @@ def partial_notice(steps: list[TaskStep], *, locale: str | None = None) -> str:
     return say(locale, "Partly done. Done: {done}. Not done: {failed}, and the steps after it. Please check "
                "that system, then ask again or finish the rest by hand.", done=_done(steps, locale),
                failed=failed.name if failed is not None else say(locale, "the rest of the request"))
+
+
+def refused_notice(verb: str, *, locale: str | None = None) -> str:
+    """The notice of a task cancelled because its approval was `denied` or `expired`."""
+    return say(locale, _REFUSED[verb])
+
+
+def cancelled_notice(*, locale: str | None = None) -> str:
+    """The notice of a task an operator cancelled: who did and why stay in the task."""
+    return say(locale, "This request was cancelled before it was finished.")
+
+
+def failed_notice(*, locale: str | None = None) -> str:
+    """The notice of a task that failed before changing anything: the error stays in the task."""
+    return say(locale, "Sorry, this request could not be done; nothing was changed.")
 
 
 def unfinished_writes(steps: list[TaskStep]) -> list[TaskStep]:

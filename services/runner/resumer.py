@@ -6,7 +6,8 @@ stream, filtered to the gateway's `approval.*` events and every app's `interacti
 - `approval.granted` → the task waiting for that approval is marked decided (a `queued`
   transition by the person who granted it, saying when) and resumed from its step log, the
   waiting write called again with the approval id;
-- `approval.denied` / `approval.expired` → the task is `cancelled`, saying by whom and when;
+- `approval.denied` / `approval.expired` → the user who asked is told, in the conversation's
+  language, that nothing was done, and the task is `cancelled`, saying by whom and when;
 - `interaction.submitted` → the answer becomes the waiting interaction step's result (who
   answered, when), and the task is resumed.
 
@@ -33,6 +34,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from services.runner import interactions, statemachine
 from services.runner.config import RunnerConfig
 from services.runner.executor import RetryLater, TaskExecutor
+from services.runner.notices import refused_notice
 from services.runner.tasks import TaskStore
 from shared.consumer import ACK, TERM, AtLeastOnceConsumer, Retry
 from shared.consumer import Outcome as Settlement
@@ -169,9 +171,9 @@ class Resumer(Lifecycle[None]):
             reason = f"approval {approval_id} expired (requested {approval.get('requested_at')}, " \
                      f"expired {approval.get('expires_at')}) before anyone decided"
         error = TaskError(code=f"approval_{verb}", message=reason)
-        moved = await self._move(task_id, approval_id, lambda t: statemachine.transition(
-            t, "cancelled", by=by, now=self._store.clock(), reason=reason, error=error))
-        if moved is not None:
+        # The user is told before the task moves, so the event is acked only once both are done.
+        if await self._executor.settle_waiting(task_id, lambda t: t.approval_id == approval_id, by=by, reason=reason,
+                                               error=error, notice=lambda locale: refused_notice(verb, locale=locale)):
             log.info("approval refused: task cancelled", task=task_id, approval=approval_id, verb=verb)
         return "ack"
 

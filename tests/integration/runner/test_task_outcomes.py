@@ -103,7 +103,8 @@ async def test_the_same_failure_without_continue_stops_the_run_and_the_task_fail
     assert task["state"] == "failed", json.dumps(task, indent=1)[:3000]
     assert task["error"]["code"] == "step_tool_error" and "step broken" in task["error"]["message"]
     assert "after" not in _steps(task)  # the run stopped at the failing step
-    assert task["delivered"] is False and _replies(stack, case) == []
+    # nothing was changed, and the user hears that in one sentence; the error stays in the task
+    assert task["delivered"] is True and _replies(stack, case) == ["抱歉，此请求未能完成，没有做任何更改。"]
 
 
 async def test_a_failure_after_a_write_ends_partial_and_tells_the_user_what_is_done_and_what_not(
@@ -144,7 +145,7 @@ async def test_a_read_that_outlives_its_step_timeout_ends_the_task_as_a_timeout(
     assert wait["classification"] == "timeout" and wait["error"]["code"] == "timeout"
     assert wait["side_effect"] == "read" and wait["timeout_seconds"] == 0.5
     assert _seconds(wait) < 3.0, wait  # the step's own limit, not the tool's 4 s nor the 5 s default
-    assert "after" not in _steps(task) and task["delivered"] is False
+    assert "after" not in _steps(task) and task["delivered"] is True  # told it could not be done
     # a read changes nothing, so its answer may have been lost: it was read again before giving up
     assert task["transitions"][-1]["reason"].endswith("(tried 3 times)"), task["transitions"][-1]
 

@@ -1,4 +1,5 @@
-"""What the user is told of a task that ended unverified or partial, and when an llm run is partial."""
+"""What the user is told of a task that ended without an answer of its own (unverified, partial,
+refused, cancelled, failed having changed nothing), and when an llm run is partial."""
 
 from __future__ import annotations
 
@@ -6,7 +7,16 @@ from typing import Any
 
 import msgspec
 
-from services.runner.notices import done_writes, in_doubt, partial_notice, unfinished_writes, unverified_notice
+from services.runner.notices import (
+    cancelled_notice,
+    done_writes,
+    failed_notice,
+    in_doubt,
+    partial_notice,
+    refused_notice,
+    unfinished_writes,
+    unverified_notice,
+)
 from shared.contracts.task import StepError, TaskStep
 from tests.unit.runner.factories import a_step as _a_step
 
@@ -55,3 +65,14 @@ def test_a_failed_write_after_a_successful_one_is_unfinished_unless_a_later_call
     # waiting for an approval is not a failure
     waiting = a_step("enable", name="demo.enable_rule", side_effect="write", classification="needs_approval")
     assert unfinished_writes([SAVED, waiting]) == []
+
+
+def test_a_refused_a_cancelled_and_a_failed_task_are_each_one_sentence_in_the_agents_language() -> None:
+    assert refused_notice("denied") == "未执行：此请求所需的审批被拒绝，因此没有做任何更改。"
+    assert refused_notice("expired") == "未执行：审批超时，没有人及时批准，因此没有做任何更改。"
+    assert refused_notice("expired", locale="en") == (
+        "Not done: nobody approved this request in time, so nothing was changed.")
+    assert cancelled_notice() == "此请求在完成前已被取消。"
+    assert cancelled_notice(locale="en") == "This request was cancelled before it was finished."
+    assert failed_notice() == "抱歉，此请求未能完成，没有做任何更改。"
+    assert failed_notice(locale="en") == "Sorry, this request could not be done; nothing was changed."
