@@ -1,7 +1,8 @@
 """Approvals across time, with real processes: a write waits for approval, every runner process
 is restarted while it waits, `aurora approvals grant` (the CLI) resumes it and the write runs
 exactly once; a second grant and a grant used for other arguments are refused; a denied and an
-expired approval cancel their tasks, saying by whom (or that nobody decided) and when.
+expired approval cancel their tasks, saying by whom (or that nobody decided) and when, and the
+user is told that nothing was done, in the agent's language.
 
 Its own stack (it restarts the runners, and its gateway lets approvals expire after a few
 seconds): nats-server, bridge, supervisor, gateway, router and two runners."""
@@ -92,10 +93,10 @@ async def onc(own_stack: OwnStack) -> AsyncIterator[NATS]:
         yield client
 
 
-async def waiting_write(nc: NATS, subjects: Subjects, case: str) -> tuple[str, dict[str, Any]]:
+async def waiting_write(nc: NATS, subjects: Subjects, case: str, locale: str = "zh-CN") -> tuple[str, dict[str, Any]]:
     """A playbook that reads, then increments the echo counter `case` (a write): its task waits."""
     await apply(nc, subjects, "agents", {
-        "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["message.received"],
+        "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["message.received"], "locale": locale,
         "tools": [f"{ECHO}.echo", f"{ECHO}.counter_increment"],
         "playbook": {"steps": [
             {"id": "look", "tool": f"{ECHO}.echo", "arguments": {"key": case}},
@@ -180,7 +181,7 @@ async def test_a_denied_and_an_expired_approval_cancel_their_tasks(
         own_stack: OwnStack, onc: NATS, subjects: Subjects) -> None:
     denied_case, expired_case = f"dn-{uuid.uuid4().hex[:6]}", f"ex-{uuid.uuid4().hex[:6]}"
     (denied_id, denied_wait), (expired_id, _) = await asyncio.gather(
-        waiting_write(onc, subjects, denied_case), waiting_write(onc, subjects, expired_case))
+        waiting_write(onc, subjects, denied_case), waiting_write(onc, subjects, expired_case, "en"))
 
     refused = await asyncio.to_thread(cli, own_stack.url, "approvals", "deny", denied_wait["approval_id"],
                                       "--note", "not on a Friday")
@@ -190,11 +191,21 @@ async def test_a_denied_and_an_expired_approval_cancel_their_tasks(
     assert denied["error"]["code"] == "approval_denied"
     reason = denied["transitions"][-1]["reason"]
     assert "denied by" in reason and "not on a Friday" in reason and " at " in reason
+    assert told(denied) == "未执行：此请求所需的审批被拒绝，因此没有做任何更改。"
 
     expired = await settled(onc, subjects, expired_id, timeout=TTL + 20, states=FINAL)
     assert expired["state"] == "cancelled", json.dumps(expired)[:2000]
     assert expired["error"]["code"] == "approval_expired" and "expired" in expired["transitions"][-1]["reason"]
+    assert told(expired) == "Not done: nobody approved this request in time, so nothing was changed."
     late = await asyncio.to_thread(cli, own_stack.url, "approvals", "grant", expired["approval_id"])
     assert late.returncode != 0
     for case in (denied_case, expired_case):
         assert await _counter(onc, subjects, case) == 0
+
+
+def told(task: dict[str, Any]) -> str:
+    """What the conversation was told of how the task ended: its reply, sent and acknowledged by
+    the chat app before the task moved."""
+    notice = next(s for s in task["steps"] if s["id"] == "deliver")
+    assert notice["classification"] == "ok" and task["delivered"] is True, json.dumps(task)[:3000]
+    return str(notice["arguments"]["text"])
