@@ -1,7 +1,7 @@
 """The gateway's app sessions: one per enabled app, opened at start, closed at stop.
 
 What a session's changes mean for the rest (catalog, health, signals, restarts) is the
-listener's (`sessions_listener.py`); this module only composes the sessions with it.
+listener's (`sessions/listener.py`); this module only composes the sessions with it.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.catalog import check_no_conflicts
 from services.mcp_gateway.server_requests import ServerRequests
-from services.mcp_gateway.session import AppSession, TransportFactory
-from services.mcp_gateway.sessions_listener import SessionsListener, on_process_event
+from services.mcp_gateway.sessions.listener import SessionsListener, on_process_event
+from services.mcp_gateway.sessions.session import AppSession, TransportFactory
 from services.mcp_gateway.transports.http import http_transport
 from services.mcp_gateway.transports.nats_stdio import nats_stdio_transport, relaying_streak
 from shared.appconfig import AppConfig, AppsConfig

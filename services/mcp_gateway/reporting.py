@@ -10,7 +10,7 @@ from services.mcp_gateway.calls.record import CallRecord
 from services.mcp_gateway.outbox import Outbox
 from services.mcp_gateway.pool.audit import AuditItem
 from services.mcp_gateway.redaction import GatewayRedaction
-from services.mcp_gateway.session import AppSession
+from services.mcp_gateway.sessions.session import AppSession
 from shared.clock import now_iso
 from shared.contracts.approval import Approval
 from shared.contracts.audit import AuditRecord

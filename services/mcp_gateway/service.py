@@ -42,7 +42,7 @@ from services.mcp_gateway.reporting import Reporting
 from services.mcp_gateway.sampling import Sampling
 from services.mcp_gateway.server_requests import ServerRequests
 from services.mcp_gateway.serving import CallServer, InFlight, sweep_expired_approvals
-from services.mcp_gateway.sessions_listener import SessionsListener
+from services.mcp_gateway.sessions.listener import SessionsListener
 from services.mcp_gateway.status import StatusViews
 from shared import metrics, write_through
 from shared.acked_publish import AckedPublisher

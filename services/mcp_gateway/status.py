@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from services.mcp_gateway.catalog import ToolCatalog
-from services.mcp_gateway.session import AppSession
+from services.mcp_gateway.sessions.session import AppSession
 from shared.clock import now_iso
 from shared.contracts.health import SessionHealth
 from shared.contracts.system import System

@@ -33,7 +33,7 @@ from services.mcp_gateway.pool.approvals import ApprovalStore
 from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.reporting import Reporting
-from services.mcp_gateway.session import AppSession
+from services.mcp_gateway.sessions.session import AppSession
 from services.mcp_gateway.status import StatusViews
 from shared.appconfig import AppsConfig
 

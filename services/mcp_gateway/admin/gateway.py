@@ -11,7 +11,8 @@ from services.mcp_gateway.admin.fields import Endpoints, text_field
 from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.reporting import Reporting
 from services.mcp_gateway.schema_adapter import llm_tools
-from services.mcp_gateway.session import AppSession, CallTimedOut, SessionUnavailable
+from services.mcp_gateway.sessions.errors import CallTimedOut, SessionUnavailable
+from services.mcp_gateway.sessions.session import AppSession
 from services.mcp_gateway.status import StatusViews
 from shared.admin import AdminRequestError
 

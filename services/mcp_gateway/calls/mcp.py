@@ -15,7 +15,8 @@ from services.mcp_gateway import classify, targets
 from services.mcp_gateway.calls.caller import Caller
 from services.mcp_gateway.calls_in_flight import CallsInFlight
 from services.mcp_gateway.input_required import InputRequestsFailed
-from services.mcp_gateway.session import AppSession, CallInterrupted, CallTimedOut, SessionUnavailable
+from services.mcp_gateway.sessions.errors import CallInterrupted, CallTimedOut, SessionUnavailable
+from services.mcp_gateway.sessions.session import AppSession
 from shared.contracts.toolcall import IDEMPOTENCY_META_KEY, SideEffect, ToolCallContext, ToolCallRequest, ToolCallResult
 from shared.contracts.tooldef import McpExecution, ToolDefinition
 

@@ -18,7 +18,8 @@ import mcp_types as types
 import pytest
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from services.mcp_gateway.session import AppSession, SessionUnavailable
+from services.mcp_gateway.sessions.errors import SessionUnavailable
+from services.mcp_gateway.sessions.session import AppSession
 from shared.appconfig import AppConfig
 from shared.contracts.health import SessionStatus
 from tests.harness.waiting import poll

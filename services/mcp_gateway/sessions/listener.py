@@ -20,7 +20,7 @@ from services.mcp_gateway.catalog import CatalogTool, ToolCatalog, prefixed_name
 from services.mcp_gateway.observe import lifecycle_signal, notification_signal
 from services.mcp_gateway.outbox import Outbox
 from services.mcp_gateway.pool.registry import ToolPool
-from services.mcp_gateway.session import AppSession
+from services.mcp_gateway.sessions.session import AppSession
 from services.mcp_gateway.status import session_health
 from shared import tracing, write_through
 from shared.appconfig import AppConfig

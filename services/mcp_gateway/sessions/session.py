@@ -8,59 +8,32 @@ entered and left in one task); tool calls come from other tasks and race the con
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import functools
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, Protocol
 
 import mcp_types as types
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from services.mcp_gateway import input_required
-from services.mcp_gateway.classify import PlainResult, plain_result
+from services.mcp_gateway.classify import PlainResult
 from services.mcp_gateway.server_requests import SessionCallbacks
+from services.mcp_gateway.sessions import calls
+from services.mcp_gateway.sessions.errors import CallTimedOut, InitializeFailed, SessionUnavailable
+from services.mcp_gateway.sessions.waits import Attempt, Lost, race, sole_cause, wait_any
 from services.mcp_gateway.transports import generations
-from services.mcp_gateway.transports.direct import (
-    ConnectionLost,
-    DirectCalls,
-    NotDelivered,
-    SupportsDirectCalls,
-    result_of,
-)
+from services.mcp_gateway.transports.direct import SupportsDirectCalls
 from services.mcp_gateway.transports.http import ReportsHttpErrors
 from services.mcp_gateway.transports.streams import TransportStreams
 from services.mcp_gateway.transports.tap import tapped
 from shared.appconfig import AppConfig
 from shared.contracts.health import SessionStatus
-from shared.errors import AuroraError
 from shared.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.session")
 
 CLIENT_INFO = types.Implementation(name="aurora-mcp-gateway", version="0.1.0")
-T = TypeVar("T")
 TransportFactory = Callable[[], AbstractAsyncContextManager[TransportStreams]]
-
-
-class SessionUnavailable(AuroraError):
-    """The app has no live session (not connected, restarting, or it died during the call)."""
-
-
-class CallInterrupted(SessionUnavailable):
-    """The app went away after the call was sent to it: it may or may not have run."""
-
-
-class CallTimedOut(AuroraError):
-    """The app did not answer within the call's timeout."""
-
-
-class InitializeFailed(AuroraError):
-    def __init__(self, reason: str, *, refused: bool = False) -> None:
-        super().__init__(reason)
-        self.refused = refused
 
 
 class SessionListener(Protocol):
@@ -77,24 +50,6 @@ class SessionListener(Protocol):
 
     async def session_problem(self, session: AppSession) -> None:
         """The session is up, but something about the app is wrong (`session.problem` says what)."""
-
-
-@dataclass
-class _Attempt:
-    """One connection attempt; `lost` ends it (process exited or restarted, transport closed)."""
-
-    lost: asyncio.Event = field(default_factory=asyncio.Event)
-    # `lost` as a future too: a call can wait on it beside its answer without a task of its own.
-    lost_future: asyncio.Future[None] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
-    reason: str | None = None
-    session: ClientSession | None = None
-    direct: DirectCalls | None = None  # tool calls the gateway writes itself (stdio apps over NATS)
-
-    def lose(self, reason: str) -> None:
-        if not self.lost.is_set():
-            self.reason = reason
-            self.lost.set()
-            self.lost_future.set_result(None)
 
 
 class AppSession:
@@ -125,7 +80,7 @@ class AppSession:
         self.protocol_version: str | None = None  # the MCP revision the last connection agreed on
         self.first_attempt_done = asyncio.Event()
         self._wake = asyncio.Event()
-        self._attempt: _Attempt | None = None
+        self._attempt: Attempt | None = None
         self._generation = 0
         self._refresh: asyncio.Task[None] | None = None
 
@@ -155,13 +110,13 @@ class AppSession:
         delay = self._retry_initial
         while not stop.is_set():
             self._wake.clear()
-            attempt = _Attempt()
+            attempt = Attempt()
             self._attempt = attempt
             served = False
             try:
                 served = await self._connect_and_serve(attempt, stop)
             except Exception as raised:  # a transport failure must not end the session task
-                exc = _sole_cause(raised)
+                exc = sole_cause(raised)
                 if isinstance(exc, InitializeFailed):
                     await self._set_status("unavailable", str(exc))
                     if exc.refused:
@@ -176,11 +131,11 @@ class AppSession:
             if served:
                 delay = self._retry_initial
                 await self._set_status("disconnected", attempt.reason or "connection lost")
-            await _wait_any(stop.wait(), self._wake.wait(), timeout=delay)
+            await wait_any(stop.wait(), self._wake.wait(), timeout=delay)
             delay = self._retry_initial if self._wake.is_set() else min(delay * 2, self._retry_max)
         await self._set_status("closed", "gateway stopped")
 
-    async def _connect_and_serve(self, attempt: _Attempt, stop: asyncio.Event) -> bool:
+    async def _connect_and_serve(self, attempt: Attempt, stop: asyncio.Event) -> bool:
         async def on_notification(method: str, params: dict[str, Any] | None, receipt: str | None) -> None:
             if method == "notifications/tools/list_changed":
                 self._schedule_refresh()
@@ -201,10 +156,10 @@ class AppSession:
                           sampling_callback=self._callbacks.sampling if self._callbacks else None) as session,
         ):
             try:
-                tools = await _race(self._handshake(session), attempt.lost, timeout)
+                tools = await race(self._handshake(session), attempt.lost, timeout)
             except TimeoutError as exc:
                 raise InitializeFailed(f"initialize did not finish within {timeout:g}s") from exc
-            except _Lost as exc:
+            except Lost as exc:
                 raise InitializeFailed(f"initialize interrupted: {attempt.reason}") from exc
             except generations.NegotiationFailed as exc:
                 http = transport.last_http_error if isinstance(transport, ReportsHttpErrors) else None
@@ -223,14 +178,14 @@ class AppSession:
             await self._listener.tools_listed(self, tools)
             await self._set_status("connected", None)
             self.first_attempt_done.set()
-            await _wait_any(stop.wait(), attempt.lost.wait(), self._keep_alive(session, attempt),
+            await wait_any(stop.wait(), attempt.lost.wait(), self._keep_alive(session, attempt),
                             self._follow_changes(session, attempt))
             attempt.session = None
             if self._refresh is not None:
                 self._refresh.cancel()
         return True
 
-    async def _keep_alive(self, session: ClientSession, attempt: _Attempt) -> None:
+    async def _keep_alive(self, session: ClientSession, attempt: Attempt) -> None:
         """Ping the app every `ping_interval_seconds`: one that does not answer within
         `health_timeout_seconds` is hung (its process may still run), so the attempt is lost and
         the session made again — calls fail fast meanwhile instead of each waiting its timeout."""
@@ -240,8 +195,8 @@ class AppSession:
         while not attempt.lost.is_set():
             await asyncio.sleep(interval)
             try:
-                await _race(generations.probe(session), attempt.lost, timeout)
-            except _Lost:
+                await race(generations.probe(session), attempt.lost, timeout)
+            except Lost:
                 return
             except TimeoutError:
                 reason = f"the app did not answer a ping within {timeout:g}s"
@@ -255,9 +210,9 @@ class AppSession:
     async def _handshake(self, session: ClientSession) -> list[types.Tool]:
         protocol = "handshake" if self.app.is_stdio else self.app.mcp.protocol
         self.protocol_version = await generations.negotiate(session, protocol)
-        return await list_all_tools(session)
+        return await calls.list_all_tools(session)
 
-    async def _follow_changes(self, session: ClientSession, attempt: _Attempt) -> None:
+    async def _follow_changes(self, session: ClientSession, attempt: Attempt) -> None:
         """A stateless app sends list changes only on a stream the gateway holds open; when that
         stream ends, what changed meanwhile is unknown, so the session is made again (and lists
         again). A handshake app sends them unasked: nothing to hold."""
@@ -281,7 +236,7 @@ class AppSession:
         if attempt is None or attempt.session is None:
             return
         try:
-            tools = await list_all_tools(attempt.session)
+            tools = await calls.list_all_tools(attempt.session)
         except Exception as exc:
             log.warning("tool refresh failed", app=self.app.name, error=str(exc))
             return
@@ -325,186 +280,16 @@ class AppSession:
                 f"app {self.app.name!r} is {self.status}" + (f": {self.last_error}" if self.last_error else "")
             )
         try:
-            result: types.CallToolResult | PlainResult
-            if attempt.direct is not None:
-                result = await _call_directly(attempt, attempt.session, attempt.direct, tool, arguments, timeout, meta)
-            else:
-                work: Awaitable[types.CallToolResult]
-                if generations.is_stateless(attempt.session):  # what the app asks comes in the result
-                    work = input_required.call_tool(attempt.session, tool, arguments, timeout=timeout, meta=meta,
-                                                    answer=self._answer(meta))
-                else:  # what the app asks comes as requests to the callbacks
-                    work = attempt.session.call_tool(tool, arguments, read_timeout_seconds=timeout,
-                                                     meta=cast("types.RequestParamsMeta | None", meta))
-                result = await _race(work, attempt.lost, timeout + 1.0)
-        except _NotSent as exc:
-            raise SessionUnavailable(f"app {self.app.name!r} closed the connection before the call") from exc
-        except NotDelivered as exc:  # nothing ran: the call may be sent again once the relay is heard
-            raise SessionUnavailable(f"app {self.app.name!r} was not reached: {exc}") from exc
-        except _Lost as exc:
-            raise CallInterrupted(f"app {self.app.name!r} went away during the call: {attempt.reason}") from exc
-        except ConnectionLost as exc:
-            raise CallInterrupted(f"app {self.app.name!r} closed the connection: {exc}") from exc
-        except TimeoutError as exc:
+            result = await calls.call_tool(attempt, self.app.name, tool, arguments, timeout, meta, self._callbacks)
+        except CallTimedOut:
             await self._note_problem(f"tools/call {tool}: no answer within {timeout:g}s")
-            raise CallTimedOut(f"no answer within {timeout:g}s") from exc
-        except MCPError as exc:
-            if exc.code == types.REQUEST_TIMEOUT:
-                await self._note_problem(f"tools/call {tool}: no answer within {timeout:g}s")
-                raise CallTimedOut(f"no answer within {timeout:g}s") from exc
-            if exc.code == types.CONNECTION_CLOSED or attempt.lost.is_set():
-                raise CallInterrupted(f"app {self.app.name!r} closed the connection: {exc.message}") from exc
             raise
         if self.problem is not None and self.problem.startswith("tools/call "):
             await self._note_problem(None)  # it answers again
         return result
 
-    def _answer(self, meta: dict[str, Any] | None) -> input_required.Answer:
-        """What answers a stateless app's questions during the call whose `_meta` is `meta`."""
-        token = (meta or {}).get("progressToken")
-        callbacks = self._callbacks
-
-        async def answer(request: types.InputRequest) -> types.InputResponse | types.ErrorData:
-            if callbacks is None:
-                return types.ErrorData(code=types.INVALID_REQUEST, message="this gateway answers no app requests")
-            return await callbacks.input_request(token if isinstance(token, str) else None, request)
-        return answer
-
     async def read_resource(self, uri: str, timeout: float) -> types.ReadResourceResult:
         attempt = self._attempt
         if attempt is None or attempt.session is None:
             raise SessionUnavailable(f"app {self.app.name!r} is {self.status}")
-        try:
-            result = await _race(attempt.session.read_resource(uri), attempt.lost, timeout)
-        except _Lost as exc:
-            raise SessionUnavailable(f"app {self.app.name!r} went away: {attempt.reason}") from exc
-        except TimeoutError as exc:
-            raise CallTimedOut(f"no answer within {timeout:g}s") from exc
-        assert isinstance(result, types.ReadResourceResult)
-        return result
-
-
-async def list_all_tools(session: ClientSession) -> list[types.Tool]:
-    tools: list[types.Tool] = []
-    cursor: str | None = None
-    while True:
-        page = await session.list_tools(params=types.PaginatedRequestParams(cursor=cursor) if cursor else None)
-        tools.extend(page.tools)
-        cursor = page.next_cursor
-        if not cursor:
-            return tools
-
-
-async def _call_directly(
-    attempt: _Attempt,
-    session: ClientSession,
-    direct: DirectCalls,
-    tool: str,
-    arguments: dict[str, Any],
-    timeout: float,
-    meta: dict[str, Any] | None = None,
-) -> types.CallToolResult | PlainResult:
-    """`tools/call` written on the relay by the gateway itself; the same outcomes as the SDK's
-    `call_tool` (an error response raises MCPError, the output schema is checked by the SDK)."""
-    try:
-        params: dict[str, Any] = {"name": tool, "arguments": arguments}
-        if meta:
-            params["_meta"] = meta
-        request_id, answer = await direct.send("tools/call", params)
-    except ConnectionLost as exc:
-        raise _NotSent from exc  # the relay closed before the call went out: nothing ran
-    # The answer is awaited on its own: a timer and the attempt's end fail it instead, so the call
-    # wakes once when its answer comes (`asyncio.wait` on both took two more turns of the loop).
-    lost = attempt.lost_future
-    ended = functools.partial(_give_up, answer, _Lost)
-    timer = asyncio.get_running_loop().call_later(timeout, _give_up, answer, TimeoutError)
-    lost.add_done_callback(ended)
-    try:
-        response = await answer
-    except _Lost:
-        await direct.abandon(request_id, "the app went away")
-        raise
-    except TimeoutError:
-        await direct.abandon(request_id, "no answer in time")
-        raise
-    except asyncio.CancelledError:
-        await direct.abandon(request_id, "the call was cancelled")
-        raise
-    finally:
-        timer.cancel()
-        lost.remove_done_callback(ended)
-    if response.error is not None:
-        error = response.error
-        raise MCPError(int(error.get("code", types.INTERNAL_ERROR)), str(error.get("message", "")), error.get("data"))
-    raw = result_of(response)
-    plain = plain_result(raw) if _has_no_output_schema(session, tool) else None
-    if plain is not None:
-        return plain
-    result = types.CallToolResult.model_validate(raw, by_name=False)
-    if not result.is_error:
-        await session.validate_tool_result(tool, result)
-    return result
-
-
-def _has_no_output_schema(session: ClientSession, tool: str) -> bool:
-    """Whether the SDK listed `tool` without an output schema: then its `validate_tool_result`
-    checks nothing, and a plain result (`classify.plain_result`) needs none of its models. (Read
-    from the SDK's cache of the listing; a tool it has not listed, or an SDK that keeps it
-    elsewhere, is checked by the SDK as before.)"""
-    schemas = getattr(session, "_tool_output_schemas", None)
-    return isinstance(schemas, dict) and tool in schemas and schemas[tool] is None
-
-
-def _give_up(answer: asyncio.Future[Any], error: type[Exception], *_: object) -> None:
-    if not answer.done():
-        answer.set_exception(error())
-
-
-class _Lost(Exception):
-    pass
-
-
-class _NotSent(Exception):
-    pass
-
-
-def _sole_cause(exc: Exception) -> BaseException:
-    """The transport's and the SDK's task groups wrap what the session raised in exception
-    groups; a group of one is that one exception (its reason is what health must show)."""
-    cause: BaseException = exc
-    while isinstance(cause, BaseExceptionGroup) and len(cause.exceptions) == 1:
-        cause = cause.exceptions[0]
-    return cause
-
-
-async def _race(work: Awaitable[T], lost: asyncio.Event, timeout: float) -> T:
-    """`work`'s result, unless `lost` is set first (`_Lost`) or `timeout` passes (TimeoutError)."""
-    task = asyncio.ensure_future(work)
-    waiter = asyncio.ensure_future(lost.wait())
-    try:
-        done, _ = await asyncio.wait({task, waiter}, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
-    finally:
-        waiter.cancel()
-    if task in done:
-        return task.result()
-    task.cancel()
-    with contextlib.suppress(BaseException):
-        await task
-    if lost.is_set():
-        raise _Lost
-    raise TimeoutError
-
-
-async def _wait_any(*waits: Awaitable[Any], timeout: float | None = None) -> None:
-    tasks = [asyncio.ensure_future(w) for w in waits]
-    try:
-        await asyncio.wait(tasks, timeout=timeout, return_when=asyncio.FIRST_COMPLETED)
-    finally:
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        return await calls.read_resource(attempt, self.app.name, uri, timeout)

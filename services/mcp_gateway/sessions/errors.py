@@ -1,0 +1,23 @@
+"""What a caller of an app session sees when a call cannot be answered."""
+
+from __future__ import annotations
+
+from shared.errors import AuroraError
+
+
+class SessionUnavailable(AuroraError):
+    """The app has no live session (not connected, restarting, or it died during the call)."""
+
+
+class CallInterrupted(SessionUnavailable):
+    """The app went away after the call was sent to it: it may or may not have run."""
+
+
+class CallTimedOut(AuroraError):
+    """The app did not answer within the call's timeout."""
+
+
+class InitializeFailed(AuroraError):
+    def __init__(self, reason: str, *, refused: bool = False) -> None:
+        super().__init__(reason)
+        self.refused = refused
