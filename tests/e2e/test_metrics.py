@@ -17,23 +17,18 @@ from shared.contracts import mcp_relay
 from shared.subjects import Subjects
 from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess
+from tests.harness.runner_stack import runner_stack
+from tests.harness.stack import Stack
 from tests.harness.waiting import poll, poll_sync
-from tests.integration.runner.conftest import start_stack, stop_stack
 from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, settled, task_id_of
 
 
 @pytest.fixture
-def measured(tmp_path: Path) -> Iterator[tuple[LocalNats, dict[str, ServiceProcess]]]:
+def measured(tmp_path: Path) -> Iterator[tuple[Stack, dict[str, ServiceProcess]]]:
     # Port 0: each process takes a free port and logs it.
-    server, processes, _ = start_stack(tmp_path, runners=1, env={"AURORA_METRICS_PORT": "0",
-                                                                 "AURORA_METRICS_HOST": "127.0.0.1"})
-    try:
-        processes["gateway"].wait_for_log('"serving"', timeout=60)
-        processes["router"].wait_for_log('"ready"', timeout=30)
-        processes["runner-1"].wait_for_log('"ready"', timeout=30)
-        yield server, processes
-    finally:
-        stop_stack(server, processes)
+    builder = runner_stack(tmp_path, runners=1, env={"AURORA_METRICS_PORT": "0", "AURORA_METRICS_HOST": "127.0.0.1"})
+    with builder.running() as stack:
+        yield stack, stack.processes
 
 
 def metrics_port(process: ServiceProcess) -> int:

@@ -44,8 +44,8 @@ from shared.signal_publisher import new_signal_id, publish_signal
 from shared.subjects import Subjects, app_token
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.clients import nats_client
+from tests.harness.notes_app import serving_notes
 from tests.harness.processes import ServiceProcess, service_env, stop_services
-from tests.integration.mcp_gateway.conftest import serving_notes
 from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
 from tests.integration.runner.helpers import (
     CHAT,

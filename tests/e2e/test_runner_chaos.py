@@ -28,7 +28,7 @@ from shared.contracts.task import TERMINAL_STATES, decode_task
 from shared.kvmirror import read_all
 from shared.streams import audit_stream, tasks_bucket
 from shared.subjects import Subjects
-from tests.integration.runner.conftest import start_stack, stop_stack
+from tests.harness.runner_stack import chat_log_of, runner_stack
 from tests.integration.runner.helpers import (
     ECHO,
     RUNNER_ENV,
@@ -62,14 +62,10 @@ async def audit_call_ids(nc: NATS, subjects: Subjects) -> set[str]:
 @pytest.mark.parametrize("runs", [400, 2000])
 async def test_every_run_ends_and_every_reply_is_sent_at_most_once_while_runners_die(
         tmp_path: Path, subjects: Subjects, runs: int) -> None:
-    server, processes, chat_log = start_stack(tmp_path, runners=RUNNERS)
-    runners = [processes[f"runner-{n}"] for n in range(1, RUNNERS + 1)]
-    try:
-        processes["gateway"].wait_for_log('"serving"', timeout=40)
-        processes["router"].wait_for_log('"ready"', timeout=30)
-        for runner in runners:
-            runner.wait_for_log('"ready"', timeout=30)
-        nc = await nats.connect(server.url)
+    chat_log = chat_log_of(tmp_path)
+    with runner_stack(tmp_path, runners=RUNNERS).running() as stack:
+        runners = stack.of("runner")
+        nc = await nats.connect(stack.url)
         case = f"chaos-{uuid.uuid4().hex[:6]}"
         await apply(nc, subjects, "agents", {
             "kind": "Agent", "id": "chaos", "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.echo"],
@@ -140,6 +136,4 @@ async def test_every_run_ends_and_every_reply_is_sent_at_most_once_while_runners
         assert lost <= kills * CONCURRENCY, (lost, kills)
         assert sum(replies.values()) == states["succeeded"] + states["unverified"] - lost
         await nc.close()
-    finally:
-        stop_stack(server, processes)
 

@@ -13,7 +13,6 @@ import asyncio
 import json
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import nats
@@ -21,14 +20,13 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
-from tests.harness.processes import ServiceProcess
-from tests.integration.runner.conftest import start_stack, stop_stack
+from tests.harness.runner_stack import RunnerStack as Stack
+from tests.harness.runner_stack import chat_log_of, runner_stack
 from tests.integration.runner.helpers import (
     ECHO,
     apply,
     bind,
     event,
-    logged,
     poll,
     publish_events,
     sent,
@@ -38,23 +36,9 @@ from tests.integration.runner.helpers import (
 )
 
 
-@dataclass
-class Stack:
-    url: str
-    chat_log: Path
-    processes: dict[str, ServiceProcess]
-
-
 def _stack(tmp_path: Path, **runner_env: str) -> Iterator[Stack]:
-    server, processes, chat_log = start_stack(tmp_path, runners=2, runner_env=runner_env)
-    try:
-        processes["gateway"].wait_for_log('"serving"', timeout=40)
-        processes["router"].wait_for_log('"ready"', timeout=30)
-        for name in ("runner-1", "runner-2"):
-            processes[name].wait_for_log('"ready"', timeout=30)
-        yield Stack(server.url, chat_log, processes)
-    finally:
-        stop_stack(server, processes)
+    with runner_stack(tmp_path, runners=2, runner_env=runner_env).running() as running:
+        yield Stack(running, chat_log_of(tmp_path))
 
 
 async def _holder(nc: NATS, subjects: Subjects, task_id: str, done: str) -> str:
@@ -139,7 +123,7 @@ async def test_sigterm_finishes_short_runs_and_hands_long_ones_back(tmp_path: Pa
         assert done_short["state"] == "succeeded" and done_short["attempts"] == 1, json.dumps(done_short)[:3000]
         assert done_short["runner"] == holder and "handing runs back" not in process.logs()
         process.start()
-        await logged(process, '"ready"')
+        await process.ready()
 
         # A longer one is handed back at its next step and taken at once by the other runner.
         long = event("message.received", {"case": case, "seconds": 8, "text": "b"}, session_id=f"g-{case}-l")

@@ -24,8 +24,9 @@ from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.clients import nats_client
 from tests.harness.otlp import OtlpReceiver, ReceivedSpan
 from tests.harness.processes import ServiceProcess
+from tests.harness.runner_stack import chat_log_of, runner_stack
+from tests.harness.stack import Stack
 from tests.harness.waiting import poll
-from tests.integration.runner.conftest import start_stack, stop_stack
 from tests.integration.runner.helpers import CHAT, ECHO, apply, sent
 
 SESSION = "trace-room"
@@ -50,15 +51,9 @@ def fake() -> Iterator[FakeOpenAI]:
 
 
 @pytest.fixture
-def traced(tmp_path: Path, receiver: OtlpReceiver) -> Iterator[tuple[LocalNats, dict[str, ServiceProcess], Path]]:
-    server, processes, chat_log = start_stack(tmp_path, runners=1, env=receiver.env())
-    try:
-        processes["gateway"].wait_for_log('"serving"', timeout=60)
-        processes["router"].wait_for_log('"ready"', timeout=30)
-        processes["runner-1"].wait_for_log('"ready"', timeout=30)
-        yield server, processes, chat_log
-    finally:
-        stop_stack(server, processes)
+def traced(tmp_path: Path, receiver: OtlpReceiver) -> Iterator[tuple[Stack, dict[str, ServiceProcess], Path]]:
+    with runner_stack(tmp_path, runners=1, env=receiver.env()).running() as stack:
+        yield stack, stack.processes, chat_log_of(tmp_path)
 
 
 async def _simulate_message(nc: NATS, subjects: Subjects, text: str) -> None:

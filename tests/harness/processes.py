@@ -18,19 +18,25 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 class ServiceProcess:
-    """One `python -m services.<name>` process; its stderr/stdout go to a log file."""
+    """One `python -m services.<name>` process; its stderr/stdout go to a log file. It is told
+    (AURORA_READY_FILE, shared/readiness.py) to write `ready_path` while it serves: `wait_ready`
+    and `ready` wait for that file, as a container's health check does."""
 
     def __init__(self, module: str, env: dict[str, str], log_dir: Path, tag: str | None = None,
                  args: list[str] | None = None) -> None:
         self.module = module
-        self.env = env
+        self.tag = tag or module.replace(".", "_")
         self.args = args or []
-        self.log_path = log_dir / f"{tag or module.replace('.', '_')}.log"
+        self.log_path = log_dir / f"{self.tag}.log"
+        self.ready_path = log_dir / f"{self.tag}.ready"
+        self.env = {**env, "AURORA_READY_FILE": str(self.ready_path)}
         self._process: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
 
     def start(self) -> ServiceProcess:
         self._close_log()
+        # A restart's file must be the new process's: the one before it may have been killed serving.
+        self.ready_path.unlink(missing_ok=True)
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in _close_log
         self._process = subprocess.Popen(
             [sys.executable, "-m", self.module, *self.args],
@@ -102,6 +108,31 @@ class ServiceProcess:
             poll_sync(lambda: self.has_logged(needle), timeout=timeout, what=f"{self.module} to log {needle!r}")
         except TimedOut:
             raise AssertionError(f"{self.module} never logged {needle!r}:\n{self.logs()[-4000:]}") from None
+
+    def is_ready(self) -> bool:
+        """Whether it serves (its ready file is there); a process that exited before fails."""
+        if not self.alive():
+            raise AssertionError(f"{self.tag} exited ({self.returncode()}):\n{self.logs()[-4000:]}")
+        return self.ready_path.exists()
+
+    def wait_ready(self, timeout: float = 40.0) -> ServiceProcess:
+        try:
+            poll_sync(self.is_ready, timeout=timeout, what=f"{self.tag} to serve")
+        except TimedOut:
+            raise AssertionError(f"{self.tag} never served:\n{self.logs()[-4000:]}") from None
+        return self
+
+    async def ready(self, timeout: float = 40.0) -> ServiceProcess:
+        """`wait_ready` without blocking the test's event loop."""
+
+        async def serves() -> bool:
+            return self.is_ready()
+
+        try:
+            await poll(serves, timeout=timeout, what=f"{self.tag} to serve")
+        except TimedOut:
+            raise AssertionError(f"{self.tag} never served:\n{self.logs()[-4000:]}") from None
+        return self
 
     def has_logged(self, needle: str) -> bool:
         """Whether the log holds `needle`; a process that exited without logging it fails."""

@@ -12,22 +12,16 @@ import pytest
 
 from aurora_cli.localnats import LocalNats
 from tests.harness.processes import ServiceProcess
+from tests.harness.runner_stack import runner_stack
+from tests.harness.stack import Stack
 from tests.harness.waiting import poll_sync
 from tests.integration.cli.conftest import Cli, cli_runner
-from tests.integration.runner.conftest import start_stack, stop_stack
 
 
 @pytest.fixture
-def running(tmp_path: Path) -> Iterator[tuple[LocalNats, dict[str, ServiceProcess]]]:
-    server, processes, _ = start_stack(tmp_path, runners=2)
-    try:
-        processes["gateway"].wait_for_log('"serving"', timeout=60)
-        processes["router"].wait_for_log('"ready"', timeout=30)
-        for name in ("runner-1", "runner-2"):
-            processes[name].wait_for_log('"ready"', timeout=30)
-        yield server, processes
-    finally:
-        stop_stack(server, processes)
+def running(tmp_path: Path) -> Iterator[tuple[Stack, dict[str, ServiceProcess]]]:
+    with runner_stack(tmp_path, runners=2).running() as stack:
+        yield stack, stack.processes
 
 
 def _health(cli: Cli) -> tuple[int, dict[str, Any]]:

@@ -11,7 +11,7 @@ import httpx
 from nats.aio.client import Client as NATS
 
 from shared.admin import admin_request
-from tests.integration.edge.conftest import EdgeStack
+from tests.harness.stack import Stack
 from tests.integration.edge.helpers import ECHO_TOOL, LEGACY, SUBJECTS, agent, connected, token
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -35,7 +35,7 @@ def tampered(token: str) -> str:
     return token[:-1] + ("B" if token.endswith("A") else "A")
 
 
-async def test_no_bad_expired_or_revoked_token_gets_in(edge_stack: EdgeStack, enc: NATS) -> None:
+async def test_no_bad_expired_or_revoked_token_gets_in(edge_stack: Stack, enc: NATS) -> None:
     await agent(enc, "edge-tokens", [ECHO_TOOL])
     await agent(enc, "edge-other", [ECHO_TOOL])
     url = edge_stack.endpoint("edge-tokens")
@@ -44,7 +44,7 @@ async def test_no_bad_expired_or_revoked_token_gets_in(edge_stack: EdgeStack, en
     revoked = await token(enc, "edge-tokens")
     other = await token(enc, "edge-other")
     await admin_request(enc, SUBJECTS, "tokens", "revoke", {"id": revoked["id"]})
-    metadata = f"{edge_stack.edges[0]}/.well-known/oauth-protected-resource/agents/edge-tokens/mcp"
+    metadata = f"{edge_stack.edge(0)}/.well-known/oauth-protected-resource/agents/edge-tokens/mcp"
     await asyncio.sleep(1.2)  # the short token's lifetime, so that it has expired
     async with httpx.AsyncClient(timeout=10) as http:
         cases = {
@@ -71,7 +71,7 @@ async def test_no_bad_expired_or_revoked_token_gets_in(edge_stack: EdgeStack, en
         assert [t.name for t in (await client.list_tools()).tools] == [ECHO_TOOL]
 
 
-async def test_two_instances_serve_one_session(edge_stack: EdgeStack, enc: NATS) -> None:
+async def test_two_instances_serve_one_session(edge_stack: Stack, enc: NATS) -> None:
     await agent(enc, "edge-shared", [ECHO_TOOL])
     created = await token(enc, "edge-shared")
     auth = {**ACCEPT, "Authorization": f"Bearer {created['token']}"}

@@ -9,14 +9,14 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from shared.admin import admin_request
-from tests.integration.edge.conftest import EdgeStack
+from tests.harness.stack import Stack
 from tests.integration.edge.helpers import COUNTER_INC, LEGACY, MODERN, SUBJECTS, agent, connected, token
 
 WAITING = re.compile(r"waiting for approval (\S+)")
 
 
 @pytest.mark.parametrize(("mode", "decision"), [(LEGACY, "grant"), (MODERN, "deny")])
-async def test_a_write_waits_for_its_approval(edge_stack: EdgeStack, enc: NATS, mode: str, decision: str) -> None:
+async def test_a_write_waits_for_its_approval(edge_stack: Stack, enc: NATS, mode: str, decision: str) -> None:
     agent_id = f"edge-approve-{decision}"
     await agent(enc, agent_id, [COUNTER_INC])
     created = await token(enc, agent_id)

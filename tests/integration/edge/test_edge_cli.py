@@ -11,12 +11,12 @@ import httpx
 from nats.aio.client import Client as NATS
 
 from tests.harness.processes import REPO, service_env
+from tests.harness.stack import Stack
 from tests.integration.cli.conftest import AURORA, cli_runner
-from tests.integration.edge.conftest import EdgeStack
 from tests.integration.edge.helpers import ECHO_TOOL, agent
 
 
-async def test_tokens_made_listed_and_revoked_from_the_cli(edge_stack: EdgeStack, enc: NATS) -> None:
+async def test_tokens_made_listed_and_revoked_from_the_cli(edge_stack: Stack, enc: NATS) -> None:
     await agent(enc, "edge-cli", [ECHO_TOOL])
     cli = cli_runner(edge_stack.url)
     made = cli("tokens", "create", "--agent", "edge-cli", "--name", "laptop", "--expires", "1h")

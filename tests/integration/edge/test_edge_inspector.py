@@ -18,7 +18,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from tests.harness.processes import REPO
-from tests.integration.edge.conftest import EdgeStack
+from tests.harness.stack import Stack
 from tests.integration.edge.helpers import COUNTER_GET, ECHO_TOOL, agent, token
 
 VERSION = "2.12.0"  # as the Makefile's INSPECTOR_VERSION
@@ -47,7 +47,7 @@ async def run_cli(binary: Path, home: Path, *args: str) -> dict[str, Any]:
     return value
 
 
-async def test_the_mcp_inspector_lists_and_calls(edge_stack: EdgeStack, enc: NATS, tmp_path: Path) -> None:
+async def test_the_mcp_inspector_lists_and_calls(edge_stack: Stack, enc: NATS, tmp_path: Path) -> None:
     binary = inspector()
     await agent(enc, "edge-inspector", [ECHO_TOOL, COUNTER_GET])
     created = await token(enc, "edge-inspector", name="inspector")

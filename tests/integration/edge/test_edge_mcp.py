@@ -23,8 +23,8 @@ from shared.contracts.toolcall import (
     encode,
 )
 from tests.harness.processes import logged
+from tests.harness.stack import Stack
 from tests.harness.waiting import poll
-from tests.integration.edge.conftest import EdgeStack
 from tests.integration.edge.helpers import (
     COUNTER_GET,
     COUNTER_INC,
@@ -42,7 +42,7 @@ from tests.integration.edge.helpers import (
 
 @pytest.mark.parametrize("mode", [LEGACY, MODERN])
 async def test_lists_the_available_set_and_calls_through_the_gateway(
-        edge_stack: EdgeStack, enc: NATS, mode: str) -> None:
+        edge_stack: Stack, enc: NATS, mode: str) -> None:
     agent_id = f"edge-list-{mode.replace('-', '')}"
     await agent(enc, agent_id, [ECHO_TOOL, COUNTER_GET, "test.echo.no_such_tool"])
     created = await token(enc, agent_id, name="claude")
@@ -57,7 +57,7 @@ async def test_lists_the_available_set_and_calls_through_the_gateway(
         assert refused.is_error and "not_bound" in refused.content[0].text  # type: ignore[union-attr]
 
 
-async def test_the_audit_names_the_external_caller(edge_stack: EdgeStack, enc: NATS) -> None:
+async def test_the_audit_names_the_external_caller(edge_stack: Stack, enc: NATS) -> None:
     await agent(enc, "edge-audit", [ECHO_TOOL])
     created = await token(enc, "edge-audit", name="audited-client")
     async with connected(edge_stack.endpoint("edge-audit"), created["token"], LEGACY) as client:
@@ -73,7 +73,7 @@ async def test_the_audit_names_the_external_caller(edge_stack: EdgeStack, enc: N
     assert records[0]["caller"] == f"edge:{created['id']}" and records[0]["run_id"] is None
 
 
-async def test_retiring_a_tool_pushes_list_changed(edge_stack: EdgeStack, enc: NATS) -> None:
+async def test_retiring_a_tool_pushes_list_changed(edge_stack: Stack, enc: NATS) -> None:
     await agent(enc, "edge-changes", [ECHO_TOOL, FAIL])
     created = await token(enc, "edge-changes")
     changed = asyncio.Event()
@@ -92,7 +92,7 @@ async def test_retiring_a_tool_pushes_list_changed(edge_stack: EdgeStack, enc: N
         assert FAIL not in [t.name for t in (await client.list_tools()).tools]
 
 
-async def test_an_edge_call_must_name_its_agent_caller_and_task(edge_stack: EdgeStack, enc: NATS) -> None:
+async def test_an_edge_call_must_name_its_agent_caller_and_task(edge_stack: Stack, enc: NATS) -> None:
     """On the edge subject the gateway trusts the context's agent and caller (only mcp-edge may
     publish there), so a call that leaves them out, or claims a run, is refused as malformed."""
     await agent(enc, "edge-malformed", [ECHO_TOOL])
@@ -112,7 +112,7 @@ async def test_an_edge_call_must_name_its_agent_caller_and_task(edge_stack: Edge
         assert reply.payload.error is not None and reply.payload.error.code == "invalid_request", case
 
 
-async def test_a_stateless_client_listens_for_list_changes(edge_stack: EdgeStack, enc: NATS) -> None:
+async def test_a_stateless_client_listens_for_list_changes(edge_stack: Stack, enc: NATS) -> None:
     await agent(enc, "edge-listen", [ECHO_TOOL, COUNTER_GET])
     created = await token(enc, "edge-listen")
     async with connected(edge_stack.endpoint("edge-listen"), created["token"], MODERN) as client:

@@ -15,7 +15,7 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.exceptions import MCPError
 from nats.aio.client import Client as NATS
 
-from tests.integration.edge.conftest import EdgeStack
+from tests.harness.stack import Stack
 from tests.integration.edge.helpers import ECHO_TOOL, LEGACY, MODERN, agent, connected, token
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -24,7 +24,7 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
 
 
 @pytest.mark.parametrize("mode", [LEGACY, MODERN])
-async def test_the_sdk_client_works_and_a_foreign_origin_is_refused(edge_stack: EdgeStack, enc: NATS,
+async def test_the_sdk_client_works_and_a_foreign_origin_is_refused(edge_stack: Stack, enc: NATS,
                                                                     mode: str) -> None:
     await agent(enc, "edge-origin", [ECHO_TOOL])
     created = await token(enc, "edge-origin")
@@ -52,14 +52,14 @@ def leaves(error: BaseException) -> list[BaseException]:
     return [error]
 
 
-async def test_raw_requests_with_a_foreign_host_or_origin_get_403(edge_stack: EdgeStack, enc: NATS) -> None:
+async def test_raw_requests_with_a_foreign_host_or_origin_get_403(edge_stack: Stack, enc: NATS) -> None:
     await agent(enc, "edge-rebind", [ECHO_TOOL])
     created = await token(enc, "edge-rebind")
     url = edge_stack.endpoint("edge-rebind")
-    own = urlsplit(edge_stack.edges[0]).netloc
+    own = urlsplit(edge_stack.edge(0)).netloc
     port = own.rsplit(":", 1)[1]
     auth = {**ACCEPT, "Authorization": f"Bearer {created['token']}"}
-    metadata = f"{edge_stack.edges[0]}/.well-known/oauth-protected-resource/agents/edge-rebind/mcp"
+    metadata = f"{edge_stack.edge(0)}/.well-known/oauth-protected-resource/agents/edge-rebind/mcp"
     async with httpx.AsyncClient(timeout=10) as http:
         for headers, reason in [({"Origin": "http://evil.example"}, "forbidden_origin"),
                                 ({"Origin": "null"}, "forbidden_origin"),

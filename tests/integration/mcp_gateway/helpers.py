@@ -33,6 +33,9 @@ SUPERVISOR = "services.app_supervisor"
 GATEWAY = "services.mcp_gateway"
 BRIDGE = "services.event_bridge"
 
+# Seconds the silent app (it never answers `initialize`) is given before it counts as unhealthy.
+SILENT_TIMEOUT = 1.0
+
 FAST_RESTART = {"backoff_initial_seconds": 0.1, "backoff_max_seconds": 0.5, "max_restarts": 5,
                 "window_seconds": 60}
 

@@ -8,13 +8,13 @@ import json
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
+from tests.harness.stack import Stack
 from tests.harness.waiting import poll
-from tests.integration.mcp_gateway.conftest import SILENT_TIMEOUT, Platform
-from tests.integration.mcp_gateway.helpers import call, cli
+from tests.integration.mcp_gateway.helpers import SILENT_TIMEOUT, call, cli
 
 
 async def test_an_app_that_never_initializes_is_unavailable_and_the_others_serve(
-    platform: Platform, pnc: NATS, subjects: Subjects
+    platform: Stack, pnc: NATS, subjects: Subjects
 ) -> None:
     shown = cli(platform.url, "apps", "--json")
     assert shown.returncode == 0, shown.stderr
@@ -33,7 +33,7 @@ async def test_an_app_that_never_initializes_is_unavailable_and_the_others_serve
 
 
 async def test_the_gateway_answers_micro_ping_and_counts_tool_calls(
-    platform: Platform, pnc: NATS, subjects: Subjects
+    platform: Stack, pnc: NATS, subjects: Subjects
 ) -> None:
     ping = json.loads((await pnc.request("$SRV.PING.aurora-mcp-gateway", b"", timeout=2)).data)
     assert ping["name"] == "aurora-mcp-gateway" and ping["type"] == "io.nats.micro.v1.ping_response"
@@ -51,7 +51,7 @@ async def test_the_gateway_answers_micro_ping_and_counts_tool_calls(
 
 
 async def test_a_call_left_unanswered_is_the_apps_session_error_until_it_answers_again(
-    platform: Platform, pnc: NATS, subjects: Subjects
+    platform: Stack, pnc: NATS, subjects: Subjects
 ) -> None:
     """A call on the supervisor's relay (the gateway writes it itself) like one over the SDK."""
     def echo_row() -> dict:

@@ -9,7 +9,7 @@ from typing import Any
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
-from tests.integration.mcp_gateway.conftest import Platform
+from tests.harness.stack import Stack
 from tests.integration.mcp_gateway.helpers import call, catalog, cli, exact
 
 EVERY_TYPE: dict[str, Any] = {
@@ -40,7 +40,7 @@ EVERY_TYPE: dict[str, Any] = {
 
 
 async def test_a_third_party_server_used_unchanged_shows_prefixed_tools_that_work(
-    platform: Platform, pnc: NATS, subjects: Subjects
+    platform: Stack, pnc: NATS, subjects: Subjects
 ) -> None:
     tools = await catalog(pnc, subjects, "time")
     assert set(tools) == {"time.get_current_time", "time.convert_time"}
@@ -60,7 +60,7 @@ async def test_a_third_party_server_used_unchanged_shows_prefixed_tools_that_wor
     assert refused["status"] == "tool_error" and refused["error"]["code"] == "tool_error", refused
 
 
-async def test_every_json_type_is_echoed_exactly(platform: Platform, pnc: NATS, subjects: Subjects) -> None:
+async def test_every_json_type_is_echoed_exactly(platform: Stack, pnc: NATS, subjects: Subjects) -> None:
     result = await call(pnc, subjects, "test.echo.echo", EVERY_TYPE)
     assert result["status"] == "ok", result
     assert exact(result["structured"], EVERY_TYPE), result["structured"]
@@ -69,14 +69,14 @@ async def test_every_json_type_is_echoed_exactly(platform: Platform, pnc: NATS, 
     assert not exact({"v": 1}, {"v": 1.0}) and not exact({"v": True}, {"v": 1})
 
 
-async def test_each_value_alone_keeps_its_type(platform: Platform, pnc: NATS, subjects: Subjects) -> None:
+async def test_each_value_alone_keeps_its_type(platform: Stack, pnc: NATS, subjects: Subjects) -> None:
     for name, value in EVERY_TYPE.items():
         result = await call(pnc, subjects, "test.echo.echo", {"value": value})
         assert result["status"] == "ok", (name, result)
         assert exact(result["structured"], {"value": value}), (name, result["structured"])
 
 
-async def test_the_cli_calls_and_lists_tools(platform: Platform) -> None:
+async def test_the_cli_calls_and_lists_tools(platform: Stack) -> None:
     called = cli(platform.url, "tools", "call", "im.polaris.weather.get_weather", "--args", '{"city":"北京"}')
     assert called.returncode == 0, called.stderr
     assert "status: ok" in called.stdout and "北京" in called.stdout, called.stdout
@@ -97,7 +97,7 @@ async def test_the_cli_calls_and_lists_tools(platform: Platform) -> None:
 
 
 async def test_progress_notes_sent_with_the_answer_are_all_in_the_result(
-    platform: Platform, pnc: NATS, subjects: Subjects
+    platform: Stack, pnc: NATS, subjects: Subjects
 ) -> None:
     """The app writes its notes and its answer at once; the answer reaches the call in the read
     loop, yet never before the notes the session reads (transports/nats_stdio.py, `_FromApp`)."""
@@ -109,7 +109,7 @@ async def test_progress_notes_sent_with_the_answer_are_all_in_the_result(
 
 
 async def test_an_answer_is_checked_against_its_tools_output_schema(
-    platform: Platform, pnc: NATS, subjects: Subjects
+    platform: Stack, pnc: NATS, subjects: Subjects
 ) -> None:
     """The app does not check its own output: the gateway does, on the relay as over the SDK. A
     plain text answer is read without the SDK's models only for a tool with no output schema."""

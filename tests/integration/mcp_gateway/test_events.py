@@ -11,7 +11,7 @@ from typing import Any
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
-from tests.integration.mcp_gateway.conftest import Platform
+from tests.harness.stack import Stack
 from tests.integration.mcp_gateway.helpers import call, catalog, cli, poll, stored_events
 
 WEATHER = "im.polaris.weather"
@@ -30,7 +30,7 @@ async def _event(pnc: NATS, subjects: Subjects, subject: str, match: dict[str, A
 
 
 async def test_a_native_aurora_event_arrives_with_the_platform_source(
-    platform: Platform, pnc: NATS, subjects: Subjects
+    platform: Stack, pnc: NATS, subjects: Subjects
 ) -> None:
     marker = str(uuid.uuid4())
     result = await call(pnc, subjects, f"{WEATHER}.emit_event",
@@ -48,7 +48,7 @@ async def test_a_native_aurora_event_arrives_with_the_platform_source(
 
 
 async def test_a_vendor_notification_arrives_as_a_notification_event(
-    platform: Platform, pnc: NATS, subjects: Subjects
+    platform: Stack, pnc: NATS, subjects: Subjects
 ) -> None:
     marker = str(uuid.uuid4())
     params = {"marker": marker, "level": 3}
@@ -71,7 +71,7 @@ async def test_a_vendor_notification_arrives_as_a_notification_event(
 
 
 async def test_a_streamable_http_app_serves_and_its_list_changed_refreshes_the_catalog(
-    platform: Platform, pnc: NATS, subjects: Subjects
+    platform: Stack, pnc: NATS, subjects: Subjects
 ) -> None:
     tools = await catalog(pnc, subjects, "acme.notes")
     assert {"acme.notes.add_note", "acme.notes.list_notes", "acme.notes.delete_note",

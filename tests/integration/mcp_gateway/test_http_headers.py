@@ -13,7 +13,8 @@ from nats.aio.client import Client as NATS
 
 from shared.admin import admin_request
 from shared.subjects import Subjects
-from tests.integration.mcp_gateway.conftest import Stack, serving_notes
+from tests.harness.notes_app import serving_notes
+from tests.harness.stack import Stack
 from tests.integration.mcp_gateway.helpers import call_until_ok, poll, write_apps
 
 SECRET = f"s3cret-{uuid.uuid4().hex}"
@@ -35,7 +36,7 @@ def notes_app(url: str) -> dict[str, object]:
 async def test_the_token_from_the_environment_opens_the_app_and_never_shows(
         nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path, guarded_notes: str) -> None:
     config = write_apps(tmp_path, {"notes": notes_app(guarded_notes)})
-    gateway = await stack.gateway(config, AURORA_TEST_NOTES_TOKEN=SECRET)
+    gateway = await stack.serving("gateway", apps=config, AURORA_TEST_NOTES_TOKEN=SECRET)
     listed = await call_until_ok(nc, subjects, "guarded.notes.list_notes", {})
     assert listed["status"] == "ok"
     health = await admin_request(nc, subjects, "gateway", "apps")
@@ -48,7 +49,7 @@ async def test_a_wrong_token_leaves_the_app_unavailable_with_the_reason_and_no_s
         nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path, guarded_notes: str) -> None:
     config = write_apps(tmp_path, {"notes": notes_app(guarded_notes)})
     wrong = f"wrong-{uuid.uuid4().hex}"
-    gateway = await stack.gateway(config, AURORA_TEST_NOTES_TOKEN=wrong)
+    gateway = await stack.serving("gateway", apps=config, AURORA_TEST_NOTES_TOKEN=wrong)
 
     async def refused() -> dict[str, object] | None:
         sessions = await admin_request(nc, subjects, "gateway", "apps")

@@ -14,7 +14,7 @@ from nats.aio.msg import Msg
 
 from shared import write_through
 from shared.subjects import Subjects, app_token
-from tests.integration.mcp_gateway.conftest import Stack
+from tests.harness.stack import Stack
 from tests.integration.mcp_gateway.helpers import echo_app, exited, time_app, weather_app, write_apps
 
 
@@ -32,8 +32,8 @@ async def test_two_apps_exposing_the_same_prefixed_name_fail_start_up_naming_bot
         sessions.append((event["instance"], event["state"]))
 
     await nc.subscribe(subjects.mcp("dup", "a", "sess").replace(".a.", ".*."), cb=record)
-    stack.supervisor(config)
-    gateway = await stack.gateway(config, serving=False)
+    stack.launch("supervisor", apps=config)
+    gateway = stack.launch("gateway", apps=config)
 
     assert await exited(gateway) != 0
     logs = gateway.logs()
@@ -50,8 +50,8 @@ async def test_sigterm_to_both_closes_every_session_before_its_process_stops(
 ) -> None:
     apps = {"im.polaris.weather": weather_app(), "time": time_app(), "test.echo": echo_app()}
     config = write_apps(tmp_path, {app["package"]: app for app in apps.values()})
-    supervisor = stack.supervisor(config)
-    gateway = await stack.gateway(config)
+    supervisor = stack.launch("supervisor", apps=config)
+    gateway = await stack.serving("gateway", apps=config)
 
     seen: list[tuple[str, str, dict[str, Any]]] = []  # (app token, channel, event), in server order
 

@@ -19,10 +19,11 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.harness.processes import REPO, logged
+from tests.harness.stack import Stack
 from tests.harness.tcpproxy import TcpProxy
-from tests.integration.mcp_gateway.conftest import Spawn, Stack
 from tests.integration.mcp_gateway.helpers import (
     BRIDGE,
+    Spawn,
     call,
     call_until_ok,
     echo_app,
@@ -35,8 +36,8 @@ from tests.integration.mcp_gateway.helpers import (
 
 async def _stack(stack: Stack, proxy: TcpProxy, folder: Path, counter: Path) -> None:
     config = write_apps(folder, {"echo": echo_app(mcp={"env": {"ECHO_COUNTER_FILE": str(counter)}})})
-    stack.supervisor(config, NATS_URL=proxy.url)
-    await stack.gateway(config)
+    stack.launch("supervisor", apps=config, NATS_URL=proxy.url)
+    await stack.serving("gateway", apps=config)
 
 
 async def _seen(record: bytearray, needle: bytes, what: str) -> None:
@@ -87,9 +88,9 @@ async def test_an_event_lost_on_its_way_to_the_gateway_is_sent_until_stored_and_
     chat = stdio([sys.executable, "-m", "apps.aurora_app_chat"], package="test.chat",
                  mcp={"cwd": str(REPO), "env": {"CHAT_LOG_FILE": str(tmp_path / "sent.jsonl"), "CHAT_WEB_PORT": "off"}})
     config = write_apps(tmp_path, {"chat": chat})
-    spawn(BRIDGE, tag="bridge").wait_for_log('"started"', timeout=30)
-    supervisor = stack.supervisor(config, NATS_URL=nats_proxy.url)
-    await stack.gateway(config)
+    await spawn(BRIDGE, tag="bridge").ready()
+    supervisor = stack.launch("supervisor", apps=config, NATS_URL=nats_proxy.url)
+    await stack.serving("gateway", apps=config)
     await call_until_ok(nc, subjects, "test.chat.simulate_message", {"session_id": "warm", "text": "warm"})
 
     async def received(session: str) -> list[dict[str, Any]]:

@@ -17,8 +17,8 @@ from nats.aio.client import Client as NATS
 from shared.admin import admin_request
 from shared.subjects import Subjects
 from tests.harness.modern_apps import GenerationApp, serving
+from tests.harness.stack import Stack
 from tests.harness.waiting import NOT_SERVING_YET
-from tests.integration.mcp_gateway.conftest import Stack
 from tests.integration.mcp_gateway.helpers import call, call_until_ok, catalog, cli, poll, write_apps
 
 
@@ -73,7 +73,7 @@ async def test_both_generations_list_call_and_follow_list_changes(
         stateless: GenerationApp, handshake: GenerationApp) -> None:
     config = write_apps(tmp_path, {"modern": remote("test.modern", stateless.url),
                                    "classic": remote("test.classic", handshake.url)})
-    await stack.gateway(config)
+    await stack.serving("gateway", apps=config)
     for package, generation in (("test.modern", "stateless"), ("test.classic", "handshake")):
         echoed = await call_until_ok(nc, subjects, f"{package}.echo", {"text": "你好"})
         assert echoed["structured"] == {"text": "你好", "generation": generation}, echoed
@@ -93,7 +93,7 @@ async def test_a_pinned_generation_the_app_does_not_speak_leaves_it_unavailable_
         stateless: GenerationApp, handshake: GenerationApp) -> None:
     config = write_apps(tmp_path, {"modern": remote("test.modern", stateless.url, protocol="handshake"),
                                    "classic": remote("test.classic", handshake.url, protocol="stateless")})
-    await stack.gateway(config)
+    await stack.serving("gateway", apps=config)
     modern = await session_of(nc, subjects, "test.modern", "unavailable")
     assert "initialize refused" in modern["last_error"] and "-32022" in modern["last_error"], modern
     classic = await session_of(nc, subjects, "test.classic", "unavailable")
@@ -105,7 +105,7 @@ async def test_a_restarted_stateless_app_is_followed_again(
     """No session and no replay: the dropped listen stream makes the gateway connect and list
     again, and the new stream carries the next list change."""
     config = write_apps(tmp_path, {"modern": remote("test.modern", stateless.url)})
-    await stack.gateway(config)
+    await stack.serving("gateway", apps=config)
     await call_until_ok(nc, subjects, "test.modern.echo", {"text": "before"})
     stateless.stop()
     lost = await session_of(nc, subjects, "test.modern", "disconnected")

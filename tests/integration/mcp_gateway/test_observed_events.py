@@ -16,16 +16,16 @@ from nats.aio.client import Client as NATS
 
 from shared.admin import admin_request
 from shared.subjects import Subjects
-from tests.integration.mcp_gateway.conftest import SILENT_TIMEOUT, Platform, Stack
+from tests.harness.stack import Stack
 from tests.integration.mcp_gateway.helpers import (
     BRIDGE,
     PYTHON,
     REPO,
+    SILENT_TIMEOUT,
     Spawn,
     call_envelope,
     call_until_ok,
     echo_app,
-    logged,
     poll,
     stdio,
     stored_events,
@@ -73,7 +73,7 @@ async def _drained(nc: NATS) -> bool:
 
 # -- app.* ---------------------------------------------------------------------------------
 async def test_sessions_that_come_up_or_never_initialize_are_app_events(
-    platform: Platform, pnc: NATS, subjects: Subjects
+    platform: Stack, pnc: NATS, subjects: Subjects
 ) -> None:
     """On the shared platform: the stdio echo app and the Streamable HTTP notes app are
     `app.connected`; the app that never answers `initialize` is `app.init_failed`, with why."""
@@ -100,10 +100,10 @@ async def test_sessions_that_come_up_or_never_initialize_are_app_events(
 async def test_an_app_that_dies_is_disconnected_then_connected_again(
     nc: NATS, subjects: Subjects, stack: Stack, spawn: Spawn, tmp_path: Path
 ) -> None:
-    spawn(BRIDGE, tag="bridge").wait_for_log('"started"', timeout=30)
+    await spawn(BRIDGE, tag="bridge").ready()
     config = write_apps(tmp_path, {"echo": echo_app()})
-    stack.supervisor(config)
-    await stack.gateway(config)
+    stack.launch("supervisor", apps=config)
+    await stack.serving("gateway", apps=config)
 
     async def connected() -> list[Event]:
         return _lifecycle(await _events(nc, subjects), "test.echo", "connected")
@@ -143,7 +143,7 @@ async def test_an_app_that_dies_is_disconnected_then_connected_again(
     ids=["failed", "timeout", "succeeded"],
 )
 async def test_a_calls_outcome_is_a_tool_event_with_its_call_id(
-    platform: Platform, pnc: NATS, subjects: Subjects, tool: str, arguments: dict[str, Any],
+    platform: Stack, pnc: NATS, subjects: Subjects, tool: str, arguments: dict[str, Any],
     timeout: float | None, outcome: str, status: str, error_code: str | None,
 ) -> None:
     session_id = f"s-{uuid.uuid4().hex[:8]}"
@@ -195,9 +195,9 @@ async def test_resource_reads_are_events_only_for_an_app_that_asks(
         "memo": _resources_app("test.memo", publish_resource_reads=True),
         "quiet": _resources_app("test.quiet"),
     })
-    stack.supervisor(config)
-    await stack.gateway(config)
-    await logged(bridge, '"started"')
+    stack.launch("supervisor", apps=config)
+    await stack.serving("gateway", apps=config)
+    await bridge.ready()
 
     async def read(app: str, uri: str) -> list[dict[str, Any]]:
         reply = await admin_request(nc, subjects, "gateway", "read_resource", {"app": app, "uri": uri}, timeout=10)

@@ -19,8 +19,8 @@ from nats.aio.msg import Msg
 from shared import write_through
 from shared.subjects import Subjects
 from tests.harness.processes import REPO, ServiceProcess, logged
+from tests.harness.stack import Stack
 from tests.harness.tcpproxy import TcpProxy
-from tests.integration.mcp_gateway.conftest import Stack
 from tests.integration.mcp_gateway.helpers import (
     call,
     call_approved,
@@ -40,8 +40,8 @@ async def echo_stack_seen_from_c2s(
     """Supervisor and gateway serving the echo app (the gateway connected to `gateway_url`, when
     given); every message the gateway writes to the app (its c2s relay) lands in the returned list."""
     config = write_apps(folder, {"echo": echo_app()})
-    stack.supervisor(config)
-    await stack.gateway(config, **({"NATS_URL": gateway_url} if gateway_url else {}))
+    stack.launch("supervisor", apps=config)
+    await stack.serving("gateway", apps=config, **({"NATS_URL": gateway_url} if gateway_url else {}))
     written: list[dict[str, Any]] = []
 
     async def on_c2s(msg: Msg) -> None:
@@ -82,13 +82,13 @@ async def test_a_restarted_gateway_re_establishes_its_sessions(
     nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
 ) -> None:
     config = write_apps(tmp_path, {"echo": echo_app(), "other": echo_app("test.other")})
-    stack.supervisor(config)
-    first = await stack.gateway(config, tag="gateway-1")
+    stack.launch("supervisor", apps=config)
+    first = await stack.serving("gateway", "gateway-1", apps=config)
     assert (await call(nc, subjects, "test.echo.echo", {"n": 1}))["status"] == "ok"
     pids = {app: await supervised_pid(nc, subjects, app) for app in ("echo", "other")}
 
     first.kill()
-    await stack.gateway(config, tag="gateway-2")
+    await stack.serving("gateway", "gateway-2", apps=config)
 
     for tool in ("test.echo.echo", "test.other.echo"):
         result = await call_until_ok(nc, subjects, tool, {"n": 3}, timeout=10)
@@ -124,8 +124,9 @@ async def test_a_hung_app_is_found_by_its_ping_and_given_a_fresh_process(
     dropped and the supervisor gives the app a fresh process; calls work again without help."""
     app = echo_app(mcp={"ping_interval_seconds": 0.5, "health_timeout_seconds": 2})
     config = write_apps(tmp_path, {"echo": app})
-    stack.supervisor(config, AURORA_STOP_GRACE_SECONDS="1")  # a stopped process ignores SIGTERM: SIGKILL soon
-    await stack.gateway(config)
+    # a stopped process ignores SIGTERM: SIGKILL soon
+    stack.launch("supervisor", apps=config, AURORA_STOP_GRACE_SECONDS="1")
+    await stack.serving("gateway", apps=config)
     # Under load the app may take longer than its 2 s to start: the session is tried again.
     await call_until_ok(nc, subjects, "test.echo.echo", {"n": 1}, timeout=40)
     hung_pid = await supervised_pid(nc, subjects, "echo")
@@ -146,8 +147,8 @@ async def test_a_write_whose_app_dies_during_the_call_has_an_unknown_outcome(
     failed, but a write or dangerous call may have taken effect, so it is `outcome_unknown`
     (never `unavailable`, which promises that nothing ran)."""
     config = write_apps(tmp_path, {"echo": echo_app()})
-    stack.supervisor(config)
-    await stack.gateway(config)
+    stack.launch("supervisor", apps=config)
+    await stack.serving("gateway", apps=config)
     assert (await call(nc, subjects, "test.echo.echo", {"n": 1}))["status"] == "ok"
     crashed = await call_approved(nc, subjects, "test.echo.crash", {})  # dangerous: a person grants it first
     assert crashed["status"] == "outcome_unknown", crashed
@@ -166,8 +167,8 @@ async def test_a_write_that_reaches_no_supervisor_is_unavailable_at_once_and_run
     keeps no claim, and the same call asked again once a supervisor is back runs, once."""
     counter = tmp_path / "counter.jsonl"
     config = write_apps(tmp_path, {"echo": echo_app(mcp={"env": {"ECHO_COUNTER_FILE": str(counter)}})})
-    supervisor = stack.supervisor(config)
-    gateway = await stack.gateway(config)
+    supervisor = stack.launch("supervisor", apps=config)
+    gateway = await stack.serving("gateway", apps=config)
     assert (await call(nc, subjects, "test.echo.counter_increment", {"key": "before"}))["status"] == "ok"
 
     supervisor.kill()  # its process group: the supervisor and the app, as a crashed container
@@ -189,7 +190,7 @@ async def test_a_write_that_reaches_no_supervisor_is_unavailable_at_once_and_run
     # Every call fails so while the supervisor is away: one warning for all of them, not one each.
     assert _said(gateway, "relay to the app-supervisor") == [("warning", "relay to the app-supervisor failed")]
 
-    stack.supervisor(config)
+    stack.launch("supervisor", apps=config)
 
     async def answered() -> dict[str, Any] | None:  # once the new supervisor's app is heard again
         result = await ask()
@@ -218,8 +219,8 @@ async def test_a_platform_tools_call_keeps_the_callers_shorter_timeout(
                  mcp={"cwd": str(REPO), "env": {"CHAT_LOG_FILE": str(tmp_path / "sent.jsonl"), "CHAT_WEB_PORT": "off"}},
                  platform={"reply": "send_message"}, startup={"send_delay_seconds": 3})
     config = write_apps(tmp_path, {"chat": chat})
-    stack.supervisor(config)
-    await stack.gateway(config)
+    stack.launch("supervisor", apps=config)
+    await stack.serving("gateway", apps=config)
     delivery = {"reply_target": {"app": "test.chat", "session_id": "s-timeout"}, "source_app": "test.chat"}
     envelope = json.loads(call_envelope("event_reply", {"text": "hello"}, timeout=1, context={"delivery": delivery}))
     started = time.monotonic()
@@ -238,7 +239,7 @@ async def test_an_answer_the_app_gave_while_the_gateway_was_away_reaches_it_once
     answer, the supervisor keeps it and sends it again, and the call ends `ok` once the gateway
     has reconnected, instead of waiting out its timeout as `outcome_unknown`."""
     requests = await echo_stack_seen_from_c2s(nc, subjects, stack, tmp_path, gateway_url=nats_proxy.url)
-    supervisor = stack.processes[0]
+    supervisor = stack["supervisor"]
     in_flight = asyncio.ensure_future(call(nc, subjects, "test.echo.slow", {"seconds": 2}, timeout=25))
 
     async def slow_was_sent() -> bool:

@@ -10,7 +10,6 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-import yaml
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
@@ -21,64 +20,25 @@ from shared.admin import AdminRequestError, admin_request
 from shared.clock import now_iso
 from shared.contracts.run import run_id_for
 from shared.subjects import Subjects
+from tests.harness.apps_config import APPS as APPS
+from tests.harness.apps_config import ECHO as ECHO
+from tests.harness.apps_config import FAST_RESTART as FAST_RESTART
+from tests.harness.apps_config import stdio as stdio
+from tests.harness.apps_config import write_apps as write_apps
 from tests.harness.processes import logged as logged  # one wait-for-log for every test
+from tests.harness.runner_stack import ALARMS as ALARMS
+from tests.harness.runner_stack import ASSETS as ASSETS
+from tests.harness.runner_stack import CHAT as CHAT
+from tests.harness.runner_stack import CHAT_PLATFORM as CHAT_PLATFORM
+from tests.harness.runner_stack import RUNNER_ENV as RUNNER_ENV
+from tests.harness.runner_stack import assets_calls as assets_calls
+from tests.harness.runner_stack import assets_calls_log as assets_calls_log
+from tests.harness.runner_stack import stack_apps as stack_apps
 from tests.harness.waiting import NOT_SERVING_YET, consumed
 from tests.harness.waiting import poll as poll  # one poll helper for every test
 
 REPO = Path(__file__).resolve().parents[3]
 PYTHON = sys.executable
-APPS = REPO / "tests" / "apps"
-CHAT = "test.chat"
-ALARMS = "test.alarms"
-ASSETS = "test.assets"
-ECHO = "test.echo"
-FAST_RESTART = {"backoff_initial_seconds": 0.1, "backoff_max_seconds": 0.5, "max_restarts": 20,
-                "window_seconds": 60}
-# Short enough for quick recovery in tests, long enough to never fire on a healthy runner.
-RUNNER_ENV = {"AURORA_RUNNER_ACK_WAIT_SECONDS": "3", "AURORA_RUNNER_TOOL_TIMEOUT_SECONDS": "5",
-              "AURORA_RUNNER_CONCURRENCY": "16", "TEST_MODEL_KEY": "sk-test-123",
-              # a run waiting for an unavailable target tries again soon: tests wait seconds, not minutes
-              "AURORA_RUNNER_RETRY_BASE_SECONDS": "0.2", "AURORA_RUNNER_RETRY_MAX_SECONDS": "1"}
-# Which chat-app tools implement each platform capability (as apps/config.yml declares them).
-CHAT_PLATFORM = {"reply": "send_message", "react": "react", "respond_friend_request": "respond_friend_request",
-                 "get_actor": "get_user_info", "send_message": "send_message"}
-
-
-def stdio(command: list[str], *, package: str, **extra: Any) -> dict[str, Any]:
-    mcp = {"transport": "stdio", "command": command, "cwd": str(REPO), **extra.pop("mcp", {})}
-    return {"package": package, "mcp": mcp, "restart": FAST_RESTART, **extra}
-
-
-def stack_apps(chat_log: Path) -> dict[str, dict[str, Any]]:
-    """The apps of the runner tests: a chat app that logs every message it sends, the alarm
-    and asset systems of the cross-system relay, and the echo app (reads, a slow read)."""
-    return {
-        "chat": stdio([PYTHON, "-m", "apps.aurora_app_chat"], package=CHAT,
-                      mcp={"env": {"CHAT_LOG_FILE": str(chat_log), "CHAT_WEB_PORT": "off"}}, platform=CHAT_PLATFORM),
-        "alarms": stdio([PYTHON, str(APPS / "alarms_app.py")], package=ALARMS),
-        "assets": stdio([PYTHON, str(APPS / "assets_app.py")], package=ASSETS,
-                        mcp={"env": {"ASSETS_CALL_LOG": str(assets_calls_log(chat_log))}}),
-        "echo": stdio([PYTHON, str(APPS / "echo_app.py")], package=ECHO,
-                      mcp={"env": {"ECHO_COUNTER_FILE": str(chat_log.with_name("echo-counter.jsonl"))}}),
-    }
-
-
-def assets_calls_log(chat_log: Path) -> Path:
-    """Where the stack's assets app writes down every call it answered (beside the chat log)."""
-    return chat_log.with_name("assets-calls.jsonl")
-
-
-def assets_calls(chat_log: Path, tool: str) -> list[dict[str, Any]]:
-    """The arguments of every `tool` call the stack's assets app answered so far."""
-    path = assets_calls_log(chat_log)
-    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-    return [call["arguments"] for call in map(json.loads, lines) if call["tool"] == tool]
-
-
-def write_apps(folder: Path, apps: dict[str, dict[str, Any]]) -> Path:
-    path = folder / "apps.yml"
-    path.write_text(yaml.safe_dump({"apps": apps}, allow_unicode=True), encoding="utf-8")
-    return path
 
 
 def event(event_type: str, data: dict[str, Any], *, app: str = CHAT, session_id: str | None = None,

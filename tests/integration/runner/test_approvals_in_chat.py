@@ -14,7 +14,7 @@ from nats.aio.client import Client as NATS
 from services.mcp_gateway.chat_approvals import DURABLE as CHAT_APPROVALS
 from shared.admin import admin_request
 from shared.subjects import Subjects
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     CHAT,
     ECHO,
@@ -36,7 +36,7 @@ FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 USER = "user-7"  # the actor of the tests' events
 
 
-async def asked_write(stack: Stack, nc: NATS, subjects: Subjects, case: str) -> tuple[str, str, str]:
+async def asked_write(stack: RunnerStack, nc: NATS, subjects: Subjects, case: str) -> tuple[str, str, str]:
     """(task id, approval id, session): a playbook's write waits, and the question is in the chat."""
     await apply(nc, subjects, "agents", {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["message.received"],
@@ -70,7 +70,7 @@ async def answer(nc: NATS, subjects: Subjects, approval_id: str, session: str, v
 
 
 async def test_the_user_who_asked_confirms_in_the_chat_and_the_write_runs_once(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"chat-{uuid.uuid4().hex[:6]}"
     task_id, approval_id, session = await asked_write(stack, snc, subjects, case)
     stored = await admin_request(snc, subjects, "approvals", "get", {"id": approval_id})
@@ -108,7 +108,8 @@ async def test_the_user_who_asked_confirms_in_the_chat_and_the_write_runs_once(
     assert record["caller"] == f"chat:{CHAT}:{USER}", record
 
 
-async def test_a_refusal_in_the_chat_cancels_the_task(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_a_refusal_in_the_chat_cancels_the_task(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"chatno-{uuid.uuid4().hex[:6]}"
     task_id, approval_id, session = await asked_write(stack, snc, subjects, case)
     await answer(snc, subjects, approval_id, session, "2", user=USER)

@@ -13,33 +13,27 @@ import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 import pytest
 from nats.aio.client import Client as NATS
 
-from aurora_cli.localnats import LocalNats
 from services.runner.resumer import DURABLE as RESUME
 from shared.contracts.envelope import Header, Source
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.subjects import Subjects
-from tests.harness.clients import nats_client
-from tests.harness.processes import ServiceProcess, service_env, stop_services
+from tests.harness.runner_stack import runner_stack
+from tests.harness.stack import Stack
 from tests.integration.runner.helpers import (
     ECHO,
-    RUNNER_ENV,
     apply,
     bind,
     event,
     handled,
-    poll,
     publish_events,
     settled,
-    stack_apps,
     task_id_of,
-    write_apps,
 )
 from tests.integration.runner.test_recovery import _counter
 from tests.integration.runner.test_tasks_cli import cli
@@ -50,46 +44,18 @@ TTL = 20.0
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 
 
-@dataclass
-class OwnStack:
-    url: str
-    processes: dict[str, ServiceProcess]
-
-    def runners(self) -> list[ServiceProcess]:
-        return [p for name, p in self.processes.items() if name.startswith("runner")]
-
-
 @pytest.fixture(scope="module")
-def own_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[OwnStack]:
+def own_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     folder = tmp_path_factory.mktemp("approvals-stack")
-    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
-    server.start()
-    config = write_apps(folder, stack_apps(folder / "chat-sent.jsonl"))
-    env = service_env(server.url, AURORA_APPS_CONFIG=str(config), AURORA_APPROVAL_TTL_SECONDS=str(TTL),
-                      AURORA_APPROVAL_SWEEP_SECONDS="0.5")
-    logs = folder / "logs"
-    logs.mkdir(exist_ok=True)
-    processes = {name: ServiceProcess(f"services.{module}", env, logs, name).start() for name, module in (
-        ("bridge", "event_bridge"), ("supervisor", "app_supervisor"), ("gateway", "mcp_gateway"),
-        ("router", "router"))}
-    for n in (1, 2):
-        runner_env = {**env, **RUNNER_ENV, "AURORA_RUNNER_INSTANCE": f"runner-{n}"}
-        processes[f"runner-{n}"] = ServiceProcess("services.runner", runner_env, logs, f"runner-{n}").start()
-    try:
-        processes["gateway"].wait_for_log('"serving"', timeout=40)
-        processes["router"].wait_for_log('"ready"', timeout=30)
-        for name, process in processes.items():
-            if name.startswith("runner"):
-                process.wait_for_log('"ready"', timeout=30)
-        yield OwnStack(server.url, processes)
-    finally:
-        stop_services(processes.values())
-        server.stop()
+    builder = runner_stack(folder, runners=2, env={"AURORA_APPROVAL_TTL_SECONDS": str(TTL),
+                                                   "AURORA_APPROVAL_SWEEP_SECONDS": "0.5"})
+    with builder.running() as running:
+        yield running
 
 
 @pytest.fixture
-async def onc(own_stack: OwnStack) -> AsyncIterator[NATS]:
-    async with nats_client(own_stack.url) as client:
+async def onc(own_stack: Stack) -> AsyncIterator[NATS]:
+    async with own_stack.client() as client:
         yield client
 
 
@@ -112,20 +78,14 @@ async def waiting_write(nc: NATS, subjects: Subjects, case: str, locale: str = "
     return task_id, waiting
 
 
-async def restart_runners(stack: OwnStack) -> None:
-    runners = stack.runners()
+async def restart_runners(stack: Stack) -> None:
+    runners = stack.of("runner")
     # together, as an operator's rollout of every runner would: 0 is a drained stop on SIGTERM
     # (a runner killed after the timeout says -9)
     codes = await asyncio.gather(*(asyncio.to_thread(runner.terminate, 20) for runner in runners))
     for runner, code in zip(runners, codes, strict=True):
         assert code == 0, runner.logs()[-3000:]
-    for runner in runners:
-        runner.start()
-
-    async def ready() -> bool:
-        return all(r.logs().count('"ready"') >= 2 for r in runners)
-
-    await poll(ready, timeout=30, what="the restarted runners to be ready")
+    await asyncio.gather(*(runner.start().ready() for runner in runners))
 
 
 async def crafted_call(nc: NATS, subjects: Subjects, *, agent: str | None, tool: str, arguments: dict[str, Any],
@@ -141,7 +101,7 @@ async def crafted_call(nc: NATS, subjects: Subjects, *, agent: str | None, tool:
 
 
 async def test_a_grant_after_every_runner_restarted_resumes_the_task_and_the_write_runs_once(
-        own_stack: OwnStack, onc: NATS, subjects: Subjects) -> None:
+        own_stack: Stack, onc: NATS, subjects: Subjects) -> None:
     case = f"ap-{uuid.uuid4().hex[:6]}"
     task_id, waiting = await waiting_write(onc, subjects, case)
     approval_id = waiting["approval_id"]
@@ -178,7 +138,7 @@ async def test_a_grant_after_every_runner_restarted_resumes_the_task_and_the_wri
 
 
 async def test_a_denied_and_an_expired_approval_cancel_their_tasks(
-        own_stack: OwnStack, onc: NATS, subjects: Subjects) -> None:
+        own_stack: Stack, onc: NATS, subjects: Subjects) -> None:
     denied_case, expired_case = f"dn-{uuid.uuid4().hex[:6]}", f"ex-{uuid.uuid4().hex[:6]}"
     (denied_id, denied_wait), (expired_id, _) = await asyncio.gather(
         waiting_write(onc, subjects, denied_case), waiting_write(onc, subjects, expired_case, "en"))

@@ -13,7 +13,7 @@ from nats.js.errors import NotFoundError
 
 from shared.admin import admin_request
 from shared.subjects import Subjects
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     ECHO,
     apply,
@@ -34,7 +34,7 @@ def echo_agent(agent_id: str, **extra: Any) -> dict[str, Any]:
 
 
 async def test_a_run_without_a_reply_target_finishes_without_delivering(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"nort-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", echo_agent(f"a-{case}"))
     await bind(snc, subjects, f"b-{case}", "member.joined", "agent", f"a-{case}", case=case)
@@ -50,7 +50,7 @@ async def test_a_run_without_a_reply_target_finishes_without_delivering(
 
 
 async def test_a_synthetic_run_records_the_reply_it_would_send_and_sends_nothing(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"syn-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", echo_agent(f"a-{case}"))
     await bind(snc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
@@ -66,7 +66,7 @@ async def test_a_synthetic_run_records_the_reply_it_would_send_and_sends_nothing
 
 
 async def test_a_write_waits_for_approval_in_the_task_and_the_run_is_acknowledged(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"apr-{uuid.uuid4().hex[:6]}"
     agent = {"kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"],
              "tools": [f"{ECHO}.echo", f"{ECHO}.counter_increment"],

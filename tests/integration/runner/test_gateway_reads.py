@@ -13,12 +13,12 @@ from nats.aio.msg import Msg
 
 from shared.inline_subscription import subscribe_inline
 from shared.subjects import Subjects
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import apply, bind, event, publish_events, settled, task_id_of
 
 
 async def test_a_reply_calls_ledger_read_starts_before_the_run_record_is_read(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"reads-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {"kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook",
                                           "events": ["*"], "playbook": {"steps": [], "answer": "noted"}})

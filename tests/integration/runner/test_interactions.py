@@ -16,7 +16,7 @@ from services.runner.resumer import DURABLE as RESUME
 from shared.contracts.envelope import Header, Source
 from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.subjects import Subjects
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     ASSETS,
     CHAT,
@@ -68,7 +68,7 @@ def asset_chooser(agent_id: str) -> dict[str, Any]:
 
 
 async def test_several_matching_assets_ask_the_user_and_the_answer_resumes_the_task(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"ix-{uuid.uuid4().hex[:6]}"
     session = f"s-{case}"
     requested = await snc.subscribe(subjects.event("aurora.runner", "interaction.requested"))

@@ -11,17 +11,17 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, settled, task_id_of
 
 
-def llm_agent(stack: Stack, case: str, name: str, *, settings: dict[str, Any] | None = None,
+def llm_agent(stack: RunnerStack, case: str, name: str, *, settings: dict[str, Any] | None = None,
               **extra: Any) -> dict[str, Any]:
     return {"kind": "Agent", "id": f"a-{case}", "agent_kind": "llm", "events": ["*"], "tools": [f"{ECHO}.echo"],
             "model": {"base_url": stack.fake.base_url, "model": name, **(settings or {})}, **extra}
 
 
-async def _run(stack: Stack, snc: NATS, subjects: Subjects, case: str, agent: dict[str, Any],
+async def _run(stack: RunnerStack, snc: NATS, subjects: Subjects, case: str, agent: dict[str, Any],
                earlier: list[dict[str, Any]] | None = None, session: str | None = None) -> dict[str, Any]:
     await apply(snc, subjects, "agents", agent)
     await bind(snc, subjects, f"b-{case}", "message.received", "agent", agent["id"], case=case)
@@ -31,7 +31,7 @@ async def _run(stack: Stack, snc: NATS, subjects: Subjects, case: str, agent: di
 
 
 async def test_event_history_returns_earlier_events_of_the_session_on_demand(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"hist-{uuid.uuid4().hex[:6]}"
     session = f"g-{case}"
     earlier = [event("message.received", {"text": f"earlier {i}", "case": "not-bound"}, session_id=session)
@@ -53,7 +53,8 @@ async def test_event_history_returns_earlier_events_of_the_session_on_demand(
     assert history["side_effect"] == "read" and history["classification"] == "ok"
 
 
-async def test_the_tool_round_budget_and_the_result_limit_hold(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_the_tool_round_budget_and_the_result_limit_hold(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"rounds-{uuid.uuid4().hex[:6]}"
 
     def script(chat: Conversation) -> Turn:
@@ -75,7 +76,7 @@ async def test_the_tool_round_budget_and_the_result_limit_hold(stack: Stack, snc
 
 
 async def test_refused_proposals_go_back_to_the_model_and_the_run_goes_on(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"refuse-{uuid.uuid4().hex[:6]}"
 
     def script(chat: Conversation) -> Turn:
@@ -93,7 +94,8 @@ async def test_refused_proposals_go_back_to_the_model_and_the_run_goes_on(
     assert [s["classification"] for s in task["steps"] if s["kind"] == "tool"] == ["denied", "denied"]
 
 
-async def test_the_api_key_comes_from_the_named_variable(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_the_api_key_comes_from_the_named_variable(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"key-{uuid.uuid4().hex[:6]}"
     stack.fake.script(case, lambda chat: chat.answer("authorized"), api_key="sk-test-123")
     agent = llm_agent(stack, case, case, settings={"api_key_env": "TEST_MODEL_KEY"})
@@ -108,7 +110,8 @@ async def test_the_api_key_comes_from_the_named_variable(stack: Stack, snc: NATS
     assert "NOT_SET_ANYWHERE" in task["error"]["message"]
 
 
-async def test_a_failing_model_fails_the_task_with_the_reason(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_a_failing_model_fails_the_task_with_the_reason(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"down-{uuid.uuid4().hex[:6]}"
     stack.fake.script(case, lambda chat: Turn(status=500))  # a 503 is waited for: test_model_waits.py
     task = await _run(stack, snc, subjects, case, llm_agent(stack, case, case))
@@ -117,7 +120,8 @@ async def test_a_failing_model_fails_the_task_with_the_reason(stack: Stack, snc:
     assert len(stack.fake.requests_for(case)) == 3  # retried twice: a model call has no side effect
 
 
-async def test_a_model_slower_than_its_timeout_fails_the_task(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_a_model_slower_than_its_timeout_fails_the_task(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"slow-{uuid.uuid4().hex[:6]}"
     stack.fake.script(case, lambda chat: Turn(content="too late", delay=2.0))
     task = await _run(stack, snc, subjects, case, llm_agent(stack, case, case, settings={"timeout_seconds": 0.5}))

@@ -12,7 +12,7 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     CHAT,
     ECHO,
@@ -31,12 +31,12 @@ from tests.integration.runner.test_interactions import operator_call
 FINAL = ("succeeded", "failed", "partial", "cancelled", "unverified")
 
 
-def llm_agent(stack: Stack, case: str) -> dict[str, Any]:
+def llm_agent(stack: RunnerStack, case: str) -> dict[str, Any]:
     return {"kind": "Agent", "id": f"a-{case}", "agent_kind": "llm", "events": ["*"], "tools": [f"{ECHO}.echo"],
             "model": {"base_url": stack.fake.base_url, "model": case}}
 
 
-async def _start(snc: NATS, subjects: Subjects, stack: Stack, case: str, session: str) -> str:
+async def _start(snc: NATS, subjects: Subjects, stack: RunnerStack, case: str, session: str) -> str:
     await apply(snc, subjects, "agents", llm_agent(stack, case))
     await bind(snc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
     doc = event("message.received", {"case": case, "text": "which pump?"}, session_id=session)
@@ -45,7 +45,7 @@ async def _start(snc: NATS, subjects: Subjects, stack: Stack, case: str, session
 
 
 async def test_request_action_asks_the_user_and_the_answer_resumes_the_model(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"llmix-{uuid.uuid4().hex[:6]}"
     session = f"s-{case}"
 
@@ -99,7 +99,7 @@ async def test_request_action_asks_the_user_and_the_answer_resumes_the_model(
 
 
 async def test_any_other_requested_action_is_recorded_and_not_executed(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"llmact-{uuid.uuid4().hex[:6]}"
     session = f"s-{case}"
 

@@ -13,7 +13,7 @@ from nats.aio.client import Client as NATS
 from aurora_cli.localnats import free_port
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     ECHO,
     apply,
@@ -41,11 +41,12 @@ async def start(snc: NATS, subjects: Subjects, case: str, agent: dict[str, Any])
     return task_id_of(doc, f"b-{case}")
 
 
-def replies(stack: Stack, case: str) -> list[str]:
+def replies(stack: RunnerStack, case: str) -> list[str]:
     return [r["text"] for r in sent(stack.chat_log) if r.get("session_id") == f"g-{case}"]
 
 
-async def test_a_model_server_that_comes_up_late_is_waited_for(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_a_model_server_that_comes_up_late_is_waited_for(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"late-{uuid.uuid4().hex[:6]}"
     late = FakeOpenAI(port=free_port())  # nothing listens there yet: connections are refused
     late.script(case, lambda chat: chat.answer("the model is up"))
@@ -67,7 +68,8 @@ async def test_a_model_server_that_comes_up_late_is_waited_for(stack: Stack, snc
     assert final["delivered"] is True and replies(stack, case) == ["the model is up"]
 
 
-async def test_a_503_with_retry_after_is_asked_again_no_sooner(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_a_503_with_retry_after_is_asked_again_no_sooner(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"busy-{uuid.uuid4().hex[:6]}"
 
     def script(chat: Conversation) -> Turn:
@@ -83,7 +85,7 @@ async def test_a_503_with_retry_after_is_asked_again_no_sooner(stack: Stack, snc
     assert final["retry"]["code"] == "model_unreachable" and "503" in final["retry"]["message"]
 
 
-async def test_a_400_fails_at_once(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_a_400_fails_at_once(stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"bad-{uuid.uuid4().hex[:6]}"
     stack.fake.script(case, lambda chat: Turn(status=400))
     final = await settled(snc, subjects, await start(snc, subjects, case, agent_on(stack.fake.base_url, case)))
@@ -93,7 +95,7 @@ async def test_a_400_fails_at_once(stack: Stack, snc: NATS, subjects: Subjects) 
 
 
 async def test_spent_tool_rounds_without_an_answer_fail_and_the_user_is_told(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"spent-{uuid.uuid4().hex[:6]}"
 
     def script(chat: Conversation) -> Turn:  # keeps calling tools, even once none are offered

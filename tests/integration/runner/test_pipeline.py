@@ -9,7 +9,7 @@ import uuid
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     ECHO,
     apply,
@@ -23,7 +23,8 @@ from tests.integration.runner.helpers import (
 )
 
 
-async def test_the_stage_chain_shapes_filters_and_delivers(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_the_stage_chain_shapes_filters_and_delivers(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"pl-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {
         "kind": "Agent", "id": f"ai-{case}", "agent_kind": "playbook", "events": ["message.*"],
@@ -59,7 +60,8 @@ async def test_the_stage_chain_shapes_filters_and_delivers(stack: Stack, snc: NA
     assert not sent_to(stack, f"g-{case}-2")
 
 
-async def test_an_unknown_stage_type_fails_the_run_naming_it(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_an_unknown_stage_type_fails_the_run_naming_it(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"plx-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "pipelines", {"kind": "Pipeline", "id": f"p-{case}", "stages": [
         {"name": "magic", "type": "telepathy"}]})
@@ -71,9 +73,9 @@ async def test_an_unknown_stage_type_fails_the_run_naming_it(stack: Stack, snc: 
     assert "'magic'" in failed["error"]["message"] and "telepathy" in failed["error"]["message"]
 
 
-def sent_to(stack: Stack, session: str) -> list[dict[str, object]]:
+def sent_to(stack: RunnerStack, session: str) -> list[dict[str, object]]:
     return [r for r in sent(stack.chat_log) if r.get("session_id") == session]
 
 
-async def _sent(stack: Stack, session: str) -> list[dict[str, object]]:
+async def _sent(stack: RunnerStack, session: str) -> list[dict[str, object]]:
     return sent_to(stack, session)

@@ -15,7 +15,7 @@ from shared.admin import AdminRequestError, admin_request
 from shared.contracts.run import ReplyTarget
 from shared.subjects import Subjects
 from tests.harness.run_records import dispatched
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     CHAT,
     ECHO,
@@ -35,7 +35,7 @@ from tests.integration.runner.test_interactions import operator_call
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 
 
-async def chat_caught_up(stack: Stack, nc: NATS, subjects: Subjects, case: str) -> str:
+async def chat_caught_up(stack: RunnerStack, nc: NATS, subjects: Subjects, case: str) -> str:
     """Send a marker message of our own through the chat app and see it in the app's log: the
     app has handled whatever the gateway sent it before (a refused call it made anyway, say).
     The marker's text."""
@@ -61,7 +61,8 @@ async def agent_tools(nc: NATS, subjects: Subjects, agent: str, delivery: dict[s
     return await poll(known, timeout=10, what=f"the gateway to know agent {agent}", interval=0.25)
 
 
-async def test_event_reply_is_not_offered_without_a_reply_target(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_event_reply_is_not_offered_without_a_reply_target(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"nt-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.echo"],
@@ -81,7 +82,7 @@ async def test_event_reply_is_not_offered_without_a_reply_target(stack: Stack, s
     assert done["delivered"] is False and not [s for s in done["steps"] if s["name"] == "event_reply"]
 
 
-async def test_a_platform_tool_not_allowed_is_denied_even_when_crafted(stack: Stack, snc: NATS,
+async def test_a_platform_tool_not_allowed_is_denied_even_when_crafted(stack: RunnerStack, snc: NATS,
                                                                        subjects: Subjects) -> None:
     case = f"pl-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {
@@ -100,7 +101,7 @@ async def test_a_platform_tool_not_allowed_is_denied_even_when_crafted(stack: St
     assert not [r for r in sent(stack.chat_log) if r.get("text") == "spam"]
 
 
-async def test_a_platform_tool_without_an_agent_is_the_operators_alone(stack: Stack, snc: NATS,
+async def test_a_platform_tool_without_an_agent_is_the_operators_alone(stack: RunnerStack, snc: NATS,
                                                                       subjects: Subjects) -> None:
     """Only the event's own delivery tools serve a pipeline without an agent on the runners'
     subject; a tool that names its own target (`platform_*`) is an operator call."""
@@ -117,7 +118,7 @@ async def test_a_platform_tool_without_an_agent_is_the_operators_alone(stack: St
 
 
 async def test_a_synthetic_friend_request_runs_end_to_end_and_the_app_does_nothing(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"fr-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["friend.*"], "tools": [],

@@ -24,7 +24,7 @@ from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCal
 from shared.streams import call_ledger_bucket, ensure_bucket, tasks_bucket
 from shared.subjects import Subjects
 from tests.harness.run_records import dispatched
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import CHAT, ECHO, apply, event, sent, settled
 
 LONG_AGO = (datetime.now(UTC) - timedelta(minutes=5)).isoformat()
@@ -87,7 +87,8 @@ async def _abandoned(nc: NATS, subjects: Subjects, call_id: str, tool: str, run_
     await kv.create(ledger_key(call_id), msgspec.json.encode(entry))
 
 
-async def test_a_reply_the_gateway_recorded_is_not_sent_again(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_a_reply_the_gateway_recorded_is_not_sent_again(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"rca-{uuid.uuid4().hex[:6]}"
     agent_id = f"a-{case}"
     await apply(snc, subjects, "agents", _playbook_agent(agent_id, [], "hello", []))
@@ -112,7 +113,8 @@ async def test_a_reply_the_gateway_recorded_is_not_sent_again(stack: Stack, snc:
     assert [r["text"] for r in sent(stack.chat_log) if r.get("session_id") == f"g-{case}"] == ["hello"]
 
 
-async def test_a_reply_the_gateway_never_received_is_sent_once(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_a_reply_the_gateway_never_received_is_sent_once(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"rcr-{uuid.uuid4().hex[:6]}"
     agent_id = f"a-{case}"
     await apply(snc, subjects, "agents", _playbook_agent(agent_id, [], "hello", []))
@@ -127,7 +129,7 @@ async def test_a_reply_the_gateway_never_received_is_sent_once(stack: Stack, snc
     assert [r["text"] for r in sent(stack.chat_log) if r.get("session_id") == f"g-{case}"] == ["hello"]
 
 
-async def test_a_reply_the_gateway_died_sending_leaves_the_task_unverified(stack: Stack, snc: NATS,
+async def test_a_reply_the_gateway_died_sending_leaves_the_task_unverified(stack: RunnerStack, snc: NATS,
                                                                           subjects: Subjects) -> None:
     case = f"rcu-{uuid.uuid4().hex[:6]}"
     agent_id = f"a-{case}"
@@ -172,7 +174,8 @@ def _started_count(key: str, call_id: str) -> TaskStep:
                     timeout_seconds=5.0)
 
 
-async def test_a_write_the_read_back_finds_is_not_made_again(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_a_write_the_read_back_finds_is_not_made_again(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"rcv-{uuid.uuid4().hex[:6]}"
     agent_id = f"a-{case}"
     await apply(snc, subjects, "agents", _counting_agent(agent_id, case))
@@ -190,7 +193,8 @@ async def test_a_write_the_read_back_finds_is_not_made_again(stack: Stack, snc: 
     assert await _counter(snc, subjects, case) == 1
 
 
-async def test_a_write_the_read_back_does_not_find_is_made_again(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_a_write_the_read_back_does_not_find_is_made_again(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"rcn-{uuid.uuid4().hex[:6]}"
     agent_id = f"a-{case}"
     await apply(snc, subjects, "agents", _counting_agent(agent_id, case))

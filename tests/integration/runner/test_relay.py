@@ -12,7 +12,7 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     ALARMS,
     ASSETS,
@@ -47,7 +47,7 @@ PLAYBOOK: dict[str, Any] = {
 }
 
 
-async def _relay(snc: NATS, subjects: Subjects, stack: Stack, agent: dict[str, Any], alarm_id: str,
+async def _relay(snc: NATS, subjects: Subjects, stack: RunnerStack, agent: dict[str, Any], alarm_id: str,
                  case: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     await apply(snc, subjects, "agents", agent)
     await bind(snc, subjects, f"b-{case}", "message.received", "agent", agent["id"], case=case)
@@ -60,7 +60,7 @@ async def _relay(snc: NATS, subjects: Subjects, stack: Stack, agent: dict[str, A
     return task, replies
 
 
-async def _sent_to(stack: Stack, session: str) -> list[dict[str, Any]]:
+async def _sent_to(stack: RunnerStack, session: str) -> list[dict[str, Any]]:
     return [r for r in sent(stack.chat_log) if r.get("session_id") == session]
 
 
@@ -69,7 +69,7 @@ def _tool_steps(task: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def test_the_playbook_relays_an_alarm_to_its_asset_and_replies_citing_both(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"pb-{uuid.uuid4().hex[:6]}"
     agent = {"kind": "Agent", "id": f"relay-{case}", "agent_kind": "playbook", "events": ["message.*"],
              "tools": RELAY_TOOLS, "playbook": PLAYBOOK}
@@ -90,7 +90,7 @@ async def test_the_playbook_relays_an_alarm_to_its_asset_and_replies_citing_both
 
 
 async def test_the_playbook_keeps_the_alarm_and_says_the_asset_is_missing(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"pbx-{uuid.uuid4().hex[:6]}"
     agent = {"kind": "Agent", "id": f"relay-{case}", "agent_kind": "playbook", "events": ["message.*"],
              "tools": RELAY_TOOLS, "playbook": PLAYBOOK}
@@ -122,7 +122,7 @@ def relay_script(chat: Conversation) -> Turn:
 
 
 async def test_the_llm_agent_relays_through_tool_calls_the_model_proposes(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"llm-{uuid.uuid4().hex[:6]}"
     model = f"relay-{case}"
     stack.fake.script(model, relay_script)
@@ -149,7 +149,8 @@ async def test_the_llm_agent_relays_through_tool_calls_the_model_proposes(
     assert first.event["type"] == "message.received" and first.event["data"]["alarm_id"] == "ALM-1001"
 
 
-async def test_the_llm_agent_says_the_asset_is_missing(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_the_llm_agent_says_the_asset_is_missing(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"llmx-{uuid.uuid4().hex[:6]}"
     model = f"relay-{case}"
     stack.fake.script(model, relay_script)

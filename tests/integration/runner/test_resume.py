@@ -25,7 +25,7 @@ from shared.contracts.signals import GATEWAY_APP
 from shared.contracts.task import Task, decode_task
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, quiet, settled, task_id_of
 from tests.integration.runner.test_recovery import _counter
 from tests.unit.runner.factories import NOW, a_run, a_step, an_event
@@ -42,7 +42,7 @@ async def runner(snc: NATS, subjects: Subjects) -> AsyncIterator[RunnerService]:
 
 
 async def test_a_granted_approval_resumes_the_task_and_the_write_runs_once(
-        stack: Stack, snc: NATS, subjects: Subjects, runner: RunnerService) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects, runner: RunnerService) -> None:
     case = f"res-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"],
@@ -82,7 +82,7 @@ async def test_a_granted_approval_resumes_the_task_and_the_write_runs_once(
 
 
 async def test_a_running_task_is_taken_over_only_when_its_runner_is_known_to_have_stopped(
-        stack: Stack, snc: NATS, subjects: Subjects, runner: RunnerService) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects, runner: RunnerService) -> None:
     # A resume racing a live runner (say, a grant handled while another runner already resumed
     # the task) must leave the task alone; a resume message that came again means the runner
     # holding the task stopped, and only then is it taken over.
@@ -107,7 +107,7 @@ async def test_a_running_task_is_taken_over_only_when_its_runner_is_known_to_hav
 
 
 async def test_a_grant_delivered_again_takes_over_the_task_its_resuming_runner_left_running(
-        stack: Stack, snc: NATS, subjects: Subjects, runner: RunnerService) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects, runner: RunnerService) -> None:
     # The grant was applied and a runner began resuming the task, then stopped: the grant event
     # comes again (its message was never acked) and is the only thing that can move the task on.
     approval, run_id = f"apr-{uuid.uuid4().hex[:8]}", f"left-{uuid.uuid4().hex[:8]}"

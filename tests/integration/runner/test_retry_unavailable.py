@@ -8,9 +8,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -25,8 +23,9 @@ from shared.streams import tasks_bucket
 from shared.subjects import Subjects
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness.processes import ServiceProcess
+from tests.harness.runner_stack import RunnerStack as GatewayStack
+from tests.harness.runner_stack import chat_log_of, runner_stack
 from tests.harness.waiting import consumed
-from tests.integration.runner.conftest import start_stack, stop_stack
 from tests.integration.runner.helpers import (
     apply,
     bind,
@@ -41,24 +40,11 @@ from tests.integration.runner.test_tasks_cli import cli
 TERMINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 
 
-@dataclass
-class GatewayStack:
-    url: str
-    chat_log: Path
-    processes: dict[str, ServiceProcess]
-
-
 @pytest.fixture(scope="module")
 def gateway_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GatewayStack]:
     folder = tmp_path_factory.mktemp("retry-stack")
-    server, processes, chat_log = start_stack(folder, runners=1)
-    try:
-        processes["gateway"].wait_for_log('"serving"', timeout=40)
-        processes["router"].wait_for_log('"ready"', timeout=30)
-        processes["runner-1"].wait_for_log('"ready"', timeout=30)
-        yield GatewayStack(server.url, chat_log, processes)
-    finally:
-        stop_stack(server, processes)
+    with runner_stack(folder, runners=1).running() as running:
+        yield GatewayStack(running, chat_log_of(folder))
 
 
 @pytest.fixture
@@ -73,15 +59,8 @@ async def gnc(gateway_stack: GatewayStack) -> AsyncIterator[NATS]:
 
 
 async def start_gateway(stack: GatewayStack) -> None:
-    """Start the stopped gateway and wait until this start of it serves (its log is appended to)."""
-    gateway = stack.processes["gateway"]
-    before = len(gateway.logs())
-    gateway.start()
-
-    async def serving() -> bool:
-        return '"serving"' in gateway.logs()[before:]
-
-    await poll(serving, timeout=40, what="the restarted gateway serving")
+    """Start the stopped gateway and wait until it serves."""
+    await stack.processes["gateway"].start().ready()
 
 
 async def stored(nc: NATS, subjects: Subjects, task_id: str) -> dict[str, Any] | None:

@@ -16,13 +16,13 @@ from shared.contracts.task import Task, Transition, encode_task
 from shared.deadletter import REASON, STAGE
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import ECHO, apply, bind, event, poll, publish_events, settled, task_id_of
 from tests.integration.runner.test_recovery import _parts
 
 
 async def test_a_large_event_travels_by_reference_and_is_read_from_the_object_store(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"big-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.echo"],
@@ -38,7 +38,8 @@ async def test_a_large_event_travels_by_reference_and_is_read_from_the_object_st
     assert task["answer"] == "300000 characters"
 
 
-async def test_a_run_for_an_agent_that_is_gone_fails_saying_so(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_a_run_for_an_agent_that_is_gone_fails_saying_so(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"gone-{uuid.uuid4().hex[:6]}"
     _, _, run = _parts(case, f"nobody-{case}")
     message = Envelope(header=Header(method=METHOD_AGENT_RUN, message_id=run.run_id, timestamp=datetime.now(
@@ -51,7 +52,7 @@ async def test_a_run_for_an_agent_that_is_gone_fails_saying_so(stack: Stack, snc
 
 
 async def test_a_run_that_keeps_coming_back_fails_after_its_attempts(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"poison-{uuid.uuid4().hex[:6]}"
     agent_id = f"a-{case}"
     _, _, run = _parts(case, agent_id)
@@ -71,7 +72,7 @@ async def test_a_run_that_keeps_coming_back_fails_after_its_attempts(
 
 
 async def test_a_message_that_is_not_a_run_is_dead_lettered_with_the_reason(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     js = snc.jetstream()
     subject = subjects.run("agent", f"junk-{uuid.uuid4().hex[:6]}")
     ack = await js.publish(subject, b'{"header": {"method": "agent/run"}, "payload": 42}')

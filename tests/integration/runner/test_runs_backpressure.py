@@ -4,7 +4,6 @@ read back from the server, and the server then holds back every run past that ma
 
 from __future__ import annotations
 
-import asyncio
 import uuid
 from typing import Any
 
@@ -16,7 +15,7 @@ from services.runner.stores import runs_consumer
 from shared.streams import runs_stream
 from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import RUNNER_ENV
 
 DURABLE = RunnerConfig().durable
@@ -28,7 +27,7 @@ async def _runs_consumer_info(nc: NATS, subjects: Subjects) -> ConsumerInfo:
 
 
 async def test_the_stack_runners_consumer_caps_runs_in_flight_at_the_default(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     info = await _runs_consumer_info(snc, subjects)
     expected = runs_consumer(load_runner_settings(RUNNER_ENV), subjects)
     assert info.stream_name == "AMP_RUNS" == runs_stream(subjects).name
@@ -41,7 +40,7 @@ async def test_a_configured_max_ack_pending_reaches_the_server_and_holds_runs_ba
         nc: NATS, subjects: Subjects, spawn: Any) -> None:
     runner: ServiceProcess = spawn("services.runner", tag="runner", AURORA_RUNNER_MAX_ACK_PENDING="3",
                                    AURORA_RUNNER_INSTANCE="bp-runner", AURORA_RUNNER_ACK_WAIT_SECONDS="30")
-    await asyncio.to_thread(runner.wait_for_log, '"ready"', 30)
+    await runner.ready(30)
     info = await _runs_consumer_info(nc, subjects)
     assert info.config.max_ack_pending == 3, info.config
     assert info.config.ack_wait == 30.0 and info.config.durable_name == DURABLE

@@ -11,17 +11,17 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess, service_env
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import ECHO, apply, settled, task_id_of
 from tests.integration.scheduler.schedules import FAST, admin, events_until
 
 
-async def test_a_binding_on_schedule_triggered_runs_a_playbook_agent(stack: Stack, snc: NATS, subjects: Subjects,
+async def test_a_binding_on_schedule_triggered_runs_a_playbook_agent(stack: RunnerStack, snc: NATS, subjects: Subjects,
                                                                      tmp_path: Path) -> None:
     case = f"sched-{uuid.uuid4().hex[:6]}"
     scheduler = ServiceProcess("services.scheduler", service_env(stack.url, **FAST), tmp_path, "scheduler").start()
     try:
-        scheduler.wait_for_log('"ready"', timeout=30)
+        scheduler.wait_ready(30)
         await apply(snc, subjects, "agents", {
             "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["schedule.*"],
             "tools": [f"{ECHO}.echo"],

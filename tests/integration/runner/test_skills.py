@@ -17,7 +17,7 @@ from nats.aio.client import Client as NATS
 from shared.admin import AdminRequestError, admin_request
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import apply, bind, event, publish_events, settled, task_id_of
 from tests.integration.runner.test_tasks_cli import cli
 
@@ -49,7 +49,7 @@ def skill_steps(task: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 async def test_an_agent_runs_with_the_current_version_of_its_skill(
-        stack: Stack, snc: NATS, subjects: Subjects, tmp_path: Path) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects, tmp_path: Path) -> None:
     case = f"sk-{uuid.uuid4().hex[:6]}"
     model = f"skills-{case}"
     stack.fake.script(model, answer)
@@ -94,7 +94,8 @@ async def test_an_agent_runs_with_the_current_version_of_its_skill(
     assert " 2 " in row and "test.alarms.get_alarm" in row
 
 
-async def test_skill_references_and_versions_are_checked(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_skill_references_and_versions_are_checked(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"skx-{uuid.uuid4().hex[:6]}"
     agent = {"kind": "Agent", "id": f"a-{case}", "agent_kind": "llm", "events": ["message.*"],
              "skills": [f"nowhere-{case}"]}
@@ -119,7 +120,7 @@ async def test_skill_references_and_versions_are_checked(stack: Stack, snc: NATS
 
 
 async def test_a_skill_removed_behind_the_gateways_back_fails_the_run_naming_it(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"skd-{uuid.uuid4().hex[:6]}"
     model = f"skills-{case}"
     stack.fake.script(model, answer)

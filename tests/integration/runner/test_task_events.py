@@ -8,7 +8,7 @@ from typing import Any
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     ECHO,
     apply,
@@ -28,7 +28,8 @@ async def _task_events(nc: NATS, subjects: Subjects, task_id: str) -> list[dict[
     return sorted(found, key=lambda d: int(d["header"]["message_id"].rsplit("-", 1)[1]))  # by transition
 
 
-async def test_task_state_changes_become_task_events(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_task_state_changes_become_task_events(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"evt-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.echo"],

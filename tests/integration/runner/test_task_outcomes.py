@@ -23,8 +23,8 @@ from nats.aio.client import Client as NATS
 
 from shared.admin import admin_request
 from shared.subjects import Subjects
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
-from tests.integration.runner.conftest import Stack
 from tests.integration.runner.helpers import (
     ECHO,
     TERMINAL,
@@ -60,7 +60,7 @@ def _seconds(step: dict[str, Any]) -> float:
     return (datetime.fromisoformat(step["finished_at"]) - datetime.fromisoformat(step["started_at"])).total_seconds()
 
 
-def _replies(stack: Stack, case: str) -> list[str]:
+def _replies(stack: RunnerStack, case: str) -> list[str]:
     return [r["text"] for r in sent(stack.chat_log) if r.get("session_id") == f"g-{case}"]
 
 
@@ -73,7 +73,7 @@ CONTINUING: list[dict[str, Any]] = [
 
 
 async def test_a_failed_step_marked_continue_lets_the_run_go_on_and_the_task_ends_partial(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"pc-{uuid.uuid4().hex[:6]}"
     task = await _run_playbook(snc, subjects, case, CONTINUING,
                                "{{ steps.after.structured.value }} (broken: {{ steps.broken.status }})",
@@ -94,7 +94,7 @@ async def test_a_failed_step_marked_continue_lets_the_run_go_on_and_the_task_end
 
 
 async def test_the_same_failure_without_continue_stops_the_run_and_the_task_fails(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"pf-{uuid.uuid4().hex[:6]}"
     stopping = [{k: v for k, v in step.items() if k != "on_error"} for step in CONTINUING]
     task = await _run_playbook(snc, subjects, case, stopping, "{{ steps.after.structured.value }}",
@@ -108,7 +108,7 @@ async def test_the_same_failure_without_continue_stops_the_run_and_the_task_fail
 
 
 async def test_a_failure_after_a_write_ends_partial_and_tells_the_user_what_is_done_and_what_not(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"pw-{uuid.uuid4().hex[:6]}"
     waiting = await _run_playbook(snc, subjects, case, [
         {"id": "count", "tool": f"{ECHO}.counter_increment", "arguments": {"key": case}},
@@ -130,7 +130,7 @@ async def test_a_failure_after_a_write_ends_partial_and_tells_the_user_what_is_d
 # -- per-call timeouts ----------------------------------------------------------------------------
 
 async def test_a_read_that_outlives_its_step_timeout_ends_the_task_as_a_timeout(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"rt-{uuid.uuid4().hex[:6]}"
     task = await _run_playbook(snc, subjects, case, [
         {"id": "wait", "tool": f"{ECHO}.slow", "arguments": {"seconds": 4}, "timeout_seconds": 0.5},
@@ -151,7 +151,7 @@ async def test_a_read_that_outlives_its_step_timeout_ends_the_task_as_a_timeout(
 
 
 async def test_a_read_timeout_on_a_step_marked_continue_ends_the_task_partial(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"rtc-{uuid.uuid4().hex[:6]}"
     task = await _run_playbook(snc, subjects, case, [
         {"id": "wait", "tool": f"{ECHO}.slow", "arguments": {"seconds": 4}, "timeout_seconds": 0.5,
@@ -213,7 +213,7 @@ async def _http_write_tool(snc: NATS, subjects: Subjects, system: str, server: R
 
 
 async def test_a_write_with_no_answer_in_time_is_not_made_again_and_the_task_is_unverified(
-        stack: Stack, snc: NATS, subjects: Subjects, slow_orders: RecordingServer, tmp_path: Path) -> None:
+        stack: RunnerStack, snc: NATS, subjects: Subjects, slow_orders: RecordingServer, tmp_path: Path) -> None:
     case = f"wt-{uuid.uuid4().hex[:6]}"
     tool = await _http_write_tool(snc, subjects, f"orders-{case}", slow_orders, tmp_path)
     waiting = await _run_playbook(snc, subjects, case, [

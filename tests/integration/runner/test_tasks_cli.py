@@ -12,7 +12,7 @@ from pathlib import Path
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     ECHO,
     REPO,
@@ -35,7 +35,7 @@ def cli(url: str, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([str(AURORA), *args], capture_output=True, text=True, env=env, timeout=60, cwd=REPO)
 
 
-async def test_list_and_show_a_finished_task(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_list_and_show_a_finished_task(stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"cli-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.echo"],
@@ -71,7 +71,8 @@ async def test_list_and_show_a_finished_task(stack: Stack, snc: NATS, subjects: 
     assert missing.returncode == 1 and "no task" in missing.stderr
 
 
-async def test_cancel_a_running_task_stops_it_at_its_next_step(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_cancel_a_running_task_stops_it_at_its_next_step(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"cnl-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"],
@@ -97,7 +98,8 @@ async def test_cancel_a_running_task_stops_it_at_its_next_step(stack: Stack, snc
     assert json.loads(again.stdout)["result"] == "already_terminal"
 
 
-async def test_cancel_a_task_that_waits_for_approval(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_cancel_a_task_that_waits_for_approval(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"cwa-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"],

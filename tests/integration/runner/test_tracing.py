@@ -17,7 +17,7 @@ from shared.contracts.signals import NativeEventSignal
 from shared.signal_publisher import publish_signal
 from shared.subjects import Subjects
 from shared.telemetry import root_trace
-from tests.integration.runner.conftest import Stack
+from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     ECHO,
     apply,
@@ -43,7 +43,8 @@ async def events_where(nc: NATS, subject: str, wanted: Any, *, timeout: float = 
             return found
 
 
-async def test_the_tool_events_of_a_run_carry_its_events_trace(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_the_tool_events_of_a_run_carry_its_events_trace(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"tr-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["message.*"],
@@ -67,7 +68,8 @@ async def test_the_tool_events_of_a_run_carry_its_events_trace(stack: Stack, snc
         assert trace_id(tool_event["_headers"]["traceparent"]) == trace_id(traceparent)
 
 
-async def test_an_event_without_a_trace_gets_one_rooted_at_it(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_an_event_without_a_trace_gets_one_rooted_at_it(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     signal_id = f"sig-{uuid.uuid4().hex[:10]}"
     event_doc = build_native_event("message.received", app_id="im.polaris.qq", data={"text": signal_id})
     native = NativeEventSignal(signal_id=signal_id, app="im.polaris.qq", observed_at=now_iso(), event=event_doc)

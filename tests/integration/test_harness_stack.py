@@ -1,0 +1,41 @@
+"""The harness's stack builder: a service counts as up when it serves (its ready file), a service
+that exits instead fails the start with its log, and a restarted service is not taken for up on
+the file its killed run left behind."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.harness.apps_config import echo_app, write_apps
+from tests.harness.stack import StackBuilder
+
+
+def test_a_stack_is_up_when_each_service_serves_and_down_after(tmp_path: Path, nats_url: str) -> None:
+    builder = StackBuilder(tmp_path).broker(nats_url).apps({"echo": echo_app()}).supervisor().gateway()
+    with builder.running() as stack:
+        gateway = stack["gateway"]
+        assert gateway.alive() and gateway.ready_path.exists()
+        assert '"serving"' in gateway.logs()  # the file is written once it serves, not before
+    assert not gateway.alive() and not stack["supervisor"].alive()
+    assert not gateway.ready_path.exists()  # removed as it stopped
+
+
+def test_a_service_that_exits_fails_the_start_with_its_log(tmp_path: Path, nats_url: str) -> None:
+    missing = tmp_path / "no-such-apps.yml"
+    builder = StackBuilder(tmp_path).broker(nats_url).env(AURORA_APPS_CONFIG=str(missing)).gateway()
+    with pytest.raises(AssertionError, match=r"gateway exited \(2\)"), builder.running():
+        pass
+
+
+async def test_a_restarted_service_is_not_up_on_its_killed_run_s_file(tmp_path: Path, nats_url: str) -> None:
+    config = write_apps(tmp_path, {"echo": echo_app()})
+    with StackBuilder(tmp_path).broker(nats_url).running() as stack:
+        stack.launch("supervisor", apps=config)
+        gateway = await stack.serving("gateway", apps=config)
+        gateway.kill()  # SIGKILL: nothing removes its ready file
+        assert gateway.ready_path.exists()
+        gateway.start()
+        assert not gateway.is_ready()
+        await gateway.ready()
