@@ -19,7 +19,8 @@ from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.health import HealthStore
 from services.app_supervisor.keeper import AppKeeper
 from services.app_supervisor.process import AppProcess
-from services.app_supervisor.receipts import Receipts
+from services.app_supervisor.relay.receipts import Receipts
+from services.app_supervisor.relay.stdio import StdioRelay
 from services.app_supervisor.reporter import NatsReporter, Reporter
 from services.app_supervisor.sessions import SessionWatch
 from shared.appconfig import AppConfig
@@ -78,7 +79,8 @@ class Supervisor(Lifecycle[None]):
 
     def _new_process(self, spec: LaunchSpec, generation: int) -> AppProcess:
         receipts = self._receipts.setdefault((spec.app_id, spec.instance), Receipts())
-        return AppProcess(self._nc, self._subjects, spec, generation, receipts=receipts)
+        relay = StdioRelay(self._nc, self._subjects, spec, generation, receipts=receipts)
+        return AppProcess(spec, generation, relay)
 
     async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         await ensure_streams(self._nc.jetstream(), fabric_streams(self._subjects), plan=self._plan)

@@ -82,6 +82,20 @@ def test_a_service_imports_only_itself_and_shared(path: Path) -> None:
     assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
 
 
+SUPERVISOR = REPO / "services" / "app_supervisor"
+
+
+def test_the_supervisors_process_and_relay_know_each_other_only_by_protocol() -> None:
+    """The OS process (`process.py`) and the stdio relay (`relay/`) are tested and changed
+    apart: neither imports the other; the supervisor composes them."""
+    process = {m for m in imports_of(SUPERVISOR / "process.py")
+               if _starts(m, "services.app_supervisor.relay")}
+    assert not process, f"process.py imports {sorted(process)}"
+    relay = {f"{path.name}: {m}" for path in sorted((SUPERVISOR / "relay").glob("*.py"))
+             for m in imports_of(path) if _starts(m, "services.app_supervisor.process")}
+    assert not relay, f"relay/ imports the process: {sorted(relay)}"
+
+
 def _write(tmp: Path, rel: str, source: str) -> Path:
     path = tmp / rel
     path.parent.mkdir(parents=True, exist_ok=True)

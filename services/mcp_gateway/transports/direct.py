@@ -19,7 +19,7 @@ A request or its answer forwarded to a NATS node that dies before delivering it 
 published again (`resent`), after `RESEND_FIRST` seconds and then at growing pauses, for
 `RESEND_WINDOW` seconds from the first: the supervisor writes a request to its app once and
 answers a copy of an answered one with the app's answer again
-(`services.app_supervisor.relayed`). Once a copy went out, a 503 no longer says the call did not
+(`services.app_supervisor.relay.relayed`). Once a copy went out, a 503 no longer says the call did not
 run (an earlier copy may have reached the app); the call then waits for its answer or timeout.
 """
 

@@ -19,9 +19,10 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from aurora_cli.localnats import LocalNats
-from services.app_supervisor import process
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.process import AppProcess
+from services.app_supervisor.relay import stdio
+from services.app_supervisor.relay.stdio import StdioRelay
 from shared import write_through
 from shared.inline_subscription import subscribe_inline
 from shared.subjects import Subjects
@@ -43,6 +44,7 @@ class Relay:
     server: LocalNats
     nc: NATS
     process: AppProcess
+    stdio: StdioRelay  # the process's relay
     got: list[bytes]  # what arrived on the app's s2c, in order
 
 
@@ -63,7 +65,8 @@ async def relay_of(tmp_path: Path, name: str, argv: tuple[str, ...]) -> AsyncIte
     spec = LaunchSpec(name=name, app_id=f"test.{name}", instance="default", argv=argv, env=dict(os.environ),
                       cwd=None, program=sys.executable)
     try:
-        yield Relay(server, nc, AppProcess(nc, subjects, spec, 1), got)
+        stdio_relay = StdioRelay(nc, subjects, spec, 1)
+        yield Relay(server, nc, AppProcess(spec, 1, stdio_relay), stdio_relay, got)
     finally:
         await nc.close()
         server.stop()
@@ -73,7 +76,7 @@ async def test_an_app_that_outpaces_nats_is_left_unread_and_loses_nothing(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Above nats-py's own buffer (2 MiB): the lines waiting are then published across its flushes,
     # between which new lines must still queue behind them.
-    monkeypatch.setattr(process, "STDOUT_BACKLOG_BYTES", 4 * 1024 * 1024)
+    monkeypatch.setattr(stdio, "STDOUT_BACKLOG_BYTES", 4 * 1024 * 1024)
     app = tmp_path / "flood.py"
     app.write_text(FLOOD)
     async with relay_of(tmp_path, "flood", (sys.executable, str(app))) as relay:
@@ -85,7 +88,7 @@ async def test_an_app_that_outpaces_nats_is_left_unread_and_loses_nothing(
             flood._proc.stdin.write(b"go\n")
 
             async def left_unread() -> bool:
-                return flood._stdout_paused
+                return relay.stdio.stdout_paused
 
             await poll(left_unread, timeout=60, what="the app's stdout left unread while NATS is behind")
             assert flood.running  # blocked on its full pipe, not done
@@ -98,15 +101,15 @@ async def test_an_app_that_outpaces_nats_is_left_unread_and_loses_nothing(
         await poll(all_in, timeout=120, what="every line once NATS is back")
         assert [int(line[6:line.index(b",")]) for line in got] == list(range(LINES))
         assert all(line.endswith(b'x"}') for line in got)
-        assert not flood._stdout_paused
+        assert not relay.stdio.stdout_paused
         assert await flood.stop(grace=5) == 0
 
 
 async def test_a_line_that_comes_while_earlier_ones_wait_goes_behind_them(tmp_path: Path) -> None:
     async with relay_of(tmp_path, "order", (sys.executable,)) as relay:  # never started: fed by hand
-        relay.process._stdout_waiting.append((b'{"n":0}', None))  # as if NATS could not take it a moment ago
-        relay.process._stdout_waiting_bytes = 7
-        relay.process._on_output(1, b'{"n":1}\n{"n":2}\n')  # NATS could take these now: they go behind it
+        relay.stdio._stdout_waiting.append((b'{"n":0}', None))  # as if NATS could not take it a moment ago
+        relay.stdio._stdout_waiting_bytes = 7
+        relay.stdio.stdout(b'{"n":1}\n{"n":2}\n')  # NATS could take these now: they go behind it
 
         async def all_in() -> bool:
             return len(relay.got) >= 3

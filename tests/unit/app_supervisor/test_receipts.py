@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from services.app_supervisor.receipts import Receipts, wants_receipt
+from services.app_supervisor.relay.receipts import Receipts, wants_receipt
 from tests.harness.clock import ManualClock as Clock
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from services.app_supervisor.relayed import MAX_SESSIONS, Copy, RelayedCalls
+from services.app_supervisor.relay.relayed import MAX_SESSIONS, Copy, RelayedCalls
 from shared.bus import RESEND_WINDOW
 from tests.harness.clock import ManualClock as Clock
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.app_supervisor.unheard import UnheardLines, is_initialize
+from services.app_supervisor.relay.unheard import UnheardLines, is_initialize
 from tests.harness.clock import ManualClock as Clock
 
 

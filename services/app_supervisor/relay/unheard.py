@@ -15,7 +15,7 @@ request ids the new one may use again.
 
 A line forwarded to a NATS node that dies before delivering it gets no 503 and is not sent
 again here: this covers a listener that is known to be gone. An answer lost in flight is given
-again when the gateway sends a copy of its call (`services.app_supervisor.relayed`).
+again when the gateway sends a copy of its call (`services.app_supervisor.relay.relayed`).
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ gateway confirms its signal stored (an empty message with that header on `…c2s
 the copies of one it stored already (docs/design.md, "An app's event is confirmed once stored").
 
 Protocol plumbing (`PLUMBING_NOTIFICATIONS`: progress, cancellation) is no event and gets no
-token. This module is the bookkeeping; `services.app_supervisor.process` does the sending.
+token. This module is the bookkeeping; `services.app_supervisor.relay.stdio` does the sending.
 """
 
 from __future__ import annotations

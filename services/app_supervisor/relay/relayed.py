@@ -21,7 +21,7 @@ generation (docs/design.md, "A call or an answer lost in flight is sent again"):
   once it hears of the new process.
 
 A request is known by its reply subject, which is unique to the gateway's session. Everything
-here is pure bookkeeping; `services.app_supervisor.process` does the writing.
+here is pure bookkeeping; `services.app_supervisor.relay.stdio` does the writing.
 """
 
 from __future__ import annotations
