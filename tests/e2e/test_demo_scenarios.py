@@ -9,7 +9,8 @@ deploy/demo/llm/ (compose's `llm` profile) against the profile's model endpoint,
    assets → a numbered question, answered, the task resumes; no asset → the alarm data stays.
 2. reliable write loop: draft → approval in the chat → save (idempotency key) → read back →
    enable (approval); a failed enable is `partial` and says what is saved and what not; a lost
-   save response is `unverified`, says what to check, and asking again finds the rule by its key.
+   save response is `unverified`, says what to check, and asking again finds the rule by its key;
+   a refused save changes nothing and the user is told so.
 3. non-message events: a welcome in the group; a friend request answered only after an approval;
    `message.deleted` routed as itself, with nothing sent.
 
@@ -208,6 +209,18 @@ def test_a_failed_enable_ends_partial_saying_what_is_saved_and_what_not(
     assert "rule engine busy" in enable["error"]["message"]
     [rule] = rules(stack, key)
     assert rule["enabled"] is False and rule["rule_id"] in text  # what to check: the rule, by its id
+    chat.speaks(stack, room)
+
+
+def test_a_refused_save_changes_nothing_and_the_user_is_told_so(
+        stack: ComposeStack, chat: Chat, variant: Variant) -> None:
+    room, threshold = conversation(), "96" if variant is PLAYBOOK else "86"
+    chat.say(room, f"给设备 P-101 添加规则 温度超过 {threshold} 告警")
+    chat.answer(room, chat.question(room, about="demo.industrial.save_rule"), "2")
+    chat.said(room, "未执行：此请求所需的审批被拒绝", "the refusal's notice")
+    task = task_in(stack, room, variant.rules, ("cancelled",))
+    assert task["error"]["code"] == "approval_denied" and task["delivered"] is True
+    assert rules(stack, f"rule:P-101:TT-204:>:{threshold}") == []
     chat.speaks(stack, room)
 
 
