@@ -44,7 +44,7 @@ $(CJK_FONT):
 browser: $(CHROMIUM) $(CJK_FONT)
 
 # The MCP Inspector's CLI (npm) is the third-party client of the mcp-edge tests
-# (tests/integration/edge/test_edge_inspector.py), installed into the tests' own cache folder.
+# (tests/integration/mcp_edge/test_edge_inspector.py), installed into the tests' own cache folder.
 INSPECTOR_VERSION := 2.12.0
 INSPECTOR := .cache/mcp-inspector/node_modules/.bin/mcp-inspector
 $(INSPECTOR):

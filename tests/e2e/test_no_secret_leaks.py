@@ -46,7 +46,7 @@ from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.clients import nats_client
 from tests.harness.notes_app import serving_notes
 from tests.harness.processes import ServiceProcess, service_env, stop_services
-from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
+from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply
 from tests.integration.runner.helpers import (
     CHAT,
     CHAT_PLATFORM,

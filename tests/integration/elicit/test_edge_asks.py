@@ -21,8 +21,8 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import free_port
 from tests.harness.processes import ServiceProcess, service_env
-from tests.integration.edge.helpers import LEGACY, MODERN, agent, audit_records, bearer, token
 from tests.integration.elicit.conftest import ELICIT, Stack
+from tests.integration.mcp_edge.helpers import LEGACY, MODERN, agent, audit_records, bearer, token
 
 BOOK = f"{ELICIT}.book_table"
 SUMMARIZE = f"{ELICIT}.summarize"

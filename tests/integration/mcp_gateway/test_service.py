@@ -28,7 +28,7 @@ from shared.contracts.tooldef import HttpExecution, SideEffect, ToolDefinition
 from shared.subjects import Subjects
 from tests.harness.clients import nats_client
 from tests.integration.mcp_gateway.helpers import call
-from tests.integration.mcp_gateway_http.recording_server import RecordingServer
+from tests.integration.mcp_gateway.http.recording_server import RecordingServer
 
 SUBJECTS = Subjects("amp")
 ERROR_ID = re.compile(r"internal gateway error ([0-9a-f-]{36})")

@@ -24,7 +24,7 @@ from shared.contracts import edge_ask
 from shared.contracts.toolcall import ToolCallResult, ToolResultEnvelope, decode_request, encode
 from shared.streams import agents_bucket, approvals_bucket, ensure_bucket, tools_bucket
 from shared.subjects import Subjects
-from tests.integration.edge.helpers import LEGACY, MODERN, bearer, connected
+from tests.integration.mcp_edge.helpers import LEGACY, MODERN, bearer, connected
 from tests.integration.security.conftest import SecureNats, Session, open_session, start_secure_nats
 
 SUBJECTS = Subjects("amp")

@@ -11,7 +11,7 @@ from services.mcp_gateway.http.openapi_import import import_operations
 from services.mcp_gateway.http.openapi_load import load_openapi
 from shared.contracts.tooldef import ReviewNote, ToolDefinition
 
-PETSTORE = Path(__file__).resolve().parents[2] / "fixtures" / "openapi" / "petstore-3.0.json"
+PETSTORE = Path(__file__).resolve().parents[3] / "fixtures" / "openapi" / "petstore-3.0.json"
 
 
 def imported(now: str = "2026-09-09T00:00:00+00:00", by: str = "alice") -> ToolDefinition:

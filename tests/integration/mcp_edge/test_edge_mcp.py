@@ -25,7 +25,7 @@ from shared.contracts.toolcall import (
 from tests.harness.processes import logged
 from tests.harness.stack import Stack
 from tests.harness.waiting import poll
-from tests.integration.edge.helpers import (
+from tests.integration.mcp_edge.helpers import (
     COUNTER_GET,
     COUNTER_INC,
     ECHO_TOOL,

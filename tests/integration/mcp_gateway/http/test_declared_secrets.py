@@ -28,7 +28,7 @@ from shared.subjects import Subjects
 from tests.harness.cli_here import run_cli_here
 from tests.harness.processes import ServiceProcess, logged
 from tests.harness.waiting import poll
-from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
+from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply
 
 UNDECLARED = "undeclared-gateway-secret-4711"
 DECLARED_ENV = "declared-env-secret-0815"

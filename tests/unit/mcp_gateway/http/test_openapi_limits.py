@@ -16,7 +16,7 @@ from services.mcp_gateway.http.openapi_import import import_operations
 from services.mcp_gateway.http.openapi_load import parse_openapi
 from shared.errors import ConfigError
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "openapi"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "openapi"
 FANOUT = FIXTURES / "hostile-fanout-3.0.json"
 BOMB = FIXTURES / "hostile-alias-bomb.yaml"
 HEAD = 'openapi: 3.0.3\ninfo: {title: t, version: "1"}\n'

@@ -10,7 +10,7 @@ import httpx
 from services.mcp_gateway.http.circuit import CircuitBreaker, Transition
 from services.mcp_gateway.http.probe import Prober, probe
 from shared.contracts.system import CircuitConfig, ProbeConfig, System
-from tests.integration.mcp_gateway_http.recording_server import RecordingServer, Reply, free_port
+from tests.integration.mcp_gateway.http.recording_server import RecordingServer, Reply, free_port
 
 
 def http_system(name: str, url: str, *, interval: float = 0.1, timeout: float = 0.5, path: str = "/health",

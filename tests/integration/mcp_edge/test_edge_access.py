@@ -12,7 +12,7 @@ from nats.aio.client import Client as NATS
 
 from shared.admin import admin_request
 from tests.harness.stack import Stack
-from tests.integration.edge.helpers import ECHO_TOOL, LEGACY, SUBJECTS, agent, connected, token
+from tests.integration.mcp_edge.helpers import ECHO_TOOL, LEGACY, SUBJECTS, agent, connected, token
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

@@ -25,7 +25,7 @@ from shared.subjects import Subjects
 from tests.harness.run_records import dispatched, run_context
 from tests.harness.waiting import NOT_SERVING_YET, poll
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[4]
 AGENT = "clerk"
 BOUND = ("echo.echo", "echo.unannotated_write", "echo.counter_increment", "echo.counter_get")
 

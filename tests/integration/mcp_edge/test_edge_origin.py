@@ -16,7 +16,7 @@ from mcp.shared.exceptions import MCPError
 from nats.aio.client import Client as NATS
 
 from tests.harness.stack import Stack
-from tests.integration.edge.helpers import ECHO_TOOL, LEGACY, MODERN, agent, connected, token
+from tests.integration.mcp_edge.helpers import ECHO_TOOL, LEGACY, MODERN, agent, connected, token
 
 ACCEPT = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 INITIALIZE = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {

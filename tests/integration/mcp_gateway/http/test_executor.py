@@ -15,7 +15,7 @@ from services.mcp_gateway.http.executor import MAX_TEXT_BYTES, HttpExecutor
 from services.mcp_gateway.http.secrets import DeclaredSecrets
 from shared.contracts.system import AuthHeader, BusinessContract, System
 from shared.contracts.tooldef import HttpExecution, HttpParam, SideEffect, ToolDefinition
-from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply, free_port
+from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply, free_port
 
 
 def system_for(url: str, **fields: Any) -> System:

@@ -10,7 +10,7 @@ from nats.aio.client import Client as NATS
 
 from shared.admin import admin_request
 from tests.harness.stack import Stack
-from tests.integration.edge.helpers import COUNTER_INC, LEGACY, MODERN, SUBJECTS, agent, connected, token
+from tests.integration.mcp_edge.helpers import COUNTER_INC, LEGACY, MODERN, SUBJECTS, agent, connected, token
 
 WAITING = re.compile(r"waiting for approval (\S+)")
 

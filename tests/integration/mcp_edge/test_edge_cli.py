@@ -13,7 +13,7 @@ from nats.aio.client import Client as NATS
 from tests.harness.processes import REPO, service_env
 from tests.harness.stack import Stack
 from tests.integration.cli.conftest import AURORA, cli_runner
-from tests.integration.edge.helpers import ECHO_TOOL, agent
+from tests.integration.mcp_edge.helpers import ECHO_TOOL, agent
 
 
 async def test_tokens_made_listed_and_revoked_from_the_cli(edge_stack: Stack, enc: NATS) -> None:

@@ -15,9 +15,9 @@ from services.mcp_gateway.http.openapi_import import import_operations
 from services.mcp_gateway.http.openapi_load import load_openapi
 from shared.contracts.system import System
 from shared.contracts.tooldef import ToolDefinition
-from tests.integration.mcp_gateway_http.recording_server import RecordingServer
+from tests.integration.mcp_gateway.http.recording_server import RecordingServer
 
-PETSTORE = Path(__file__).resolve().parents[2] / "fixtures" / "openapi" / "petstore-3.0.json"
+PETSTORE = Path(__file__).resolve().parents[3] / "fixtures" / "openapi" / "petstore-3.0.json"
 
 
 @pytest.fixture(scope="module")

@@ -19,7 +19,7 @@ from nats.aio.client import Client as NATS
 
 from tests.harness.processes import REPO
 from tests.harness.stack import Stack
-from tests.integration.edge.helpers import COUNTER_GET, ECHO_TOOL, agent, token
+from tests.integration.mcp_edge.helpers import COUNTER_GET, ECHO_TOOL, agent, token
 
 VERSION = "2.12.0"  # as the Makefile's INSPECTOR_VERSION
 FOLDER = REPO / ".cache" / "mcp-inspector"

@@ -15,8 +15,8 @@ from nats.aio.client import Client as NATS
 from shared.admin import AdminRequestError
 from shared.subjects import Subjects
 from tests.harness.waiting import poll
-from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
-from tests.integration.tool_pool.conftest import Pool, gateway_with_orders
+from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply
+from tests.integration.mcp_gateway.pool.conftest import Pool, gateway_with_orders
 
 SPEC = {
     "openapi": "3.0.3",

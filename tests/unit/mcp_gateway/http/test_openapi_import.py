@@ -14,7 +14,7 @@ from services.mcp_gateway.http.openapi_import import ImportResult, import_operat
 from services.mcp_gateway.http.openapi_load import OpenApiError, load_openapi, parse_openapi
 from shared.contracts.tooldef import TOOL_NAME_PATTERN, HttpExecution, HttpParam, ToolDefinition
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "openapi"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "openapi"
 PETSTORE = FIXTURES / "petstore-3.0.json"
 DEVICES = FIXTURES / "devices-3.1.yaml"
 

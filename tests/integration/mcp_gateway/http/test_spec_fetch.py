@@ -11,9 +11,9 @@ import pytest
 
 from services.mcp_gateway.http.limits import OpenApiError, OpenApiLimitExceeded, OpenApiLimits
 from services.mcp_gateway.http.openapi_fetch import fetch_spec
-from tests.integration.mcp_gateway_http.recording_server import Recorded, RecordingServer, Reply
+from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply
 
-PETSTORE = Path(__file__).resolve().parents[2] / "fixtures" / "openapi" / "petstore-3.0.json"
+PETSTORE = Path(__file__).resolve().parents[3] / "fixtures" / "openapi" / "petstore-3.0.json"
 
 
 def redirecting(server: RecordingServer, other: RecordingServer) -> None:

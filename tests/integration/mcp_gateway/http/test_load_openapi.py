@@ -8,9 +8,9 @@ import httpx
 import pytest
 
 from services.mcp_gateway.http.openapi_load import OpenApiError, load_openapi, load_openapi_async
-from tests.integration.mcp_gateway_http.recording_server import RecordingServer, Reply, free_port
+from tests.integration.mcp_gateway.http.recording_server import RecordingServer, Reply, free_port
 
-FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "openapi"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures" / "openapi"
 
 
 def serve_fixtures(server: RecordingServer) -> None:

@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator, Iterator
 import httpx
 import pytest
 
-from tests.integration.mcp_gateway_http.recording_server import RecordingServer
+from tests.integration.mcp_gateway.http.recording_server import RecordingServer
 
 
 @pytest.fixture
