@@ -130,13 +130,19 @@ class TaskExecutor:
         handle = self._store.handle(task, revision)
         now = self._store.clock()
         try:
+            # Its runner stopped before settling it: the user hears how it ended now (a notice
+            # that runner began is asked for again under its call id, not sent twice).
             if task.cancel_requested is not None:
+                told = await self._tell(handle, lambda locale: notices.cancelled_notice(locale=locale))
                 await handle.update(lambda t: statemachine.transition(
-                    t, "cancelled", by=self._config.instance, now=now, reason=f"cancelled by {t.cancel_requested}"))
+                    t, "cancelled", by=self._config.instance, now=now, reason=f"cancelled by {t.cancel_requested}",
+                    delivered=told))
                 return "ack"
             if retry.failed_attempts(task) >= self._config.max_attempts:
+                told = await self._tell(handle, lambda locale: notices.partial_notice(handle.steps(), locale=locale)
+                                        if _wrote(handle) else notices.failed_notice(locale=locale))
                 await handle.update(lambda t: statemachine.transition(
-                    t, "failed", by=self._config.instance, now=now,
+                    t, "failed", by=self._config.instance, now=now, delivered=told,
                     reason=f"gave up after {t.attempts} attempts",
                     error=TaskError(code="too_many_attempts", message=f"the run was tried {t.attempts} times")))
                 return "ack"
@@ -339,22 +345,10 @@ class TaskExecutor:
         if found is None or found[0].state != "awaiting_approval" or not still_waits(found[0]):
             return False
         handle = self._store.handle(*found)
-        informed = False
         try:
-            event = await self._events.read_for(handle.task)
-        except RunEventError as exc:  # no event, no conversation to tell: cancel all the same
-            log.warning("notice not delivered: the event cannot be read", task=task_id, error=str(exc))
-        else:
-            task = handle.task
-            agent = await self._catalog.agent(task.agent) if task.agent else None
-            ctx = RunContext(handle=handle, event=event, delivery=task.delivery, synthetic=task.synthetic,
-                             runner=self._config.instance, stopping=asyncio.Event(),
-                             deadline=time.monotonic() + self._config.run_timeout,
-                             agent=task.agent, locale=agent.locale if agent is not None else None)
-            try:
-                informed = await self._notify(ctx, notice(ctx.locale))
-            except LostOwnership:
-                return False
+            informed = await self._tell(handle, notice)
+        except LostOwnership:
+            return False
 
         def cancel(current: Task) -> Task:
             if current.state != "awaiting_approval" or not still_waits(current):
@@ -367,6 +361,20 @@ class TaskExecutor:
         except LostOwnership:
             return False
         return True
+
+    async def _tell(self, handle: TaskHandle, notice: Callable[[str | None], str]) -> bool:
+        """Tell the user of a task no attempt is driving how it ended, in its agent's language."""
+        task = handle.task
+        try:
+            event = await self._events.read_for(task)
+        except RunEventError as exc:  # no event, no conversation to tell: it ends all the same
+            log.warning("notice not delivered: the event cannot be read", task=task.id, error=str(exc))
+            return False
+        agent = await self._catalog.agent(task.agent) if task.agent else None
+        ctx = RunContext(handle=handle, event=event, delivery=task.delivery, synthetic=task.synthetic,
+                         runner=self._config.instance, stopping=asyncio.Event(), deadline=time.monotonic(),
+                         agent=task.agent, locale=agent.locale if agent is not None else None)
+        return await self._notify(ctx, notice(ctx.locale))
 
     async def _finish(self, handle: TaskHandle, state: TaskState, *, reason: str | None, **changes: object) -> None:
         now = self._store.clock()

@@ -1,5 +1,6 @@
 """How a task ended, told in the conversation it came from, in the agent's language: an approval
-refused in the chat, a run cancelled by an operator, a run that failed having changed nothing.
+refused in the chat, a run cancelled by an operator (also when the runner it asked died before
+settling it), a run that failed having changed nothing.
 One short sentence, no id and no error text (those stay in the task), and exactly one: a refusal
 handled again after a runner died having told the user tells them nothing more."""
 
@@ -15,8 +16,9 @@ from nats.aio.client import Client as NATS
 
 from services.runner.toolclient import call_id_for
 from shared.admin import admin_request
-from shared.contracts.envelope import Header, Source
-from shared.contracts.task import TaskStep, decode_task, encode_task
+from shared.contracts.envelope import Envelope, Header, Source
+from shared.contracts.run import METHOD_AGENT_RUN
+from shared.contracts.task import Task, TaskStep, Transition, decode_task, encode_task
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
@@ -34,7 +36,7 @@ from tests.integration.runner.helpers import (
     task_id_of,
 )
 from tests.integration.runner.test_interactions import operator_call
-from tests.integration.runner.test_recovery import LONG_AGO, _counter
+from tests.integration.runner.test_recovery import LONG_AGO, _counter, _parts, _record
 
 USER = "user-7"  # the actor of the tests' events
 DENIED = {"zh-CN": "未执行：此请求所需的审批被拒绝，因此没有做任何更改。",
@@ -171,3 +173,29 @@ async def test_a_run_an_operator_cancelled_says_so_in_english(stack: ChatStack, 
     done = await settled(snc, subjects, task_id, timeout=40, states=TERMINAL)
     assert done["state"] == "cancelled", json.dumps(done)[:2000]
     assert said(stack, session) == [CANCELLED_EN] and done["delivered"] is True
+
+
+async def test_a_cancel_its_runner_died_before_settling_is_told_by_the_runner_that_takes_the_run(
+        stack: ChatStack, snc: NATS, subjects: Subjects) -> None:
+    case = f"endcandead-{uuid.uuid4().hex[:6]}"
+    agent_id = f"a-{case}"
+    await apply(snc, subjects, "agents", {"kind": "Agent", "id": agent_id, "agent_kind": "playbook",
+                                          "events": ["*"], "tools": [], "locale": "en",
+                                          "playbook": {"steps": [], "answer": "never said"}})
+    envelope, delivery, run = _parts(case, agent_id)
+    await _record(snc, run, subjects)
+    # As a runner killed after an operator asked its task to stop, before it settled the task.
+    task = Task(id=run.run_id, run_id=run.run_id, state="running", target=run.target, binding_id=run.binding_id,
+                created_at=LONG_AGO, updated_at=LONG_AGO, agent=agent_id, event_id=envelope.header.message_id,
+                event_type=envelope.payload.type, session_id=envelope.payload.session_id, source_app=CHAT,
+                delivery=delivery, event=envelope, attempts=1, runner="dead-runner", cancel_requested="alice",
+                transitions=(Transition(to="running", at=LONG_AGO, by="dead-runner"),))
+    js = snc.jetstream()
+    await (await js.key_value(tasks_bucket(subjects).name)).create(task.id, encode_task(task))
+    message = Envelope(header=Header(method=METHOD_AGENT_RUN, message_id=run.run_id, timestamp=LONG_AGO,
+                                     source=Source(app="aurora.router")), payload=run)
+    await js.publish(subjects.run("agent", agent_id), msgspec.json.encode(message), headers={"Nats-Msg-Id": run.run_id})
+
+    done = await settled(snc, subjects, run.run_id, timeout=40, states=TERMINAL)
+    assert done["state"] == "cancelled" and "cancelled by alice" in done["transitions"][-1]["reason"], done
+    assert said(stack, f"g-{case}") == [CANCELLED_EN] and done["delivered"] is True
