@@ -24,6 +24,7 @@ import yaml
 from pydantic import BaseModel
 
 from shared import deadletter
+from shared.bus import RECEIPT_HEADER
 from shared.contracts.audit import AuditRecord
 from shared.contracts.edge_ask import EdgeAnswer, EdgeAsk
 from shared.contracts.mcp_relay import ProcessEvent, RestartRequest, SessionEvent
@@ -87,6 +88,7 @@ _JSONRPC: dict[str, Any] = {
                    "error": {"type": "object"}},
     "required": ["jsonrpc"],
 }
+_EMPTY: dict[str, Any] = {"title": "Empty", "description": "No body: the headers say it all.", "maxLength": 0}
 _ANY_BYTES: dict[str, Any] = {"title": "OriginalBytes",
                               "description": "The original message, byte for byte (often not valid input)."}
 _ANY_JSON_OBJECT: dict[str, Any] = {"title": "AdminRequest", "type": "object",
@@ -102,6 +104,8 @@ MESSAGES: tuple[Message, ...] = (
     Message("McpJsonRpc", _JSONRPC, "An MCP JSON-RPC message relayed between gateway and supervisor."),
     Message("ProcessEvent", ProcessEvent, "An app process changed state (supervisor → gateway)."),
     Message("SessionEvent", SessionEvent, "An app's MCP session changed state (gateway → supervisor)."),
+    Message("Receipt", _EMPTY, "An event of the app's the gateway stored (gateway → supervisor), so the "
+            "supervisor stops sending it again.", {RECEIPT_HEADER: "the token the event came with"}),
     Message("ToolCallRequest", ToolCallEnvelope, "A tool call (header.method `tools/call`)."),
     Message("ToolCallResult", ToolResultEnvelope, "The envelope reply to every tool call (header.method "
             "`tools/result`); a transport success is not a tool success: read `status`."),
@@ -160,6 +164,9 @@ CHANNELS: tuple[Channel, ...] = (
             {"app": _APP, "instance": _INSTANCE}),
     Channel("mcpSession", lambda p: f"{p}.mcp.{{app}}.{{instance}}.sess",
             "MCP session lifecycle, from the gateway.", ("SessionEvent",), {"app": _APP, "instance": _INSTANCE}),
+    Channel("mcpReceipts", lambda p: f"{p}.mcp.{{app}}.{{instance}}.rcpt",
+            "The gateway's receipts for an app's events it stored.", ("Receipt",),
+            {"app": _APP, "instance": _INSTANCE}),
     Channel("toolCall", lambda p: f"{p}.tool.call",
             "Tool invocation, request/reply, queue group of gateways.", ("ToolCallRequest",)),
     Channel("edgeToolCall", lambda p: f"{p}.tool.edge",
@@ -206,12 +213,14 @@ OPERATIONS: tuple[Op, ...] = (
     Op("app-supervisor", "send", "mcpServerToClient", "Relay the app's stdout lines."),
     Op("app-supervisor", "send", "mcpProcess", "Announce process generations and exits."),
     Op("app-supervisor", "receive", "mcpSession", "Stop a process only after its session closed."),
+    Op("app-supervisor", "receive", "mcpReceipts", "Stop sending an event again once it is stored."),
     Op("app-supervisor", "receive", "admin", "supervisor.* admin endpoints (restart).", reply="adminReply"),
     Op("mcp-gateway", "send", "signals", "Session lifecycle, list_changed, resource reads, notifications."),
     Op("mcp-gateway", "send", "mcpClientToServer", "Speak MCP to stdio apps."),
     Op("mcp-gateway", "receive", "mcpServerToClient", "Read MCP from stdio apps."),
     Op("mcp-gateway", "receive", "mcpProcess", "Re-initialize on a new process generation."),
     Op("mcp-gateway", "send", "mcpSession", "Announce session state."),
+    Op("mcp-gateway", "send", "mcpReceipts", "Confirm an app's event stored."),
     Op("mcp-gateway", "receive", "toolCall", "Authorize, execute, classify and audit tool calls.",
        reply="toolCallReply"),
     Op("mcp-gateway", "send", "audit", "Record each tool call (the record of an executed one is also the "

@@ -78,8 +78,8 @@ class Subjects:
 
     # MCP JSON-RPC relayed between gateway and supervisor, and their control channels
     def mcp(self, app_id: str, instance: str, direction: str) -> str:
-        if direction not in ("c2s", "s2c", "proc", "sess"):
-            raise SubjectError(f"MCP channel must be c2s, s2c, proc or sess, not {direction!r}")
+        if direction not in ("c2s", "s2c", "proc", "sess", "rcpt"):
+            raise SubjectError(f"MCP channel must be c2s, s2c, proc, sess or rcpt, not {direction!r}")
         return f"{self.prefix}.mcp.{app_token(app_id)}.{check_token(instance, 'instance')}.{direction}"
 
     @property

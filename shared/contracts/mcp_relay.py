@@ -9,8 +9,11 @@ MCP sessions).
   at once when the process exits.
 - `<p>.mcp.<app>.<instance>.sess` — `SessionEvent`s from the gateway: on shutdown the
   supervisor stops an app's process only after its session was closed (or a bounded wait).
+- `<p>.mcp.<app>.<instance>.rcpt` — the gateway's receipts: an empty message whose
+  `RECEIPT_HEADER` names an event of the app's the gateway stored, so the supervisor stops
+  sending it again. Not MCP traffic, so not on `c2s`, which carries only what the app reads.
 
-All four are core NATS: the session is live or it is not; durability lives in the streams.
+All five are core NATS: the session is live or it is not; durability lives in the streams.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ signal at the gateway, which stores it in JetStream. On its way there it crosses
 which delivers at most once: a line forwarded to a NATS node that dies before delivering it, or
 a gateway that dies before its signal is stored, loses the event with nobody told. So each such
 line goes out with a token (`RECEIPT_HEADER`), and is sent again, with the same token, until the
-gateway confirms its signal stored (an empty message with that header on `…c2s`), for
+gateway confirms its signal stored (an empty message with that header on `….rcpt`), for
 `PATIENCE_SECONDS` at most. The gateway makes the signal's id from the token, so JetStream drops
 the copies of one it stored already (docs/design.md, "An app's event is confirmed once stored").
 

@@ -11,6 +11,7 @@
 - `…c2s`: each message is written to stdin followed by `\\n`, in arrival order; the copies the
   gateway sends of a call whose answer it has not had are written once, and answered again
   once the app answered (`relayed`).
+- `….rcpt`: the gateway's receipts for the events it stored (`receipts`); never for the app.
 """
 
 from __future__ import annotations
@@ -73,13 +74,14 @@ class StdioRelay:
         self._spec = spec
         self.generation = generation
         self._c2s = subjects.mcp(spec.app_id, spec.instance, "c2s")
+        self._rcpt = subjects.mcp(spec.app_id, spec.instance, "rcpt")
         self._s2c = subjects.mcp(spec.app_id, spec.instance, "s2c")
         self._resender = Resender(nc, self._s2c, spec.name)
         self._relayed = RelayedCalls()
         self._receipts = receipts if receipts is not None else Receipts()
         self._unconfirmed: asyncio.Task[None] | None = None  # sends again what waits for its receipt
         self._pipes: Pipes | None = None
-        self._sub: Subscription | None = None
+        self._subs: list[Subscription] = []
         self.line_limit = nc.max_payload if nc.max_payload > 0 else 1024 * 1024
         self._lines = LineSplitter(self.line_limit)
         self._stdout_waiting: deque[tuple[bytes, dict[str, str] | None]] = deque()  # for nats-py, in order
@@ -90,12 +92,13 @@ class StdioRelay:
         self.stdout_relayed = asyncio.Event()  # stdout ended and every line of it handed to NATS
 
     async def start(self, pipes: Pipes) -> None:
-        """Subscribe `…c2s` (at the server when this returns, so a client may send `initialize`
-        right away). OSError: NATS cannot relay (e.g. the connection is closed)."""
+        """Subscribe `…c2s` and `….rcpt` (at the server when this returns, so a client may send
+        `initialize` right away). OSError: NATS cannot relay (e.g. the connection is closed)."""
         self._pipes = pipes
         try:
             await self._resender.start()
-            self._sub = await subscribe_inline(self._nc, self._c2s, self._to_stdin)
+            self._subs.append(await subscribe_inline(self._nc, self._rcpt, self._confirmed))
+            self._subs.append(await subscribe_inline(self._nc, self._c2s, self._to_stdin))
         except NatsError as exc:
             raise OSError(f"cannot relay {self._c2s}: {exc}") from exc
         with contextlib.suppress(NatsError, asyncio.TimeoutError):
@@ -104,10 +107,10 @@ class StdioRelay:
             self._send_unconfirmed_soon()
 
     async def stop_input(self) -> None:
-        """The app exited (its stdin is closed already): no more of `…c2s` is taken."""
-        if self._sub is not None:
+        """The app exited (its stdin is closed already): no more of `…c2s` (or receipts) is taken."""
+        for sub in self._subs:
             with contextlib.suppress(NatsError):
-                await self._sub.unsubscribe()
+                await sub.unsubscribe()
 
     async def close(self) -> None:
         """Stop relaying what the app wrote; what waits for NATS or for a receipt is left."""
@@ -129,10 +132,6 @@ class StdioRelay:
         and said (an app that stopped reading its stdin), never a buffer growing without end."""
         if is_jetstream_delivery(msg.reply):
             return  # a stream replayed into the relay is not the gateway speaking
-        receipt = msg.headers.get(RECEIPT_HEADER) if msg.headers else None
-        if receipt is not None:  # the gateway stored an event of the app's: not for the app
-            self._receipts.confirmed(receipt)
-            return
         pipes = self._pipes
         unread = pipes.stdin_unread() if pipes is not None else None
         if pipes is None or unread is None:
@@ -164,6 +163,12 @@ class StdioRelay:
                 **messaging("process", msg.subject), "aurora.app": self._spec.app_id,
                 "aurora.app.generation": self.generation}):
             pipes.write_stdin(line)
+
+    def _confirmed(self, msg: Msg) -> None:
+        """A receipt: the gateway stored an event of the app's (called in the read loop)."""
+        receipt = msg.headers.get(RECEIPT_HEADER) if msg.headers else None
+        if receipt is not None:
+            self._receipts.confirmed(receipt)
 
     def _first_copy(self, msg: Msg) -> bool:
         """True: a request the app has not had, to write. A copy of one it had is answered

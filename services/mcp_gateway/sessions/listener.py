@@ -118,9 +118,9 @@ class SessionsListener:
 
     def _confirm(self, app_id: str, instance: str, receipt: str) -> None:
         """Tell the app's supervisor its event is stored: an empty message with the token on
-        `…c2s` (not for the app). Lost, the event comes again and is confirmed again."""
+        `….rcpt`. Lost, the event comes again and is confirmed again."""
         confirming = asyncio.ensure_future(write_through.publish(
-            self._nc, self._subjects.mcp(app_id, instance, "c2s"), headers={RECEIPT_HEADER: receipt}))
+            self._nc, self._subjects.mcp(app_id, instance, "rcpt"), headers={RECEIPT_HEADER: receipt}))
         confirming.add_done_callback(_quietly)
 
     async def session_problem(self, session: AppSession) -> None:

@@ -169,12 +169,17 @@ async def test_an_app_event_is_sent_again_with_its_token_until_the_gateway_confi
     first, again = (await poll(copies, timeout=10, what="the event sent again, unconfirmed"))[:2]
     assert first is not None and first == again  # one token for every copy
 
-    c2s = subjects.mcp("test.relay", "default", "c2s")
-    await nc.publish(c2s, b"", headers={RECEIPT_HEADER: first})  # the gateway stored it
+    await nc.publish(subjects.mcp("test.relay", "default", "rcpt"), b"", headers={RECEIPT_HEADER: first})  # stored
     await relay.channels.send(b'{"after":"confirmed"}')
     await relay.channels.wait(lambda: b'{"after":"confirmed"}' in relay.channels.replies(), what="the next line")
     assert [data for data, token in seen if token is None and data != event] == [b'{"after":"confirmed"}']
     assert not [r for r in log_records(relay.supervisor.logs()) if r.get("msg", "").startswith("c2s message dropped")]
+    # The receipt came before the line after it (one connection, in order), so nothing waits:
+    # the generation that ends now leaves no event for the next (said before the next starts).
+    await relay.channels.send(b'{"exit": 3}')
+    await relay.channels.wait_state("started", 2)
+    assert not [r for r in log_records(relay.supervisor.logs())
+                if r.get("msg", "").startswith("app exited with events not yet confirmed")]
 
 
 async def test_a_flood_of_unconfirmed_events_is_sent_again_in_batches_and_said_in_a_line(

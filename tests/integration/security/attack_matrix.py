@@ -127,6 +127,12 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
                       _row(A, A, A, A, A, A, A, N, N)),
     "audit_forge": ("write a tool call's audit record (`amp.audit.<app>`) or another service's refusals",
                     _row(R, R, A, R, R, R, R, R, R)),
+    # The gateway's receipts for an app's events it stored (`….rcpt`): only the gateway confirms,
+    # only the supervisor (which stops sending the event again) hears.
+    "receipt_publish": ("confirm an app's event stored, on `amp.mcp.<app>.<instance>.rcpt`",
+                        _row(R, R, A, R, R, R, R, R, R)),
+    "receipt_hear": ("hear the confirmations on `amp.mcp.<app>.<instance>.rcpt`",
+                     _row(R, A, R, R, R, R, R, R, R)),
     "platform_forge": ("publish a platform service's own events or signals (`aurora_gateway`, `aurora_runner`, "
                        "`aurora_scheduler`), or a schedule tick",
                        _row(N, N, N, N, N, N, N, R, R)),

@@ -364,6 +364,10 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
         other = "runner" if user != "runner" else "router"
         return [request(SUBJECTS.audit("im.polaris.qq"), {"status": "ok", "executed": True}),
                 request(SUBJECTS.audit_refused(other), {"status": "denied"})]
+    if key == "receipt_publish":
+        return [publish(SUBJECTS.mcp("demo.notes", "default", "rcpt"))]
+    if key == "receipt_hear":
+        return [subscribe(SUBJECTS.mcp("demo.notes", "default", "rcpt"))]
     if key == "platform_forge":
         if user not in ("operator", "consumer"):
             return []
