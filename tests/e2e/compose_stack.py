@@ -23,10 +23,10 @@ import yaml
 
 from aurora_cli.localnats import free_port, nats_server_binary
 from shared.readiness import READY_FILE
+from tests.harness.cli import AURORA
 from tests.harness.cli_here import run_cli_here
 from tests.harness.otlp import OtlpReceiver
 from tests.harness.processes import REPO, ServiceProcess
-from tests.integration.cli.conftest import AURORA
 
 COMPOSE: dict[str, Any] = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
 SERVICES: dict[str, Any] = COMPOSE["services"]

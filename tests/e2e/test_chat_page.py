@@ -22,6 +22,8 @@ from services.runner.interactions import parse_interaction_id
 from shared.subjects import Subjects
 from tests.harness.browser import chromium, latin_only_fonts, missing_cjk_glyphs, require_chromium
 from tests.harness.processes import ServiceProcess, service_env, stop_services
+from tests.harness.runner_stack import asset_chooser
+from tests.harness.tool_calls import operator_call
 from tests.harness.waiting import poll_sync
 from tests.integration.runner.helpers import (
     CHAT,
@@ -32,7 +34,6 @@ from tests.integration.runner.helpers import (
     stored_event,
     write_apps,
 )
-from tests.integration.runner.test_interactions import asset_chooser, operator_call
 
 SERVING = re.compile(r"chat page serving.*?(http://127\.0\.0\.1:\d+/)")
 LIVE = 30_000  # ms: how long the page may take to show what the stack did (a loaded machine)

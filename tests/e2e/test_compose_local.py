@@ -21,8 +21,8 @@ from aurora_cli.creds import IDENTITIES
 from aurora_cli.localnats import free_port, nats_server_binary
 from shared.readiness import READY_FILE
 from tests.e2e.compose_stack import healthy, interpolate, localize, mounts
+from tests.harness.cli import AURORA
 from tests.harness.processes import REPO, ServiceProcess, stop_services
-from tests.integration.cli.conftest import AURORA
 
 COMPOSE: dict[str, Any] = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
 SERVICES: dict[str, Any] = COMPOSE["services"]

@@ -28,10 +28,10 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import free_port
 from shared import write_through
+from tests.harness.cli import Cli, cli_runner, wait_for_bridge_consumer
 from tests.harness.dev_stack import DevProcess
 from tests.harness.processes import descendants
 from tests.harness.waiting import TimedOut, poll
-from tests.integration.cli.conftest import Cli, cli_runner, wait_for_bridge_consumer
 
 HELLO = json.dumps({"text": "你好"}, ensure_ascii=False)
 

@@ -43,6 +43,7 @@ from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, decode_
 from shared.signal_publisher import new_signal_id, publish_signal
 from shared.subjects import Subjects, app_token
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
+from tests.harness.cli import aurora_command as cli
 from tests.harness.clients import nats_client
 from tests.harness.notes_app import serving_notes
 from tests.harness.processes import ServiceProcess, service_env, stop_services
@@ -64,7 +65,6 @@ from tests.integration.runner.helpers import (
     task_id_of,
     write_apps,
 )
-from tests.integration.runner.test_tasks_cli import cli
 
 pytestmark = pytest.mark.timeout(240)
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")

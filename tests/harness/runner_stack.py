@@ -55,6 +55,22 @@ def assets_calls(chat_log: Path, tool: str) -> list[dict[str, Any]]:
     return [call["arguments"] for call in map(json.loads, lines) if call["tool"] == tool]
 
 
+def asset_chooser(agent_id: str) -> dict[str, Any]:
+    return {
+        "kind": "Agent", "id": agent_id, "agent_kind": "playbook", "events": ["message.received"],
+        "tools": [f"{ASSETS}.search_assets", f"{ASSETS}.get_asset_profile"],
+        "playbook": {"steps": [
+            {"id": "p101", "tool": f"{ASSETS}.search_assets", "arguments": {"device_name": "Pump P-101"}},
+            {"id": "p102", "tool": f"{ASSETS}.search_assets", "arguments": {"device_name": "Pump P-102"}},
+            {"id": "pick", "kind": "interaction", "question": "Several assets match “pump”: which one do you mean?",
+             "options": "{{ steps.p101.structured['items'] + steps.p102.structured['items'] }}",
+             "when": "{{ (steps.p101.structured['items'] + steps.p102.structured['items']) | length > 1 }}"},
+            {"id": "profile", "tool": f"{ASSETS}.get_asset_profile",
+             "arguments": {"asset_code": "{{ steps.pick.structured.choice.assetCode }}"}},
+        ], "answer": "{{ steps.profile.structured.name }} ({{ steps.pick.structured.choice.assetCode }}) "
+                     "is in {{ steps.profile.structured.location }}"}}
+
+
 def chat_log_of(folder: Path) -> Path:
     """The chat app's record of what it sent, in a `runner_stack`'s folder."""
     return folder / "chat-sent.jsonl"

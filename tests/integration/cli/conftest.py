@@ -1,38 +1,13 @@
-"""Run the real `aurora` CLI as a subprocess against the test's nats-server."""
+"""Run the real `aurora` CLI as a subprocess against the test's nats-server (tests/harness/cli.py)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from collections.abc import Callable
-from pathlib import Path
-from typing import Any
 
 import pytest
 
-from tests.harness.cli_here import run_cli_here
-from tests.harness.processes import REPO, ServiceProcess, service_env
-from tests.harness.waiting import poll_sync
-
-AURORA = Path(sys.executable).parent / "aurora"
-
-Cli = Callable[..., subprocess.CompletedProcess[str]]
-
-
-def cli_runner(nats_url: str) -> Cli:
-    def run(*args: str, timeout: float = 30.0, **env: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(AURORA), *args], env=service_env(nats_url, **env), cwd=REPO,
-                              capture_output=True, text=True, timeout=timeout, check=False)
-    return run
-
-
-def cli_here_runner(nats_url: str) -> Cli:
-    """The same commands run in the test's process (tests/harness/cli_here.py): for modules that
-    make dozens of calls; the script itself is what `cli_runner` runs."""
-    def run(*args: str, timeout: float = 30.0, **env: str) -> subprocess.CompletedProcess[str]:
-        return run_cli_here(args, {"NATS_URL": nats_url, **env})
-    return run
+from tests.harness.cli import Cli, cli_runner, wait_for_bridge_consumer
+from tests.harness.processes import ServiceProcess
 
 
 @pytest.fixture
@@ -41,30 +16,10 @@ def cli(nats_url: str) -> Cli:
     return cli_runner(nats_url)
 
 
-def streams_report(cli: Cli) -> dict[str, Any]:
-    result = cli("streams", "--json")
-    assert result.returncode == 0, result.stderr
-    report: dict[str, Any] = json.loads(result.stdout)
-    return report
-
-
-def wait_for_bridge_consumer(cli: Cli, timeout: float = 20.0) -> dict[str, Any]:
-    """Poll `aurora streams --json` until the bridge's durable consumer exists (it creates the
-    streams and the consumer right after it logs `started`)."""
-
-    def with_consumer() -> dict[str, Any] | None:
-        report = streams_report(cli)
-        streams = {s["name"]: s for s in report["streams"]}
-        consumers = {c["name"] for c in streams.get("AMP_SIGNALS", {}).get("consumers", [])}
-        return report if "event-bridge" in consumers else None
-
-    return poll_sync(with_consumer, timeout=timeout, what="the event-bridge's consumer", interval=0.1)
-
-
 @pytest.fixture
 def bridge(spawn: Callable[..., ServiceProcess], cli: Cli) -> ServiceProcess:
     """A real `python -m services.event_bridge`, ready to consume signals."""
     process = spawn("services.event_bridge", tag="bridge")
-    process.wait_for_log('"started"')
+    process.wait_ready()
     wait_for_bridge_consumer(cli)
     return process

@@ -20,8 +20,8 @@ from aurora_cli.localnats import LocalNats
 from shared.admin import admin_request
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
+from tests.harness.cli import Cli, cli_here_runner
 from tests.harness.processes import ServiceProcess, service_env, stop_services
-from tests.integration.cli.conftest import Cli, cli_here_runner
 
 
 @dataclass

@@ -19,10 +19,10 @@ from aurora_cli.devsecurity import local_admin_name
 from shared.streams import ensure_stream, events_stream
 from shared.subjects import Subjects
 from tests.harness.broker import Broker
+from tests.harness.cli import Cli
 from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess, service_env
 from tests.harness.waiting import poll, poll_sync
-from tests.integration.cli.conftest import Cli
 
 SERVING = re.compile(r"console serving (http://127\.0\.0\.1:(\d+)/)")
 TOKEN = re.compile(r'<meta name="console-token" content="([^"]+)">')

@@ -13,10 +13,10 @@ import pytest
 from rich.console import Console
 
 from aurora_cli.devstack import DevStack, DevStackError, service_specs
+from tests.harness.cli import AURORA
 from tests.harness.ports import free_port_run
 from tests.harness.processes import REPO
 from tests.harness.waiting import poll_sync
-from tests.integration.cli.conftest import AURORA
 
 
 def _streams(stack: DevStack) -> dict[str, dict[str, object]]:

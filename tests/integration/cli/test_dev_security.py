@@ -25,8 +25,8 @@ from aurora_cli.devstack import DevStack, ServiceSpec, service_specs
 from aurora_cli.localnats import free_port
 from aurora_cli.people import PEOPLE_FILE, USERS_DIR
 from shared.envfile import parse_env_text
+from tests.harness.cli import AURORA
 from tests.harness.processes import REPO
-from tests.integration.cli.conftest import AURORA
 
 # A child that reports its whole environment (as JSON), then says it started, then waits.
 REPORT = ("import json, os, time; print(json.dumps({'msg': 'started', 'env': dict(os.environ)}), flush=True); "

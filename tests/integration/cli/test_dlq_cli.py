@@ -11,8 +11,8 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
+from tests.harness.cli import Cli, cli_here_runner
 from tests.harness.processes import ServiceProcess, logged
-from tests.integration.cli.conftest import Cli, cli_here_runner
 from tests.integration.event_bridge.helpers import wait_for_count
 
 

@@ -25,9 +25,9 @@ from services.router.stores import open_stores
 from shared import deadletter as dl
 from shared.admin import admin_request
 from shared.subjects import Subjects
+from tests.harness.cli import Cli
 from tests.harness.processes import ServiceProcess, logged
 from tests.harness.waiting import consumed, poll
-from tests.integration.cli.conftest import Cli
 from tests.integration.runner.helpers import RUNNER_ENV, event, publish_events, task_id_of
 
 AGENT = {"kind": "Agent", "id": "late-agent", "agent_kind": "playbook", "events": ["order.placed"],

@@ -8,8 +8,8 @@ import time
 import uuid
 from pathlib import Path
 
+from tests.harness.cli import AURORA, Cli, streams_report
 from tests.harness.processes import REPO, ServiceProcess, service_env
-from tests.integration.cli.conftest import AURORA, Cli, streams_report
 
 HELLO = json.dumps({"text": "你好"}, ensure_ascii=False)
 

@@ -11,11 +11,11 @@ from typing import Any
 import pytest
 
 from aurora_cli.localnats import LocalNats
+from tests.harness.cli import Cli, cli_runner
 from tests.harness.processes import ServiceProcess
 from tests.harness.runner_stack import runner_stack
 from tests.harness.stack import Stack
 from tests.harness.waiting import poll_sync
-from tests.integration.cli.conftest import Cli, cli_runner
 
 
 @pytest.fixture

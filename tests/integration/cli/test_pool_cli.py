@@ -24,9 +24,9 @@ import yaml
 
 from aurora_cli.localnats import LocalNats
 from shared.subjects import Subjects
+from tests.harness.cli import Cli, cli_here_runner
 from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
 from tests.harness.run_records import dispatched, run_context
-from tests.integration.cli.conftest import Cli, cli_here_runner
 
 PYTHON = sys.executable
 ECHO_APP = REPO / "tests" / "apps" / "echo_app.py"

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from tests.harness.cli import Cli, cli_here_runner
 from tests.harness.processes import ServiceProcess
 from tests.harness.waiting import poll_sync
-from tests.integration.cli.conftest import Cli, cli_here_runner
 from tests.integration.scheduler.schedules import FAST
 
 SCHEDULES = """\

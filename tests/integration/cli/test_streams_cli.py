@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from tests.harness.cli import Cli, streams_report
 from tests.harness.processes import ServiceProcess
-from tests.integration.cli.conftest import Cli, streams_report
 
 
 def test_streams_json_lists_streams_consumers_and_counts(cli: Cli, bridge: ServiceProcess) -> None:

@@ -23,8 +23,8 @@ from aurora_cli.localnats import free_port
 from shared.admin import admin_request
 from shared.envfile import parse_env_text
 from shared.subjects import Subjects
+from tests.harness.cli import AURORA
 from tests.harness.processes import REPO
-from tests.integration.cli.conftest import AURORA
 from tests.integration.runner.helpers import write_apps
 
 

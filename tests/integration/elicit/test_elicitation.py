@@ -14,6 +14,7 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.harness.chat_webhook import post_signed
+from tests.harness.tool_calls import operator_call
 from tests.integration.elicit.conftest import (
     ELICIT,
     ELICIT_HTTP,
@@ -35,7 +36,6 @@ from tests.integration.runner.helpers import (
     stored_events,
     task_id_of,
 )
-from tests.integration.runner.test_interactions import operator_call
 
 USER = "user-7"  # the actor of the helpers' events
 

@@ -10,9 +10,9 @@ import sys
 import httpx
 from nats.aio.client import Client as NATS
 
+from tests.harness.cli import AURORA, cli_runner
 from tests.harness.processes import REPO, service_env
 from tests.harness.stack import Stack
-from tests.integration.cli.conftest import AURORA, cli_runner
 from tests.integration.mcp_edge.helpers import ECHO_TOOL, agent
 
 

@@ -100,3 +100,15 @@ async def drain_runs(js: JetStreamContext, subjects: Subjects, expected: int,
             runs.append((msg, decoder.decode(msg.data)))
             await msg.ack()
     return runs
+
+
+async def consumer_done(js: Any, subjects: Subjects) -> bool:
+    info = await js.consumer_info(subjects.stream("EVENTS"), "router")
+    return bool(info.num_pending == 0 and info.num_ack_pending == 0)
+
+
+async def setup_resources_min(nc: NATS, subjects: Subjects) -> None:
+    async with running_router(nc, subjects):
+        await apply(nc, subjects, "agents", {"id": "chat", "agent_kind": "llm", "events": ["*"]})
+        await apply(nc, subjects, "bindings", {"id": "all", "event_pattern": "*",
+                                               "target_type": "agent", "target_id": "chat"})

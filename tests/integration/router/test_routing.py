@@ -13,10 +13,12 @@ from shared.contracts.run import run_id_for
 from shared.subjects import Subjects
 from tests.integration.router.helpers import (
     apply,
+    consumer_done,
     drain_runs,
     poll,
     publish_events,
     running_router,
+    setup_resources_min,
     stream_count,
 )
 from tests.unit.router.factories import event_doc
@@ -139,24 +141,12 @@ async def test_redelivered_event_makes_no_second_run(nc: NATS, subjects: Subject
     doc_again = json.dumps(doc).encode()
     await js.publish(subjects.event("im.polaris.qq", "message.received"), doc_again)
     async with running_router(nc, subjects):
-        await poll(lambda: _consumer_done(js, subjects), what="the copy routed")
+        await poll(lambda: consumer_done(js, subjects), what="the copy routed")
     assert await stream_count(js, subjects.stream("RUNS")) == 1
 
 
 async def _count(js: Any, subjects: Subjects) -> bool:
     return await stream_count(js, subjects.stream("RUNS")) == 1
-
-
-async def _consumer_done(js: Any, subjects: Subjects) -> bool:
-    info = await js.consumer_info(subjects.stream("EVENTS"), "router")
-    return bool(info.num_pending == 0 and info.num_ack_pending == 0)
-
-
-async def setup_resources_min(nc: NATS, subjects: Subjects) -> None:
-    async with running_router(nc, subjects):
-        await apply(nc, subjects, "agents", {"id": "chat", "agent_kind": "llm", "events": ["*"]})
-        await apply(nc, subjects, "bindings", {"id": "all", "event_pattern": "*",
-                                               "target_type": "agent", "target_id": "chat"})
 
 
 async def test_apply_is_idempotent_and_rejects_invalid_bindings(nc: NATS, subjects: Subjects) -> None:

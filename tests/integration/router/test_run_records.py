@@ -12,8 +12,14 @@ from shared.contracts.run import run_id_for
 from shared.run_records import decode_record
 from shared.streams import DAY, run_records_bucket
 from shared.subjects import Subjects
-from tests.integration.router.helpers import poll, publish_events, running_router, stream_count
-from tests.integration.router.test_routing import _consumer_done, setup_resources_min
+from tests.integration.router.helpers import (
+    consumer_done,
+    poll,
+    publish_events,
+    running_router,
+    setup_resources_min,
+    stream_count,
+)
 from tests.unit.router.factories import event_doc
 
 
@@ -41,7 +47,7 @@ async def test_a_dispatched_run_has_one_record_frozen_from_its_event(nc: NATS, s
     # The same event again (a router crashed before its ack): the same record is written again.
     await js.publish(subjects.event("im.polaris.qq", "message.received"), json.dumps(doc).encode())
     async with running_router(nc, subjects, capabilities=capabilities):
-        await poll(lambda: _consumer_done(js, subjects), what="the copy routed")
+        await poll(lambda: consumer_done(js, subjects), what="the copy routed")
     again = await records.get(run_id)
     assert again.value == entry.value and again.revision is not None and entry.revision is not None
     assert again.revision > entry.revision  # it was written again, and is the same

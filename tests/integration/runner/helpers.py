@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+import msgspec
 from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
@@ -18,7 +19,8 @@ from services.runner.config import RunnerConfig
 from services.runner.resumer import DURABLE as RESUME
 from shared.admin import AdminRequestError, admin_request
 from shared.clock import now_iso
-from shared.contracts.run import run_id_for
+from shared.contracts.envelope import EventEnvelope
+from shared.contracts.run import DeliveryContext, ReplyTarget, RunPayload, RunTarget, run_id_for
 from shared.subjects import Subjects
 from tests.harness.apps_config import APPS as APPS
 from tests.harness.apps_config import ECHO as ECHO
@@ -26,6 +28,7 @@ from tests.harness.apps_config import FAST_RESTART as FAST_RESTART
 from tests.harness.apps_config import stdio as stdio
 from tests.harness.apps_config import write_apps as write_apps
 from tests.harness.processes import logged as logged  # one wait-for-log for every test
+from tests.harness.run_records import dispatched
 from tests.harness.runner_stack import ALARMS as ALARMS
 from tests.harness.runner_stack import ASSETS as ASSETS
 from tests.harness.runner_stack import CHAT as CHAT
@@ -183,3 +186,23 @@ async def quiet(nc: NATS, subjects: Subjects) -> None:
     will not happen."""
     await handled(nc, subjects, RESUME)
     await consumed(nc.jetstream(), subjects.stream("RUNS"), RunnerConfig().durable)
+
+
+def run_parts(case: str, agent_id: str, *, data: dict[str, Any] | None = None) -> tuple[
+        EventEnvelope, DeliveryContext, RunPayload[EventEnvelope]]:
+    """A chat message's event, its reply target and the agent run the router would publish for it."""
+    session = f"g-{case}"
+    doc = event("message.received", {"case": case, "text": "hi", **(data or {})}, session_id=session)
+    envelope = msgspec.convert(doc, EventEnvelope)
+    delivery = DeliveryContext(reply_target=ReplyTarget(app=CHAT, session_id=session))
+    run = RunPayload(run_id=f"run-{case}", target=RunTarget(type="agent", id=agent_id), binding_id=f"b-{case}",
+                     event=envelope, delivery=delivery)
+    return envelope, delivery, run
+
+
+async def record_run(nc: NATS, run: RunPayload[EventEnvelope], subjects: Subjects) -> None:
+    """The run's record, as the router writes it before publishing a run."""
+    assert run.event is not None
+    await dispatched(nc, subjects, agent=run.target.id, run_id=run.run_id, source_app=CHAT,
+                     reply_target=run.delivery.reply_target, actor=run.event.payload.actor,
+                     session_id=run.event.payload.session_id, binding_id=run.binding_id)

@@ -15,6 +15,7 @@ from services.mcp_gateway.chat_approvals import DURABLE as CHAT_APPROVALS
 from shared.admin import admin_request
 from shared.subjects import Subjects
 from tests.harness.runner_stack import RunnerStack
+from tests.harness.tool_calls import echo_counter, operator_call
 from tests.integration.runner.helpers import (
     CHAT,
     ECHO,
@@ -29,8 +30,6 @@ from tests.integration.runner.helpers import (
     stored_event,
     task_id_of,
 )
-from tests.integration.runner.test_interactions import operator_call
-from tests.integration.runner.test_recovery import _counter
 
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 USER = "user-7"  # the actor of the tests' events
@@ -84,12 +83,12 @@ async def test_the_user_who_asked_confirms_in_the_chat_and_the_write_runs_once(
     await handled(snc, subjects, CHAT_APPROVALS, through=seq)
     assert (await admin_request(snc, subjects, "approvals", "get", {"id": approval_id}))["state"] == "pending"
     assert (await settled(snc, subjects, task_id))["state"] == "awaiting_approval"
-    assert await _counter(snc, subjects, case) == 0
+    assert await echo_counter(snc, subjects, case) == 0
 
     await answer(snc, subjects, approval_id, session, "1", user=USER)
     done = await settled(snc, subjects, task_id, timeout=40, states=FINAL)
     assert done["state"] == "succeeded" and done["answer"] == "counted: 1", json.dumps(done)[:3000]
-    assert await _counter(snc, subjects, case) == 1
+    assert await echo_counter(snc, subjects, case) == 1
     decided = await admin_request(snc, subjects, "approvals", "get", {"id": approval_id})
     assert decided["decided_by"] == f"user {USER} in the chat", decided
     assert any(f"granted by user {USER} in the chat" in (t["reason"] or "") for t in done["transitions"])
@@ -115,4 +114,4 @@ async def test_a_refusal_in_the_chat_cancels_the_task(
     await answer(snc, subjects, approval_id, session, "2", user=USER)
     done = await settled(snc, subjects, task_id, timeout=40, states=FINAL)
     assert done["state"] == "cancelled" and done["error"]["code"] == "approval_denied", json.dumps(done)[:2000]
-    assert await _counter(snc, subjects, case) == 0
+    assert await echo_counter(snc, subjects, case) == 0

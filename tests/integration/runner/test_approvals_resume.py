@@ -15,16 +15,15 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
-import msgspec
 import pytest
 from nats.aio.client import Client as NATS
 
 from services.runner.resumer import DURABLE as RESUME
-from shared.contracts.envelope import Header, Source
-from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.subjects import Subjects
+from tests.harness.cli import aurora_command as cli
 from tests.harness.runner_stack import runner_stack
 from tests.harness.stack import Stack
+from tests.harness.tool_calls import crafted_call, echo_counter
 from tests.integration.runner.helpers import (
     ECHO,
     apply,
@@ -35,8 +34,6 @@ from tests.integration.runner.helpers import (
     settled,
     task_id_of,
 )
-from tests.integration.runner.test_recovery import _counter
-from tests.integration.runner.test_tasks_cli import cli
 
 # Seconds an approval waits for a decision in this stack: long enough for both runners to
 # restart and the CLI to grant on a loaded machine (12 s was not), short for the expiry test.
@@ -88,18 +85,6 @@ async def restart_runners(stack: Stack) -> None:
     await asyncio.gather(*(runner.start().ready() for runner in runners))
 
 
-async def crafted_call(nc: NATS, subjects: Subjects, *, agent: str | None, tool: str, arguments: dict[str, Any],
-                       task_id: str, approval_id: str | None = None, delivery: dict[str, Any] | None = None) -> Any:
-    request = ToolCallEnvelope(
-        header=Header(method="tools/call", message_id=str(uuid.uuid4()), timestamp="2026-01-01T00:00:00+00:00",
-                      source=Source(app="tests")),
-        payload=ToolCallRequest(tool=tool, arguments=arguments, context=ToolCallContext(
-            agent=agent, run_id=task_id, task_id=task_id, step_id="crafted", approval_id=approval_id,
-            delivery=delivery)))
-    reply = await nc.request(subjects.tool_call, msgspec.json.encode(request), timeout=20)
-    return decode_result(reply.data).payload
-
-
 async def test_a_grant_after_every_runner_restarted_resumes_the_task_and_the_write_runs_once(
         own_stack: Stack, onc: NATS, subjects: Subjects) -> None:
     case = f"ap-{uuid.uuid4().hex[:6]}"
@@ -111,7 +96,7 @@ async def test_a_grant_after_every_runner_restarted_resumes_the_task_and_the_wri
     assert granted.returncode == 0, granted.stderr + granted.stdout
     done = await settled(onc, subjects, task_id, timeout=40, states=FINAL)
     assert done["state"] == "succeeded" and done["answer"] == "counted: 1", json.dumps(done, indent=1)[:3000]
-    assert await _counter(onc, subjects, case) == 1
+    assert await echo_counter(onc, subjects, case) == 1
     count = next(s for s in done["steps"] if s["id"] == "count")
     assert count["classification"] == "ok" and count["approval_id"] == approval_id
     look_before = next(s for s in waiting["steps"] if s["id"] == "look")
@@ -134,7 +119,7 @@ async def test_a_grant_after_every_runner_restarted_resumes_the_task_and_the_wri
     await handled(onc, subjects, RESUME)
     after = await settled(onc, subjects, task_id, states=FINAL)
     assert after["state"] == "succeeded" and len(after["transitions"]) == len(done["transitions"])
-    assert await _counter(onc, subjects, case) == 1
+    assert await echo_counter(onc, subjects, case) == 1
 
 
 async def test_a_denied_and_an_expired_approval_cancel_their_tasks(
@@ -160,7 +145,7 @@ async def test_a_denied_and_an_expired_approval_cancel_their_tasks(
     late = await asyncio.to_thread(cli, own_stack.url, "approvals", "grant", expired["approval_id"])
     assert late.returncode != 0
     for case in (denied_case, expired_case):
-        assert await _counter(onc, subjects, case) == 0
+        assert await echo_counter(onc, subjects, case) == 0
 
 
 def told(task: dict[str, Any]) -> str:

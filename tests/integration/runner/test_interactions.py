@@ -9,16 +9,13 @@ import json
 import uuid
 from typing import Any
 
-import msgspec
 from nats.aio.client import Client as NATS
 
 from services.runner.resumer import DURABLE as RESUME
-from shared.contracts.envelope import Header, Source
-from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.subjects import Subjects
-from tests.harness.runner_stack import RunnerStack
+from tests.harness.runner_stack import RunnerStack, asset_chooser
+from tests.harness.tool_calls import operator_call
 from tests.integration.runner.helpers import (
-    ASSETS,
     CHAT,
     apply,
     assets_calls,
@@ -36,35 +33,6 @@ from tests.integration.runner.helpers import (
 
 PUMPS = ("Pump P-101", "Pump P-102")
 ASKED = ("AS-0001", "AS-0002")
-
-
-async def operator_call(nc: NATS, subjects: Subjects, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    request = ToolCallEnvelope(
-        header=Header(method="tools/call", message_id=str(uuid.uuid4()), timestamp="2026-01-01T00:00:00+00:00",
-                      source=Source(app="tests")),
-        payload=ToolCallRequest(tool=tool, arguments=arguments))
-    reply = decode_result((await nc.request(subjects.operator_tool_call, msgspec.json.encode(request),
-                                            timeout=20)).data)
-    assert reply.payload.status == "ok", reply.payload
-    structured = reply.payload.structured
-    assert isinstance(structured, dict)
-    return structured
-
-
-def asset_chooser(agent_id: str) -> dict[str, Any]:
-    return {
-        "kind": "Agent", "id": agent_id, "agent_kind": "playbook", "events": ["message.received"],
-        "tools": [f"{ASSETS}.search_assets", f"{ASSETS}.get_asset_profile"],
-        "playbook": {"steps": [
-            {"id": "p101", "tool": f"{ASSETS}.search_assets", "arguments": {"device_name": "Pump P-101"}},
-            {"id": "p102", "tool": f"{ASSETS}.search_assets", "arguments": {"device_name": "Pump P-102"}},
-            {"id": "pick", "kind": "interaction", "question": "Several assets match “pump”: which one do you mean?",
-             "options": "{{ steps.p101.structured['items'] + steps.p102.structured['items'] }}",
-             "when": "{{ (steps.p101.structured['items'] + steps.p102.structured['items']) | length > 1 }}"},
-            {"id": "profile", "tool": f"{ASSETS}.get_asset_profile",
-             "arguments": {"asset_code": "{{ steps.pick.structured.choice.assetCode }}"}},
-        ], "answer": "{{ steps.profile.structured.name }} ({{ steps.pick.structured.choice.assetCode }}) "
-                     "is in {{ steps.profile.structured.location }}"}}
 
 
 async def test_several_matching_assets_ask_the_user_and_the_answer_resumes_the_task(

@@ -13,6 +13,7 @@ from nats.aio.client import Client as NATS
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
 from tests.harness.runner_stack import RunnerStack
+from tests.harness.tool_calls import operator_call
 from tests.integration.runner.helpers import (
     CHAT,
     ECHO,
@@ -26,7 +27,6 @@ from tests.integration.runner.helpers import (
     settled,
     task_id_of,
 )
-from tests.integration.runner.test_interactions import operator_call
 
 FINAL = ("succeeded", "failed", "partial", "cancelled", "unverified")
 

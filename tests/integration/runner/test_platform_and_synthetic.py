@@ -16,6 +16,7 @@ from shared.contracts.run import ReplyTarget
 from shared.subjects import Subjects
 from tests.harness.run_records import dispatched
 from tests.harness.runner_stack import RunnerStack
+from tests.harness.tool_calls import crafted_call, operator_call
 from tests.integration.runner.helpers import (
     CHAT,
     ECHO,
@@ -29,8 +30,6 @@ from tests.integration.runner.helpers import (
     settled,
     task_id_of,
 )
-from tests.integration.runner.test_approvals_resume import crafted_call
-from tests.integration.runner.test_interactions import operator_call
 
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
@@ -18,35 +17,14 @@ from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.ledger import LedgerEntry, ledger_key
 from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
-from shared.contracts.run import METHOD_AGENT_RUN, DeliveryContext, ReplyTarget, RunPayload, RunTarget
+from shared.contracts.run import METHOD_AGENT_RUN, RunPayload
 from shared.contracts.task import Task, TaskStep, Transition, encode_task
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.streams import call_ledger_bucket, ensure_bucket, tasks_bucket
 from shared.subjects import Subjects
-from tests.harness.run_records import dispatched
 from tests.harness.runner_stack import RunnerStack
-from tests.integration.runner.helpers import CHAT, ECHO, apply, event, sent, settled
-
-LONG_AGO = (datetime.now(UTC) - timedelta(minutes=5)).isoformat()
-
-
-def _parts(case: str, agent_id: str, *, data: dict[str, Any] | None = None) -> tuple[
-        EventEnvelope, DeliveryContext, RunPayload[EventEnvelope]]:
-    session = f"g-{case}"
-    doc = event("message.received", {"case": case, "text": "hi", **(data or {})}, session_id=session)
-    envelope = msgspec.convert(doc, EventEnvelope)
-    delivery = DeliveryContext(reply_target=ReplyTarget(app=CHAT, session_id=session))
-    run = RunPayload(run_id=f"run-{case}", target=RunTarget(type="agent", id=agent_id), binding_id=f"b-{case}",
-                     event=envelope, delivery=delivery)
-    return envelope, delivery, run
-
-
-async def _record(nc: NATS, run: RunPayload[EventEnvelope], subjects: Subjects) -> None:
-    """The run's record, as the router writes it before publishing a run."""
-    assert run.event is not None
-    await dispatched(nc, subjects, agent=run.target.id, run_id=run.run_id, source_app=CHAT,
-                     reply_target=run.delivery.reply_target, actor=run.event.payload.actor,
-                     session_id=run.event.payload.session_id, binding_id=run.binding_id)
+from tests.harness.tool_calls import LONG_AGO, echo_counter
+from tests.integration.runner.helpers import CHAT, ECHO, apply, record_run, run_parts, sent, settled
 
 
 async def _seed_and_publish(nc: NATS, subjects: Subjects, run: RunPayload[EventEnvelope], steps: list[TaskStep],
@@ -58,7 +36,7 @@ async def _seed_and_publish(nc: NATS, subjects: Subjects, run: RunPayload[EventE
                 event_type=run.event.payload.type, session_id=run.event.payload.session_id, source_app=CHAT,
                 delivery=run.delivery, event=run.event, attempts=1, runner="dead-runner", steps=tuple(steps),
                 transitions=(Transition(to="running", at=LONG_AGO, by="dead-runner"),))
-    await _record(nc, run, subjects)
+    await record_run(nc, run, subjects)
     js = nc.jetstream()
     kv = await js.key_value(tasks_bucket(subjects).name)
     await kv.create(task.id, encode_task(task))
@@ -92,9 +70,9 @@ async def test_a_reply_the_gateway_recorded_is_not_sent_again(
     case = f"rca-{uuid.uuid4().hex[:6]}"
     agent_id = f"a-{case}"
     await apply(snc, subjects, "agents", _playbook_agent(agent_id, [], "hello", []))
-    _, delivery, run = _parts(case, agent_id)
+    _, delivery, run = run_parts(case, agent_id)
     call_id = str(uuid.uuid4())
-    await _record(snc, run, subjects)
+    await record_run(snc, run, subjects)
     # The killed runner's call did reach the gateway: the reply went out and was audited.
     request = ToolCallEnvelope(
         header=Header(method="tools/call", message_id=call_id, timestamp=LONG_AGO, source=Source(app="aurora.runner")),
@@ -118,7 +96,7 @@ async def test_a_reply_the_gateway_never_received_is_sent_once(
     case = f"rcr-{uuid.uuid4().hex[:6]}"
     agent_id = f"a-{case}"
     await apply(snc, subjects, "agents", _playbook_agent(agent_id, [], "hello", []))
-    _, _, run = _parts(case, agent_id)
+    _, _, run = run_parts(case, agent_id)
     call_id = str(uuid.uuid4())
     await _seed_and_publish(snc, subjects, run, [_started_delivery(call_id, "hello")], agent_id)
 
@@ -134,7 +112,7 @@ async def test_a_reply_the_gateway_died_sending_leaves_the_task_unverified(stack
     case = f"rcu-{uuid.uuid4().hex[:6]}"
     agent_id = f"a-{case}"
     await apply(snc, subjects, "agents", _playbook_agent(agent_id, [], "hello", []))
-    _, _, run = _parts(case, agent_id)
+    _, _, run = run_parts(case, agent_id)
     call_id = str(uuid.uuid4())
     await _abandoned(snc, subjects, call_id, "event_reply", run.run_id)
     await _seed_and_publish(snc, subjects, run, [_started_delivery(call_id, "hello")], agent_id)
@@ -144,20 +122,6 @@ async def test_a_reply_the_gateway_died_sending_leaves_the_task_unverified(stack
     assert "the reply" in task["check"] and call_id in task["check"] and '"text": "hello"' in task["check"]
     assert "does not deduplicate" in task["check"] and "not repeated" in task["check"]
     assert not [r for r in sent(stack.chat_log) if r.get("session_id") == f"g-{case}"]
-
-
-async def _counter(nc: NATS, subjects: Subjects, key: str, *, increment: bool = False) -> int:
-    """An operator call to the echo app's counter (operator calls need no approval)."""
-    tool = "counter_increment" if increment else "counter_get"
-    request = ToolCallEnvelope(
-        header=Header(method="tools/call", message_id=str(uuid.uuid4()), timestamp=LONG_AGO,
-                      source=Source(app="tests")),
-        payload=ToolCallRequest(tool=f"{ECHO}.{tool}", arguments={"key": key}))
-    reply = decode_result((await nc.request(subjects.operator_tool_call, msgspec.json.encode(request),
-                                            timeout=15)).data)
-    assert reply.payload.status == "ok", reply.payload
-    assert reply.payload.structured is not None
-    return int(reply.payload.structured["count"])
 
 
 def _counting_agent(agent_id: str, key: str) -> dict[str, Any]:
@@ -179,8 +143,8 @@ async def test_a_write_the_read_back_finds_is_not_made_again(
     case = f"rcv-{uuid.uuid4().hex[:6]}"
     agent_id = f"a-{case}"
     await apply(snc, subjects, "agents", _counting_agent(agent_id, case))
-    assert await _counter(snc, subjects, case, increment=True) == 1  # the write did happen
-    _, _, run = _parts(case, agent_id)
+    assert await echo_counter(snc, subjects, case, increment=True) == 1  # the write did happen
+    _, _, run = run_parts(case, agent_id)
     call_id = str(uuid.uuid4())
     await _abandoned(snc, subjects, call_id, f"{ECHO}.counter_increment", run.run_id)  # the gateway cannot tell
     await _seed_and_publish(snc, subjects, run, [_started_count(case, call_id)], agent_id)
@@ -190,7 +154,7 @@ async def test_a_write_the_read_back_finds_is_not_made_again(
     count = next(s for s in task["steps"] if s["id"] == "count")
     assert count["classification"] == "ok" and "read-back shows the write happened" in count["note"]
     assert task["answer"] == "counted ok"
-    assert await _counter(snc, subjects, case) == 1
+    assert await echo_counter(snc, subjects, case) == 1
 
 
 async def test_a_write_the_read_back_does_not_find_is_made_again(
@@ -198,7 +162,7 @@ async def test_a_write_the_read_back_does_not_find_is_made_again(
     case = f"rcn-{uuid.uuid4().hex[:6]}"
     agent_id = f"a-{case}"
     await apply(snc, subjects, "agents", _counting_agent(agent_id, case))
-    _, _, run = _parts(case, agent_id)
+    _, _, run = run_parts(case, agent_id)
     call_id = str(uuid.uuid4())
     await _abandoned(snc, subjects, call_id, f"{ECHO}.counter_increment", run.run_id)
     await _seed_and_publish(snc, subjects, run, [_started_count(case, call_id)], agent_id)
@@ -208,4 +172,4 @@ async def test_a_write_the_read_back_does_not_find_is_made_again(
     assert task["state"] == "awaiting_approval", json.dumps(task, indent=1)[:3000]
     count = next(s for s in task["steps"] if s["id"] == "count")
     assert count["classification"] == "needs_approval" and "made again" in count["note"]
-    assert await _counter(snc, subjects, case) == 0
+    assert await echo_counter(snc, subjects, case) == 0

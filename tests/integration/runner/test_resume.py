@@ -26,8 +26,8 @@ from shared.contracts.task import Task, decode_task
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
 from tests.harness.runner_stack import RunnerStack
+from tests.harness.tool_calls import echo_counter
 from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, quiet, settled, task_id_of
-from tests.integration.runner.test_recovery import _counter
 from tests.unit.runner.factories import NOW, a_run, a_step, an_event
 
 
@@ -73,11 +73,11 @@ async def test_a_granted_approval_resumes_the_task_and_the_write_runs_once(
     assert count["classification"] == "ok" and count["approval_id"] == waiting["approval_id"]
     look = next(s for s in done["steps"] if s["id"] == "look")
     assert look["finished_at"] == next(s for s in waiting["steps"] if s["id"] == "look")["finished_at"]
-    assert done["delivered"] is True and await _counter(snc, subjects, case) == 1
+    assert done["delivered"] is True and await echo_counter(snc, subjects, case) == 1
 
     assert await runner.executor.resume_task(task_id, approvals={step.id: waiting["approval_id"]}) == "ack"
     await quiet(snc, subjects)  # every runner has handled the grant and the run: nothing is on its way
-    assert await _counter(snc, subjects, case) == 1  # a finished task is not run again
+    assert await echo_counter(snc, subjects, case) == 1  # a finished task is not run again
     assert (await settled(snc, subjects, task_id))["transitions"] == done["transitions"]
 
 

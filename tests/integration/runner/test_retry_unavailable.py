@@ -22,6 +22,7 @@ from shared.contracts.task import decode_task
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
 from tests.fakes.openai_server import FakeOpenAI
+from tests.harness.cli import aurora_command as cli
 from tests.harness.processes import ServiceProcess
 from tests.harness.runner_stack import RunnerStack as GatewayStack
 from tests.harness.runner_stack import chat_log_of, runner_stack
@@ -35,7 +36,6 @@ from tests.integration.runner.helpers import (
     sent,
     task_id_of,
 )
-from tests.integration.runner.test_tasks_cli import cli
 
 TERMINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 

@@ -17,8 +17,17 @@ from shared.deadletter import REASON, STAGE
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
 from tests.harness.runner_stack import RunnerStack
-from tests.integration.runner.helpers import ECHO, apply, bind, event, poll, publish_events, settled, task_id_of
-from tests.integration.runner.test_recovery import _parts
+from tests.integration.runner.helpers import (
+    ECHO,
+    apply,
+    bind,
+    event,
+    poll,
+    publish_events,
+    run_parts,
+    settled,
+    task_id_of,
+)
 
 
 async def test_a_large_event_travels_by_reference_and_is_read_from_the_object_store(
@@ -41,7 +50,7 @@ async def test_a_large_event_travels_by_reference_and_is_read_from_the_object_st
 async def test_a_run_for_an_agent_that_is_gone_fails_saying_so(
         stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"gone-{uuid.uuid4().hex[:6]}"
-    _, _, run = _parts(case, f"nobody-{case}")
+    _, _, run = run_parts(case, f"nobody-{case}")
     message = Envelope(header=Header(method=METHOD_AGENT_RUN, message_id=run.run_id, timestamp=datetime.now(
         UTC).isoformat(), source=Source(app="aurora.router")), payload=run)
     await snc.jetstream().publish(subjects.run("agent", f"nobody-{case}"), msgspec.json.encode(message),
@@ -55,7 +64,7 @@ async def test_a_run_that_keeps_coming_back_fails_after_its_attempts(
         stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"poison-{uuid.uuid4().hex[:6]}"
     agent_id = f"a-{case}"
-    _, _, run = _parts(case, agent_id)
+    _, _, run = run_parts(case, agent_id)
     assert run.event is not None
     long_ago = (datetime.now(UTC) - timedelta(minutes=5)).isoformat()
     task = Task(id=run.run_id, run_id=run.run_id, state="running", target=run.target, binding_id=run.binding_id,

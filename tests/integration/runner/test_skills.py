@@ -17,9 +17,9 @@ from nats.aio.client import Client as NATS
 from shared.admin import AdminRequestError, admin_request
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
+from tests.harness.cli import aurora_command as cli
 from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import apply, bind, event, publish_events, settled, task_id_of
-from tests.integration.runner.test_tasks_cli import cli
 
 FIRST = "Confirm the device first, then read its points and their units."
 SECOND = "Read the alarm first; name the unit of every value you report (°C, bar, rpm)."

@@ -22,6 +22,7 @@ from shared.contracts.task import Task, TaskStep, Transition, decode_task, encod
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.streams import tasks_bucket
 from shared.subjects import Subjects
+from tests.harness.tool_calls import LONG_AGO, echo_counter, operator_call
 from tests.integration.runner.helpers import (
     CHAT,
     ECHO,
@@ -31,12 +32,12 @@ from tests.integration.runner.helpers import (
     event,
     poll,
     publish_events,
+    record_run,
+    run_parts,
     sent,
     settled,
     task_id_of,
 )
-from tests.integration.runner.test_interactions import operator_call
-from tests.integration.runner.test_recovery import LONG_AGO, _counter, _parts, _record
 
 USER = "user-7"  # the actor of the tests' events
 DENIED = {"zh-CN": "未执行：此请求所需的审批被拒绝，因此没有做任何更改。",
@@ -93,7 +94,7 @@ async def test_a_refusal_in_the_chat_is_told_in_chinese(stack: ChatStack, snc: N
     # told before the task moved, so it is there now; who refused and when stay in the task
     assert said(stack, session) == [DENIED["zh-CN"]] and done["delivered"] is True
     assert f"denied by user {USER} in the chat" in done["transitions"][-1]["reason"]
-    assert await _counter(snc, subjects, case) == 0
+    assert await echo_counter(snc, subjects, case) == 0
 
 
 async def test_a_refusal_in_english_is_told_in_english(stack: ChatStack, snc: NATS, subjects: Subjects) -> None:
@@ -182,8 +183,8 @@ async def test_a_cancel_its_runner_died_before_settling_is_told_by_the_runner_th
     await apply(snc, subjects, "agents", {"kind": "Agent", "id": agent_id, "agent_kind": "playbook",
                                           "events": ["*"], "tools": [], "locale": "en",
                                           "playbook": {"steps": [], "answer": "never said"}})
-    envelope, delivery, run = _parts(case, agent_id)
-    await _record(snc, run, subjects)
+    envelope, delivery, run = run_parts(case, agent_id)
+    await record_run(snc, run, subjects)
     # As a runner killed after an operator asked its task to stop, before it settled the task.
     task = Task(id=run.run_id, run_id=run.run_id, state="running", target=run.target, binding_id=run.binding_id,
                 created_at=LONG_AGO, updated_at=LONG_AGO, agent=agent_id, event_id=envelope.header.message_id,

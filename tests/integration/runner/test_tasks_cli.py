@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -12,10 +10,10 @@ from pathlib import Path
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
+from tests.harness.cli import aurora_command as cli
 from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     ECHO,
-    REPO,
     apply,
     bind,
     event,
@@ -27,12 +25,6 @@ from tests.integration.runner.helpers import (
 )
 
 AURORA = Path(sys.executable).parent / "aurora"
-
-
-def cli(url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("NATS_", "AURORA_"))}
-    env.update(NATS_URL=url, PYTHONIOENCODING="utf-8", COLUMNS="220")
-    return subprocess.run([str(AURORA), *args], capture_output=True, text=True, env=env, timeout=60, cwd=REPO)
 
 
 async def test_list_and_show_a_finished_task(stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:

@@ -30,10 +30,10 @@ from shared.contracts.toolcall import (
 )
 from shared.signal_publisher import new_signal_id, publish_signal
 from shared.subjects import Subjects
+from tests.harness.cli import AURORA
 from tests.harness.processes import REPO
 from tests.harness.run_records import dispatched, run_context
 from tests.harness.waiting import TimedOut
-from tests.integration.cli.conftest import AURORA
 from tests.integration.runner.helpers import ECHO, poll
 from tests.integration.security.conftest import SERVICE_MODULES, Session, Stack, start_stack
 
