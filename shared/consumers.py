@@ -16,7 +16,7 @@ import uuid
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig, ConsumerInfo
 
-from shared.streams import patiently
+from shared.jetstream_requests import patiently
 
 EPHEMERAL_MARK = "_eph_"
 

@@ -16,7 +16,7 @@ from nats.js.errors import APIError, NoStreamResponseError
 
 from services.mcp_gateway.outbox import STILL_BEING_STORED, Outbox
 from shared.acked_publish import AckedPublisher
-from shared.streams import creating
+from shared.jetstream_requests import creating
 from tests.harness.waiting import poll
 
 

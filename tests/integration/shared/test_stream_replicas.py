@@ -14,12 +14,12 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localcluster import LocalCluster, wait_jetstream
 from shared.errors import StreamConfigConflict
+from shared.jetstream_requests import creating
 from shared.kvwatch import BucketWatch
 from shared.settings import load_settings
 from shared.streams import (
     StreamPlan,
     agents_bucket,
-    creating,
     ensure_bucket,
     ensure_object_store,
     ensure_stream,

@@ -8,7 +8,7 @@ import logging
 import pytest
 from nats.errors import TimeoutError as NatsTimeout
 
-from shared import streams
+from shared import jetstream_requests
 
 
 async def test_a_request_that_times_out_twice_is_answered_the_third_time(caplog: pytest.LogCaptureFixture) -> None:
@@ -21,7 +21,7 @@ async def test_a_request_that_times_out_twice_is_answered_the_third_time(caplog:
             raise NatsTimeout
         return "info"
 
-    assert await streams.patiently(slow_then_ready) == "info"
+    assert await jetstream_requests.patiently(slow_then_ready) == "info"
     assert len(asked) == 3
     said = [(r.levelno, r.__dict__["fields"]["attempt"]) for r in caplog.records]
     assert said == [(logging.INFO, 1), (logging.INFO, 2)]
@@ -35,5 +35,5 @@ async def test_a_server_that_never_answers_is_an_error_after_the_last_try() -> N
         raise NatsTimeout
 
     with pytest.raises(NatsTimeout):
-        await streams.patiently(never)
-    assert len(asked) == streams._API_TRIES
+        await jetstream_requests.patiently(never)
+    assert len(asked) == jetstream_requests._API_TRIES
