@@ -1,3 +1,4 @@
+# Over 300 lines: the one at-least-once loop every service uses; fetch, handle, settle and retry read together.
 """The one at-least-once consumer loop every service uses, with one retry and dead-letter policy.
 
 A service hands the loop its durable's config and a handler; the loop creates the durable

@@ -1,3 +1,4 @@
+# Over 300 lines: every signal kind's mapping to an event, pure, read side by side.
 """Pure mapping of one raw signal to one AMP event, or to the reason it is rejected.
 
 The bridge only converts: it makes no reply decision and invents nothing. Platform signals
