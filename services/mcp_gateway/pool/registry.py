@@ -1,7 +1,7 @@
 """The pool's state in JetStream KV (systems, tool definitions, agents), mirrored in memory.
 
 Every gateway instance writes through KV and reads its mirror, so several gateways agree.
-MCP tools discovered from apps are synced in as definitions: published at once when the app is
+MCP tools discovered from apps are synced in as definitions (`discovered.py`): published at once when the app is
 trusted (`governance: auto`), drafts otherwise; a changed contract bumps the version.
 """
 
@@ -20,13 +20,14 @@ from nats.js.errors import InvalidKeyError, KeyNotFoundError, KeyWrongLastSequen
 from nats.js.kv import KeyValue
 
 from services.mcp_gateway.catalog import CatalogTool
+from services.mcp_gateway.pool.discovered import changed_by_app, contract, mcp_definition
 from services.mcp_gateway.pool.wording import apply_wording
 from shared.appconfig import AppConfig
 from shared.contracts.agent import Agent
 from shared.contracts.resource import ResourceError, ResourceModel, canonical_json, parse_resource
 from shared.contracts.skill import Skill
 from shared.contracts.system import System
-from shared.contracts.tooldef import TOOL_NAME_PATTERN, McpExecution, ReviewNote, ToolDefinition
+from shared.contracts.tooldef import TOOL_NAME_PATTERN, ToolDefinition
 from shared.errors import AuroraError
 from shared.kvmirror import KvMirror
 from shared.lifecycle import Lifecycle
@@ -43,7 +44,6 @@ from shared.streams import (
 from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_gateway.pool")
-GATEWAY = "mcp-gateway"
 M = TypeVar("M", bound=ResourceModel)
 _TOOL_NAME = re.compile(TOOL_NAME_PATTERN)
 
@@ -240,7 +240,7 @@ class ToolPool(Lifecycle[_Mirrors]):
             # A reviewer's wording (aurora tools edit) stands over the app's; only a change of the
             # contract beyond it is the app's change.
             discovered = apply_wording(discovered, existing.edited)
-            if _contract(existing) != _contract(discovered):
+            if contract(existing) != contract(discovered):
                 await self.update_tool(tool.name, functools.partial(changed_by_app, new=discovered, app=app, now=now))
 
     async def _create(self, bucket: str, key: str, value: ResourceModel) -> None:
@@ -249,57 +249,3 @@ class ToolPool(Lifecycle[_Mirrors]):
         except KeyWrongLastSequenceError:
             return  # another gateway registered it first
         self._mirror(bucket).items[key] = value
-
-
-def mcp_definition(app: AppConfig, tool: CatalogTool, now: str) -> ToolDefinition:
-    return ToolDefinition(
-        name=tool.name,
-        system=app.app_id,
-        description=tool.description,
-        input_schema=dict(tool.input_schema) or {"type": "object", "properties": {}},
-        output_schema=dict(tool.output_schema) if tool.output_schema else None,
-        execution=McpExecution(app=app.app_id, instance=app.instance, tool=tool.tool),
-        side_effect=tool.side_effect,
-        state="PUBLISHED" if app.governance == "auto" else "DRAFT",
-        source="mcp",
-        changed_by=GATEWAY,
-        changed_at=now,
-        notes=(
-            ReviewNote(
-                at=now,
-                by=GATEWAY,
-                action="discovered",
-                note=f"discovered from app {app.name} ({app.governance} governance)",
-            ),
-        ),
-    )
-
-
-def _contract(tool: ToolDefinition) -> tuple[Any, ...]:
-    return (tool.description, tool.input_schema, tool.output_schema, tool.side_effect, tool.execution)
-
-
-def changed_by_app(old: ToolDefinition, new: ToolDefinition, app: AppConfig, now: str) -> ToolDefinition:
-    """The app changed a tool's contract: take the new contract, bump the version; under
-    review governance a published tool goes back to DRAFT until a reviewer looks again."""
-    state = old.state
-    if app.governance == "review" and state in ("PUBLISHED", "REVIEWING"):
-        state = "DRAFT"
-    return old.model_copy(
-        update={
-            "description": new.description,
-            "input_schema": new.input_schema,
-            "output_schema": new.output_schema,
-            "side_effect": new.side_effect,
-            "execution": new.execution,
-            "state": state,
-            "version": old.version + 1,
-            "changed_by": GATEWAY,
-            "changed_at": now,
-            "notes": (
-                *old.notes,
-                ReviewNote(at=now, by=GATEWAY, action="changed", note="the app changed the contract"
-                           + ("; the reviewer's wording kept" if old.edited else "")),
-            ),
-        }
-    )

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from services.mcp_gateway.http.merge import plan_merge
+from services.mcp_gateway.pool.discovered import contract
 from services.mcp_gateway.pool.lifecycle import publish_problems
-from services.mcp_gateway.pool.registry import _contract
 from services.mcp_gateway.pool.wording import EditError, EditRequest, apply_wording, edit_tool, with_unit
 from shared.contracts.suggestion import ToolSuggestion
 from shared.contracts.system import System
@@ -87,12 +87,12 @@ def test_filling_the_description_is_what_makes_a_draft_publishable() -> None:
 def test_the_apps_next_tool_list_keeps_the_reviewers_wording() -> None:
     edited = edit(DRAFT, description="Read a point.", units={"window": "s"})
     relisted = apply_wording(DRAFT, edited.edited)  # the app lists the same tool again
-    assert _contract(relisted) == _contract(edited)  # so the sync sees no change
+    assert contract(relisted) == contract(edited)  # so the sync sees no change
     # the app changes its schema: the change shows, the reviewer's words stay on what still exists
     changed = DRAFT.model_copy(update={"input_schema": {"type": "object", "properties": {
         "window": {"type": "number", "description": "w"}, "extra": {"type": "string"}}}})
     again = apply_wording(changed, edited.edited)
-    assert _contract(again) != _contract(edited) and again.description == "Read a point."
+    assert contract(again) != contract(edited) and again.description == "Read a point."
     assert again.input_schema["properties"] == {"window": {"type": "number", "description": "window (unit: s)"},
                                                 "extra": {"type": "string"}}
 
