@@ -19,11 +19,11 @@ import asyncio
 import contextlib
 import json
 import re
-from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from services.mcp_edge.asgi import ASGIApp, Message, Receive, Scope, Send, header, read_body, replay, respond
 from services.mcp_edge.backchannel import SESSION_STATE, ClientReplies, is_response
 from services.mcp_edge.changes import ListChanges
 from services.mcp_edge.gate import Caller
@@ -33,22 +33,11 @@ from services.mcp_edge.tokens import TokenRecord, TokenStore
 from shared.bounded_json import BadJson, loads_bounded
 from shared.logs import get_logger
 
-Scope = MutableMapping[str, Any]
-Message = MutableMapping[str, Any]
-Receive = Callable[[], Awaitable[Message]]
-Send = Callable[[Message], Awaitable[None]]
-ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
-
 log = get_logger("aurora.mcp_edge.http")
 _ENDPOINT = re.compile(r"^/agents/([A-Za-z0-9_.-]{1,128})/mcp/?$")
 METADATA_PREFIX = "/.well-known/oauth-protected-resource"
 SESSION_HEADER = "mcp-session-id"
 KEEPALIVE_SECONDS = 15.0
-
-
-def header(scope: Scope, name: str) -> str | None:
-    wanted = name.lower().encode()
-    return next((v.decode("latin-1") for k, v in scope.get("headers", []) if k.lower() == wanted), None)
 
 
 def base_url(scope: Scope, public_url: str | None) -> str:
@@ -77,15 +66,6 @@ def protected_resource(base: str, agent: str, authorization_servers: tuple[str, 
     return document
 
 
-async def respond(send: Send, status: int, body: dict[str, Any] | None = None,
-                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    data = json.dumps(body).encode() if body is not None else b""
-    extra = [(b"content-type", b"application/json")] if body is not None else []
-    await send({"type": "http.response.start", "status": status,
-                "headers": [*extra, (b"content-length", str(len(data)).encode()), *(headers or [])]})
-    await send({"type": "http.response.body", "body": data})
-
-
 def jsonrpc_error(message: str, code: int = -32600) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": None, "error": {"code": code, "message": message}}
 
@@ -95,32 +75,6 @@ def origin_refusal(reason: str, message: str) -> dict[str, Any]:
     body = jsonrpc_error(message)
     body["error"]["data"] = {"reason": reason}
     return body
-
-
-async def read_body(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            break
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body"):
-            break
-    return b"".join(chunks)
-
-
-def replay(body: bytes, receive: Receive) -> Receive:
-    """A `receive` that gives the body read already, then what the client sends next."""
-    sent = False
-
-    async def again() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return again
 
 
 def initialize_of(body: bytes) -> dict[str, Any] | None:
