@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from services.runner.drivers.llm import EVENT_DATA_LIMIT, describe_event
+from services.runner.drivers.prompt import EVENT_DATA_LIMIT, describe_event
 
 
 def shown(message: str) -> dict[str, object]:
