@@ -12,12 +12,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from aurora_cli.devstack import AUTH_CONFIG, NATS_USERS, Credentials
-from aurora_cli.localnats import LocalNats
 from aurora_cli.people import PeopleStore, write_auth_config
-from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
+from tests.harness.processes import REPO, ServiceProcess
+from tests.harness.stack import StackBuilder
 
-# What each service logs once it serves (the stack is ready when all of them said it).
-READY = {"mcp_gateway": '"serving"', "router": '"ready"', "runner": '"ready"'}
+# service folder → the stack builder's kind of service
+KIND = {"event_bridge": "bridge", "app_supervisor": "supervisor", "mcp_gateway": "gateway", "router": "router",
+        "runner": "runner", "scheduler": "scheduler", "mcp_edge": "edge"}
 
 
 @dataclass
@@ -26,7 +27,7 @@ class PeopleStack:
     credentials: Credentials
     passwords: dict[str, str]  # person → password
     log_file: Path  # the server's log (its record of refused publishes)
-    processes: dict[str, ServiceProcess] = field(default_factory=dict)
+    processes: dict[str, ServiceProcess] = field(default_factory=dict)  # by service folder
 
     def password(self, user: str) -> str:
         """A person's password, or a platform identity's (`operator`, `mcp-gateway`, …)."""
@@ -44,21 +45,8 @@ def people_stack(folder: Path, people: Mapping[str, Sequence[str]], apps_config:
     config = write_auth_config(REPO / AUTH_CONFIG, folder / "nats-auth.conf", store)
     server_env = {k: v for k, v in os.environ.items() if not k.startswith("AURORA_NATS_")}
     server_env.update(credentials.server_env())
-    log_file = folder / "nats.log"
-    server = LocalNats(folder / "js", log_file=log_file, config_file=config, env=server_env)
-    server.start()
-    stack = PeopleStack(server.url, credentials, passwords, log_file)
-    (folder / "logs").mkdir(exist_ok=True)
-    try:
-        for name in services:
-            user = NATS_USERS[name]
-            env = service_env(server.url, NATS_USER=user, NATS_PASSWORD=credentials.passwords[user],
-                              AURORA_APPS_CONFIG=str(apps_config), **extra_env(name))
-            stack.processes[name] = ServiceProcess(f"services.{name}", env, folder / "logs", name).start()
-        for name in services:
-            if name in READY:
-                stack.processes[name].wait_for_log(READY[name], timeout=40)
-        yield stack
-    finally:
-        stop_services(stack.processes.values())
-        server.stop()
+    builder = StackBuilder(folder).auth(credentials, config, server_env).apps(apps_config)
+    for name in services:
+        builder.service(KIND[name], name, **extra_env(name))
+    with builder.running() as stack:
+        yield PeopleStack(stack.url, credentials, passwords, folder / "nats-server.log", stack.processes)

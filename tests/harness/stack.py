@@ -181,7 +181,7 @@ class StackBuilder:
                 for process in wave:
                     process.wait_ready(READY_TIMEOUT)
             for kind, tag, env in self._services:
-                if kind == "edge":
+                if kind == "edge" and "AURORA_EDGE_PORT" in env:
                     stack.urls[tag] = f"http://127.0.0.1:{env['AURORA_EDGE_PORT']}"
             yield stack
         finally:
