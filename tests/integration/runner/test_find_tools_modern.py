@@ -8,17 +8,15 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 
 import pytest
 from nats.aio.client import Client as NATS
 
-from aurora_cli.localnats import LocalNats
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
-from tests.harness.clients import nats_client
 from tests.harness.modern_apps import serving
-from tests.harness.processes import ServiceProcess, service_env, stop_services
+from tests.harness.runner_stack import RunnerStack
+from tests.harness.stack import StackBuilder
 from tests.integration.runner.helpers import (
     RUNNER_ENV,
     apply,
@@ -27,7 +25,6 @@ from tests.integration.runner.helpers import (
     publish_events,
     settled,
     task_id_of,
-    write_apps,
 )
 
 APP = "test.modern"
@@ -36,44 +33,24 @@ TOOLS = ["echo", "track_shipment", "convert_currency", "weather_forecast", "crea
 BUILTIN = {"find_tools", "event_history", "request_action"}
 
 
-@dataclass
-class ModernStack:
-    url: str
-    fake: FakeOpenAI
-
-
 @pytest.fixture(scope="module")
-def modern_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModernStack]:
+def modern_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunnerStack]:
     folder = tmp_path_factory.mktemp("find-tools")
-    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
-    server.start()
     fake = FakeOpenAI().start()
-    logs = folder / "logs"
-    logs.mkdir()
-    processes: list[ServiceProcess] = []
-    with serving(folder, "stateless") as app:
-        config = write_apps(folder, {"modern": {"package": APP, "mcp": {"transport": "streamable_http",
-                                                                         "url": app.url}}})
-        env = service_env(server.url, AURORA_APPS_CONFIG=str(config))
-        try:
-            runner = {**RUNNER_ENV, "AURORA_RUNNER_FIND_TOOLS_ABOVE": "3", "AURORA_RUNNER_INSTANCE": "runner-1"}
-            for module, tag, extra in (("services.event_bridge", "bridge", {}),
-                                       ("services.mcp_gateway", "gateway", {}),
-                                       ("services.router", "router", {}), ("services.runner", "runner", runner)):
-                processes.append(ServiceProcess(module, {**env, **extra}, logs, tag).start())
-            processes[1].wait_for_log('"serving"', timeout=40)
-            processes[2].wait_for_log('"ready"', timeout=30)
-            processes[3].wait_for_log('"ready"', timeout=30)
-            yield ModernStack(server.url, fake)
-        finally:
-            stop_services(processes)
-            fake.stop()
-            server.stop()
+    try:
+        with serving(folder, "stateless") as app:
+            apps = {"modern": {"package": APP, "mcp": {"transport": "streamable_http", "url": app.url}}}
+            builder = StackBuilder(folder).apps(apps).bridge().gateway().router().runners(
+                1, **RUNNER_ENV, AURORA_RUNNER_FIND_TOOLS_ABOVE="3")
+            with builder.running() as running:
+                yield RunnerStack(running, folder / "no-chat-app.jsonl", fake)
+    finally:
+        fake.stop()
 
 
 @pytest.fixture
-async def mnc(modern_stack: ModernStack) -> AsyncIterator[NATS]:
-    async with nats_client(modern_stack.url) as client:
+async def mnc(modern_stack: RunnerStack) -> AsyncIterator[NATS]:
+    async with modern_stack.client() as client:
         yield client
 
 
@@ -82,7 +59,7 @@ def offered(chat: Conversation) -> set[str]:
 
 
 async def test_find_tools_then_the_found_tool_is_offered_and_called_through_the_gateway(
-        modern_stack: ModernStack, mnc: NATS, subjects: Subjects) -> None:
+        modern_stack: RunnerStack, mnc: NATS, subjects: Subjects) -> None:
     case = f"find-{uuid.uuid4().hex[:6]}"
 
     def script(chat: Conversation) -> Turn:
