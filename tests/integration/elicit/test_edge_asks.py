@@ -21,7 +21,7 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import free_port
 from tests.harness.processes import ServiceProcess, service_env
-from tests.integration.elicit.conftest import ELICIT, Stack
+from tests.integration.elicit.helpers import ELICIT, ElicitStack
 from tests.integration.mcp_edge.helpers import LEGACY, MODERN, agent, audit_records, bearer, token
 
 BOOK = f"{ELICIT}.book_table"
@@ -29,7 +29,7 @@ SUMMARIZE = f"{ELICIT}.summarize"
 
 
 @pytest.fixture(scope="module")
-def edges(stack: Stack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
+def edges(stack: ElicitStack, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, int]]:
     """Two mcp-edge processes: the first one's base URL, the second one's port."""
     logs = tmp_path_factory.mktemp("edge-asks-logs")
     ports = (free_port("127.0.0.1"), free_port("127.0.0.1"))
@@ -87,7 +87,7 @@ async def _call(url: str, secret: str, tool: str, arguments: dict[str, Any], mod
         return await client.call_tool(tool, arguments)
 
 
-async def test_the_clients_callback_answers_the_apps_elicitation(stack: Stack, snc: NATS, edge_url: str) -> None:
+async def test_the_clients_callback_answers_the_apps_elicitation(stack: ElicitStack, snc: NATS, edge_url: str) -> None:
     url, secret, token_id = await _endpoint(snc, edge_url)
     asked: list[types.ElicitRequestParams] = []
 

@@ -15,13 +15,13 @@ from nats.aio.client import Client as NATS
 from shared.subjects import Subjects
 from tests.harness.chat_webhook import post_signed
 from tests.harness.tool_calls import operator_call
-from tests.integration.elicit.conftest import (
+from tests.integration.elicit.helpers import (
     ELICIT,
     ELICIT_HTTP,
     ELICIT_TIMEOUT,
     GENERATIONS,
     PROTOCOL,
-    Stack,
+    ElicitStack,
     protocol_of,
 )
 from tests.integration.runner.helpers import (
@@ -60,7 +60,7 @@ async def start_booking(nc: NATS, subjects: Subjects, app: str, case: str, *,
     return task_id_of(doc, f"b-{case}"), session
 
 
-async def question(stack: Stack, session: str) -> tuple[str, str]:
+async def question(stack: ElicitStack, session: str) -> tuple[str, str]:
     """(interaction id, text) of the latest elicitation question in the conversation."""
     async def asked() -> list[dict[str, Any]]:
         return [m for m in sent(stack.chat_log)
@@ -72,7 +72,7 @@ async def question(stack: Stack, session: str) -> tuple[str, str]:
     return str(found[-1]["interaction_id"]), text
 
 
-def webhook_answer(stack: Stack, interaction_id: str, session: str, value: str, user: str = USER) -> None:
+def webhook_answer(stack: ElicitStack, interaction_id: str, session: str, value: str, user: str = USER) -> None:
     """The user's answer, as the IM's signed webhook posts it to the chat app."""
     body = {"type": "interaction.submitted", "session_id": session, "interaction_id": interaction_id,
             "value": value, "user_id": user}
@@ -96,7 +96,7 @@ async def audited(nc: NATS, app: str, interaction_id: str | None, **fields: Any)
 
 
 @pytest.mark.parametrize("app", GENERATIONS)
-async def test_the_user_answers_the_apps_form_in_the_chat(stack: Stack, snc: NATS, subjects: Subjects,
+async def test_the_user_answers_the_apps_form_in_the_chat(stack: ElicitStack, snc: NATS, subjects: Subjects,
                                                           app: str) -> None:
     assert await protocol_of(snc, app) == PROTOCOL[app]  # each way of asking back is the one meant
     case = f"eli-{uuid.uuid4().hex[:6]}"
@@ -124,7 +124,7 @@ async def test_the_user_answers_the_apps_form_in_the_chat(stack: Stack, snc: NAT
     assert record["actor"] == USER and "accept" in record["output_summary"], record
 
 
-async def test_a_refusal_declines(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_a_refusal_declines(stack: ElicitStack, snc: NATS, subjects: Subjects) -> None:
     case = f"elino-{uuid.uuid4().hex[:6]}"
     task_id, session = await start_booking(snc, subjects, ELICIT, case)
     interaction_id, _ = await question(stack, session)
@@ -133,7 +133,7 @@ async def test_a_refusal_declines(stack: Stack, snc: NATS, subjects: Subjects) -
     assert done["answer"] == "booked: decline", json.dumps(done)[:3000]
 
 
-async def test_no_answer_in_time_cancels(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_no_answer_in_time_cancels(stack: ElicitStack, snc: NATS, subjects: Subjects) -> None:
     case = f"elito-{uuid.uuid4().hex[:6]}"
     task_id, session = await start_booking(snc, subjects, ELICIT, case)
     interaction_id, _ = await question(stack, session)
@@ -144,7 +144,7 @@ async def test_no_answer_in_time_cancels(stack: Stack, snc: NATS, subjects: Subj
 
 
 @pytest.mark.parametrize("app", [ELICIT, ELICIT_HTTP])
-async def test_an_operator_call_has_no_user_to_ask(stack: Stack, snc: NATS, subjects: Subjects, app: str) -> None:
+async def test_an_operator_call_has_no_user_to_ask(stack: ElicitStack, snc: NATS, subjects: Subjects, app: str) -> None:
     answer = await operator_call(snc, subjects, f"{app}.book_table", {"restaurant": "Mare"})
     assert answer == {"action": "decline", "restaurant": "Mare"}, answer
     record = await audited(snc, app, None, caller="operator")
@@ -153,7 +153,7 @@ async def test_an_operator_call_has_no_user_to_ask(stack: Stack, snc: NATS, subj
                                        "or an MCP client's at an agent's endpoint)"), record
 
 
-async def test_a_synthetic_run_asks_nobody(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_a_synthetic_run_asks_nobody(stack: ElicitStack, snc: NATS, subjects: Subjects) -> None:
     case = f"elisyn-{uuid.uuid4().hex[:6]}"
     task_id, session = await start_booking(snc, subjects, ELICIT, case, synthetic=True)
     done = await settled(snc, subjects, task_id, timeout=40, states=TERMINAL)

@@ -13,7 +13,7 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
-from tests.integration.elicit.conftest import ELICIT, ELICIT_HTTP, GENERATIONS, PROTOCOL, Stack, protocol_of
+from tests.integration.elicit.helpers import ELICIT, ELICIT_HTTP, GENERATIONS, PROTOCOL, ElicitStack, protocol_of
 from tests.integration.runner.helpers import (
     TERMINAL,
     apply,
@@ -50,7 +50,7 @@ async def run(snc: NATS, subjects: Subjects, case: str, agent: dict[str, Any]) -
 
 
 @pytest.mark.parametrize("app", GENERATIONS)
-async def test_the_calling_agents_model_answers_the_apps_sampling(stack: Stack, snc: NATS, subjects: Subjects,
+async def test_the_calling_agents_model_answers_the_apps_sampling(stack: ElicitStack, snc: NATS, subjects: Subjects,
                                                                  app: str) -> None:
     assert await protocol_of(snc, app) == PROTOCOL[app]
     case = f"smp-{uuid.uuid4().hex[:6]}"
@@ -76,7 +76,7 @@ async def test_the_calling_agents_model_answers_the_apps_sampling(stack: Stack, 
     assert record["status"] == "ok" and record["agent"] == f"a-{case}" and model in record["output_summary"]
 
 
-async def test_an_agent_without_a_model_is_refused(stack: Stack, snc: NATS, subjects: Subjects) -> None:
+async def test_an_agent_without_a_model_is_refused(stack: ElicitStack, snc: NATS, subjects: Subjects) -> None:
     case = f"smpno-{uuid.uuid4().hex[:6]}"
     done = await run(snc, subjects, case, {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["message.received"],
@@ -90,7 +90,7 @@ async def test_an_agent_without_a_model_is_refused(stack: Stack, snc: NATS, subj
 
 
 async def test_a_stateless_apps_refused_sampling_ends_its_call_saying_why(
-        stack: Stack, snc: NATS, subjects: Subjects) -> None:
+        stack: ElicitStack, snc: NATS, subjects: Subjects) -> None:
     """In 2026-07-28 an answer has no error arm: the app cannot be told "no" and carry on, so the
     gateway ends the call with the reason (and audits the refusal as for a handshake app)."""
     case = f"smpst-{uuid.uuid4().hex[:6]}"
