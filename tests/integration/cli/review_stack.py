@@ -70,7 +70,7 @@ def review_stack(folder: Path, package: str, app_script: Path,
                  for module, tag in (("services.app_supervisor", "supervisor"), ("services.mcp_gateway", "gateway"))]
     fake = FakeOpenAI().start()
     try:
-        processes[1].wait_for_log('"serving"', timeout=30)
+        processes[1].wait_ready(30)
         yield ReviewStack(cli_here_runner(server.url), fake, server.url, package, folder)
     finally:
         fake.stop()

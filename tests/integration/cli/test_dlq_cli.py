@@ -12,7 +12,7 @@ from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
 from tests.harness.cli import Cli, cli_here_runner
-from tests.harness.processes import ServiceProcess, logged
+from tests.harness.processes import ServiceProcess
 from tests.integration.event_bridge.helpers import wait_for_count
 
 
@@ -31,8 +31,8 @@ async def _dead_letters(nc: NATS, subjects: Subjects, spawn: Any) -> None:
     """Two signals the bridge cannot read and an event the router cannot read."""
     bridge: ServiceProcess = spawn("services.event_bridge", tag="bridge")
     router: ServiceProcess = spawn("services.router", tag="router")
-    await logged(bridge, '"started"')
-    await logged(router, '"ready"')
+    await bridge.ready()
+    await router.ready()
     js = nc.jetstream()
     for n in (1, 2):
         await js.publish(subjects.signal("im.polaris.qq", "native_event"), f"garbage {n}".encode(),

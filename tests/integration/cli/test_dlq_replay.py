@@ -26,7 +26,7 @@ from shared import deadletter as dl
 from shared.admin import admin_request
 from shared.subjects import Subjects
 from tests.harness.cli import Cli
-from tests.harness.processes import ServiceProcess, logged
+from tests.harness.processes import ServiceProcess
 from tests.harness.waiting import consumed, poll
 from tests.integration.runner.helpers import RUNNER_ENV, event, publish_events, task_id_of
 
@@ -81,7 +81,7 @@ async def test_replaying_an_event_whose_cause_was_fixed_makes_one_run_and_again_
 ) -> None:
     js = nc.jetstream()
     admin: ServiceProcess = spawn("services.router", tag="router-admin", AURORA_ROUTER_SERVE_AGENTS="1")
-    await logged(admin, '"ready"')
+    await admin.ready()
     for area, document in (("agents", AGENT), ("bindings", BINDING)):
         await admin_request(nc, subjects, area, "apply", {"document": document}, timeout=20)
     admin.terminate()
@@ -97,8 +97,8 @@ async def test_replaying_an_event_whose_cause_was_fixed_makes_one_run_and_again_
     # The cause is fixed: a runner creates AMP_RUNS again; the routers are back.
     runner: ServiceProcess = spawn("services.runner", tag="runner", **RUNNER_ENV)
     router: ServiceProcess = spawn("services.router", tag="router")
-    await logged(runner, '"ready"')
-    await logged(router, '"ready"')
+    await runner.ready()
+    await router.ready()
     assert await _tasks(js) == 0  # nothing ran the event before the replay
 
     replayed = _json(await asyncio.to_thread(cli, "dlq", "replay", str(letter["seq"]), "--keep", "--json"))

@@ -91,9 +91,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
         ("services.mcp_gateway", "gateway"), ("services.router", "router"))]
     bridge, _, gateway, router = processes
     try:
-        gateway.wait_for_log('"serving"', timeout=30)
-        router.wait_for_log('"ready"', timeout=30)
-        bridge.wait_for_log('"started"', timeout=30)
+        gateway.wait_ready(30)
+        router.wait_ready(30)
+        bridge.wait_ready(30)
         yield Stack(server.url, cli_here_runner(server.url), folder, chat_log, gateway)
     finally:
         stop_services(processes)

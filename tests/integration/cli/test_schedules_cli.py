@@ -53,7 +53,7 @@ def ok_json(cli: Cli, *args: str) -> Any:
 
 def test_schedules_from_apply_to_trigger_now(cli: Cli, bridge: ServiceProcess, tmp_path: Path,
                                             spawn: Callable[..., ServiceProcess]) -> None:
-    spawn("services.scheduler", tag="scheduler", **FAST).wait_for_log('"ready"', timeout=30)
+    spawn("services.scheduler", tag="scheduler", **FAST).wait_ready(30)
     bad = tmp_path / "bad.yml"
     bad.write_text(BAD, encoding="utf-8")
     refused = cli("apply", "-f", str(bad))

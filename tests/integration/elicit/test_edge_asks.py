@@ -40,7 +40,7 @@ def edges(stack: ElicitStack, tmp_path_factory: pytest.TempPathFactory) -> Itera
                                 f"edge-{n}").start() for n, port in enumerate(ports)]
     try:
         for edge in processes:
-            edge.wait_for_log('"serving"', timeout=30)
+            edge.wait_ready(30)
         yield f"http://127.0.0.1:{ports[0]}", ports[1]
     finally:
         for edge in processes:

@@ -24,7 +24,7 @@ async def fabric(nc: NATS, subjects: Subjects) -> None:
 def start_bridge(spawn: Spawn) -> Callable[[str], ServiceProcess]:
     def start(tag: str = "bridge-1") -> ServiceProcess:
         process = spawn("services.event_bridge", tag=tag)
-        process.wait_for_log('"started"')
+        process.wait_ready()
         return process
 
     return start

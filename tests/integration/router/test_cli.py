@@ -30,7 +30,7 @@ async def aurora(nats_url: str, *args: str) -> tuple[int, str, str]:
 @pytest.fixture
 async def router(spawn: Any) -> Any:
     process = spawn("services.router", tag="router", AURORA_ROUTER_SERVE_AGENTS="1")
-    await asyncio.to_thread(process.wait_for_log, '"ready"', 30)
+    await process.ready(30)
     return process
 
 
@@ -130,8 +130,8 @@ async def test_emitted_events_reach_their_agents_synthetic_stays_synthetic(
     """The example routes on a bridge + router stack: `aurora events emit` all the way to a run."""
     bridge = spawn("services.event_bridge", tag="bridge")
     router = spawn("services.router", tag="router", AURORA_ROUTER_SERVE_AGENTS="1")
-    await asyncio.to_thread(bridge.wait_for_log, '"started"', 30)
-    await asyncio.to_thread(router.wait_for_log, '"ready"', 30)
+    await bridge.ready(30)
+    await router.ready(30)
     assert (await aurora(nats_url, "apply", "-f", str(EXAMPLE)))[0] == 0
     emitted = {}
     for event_type, extra in (("message.received", ["--synthetic", "--session", "group_1"]),

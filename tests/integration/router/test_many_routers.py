@@ -41,7 +41,7 @@ async def test_three_routers_one_killed_exactly_one_run_per_event(nc: NATS, subj
     routers = [spawn("services.router", tag=f"router-{i}", AURORA_ROUTER_INSTANCE=f"r{i}",
                      AURORA_ROUTER_SERVE_AGENTS="1") for i in range(3)]
     for router in routers:
-        await asyncio.to_thread(router.wait_for_log, '"ready"', 30)
+        await router.ready(30)
     for area, doc in [
         ("agents", {"id": "greeter", "agent_kind": "playbook", "events": ["group.*"]}),
         ("agents", {"id": "chat", "agent_kind": "llm", "events": ["message.*"]}),

@@ -35,7 +35,7 @@ async def aurora(nats_url: str, *args: str) -> tuple[int, str, str]:
 @pytest.fixture
 async def router(spawn: Any) -> Any:
     process = spawn("services.router", tag="router", AURORA_ROUTER_SERVE_AGENTS="1")
-    await asyncio.to_thread(process.wait_for_log, '"ready"', 30)
+    await process.ready(30)
     return process
 
 

@@ -29,7 +29,7 @@ EVENTS_SUBJECT = "amp.evt.aurora_scheduler.schedule.triggered"
 
 def start_scheduler(spawn: Spawn, tag: str, **env: str) -> ServiceProcess:
     process = spawn("services.scheduler", tag=tag, **{**FAST, "AURORA_SCHEDULER_INSTANCE": tag, **env})
-    process.wait_for_log('"ready"', timeout=30)
+    process.wait_ready(30)
     return process
 
 

@@ -28,7 +28,7 @@ from tests.integration.scheduler.schedules import (
 @pytest.fixture
 async def bridge(nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
     await ensure_streams(nc.jetstream(), fabric_streams(subjects))
-    spawn("services.event_bridge", tag="bridge").wait_for_log('"started"')
+    spawn("services.event_bridge", tag="bridge").wait_ready()
 
 
 @pytest.mark.usefixtures("bridge")

@@ -25,7 +25,7 @@ from tests.harness.waiting import poll
 
 async def _router(spawn: Any) -> ServiceProcess:
     process: ServiceProcess = spawn("services.router", tag="router")
-    await logged(process, '"ready"')
+    await process.ready()
     return process
 
 
