@@ -22,19 +22,12 @@ NOT_YET_MOVED: dict[str, set[str]] = {
     "integration/apps/test_chat_idempotency.py": {"tests.integration.apps.test_chat_app"},
     "integration/event_bridge/test_fuzz_bridge.py": {"tests.unit.fuzz.test_fuzz_envelopes"},
     "integration/mcp_edge/test_edge_permissions.py": {"tests.integration.security.conftest"},
-    "integration/mcp_gateway/pool/test_argument_checks.py": {"tests.integration.mcp_gateway.pool.conftest",
-                                                             "tests.integration.mcp_gateway.pool.test_pool_coverage"},
-    "integration/mcp_gateway/pool/test_call_ledger.py": {"tests.integration.mcp_gateway.pool.conftest"},
-    "integration/mcp_gateway/pool/test_governance.py": {"tests.integration.mcp_gateway.pool.conftest"},
-    "integration/mcp_gateway/pool/test_hostile_import.py": {"tests.integration.mcp_gateway.pool.conftest"},
-    "integration/mcp_gateway/pool/test_http_systems.py": {"tests.integration.mcp_gateway.pool.conftest"},
-    "integration/mcp_gateway/pool/test_pool_coverage.py": {"tests.integration.mcp_gateway.pool.conftest"},
+    "integration/mcp_gateway/pool/test_argument_checks.py": {"tests.integration.mcp_gateway.pool.test_pool_coverage"},
     **{f"integration/security/{name}.py": {"tests.integration.security.conftest"} for name in (
         "test_attack_matrix", "test_caller_model", "test_custody", "test_elicit_sampling_permissions",
         "test_operator_is_not_a_person", "test_people_approval_policies", "test_people_reads", "test_permissions",
         "test_platform_users", "test_route_replay_permissions", "test_scheduler_permissions", "test_secure_stack",
         "test_skill_permissions", "test_stream_deliveries")},
-    "model/test_dev_with_model.py": {"tests.integration.cli.conftest"},
 }
 
 

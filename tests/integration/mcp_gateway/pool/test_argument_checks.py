@@ -17,7 +17,7 @@ from shared.contracts.resource import canonical_json
 from shared.streams import agents_bucket, ensure_bucket
 from shared.subjects import Subjects
 from tests.integration.mcp_gateway.http.recording_server import RecordingServer, Reply
-from tests.integration.mcp_gateway.pool.conftest import Pool, gateway_with_orders
+from tests.integration.mcp_gateway.pool.helpers import Pool, gateway_with_orders
 from tests.integration.mcp_gateway.pool.test_pool_coverage import call, read_stream, wait_until_available
 
 AGENT = "buyer"

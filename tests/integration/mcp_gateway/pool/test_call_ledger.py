@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from tests.integration.mcp_gateway.pool.conftest import AGENT, Pool
+from tests.integration.mcp_gateway.pool.helpers import AGENT, Pool
 
 
 async def _count(pool: Pool, key: str) -> int:

@@ -20,7 +20,7 @@ from shared.contracts.envelope import Header, Source
 from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from tests.harness.run_records import dispatched, run_context
 from tests.harness.waiting import poll
-from tests.integration.mcp_gateway.pool.conftest import AGENT, Pool, audit_records
+from tests.integration.mcp_gateway.pool.helpers import AGENT, Pool, audit_records
 
 
 async def test_an_unannotated_mcp_tool_is_a_write_and_needs_approval(pool: Pool) -> None:

@@ -16,7 +16,7 @@ from nats.aio.client import Client as NATS
 
 from shared.admin import AdminRequestError, admin_request
 from shared.subjects import Subjects
-from tests.integration.mcp_gateway.pool.conftest import REPO, Pool
+from tests.integration.mcp_gateway.pool.helpers import REPO, Pool
 
 FIXTURES = REPO / "tests" / "fixtures" / "openapi"
 IMPORT_SECONDS = 2.0

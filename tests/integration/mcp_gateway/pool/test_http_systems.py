@@ -16,7 +16,7 @@ from shared.admin import AdminRequestError
 from shared.subjects import Subjects
 from tests.harness.waiting import poll
 from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply
-from tests.integration.mcp_gateway.pool.conftest import Pool, gateway_with_orders
+from tests.integration.mcp_gateway.pool.helpers import Pool, gateway_with_orders
 
 SPEC = {
     "openapi": "3.0.3",

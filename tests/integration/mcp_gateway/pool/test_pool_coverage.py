@@ -31,7 +31,7 @@ from shared.streams import agents_bucket, ensure_bucket
 from shared.subjects import Subjects
 from tests.harness.waiting import poll
 from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply
-from tests.integration.mcp_gateway.pool.conftest import Pool, agent_run_context, gateway_with_orders
+from tests.integration.mcp_gateway.pool.helpers import Pool, agent_run_context, gateway_with_orders
 
 AGENT = "buyer"
 READ, WRITE = "orders.getDevice", "orders.createOrder"

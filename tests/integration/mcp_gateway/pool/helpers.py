@@ -1,0 +1,120 @@
+"""What the pool tests share: a client calling into the running gateway as a runner or the CLI would,
+its audit records, and a gateway with an HTTP system of orders."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import yaml
+from nats.aio.client import Client as NATS
+
+from shared.admin import admin_request
+from shared.clock import now_iso
+from shared.contracts.envelope import Header, Source
+from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
+from shared.streams import audit_stream
+from shared.subjects import Subjects
+from tests.harness.run_records import dispatched, run_context
+from tests.harness.waiting import NOT_SERVING_YET, poll
+
+REPO = Path(__file__).resolve().parents[4]
+AGENT = "clerk"
+BOUND = ("echo.echo", "echo.unannotated_write", "echo.counter_increment", "echo.counter_get")
+
+
+class Pool:
+    """Calls into the running gateway the way a runner or the CLI would."""
+
+    def __init__(self, nc: NATS, subjects: Subjects) -> None:
+        self.nc = nc
+        self.subjects = subjects
+
+    async def call(self, tool: str, arguments: dict[str, Any], *, call_id: str | None = None,
+                   **context: Any) -> dict[str, Any]:
+        """One call; `call_id` (the envelope's message id, the audit record's key) is made up
+        when not given. An agent's call (`agent=`) is a run's: its task (or a fresh one) is
+        recorded as that agent's run first, as the router would; without an agent it is an
+        operator call."""
+        if context.get("agent"):
+            context = await agent_run_context(self.nc, self.subjects, **context)
+        envelope = ToolCallEnvelope(
+            header=Header(method=METHOD_CALL, message_id=call_id or str(uuid.uuid4()), timestamp=now_iso(),
+                          source=Source(app="aurora.test")),
+            payload=ToolCallRequest(tool=tool, arguments=arguments, context=ToolCallContext(**context)),
+        )
+        subject = self.subjects.tool_call if context.get("agent") else self.subjects.operator_tool_call
+        reply = await self.nc.request(subject, msgspec.json.encode(envelope), timeout=20)
+        return dict(msgspec.to_builtins(decode_result(reply.data).payload))
+
+    async def admin(self, area: str, verb: str, body: dict[str, Any] | None = None) -> Any:
+        return await admin_request(self.nc, self.subjects, area, verb, body or {}, timeout=10)
+
+    async def wait_for_tools(self, *names: str, timeout: float = 30.0) -> None:
+        async def listed() -> bool:
+            try:
+                tools = {t["name"] for t in await self.admin("gateway", "tools")}
+            except NOT_SERVING_YET:  # the gateway is still starting
+                return False
+            return set(names) <= tools
+
+        await poll(listed, timeout=timeout, what=f"tools {names} in the gateway's catalog", interval=0.2)
+
+
+async def agent_run_context(nc: NATS, subjects: Subjects, **context: Any) -> dict[str, Any]:
+    """The context with its run recorded: run id = task id (`task_id`, or a fresh one)."""
+    run_id = context.get("task_id") or f"run-{uuid.uuid4().hex[:12]}"
+    record = await dispatched(nc, subjects, agent=context["agent"], run_id=run_id)
+    return {**context, **run_context(record, agent=context["agent"])}
+
+
+async def audit_records(pool: Pool) -> list[dict[str, Any]]:
+    """Every audit record stored so far, oldest first, consuming nothing."""
+    js = pool.nc.jetstream()
+    stream = audit_stream(pool.subjects).name
+    info = await js.stream_info(stream)
+    records: list[dict[str, Any]] = []
+    for seq in range(info.state.first_seq, info.state.last_seq + 1):
+        msg = await js.get_msg(stream, seq)
+        if msg.data:
+            records.append(json.loads(msg.data))
+    return records
+
+
+def as_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+async def gateway_with_orders(nc: NATS, subjects: Subjects, spawn: Any, folder: Path, *, base_url: str,
+                              spec: dict[str, Any], cooldown: float, env: dict[str, str] | None = None
+                              ) -> tuple[Pool, dict[str, Any]]:
+    """A gateway process (no apps) with the HTTP system `orders` at `base_url` (business contract
+    `code == 0`, circuit opening after 2 transport failures, writes keyed by `Idempotency-Key`)
+    and `spec`'s operations imported as drafts; (the pool, what the import answered)."""
+    config = folder / "apps.yml"
+    config.write_text("apps: {}\n")
+    spec_file = folder / "orders.yaml"
+    spec_file.write_text(yaml.safe_dump(spec))
+    # The spec file is read by the gateway itself: its folder is the gateway's specs folder.
+    spawn("services.mcp_gateway", tag="gateway", AURORA_APPS_CONFIG=str(config),
+          **{"AURORA_SPECS_DIR": str(folder), **(env or {})})
+    pool = Pool(nc, subjects)
+
+    async def applied() -> bool:
+        try:
+            await pool.admin("systems", "apply", {"document": {
+                "kind": "System", "name": "orders", "type": "http", "base_url": base_url, "timeout_seconds": 1.0,
+                "idempotency_header": "Idempotency-Key",  # it deduplicates writes on the call id
+                "contract": {"success_field": "code", "success_values": [0], "message_field": "msg"},
+                "circuit": {"failure_threshold": 2, "cooldown_seconds": cooldown}}})
+        except NOT_SERVING_YET:  # the gateway is still starting
+            return False
+        return True
+
+    await poll(applied, timeout=30, what="the gateway to take the orders system", interval=0.2)
+    imported = await pool.admin("systems", "import_openapi", {"name": "orders", "base_url": base_url,
+                                                              "spec": str(spec_file)})
+    return pool, imported
