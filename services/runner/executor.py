@@ -1,3 +1,4 @@
+# Over 300 lines: one task's whole life (attempt, wait, deliver, notify, settle) over one store, read in order.
 """One run, start to end: open (or resume) its task, drive the target, deliver, settle the state.
 
 `handle_run` is what the worker calls for each run message and answers what to do with the

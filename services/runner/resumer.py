@@ -32,6 +32,7 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from services.runner import interactions, statemachine
+from services.runner.approval_decisions import granted_reason, on_grant, on_refusal, waiting_step
 from services.runner.config import RunnerConfig
 from services.runner.executor import RetryLater, TaskExecutor
 from services.runner.notices import refused_notice
@@ -40,7 +41,7 @@ from shared.consumer import ACK, TERM, AtLeastOnceConsumer, Retry
 from shared.consumer import Outcome as Settlement
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import GATEWAY_APP, INTERACTION_SUBMITTED
-from shared.contracts.task import Task, TaskError, TaskStep
+from shared.contracts.task import Task, TaskError
 from shared.lifecycle import Lifecycle
 from shared.logs import get_logger
 from shared.subjects import Subjects
@@ -140,7 +141,7 @@ class Resumer(Lifecycle[None]):
             return "nak"  # the decision beat the runner parking the task for it: come back then
         if action == "ignore":
             return "ack"
-        step = _waiting_step(task, approval_id)
+        step = waiting_step(task, approval_id)
         assert step is not None  # on_grant resumes only a task with the waiting step
         if action == "decide":
             by = str(approval.get("decided_by") or "operator")
@@ -245,64 +246,6 @@ def _settled(verdict: object) -> Outcome | RetryLater:
     if isinstance(verdict, RetryLater):
         return verdict
     return "nak" if verdict in ("nak", "retry") else "ack"
-
-
-GrantAction = Literal["decide", "resume", "wait", "ignore"]
-RefusalAction = Literal["cancel", "wait", "ignore"]
-
-
-def granted_reason(approval_id: str) -> str:
-    """How the transition that applies a grant begins (`on_grant` looks for it)."""
-    return f"approval {approval_id} granted"
-
-
-def on_grant(task: Task, approval_id: str, *, redelivered: bool) -> GrantAction:
-    """What an `approval.granted` event does to a task:
-
-    - decide: it waits for this approval — mark it decided and resume it;
-    - resume: the grant was applied but the runner resuming it died (the event came again);
-    - wait: the task asked for this approval and has not parked yet (the decision was faster
-      than the runner writing `awaiting_approval`): the event must come back, not be dropped;
-    - ignore: anything else (another approval, a task that moved on, a duplicate event).
-    """
-    if _waiting_step(task, approval_id) is None:
-        return "wait" if _asking(task) else "ignore"
-    if task.state == "awaiting_approval":
-        return "decide" if task.approval_id == approval_id else "ignore"
-    if task.state not in ("queued", "running"):
-        return "ignore"
-    if _grant_applied(task, approval_id):
-        return "resume" if redelivered else "ignore"
-    return "wait"
-
-
-def on_refusal(task: Task, approval_id: str) -> RefusalAction:
-    """What `approval.denied` / `approval.expired` does: cancel the task waiting for it, or
-    wait for a task that asked for it but has not parked yet."""
-    if task.state == "awaiting_approval":
-        return "cancel" if task.approval_id == approval_id else "ignore"
-    if task.state in ("queued", "running") and _waiting_step(task, approval_id) is not None \
-            and not _grant_applied(task, approval_id):
-        return "wait"
-    return "wait" if _asking(task) else "ignore"
-
-
-def _asking(task: Task) -> bool:
-    """A running task with a call in flight may be about to record that it needs this approval
-    (the gateway created it; the runner has not written the answer yet)."""
-    return task.state == "running" and any(step.status == "started" for step in task.steps)
-
-
-def _grant_applied(task: Task, approval_id: str) -> bool:
-    return any(t.to == "queued" and (t.reason or "").startswith(granted_reason(approval_id)) for t in task.transitions)
-
-
-def _waiting_step(task: Task, approval_id: str) -> TaskStep | None:
-    for step in reversed(task.steps):
-        # unavailable: the granted call found its target gone, and the task waits to call again
-        if step.approval_id == approval_id and step.classification in ("needs_approval", "unavailable"):
-            return step
-    return None
 
 
 def _note(approval: dict[str, Any]) -> str:

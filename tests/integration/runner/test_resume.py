@@ -15,9 +15,10 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from services.runner import statemachine
+from services.runner.approval_decisions import granted_reason
 from services.runner.config import RunnerConfig
 from services.runner.recovery import waiting_for_approval
-from services.runner.resumer import Resumer, granted_reason
+from services.runner.resumer import Resumer
 from services.runner.service import RunnerService
 from services.runner.tasks import TaskStore
 from shared.admin import admin_request

@@ -1,0 +1,65 @@
+"""What an approval's decision does to the task that asked for it: pure rules over the task as
+stored, so a decision delivered twice, early or late is one outcome (the resumer acts on them)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from shared.contracts.task import Task, TaskStep
+
+GrantAction = Literal["decide", "resume", "wait", "ignore"]
+RefusalAction = Literal["cancel", "wait", "ignore"]
+
+
+def granted_reason(approval_id: str) -> str:
+    """How the transition that applies a grant begins (`on_grant` looks for it)."""
+    return f"approval {approval_id} granted"
+
+
+def on_grant(task: Task, approval_id: str, *, redelivered: bool) -> GrantAction:
+    """What an `approval.granted` event does to a task:
+
+    - decide: it waits for this approval — mark it decided and resume it;
+    - resume: the grant was applied but the runner resuming it died (the event came again);
+    - wait: the task asked for this approval and has not parked yet (the decision was faster
+      than the runner writing `awaiting_approval`): the event must come back, not be dropped;
+    - ignore: anything else (another approval, a task that moved on, a duplicate event).
+    """
+    if waiting_step(task, approval_id) is None:
+        return "wait" if _asking(task) else "ignore"
+    if task.state == "awaiting_approval":
+        return "decide" if task.approval_id == approval_id else "ignore"
+    if task.state not in ("queued", "running"):
+        return "ignore"
+    if _grant_applied(task, approval_id):
+        return "resume" if redelivered else "ignore"
+    return "wait"
+
+
+def on_refusal(task: Task, approval_id: str) -> RefusalAction:
+    """What `approval.denied` / `approval.expired` does: cancel the task waiting for it, or
+    wait for a task that asked for it but has not parked yet."""
+    if task.state == "awaiting_approval":
+        return "cancel" if task.approval_id == approval_id else "ignore"
+    if task.state in ("queued", "running") and waiting_step(task, approval_id) is not None \
+            and not _grant_applied(task, approval_id):
+        return "wait"
+    return "wait" if _asking(task) else "ignore"
+
+
+def _asking(task: Task) -> bool:
+    """A running task with a call in flight may be about to record that it needs this approval
+    (the gateway created it; the runner has not written the answer yet)."""
+    return task.state == "running" and any(step.status == "started" for step in task.steps)
+
+
+def _grant_applied(task: Task, approval_id: str) -> bool:
+    return any(t.to == "queued" and (t.reason or "").startswith(granted_reason(approval_id)) for t in task.transitions)
+
+
+def waiting_step(task: Task, approval_id: str) -> TaskStep | None:
+    for step in reversed(task.steps):
+        # unavailable: the granted call found its target gone, and the task waits to call again
+        if step.approval_id == approval_id and step.classification in ("needs_approval", "unavailable"):
+            return step
+    return None
