@@ -84,9 +84,9 @@ def page_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageStack]:
         ("router", "router")]}
     processes["runner"] = ServiceProcess("services.runner", {**env, **RUNNER_ENV}, logs, "runner").start()
     try:
-        processes["gateway"].wait_for_log('"serving"', timeout=60)
-        processes["runner"].wait_for_log('"ready"', timeout=40)
-        processes["router"].wait_for_log('"ready"', timeout=40)
+        processes["gateway"].wait_ready(60)
+        processes["runner"].wait_ready(40)
+        processes["router"].wait_ready(40)
         supervisor = processes["supervisor"]
         match = poll_sync(lambda: SERVING.search(supervisor.logs()), timeout=30, what="the chat page's address")
         yield PageStack(server.url, match.group(1), supervisor)

@@ -115,9 +115,9 @@ def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleS
     console = ServiceProcess("aurora_cli.main", service_env(server.url), logs, "console",
                              args=["console", "--port", "0"]).start()
     try:
-        processes["mcp_gateway"].wait_for_log('"serving"', timeout=60)
-        processes["runner"].wait_for_log('"ready"', timeout=40)
-        processes["router"].wait_for_log('"ready"', timeout=40)
+        processes["mcp_gateway"].wait_ready(60)
+        processes["runner"].wait_ready(40)
+        processes["router"].wait_ready(40)
         match = poll_sync(lambda: SERVING.search(console.logs()), timeout=30, what="the console's address")
         stack = ConsoleStack(server.url, match.group(1), console, credentials, people, passwords, monitor_url,
                              folder)

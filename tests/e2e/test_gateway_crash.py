@@ -91,10 +91,10 @@ async def test_replies_in_flight_when_the_gateway_dies_are_delivered_exactly_onc
             "services.runner", {**runner_env, "AURORA_RUNNER_INSTANCE": f"runner-{n}"}, logs, f"runner-{n}").start()
     gateway = processes["gateway"]
     try:
-        gateway.wait_for_log('"serving"', timeout=60)
-        processes["router"].wait_for_log('"ready"', timeout=40)
+        gateway.wait_ready(60)
+        processes["router"].wait_ready(40)
         for n in (1, 2):
-            processes[f"runner-{n}"].wait_for_log('"ready"', timeout=40)
+            processes[f"runner-{n}"].wait_ready(40)
         nc = await nats.connect(server.url)
         case = f"crash-{uuid.uuid4().hex[:6]}"
         await apply(nc, subjects, "agents", {

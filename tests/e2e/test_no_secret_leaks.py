@@ -134,9 +134,9 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
             "runner-1": ServiceProcess("services.runner", runner_env, logs, "runner-1").start(),
         }
         try:
-            processes["gateway"].wait_for_log('"serving"', timeout=60)
-            processes["runner-1"].wait_for_log('"ready"', timeout=40)
-            processes["router"].wait_for_log('"ready"', timeout=40)
+            processes["gateway"].wait_ready(60)
+            processes["runner-1"].wait_ready(40)
+            processes["router"].wait_ready(40)
             yield Stack(folder, server.url, chat_log, fake, recording.url, processes)
         finally:
             stop_services(processes.values())
