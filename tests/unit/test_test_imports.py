@@ -19,8 +19,6 @@ NOT_YET_MOVED: dict[str, set[str]] = {
     "integration/app_supervisor/test_restart.py": {"tests.integration.app_supervisor.conftest"},
     "integration/app_supervisor/test_shutdown.py": {"tests.integration.app_supervisor.conftest"},
     "integration/app_supervisor/test_startup.py": {"tests.integration.app_supervisor.conftest"},
-    "integration/apps/test_chat_idempotency.py": {"tests.integration.apps.test_chat_app"},
-    "integration/event_bridge/test_fuzz_bridge.py": {"tests.unit.fuzz.test_fuzz_envelopes"},
     "integration/mcp_edge/test_edge_permissions.py": {"tests.integration.security.conftest"},
     "integration/mcp_gateway/pool/test_argument_checks.py": {"tests.integration.mcp_gateway.pool.test_pool_coverage"},
     **{f"integration/security/{name}.py": {"tests.integration.security.conftest"} for name in (

@@ -3,32 +3,16 @@
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from shared.contracts.validation import validate_native_event
-from tests.harness.mcp_apps import AppClient, stdio_app
+from tests.harness.chat_app import chat_app
 
 WRITES = {"send_message", "react", "respond_friend_request"}
 READS = {"get_user_info", "list_sent"}
 SIMULATORS = {"simulate_message", "simulate_friend_request", "simulate_member_joined", "simulate_interaction_answer"}
-
-
-Chat = AppClient
-
-
-@asynccontextmanager
-async def chat_app(log_file: Path | None = None, startup: dict[str, Any] | None = None) -> AsyncIterator[Chat]:
-    # No web page here (tests/integration/apps/test_chat_web.py has it): no port to compete for.
-    env = {"PATH": "/usr/bin:/bin", "AURORA_APP_STARTUP": json.dumps(startup or {}), "CHAT_WEB_PORT": "off"}
-    if log_file is not None:
-        env["CHAT_LOG_FILE"] = str(log_file)
-    async with stdio_app("apps.aurora_app_chat", env) as (session, events):
-        yield Chat(session, events)
 
 
 async def test_tools_are_annotated_by_their_side_effect() -> None:

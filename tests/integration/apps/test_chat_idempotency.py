@@ -7,7 +7,7 @@ from pathlib import Path
 
 from apps.aurora_app_chat.server import IDEMPOTENCY_META_KEY as CHAT_KEY
 from shared.contracts.toolcall import IDEMPOTENCY_META_KEY
-from tests.integration.apps.test_chat_app import Chat, chat_app
+from tests.harness.chat_app import Chat, chat_app
 
 
 async def _send(chat: Chat, key: str | None, text: str) -> dict[str, object]:

@@ -23,14 +23,13 @@ from shared.contracts.validation import validate_event
 from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess
 from tests.integration.event_bridge.helpers import poll, publish_raw, read_stream, stream_count
-from tests.unit.fuzz.strategies import any_json, mutated
-from tests.unit.fuzz.test_fuzz_envelopes import _native_events
+from tests.unit.fuzz.strategies import any_json, mutated, native_events
 
 SUBJECT = "amp.sig.im_polaris_qq.native_event"
 _body = st.fixed_dictionaries({
     "kind": st.just("native_event"), "signal_id": st.just("s"), "app": st.just("im.polaris.qq"),
     "observed_at": st.just("2026-06-19T12:00:00+08:00"),
-    "event": _native_events | any_json,
+    "event": native_events | any_json,
 })
 # Near-valid signal bodies (one field changed), valid ones, and bytes that are no JSON at all.
 _payloads = st.one_of(

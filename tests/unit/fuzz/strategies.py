@@ -21,6 +21,7 @@ import msgspec.inspect as mi
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
+from shared.contracts.envelope import EventEnvelope
 from tests.unit.contracts.strategies import app_ids, event_types, message_ids, timestamps
 
 # One profile for every fuzz test: derandomized and without an example database, so a CI run
@@ -215,3 +216,9 @@ def every_change(doc: dict[str, Any]) -> list[tuple[dict[str, Any], Mutation]]:
             _at(extra, path)["x_unknown"] = 1
             cases.append((extra, Mutation((*path, "x_unknown"), "unknown_key", doc)))
     return cases
+
+
+# An event as an app's signal carries it: the bridge stamps the source, so the app's own is left out.
+native_events = documents(EventEnvelope, method="aurora/event").map(
+    lambda doc: {**doc, "header": {k: v for k, v in doc["header"].items() if k not in ("source",)}}
+)

@@ -26,7 +26,7 @@ from shared.contracts.validation import validate_event, validate_native_event
 from shared.errors import EnvelopeError, SubjectError
 from shared.subjects import app_token
 from tests.unit.contracts.strategies import envelopes
-from tests.unit.fuzz.strategies import FUZZ, Mutation, any_json, documents, every_change, mutated
+from tests.unit.fuzz.strategies import FUZZ, Mutation, any_json, documents, every_change, mutated, native_events
 
 # Bounded and reproducible: the default suite runs these in seconds, the same examples each
 # time; the deadline is what "no hang" means per example (generous: the machine is shared).
@@ -94,10 +94,7 @@ def _related(field: str, where: str) -> bool:
 # --------------------------------------------------------------------------- signals (bridge)
 
 # A native app's event as it may send it: header fields left out or claimed, any payload.
-_native_events = documents(EventEnvelope, method="aurora/event").map(
-    lambda doc: {**doc, "header": {k: v for k, v in doc["header"].items() if k not in ("source",)}}
-)
-_signals = documents(Signal, event=_native_events)
+_signals = documents(Signal, event=native_events)
 
 
 def _token(app: str) -> str:
