@@ -20,7 +20,6 @@ NOT_YET_MOVED: dict[str, set[str]] = {
     "integration/app_supervisor/test_shutdown.py": {"tests.integration.app_supervisor.conftest"},
     "integration/app_supervisor/test_startup.py": {"tests.integration.app_supervisor.conftest"},
     "integration/mcp_edge/test_edge_permissions.py": {"tests.integration.security.conftest"},
-    "integration/mcp_gateway/pool/test_argument_checks.py": {"tests.integration.mcp_gateway.pool.test_pool_coverage"},
     **{f"integration/security/{name}.py": {"tests.integration.security.conftest"} for name in (
         "test_attack_matrix", "test_caller_model", "test_custody", "test_elicit_sampling_permissions",
         "test_operator_is_not_a_person", "test_people_approval_policies", "test_people_reads", "test_permissions",

@@ -3,14 +3,19 @@ its audit records, and a gateway with an HTTP system of orders."""
 
 from __future__ import annotations
 
+import asyncio
 import json
+import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import msgspec
 import yaml
 from nats.aio.client import Client as NATS
+from nats.js.api import RawStreamMsg
+from nats.js.errors import NotFoundError
 
 from shared.admin import admin_request
 from shared.clock import now_iso
@@ -118,3 +123,50 @@ async def gateway_with_orders(nc: NATS, subjects: Subjects, spawn: Any, folder: 
     imported = await pool.admin("systems", "import_openapi", {"name": "orders", "base_url": base_url,
                                                               "spec": str(spec_file)})
     return pool, imported
+
+
+async def wait_until_available(pool: Pool, agent: str, *names: str, timeout: float = 15.0) -> dict[str, Any]:
+    """The agent's tools view once every one of `names` is available to it."""
+    async def available() -> dict[str, Any] | None:
+        view: dict[str, Any] = await pool.admin("agents", "tools", {"agent": agent})
+        return view if set(names) <= {t["name"] for t in view["available"]} else None
+
+    return await poll(available, timeout=timeout, what=f"{names} available to {agent}", interval=0.1)
+
+
+async def call(pool: Pool, tool: str, arguments: dict[str, Any], **context: Any) -> tuple[str, dict[str, Any]]:
+    """One call with a call id of our own (the audit record's `call_id`): (call id, result)."""
+    call_id = f"cov-{uuid.uuid4().hex[:12]}"
+    if context.get("agent"):
+        context = await agent_run_context(pool.nc, pool.subjects, **context)
+    envelope = ToolCallEnvelope(
+        header=Header(method=METHOD_CALL, message_id=call_id, timestamp=now_iso(), source=Source(app="aurora.test")),
+        payload=ToolCallRequest(tool=tool, arguments=arguments, context=ToolCallContext(**context)),
+    )
+    subject = pool.subjects.tool_call if context.get("agent") else pool.subjects.operator_tool_call
+    reply = await pool.nc.request(subject, msgspec.json.encode(envelope), timeout=20)
+    return call_id, dict(msgspec.to_builtins(decode_result(reply.data).payload))
+
+
+async def read_stream(nc: NATS, stream: str, subject: str, until: Callable[[dict[str, Any]], bool],
+                      timeout: float = 10.0) -> tuple[list[tuple[RawStreamMsg, dict[str, Any]]], dict[str, Any]]:
+    """Every message stored in `stream` on `subject`, from the first, up to the first one `until`
+    accepts: (all read, that one). Read by sequence (a direct get, no consumer), so it proves the
+    message was stored and takes nothing away (AMP_SIGNALS is a work queue the bridge consumes)."""
+    js = nc.jetstream()
+    read: list[tuple[RawStreamMsg, dict[str, Any]]] = []
+    seq = 1
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            msg = await js.get_msg(stream, seq=seq, subject=subject, next=True)
+        except NotFoundError:
+            await asyncio.sleep(0.1)
+            continue
+        assert msg.seq is not None and msg.data is not None
+        seq = msg.seq + 1
+        data = json.loads(msg.data)
+        read.append((msg, data))
+        if until(data):
+            return read, data
+    raise AssertionError(f"nothing matching in {stream} on {subject} within {timeout}s: {[d for _, d in read]}")

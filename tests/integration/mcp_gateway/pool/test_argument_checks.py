@@ -17,8 +17,13 @@ from shared.contracts.resource import canonical_json
 from shared.streams import agents_bucket, ensure_bucket
 from shared.subjects import Subjects
 from tests.integration.mcp_gateway.http.recording_server import RecordingServer, Reply
-from tests.integration.mcp_gateway.pool.helpers import Pool, gateway_with_orders
-from tests.integration.mcp_gateway.pool.test_pool_coverage import call, read_stream, wait_until_available
+from tests.integration.mcp_gateway.pool.helpers import (
+    Pool,
+    call,
+    gateway_with_orders,
+    read_stream,
+    wait_until_available,
+)
 
 AGENT = "buyer"
 READ, WRITE = "orders.getUser", "orders.createOrder"
@@ -62,7 +67,7 @@ async def orders(nc: NATS, subjects: Subjects, spawn: Any, tmp_path: Path,
     for name in (READ, WRITE):
         await pool.admin("tools", "review", {"name": name})
         await pool.admin("tools", "publish", {"name": name})
-    await wait_until_available(pool, READ, WRITE)
+    await wait_until_available(pool, AGENT, READ, WRITE)
     yield pool
 
 

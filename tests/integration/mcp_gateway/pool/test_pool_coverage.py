@@ -8,30 +8,27 @@ signal is the last hop) and the agent's available set (`agents tools`)."""
 from __future__ import annotations
 
 import asyncio
-import json
 import time
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import pytest
 from nats.aio.client import Client as NATS
-from nats.js.api import RawStreamMsg
-from nats.js.errors import NotFoundError
 
-from shared.clock import now_iso
 from shared.contracts.agent import Agent
-from shared.contracts.envelope import Header, Source
 from shared.contracts.resource import canonical_json
-from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.streams import agents_bucket, ensure_bucket
 from shared.subjects import Subjects
-from tests.harness.waiting import poll
 from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply
-from tests.integration.mcp_gateway.pool.helpers import Pool, agent_run_context, gateway_with_orders
+from tests.integration.mcp_gateway.pool.helpers import (
+    Pool,
+    call,
+    gateway_with_orders,
+    read_stream,
+    wait_until_available,
+)
 
 AGENT = "buyer"
 READ, WRITE = "orders.getDevice", "orders.createOrder"
@@ -92,54 +89,8 @@ async def orders(nc: NATS, subjects: Subjects, spawn: Any, tmp_path: Path, serve
     for name in (READ, WRITE):
         await pool.admin("tools", "review", {"name": name})
         await pool.admin("tools", "publish", {"name": name})
-    await wait_until_available(pool, READ, WRITE)
+    await wait_until_available(pool, AGENT, READ, WRITE)
     yield pool
-
-
-async def wait_until_available(pool: Pool, *names: str, timeout: float = 15.0) -> dict[str, Any]:
-    async def available() -> dict[str, Any] | None:
-        view: dict[str, Any] = await pool.admin("agents", "tools", {"agent": AGENT})
-        return view if set(names) <= {t["name"] for t in view["available"]} else None
-
-    return await poll(available, timeout=timeout, what=f"{names} available to {AGENT}", interval=0.1)
-
-
-async def call(pool: Pool, tool: str, arguments: dict[str, Any], **context: Any) -> tuple[str, dict[str, Any]]:
-    """One call with a call id of our own (the audit record's `call_id`): (call id, result)."""
-    call_id = f"cov-{uuid.uuid4().hex[:12]}"
-    if context.get("agent"):
-        context = await agent_run_context(pool.nc, pool.subjects, **context)
-    envelope = ToolCallEnvelope(
-        header=Header(method=METHOD_CALL, message_id=call_id, timestamp=now_iso(), source=Source(app="aurora.test")),
-        payload=ToolCallRequest(tool=tool, arguments=arguments, context=ToolCallContext(**context)),
-    )
-    subject = pool.subjects.tool_call if context.get("agent") else pool.subjects.operator_tool_call
-    reply = await pool.nc.request(subject, msgspec.json.encode(envelope), timeout=20)
-    return call_id, dict(msgspec.to_builtins(decode_result(reply.data).payload))
-
-
-async def read_stream(nc: NATS, stream: str, subject: str, until: Callable[[dict[str, Any]], bool],
-                      timeout: float = 10.0) -> tuple[list[tuple[RawStreamMsg, dict[str, Any]]], dict[str, Any]]:
-    """Every message stored in `stream` on `subject`, from the first, up to the first one `until`
-    accepts: (all read, that one). Read by sequence (a direct get, no consumer), so it proves the
-    message was stored and takes nothing away (AMP_SIGNALS is a work queue the bridge consumes)."""
-    js = nc.jetstream()
-    read: list[tuple[RawStreamMsg, dict[str, Any]]] = []
-    seq = 1
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            msg = await js.get_msg(stream, seq=seq, subject=subject, next=True)
-        except NotFoundError:
-            await asyncio.sleep(0.1)
-            continue
-        assert msg.seq is not None and msg.data is not None
-        seq = msg.seq + 1
-        data = json.loads(msg.data)
-        read.append((msg, data))
-        if until(data):
-            return read, data
-    raise AssertionError(f"nothing matching in {stream} on {subject} within {timeout}s: {[d for _, d in read]}")
 
 
 def gateway_signals(subjects: Subjects) -> str:
@@ -293,7 +244,7 @@ async def test_an_open_circuit_takes_its_tools_from_the_agent_until_the_cooldown
     revived = RecordingServer(answer, port=port).start()
     try:
         await asyncio.sleep(max(0.0, COOLDOWN - (time.monotonic() - opened)) + 0.2)
-        view = await wait_until_available(orders, READ, WRITE, timeout=2.0)
+        view = await wait_until_available(orders, AGENT, READ, WRITE, timeout=2.0)
         assert not any(e["reason"] == "circuit_open" for e in view["excluded"]), view["excluded"]
         _, trial = await call(orders, READ, {"id": 9}, agent=AGENT)
         assert trial["status"] == "ok" and trial["structured"]["data"] == {"id": 9}, trial
