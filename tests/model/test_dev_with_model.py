@@ -35,11 +35,11 @@ import pytest
 from aurora_cli.localnats import free_port
 from shared.contracts.task import TERMINAL_STATES
 from tests.harness.chat_webhook import PageUsers
+from tests.harness.cli import Cli
 from tests.harness.dev_stack import DevProcess
 from tests.harness.processes import REPO
 from tests.harness.real_model import Exchange, RealModel, RecordingProxy
 from tests.harness.waiting import poll_sync
-from tests.integration.cli.conftest import Cli
 
 pytestmark = [pytest.mark.model, pytest.mark.timeout(2400)]
 
@@ -126,6 +126,15 @@ class Page:
                 and i["question"]["answer"] is None and not i["question"]["interaction_id"].startswith("apr.")]
 
 
+@pytest.fixture
+def page(chat_port: int) -> Iterator[Page]:
+    opened = Page(f"http://127.0.0.1:{chat_port}")
+    try:
+        yield opened
+    finally:
+        opened.people.close()  # each user's browser session (left open, its socket warns at collection)
+
+
 def _json(cli: Cli, *args: str) -> Any:
     done = cli(*args, "--json")
     assert done.returncode == 0, f"aurora {' '.join(args)}: {done.stdout}{done.stderr}"
@@ -152,7 +161,7 @@ SCENARIOS = (
     # (the task then ends cancelled, that call never made).
     Scenario("write", "rule-llm", {"type": "message.received", "session_id": "group_model_rule",
                                    "text": "给设备 P-101 添加规则 温度超过 93 告警"}, decisions=("grant", "deny")),
-    # Not a message: the model must see an event and answer in one turn.
+    # Not a message: the model is given the event as data and answers (two tool rounds at most).
     Scenario("welcome", "greeter-llm", {"type": "group.member_joined", "session_id": "group_model_welcome",
                                         "user_id": "u42"}),
     # A write the person refuses: its task ends cancelled, and the call never ran.
@@ -171,7 +180,7 @@ class Decisions:
 
 
 def test_aurora_dev_with_a_real_small_model_ends_every_task_honestly(
-        dev: DevProcess, relay: RecordingProxy, chat_port: int, tmp_path: Path) -> None:
+        dev: DevProcess, relay: RecordingProxy, page: Page) -> None:
     began = time.monotonic()
     dev.wait_until_up(timeout=180)
     output = dev.output()
@@ -179,7 +188,6 @@ def test_aurora_dev_with_a_real_small_model_ends_every_task_honestly(
     agents = {a["id"] for a in _json(cli, "get", "agents")["items"]}
     assert set(LLM_AGENTS) <= agents, f"deploy/demo/llm/ was not applied: {sorted(agents)}\n{output}"
 
-    page = Page(f"http://127.0.0.1:{chat_port}")
     decisions = Decisions()
     timings = [f"aurora dev up in {time.monotonic() - began:.0f}s"]
     tasks: list[dict[str, Any]] = []
