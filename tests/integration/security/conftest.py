@@ -189,9 +189,9 @@ def start_stack(folder: Path) -> Stack:
         for name, module in SERVICE_MODULES.items():
             env = stack.env(NATS_USERS[name], AURORA_APPS_CONFIG=str(apps), **SERVICE_ENV.get(name, {}))
             stack.processes[name] = ServiceProcess(module, env, logs, name).start()
-        stack.processes["mcp_gateway"].wait_for_log('"serving"', timeout=40)
-        stack.processes["router"].wait_for_log('"ready"', timeout=30)
-        stack.processes["runner"].wait_for_log('"ready"', timeout=30)
+        stack.processes["mcp_gateway"].wait_ready(40)
+        stack.processes["router"].wait_ready(30)
+        stack.processes["runner"].wait_ready(30)
     except BaseException:
         stack.stop()
         raise

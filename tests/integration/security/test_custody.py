@@ -63,8 +63,8 @@ def custody(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Custody]:
             env = service_env(nats.url, NATS_USER=user, NATS_PASSWORD=nats.credentials.passwords[user],
                               AURORA_APPS_CONFIG=str(apps))
             stack.processes[name] = ServiceProcess(f"services.{name}", env, logs, name).start()
-        stack.processes["mcp_gateway"].wait_for_log('"serving"', timeout=60)
-        stack.processes["router"].wait_for_log('"ready"', timeout=30)
+        stack.processes["mcp_gateway"].wait_ready(60)
+        stack.processes["router"].wait_ready(30)
         yield stack
     finally:
         stop_services(stack.processes.values())

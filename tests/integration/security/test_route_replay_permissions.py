@@ -34,7 +34,7 @@ def secure(tmp_path: Path) -> Iterator[SecureNats]:
                           AURORA_APPS_CONFIG=str(tmp_path / "no-apps.yml"))
         (tmp_path / "logs").mkdir()
         router = ServiceProcess("services.router", env, tmp_path / "logs", "router").start()
-        router.wait_for_log('"ready"', timeout=40)
+        router.wait_ready(40)
         yield stack
     finally:
         if router is not None:

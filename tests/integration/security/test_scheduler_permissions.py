@@ -28,8 +28,8 @@ async def test_the_scheduler_does_its_job_as_its_own_user(secure: SecureNats, co
     bridge = start(secure, "services.event_bridge", "event-bridge", tmp_path)
     scheduler = start(secure, "services.scheduler", "scheduler", tmp_path, **FAST)
     try:
-        bridge.wait_for_log('"started"', timeout=30)
-        scheduler.wait_for_log('"ready"', timeout=30)
+        bridge.wait_ready(30)
+        scheduler.wait_ready(30)
         operator = await connect("operator")
 
         async def applied() -> dict[str, object] | None:
