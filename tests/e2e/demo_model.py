@@ -141,5 +141,6 @@ def add_rule(chat: Conversation) -> Turn:
         return chat.answer(f"规则 {rule['rule_id']} 已保存并启用：{draft['name']}（点位 {draft['point_id']} "
                            f"{draft['point_name']}，单位 {draft['unit']}）。{again}回读与草稿一致。")
     # what failed, in the user's words: the app's error text stays in the task
-    return chat.answer(f"规则 {rule['rule_id']} 已保存（幂等键 {key}，回读与草稿一致），但没有启用：工业系统暂时无法启用这条规则。"
+    return chat.answer(f"规则 {rule['rule_id']} 已保存（幂等键 {key}，回读与草稿一致），"
+                       "但没有启用：工业系统暂时无法启用这条规则。"
                        f"已完成：保存规则；未完成：启用规则。请稍后重新启用 {rule['rule_id']}。")
