@@ -26,8 +26,6 @@ from tests.integration.runner.helpers import RUNNER_ENV, stack_apps, write_apps
 SERVICES = ("bridge", "supervisor", "gateway", "router")
 MODULES = {"bridge": "services.event_bridge", "supervisor": "services.app_supervisor",
            "gateway": "services.mcp_gateway", "router": "services.router", "runner": "services.runner"}
-# Which log line says a service is serving (a runner's names it by instance).
-READY = {"gateway": '"serving"', "router": '"ready"', "runner": '"ready"'}
 
 
 class Server(Protocol):
@@ -110,9 +108,8 @@ class ChaosStack:
         return self
 
     def wait_ready(self, name: str, timeout: float = 60.0) -> None:
-        needle = READY.get(name.split("-")[0])
-        if needle is not None:
-            self.processes[name].wait_for_log(needle, timeout=timeout)
+        """Until the service serves (its ready file: a revived one's is its own run's, not the killed run's)."""
+        self.processes[name].wait_ready(timeout)
 
     def kill(self, name: str) -> None:
         """SIGKILL the service (its whole process group: a supervisor takes its apps with it)."""

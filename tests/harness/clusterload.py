@@ -47,7 +47,6 @@ PREFIX = "cl-"
 SERVICES = {"bridge": "services.event_bridge", "supervisor": "services.app_supervisor",
             "gateway": "services.mcp_gateway", "router": "services.router"}
 T = TypeVar("T")
-READY = {"gateway": '"serving"', "router": '"ready"', "runner-1": '"ready"', "runner-2": '"ready"'}
 
 
 async def _quiet(exc: Exception) -> None:
@@ -83,8 +82,8 @@ class ClusterStack:
         for name in ("runner-1", "runner-2"):
             runner_env = {**env, **RUNNER_ENV, "AURORA_RUNNER_INSTANCE": name}
             self.processes[name] = ServiceProcess("services.runner", runner_env, logs, name).start()
-        for name, needle in READY.items():
-            self.processes[name].wait_for_log(needle, timeout=60)
+        for process in self.processes.values():
+            process.wait_ready(60)
         return self
 
     async def _jetstream_ready(self) -> None:
