@@ -38,3 +38,9 @@ def _invoke(args: Sequence[str], env: Mapping[str, str]) -> subprocess.Completed
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise result.exception
     return subprocess.CompletedProcess(["aurora", *args], result.exit_code, result.stdout, result.stderr)
+
+
+async def aurora_at(nats_url: str, *args: str) -> tuple[int, str, str]:
+    """`aurora <args>` against the broker at `nats_url`, in-process: exit code, stdout, stderr."""
+    result = await asyncio.to_thread(run_cli_here, args, {"NATS_URL": nats_url})
+    return result.returncode, result.stdout, result.stderr

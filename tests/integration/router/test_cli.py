@@ -2,36 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
 from nats.aio.client import Client as NATS
 
 from shared.subjects import Subjects
-from tests.harness.cli_here import run_cli_here
+from tests.harness.cli_here import aurora_at as aurora
 from tests.harness.processes import REPO
 from tests.integration.router.helpers import drain_runs, poll, publish_events
 from tests.unit.router.factories import event_doc
 
 EXAMPLE = REPO / "services" / "router" / "examples" / "routes.yml"
 RESOURCES = EXAMPLE.read_text()
-
-
-async def aurora(nats_url: str, *args: str) -> tuple[int, str, str]:
-    """The CLI in-process (tests/harness/cli_here.py): the same commands, without an interpreter each."""
-    result = await asyncio.to_thread(run_cli_here, args, {"NATS_URL": nats_url})
-    return result.returncode, result.stdout, result.stderr
-
-
-@pytest.fixture
-async def router(spawn: Any) -> Any:
-    process = spawn("services.router", tag="router", AURORA_ROUTER_SERVE_AGENTS="1")
-    await process.ready(30)
-    return process
 
 
 async def test_apply_is_idempotent_and_get_shows_it(router: Any, nats_url: str, tmp_path: Path) -> None:

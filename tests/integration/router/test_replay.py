@@ -18,25 +18,13 @@ from services.router.traces import read_trace
 from shared.admin import AdminRequestError, admin_request
 from shared.contracts.run import run_id_for
 from shared.subjects import Subjects
-from tests.harness.cli_here import run_cli_here
+from tests.harness.cli_here import aurora_at as aurora
 from tests.integration.router.helpers import drain_runs, poll, publish_events, stream_count
 from tests.unit.router.factories import event_doc
 
 AGENT = "kind: Agent\nid: greeter\nagent_kind: playbook\nevents: ['group.*']\n"
 BINDING = ("kind: Binding\nid: welcome\nevent_pattern: group.member_joined\ntarget_type: agent\n"
            "target_id: greeter\n")
-
-
-async def aurora(nats_url: str, *args: str) -> tuple[int, str, str]:
-    result = await asyncio.to_thread(run_cli_here, args, {"NATS_URL": nats_url})
-    return result.returncode, result.stdout, result.stderr
-
-
-@pytest.fixture
-async def router(spawn: Any) -> Any:
-    process = spawn("services.router", tag="router", AURORA_ROUTER_SERVE_AGENTS="1")
-    await process.ready(30)
-    return process
 
 
 async def _routed(nats_url: str, message_id: str) -> dict[str, Any]:
