@@ -141,13 +141,14 @@ class ApprovalGate:
         schema = getattr(tool, "input_schema", None)
         text = chat_approvals.question_text(approval, locale=locale,
                                             schema=schema if isinstance(schema, dict) else None)
+        # Recorded before it is asked: an answer may come back before the send returns.
+        await self._approvals.record_question(approval.id, ChatQuestion(
+            interaction_id=chat_approvals.interaction_id_for(approval.id), app=str(target.get("app")),
+            session_id=target.get("session_id"), conversation=target.get("conversation"),
+            actor_id=str(actor_id), asked_at=now_iso()))
         result = await self._reply_in_event(ctx, text, f"{approval.id}-asked",
                                             chat_approvals.interaction_id_for(approval.id))
         if result.status != "ok":
             reason = result.error.message if result.error else result.status
             log.info("approval not asked for in the chat", approval=approval.id, reason=reason)
-            return
-        await self._approvals.record_question(approval.id, ChatQuestion(
-            interaction_id=chat_approvals.interaction_id_for(approval.id), app=str(target.get("app")),
-            session_id=target.get("session_id"), conversation=target.get("conversation"),
-            actor_id=str(actor_id), asked_at=now_iso()))
+            await self._approvals.record_question(approval.id, None)  # nobody was asked there

@@ -154,8 +154,9 @@ class ApprovalStore:
             return decided
         raise ApprovalRefused("conflict", f"approval {approval_id} kept changing; try again")
 
-    async def record_question(self, approval_id: str, question: ChatQuestion) -> None:
-        """Note where the approval was asked for in a chat (only answers from there count)."""
+    async def record_question(self, approval_id: str, question: ChatQuestion | None) -> None:
+        """Note where the approval was asked for in a chat (only answers from there count); None:
+        it was not asked after all."""
         for _ in range(5):
             found = await self.get(approval_id)
             if found is None:
