@@ -23,8 +23,6 @@ import msgspec
 import yaml
 from pydantic import BaseModel
 
-from shared import deadletter
-from shared.bus import RECEIPT_HEADER
 from shared.contracts.audit import AuditRecord
 from shared.contracts.edge_ask import EdgeAnswer, EdgeAsk
 from shared.contracts.mcp_relay import ProcessEvent, RestartRequest, SessionEvent
@@ -32,9 +30,11 @@ from shared.contracts.run import RunEnvelope
 from shared.contracts.sampling import SampleReply, SampleRequest
 from shared.contracts.schedule import TimerBody
 from shared.contracts.signals import SIGNAL_TYPES, Signal
+from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import ToolCallEnvelope, ToolResultEnvelope
 from shared.contracts.validation import AmpEvent, NativeEvent
-from shared.subjects import Subjects
+from shared.jetstream import deadletter
+from shared.nats.bus import RECEIPT_HEADER
 
 VERSION = "0.1.0"
 REF = "#/components/schemas/{name}"

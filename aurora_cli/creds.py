@@ -29,7 +29,7 @@ from pathlib import Path
 
 import bcrypt
 
-from shared.envfile import parse_env_text
+from shared.config.envfile import parse_env_text
 from shared.errors import AuroraError
 
 SERVICE_USERS = {  # service folder → its NATS user in deploy/nats-auth.conf

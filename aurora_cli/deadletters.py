@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from aurora_cli.output import EXIT_USAGE, CliError
-from shared import deadletter as dl
 from shared.contracts.signals import PLATFORM_EVENT_NAMESPACES
-from shared.subjects import app_token
+from shared.contracts.subjects import app_token
+from shared.jetstream import deadletter as dl
 
 _DURATION = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([smhd])\s*$")
 _UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}

@@ -14,8 +14,8 @@ from pathlib import Path
 
 from aurora_cli.localcluster import LocalCluster, wait_jetstream
 from aurora_cli.localnats import LocalNats
-from shared.bus import connect
-from shared.settings import load_settings
+from shared.config.settings import load_settings
+from shared.nats.bus import connect
 
 MAX_NODES = 7  # a dev cluster on one machine; JetStream replicates to at most 5 of them anyway
 

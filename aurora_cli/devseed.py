@@ -24,9 +24,9 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from aurora_cli import toolfile
 from aurora_cli.commands.apply import Document, await_areas, in_dependency_order, load_documents
 from aurora_cli.output import connected
-from shared.admin import AdminRequestError, admin_request
+from shared.config.settings import Settings
+from shared.nats.admin_service import AdminRequestError, admin_request
 from shared.resources import APPLY, GET
-from shared.settings import Settings
 
 DEMO_DIR = Path(__file__).resolve().parents[1] / "deploy" / "demo"
 

@@ -35,8 +35,8 @@ from aurora_cli.devcluster import MAX_NODES, default_replicas, dev_cluster, wait
 from aurora_cli.devsecurity import AUTH_CONFIG, INSECURE_WARNING, DevSecurity, DevSecurityError
 from aurora_cli.localnats import LocalNats
 from aurora_cli.people import PID_FILE
+from shared.config.service_env import SECRETS_DIR_ENV, service_environment
 from shared.errors import AuroraError
-from shared.service_env import SECRETS_DIR_ENV, service_environment
 
 # Dependency order. A service folder that is not listed here starts after these, by name.
 START_ORDER = ("event_bridge", "app_supervisor", "mcp_gateway", "router", "runner", "mcp_edge")

@@ -24,10 +24,10 @@ from rich.measure import Measurement
 from rich.table import Table
 
 from aurora_cli.clienv import cli_environment
-from shared.bus import credential_options, open_nats
+from shared.config.settings import NatsSettings, Settings, load_settings
 from shared.errors import AuroraError
-from shared.refusals import PublishRefusals, watch
-from shared.settings import NatsSettings, Settings, load_settings
+from shared.nats.bus import credential_options, open_nats
+from shared.nats.refusals import PublishRefusals, watch
 
 T = TypeVar("T")
 
@@ -166,7 +166,7 @@ async def connected(settings: NatsSettings, *, timeout: float = 3.0, name: str =
     options.update(credential_options(settings))
 
     # A connect failure is reported once, below; a refused publish fails its request at once
-    # (`not permitted`) instead of waiting out the timeout (shared/refusals.py).
+    # (`not permitted`) instead of waiting out the timeout (shared/nats/refusals.py).
     refusals = PublishRefusals()
     options["error_cb"] = refusals.error_callback
     try:

@@ -11,7 +11,7 @@ import typer
 from aurora_cli import suggest as suggesting
 from aurora_cli.commands.pool_admin import admin_call, operator
 from aurora_cli.output import EXIT_FAILURE, EXIT_USAGE, CliError, fail, print_json, run, settings_or_fail, stdout
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 NameArgument = Annotated[str, typer.Argument(help="Tool name, e.g. petstore.getPetById.")]
 

@@ -22,11 +22,11 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from aurora_cli.output import CliError, connected
-from shared.admin import AdminRequestError, admin_request
 from shared.clock import now_iso
+from shared.config.settings import Settings
 from shared.contracts.envelope import Header, Source
 from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
-from shared.settings import Settings
+from shared.nats.admin_service import AdminRequestError, admin_request
 
 DECIDED = ("granted", "denied", "expired", "consumed")
 

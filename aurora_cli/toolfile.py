@@ -30,13 +30,13 @@ from typing import Annotated, Any, Literal
 from nats.aio.client import Client as NATS
 from pydantic import Field
 
-from shared.admin import admin_request
-from shared.appconfig import expand_env
+from shared.config.appconfig import expand_env
 from shared.contracts.resource import ResourceModel, parse_resource
+from shared.contracts.subjects import Subjects
 from shared.contracts.system import ProbeConfig, SystemName
 from shared.errors import ConfigError
+from shared.nats.admin_service import admin_request
 from shared.resources import ResourceKind
-from shared.subjects import Subjects
 
 
 class ReviewedTool(ResourceModel):

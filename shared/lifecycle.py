@@ -23,7 +23,7 @@ from types import TracebackType
 from typing import Any, Generic, Protocol, Self, TypeVar
 
 from shared.errors import AuroraError
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 
 T = TypeVar("T")
 

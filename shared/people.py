@@ -1,6 +1,6 @@
 """Who sent an admin request, as the server authenticated it, and whether their roles allow it.
 
-`shared/admin.py` serves every endpoint twice: on `<p>.admin.<area>.<verb>` (platform services and
+`shared/nats/admin_service.py` serves every endpoint twice: on `<p>.admin.<area>.<verb>` (platform services and
 the installation's `operator` identity: nats-server lets no person publish there) and on
 `….u.<name>` (person `<name>`: nats-server lets only them publish there). The caller is set for the
 handler's duration (`current_caller()`), taken from the subject, never from the body. A person's
@@ -20,8 +20,8 @@ from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from shared.contracts.people import ROLES, User, may, person_of_subject
-from shared.streams import DEFAULT_PLAN, StreamPlan, ensure_bucket, users_bucket
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan, ensure_bucket, users_bucket
 
 # The installation's own `operator` NATS identity (deploy/nats-auth.conf), when it sends on a plain
 # admin subject: the only non-service user allowed to, so the server authenticated who it is.

@@ -14,9 +14,9 @@ from typing import Any
 from nats.js.errors import InvalidKeyError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
-from shared.admin import AdminHandler, AdminRequestError
 from shared.contracts.resource import ResourceError, canonical_json, parse_resource
-from shared.kvmirror import read_all
+from shared.nats.admin_service import AdminHandler, AdminRequestError
+from shared.nats.kvmirror import read_all
 from shared.resources import APPLY, DELETE, GET, ResourceKind
 
 _ATTEMPTS = 5

@@ -11,14 +11,14 @@ from typing import TypeVar
 
 from nats.aio.client import Client as NATS
 
-from shared.bus import close_connection, connect
+from shared.config.settings import Settings
 from shared.errors import AuroraError
 from shared.lifecycle import Runnable, StartFailed
-from shared.logs import configure_logging, get_logger
-from shared.metrics import setup_metrics, shutdown_metrics
-from shared.refusal_audit import audit_refusals
-from shared.settings import Settings
-from shared.telemetry import setup_tracing, shutdown_tracing
+from shared.nats.bus import close_connection, connect
+from shared.nats.refusal_audit import audit_refusals
+from shared.observability.logs import configure_logging, get_logger
+from shared.observability.metrics import setup_metrics, shutdown_metrics
+from shared.observability.trace_context import setup_tracing, shutdown_tracing
 
 ServiceMain = Callable[[Settings, NATS, asyncio.Event], Awaitable[None]]
 T = TypeVar("T")

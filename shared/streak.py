@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from shared.logs import Log
+from shared.observability.logs import Log
 
 SAID_EVERY = 10.0
 

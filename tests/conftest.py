@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.broker import Broker, docker_reachable, start_broker
 from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess, service_env, stop_services

@@ -19,8 +19,8 @@ import sys
 import anyio
 
 from apps.common import load_startup
+from shared.config.settings import read_optional
 from shared.errors import SettingsError
-from shared.settings import read_optional
 from shared.web_origin import parse_hosts, parse_origins
 
 from .sent import SentLog

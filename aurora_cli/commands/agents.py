@@ -15,7 +15,7 @@ import typer
 
 from aurora_cli.commands.pool_admin import RefusedError, admin_call
 from aurora_cli.output import EXIT_USAGE, CliError, cli_errors, print_json, run, settings_or_fail, stdout, table
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 app = typer.Typer(help="Agents: one with its skills and their versions, and its tools as the gateway serves them.",
                   no_args_is_help=True)

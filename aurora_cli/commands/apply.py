@@ -27,11 +27,11 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from aurora_cli import toolfile
 from aurora_cli.output import EXIT_FAILURE, CliError, connected, print_json, run, settings_or_fail, stdout, table
-from shared import yamldocs
-from shared.admin import AdminRequestError, admin_request
+from shared.config import yamldocs
+from shared.config.settings import Settings
 from shared.contracts.resource import ResourceError, parse_resource
+from shared.nats.admin_service import AdminRequestError, admin_request
 from shared.resources import APPLY, DELETE, GET, ResourceKind, kind_named, kind_of
-from shared.settings import Settings
 
 
 def register(app: typer.Typer) -> None:

@@ -14,9 +14,9 @@ from nats.aio.client import Client as NATS
 from nats.js.errors import BucketNotFoundError, NoKeysError
 
 from aurora_cli.output import connected, print_json, run, settings_or_fail, stdout, table
-from shared.settings import Settings
-from shared.streams import apps_bucket
-from shared.subjects import Subjects
+from shared.config.settings import Settings
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import apps_bucket
 
 
 def register(app: typer.Typer) -> None:

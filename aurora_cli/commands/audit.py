@@ -23,8 +23,8 @@ from aurora_cli.output import (
     settings_or_fail,
     stdout,
 )
+from shared.config.settings import Settings
 from shared.errors import SubjectError
-from shared.settings import Settings
 
 app = typer.Typer(help="Read the audit log of tool calls.", no_args_is_help=True)
 

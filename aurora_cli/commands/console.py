@@ -15,7 +15,7 @@ import typer
 from aurora_cli.clienv import dev_data_dir, local_admin_file, serves
 from aurora_cli.console.server import serve
 from aurora_cli.output import note, run, settings_or_fail
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 DEFAULT_PORT = 8790  # the chat app's page has 8780
 EXIT_INTERRUPTED = 130  # as a shell reports a command Ctrl-C stopped

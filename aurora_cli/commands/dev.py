@@ -19,8 +19,8 @@ from aurora_cli.clienv import DEV_DIR, DEV_DIR_ENV
 from aurora_cli.devsecurity import INSECURE_WARNING, LOCAL_ADMIN_ROLES, local_admin_name
 from aurora_cli.devstack import DevStack
 from aurora_cli.output import EXIT_USAGE, CliError, cli_errors, connected
-from shared.admin import admin_request
-from shared.settings import load_settings
+from shared.config.settings import load_settings
+from shared.nats.admin_service import admin_request
 
 # The apps that emit events (the chat page, the industrial system's alarms) run under the
 # app-supervisor: it starts once the demo is applied, so no event comes before the bindings

@@ -37,7 +37,7 @@ from aurora_cli.output import (
     stdout,
     table,
 )
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 app = typer.Typer(help="Dead letters: list, show, replay and purge what a stage gave up on.",
                   no_args_is_help=True)

@@ -32,13 +32,13 @@ from aurora_cli.output import (
     stdout,
 )
 from shared.clock import now_iso
+from shared.config.settings import NatsSettings
 from shared.contracts.signals import NativeEventSignal, decode_signal
+from shared.contracts.subjects import Subjects, app_token, check_token
 from shared.contracts.validation import is_reserved_type, validate_native_event
-from shared.deadletter import REASON, STAGE
 from shared.errors import EnvelopeError, SubjectError
-from shared.settings import NatsSettings
-from shared.signal_publisher import new_signal_id, publish_signal
-from shared.subjects import Subjects, app_token, check_token
+from shared.jetstream.deadletter import REASON, STAGE
+from shared.nats.signal_publisher import new_signal_id, publish_signal
 
 app = typer.Typer(help="Watch AMP events and emit native ones.", no_args_is_help=True)
 

@@ -38,7 +38,7 @@ from aurora_cli.output import (
     table,
 )
 from aurora_cli.timing import duration, when
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 # The processes an installation needs, by the micro service name each one registers.
 CORE_SERVICES = {

@@ -11,8 +11,8 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from aurora_cli.output import CliError, connected
-from shared.admin import AdminRequestError, admin_request
-from shared.settings import Settings
+from shared.config.settings import Settings
+from shared.nats.admin_service import AdminRequestError, admin_request
 
 
 class RefusedError(CliError):

@@ -28,9 +28,9 @@ from aurora_cli.output import (
     stdout,
 )
 from shared.clock import now_iso
+from shared.config.settings import Settings
 from shared.contracts.binding import Binding
 from shared.contracts.resource import ResourceError, parse_resource
-from shared.settings import Settings
 
 app = typer.Typer(help="Explain routing (dry runs, route traces); replay events that found no route.",
                   no_args_is_help=True)

@@ -10,8 +10,8 @@ from nats.js.api import ConsumerInfo, StreamInfo
 from nats.js.manager import JetStreamManager
 
 from aurora_cli.output import connected, print_json, run, settings_or_fail, stdout, table
-from shared.settings import NatsSettings
-from shared.subjects import Subjects
+from shared.config.settings import NatsSettings
+from shared.contracts.subjects import Subjects
 
 PAGE = 256  # JetStream's stream list page size
 

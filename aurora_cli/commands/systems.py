@@ -24,7 +24,7 @@ from aurora_cli.output import (
     stdout,
     table,
 )
-from shared.appconfig import PACKAGE_PATTERN
+from shared.config.appconfig import PACKAGE_PATTERN
 from shared.contracts.system import SYSTEM_NAME_PATTERN
 
 app = typer.Typer(

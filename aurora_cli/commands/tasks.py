@@ -27,11 +27,11 @@ from aurora_cli.output import (
     table,
 )
 from aurora_cli.timing import took
-from shared.admin import AdminRequestError, admin_request
+from shared.config.settings import Settings
 from shared.contracts.task import TASK_STATES, TERMINAL_STATES, decode_task
-from shared.kvmirror import read_all
-from shared.settings import Settings
-from shared.streams import tasks_bucket
+from shared.jetstream.streams import tasks_bucket
+from shared.nats.admin_service import AdminRequestError, admin_request
+from shared.nats.kvmirror import read_all
 
 app = typer.Typer(help="Runner tasks: list them, show one with its steps, cancel one.", no_args_is_help=True)
 

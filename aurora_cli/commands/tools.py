@@ -30,8 +30,8 @@ from aurora_cli.output import (
 )
 from aurora_cli.tool_call import call_tool as call_tool_as_caller
 from aurora_cli.tool_call import new_task_id
-from shared.admin import admin_request
-from shared.settings import Settings
+from shared.config.settings import Settings
+from shared.nats.admin_service import admin_request
 
 app = typer.Typer(help="List and call tools; show definitions and move them through their lifecycle.",
                   no_args_is_help=True)

@@ -26,12 +26,12 @@ from nats.js.errors import KeyNotFoundError, NotFoundError
 from aurora_cli.commands.apps import merge_health
 from aurora_cli.commands.health import discover, service_rows
 from aurora_cli.output import CliError, connected
-from shared import write_through
-from shared.admin import AdminRequestError, admin_request
+from shared.config.settings import NatsSettings
 from shared.contracts.people import may
-from shared.settings import NatsSettings
-from shared.streams import apps_bucket
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import apps_bucket
+from shared.nats import write_through
+from shared.nats.admin_service import AdminRequestError, admin_request
 
 # Which service answers each admin area: named in the error when nobody does.
 SERVED_BY = {"approvals": "mcp-gateway", "systems": "mcp-gateway", "gateway": "mcp-gateway",

@@ -18,7 +18,7 @@ from aurora_cli.console.guard import allowed_hosts, check_bind, is_loopback
 from aurora_cli.console.routes import ConsoleConfig, console_app
 from aurora_cli.console.sessions import Sessions
 from aurora_cli.output import CliError, note
-from shared.settings import Settings
+from shared.config.settings import Settings
 
 GRACE = 2  # seconds open event streams get to end on Ctrl-C
 

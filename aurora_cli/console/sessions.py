@@ -17,10 +17,10 @@ from dataclasses import dataclass, field, replace
 
 from aurora_cli.console.platform import Link, Platform
 from aurora_cli.output import CliError
+from shared.config.envfile import parse_env_text
+from shared.config.settings import Settings, inbox_prefix_for
 from shared.contracts.people import RESERVED_NAMES, is_person
-from shared.envfile import parse_env_text
 from shared.errors import ConfigError
-from shared.settings import Settings, inbox_prefix_for
 
 COOKIE = "aurora_console_session"
 IDLE_SECONDS = 8 * 3600  # a session unused this long is closed (its connection too)

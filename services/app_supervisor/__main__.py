@@ -10,9 +10,9 @@ from nats.aio.client import Client as NATS
 from services.app_supervisor.service import SupervisorService
 from services.app_supervisor.startup import load_app_supervisor_settings
 from services.app_supervisor.supervisor import SupervisedApp, SupervisorOptions
+from shared.config.settings import Settings, load_settings
 from shared.readiness import ReadyWhenStarted
 from shared.service import load_or_exit, run_service, run_until_stopped
-from shared.settings import Settings, load_settings
 
 NAME = "app-supervisor"
 

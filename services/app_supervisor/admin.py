@@ -11,9 +11,9 @@ from nats.micro.service import Service
 
 from services.app_supervisor.keeper import RestartRefused
 from services.app_supervisor.supervisor import Supervisor, UnknownApp
-from shared.admin import AdminRequestError, start_admin_service
 from shared.contracts.mcp_relay import RestartRequest
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import AdminRequestError, start_admin_service
 
 SERVICE_NAME = "aurora-app-supervisor"
 AREA = "supervisor"

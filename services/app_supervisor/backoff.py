@@ -12,7 +12,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from shared.appconfig import RestartPolicy
+from shared.config.appconfig import RestartPolicy
 
 Clock = Callable[[], float]
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from shared.appconfig import AppConfig, AppsConfig, expand_env
+from shared.config.appconfig import AppConfig, AppsConfig, expand_env
 from shared.errors import ConfigError
 
 STARTUP_ENV = "AURORA_APP_STARTUP"

@@ -13,9 +13,9 @@ from nats.js.errors import Error as JetStreamError
 from nats.js.kv import KeyValue
 
 from shared.contracts.health import ProcessHealth, process_key
-from shared.logs import get_logger
-from shared.streams import DEFAULT_PLAN, StreamPlan, apps_bucket, ensure_bucket
-from shared.subjects import Subjects, app_token
+from shared.contracts.subjects import Subjects, app_token
+from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan, apps_bucket, ensure_bucket
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.app_supervisor.health")
 _encoder = msgspec.json.Encoder()

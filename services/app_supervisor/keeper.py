@@ -16,14 +16,14 @@ from typing import Any, Protocol
 from services.app_supervisor.backoff import GiveUp, RestartTracker
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.reporter import Reporter
-from shared import metrics
 from shared.clock import now_iso
 from shared.contracts.health import ProcessHealth, ProcessStatus
 from shared.contracts.mcp_relay import ProcessEvent, ProcessState
 from shared.contracts.signals import LifecycleState
 from shared.errors import AuroraError
 from shared.lifecycle import Lifecycle
-from shared.logs import get_logger
+from shared.observability import metrics
+from shared.observability.logs import get_logger
 
 
 class ManagedProcess(Protocol):

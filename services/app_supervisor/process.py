@@ -23,7 +23,7 @@ from typing import Protocol, cast
 
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.framing import LineSplitter, Oversized
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.app_supervisor.process")
 

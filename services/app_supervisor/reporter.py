@@ -22,9 +22,9 @@ from shared.clock import now_iso
 from shared.contracts.health import ProcessHealth
 from shared.contracts.mcp_relay import ProcessEvent, encode
 from shared.contracts.signals import LifecycleSignal, LifecycleState
-from shared.logs import get_logger
-from shared.signal_publisher import new_signal_id, publish_signal
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.signal_publisher import new_signal_id, publish_signal
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.app_supervisor")
 

@@ -14,9 +14,9 @@ from nats.aio.client import Client as NATS
 
 from services.app_supervisor.admin import serve_admin
 from services.app_supervisor.supervisor import SupervisedApp, Supervisor, SupervisorOptions
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan
 from shared.lifecycle import Lifecycle
-from shared.streams import DEFAULT_PLAN, StreamPlan
-from shared.subjects import Subjects
 
 
 class SupervisorService(Lifecycle[Supervisor]):

@@ -17,10 +17,10 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from shared.contracts.mcp_relay import SessionState, decode_session_event
+from shared.contracts.subjects import Subjects
 from shared.lifecycle import Lifecycle, unsubscribe
-from shared.logs import get_logger
-from shared.request_guard import refusing_deliveries
-from shared.subjects import Subjects
+from shared.nats.request_guard import refusing_deliveries
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.app_supervisor.sessions")
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 from services.app_supervisor.config_check import launch_spec, stdio_apps
 from services.app_supervisor.supervisor import SupervisedApp, SupervisorOptions
-from shared.appconfig import load_apps_config
-from shared.settings import read_float
+from shared.config.appconfig import load_apps_config
+from shared.config.settings import read_float
 
 
 def load_apps(path: Path, env: Mapping[str, str]) -> list[SupervisedApp]:

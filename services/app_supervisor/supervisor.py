@@ -23,12 +23,12 @@ from services.app_supervisor.relay.receipts import Receipts
 from services.app_supervisor.relay.stdio import StdioRelay
 from services.app_supervisor.reporter import NatsReporter, Reporter
 from services.app_supervisor.sessions import SessionWatch
-from shared.appconfig import AppConfig
+from shared.config.appconfig import AppConfig
 from shared.contracts.health import ProcessHealth
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan, ensure_streams, fabric_streams
 from shared.lifecycle import Lifecycle
-from shared.logs import get_logger
-from shared.streams import DEFAULT_PLAN, StreamPlan, ensure_streams, fabric_streams
-from shared.subjects import Subjects
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.app_supervisor")
 

@@ -10,9 +10,9 @@ from nats.aio.client import Client as NATS
 from services.event_bridge.bridge import BridgeConfig
 from services.event_bridge.config import load_event_bridge_settings
 from services.event_bridge.service import BridgeService
+from shared.config.settings import Settings, load_settings
 from shared.readiness import ReadyWhenStarted
 from shared.service import load_or_exit, run_service, run_until_stopped
-from shared.settings import Settings, load_settings
 
 NAME = "event-bridge"
 

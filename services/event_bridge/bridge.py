@@ -24,10 +24,21 @@ from nats.js.api import ConsumerConfig
 
 from services.event_bridge.mapping import Rejected, map_signal, parent_trace, with_trace
 from services.event_bridge.tool_events import TOOL_EVENTS_DURABLE, tool_event
-from shared import tracing
-from shared.ack_batch import AckBatch, describe
-from shared.acked_publish import AckedPublisher
-from shared.consumer import (
+from shared.contracts.envelope import EventEnvelope
+from shared.contracts.signals import decode_signal
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import (
+    DEFAULT_PLAN,
+    StreamPlan,
+    audit_stream,
+    ensure_streams,
+    fabric_streams,
+    signals_stream,
+)
+from shared.lifecycle import Lifecycle
+from shared.nats.ack_batch import AckBatch, describe
+from shared.nats.acked_publish import AckedPublisher
+from shared.nats.consume_loop import (
     ACK,
     AtLeastOnceConsumer,
     BatchHandler,
@@ -38,14 +49,10 @@ from shared.consumer import (
     Retry,
     work_consumer,
 )
-from shared.contracts.envelope import EventEnvelope
-from shared.contracts.signals import decode_signal
-from shared.lifecycle import Lifecycle
-from shared.logs import get_logger
-from shared.streams import DEFAULT_PLAN, StreamPlan, audit_stream, ensure_streams, fabric_streams, signals_stream
-from shared.subjects import Subjects
-from shared.telemetry import derived_ids
-from shared.tracing import messaging
+from shared.observability import tracing
+from shared.observability.logs import get_logger
+from shared.observability.trace_context import derived_ids
+from shared.observability.tracing import messaging
 
 log = get_logger("aurora.event_bridge")
 STAGE = "event_bridge"

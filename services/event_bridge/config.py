@@ -6,7 +6,7 @@ import os
 from collections.abc import Mapping
 
 from services.event_bridge.bridge import BridgeConfig
-from shared.settings import read_int
+from shared.config.settings import read_int
 
 
 def load_event_bridge_settings(env: Mapping[str, str] | None = None) -> BridgeConfig:

@@ -42,6 +42,7 @@ from shared.contracts.signals import (
     ToolResultSignal,
     platform_type_problem,
 )
+from shared.contracts.subjects import app_token
 from shared.contracts.validation import (
     APP_ID_PATTERN,
     MESSAGE_ID_PATTERN,
@@ -52,8 +53,7 @@ from shared.contracts.validation import (
     validate_native_event,
 )
 from shared.errors import EnvelopeError, SubjectError
-from shared.subjects import app_token
-from shared.telemetry import root_trace
+from shared.observability.trace_context import root_trace
 
 # Native events without a message_id get one derived from the signal id, so that a signal
 # delivered twice always yields the same event id (and JetStream drops the copy).

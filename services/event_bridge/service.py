@@ -13,10 +13,10 @@ from typing import Any
 from nats.aio.client import Client as NATS
 
 from services.event_bridge.bridge import BridgeConfig, EventBridge
-from shared.admin import start_admin_service
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan
 from shared.lifecycle import Lifecycle
-from shared.streams import DEFAULT_PLAN, StreamPlan
-from shared.subjects import Subjects
+from shared.nats.admin_service import start_admin_service
 
 VERSION = "0.1.0"
 

@@ -9,9 +9,9 @@ from nats.aio.client import Client as NATS
 
 from services.mcp_edge.config import EdgeSettings, load_edge_settings
 from services.mcp_edge.service import EdgeService
+from shared.config.settings import Settings, load_settings
 from shared.readiness import ReadyWhenStarted
 from shared.service import load_or_exit, run_service, run_until_stopped
-from shared.settings import Settings, load_settings
 
 NAME = "mcp-edge"
 

@@ -8,8 +8,8 @@ from typing import Any
 import msgspec
 
 from services.mcp_edge.tokens import TokenError, TokenStore, expiry, new_token
-from shared.admin import AdminHandler, AdminRequestError
 from shared.clock import now_iso
+from shared.nats.admin_service import AdminHandler, AdminRequestError
 
 AgentExists = Callable[[str], Awaitable[bool]]
 

@@ -25,11 +25,11 @@ from nats.aio.msg import Msg
 from pydantic import BaseModel, ValidationError
 
 from services.mcp_edge.gate import Caller
-from shared import write_through
 from shared.contracts import edge_ask as contract
-from shared.logs import get_logger
-from shared.request_guard import refusing_deliveries
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats import write_through
+from shared.nats.request_guard import refusing_deliveries
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_edge.asks")
 CAPABILITY = {"elicitation/create": "elicitation", "sampling/createMessage": "sampling"}

@@ -33,10 +33,10 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from starlette.types import Message, Receive, Scope, Send
 
+from shared.contracts.subjects import Subjects
 from shared.lifecycle import Lifecycle, unsubscribe
-from shared.logs import get_logger
-from shared.request_guard import refusing_deliveries
-from shared.subjects import Subjects
+from shared.nats.request_guard import refusing_deliveries
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_edge.backchannel")
 SESSION_STATE = "aurora_session"  # key in the ASGI scope's state: the KV session a request belongs to

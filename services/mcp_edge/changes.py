@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 
 from services.mcp_edge.gate import EdgeTool
 from shared.lifecycle import Lifecycle, cancel_task
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_edge.changes")
 ListTools = Callable[[str], Awaitable[list[EdgeTool] | None]]

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from shared.settings import read_float, read_int, read_optional, read_str, read_url
+from shared.config.settings import read_float, read_int, read_optional, read_str, read_url
 from shared.web_origin import OriginPolicy, parse_hosts, parse_origins
 
 HOSTS_ENV = "AURORA_EDGE_ALLOWED_HOSTS"

@@ -18,10 +18,10 @@ from nats.errors import TimeoutError as NatsTimeout
 from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
-from shared.admin import admin_request
 from shared.clock import now_iso
 from shared.contracts.approval import Approval
 from shared.contracts.envelope import Header, Source
+from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import (
     METHOD_CALL,
     ToolActor,
@@ -33,7 +33,7 @@ from shared.contracts.toolcall import (
     decode_result,
     encode,
 )
-from shared.subjects import Subjects
+from shared.nats.admin_service import admin_request
 
 EDGE_APP = "aurora.edge"
 _approval = msgspec.json.Decoder(Approval)

@@ -31,7 +31,7 @@ from services.mcp_edge.mcp_server import CALLER_STATE
 from services.mcp_edge.sessions import SessionStore
 from services.mcp_edge.tokens import TokenRecord, TokenStore
 from shared.bounded_json import BadJson, loads_bounded
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_edge.http")
 _ENDPOINT = re.compile(r"^/agents/([A-Za-z0-9_.-]{1,128})/mcp/?$")

@@ -19,7 +19,7 @@ from mcp.shared.subscriptions import SUBSCRIPTION_ID_META_KEY, ToolsListChanged,
 
 from services.mcp_edge.changes import ListChanges
 from services.mcp_edge.gate import Caller
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_edge.listen")
 

@@ -24,11 +24,8 @@ from services.mcp_edge.http_app import EdgeApp, origin_refusal
 from services.mcp_edge.mcp_server import VERSION, build_server
 from services.mcp_edge.sessions import SessionStore
 from services.mcp_edge.tokens import TokenStore
-from shared.admin import start_admin_service
-from shared.kvmirror import KvMirror
-from shared.lifecycle import Lifecycle
-from shared.logs import get_logger
-from shared.streams import (
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import (
     DEFAULT_PLAN,
     BucketSpec,
     StreamPlan,
@@ -37,7 +34,10 @@ from shared.streams import (
     ensure_bucket,
     tools_bucket,
 )
-from shared.subjects import Subjects
+from shared.lifecycle import Lifecycle
+from shared.nats.admin_service import start_admin_service
+from shared.nats.kvmirror import KvMirror
+from shared.observability.logs import get_logger
 from shared.web_origin import GuardedApp
 
 log = get_logger("aurora.mcp_edge")

@@ -18,8 +18,8 @@ from nats.js.errors import KeyNotFoundError
 
 from shared.clock import now_iso
 from shared.errors import AuroraError
-from shared.kvmirror import read_all_without_consumer
-from shared.streams import Bucket
+from shared.jetstream.streams import Bucket
+from shared.nats.kvmirror import read_all_without_consumer
 
 PREFIX = "aet"
 _TOKEN = re.compile(r"^aet_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")

@@ -9,11 +9,11 @@ from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.config import GatewaySettings, load_mcp_gateway_settings
 from services.mcp_gateway.service import GatewayService
-from shared import memwatch
+from shared.config.settings import Settings, load_settings
+from shared.observability import memwatch
 from shared.readiness import ReadyWhenStarted
 from shared.redaction import Redactor
 from shared.service import load_or_exit, run_service, run_until_stopped
-from shared.settings import Settings, load_settings
 
 NAME = "mcp-gateway"
 

@@ -22,14 +22,14 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
-from shared.consumer import ACK, AtLeastOnceConsumer, Outcome, Retry
 from shared.contracts.approval import Approval, ChatQuestion
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import INTERACTION_SUBMITTED
+from shared.contracts.subjects import Subjects
 from shared.i18n import N_, say
 from shared.i18n.arguments import summarize
-from shared.logs import get_logger
-from shared.subjects import Subjects
+from shared.nats.consume_loop import ACK, AtLeastOnceConsumer, Outcome, Retry
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.chat_approvals")
 PREFIX = "apr."

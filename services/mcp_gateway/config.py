@@ -10,9 +10,9 @@ from types import MappingProxyType
 
 from services.mcp_gateway.http.limits import OpenApiLimits
 from services.mcp_gateway.http.secrets import DeclaredSecrets
-from shared.appconfig import AppsConfig, load_apps_config, referenced_env
-from shared.settings import read_float
-from shared.streams import CALL_LEDGER_TTL
+from shared.config.appconfig import AppsConfig, load_apps_config, referenced_env
+from shared.config.settings import read_float
+from shared.jetstream.streams import CALL_LEDGER_TTL
 
 
 @dataclass(frozen=True)

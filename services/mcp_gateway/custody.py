@@ -32,8 +32,8 @@ from nats.js.kv import KeyValue
 
 from shared.contracts.run import RunRecord
 from shared.contracts.toolcall import ToolActor, ToolCallContext
-from shared.logs import get_logger
-from shared.run_records import decode_record, is_record_key
+from shared.jetstream.run_records import decode_record, is_record_key
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.custody")
 OpenBucket = Callable[[], Awaitable[KeyValue]]

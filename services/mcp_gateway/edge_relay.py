@@ -16,9 +16,9 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from shared.contracts import edge_ask as contract
+from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import ToolCallContext
 from shared.errors import SubjectError
-from shared.subjects import Subjects
 
 REPLY_MARGIN = 2.0  # the edge's own answer (a timeout included) must reach us before ours runs out
 

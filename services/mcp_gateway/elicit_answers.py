@@ -20,10 +20,10 @@ from nats.aio.subscription import Subscription
 
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import INTERACTION_SUBMITTED
+from shared.contracts.subjects import Subjects
 from shared.lifecycle import Lifecycle, unsubscribe
-from shared.logs import get_logger
-from shared.request_guard import refusing_deliveries
-from shared.subjects import Subjects
+from shared.nats.request_guard import refusing_deliveries
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.elicit_answers")
 PREFIX = "eli."

@@ -36,7 +36,7 @@ from shared.contracts.approval import ChatQuestion
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.toolcall import ToolCallContext, ToolCallRequest, ToolCallResult, ToolError
 from shared.i18n import say
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.elicitation")
 METHOD: Final = "elicitation/create"

@@ -19,10 +19,10 @@ from services.mcp_gateway.sessions.listener import SessionsListener, on_process_
 from services.mcp_gateway.sessions.session import AppSession, TransportFactory
 from services.mcp_gateway.transports.http import http_transport
 from services.mcp_gateway.transports.nats_stdio import nats_stdio_transport, relaying_streak
-from shared.appconfig import AppConfig, AppsConfig
+from shared.config.appconfig import AppConfig, AppsConfig
+from shared.contracts.subjects import Subjects
 from shared.lifecycle import Lifecycle, unsubscribe
-from shared.request_guard import refusing_deliveries
-from shared.subjects import Subjects
+from shared.nats.request_guard import refusing_deliveries
 
 
 class Gateway(Lifecycle[None]):

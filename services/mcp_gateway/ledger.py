@@ -40,7 +40,7 @@ from services.mcp_gateway import classify
 from shared.clock import now_iso
 from shared.contracts.toolcall import SideEffect, ToolCallRequest, ToolCallResult
 from shared.lifecycle import Lifecycle, cancel_task
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 from shared.streak import FailureStreak
 
 log = get_logger("aurora.mcp_gateway.ledger")

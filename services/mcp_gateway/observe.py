@@ -15,7 +15,7 @@ from shared.contracts.signals import (
     NotificationSignal,
     SignalBase,
 )
-from shared.signal_publisher import new_signal_id
+from shared.nats.signal_publisher import new_signal_id
 
 LIST_CHANGED = {
     "notifications/tools/list_changed": "tools",

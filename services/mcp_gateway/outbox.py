@@ -3,7 +3,7 @@
 Signals for the bridge and audit records are JetStream publishes; doing them inline would add
 a round trip to every tool call and stall the MCP read loop. An outbox publishes its items in
 order in the background, retries while NATS is away, and is flushed on stop. `send` publishes
-one item and returns the future of its ack (`shared.acked_publish`): a batch is sent at once
+one item and returns the future of its ack (`shared.nats.acked_publish`): a batch is sent at once
 and its acks awaited together under one timeout, with no task or timer per item.
 
 With `send_now` (the item published without waiting, or None when it cannot be), an item
@@ -27,7 +27,7 @@ from typing import Any, Generic, TypeVar
 from nats.js.errors import APIError
 
 from shared.lifecycle import Lifecycle, cancel_task
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 from shared.streak import FailureStreak
 
 log = get_logger("aurora.mcp_gateway.outbox")

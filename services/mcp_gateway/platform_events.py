@@ -15,8 +15,8 @@ from services.mcp_gateway.redaction import GatewayRedaction
 from shared.clock import now_iso
 from shared.contracts.approval import Approval, decision_signal_id, public_view
 from shared.contracts.signals import GATEWAY_APP, PlatformEventSignal, SignalBase
-from shared.signal_publisher import new_signal_id, publish_signal
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.signal_publisher import new_signal_id, publish_signal
 
 
 class PlatformEvents:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from shared.appconfig import AppConfig
+from shared.config.appconfig import AppConfig
 from shared.contracts.toolcall import SideEffect
 
 

@@ -11,11 +11,11 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from services.mcp_gateway.http.secrets import DeclaredSecrets, UndeclaredSecret
-from shared.appconfig import ENV_REFERENCE, AppsConfig, expand_env
+from shared.config.appconfig import ENV_REFERENCE, AppsConfig, expand_env
 from shared.contracts.system import AuthHeader, System
 from shared.contracts.tooldef import ToolDefinition
 from shared.errors import AuroraError
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 from shared.redaction import Paths, Redactor
 
 log = get_logger("aurora.mcp_gateway.redaction")

@@ -16,8 +16,8 @@ from shared.contracts.approval import Approval
 from shared.contracts.audit import AuditRecord
 from shared.contracts.signals import GATEWAY_APP, ResourceReadSignal, SignalBase
 from shared.contracts.tooldef import McpExecution
+from shared.nats.signal_publisher import new_signal_id
 from shared.people import OPERATOR_IDENTITY
-from shared.signal_publisher import new_signal_id
 
 
 class Reporting:

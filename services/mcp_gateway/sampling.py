@@ -27,9 +27,9 @@ from services.mcp_gateway.calls.record import CallRecord
 from services.mcp_gateway.calls_in_flight import CallInFlight, CallsInFlight, SessionKey
 from services.mcp_gateway.edge_relay import EdgeRelay, is_edge_call
 from shared.contracts import sampling as contract
+from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import ToolCallContext, ToolCallRequest, ToolCallResult, ToolError
-from shared.logs import get_logger
-from shared.subjects import Subjects
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.sampling")
 METHOD: Final = "sampling/createMessage"

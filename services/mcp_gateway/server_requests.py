@@ -22,7 +22,7 @@ import mcp_types as types
 from mcp.client.session import ClientRequestContext, ElicitationFnT, SamplingFnT
 
 from services.mcp_gateway.calls_in_flight import CallsInFlight, SessionKey
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.server_requests")
 

@@ -44,18 +44,10 @@ from services.mcp_gateway.server_requests import ServerRequests
 from services.mcp_gateway.serving import CallServer, InFlight, sweep_expired_approvals
 from services.mcp_gateway.sessions.listener import SessionsListener
 from services.mcp_gateway.status import StatusViews
-from shared import metrics, write_through
-from shared.acked_publish import AckedPublisher
-from shared.admin import add_admin_endpoint, person_endpoint_subject
 from shared.contracts.approval import Approval
 from shared.contracts.signals import SignalBase
-from shared.inline_subscription import add_inline_endpoint
-from shared.lifecycle import Lifecycle
-from shared.logs import get_logger
-from shared.people import UserRegistry
-from shared.redaction import Redactor
-from shared.signal_publisher import send_signal
-from shared.streams import (
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import (
     DEFAULT_PLAN,
     StreamPlan,
     approval_policies_bucket,
@@ -71,7 +63,16 @@ from shared.streams import (
     run_records_bucket,
     users_bucket,
 )
-from shared.subjects import Subjects
+from shared.lifecycle import Lifecycle
+from shared.nats import write_through
+from shared.nats.acked_publish import AckedPublisher
+from shared.nats.admin_service import add_admin_endpoint, person_endpoint_subject
+from shared.nats.inline_subscription import add_inline_endpoint
+from shared.nats.signal_publisher import send_signal
+from shared.observability import metrics
+from shared.observability.logs import get_logger
+from shared.people import UserRegistry
+from shared.redaction import Redactor
 
 VERSION = "0.1.0"
 log = get_logger("aurora.mcp_gateway")

@@ -23,13 +23,14 @@ from services.mcp_gateway.calls.pipeline import CallPipeline
 from services.mcp_gateway.calls.record import CallRecord
 from services.mcp_gateway.calls.replies import result_reply
 from services.mcp_gateway.pool.approvals import ApprovalStore
-from shared import metrics, tracing, write_through
-from shared.admin import request_reply
-from shared.bus import is_jetstream_delivery
 from shared.contracts.signals import GATEWAY_APP
 from shared.contracts.toolcall import ToolCallEnvelope, decode_request
-from shared.logs import get_logger
-from shared.tracing import messaging
+from shared.nats import write_through
+from shared.nats.admin_service import request_reply
+from shared.nats.bus import is_jetstream_delivery
+from shared.observability import metrics, tracing
+from shared.observability.logs import get_logger
+from shared.observability.tracing import messaging
 
 log = get_logger("aurora.mcp_gateway")
 

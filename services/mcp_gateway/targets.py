@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from services.mcp_gateway.platform_tools import PLATFORM_TOOLS
-from shared.appconfig import AppConfig
+from shared.config.appconfig import AppConfig
 from shared.contracts.system import System
 from shared.contracts.toolcall import SideEffect
 from shared.contracts.tooldef import McpExecution, ToolDefinition

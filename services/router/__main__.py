@@ -10,11 +10,11 @@ from nats.aio.client import Client as NATS
 
 from services.router.config import RouterSettings, load_router_settings
 from services.router.service import RouterService
-from shared.appconfig import load_apps_config
-from shared.logs import get_logger
+from shared.config.appconfig import load_apps_config
+from shared.config.settings import Settings, load_settings
+from shared.observability.logs import get_logger
 from shared.readiness import ReadyWhenStarted
 from shared.service import load_or_exit, run_service, run_until_stopped
-from shared.settings import Settings, load_settings
 
 NAME = "router"
 log = get_logger("aurora.router")

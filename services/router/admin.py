@@ -19,13 +19,13 @@ from services.router.router import RouterStats
 from services.router.selection import RouteTable, StaticProcessors, decide
 from services.router.stores import RouterStores
 from services.router.traces import read_trace
-from shared.admin import AdminHandler, AdminRequestError
 from shared.contracts.binding import Binding
 from shared.contracts.resource import ResourceError, parse_resource
 from shared.contracts.route import DryRunReply
 from shared.errors import EnvelopeError
-from shared.kvmirror import read_all
-from shared.logs import get_logger
+from shared.nats.admin_service import AdminHandler, AdminRequestError
+from shared.nats.kvmirror import read_all
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.router.admin")
 T = TypeVar("T")

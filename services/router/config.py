@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from services.router.router import RouterConfig
-from shared.settings import read_bool, read_int, read_optional
+from shared.config.settings import read_bool, read_int, read_optional
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from shared.contracts.run import (
     method_for,
     run_id_for,
 )
-from shared.run_records import encode_record
+from shared.jetstream.run_records import encode_record
 
 ROUTER_APP = "aurora.router"
 _encoder = msgspec.json.Encoder()

@@ -32,16 +32,16 @@ from services.router.events import decode_event
 from services.router.selection import Decision, Processors, RouteTable, decide
 from services.router.stores import RouterStores
 from services.router.traces import encode_trace, trace_key
-from shared.admin import AdminRequestError
 from shared.clock import parse_iso
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.route import REPLAYABLE, RouteTrace
 from shared.contracts.run import run_id_for
+from shared.contracts.subjects import Subjects
 from shared.errors import EnvelopeError
-from shared.logs import get_logger
-from shared.run_records import record_subject
-from shared.streams import events_stream
-from shared.subjects import Subjects
+from shared.jetstream.run_records import record_subject
+from shared.jetstream.streams import events_stream
+from shared.nats.admin_service import AdminRequestError
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.router.replay")
 MAX_IDS = 500  # message ids per request

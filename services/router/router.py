@@ -32,10 +32,16 @@ from services.router.events import decode_event
 from services.router.selection import decide
 from services.router.stores import RouterStores
 from services.router.traces import encode_trace, kv_subject, trace_key
-from shared import tracing
-from shared.ack_batch import AckBatch
-from shared.acked_publish import AckedPublisher
-from shared.consumer import (
+from shared.contracts.route import REPLAYABLE, RouteTrace
+from shared.contracts.run import RunTarget
+from shared.contracts.subjects import Subjects
+from shared.errors import EnvelopeError
+from shared.jetstream.run_records import record_subject
+from shared.jetstream.streams import events_stream
+from shared.lifecycle import Lifecycle
+from shared.nats.ack_batch import AckBatch
+from shared.nats.acked_publish import AckedPublisher
+from shared.nats.consume_loop import (
     ACK,
     AtLeastOnceConsumer,
     BatchPolicy,
@@ -45,16 +51,10 @@ from shared.consumer import (
     Retry,
     work_consumer,
 )
-from shared.contracts.route import REPLAYABLE, RouteTrace
-from shared.contracts.run import RunTarget
-from shared.errors import EnvelopeError
-from shared.lifecycle import Lifecycle
-from shared.logs import get_logger
-from shared.run_records import record_subject
-from shared.streams import events_stream
-from shared.subjects import Subjects
-from shared.telemetry import derived_ids
-from shared.tracing import messaging
+from shared.observability import tracing
+from shared.observability.logs import get_logger
+from shared.observability.trace_context import derived_ids
+from shared.observability.tracing import messaging
 
 log = get_logger("aurora.router")
 STAGE = "router"

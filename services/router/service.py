@@ -1,5 +1,5 @@
 """The router's parts wired together: stores, catalog, routing loop and admin endpoints, and the
-dead-letter advisory listener (shared/advisories.py: what a stage could not dead-letter itself).
+dead-letter advisory listener (shared/jetstream/advisories.py: what a stage could not dead-letter itself).
 
 `__main__` runs one `RouterService` per process; tests run it in-process against a real NATS.
 Its lifecycle is `shared.lifecycle`'s: the stop order is the start order reversed.
@@ -19,16 +19,16 @@ from services.router.config import RouterSettings
 from services.router.replay import Replayer
 from services.router.router import Router, RouterStats
 from services.router.stores import open_stores
-from shared import write_through
-from shared.admin import start_admin_service
-from shared.advisories import AdvisoryListener
+from shared.contracts.subjects import Subjects
+from shared.jetstream.advisories import AdvisoryListener
+from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan
 from shared.lifecycle import Lifecycle
-from shared.logs import get_logger
+from shared.nats import write_through
+from shared.nats.admin_service import start_admin_service
+from shared.observability.logs import get_logger
 from shared.people import open_registry
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_of
-from shared.streams import DEFAULT_PLAN, StreamPlan
-from shared.subjects import Subjects
 
 VERSION = "0.1.0"
 log = get_logger("aurora.router")

@@ -8,7 +8,8 @@ from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 from nats.js.object_store import ObjectStore
 
-from shared.streams import (
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import (
     DEFAULT_PLAN,
     StreamPlan,
     agents_bucket,
@@ -23,7 +24,6 @@ from shared.streams import (
     run_records_bucket,
     runs_stream,
 )
-from shared.subjects import Subjects
 
 
 @dataclass(frozen=True)

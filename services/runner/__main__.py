@@ -9,10 +9,10 @@ from nats.aio.client import Client as NATS
 
 from services.runner.config import RunnerConfig, load_runner_settings
 from services.runner.service import RunnerService
+from shared.config.settings import Settings, load_settings
 from shared.readiness import ReadyWhenStarted
 from shared.redaction import Redactor
 from shared.service import load_or_exit, run_service, run_until_stopped
-from shared.settings import Settings, load_settings
 
 NAME = "runner"
 

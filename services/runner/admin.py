@@ -14,8 +14,8 @@ import msgspec
 
 from services.runner import statemachine
 from services.runner.tasks import TaskStore
-from shared.admin import AdminHandler, AdminRequestError
 from shared.contracts.task import TASK_STATES, Task
+from shared.nats.admin_service import AdminHandler, AdminRequestError
 from shared.people import current_caller
 
 

@@ -13,11 +13,11 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
-from shared.consumers import pull_ephemeral
 from shared.contracts.audit import AuditRecord
-from shared.logs import get_logger
-from shared.streams import audit_stream
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import audit_stream
+from shared.nats.consumers import pull_ephemeral
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.runner.audit")
 OWNER = "runner"  # ephemeral consumers are named runner_eph_<random>

@@ -18,9 +18,9 @@ from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceError, ResourceModel, parse_resource
 from shared.contracts.skill import Skill
 from shared.contracts.tooldef import ToolDefinition
-from shared.kvmirror import KvMirror
 from shared.lifecycle import Lifecycle
-from shared.logs import get_logger
+from shared.nats.kvmirror import KvMirror
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.runner.catalog")
 M = TypeVar("M", bound=ResourceModel)

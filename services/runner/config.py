@@ -10,7 +10,7 @@ from types import MappingProxyType
 
 from services.runner.retry import Backoff
 from services.runner.secrets import DEV_SEAL_KEY, seal_key_material
-from shared.settings import read_float, read_int, read_optional, read_url
+from shared.config.settings import read_float, read_int, read_optional, read_url
 
 
 @dataclass(frozen=True)

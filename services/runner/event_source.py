@@ -7,8 +7,8 @@ from nats.js import JetStreamContext
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import RunPayload
 from shared.contracts.task import Task
-from shared.run_events import run_event
-from shared.streams import DEFAULT_PLAN, StreamPlan
+from shared.jetstream.run_events import run_event
+from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan
 
 
 class EventSource:

@@ -46,8 +46,8 @@ from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import RunPayload, decode_run
 from shared.contracts.task import Task, TaskError, TaskState
 from shared.errors import AuroraError
-from shared.logs import get_logger
-from shared.run_events import RunEventError
+from shared.jetstream.run_events import RunEventError
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.runner")
 Verdict = Literal["ack", "nak", "retry", "drop", "term"]

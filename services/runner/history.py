@@ -16,9 +16,9 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.errors import NotFoundError
 
-from shared.consumers import pull_ephemeral
 from shared.contracts.envelope import EventEnvelope
-from shared.subjects import Subjects, app_token
+from shared.contracts.subjects import Subjects, app_token
+from shared.nats.consumers import pull_ephemeral
 
 TOOL_NAME = "event_history"
 DESCRIPTION = (

@@ -24,11 +24,11 @@ from services.runner.errors import AwaitInteraction, AwaitRetry, StepFailed
 from services.runner.steps import ToolSteps
 from shared.clock import now_iso
 from shared.contracts.signals import RUNNER_APP, PlatformEventSignal
+from shared.contracts.subjects import Subjects
 from shared.contracts.task import StepError, TaskStep
 from shared.i18n import say
-from shared.logs import get_logger
-from shared.signal_publisher import publish_signal
-from shared.subjects import Subjects
+from shared.nats.signal_publisher import publish_signal
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.runner.interactions")
 EXECUTABLE_ACTION = "interaction.requested"

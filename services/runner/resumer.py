@@ -37,14 +37,14 @@ from services.runner.config import RunnerConfig
 from services.runner.executor import RetryLater, TaskExecutor
 from services.runner.notices import refused_notice
 from services.runner.tasks import TaskStore
-from shared.consumer import ACK, TERM, AtLeastOnceConsumer, Retry
-from shared.consumer import Outcome as Settlement
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import GATEWAY_APP, INTERACTION_SUBMITTED
+from shared.contracts.subjects import Subjects
 from shared.contracts.task import Task, TaskError
 from shared.lifecycle import Lifecycle
-from shared.logs import get_logger
-from shared.subjects import Subjects
+from shared.nats.consume_loop import ACK, TERM, AtLeastOnceConsumer, Retry
+from shared.nats.consume_loop import Outcome as Settlement
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.runner.resumer")
 DURABLE = "runner-resume"

@@ -20,10 +20,10 @@ from services.runner.config import ModelDefaults
 from services.runner.llm_client import ChatModel, ModelCall, ModelFailed
 from shared.contracts import sampling as contract
 from shared.contracts.agent import Agent
+from shared.contracts.subjects import Subjects
 from shared.lifecycle import Lifecycle, unsubscribe
-from shared.logs import get_logger
-from shared.request_guard import refusing_deliveries
-from shared.subjects import Subjects
+from shared.nats.request_guard import refusing_deliveries
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.runner.sampling")
 QUEUE = "runners"

@@ -24,8 +24,8 @@ from typing import Any
 
 from cryptography.fernet import Fernet, InvalidToken
 
-from shared.envfile import read_env_file
-from shared.logs import get_logger
+from shared.config.envfile import read_env_file
+from shared.observability.logs import get_logger
 from shared.redaction import Paths, Redactor
 
 log = get_logger("aurora.runner.secrets")

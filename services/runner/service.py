@@ -37,15 +37,15 @@ from services.runner.toolclient import NatsToolClient
 from services.runner.tooling import GatewayTools
 from services.runner.traced import TracedChatModel, TracedToolClient
 from services.runner.worker import Worker
-from shared import write_through
-from shared.acked_publish import AckedPublisher
-from shared.admin import start_admin_service
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan, tasks_bucket
 from shared.lifecycle import Lifecycle
-from shared.logs import get_logger
+from shared.nats import write_through
+from shared.nats.acked_publish import AckedPublisher
+from shared.nats.admin_service import start_admin_service
+from shared.observability.logs import get_logger
 from shared.people import open_registry
 from shared.redaction import Redactor
-from shared.streams import DEFAULT_PLAN, StreamPlan, tasks_bucket
-from shared.subjects import Subjects
 
 VERSION = "0.1.0"
 log = get_logger("aurora.runner")

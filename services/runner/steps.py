@@ -28,7 +28,7 @@ from services.runner.toolclient import REPLY_MARGIN, ToolClient, call_id_for
 from shared.clock import now_iso
 from shared.contracts.task import TaskStep
 from shared.contracts.toolcall import ToolActor, ToolCallContext, ToolCallRequest, ToolCallResult
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.runner.steps")
 # A read-back: True (the write is there), False (it is not), None (cannot tell).

@@ -9,9 +9,8 @@ from nats.js.api import ConsumerConfig
 from nats.js.kv import KeyValue
 
 from services.runner.config import RunnerConfig
-from shared.consumer import work_consumer
-from shared.consumers import ensure_durable
-from shared.streams import (
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import (
     DEFAULT_PLAN,
     StreamPlan,
     agents_bucket,
@@ -24,7 +23,8 @@ from shared.streams import (
     tasks_bucket,
     tools_bucket,
 )
-from shared.subjects import Subjects
+from shared.nats.consume_loop import work_consumer
+from shared.nats.consumers import ensure_durable
 
 
 @dataclass(frozen=True)

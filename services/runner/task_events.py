@@ -6,14 +6,14 @@ import asyncio
 from datetime import datetime
 from typing import Any
 
-from shared import metrics
-from shared.acked_publish import AckedPublisher
 from shared.clock import now_iso
 from shared.contracts.signals import RUNNER_APP, PlatformEventSignal
+from shared.contracts.subjects import Subjects
 from shared.contracts.task import TERMINAL_STATES, Task
-from shared.logs import get_logger
-from shared.signal_publisher import send_signal
-from shared.subjects import Subjects
+from shared.nats.acked_publish import AckedPublisher
+from shared.nats.signal_publisher import send_signal
+from shared.observability import metrics
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.runner.events")
 

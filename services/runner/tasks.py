@@ -21,7 +21,7 @@ from services.runner import statemachine
 from services.runner.errors import LostOwnership
 from shared.clock import now_iso
 from shared.contracts.task import Task, TaskStep, decode_task, encode_task
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.runner.tasks")
 _MAX_CONFLICTS = 20

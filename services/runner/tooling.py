@@ -11,8 +11,8 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from services.runner.drivers.llm import Toolset
 from services.runner.errors import AwaitRetry, StepFailed
-from shared.admin import AdminRequestError, admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import AdminRequestError, admin_request
 
 TOOLS_STEP = "tools"  # what a run waiting for the agent's tool list says it waits on
 

@@ -11,9 +11,9 @@ from urllib.parse import urlsplit
 
 from services.runner.llm_client import ChatModel, ChatTurn, ModelCall
 from services.runner.toolclient import ToolClient
-from shared import tracing
 from shared.contracts.envelope import Trace
 from shared.contracts.toolcall import ToolCallRequest, ToolCallResult
+from shared.observability import tracing
 
 
 class TracedChatModel:

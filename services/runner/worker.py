@@ -20,13 +20,23 @@ from nats.js import JetStreamContext
 from services.runner.config import RunnerConfig
 from services.runner.executor import Decision, InvalidRun, RetryLater, TaskExecutor
 from services.runner.stores import runs_consumer
-from shared import tracing
-from shared.bus import nats_away
-from shared.consumer import ACK, HAND_BACK, LEAVE, TERM, AtLeastOnceConsumer, ConsumerStats, Outcome, Poison, Retry
+from shared.contracts.subjects import Subjects
 from shared.lifecycle import Lifecycle
-from shared.logs import get_logger
-from shared.subjects import Subjects
-from shared.tracing import messaging
+from shared.nats.bus import nats_away
+from shared.nats.consume_loop import (
+    ACK,
+    HAND_BACK,
+    LEAVE,
+    TERM,
+    AtLeastOnceConsumer,
+    ConsumerStats,
+    Outcome,
+    Poison,
+    Retry,
+)
+from shared.observability import tracing
+from shared.observability.logs import get_logger
+from shared.observability.tracing import messaging
 
 log = get_logger("aurora.runner.worker")
 STAGE = "runner"

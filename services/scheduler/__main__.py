@@ -9,9 +9,9 @@ from nats.aio.client import Client as NATS
 
 from services.scheduler.config import SchedulerSettings, load_scheduler_settings
 from services.scheduler.service import SchedulerService
+from shared.config.settings import Settings, load_settings
 from shared.readiness import ReadyWhenStarted
 from shared.service import load_or_exit, run_service, run_until_stopped
-from shared.settings import Settings, load_settings
 
 NAME = "scheduler"
 

@@ -21,13 +21,13 @@ from nats.js.kv import KeyValue
 from services.scheduler.events import tick_signal
 from services.scheduler.ticks import TickStats
 from services.scheduler.timers import Timers
-from shared.admin import AdminHandler, AdminRequestError
 from shared.contracts.resource import ResourceError, canonical_json, parse_resource
 from shared.contracts.schedule import Schedule
-from shared.kvmirror import read_all
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import AdminHandler, AdminRequestError
+from shared.nats.kvmirror import read_all
+from shared.nats.signal_publisher import publish_signal
 from shared.schedule_times import iso
-from shared.signal_publisher import publish_signal
-from shared.subjects import Subjects
 
 UPCOMING = 5
 

@@ -7,8 +7,8 @@ import socket
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from shared.config.settings import read_float, read_int, read_optional
 from shared.errors import SettingsError
-from shared.settings import read_float, read_int, read_optional
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from services.scheduler.timers import Armed, Timers
 from shared.contracts.schedule import Schedule
 from shared.lifecycle import Lifecycle, cancel_task
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 from shared.schedule_times import iso
 
 log = get_logger("aurora.scheduler.reconciler")

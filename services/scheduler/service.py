@@ -20,18 +20,11 @@ from services.scheduler.config import SchedulerSettings
 from services.scheduler.reconciler import Reconciler
 from services.scheduler.ticks import TickHandler
 from services.scheduler.timers import Timers
-from shared import write_through
-from shared.admin import start_admin_service
-from shared.consumer import AtLeastOnceConsumer, ConsumerStats, work_consumer
 from shared.contracts.resource import parse_resource
 from shared.contracts.schedule import Schedule
+from shared.contracts.subjects import Subjects
 from shared.errors import AuroraError
-from shared.kvmirror import KvMirror
-from shared.lifecycle import Lifecycle
-from shared.logs import get_logger
-from shared.resource_admin import ResourceAdmin
-from shared.resources import kind_of
-from shared.streams import (
+from shared.jetstream.streams import (
     DEFAULT_PLAN,
     StreamPlan,
     ensure_bucket,
@@ -40,7 +33,14 @@ from shared.streams import (
     schedule_timers_stream,
     schedules_bucket,
 )
-from shared.subjects import Subjects
+from shared.lifecycle import Lifecycle
+from shared.nats import write_through
+from shared.nats.admin_service import start_admin_service
+from shared.nats.consume_loop import AtLeastOnceConsumer, ConsumerStats, work_consumer
+from shared.nats.kvmirror import KvMirror
+from shared.observability.logs import get_logger
+from shared.resource_admin import ResourceAdmin
+from shared.resources import kind_of
 
 VERSION = "0.1.0"
 DURABLE = "scheduler"

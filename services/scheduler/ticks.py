@@ -20,12 +20,12 @@ from services.scheduler.config import SchedulerSettings
 from services.scheduler.events import tick_signal, tick_signal_id
 from services.scheduler.plan import plan_tick
 from services.scheduler.timers import Timers, decode_tick
-from shared.consumer import ACK, Outcome, Poison
 from shared.contracts.schedule import Schedule
-from shared.logs import get_logger
+from shared.contracts.subjects import Subjects
+from shared.nats.consume_loop import ACK, Outcome, Poison
+from shared.nats.signal_publisher import publish_signal
+from shared.observability.logs import get_logger
 from shared.schedule_times import iso
-from shared.signal_publisher import publish_signal
-from shared.subjects import Subjects
 
 log = get_logger("aurora.scheduler.ticks")
 

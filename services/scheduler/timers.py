@@ -18,8 +18,8 @@ from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
 from shared.contracts.schedule import TimerBody
+from shared.contracts.subjects import Subjects
 from shared.schedule_times import iso, parse_iso
-from shared.subjects import Subjects
 
 SCHEDULE = "Nats-Schedule"
 

@@ -22,7 +22,7 @@ class AuditRecord(msgspec.Struct, frozen=True, kw_only=True):
     # recorded), "platform" (the gateway's own call, e.g. a question asked in a chat), or "anonymous"
     # (a claim nobody vouched for: refused by custody, naming no agent). Approval decisions are audited too (status
     # `approval_<granted|denied|grant_recorded|not_permitted>`), and stream deliveries an endpoint refused, by the
-    # service that refused them, as `delivery:<stream>/<consumer>` (shared/refusal_audit.py).
+    # service that refused them, as `delivery:<stream>/<consumer>` (shared/nats/refusal_audit.py).
     caller: str
     agent: str | None = None
     run_id: str | None = None

@@ -34,8 +34,8 @@ from shared.contracts.signals import (
     encode_signal,
     signal_kind,
 )
-from shared.streams import ensure_streams, fabric_streams
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import ensure_streams, fabric_streams
 from tests.bench.common import Result, Stopwatch, best, env_int, record, run_on_service_loop, table, until
 
 GOAL = 0.5

@@ -37,10 +37,10 @@ from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
 
 from aurora_cli.localnats import LocalNats
-from shared.admin import admin_request
 from shared.clock import now_iso
 from shared.contracts.signals import NativeEventSignal, encode_signal
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.bench.common import env_int, record, run_on_service_loop
 from tests.bench.resources import cpu_seconds, rss_mib
 from tests.harness.processes import ServiceProcess, service_env

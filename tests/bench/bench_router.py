@@ -31,7 +31,7 @@ from shared.contracts.agent import Agent
 from shared.contracts.binding import Binding
 from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceModel, canonical_json, parse_resource
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.bench.common import Result, Stopwatch, best, env_int, record, run_on_service_loop, table
 
 GOAL = 0.5

@@ -26,15 +26,15 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats
 from services.runner.config import RunnerConfig
-from shared.admin import admin_request
 from shared.clock import now_iso
 from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
 from shared.contracts.run import METHOD_AGENT_RUN, RunPayload, RunTarget
+from shared.contracts.subjects import Subjects
 from shared.contracts.task import decode_task
 from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, encode
-from shared.kvmirror import read_all
-from shared.streams import tasks_bucket
-from shared.subjects import Subjects
+from shared.jetstream.streams import tasks_bucket
+from shared.nats.admin_service import admin_request
+from shared.nats.kvmirror import read_all
 from tests.bench.common import Result, best, env_int, record
 from tests.bench.resources import cpu_seconds
 from tests.harness.broker import jetstream_time

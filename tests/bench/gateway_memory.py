@@ -26,10 +26,10 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats
 from services.mcp_gateway.custody import record_delivery
-from shared.admin import admin_request
 from shared.clock import now_iso
 from shared.contracts.envelope import Actor, Header, Source
 from shared.contracts.run import ReplyTarget
+from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import (
     METHOD_CALL,
     ToolCallContext,
@@ -37,7 +37,7 @@ from shared.contracts.toolcall import (
     ToolCallRequest,
     decode_result,
 )
-from shared.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.bench.common import env_int
 from tests.bench.resources import rss_mib
 from tests.harness.processes import ServiceProcess, service_env

@@ -24,15 +24,15 @@ from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
-from shared.bus import open_nats
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
 from shared.contracts.run import run_id_for
+from shared.contracts.subjects import Subjects
 from shared.contracts.task import decode_task
 from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, decode_result
-from shared.kvmirror import read_all
-from shared.streams import tasks_bucket
-from shared.subjects import Subjects
+from shared.jetstream.streams import tasks_bucket
+from shared.nats.bus import open_nats
+from shared.nats.kvmirror import read_all
 from tests.chaos.stack import ChaosStack
 from tests.chaos.tally import TERMINAL, Reply, Sent, Tally, count
 from tests.integration.runner.helpers import CHAT, ECHO, apply, sent

@@ -19,7 +19,7 @@ from playwright.async_api import Browser, Page, expect
 
 from aurora_cli.localnats import LocalNats
 from services.runner.interactions import parse_interaction_id
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.browser import chromium, latin_only_fonts, missing_cjk_glyphs, require_chromium
 from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.harness.runner_stack import asset_chooser

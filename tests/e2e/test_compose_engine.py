@@ -29,7 +29,7 @@ import pytest
 import yaml
 
 from shared.contracts import sampling
-from shared.streams import ensure_bucket, schedules_bucket
+from shared.jetstream.streams import ensure_bucket, schedules_bucket
 from tests.harness.compose_engine import COMPOSE_FILE, ChatPage, ComposeProject
 from tests.harness.docker_engine import ensure_engine
 from tests.harness.waiting import poll_sync

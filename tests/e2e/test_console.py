@@ -29,10 +29,10 @@ from playwright.async_api import Browser, Page, Route, expect
 from aurora_cli.devstack import AUTH_CONFIG, NATS_USERS, Credentials
 from aurora_cli.localnats import LocalNats, free_port
 from aurora_cli.people import PeopleStore, write_auth_config
-from shared.admin import admin_request
+from shared.config.settings import inbox_prefix_for
 from shared.contracts.signals import GATEWAY_APP
-from shared.settings import inbox_prefix_for
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.harness.browser import chromium, missing_cjk_glyphs, require_chromium
 from tests.harness.clients import nats_client
 from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services

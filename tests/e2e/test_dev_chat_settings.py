@@ -1,5 +1,5 @@
 """The chat page's settings reach it through `aurora dev` as a person gives them, exported in the
-shell: each service's environment is scrubbed to its own (shared/service_env.py), and the chat
+shell: each service's environment is scrubbed to its own (shared/config/service_env.py), and the chat
 app, a stdio app of the supervisor, gets AURORA_CHAT_* only because apps/config.yml's `mcp.env`
 references them. A real `aurora dev`, its real chat page over HTTP."""
 

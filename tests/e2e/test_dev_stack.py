@@ -27,7 +27,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import free_port
-from shared import write_through
+from shared.nats import write_through
 from tests.harness.cli import Cli, cli_runner, wait_for_bridge_consumer
 from tests.harness.dev_stack import DevProcess
 from tests.harness.processes import descendants

@@ -24,10 +24,10 @@ import nats
 import pytest
 
 from aurora_cli.localnats import LocalNats
+from shared.contracts.subjects import Subjects
 from shared.contracts.task import TERMINAL_STATES, Task, decode_task
-from shared.kvmirror import read_all
-from shared.streams import tasks_bucket
-from shared.subjects import Subjects
+from shared.jetstream.streams import tasks_bucket
+from shared.nats.kvmirror import read_all
 from tests.harness.processes import ServiceProcess, service_env
 from tests.integration.runner.helpers import (
     CHAT_PLATFORM,

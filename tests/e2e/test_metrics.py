@@ -14,7 +14,7 @@ import pytest
 
 from aurora_cli.localnats import LocalNats
 from shared.contracts import mcp_relay
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess
 from tests.harness.runner_stack import runner_stack

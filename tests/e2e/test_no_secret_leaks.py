@@ -34,14 +34,14 @@ from nats.aio.msg import Msg
 
 from aurora_cli.commands.events import build_native_event
 from aurora_cli.localnats import LocalNats
-from shared import write_through
-from shared.admin import admin_request
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
 from shared.contracts.signals import NativeEventSignal
+from shared.contracts.subjects import Subjects, app_token
 from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, decode_result
-from shared.signal_publisher import new_signal_id, publish_signal
-from shared.subjects import Subjects, app_token
+from shared.nats import write_through
+from shared.nats.admin_service import admin_request
+from shared.nats.signal_publisher import new_signal_id, publish_signal
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.cli import aurora_command as cli
 from tests.harness.clients import nats_client

@@ -18,7 +18,7 @@ from pathlib import Path
 import nats
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.runner_stack import RunnerStack as Stack
 from tests.harness.runner_stack import chat_log_of, runner_stack

@@ -18,8 +18,8 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats
 from shared.contracts.envelope import Header, Source
+from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, decode_result
-from shared.subjects import Subjects
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.clients import nats_client
 from tests.harness.otlp import OtlpReceiver, ReceivedSpan

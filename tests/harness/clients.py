@@ -8,7 +8,7 @@ from typing import Any
 
 from nats.aio.client import Client as NATS
 
-from shared.bus import open_nats
+from shared.nats.bus import open_nats
 
 
 @asynccontextmanager

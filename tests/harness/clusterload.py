@@ -28,15 +28,15 @@ from nats.aio.client import Client as NATS
 from nats.js.errors import ServiceUnavailableError
 
 from aurora_cli.localcluster import LocalCluster, wait_jetstream
-from shared.bus import open_nats
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
 from shared.contracts.run import run_id_for
+from shared.contracts.subjects import Subjects
 from shared.contracts.task import TERMINAL_STATES, decode_task
 from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, decode_result
-from shared.kvmirror import read_all
-from shared.streams import tasks_bucket
-from shared.subjects import Subjects
+from shared.jetstream.streams import tasks_bucket
+from shared.nats.bus import open_nats
+from shared.nats.kvmirror import read_all
 from tests.harness.processes import ServiceProcess, service_env
 from tests.harness.waiting import NOT_SERVING_YET, poll
 from tests.integration.runner.helpers import CHAT, ECHO, RUNNER_ENV, apply, sent, stack_apps, write_apps

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from aurora_cli.localnats import free_port
-from shared.envfile import parse_env_text
+from shared.config.envfile import parse_env_text
 from tests.harness.cli import AURORA, Cli, cli_runner
 from tests.harness.cli_here import run_cli_here
 from tests.harness.processes import REPO, descendants, service_env

@@ -7,8 +7,8 @@ import asyncio
 
 from nats.aio.client import Client as NATS
 
+from shared.config.settings import Settings, load_settings
 from shared.service import load_or_exit, run_service
-from shared.settings import Settings, load_settings
 
 
 async def linger() -> None:

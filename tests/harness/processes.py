@@ -11,7 +11,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import IO
 
-from shared.service_env import process_variable
+from shared.config.service_env import process_variable
 from tests.harness.waiting import TimedOut, poll, poll_sync
 
 REPO = Path(__file__).resolve().parents[2]
@@ -160,7 +160,7 @@ def stop_services(processes: Iterable[ServiceProcess], timeout: float = 20.0) ->
 
 
 def service_env(nats_url: str, **extra: str) -> dict[str, str]:
-    """What a service process needs to run (as the launchers give it: shared/service_env.py), the
+    """What a service process needs to run (as the launchers give it: shared/config/service_env.py), the
     bus and `extra`; nothing else of the test's environment."""
     env = {k: v for k, v in os.environ.items() if process_variable(k)}
     env.update({"NATS_URL": nats_url, "PYTHONUNBUFFERED": "1", "AURORA_LOG_LEVEL": "INFO"})

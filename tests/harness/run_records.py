@@ -17,9 +17,9 @@ from services.router.dispatch import reply_target as frozen_target
 from shared.clock import now_iso
 from shared.contracts.envelope import Actor, EventEnvelope
 from shared.contracts.run import ReplyTarget, RunRecord, RunTarget
-from shared.run_records import put_record
-from shared.streams import ensure_bucket, run_records_bucket
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.run_records import put_record
+from shared.jetstream.streams import ensure_bucket, run_records_bucket
 
 
 async def dispatched(nc: NATS, subjects: Subjects, *, agent: str | None = None, pipeline: str | None = None,

@@ -11,8 +11,8 @@ import msgspec
 from nats.aio.client import Client as NATS
 
 from shared.contracts.envelope import Header, Source
+from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
-from shared.subjects import Subjects
 from tests.harness.apps_config import ECHO
 
 # A request stamped minutes ago: nothing about a call may depend on its envelope's clock.

@@ -12,7 +12,7 @@ MODULES = sorted(p for package in ("services", "shared") for p in (REPO / packag
 # The settings loaders: each reads the environment once, before its service connects, and hands
 # on values (frozen settings objects); every other part takes what it needs from them.
 SETTINGS_LOADERS = {
-    "shared/settings.py",
+    "shared/config/settings.py",
     "services/app_supervisor/startup.py",
     "services/event_bridge/config.py",
     "services/mcp_edge/config.py",

@@ -35,7 +35,7 @@ from enum import Enum
 import msgspec
 
 from services.app_supervisor.framing import head_of
-from shared.bus import RESEND_WINDOW
+from shared.nats.bus import RESEND_WINDOW
 
 # How long an answer is kept for a copy of its request: longer than copies are sent
 # (`RESEND_WINDOW`), with room for the clocks of the gateway's and the supervisor's hosts.

@@ -2,7 +2,7 @@
 
 - stdout: each line is published unchanged on `…s2c` (core NATS), from the pipe's own callback:
   cut into lines as the pipe delivers them and queued for the NATS socket at once
-  (`shared.write_through`), with no task in between. Lines nats-py has to take (NATS away, its
+  (`shared.nats.write_through`), with no task in between. Lines nats-py has to take (NATS away, its
   buffer full) wait in order for a task that publishes them through nats-py; while more than
   `STDOUT_BACKLOG_BYTES` wait, the pipe is not read, so an app that outpaces NATS is slowed
   down, never buffered without end. A line nats-server found no gateway for is sent again
@@ -31,12 +31,13 @@ from services.app_supervisor.framing import LineSplitter, Oversized, to_stdin_li
 from services.app_supervisor.relay.receipts import Receipts, wants_receipt
 from services.app_supervisor.relay.relayed import Copy, RelayedCalls
 from services.app_supervisor.relay.unheard import Resender, is_initialize
-from shared import tracing, write_through
-from shared.bus import NOT_WRITTEN_HEADER, RECEIPT_HEADER, is_jetstream_delivery, resend_of
-from shared.inline_subscription import subscribe_inline
-from shared.logs import get_logger
-from shared.subjects import Subjects
-from shared.tracing import messaging
+from shared.contracts.subjects import Subjects
+from shared.nats import write_through
+from shared.nats.bus import NOT_WRITTEN_HEADER, RECEIPT_HEADER, is_jetstream_delivery, resend_of
+from shared.nats.inline_subscription import subscribe_inline
+from shared.observability import tracing
+from shared.observability.logs import get_logger
+from shared.observability.tracing import messaging
 
 log = get_logger("aurora.app_supervisor.relay")
 

@@ -33,11 +33,11 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 
-from shared import write_through
-from shared.bus import unheard_token
-from shared.inline_subscription import subscribe_inline
 from shared.lifecycle import Lifecycle, cancel_task, unsubscribe
-from shared.logs import get_logger
+from shared.nats import write_through
+from shared.nats.bus import unheard_token
+from shared.nats.inline_subscription import subscribe_inline
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.app_supervisor.unheard")
 

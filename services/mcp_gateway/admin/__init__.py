@@ -35,7 +35,7 @@ from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.reporting import Reporting
 from services.mcp_gateway.sessions.session import AppSession
 from services.mcp_gateway.status import StatusViews
-from shared.appconfig import AppsConfig
+from shared.config.appconfig import AppsConfig
 
 __all__ = ["Endpoints", "admin_endpoints"]
 

@@ -12,8 +12,8 @@ from services.mcp_gateway.pool.availability import available_tools, unresolved_d
 from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.schema_adapter import build_name_map, llm_function
-from shared.admin import AdminRequestError
-from shared.appconfig import AppsConfig
+from shared.config.appconfig import AppsConfig
+from shared.nats.admin_service import AdminRequestError
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_named
 

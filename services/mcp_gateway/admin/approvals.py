@@ -15,9 +15,9 @@ from services.mcp_gateway.governance import Governance
 from services.mcp_gateway.platform_events import PlatformEvents
 from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
 from services.mcp_gateway.reporting import Reporting
-from shared.admin import AdminHandler, AdminRequestError
 from shared.contracts.approval import Approval
 from shared.contracts.approval_policy import ApprovalPolicy
+from shared.nats.admin_service import AdminHandler, AdminRequestError
 from shared.people import current_caller
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from shared.admin import AdminHandler, AdminRequestError
+from shared.nats.admin_service import AdminHandler, AdminRequestError
 
 Endpoints = dict[tuple[str, str], AdminHandler]
 

@@ -14,7 +14,7 @@ from services.mcp_gateway.schema_adapter import llm_tools
 from services.mcp_gateway.sessions.errors import CallTimedOut, SessionUnavailable
 from services.mcp_gateway.sessions.session import AppSession
 from services.mcp_gateway.status import StatusViews
-from shared.admin import AdminRequestError
+from shared.nats.admin_service import AdminRequestError
 
 
 def gateway_endpoints(sessions: Mapping[tuple[str, str], AppSession], catalog: ToolCatalog, status: StatusViews,

@@ -17,11 +17,11 @@ from nats.js.kv import KeyValue
 
 from services.mcp_gateway.admin.fields import Endpoints, text_field
 from services.mcp_gateway.pool.registry import ToolPool
-from shared.admin import AdminRequestError
 from shared.clock import now_iso
 from shared.contracts.resource import RESOURCE_ID_PATTERN, ResourceError, canonical_json, parse_resource
 from shared.contracts.skill import Skill, SkillVersionConflict, apply_skill
-from shared.kvmirror import read_all
+from shared.nats.admin_service import AdminRequestError
+from shared.nats.kvmirror import read_all
 
 _ATTEMPTS = 5
 

@@ -13,10 +13,10 @@ from services.mcp_gateway.http.openapi_job import OpenApiImporter
 from services.mcp_gateway.platform_events import PlatformEvents
 from services.mcp_gateway.pool.registry import PoolError, ToolPool
 from services.mcp_gateway.status import StatusViews
-from shared.admin import AdminRequestError
 from shared.clock import now_iso
 from shared.contracts.system import OpenApiSource, ProbeConfig, System
 from shared.contracts.validation import problems_of
+from shared.nats.admin_service import AdminRequestError
 from shared.people import current_caller
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_named

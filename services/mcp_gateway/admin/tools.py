@@ -10,11 +10,11 @@ from services.mcp_gateway.admin.fields import Endpoints, text_field
 from services.mcp_gateway.pool.lifecycle import LifecycleError, transition
 from services.mcp_gateway.pool.registry import PoolError, ToolPool
 from services.mcp_gateway.pool.wording import PARTS, EditError, EditRequest, edit_tool
-from shared.admin import AdminHandler, AdminRequestError
 from shared.clock import now_iso
 from shared.contracts.resource import ResourceError, parse_resource
 from shared.contracts.suggestion import ToolSuggestion
 from shared.contracts.tooldef import ReviewNote, ToolDefinition
+from shared.nats.admin_service import AdminHandler, AdminRequestError
 from shared.people import current_caller
 
 SUGGESTABLE = ("DRAFT", "REVIEWING")

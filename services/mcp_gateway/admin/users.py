@@ -15,10 +15,10 @@ from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from services.mcp_gateway.admin.fields import Endpoints, text_field
-from shared.admin import AdminRequestError
 from shared.clock import now_iso
 from shared.contracts.people import PeopleError, User, check_actor, check_name, check_roles
-from shared.kvmirror import read_all
+from shared.nats.admin_service import AdminRequestError
+from shared.nats.kvmirror import read_all
 from shared.people import current_caller
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_named

@@ -26,7 +26,7 @@ from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
 from shared.clock import now_iso
 from shared.contracts.approval import Approval, ChatQuestion
 from shared.contracts.toolcall import SideEffect, ToolCallContext, ToolCallRequest, ToolCallResult
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.calls.approval_gate")
 # `event_reply` in the call's event, on the record like any call: (context, text, call id,

@@ -44,7 +44,7 @@ from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.progress import sending
 from services.mcp_gateway.sessions.session import AppSession
-from shared.appconfig import AppsConfig
+from shared.config.appconfig import AppsConfig
 from shared.contracts.agent import Agent
 from shared.contracts.approval import Approval
 from shared.contracts.signals import GATEWAY_APP

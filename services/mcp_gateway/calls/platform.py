@@ -23,7 +23,7 @@ from services.mcp_gateway.platform_tools import (
 from services.mcp_gateway.platform_tools import check as check_platform
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.progress import sending
-from shared.appconfig import AppConfig, AppsConfig
+from shared.config.appconfig import AppConfig, AppsConfig
 from shared.contracts.toolcall import ToolCallRequest, ToolCallResult
 
 

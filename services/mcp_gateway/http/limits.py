@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
+from shared.config.settings import read_float, read_int, read_str
 from shared.errors import AuroraError
-from shared.settings import read_float, read_int, read_str
 
 
 class OpenApiError(AuroraError):

@@ -20,9 +20,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from shared.config.service_env import SECRET_ENV_LIST, SECRETS_DIR_ENV
 from shared.contracts.system import AuthHeader, System
 from shared.errors import AuroraError, SettingsError
-from shared.service_env import SECRET_ENV_LIST, SECRETS_DIR_ENV
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]{0,127}")
 # The platform's own credentials are never a system's secret, whatever the list says.

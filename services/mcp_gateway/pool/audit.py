@@ -8,9 +8,9 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
-from shared.acked_publish import AckedPublisher
 from shared.contracts.audit import AuditRecord
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.acked_publish import AckedPublisher
 
 AuditItem = tuple[str, AuditRecord]
 

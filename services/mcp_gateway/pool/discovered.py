@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from services.mcp_gateway.catalog import CatalogTool
-from shared.appconfig import AppConfig
+from shared.config.appconfig import AppConfig
 from shared.contracts.tooldef import McpExecution, ReviewNote, ToolDefinition
 
 GATEWAY = "mcp-gateway"

@@ -22,17 +22,15 @@ from nats.js.kv import KeyValue
 from services.mcp_gateway.catalog import CatalogTool
 from services.mcp_gateway.pool.discovered import changed_by_app, contract, mcp_definition
 from services.mcp_gateway.pool.wording import apply_wording
-from shared.appconfig import AppConfig
+from shared.config.appconfig import AppConfig
 from shared.contracts.agent import Agent
 from shared.contracts.resource import ResourceError, ResourceModel, canonical_json, parse_resource
 from shared.contracts.skill import Skill
+from shared.contracts.subjects import Subjects
 from shared.contracts.system import System
 from shared.contracts.tooldef import TOOL_NAME_PATTERN, ToolDefinition
 from shared.errors import AuroraError
-from shared.kvmirror import KvMirror
-from shared.lifecycle import Lifecycle
-from shared.logs import get_logger
-from shared.streams import (
+from shared.jetstream.streams import (
     DEFAULT_PLAN,
     StreamPlan,
     agents_bucket,
@@ -41,7 +39,9 @@ from shared.streams import (
     systems_bucket,
     tools_bucket,
 )
-from shared.subjects import Subjects
+from shared.lifecycle import Lifecycle
+from shared.nats.kvmirror import KvMirror
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.pool")
 M = TypeVar("M", bound=ResourceModel)

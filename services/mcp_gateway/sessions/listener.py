@@ -22,15 +22,16 @@ from services.mcp_gateway.outbox import Outbox
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.sessions.session import AppSession
 from services.mcp_gateway.status import session_health
-from shared import tracing, write_through
-from shared.appconfig import AppConfig
-from shared.bus import RECEIPT_HEADER, is_jetstream_delivery
 from shared.clock import now_iso
+from shared.config.appconfig import AppConfig
 from shared.contracts import mcp_relay
 from shared.contracts.health import SessionStatus, session_key
 from shared.contracts.signals import LifecycleState, SignalBase
-from shared.logs import get_logger
-from shared.subjects import Subjects, app_token
+from shared.contracts.subjects import Subjects, app_token
+from shared.nats import write_through
+from shared.nats.bus import RECEIPT_HEADER, is_jetstream_delivery
+from shared.observability import tracing
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway")
 

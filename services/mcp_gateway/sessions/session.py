@@ -26,9 +26,9 @@ from services.mcp_gateway.transports.direct import SupportsDirectCalls
 from services.mcp_gateway.transports.http import ReportsHttpErrors
 from services.mcp_gateway.transports.streams import TransportStreams
 from services.mcp_gateway.transports.tap import tapped
-from shared.appconfig import AppConfig
+from shared.config.appconfig import AppConfig
 from shared.contracts.health import SessionStatus
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.session")
 

@@ -34,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import msgspec
 
-from shared.bus import RESEND_WINDOW
+from shared.nats.bus import RESEND_WINDOW
 
 ID_PREFIX = "aurora-"
 # Pauses before the copies of a request still unanswered: the first, doubled up to the last.

@@ -12,7 +12,7 @@ import httpx2
 from mcp.client.streamable_http import streamable_http_client
 
 from services.mcp_gateway.transports.streams import TransportStreams
-from shared.appconfig import expand_env
+from shared.config.appconfig import expand_env
 
 
 @runtime_checkable

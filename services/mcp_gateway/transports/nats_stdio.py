@@ -24,12 +24,13 @@ from nats.errors import Error as NatsError
 
 from services.mcp_gateway.transports.direct import DirectCalls, NotDelivered
 from services.mcp_gateway.transports.streams import TransportStreams
-from shared import tracing, write_through
-from shared.bus import NOT_WRITTEN_HEADER, RECEIPT_HEADER, RESEND_HEADER, is_jetstream_delivery, unheard_token
-from shared.inline_subscription import subscribe_inline
-from shared.logs import get_logger
+from shared.contracts.subjects import Subjects
+from shared.nats import write_through
+from shared.nats.bus import NOT_WRITTEN_HEADER, RECEIPT_HEADER, RESEND_HEADER, is_jetstream_delivery, unheard_token
+from shared.nats.inline_subscription import subscribe_inline
+from shared.observability import tracing
+from shared.observability.logs import get_logger
 from shared.streak import FailureStreak
-from shared.subjects import Subjects
 
 log = get_logger("aurora.mcp_gateway.nats_stdio")
 

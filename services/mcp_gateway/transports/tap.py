@@ -17,7 +17,7 @@ from mcp.shared.message import SessionMessage
 from mcp_types import JSONRPCNotification
 
 from services.mcp_gateway.transports.streams import TransportStreams
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.tap")
 

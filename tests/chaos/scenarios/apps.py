@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from shared.subjects import app_token
+from shared.contracts.subjects import app_token
 from tests.chaos.kit import Check, loaded
 from tests.chaos.load import SUBJECTS, LoadRun, operator_call
 from tests.chaos.model import Outcome, Scenario

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.processes import ServiceProcess
 from tests.integration.app_supervisor.helpers import (
     MODULE,

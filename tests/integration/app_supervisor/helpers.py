@@ -18,8 +18,8 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.errors import KeyNotFoundError, NotFoundError
 
-from shared import write_through
-from shared.subjects import Subjects, app_token
+from shared.contracts.subjects import Subjects, app_token
+from shared.nats import write_through
 from tests.harness.waiting import poll as poll  # one poll helper for every test
 
 HERE = Path(__file__).resolve().parent

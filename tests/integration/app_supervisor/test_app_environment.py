@@ -18,7 +18,7 @@ from rich.console import Console
 from aurora_cli.creds import IDENTITIES
 from aurora_cli.devstack import DevStack, service_specs
 from aurora_cli.localnats import free_port
-from shared.envfile import parse_env_text
+from shared.config.envfile import parse_env_text
 from tests.harness.cli import AURORA
 from tests.harness.processes import REPO
 from tests.integration.runner.helpers import stdio, write_apps

@@ -15,9 +15,9 @@ from typing import Any
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from shared import write_through
-from shared.bus import NOT_WRITTEN_HEADER, RECEIPT_HEADER, RESEND_HEADER, unheard_token
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats import write_through
+from shared.nats.bus import NOT_WRITTEN_HEADER, RECEIPT_HEADER, RESEND_HEADER, unheard_token
 from tests.integration.app_supervisor.conftest import Running, Spawn
 from tests.integration.app_supervisor.helpers import (
     ECHO_APP,

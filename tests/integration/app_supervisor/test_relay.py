@@ -8,7 +8,7 @@ from pathlib import Path
 
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.integration.app_supervisor.conftest import Running, Spawn
 from tests.integration.app_supervisor.helpers import (
     ECHO_APP,

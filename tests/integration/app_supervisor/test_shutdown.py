@@ -11,7 +11,7 @@ from pathlib import Path
 
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.processes import ServiceProcess
 from tests.integration.app_supervisor.conftest import Running, Spawn
 from tests.integration.app_supervisor.helpers import (

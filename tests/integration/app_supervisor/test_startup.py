@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from nats.aio.client import Client as NATS
 
-from shared.admin import admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.integration.app_supervisor.conftest import Spawn
 from tests.integration.app_supervisor.helpers import (
     MODULE,

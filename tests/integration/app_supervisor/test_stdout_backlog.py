@@ -23,9 +23,9 @@ from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.process import AppProcess
 from services.app_supervisor.relay import stdio
 from services.app_supervisor.relay.stdio import StdioRelay
-from shared import write_through
-from shared.inline_subscription import subscribe_inline
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats import write_through
+from shared.nats.inline_subscription import subscribe_inline
 from tests.harness.waiting import poll
 
 LINES = 30_000  # about 30 MB: more than the sockets, nats-py's buffer and the backlog hold together

@@ -23,8 +23,8 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats
 from services.mcp_gateway.chat_approvals import DURABLE as CHAT_APPROVALS
-from shared.admin import admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.harness.chat_webhook import SECRET_ENV, WEBHOOK_SECRET, AsyncPageUser
 from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.harness.waiting import poll, poll_sync

@@ -17,8 +17,8 @@ import nats
 import yaml
 
 from aurora_cli.localnats import LocalNats
-from shared.admin import admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.cli import Cli, cli_here_runner
 from tests.harness.processes import ServiceProcess, service_env, stop_services

@@ -16,8 +16,8 @@ import pytest
 
 from aurora_cli.clienv import URL_FILE, local_admin_file
 from aurora_cli.devsecurity import local_admin_name
-from shared.streams import ensure_stream, events_stream
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import ensure_stream, events_stream
 from tests.harness.broker import Broker
 from tests.harness.cli import Cli
 from tests.harness.clients import nats_client

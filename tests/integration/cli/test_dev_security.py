@@ -24,7 +24,7 @@ from aurora_cli.devsecurity import INSECURE_WARNING, local_admin_name
 from aurora_cli.devstack import DevStack, ServiceSpec, service_specs
 from aurora_cli.localnats import free_port
 from aurora_cli.people import PEOPLE_FILE, USERS_DIR
-from shared.envfile import parse_env_text
+from shared.config.envfile import parse_env_text
 from tests.harness.cli import AURORA
 from tests.harness.processes import REPO
 

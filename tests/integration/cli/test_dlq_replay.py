@@ -22,9 +22,9 @@ from nats.js.errors import NotFoundError
 from services.router.catalog import Catalog
 from services.router.router import Router, RouterConfig
 from services.router.stores import open_stores
-from shared import deadletter as dl
-from shared.admin import admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream import deadletter as dl
+from shared.nats.admin_service import admin_request
 from tests.harness.cli import Cli
 from tests.harness.processes import ServiceProcess
 from tests.harness.waiting import consumed, poll

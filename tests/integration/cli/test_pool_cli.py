@@ -23,7 +23,7 @@ import pytest
 import yaml
 
 from aurora_cli.localnats import LocalNats
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.cli import Cli, cli_here_runner
 from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
 from tests.harness.run_records import dispatched, run_context

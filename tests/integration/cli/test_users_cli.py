@@ -20,9 +20,9 @@ from aurora_cli.commands.dev import register_local_admin
 from aurora_cli.devsecurity import local_admin_name
 from aurora_cli.devstack import DevStack, service_specs
 from aurora_cli.localnats import free_port
-from shared.admin import admin_request
-from shared.envfile import parse_env_text
-from shared.subjects import Subjects
+from shared.config.envfile import parse_env_text
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.harness.cli import AURORA
 from tests.harness.processes import REPO
 from tests.integration.runner.helpers import write_apps

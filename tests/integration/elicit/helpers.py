@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 from nats.aio.client import Client as NATS
 
-from shared.admin import admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.harness.runner_stack import RunnerStack
 
 ELICIT = "test.elicit"  # over stdio, through the supervisor

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.chat_webhook import post_signed
 from tests.harness.tool_calls import operator_call
 from tests.integration.elicit.helpers import (

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
 from tests.integration.elicit.helpers import ELICIT, ELICIT_HTTP, GENERATIONS, PROTOCOL, ElicitStack, protocol_of
 from tests.integration.runner.helpers import (

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import pytest
 from nats.aio.client import Client as NATS
 
-from shared.streams import ensure_streams, fabric_streams
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import ensure_streams, fabric_streams
 from tests.harness.processes import ServiceProcess
 
 Spawn = Callable[..., ServiceProcess]

@@ -12,9 +12,9 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from services.event_bridge.bridge import BridgeConfig, EventBridge
-from shared.admin import admin_request
 from shared.contracts.signals import SignalBase, encode_signal, signal_kind
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.harness.processes import ServiceProcess
 from tests.harness.waiting import poll as poll  # one poll helper for every test
 

@@ -11,16 +11,16 @@ from collections.abc import Callable
 import pytest
 from nats.aio.client import Client as NATS
 
-from shared import deadletter
-from shared.admin import admin_request
 from shared.contracts.signals import (
     LifecycleSignal,
     NativeEventSignal,
     ToolResultSignal,
     encode_signal,
 )
-from shared.signal_publisher import publish_signal
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream import deadletter
+from shared.nats.admin_service import admin_request
+from shared.nats.signal_publisher import publish_signal
 from tests.harness.processes import ServiceProcess
 from tests.integration.event_bridge.helpers import (
     poll,

@@ -11,12 +11,12 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from services.event_bridge.mapping import Rejected, map_signal, with_trace
-from shared.admin import admin_request
 from shared.contracts.signals import SIGNAL_TYPES, encode_signal
+from shared.contracts.subjects import Subjects, app_token
 from shared.contracts.validation import validate_event
-from shared.signal_publisher import publish_signal
-from shared.streams import ensure_streams, fabric_streams
-from shared.subjects import Subjects, app_token
+from shared.jetstream.streams import ensure_streams, fabric_streams
+from shared.nats.admin_service import admin_request
+from shared.nats.signal_publisher import publish_signal
 from tests.harness.processes import ServiceProcess
 from tests.integration.event_bridge.helpers import (
     poll,

@@ -14,7 +14,7 @@ from nats.js import JetStreamContext
 
 from services.event_bridge.mapping import Rejected, map_signal
 from shared.contracts.signals import LifecycleSignal, NativeEventSignal, Signal
-from shared.subjects import Subjects, app_token
+from shared.contracts.subjects import Subjects, app_token
 from tests.harness.broker import Broker
 from tests.harness.processes import ServiceProcess
 from tests.integration.event_bridge.helpers import (

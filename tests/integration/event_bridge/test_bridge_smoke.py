@@ -10,9 +10,9 @@ from nats.aio.client import Client as NATS
 from services.event_bridge.bridge import EventBridge
 from shared.clock import now_iso
 from shared.contracts.signals import NativeEventSignal
-from shared.signal_publisher import new_signal_id, publish_signal
-from shared.streams import ensure_streams, fabric_streams
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import ensure_streams, fabric_streams
+from shared.nats.signal_publisher import new_signal_id, publish_signal
 
 
 async def test_native_event_is_completed_and_published(nc: NATS, subjects: Subjects) -> None:

@@ -18,9 +18,9 @@ import nats
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from shared import deadletter
+from shared.contracts.subjects import Subjects
 from shared.contracts.validation import validate_event
-from shared.subjects import Subjects
+from shared.jetstream import deadletter
 from tests.harness.processes import ServiceProcess
 from tests.integration.event_bridge.helpers import poll, publish_raw, read_stream, stream_count
 from tests.unit.fuzz.strategies import any_json, mutated, native_events

@@ -8,7 +8,7 @@ same code path in about 6 s (a retry after 2 s, another after 4 s).
 
 The event cannot be stored because the events stream is gone, so each publish fails at once. A
 stream that refuses the message (too large, say) fails it at once too, with the server's reason:
-the bridge publishes through `shared/acked_publish.py`, where nats-py's `publish_async` never
+the bridge publishes through `shared/nats/acked_publish.py`, where nats-py's `publish_async` never
 completed a refused publish (its attempts waited the whole `publish_timeout` and were reported as
 "no acknowledgement").
 """
@@ -27,11 +27,12 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from services.event_bridge.bridge import BridgeConfig, EventBridge
-from shared import deadletter, write_through
 from shared.contracts.signals import encode_signal
-from shared.signal_publisher import publish_signal
-from shared.streams import ensure_streams, fabric_streams
-from shared.subjects import Subjects, app_token
+from shared.contracts.subjects import Subjects, app_token
+from shared.jetstream import deadletter
+from shared.jetstream.streams import ensure_streams, fabric_streams
+from shared.nats import write_through
+from shared.nats.signal_publisher import publish_signal
 from tests.integration.event_bridge.helpers import poll, read_stream, running_bridge, stream_count, wait_for_count
 from tests.unit.event_bridge.signals import one_of_each_kind
 

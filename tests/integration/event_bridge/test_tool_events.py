@@ -18,9 +18,9 @@ from services.event_bridge.tool_events import TOOL_EVENTS_DURABLE
 from shared.clock import now_iso
 from shared.contracts.audit import AuditRecord
 from shared.contracts.envelope import Trace
-from shared.deadletter import REASON
-from shared.streams import audit_stream, dlq_stream, ensure_streams, events_stream, fabric_streams
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.deadletter import REASON
+from shared.jetstream.streams import audit_stream, dlq_stream, ensure_streams, events_stream, fabric_streams
 from tests.harness.waiting import consumed, last_seq
 from tests.integration.event_bridge.helpers import running_bridge
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from nats.aio.client import Client as NATS
 
-from shared.admin import admin_request
+from shared.nats.admin_service import admin_request
 from tests.harness.stack import Stack
 from tests.integration.mcp_edge.helpers import ECHO_TOOL, LEGACY, SUBJECTS, agent, connected, token
 

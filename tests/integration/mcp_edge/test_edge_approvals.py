@@ -8,7 +8,7 @@ import re
 import pytest
 from nats.aio.client import Client as NATS
 
-from shared.admin import admin_request
+from shared.nats.admin_service import admin_request
 from tests.harness.stack import Stack
 from tests.integration.mcp_edge.helpers import COUNTER_INC, LEGACY, MODERN, SUBJECTS, agent, connected, token
 

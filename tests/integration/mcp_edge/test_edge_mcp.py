@@ -10,7 +10,6 @@ import mcp_types as types
 import pytest
 from nats.aio.client import Client as NATS
 
-from shared.admin import admin_request
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
 from shared.contracts.toolcall import (
@@ -22,6 +21,7 @@ from shared.contracts.toolcall import (
     decode_result,
     encode,
 )
+from shared.nats.admin_service import admin_request
 from tests.harness.processes import logged
 from tests.harness.stack import Stack
 from tests.harness.waiting import poll

@@ -19,11 +19,11 @@ from nats.aio.msg import Msg
 from aurora_cli.localnats import free_port
 from services.mcp_edge.config import EdgeSettings
 from services.mcp_edge.service import EdgeService
-from shared.admin import admin_request, start_admin_service
 from shared.contracts import edge_ask
+from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import ToolCallResult, ToolResultEnvelope, decode_request, encode
-from shared.streams import agents_bucket, approvals_bucket, ensure_bucket, tools_bucket
-from shared.subjects import Subjects
+from shared.jetstream.streams import agents_bucket, approvals_bucket, ensure_bucket, tools_bucket
+from shared.nats.admin_service import admin_request, start_admin_service
 from tests.integration.mcp_edge.helpers import LEGACY, MODERN, bearer, connected
 from tests.integration.security.conftest import SecureNats, Session, open_session, start_secure_nats
 

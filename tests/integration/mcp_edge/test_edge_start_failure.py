@@ -13,8 +13,8 @@ from nats.errors import NoRespondersError
 
 from services.mcp_edge.config import EdgeSettings
 from services.mcp_edge.service import EdgeService
+from shared.contracts.subjects import Subjects
 from shared.lifecycle import NotStarted
-from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess
 
 

@@ -18,8 +18,8 @@ from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
-from shared.admin import admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.harness.processes import ServiceProcess
 from tests.harness.processes import logged as logged  # one wait-for-log for every test
 from tests.harness.waiting import poll as poll  # one poll helper for every test

@@ -7,7 +7,7 @@ import json
 
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.stack import Stack
 from tests.harness.waiting import poll
 from tests.integration.mcp_gateway.helpers import SILENT_TIMEOUT, call, cli

@@ -18,10 +18,10 @@ from nats.js.errors import NotFoundError
 
 from services.mcp_gateway.chat_approvals import DURABLE, ChatAnswers, interaction_id_for
 from services.mcp_gateway.pool.approvals import ApprovalStore
-from shared import deadletter
 from shared.contracts.approval import Approval, ChatQuestion
-from shared.streams import approvals_bucket, ensure_bucket, ensure_streams, events_stream, fabric_streams
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream import deadletter
+from shared.jetstream.streams import approvals_bucket, ensure_bucket, ensure_streams, events_stream, fabric_streams
 from tests.integration.event_bridge.helpers import poll, read_stream, wait_for_count
 
 APP = "im.polaris.qq"

@@ -16,9 +16,9 @@ from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.custody import RECORD_CACHE_SIZE, Custody, CustodyRefusal
 from shared.contracts.run import RunRecord
+from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import ToolCallContext
-from shared.streams import ensure_bucket, pipelines_bucket, run_records_bucket
-from shared.subjects import Subjects
+from shared.jetstream.streams import ensure_bucket, pipelines_bucket, run_records_bucket
 from tests.harness.run_records import dispatched, run_context
 
 AGENT = "mem-agent"

@@ -10,7 +10,7 @@ from typing import Any
 
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.stack import Stack
 from tests.integration.mcp_gateway.helpers import call, catalog, cli, poll, stored_events
 

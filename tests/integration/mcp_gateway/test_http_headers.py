@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from nats.aio.client import Client as NATS
 
-from shared.admin import admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.harness.notes_app import serving_notes
 from tests.harness.stack import Stack
 from tests.integration.mcp_gateway.helpers import call_until_ok, poll, write_apps

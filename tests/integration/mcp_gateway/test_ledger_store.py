@@ -11,9 +11,9 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.ledger import CallLedger, Claim
+from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import ToolCallContext, ToolCallRequest, ToolCallResult
-from shared.streams import call_ledger_bucket, ensure_bucket
-from shared.subjects import Subjects
+from shared.jetstream.streams import call_ledger_bucket, ensure_bucket
 from tests.harness.waiting import poll
 
 REQUEST = ToolCallRequest(tool="test.echo.counter_increment", arguments={"key": "k"},

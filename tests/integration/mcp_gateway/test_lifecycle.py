@@ -12,8 +12,8 @@ from typing import Any
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from shared import write_through
-from shared.subjects import Subjects, app_token
+from shared.contracts.subjects import Subjects, app_token
+from shared.nats import write_through
 from tests.harness.stack import Stack
 from tests.integration.mcp_gateway.helpers import echo_app, exited, time_app, weather_app, write_apps
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.processes import REPO, logged
 from tests.harness.stack import Stack
 from tests.harness.tcpproxy import TcpProxy

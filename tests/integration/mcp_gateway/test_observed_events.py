@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NATS
 
-from shared.admin import admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.harness.stack import Stack
 from tests.integration.mcp_gateway.helpers import (
     BRIDGE,

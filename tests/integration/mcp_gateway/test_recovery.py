@@ -16,8 +16,8 @@ from typing import Any
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from shared import write_through
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats import write_through
 from tests.harness.processes import REPO, ServiceProcess, logged
 from tests.harness.stack import Stack
 from tests.harness.tcpproxy import TcpProxy

@@ -22,10 +22,10 @@ from services.mcp_gateway.catalog import CatalogConflict
 from services.mcp_gateway.config import GatewaySettings
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.service import GatewayService
-from shared.appconfig import AppsConfig, parse_apps_config
+from shared.config.appconfig import AppsConfig, parse_apps_config
+from shared.contracts.subjects import Subjects
 from shared.contracts.system import System
 from shared.contracts.tooldef import HttpExecution, SideEffect, ToolDefinition
-from shared.subjects import Subjects
 from tests.harness.clients import nats_client
 from tests.integration.mcp_gateway.helpers import call
 from tests.integration.mcp_gateway.http.recording_server import RecordingServer

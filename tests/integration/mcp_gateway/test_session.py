@@ -20,7 +20,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from services.mcp_gateway.sessions.errors import SessionUnavailable
 from services.mcp_gateway.sessions.session import AppSession
-from shared.appconfig import AppConfig
+from shared.config.appconfig import AppConfig
 from shared.contracts.health import SessionStatus
 from tests.harness.waiting import poll
 from tests.integration.mcp_gateway.helpers import ECHO_APP, PYTHON, REPO, SILENT_APP

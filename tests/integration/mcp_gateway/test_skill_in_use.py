@@ -9,8 +9,8 @@ import json
 from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.admin.skills import agents_naming
-from shared.streams import agents_bucket, ensure_bucket
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import agents_bucket, ensure_bucket
 
 
 def _agent(agent_id: str, skills: list[str]) -> bytes:

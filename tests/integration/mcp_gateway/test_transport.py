@@ -14,7 +14,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from services.mcp_gateway.transports.nats_stdio import nats_stdio_transport
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.integration.mcp_gateway.helpers import poll
 
 pytestmark = pytest.mark.timeout(30)

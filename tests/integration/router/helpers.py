@@ -18,9 +18,9 @@ from nats.js.api import AckPolicy, ConsumerConfig
 from services.router.config import RouterSettings
 from services.router.router import RouterConfig
 from services.router.service import RouterService
-from shared.admin import admin_request
 from shared.contracts.run import RunEnvelope
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.harness.waiting import poll as poll  # one poll helper for every test
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import yaml
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.cli_here import aurora_at as aurora
 from tests.harness.processes import REPO
 from tests.integration.router.helpers import drain_runs, poll, publish_events

@@ -9,8 +9,8 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats
-from shared.run_events import run_event
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.run_events import run_event
 from tests.harness.clients import nats_client
 from tests.integration.router.helpers import apply, drain_runs, poll, publish_events, running_router
 from tests.integration.router.helpers import stream_count as count

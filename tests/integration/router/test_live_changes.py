@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from nats.aio.client import Client as NATS
 
-from shared.admin import admin_request
-from shared.streams import ensure_stream, runs_stream
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import ensure_stream, runs_stream
+from shared.nats.admin_service import admin_request
 from tests.harness.broker import jetstream_time
 from tests.integration.router.helpers import (
     apply,

@@ -12,9 +12,9 @@ from typing import Any
 
 from nats.aio.client import Client as NATS
 
-from shared.admin import admin_request
 from shared.contracts.run import run_id_for
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.integration.router.helpers import apply, drain_runs, poll, publish_events, stream_count
 from tests.unit.router.factories import event_doc
 

@@ -15,9 +15,9 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from services.router.traces import read_trace
-from shared.admin import AdminRequestError, admin_request
 from shared.contracts.run import run_id_for
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.harness.cli_here import aurora_at as aurora
 from tests.integration.router.helpers import drain_runs, poll, publish_events, stream_count
 from tests.unit.router.factories import event_doc

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NATS
 
-from shared.admin import AdminRequestError, admin_request
 from shared.contracts.run import run_id_for
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.integration.router.helpers import (
     apply,
     consumer_done,

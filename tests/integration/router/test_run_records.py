@@ -9,9 +9,9 @@ from nats.aio.client import Client as NATS
 from nats.js.api import KeyValueConfig, StorageType
 
 from shared.contracts.run import run_id_for
-from shared.run_records import decode_record
-from shared.streams import DAY, run_records_bucket
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.run_records import decode_record
+from shared.jetstream.streams import DAY, run_records_bucket
 from tests.integration.router.helpers import (
     consumer_done,
     poll,

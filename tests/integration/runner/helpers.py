@@ -17,11 +17,11 @@ from nats.js.errors import NotFoundError
 
 from services.runner.config import RunnerConfig
 from services.runner.resumer import DURABLE as RESUME
-from shared.admin import AdminRequestError, admin_request
 from shared.clock import now_iso
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import DeliveryContext, ReplyTarget, RunPayload, RunTarget, run_id_for
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.harness.apps_config import APPS as APPS
 from tests.harness.apps_config import ECHO as ECHO
 from tests.harness.apps_config import FAST_RESTART as FAST_RESTART

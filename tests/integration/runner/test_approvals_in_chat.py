@@ -12,8 +12,8 @@ from typing import Any
 from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.chat_approvals import DURABLE as CHAT_APPROVALS
-from shared.admin import admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.harness.runner_stack import RunnerStack
 from tests.harness.tool_calls import echo_counter, operator_call
 from tests.integration.runner.helpers import (

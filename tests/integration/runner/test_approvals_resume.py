@@ -19,7 +19,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from services.runner.resumer import DURABLE as RESUME
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.cli import aurora_command as cli
 from tests.harness.runner_stack import runner_stack
 from tests.harness.stack import Stack

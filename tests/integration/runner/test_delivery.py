@@ -11,8 +11,8 @@ from typing import Any
 from nats.aio.client import Client as NATS
 from nats.js.errors import NotFoundError
 
-from shared.admin import admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     ECHO,

@@ -11,8 +11,8 @@ import uuid
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
-from shared.inline_subscription import subscribe_inline
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.inline_subscription import subscribe_inline
 from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import apply, bind, event, publish_events, settled, task_id_of
 

@@ -12,7 +12,7 @@ from typing import Any
 from nats.aio.client import Client as NATS
 
 from services.runner.resumer import DURABLE as RESUME
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.runner_stack import RunnerStack, asset_chooser
 from tests.harness.tool_calls import operator_call
 from tests.integration.runner.helpers import (

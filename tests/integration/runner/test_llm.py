@@ -9,7 +9,7 @@ from typing import Any
 
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
 from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, settled, task_id_of

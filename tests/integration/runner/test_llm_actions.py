@@ -10,7 +10,7 @@ from typing import Any
 
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
 from tests.harness.runner_stack import RunnerStack
 from tests.harness.tool_calls import operator_call

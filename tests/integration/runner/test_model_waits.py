@@ -11,7 +11,7 @@ from typing import Any
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import free_port
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (

@@ -8,7 +8,7 @@ import uuid
 
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     ECHO,

@@ -11,9 +11,9 @@ from typing import Any
 
 from nats.aio.client import Client as NATS
 
-from shared.admin import AdminRequestError, admin_request
 from shared.contracts.run import ReplyTarget
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.harness.run_records import dispatched
 from tests.harness.runner_stack import RunnerStack
 from tests.harness.tool_calls import crafted_call, operator_call

@@ -18,10 +18,10 @@ from nats.aio.client import Client as NATS
 from services.mcp_gateway.ledger import LedgerEntry, ledger_key
 from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
 from shared.contracts.run import METHOD_AGENT_RUN, RunPayload
+from shared.contracts.subjects import Subjects
 from shared.contracts.task import Task, TaskStep, Transition, encode_task
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
-from shared.streams import call_ledger_bucket, ensure_bucket, tasks_bucket
-from shared.subjects import Subjects
+from shared.jetstream.streams import call_ledger_bucket, ensure_bucket, tasks_bucket
 from tests.harness.runner_stack import RunnerStack
 from tests.harness.tool_calls import LONG_AGO, echo_counter
 from tests.integration.runner.helpers import CHAT, ECHO, apply, record_run, run_parts, sent, settled

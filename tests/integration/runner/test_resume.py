@@ -21,11 +21,11 @@ from services.runner.recovery import waiting_for_approval
 from services.runner.resumer import Resumer
 from services.runner.service import RunnerService
 from services.runner.tasks import TaskStore
-from shared.admin import admin_request
 from shared.contracts.signals import GATEWAY_APP
+from shared.contracts.subjects import Subjects
 from shared.contracts.task import Task, decode_task
-from shared.streams import tasks_bucket
-from shared.subjects import Subjects
+from shared.jetstream.streams import tasks_bucket
+from shared.nats.admin_service import admin_request
 from tests.harness.runner_stack import RunnerStack
 from tests.harness.tool_calls import echo_counter
 from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, quiet, settled, task_id_of

@@ -18,9 +18,9 @@ from nats.aio.client import Client as NATS
 from nats.js.errors import KeyNotFoundError
 
 from services.runner.config import RunnerConfig
+from shared.contracts.subjects import Subjects
 from shared.contracts.task import decode_task
-from shared.streams import tasks_bucket
-from shared.subjects import Subjects
+from shared.jetstream.streams import tasks_bucket
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness.cli import aurora_command as cli
 from tests.harness.processes import ServiceProcess

@@ -12,10 +12,10 @@ from nats.aio.client import Client as NATS
 
 from shared.contracts.envelope import Envelope, Header, Source
 from shared.contracts.run import METHOD_AGENT_RUN
+from shared.contracts.subjects import Subjects
 from shared.contracts.task import Task, Transition, encode_task
-from shared.deadletter import REASON, STAGE
-from shared.streams import tasks_bucket
-from shared.subjects import Subjects
+from shared.jetstream.deadletter import REASON, STAGE
+from shared.jetstream.streams import tasks_bucket
 from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     ECHO,

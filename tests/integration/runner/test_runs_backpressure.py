@@ -12,8 +12,8 @@ from nats.js.api import AckPolicy, ConsumerInfo
 
 from services.runner.config import RunnerConfig, load_runner_settings
 from services.runner.stores import runs_consumer
-from shared.streams import runs_stream
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import runs_stream
 from tests.harness.processes import ServiceProcess
 from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import RUNNER_ENV

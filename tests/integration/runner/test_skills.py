@@ -14,8 +14,8 @@ import pytest
 import yaml
 from nats.aio.client import Client as NATS
 
-from shared.admin import AdminRequestError, admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.fakes.openai_server import Conversation, Turn
 from tests.harness.cli import aurora_command as cli
 from tests.harness.runner_stack import RunnerStack

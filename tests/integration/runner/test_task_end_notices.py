@@ -15,13 +15,13 @@ import msgspec
 from nats.aio.client import Client as NATS
 
 from services.runner.toolclient import call_id_for
-from shared.admin import admin_request
 from shared.contracts.envelope import Envelope, Header, Source
 from shared.contracts.run import METHOD_AGENT_RUN
+from shared.contracts.subjects import Subjects
 from shared.contracts.task import Task, TaskStep, Transition, decode_task, encode_task
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
-from shared.streams import tasks_bucket
-from shared.subjects import Subjects
+from shared.jetstream.streams import tasks_bucket
+from shared.nats.admin_service import admin_request
 from tests.harness.tool_calls import LONG_AGO, echo_counter, operator_call
 from tests.integration.runner.helpers import (
     CHAT,

@@ -13,9 +13,9 @@ from nats.aio.client import Client as NATS
 
 from services.runner.statemachine import new_task, transition
 from services.runner.task_events import TaskEvents
-from shared.acked_publish import AckedPublisher
-from shared.streams import ensure_streams, fabric_streams
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import ensure_streams, fabric_streams
+from shared.nats.acked_publish import AckedPublisher
 from tests.unit.runner.factories import NOW, a_run, an_event
 
 

@@ -21,8 +21,8 @@ import pytest
 import yaml
 from nats.aio.client import Client as NATS
 
-from shared.admin import admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.harness.runner_stack import RunnerStack
 from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply
 from tests.integration.runner.helpers import (

@@ -17,9 +17,9 @@ from nats.aio.client import Client as NATS
 from services.runner import statemachine
 from services.runner.errors import LostOwnership
 from services.runner.tasks import TaskHandle, TaskStore
+from shared.contracts.subjects import Subjects
 from shared.contracts.task import Task, TaskStep, decode_task
-from shared.streams import ensure_bucket, tasks_bucket
-from shared.subjects import Subjects
+from shared.jetstream.streams import ensure_bucket, tasks_bucket
 from tests.unit.runner.factories import NOW, a_run, an_event
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from nats.aio.client import Client as NATS
 
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 from tests.harness.cli import aurora_command as cli
 from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (

@@ -14,9 +14,9 @@ from nats.aio.client import Client as NATS
 from aurora_cli.commands.events import build_native_event
 from shared.clock import now_iso
 from shared.contracts.signals import NativeEventSignal
-from shared.signal_publisher import publish_signal
-from shared.subjects import Subjects
-from shared.telemetry import root_trace
+from shared.contracts.subjects import Subjects
+from shared.nats.signal_publisher import publish_signal
+from shared.observability.trace_context import root_trace
 from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import (
     ECHO,

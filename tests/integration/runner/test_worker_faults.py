@@ -14,8 +14,8 @@ from nats.js.errors import ServiceUnavailableError
 
 from services.runner.config import RunnerConfig
 from services.runner.worker import Worker
-from shared.streams import ensure_stream, runs_stream
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import ensure_stream, runs_stream
 from tests.harness.waiting import poll
 
 

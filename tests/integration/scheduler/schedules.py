@@ -13,9 +13,9 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import ConsumerInfo
 
 from services.scheduler.service import DURABLE
-from shared.admin import admin_request
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from shared.schedule_times import parse_iso
-from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess
 from tests.harness.waiting import NOT_SERVING_YET, poll
 

@@ -21,10 +21,16 @@ from services.scheduler.config import SchedulerSettings
 from services.scheduler.service import DURABLE, decode_schedule, tick_consumer
 from services.scheduler.ticks import TickHandler
 from services.scheduler.timers import Timers, decode_tick
-from shared.consumer import ACK
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import (
+    ensure_bucket,
+    ensure_streams,
+    fabric_streams,
+    schedule_timers_stream,
+    schedules_bucket,
+)
+from shared.nats.consume_loop import ACK
 from shared.schedule_times import Cadence, iso
-from shared.streams import ensure_bucket, ensure_streams, fabric_streams, schedule_timers_stream, schedules_bucket
-from shared.subjects import Subjects
 from tests.harness.processes import ServiceProcess
 from tests.harness.waiting import poll
 from tests.integration.scheduler.schedules import (

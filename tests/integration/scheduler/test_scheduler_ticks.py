@@ -8,9 +8,9 @@ import time
 import pytest
 from nats.aio.client import Client as NATS
 
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import ensure_streams, fabric_streams
 from shared.schedule_times import iso, parse_iso
-from shared.streams import ensure_streams, fabric_streams
-from shared.subjects import Subjects
 from tests.harness.waiting import poll
 from tests.integration.scheduler.schedules import (
     Spawn,
@@ -99,7 +99,7 @@ async def test_pause_stops_the_ticks_trigger_now_still_fires_and_resume_starts_a
 @pytest.mark.usefixtures("bridge")
 async def test_unknown_schedules_and_bad_documents_get_clear_errors(nc: NATS, subjects: Subjects,
                                                                     spawn: Spawn) -> None:
-    from shared.admin import AdminRequestError, admin_request
+    from shared.nats.admin_service import AdminRequestError, admin_request
 
     start_scheduler(spawn, "scheduler-1")
     await admin(nc, subjects, "list", {})

@@ -23,7 +23,7 @@ from services.runner.resumer import resume_consumer
 from services.runner.stores import runs_consumer
 from services.scheduler.config import SchedulerSettings
 from services.scheduler.service import tick_consumer
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 
 SUBJECTS = Subjects("amp")
 IDENTITIES = ("event-bridge", "app-supervisor", "mcp-gateway", "router", "runner", "scheduler", "mcp-edge",
@@ -103,7 +103,7 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
     # Attack 3 (docs/security.md, "No delivery onto request subjects"): nats-server does not check a
     # push consumer's deliver subject, so where an identity must watch a bucket it writes, it can
     # point a consumer there at a request subject; every endpoint refuses what such a one delivers
-    # (shared/request_guard.py, test_stream_deliveries.py). Elsewhere the permission refuses it.
+    # (shared/nats/request_guard.py, test_stream_deliveries.py). Elsewhere the permission refuses it.
     "push_written": ("point a push consumer, on a stream whose messages it writes, at a request subject "
                      "(`amp.model.sample`); allowed ones are refused by the endpoint",
                      _row(R, R, A, A, R, A, R, A, N)),
@@ -121,7 +121,7 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
                   _row(R, R, R, R, R, R, R, A, R)),
     "dlq_replay": ("replay a dead letter to an app's event or signal subject, or a run's",
                    _row(N, N, N, N, N, N, N, A, R)),
-    # A request a service refused is audited by that service (shared/refusal_audit.py), on its own
+    # A request a service refused is audited by that service (shared/nats/refusal_audit.py), on its own
     # subject; a tool call's record (what `tool.*` events and the runners' recovery read) is the gateway's.
     "audit_refusal": ("audit a request it refused, on its own `amp.audit.refused.<user>`",
                       _row(A, A, A, A, A, A, A, N, N)),

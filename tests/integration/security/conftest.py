@@ -19,7 +19,7 @@ from nats.errors import NoRespondersError
 from aurora_cli.devstack import AUTH_CONFIG, NATS_USERS, Credentials
 from aurora_cli.localnats import LocalNats
 from aurora_cli.people import PeopleStore, write_auth_config
-from shared.settings import inbox_prefix_for
+from shared.config.settings import inbox_prefix_for
 from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
 from tests.integration.runner.helpers import ECHO, PYTHON, RUNNER_ENV, stdio, write_apps
 

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 
-from shared.admin import AdminRequestError, admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.harness.cli_here import run_cli_here
 from tests.harness.people_stack import PeopleStack, people_stack
 from tests.harness.processes import REPO

@@ -21,13 +21,13 @@ import pytest
 from nats.js.errors import KeyNotFoundError, NotFoundError
 
 from aurora_cli.devstack import NATS_USERS
-from shared.admin import admin_request
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
 from shared.contracts.run import run_id_for
+from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import METHOD_CALL, ToolCallEnvelope, ToolCallResult, decode_result
-from shared.streams import audit_stream, run_records_bucket
-from shared.subjects import Subjects
+from shared.jetstream.streams import audit_stream, run_records_bucket
+from shared.nats.admin_service import admin_request
 from tests.harness.processes import ServiceProcess, service_env, stop_services
 from tests.integration.runner.helpers import CHAT, ECHO, event, poll, sent, stack_apps, write_apps
 from tests.integration.security.conftest import SecureNats, Session, open_session, start_secure_nats

@@ -9,7 +9,7 @@ from nats.aio.msg import Msg
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
-from shared import write_through
+from shared.nats import write_through
 from tests.integration.security.conftest import Connect
 
 REFUSED = (NatsTimeoutError, TimeoutError, NoRespondersError)

@@ -23,13 +23,13 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from aurora_cli.commands.events import build_native_event
 from aurora_cli.devstack import Credentials
-from shared import write_through
-from shared.admin import AdminRequestError, admin_request
 from shared.clock import now_iso
 from shared.contracts.run import run_id_for
 from shared.contracts.signals import NativeEventSignal
-from shared.signal_publisher import new_signal_id, publish_signal
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats import write_through
+from shared.nats.admin_service import AdminRequestError, admin_request
+from shared.nats.signal_publisher import new_signal_id, publish_signal
 from tests.harness.people_stack import people_stack
 from tests.harness.processes import REPO
 from tests.integration.runner.helpers import ECHO, PYTHON, RUNNER_ENV, poll, stdio, write_apps

@@ -16,8 +16,9 @@ from aurora_cli.console.platform import read_apps_by_subject
 from aurora_cli.people import PRIVATE_STREAMS
 from services.mcp_edge.service import sessions_bucket as edge_sessions_bucket
 from services.mcp_edge.service import tokens_bucket as edge_tokens_bucket
-from shared.settings import NatsSettings, inbox_prefix_for
-from shared.streams import (
+from shared.config.settings import NatsSettings, inbox_prefix_for
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import (
     approvals_bucket,
     apps_bucket,
     audit_stream,
@@ -27,7 +28,6 @@ from shared.streams import (
     fabric_streams,
     tasks_bucket,
 )
-from shared.subjects import Subjects
 from tests.integration.security.conftest import SecureNats, Session, open_session, start_secure_nats
 
 SUBJECTS = Subjects("amp")

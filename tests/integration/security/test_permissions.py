@@ -21,18 +21,14 @@ from services.runner.config import RunnerConfig
 from services.runner.history import StreamHistory
 from services.runner.stores import ensure_runs_consumer, open_stores
 from services.runner.tasks import TaskStore
-from shared import write_through
-from shared.admin import start_admin_service
 from shared.clock import now_iso
-from shared.consumers import ephemeral_name
 from shared.contracts.audit import AuditRecord
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import ObjectRef, RunPayload, RunTarget
 from shared.contracts.signals import RUNNER_APP, NativeEventSignal, PlatformEventSignal
-from shared.kvmirror import KvMirror, read_all
-from shared.run_events import run_event
-from shared.signal_publisher import new_signal_id, publish_signal
-from shared.streams import (
+from shared.contracts.subjects import Subjects
+from shared.jetstream.run_events import run_event
+from shared.jetstream.streams import (
     StreamPlan,
     agents_bucket,
     approvals_bucket,
@@ -47,7 +43,11 @@ from shared.streams import (
     tasks_bucket,
     tools_bucket,
 )
-from shared.subjects import Subjects
+from shared.nats import write_through
+from shared.nats.admin_service import start_admin_service
+from shared.nats.consumers import ephemeral_name
+from shared.nats.kvmirror import KvMirror, read_all
+from shared.nats.signal_publisher import new_signal_id, publish_signal
 from tests.harness.waiting import poll
 from tests.integration.security.conftest import Connect, Session, request_until_answered
 

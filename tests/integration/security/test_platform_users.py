@@ -11,11 +11,11 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import ConsumerConfig
 
-from shared import write_through
-from shared.bus import NOT_WRITTEN_HEADER, unheard_token
-from shared.deadletter import dead_letter
-from shared.streams import ensure_streams, fabric_streams
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.deadletter import dead_letter
+from shared.jetstream.streams import ensure_streams, fabric_streams
+from shared.nats import write_through
+from shared.nats.bus import NOT_WRITTEN_HEADER, unheard_token
 from tests.integration.security.conftest import Connect, SecureNats, request_until_answered
 
 SUBJECTS = Subjects("amp")

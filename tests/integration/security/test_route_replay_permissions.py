@@ -15,8 +15,8 @@ import msgspec
 import pytest
 
 from shared.contracts.people import User
-from shared.streams import ensure_bucket, users_bucket
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import ensure_bucket, users_bucket
 from tests.harness.cli_here import run_cli_here
 from tests.harness.processes import ServiceProcess, service_env
 from tests.integration.security.conftest import SecureNats, open_session, start_secure_nats

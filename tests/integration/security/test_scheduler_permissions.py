@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from shared.admin import admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.harness.processes import ServiceProcess, service_env
 from tests.harness.waiting import NOT_SERVING_YET, poll
 from tests.integration.scheduler.schedules import EVENTS_SUBJECT, FAST

@@ -15,12 +15,11 @@ import pytest
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from aurora_cli.commands.events import build_native_event
-from shared import write_through
-from shared.admin import AdminRequestError, admin_request
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
 from shared.contracts.run import run_id_for
 from shared.contracts.signals import NativeEventSignal
+from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import (
     METHOD_CALL,
     ToolCallContext,
@@ -28,8 +27,9 @@ from shared.contracts.toolcall import (
     ToolCallRequest,
     decode_result,
 )
-from shared.signal_publisher import new_signal_id, publish_signal
-from shared.subjects import Subjects
+from shared.nats import write_through
+from shared.nats.admin_service import AdminRequestError, admin_request
+from shared.nats.signal_publisher import new_signal_id, publish_signal
 from tests.harness.cli import AURORA
 from tests.harness.processes import REPO
 from tests.harness.run_records import dispatched, run_context

@@ -12,8 +12,8 @@ from nats.errors import TimeoutError as NatsTimeoutError
 
 from shared.contracts.resource import canonical_json
 from shared.contracts.skill import Skill
-from shared.streams import ensure_bucket, skills_bucket
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import ensure_bucket, skills_bucket
 from tests.integration.security.conftest import Connect
 
 SUBJECTS = Subjects("amp")

@@ -5,8 +5,8 @@ so stored bytes can be delivered onto any subject a service listens on. Every se
 as its own user; every endpoint the services announce (`$SRV.INFO`) and every plain subscription
 that serves or acts gets a stored message delivered by a push consumer, and each must refuse it:
 the service's log line naming the delivering consumer is the sign that the delivery reached it
-and was refused (shared/request_guard.py), never a silence; and the service that refused it
-audits the refusal on its own `amp.audit.refused.<user>` (shared/refusal_audit.py), naming the
+and was refused (shared/nats/request_guard.py), never a silence; and the service that refused it
+audits the refusal on its own `amp.audit.refused.<user>` (shared/nats/refusal_audit.py), naming the
 delivery and the endpoint. Then the attack itself, with the scheduler's, router's
 and mcp-edge's credentials.
 
@@ -33,11 +33,11 @@ from services.mcp_edge.asks import ClientAsks
 from services.mcp_edge.gate import Caller
 from services.mcp_edge.service import tokens_bucket as edge_tokens_bucket
 from services.runner.sampling import QUEUE as SAMPLING_QUEUE
-from shared.appconfig import load_apps_config
+from shared.config.appconfig import load_apps_config
 from shared.contracts import sampling
-from shared.refusal_audit import ERROR_CODE, audit_refusals
-from shared.streams import audit_stream, bindings_bucket, ensure_bucket, ensure_streams, schedules_bucket
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import audit_stream, bindings_bucket, ensure_bucket, ensure_streams, schedules_bucket
+from shared.nats.refusal_audit import ERROR_CODE, audit_refusals
 from tests.harness.waiting import poll
 from tests.integration.security.conftest import Connect, SecureNats, Session, Stack, start_stack
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from services.app_supervisor.backoff import GiveUp, Restart, RestartTracker
-from shared.appconfig import RestartPolicy
+from shared.config.appconfig import RestartPolicy
 from tests.harness.clock import ManualClock as FakeClock
 
 

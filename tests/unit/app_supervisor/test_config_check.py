@@ -16,7 +16,7 @@ from services.app_supervisor.config_check import (
     launch_specs,
     resolve_program,
 )
-from shared.appconfig import AppsConfig, parse_apps_config
+from shared.config.appconfig import AppsConfig, parse_apps_config
 from shared.errors import ConfigError
 
 

@@ -12,7 +12,7 @@ import pytest
 from services.app_supervisor.backoff import RestartTracker
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.keeper import AppKeeper, RestartRefused, describe_exit
-from shared.appconfig import RestartPolicy
+from shared.config.appconfig import RestartPolicy
 from shared.contracts.health import ProcessHealth
 from shared.contracts.mcp_relay import ProcessEvent
 from shared.contracts.signals import LifecycleState

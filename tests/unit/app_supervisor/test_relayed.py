@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from services.app_supervisor.relay.relayed import MAX_SESSIONS, Copy, RelayedCalls
-from shared.bus import RESEND_WINDOW
+from shared.nats.bus import RESEND_WINDOW
 from tests.harness.clock import ManualClock as Clock
 
 SESSION = "_INBOX_mcp-gateway.abc123"

@@ -21,7 +21,7 @@ from aurora_cli.creds import (
     read_server_env,
 )
 from aurora_cli.main import app
-from shared.envfile import parse_env_text
+from shared.config.envfile import parse_env_text
 
 FAST = 4  # the lowest bcrypt cost: these tests check the files, not the hash's strength
 

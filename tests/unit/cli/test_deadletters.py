@@ -8,7 +8,7 @@ import pytest
 
 from aurora_cli.deadletters import DeadLetter, Filter, parse_duration, read_dead_letter, replay_headers, replay_target
 from aurora_cli.output import CliError
-from shared import deadletter as dl
+from shared.jetstream import deadletter as dl
 
 NOW = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
 

@@ -18,8 +18,8 @@ from aurora_cli.commands.events import (
 from aurora_cli.localnats import free_port
 from aurora_cli.main import app
 from aurora_cli.output import EXIT_USAGE, CliError
+from shared.contracts.subjects import Subjects
 from shared.contracts.validation import validate_native_event
-from shared.subjects import Subjects
 
 AMP = Subjects("amp")
 

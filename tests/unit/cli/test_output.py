@@ -11,7 +11,7 @@ from rich.console import Console
 
 from aurora_cli.localnats import free_port
 from aurora_cli.output import CliError, connected, fail, json_line, print_json, run, table
-from shared.settings import NatsSettings
+from shared.config.settings import NatsSettings
 
 
 def test_print_json_writes_exactly_one_json_line_keeping_unicode(capsys: pytest.CaptureFixture[str]) -> None:

@@ -19,10 +19,10 @@ from aurora_cli.commands.tools import definition_lines, refusal_reasons, type_of
 from aurora_cli.localnats import free_port
 from aurora_cli.main import app
 from aurora_cli.output import CliError
+from shared.config.settings import load_settings
 from shared.contracts.approval import Approval
 from shared.contracts.audit import AuditRecord
 from shared.contracts.tooldef import HttpExecution, HttpParam, McpExecution, ReviewNote, ToolDefinition
-from shared.settings import load_settings
 
 runner = CliRunner()
 

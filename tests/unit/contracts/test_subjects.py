@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from shared.contracts.subjects import Subjects, app_token, check_unique_tokens
 from shared.errors import SubjectError
-from shared.subjects import Subjects, app_token, check_unique_tokens
 from tests.unit.contracts.strategies import app_ids
 
 

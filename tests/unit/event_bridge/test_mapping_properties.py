@@ -8,9 +8,9 @@ from hypothesis import given, settings
 
 from services.event_bridge.mapping import Rejected, map_signal
 from shared.contracts.signals import Signal, decode_signal, encode_signal
+from shared.contracts.subjects import app_token
 from shared.contracts.validation import validate_event
 from shared.errors import SubjectError
-from shared.subjects import app_token
 from tests.unit.event_bridge.signals import any_signals
 
 

@@ -52,7 +52,7 @@ def test_each_platform_service_publishes_only_its_own_namespaces() -> None:
 
 def test_an_event_continues_its_signals_trace_or_starts_one_of_its_own() -> None:
     from services.event_bridge.mapping import with_trace
-    from shared.telemetry import root_trace
+    from shared.observability.trace_context import root_trace
 
     event = map_signal(PlatformEventSignal(**BASE, app="aurora.gateway", type="approval.requested"),
                        subject_app_token="aurora_gateway")

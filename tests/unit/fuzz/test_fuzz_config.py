@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from services.app_supervisor.config_check import launch_specs
-from shared.appconfig import AppsConfig, load_apps_config, parse_apps_config
+from shared.config.appconfig import AppsConfig, load_apps_config, parse_apps_config
 from shared.errors import ConfigError
 from tests.unit.fuzz.strategies import (
     FUZZ,

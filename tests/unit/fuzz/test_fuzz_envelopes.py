@@ -21,10 +21,10 @@ from services.router.events import decode_event
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import RunEnvelope, decode_run
 from shared.contracts.signals import Signal, decode_signal, encode_signal
+from shared.contracts.subjects import app_token
 from shared.contracts.toolcall import ToolCallEnvelope, decode_request, encode
 from shared.contracts.validation import validate_event, validate_native_event
 from shared.errors import EnvelopeError, SubjectError
-from shared.subjects import app_token
 from tests.unit.contracts.strategies import envelopes
 from tests.unit.fuzz.strategies import FUZZ, Mutation, any_json, documents, every_change, mutated, native_events
 

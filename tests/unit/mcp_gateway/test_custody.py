@@ -10,7 +10,7 @@ from services.mcp_gateway.custody import CustodyRefusal, pipeline_agents, resolv
 from shared.contracts.envelope import Actor
 from shared.contracts.run import ReplyTarget, RunRecord, RunTarget
 from shared.contracts.toolcall import ToolActor, ToolCallContext
-from shared.run_records import is_record_key
+from shared.jetstream.run_records import is_record_key
 
 FORGED = {"reply_target": {"app": "chat", "session_id": "victim"}, "source_app": "chat"}
 

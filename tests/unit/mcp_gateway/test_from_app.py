@@ -17,7 +17,7 @@ from nats.aio.msg import Msg
 from services.mcp_gateway.transports import nats_stdio
 from services.mcp_gateway.transports.direct import DirectCalls, NotDelivered
 from services.mcp_gateway.transports.nats_stdio import _FromApp, relaying_streak
-from shared.bus import NOT_WRITTEN_HEADER
+from shared.nats.bus import NOT_WRITTEN_HEADER
 
 
 async def _nothing(_: bytes, __: str | None, ___: float | None) -> None:

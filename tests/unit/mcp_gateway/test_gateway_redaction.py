@@ -7,7 +7,7 @@ from typing import Any
 
 from services.mcp_gateway.http.secrets import DeclaredSecrets
 from services.mcp_gateway.redaction import GatewayRedaction
-from shared.appconfig import parse_apps_config
+from shared.config.appconfig import parse_apps_config
 from shared.contracts.system import AuthHeader, System
 from shared.contracts.tooldef import ToolDefinition
 from shared.redaction import MARKER, Redactor

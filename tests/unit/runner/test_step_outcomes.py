@@ -9,9 +9,9 @@ from services.runner.config import RunnerConfig, load_runner_settings
 from services.runner.drivers.base import GOOD, describe_failure, settle
 from services.runner.errors import AwaitApproval, AwaitRetry, Unverified
 from services.runner.stores import runs_consumer
+from shared.contracts.subjects import Subjects
 from shared.contracts.task import StepError
 from shared.errors import ConfigError
-from shared.subjects import Subjects
 from tests.unit.runner.factories import a_step
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from shared.config.settings import load_settings
 from shared.readiness import READY_FILE, ReadyWhenStarted, mark_not_ready, mark_ready
-from shared.settings import load_settings
 
 
 class Service:

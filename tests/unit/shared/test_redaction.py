@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from shared.contracts.approval import Approval, canonical_args_hash, decision_signal_id, public_view
-from shared.logs import JsonFormatter, configure_logging, get_logger
+from shared.observability.logs import JsonFormatter, configure_logging, get_logger
 from shared.redaction import MARKER, Redactor, is_secret_name, secret_paths
 
 SCHEMA = {

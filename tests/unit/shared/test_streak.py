@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from shared.logs import get_logger
+from shared.observability.logs import get_logger
 from shared.streak import FailureStreak
 from tests.harness.clock import ManualClock
 

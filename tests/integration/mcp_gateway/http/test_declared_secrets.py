@@ -20,11 +20,11 @@ import yaml
 from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.pool.registry import ToolPool
-from shared.admin import AdminRequestError, admin_request
+from shared.contracts.subjects import Subjects
 from shared.contracts.system import AuthHeader, System
 from shared.contracts.tooldef import HttpExecution, ToolDefinition
-from shared.streams import audit_stream
-from shared.subjects import Subjects
+from shared.jetstream.streams import audit_stream
+from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.harness.cli_here import run_cli_here
 from tests.harness.processes import ServiceProcess, logged
 from tests.harness.waiting import poll

@@ -17,12 +17,12 @@ from nats.aio.client import Client as NATS
 from nats.js.api import RawStreamMsg
 from nats.js.errors import NotFoundError
 
-from shared.admin import admin_request
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
+from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
-from shared.streams import audit_stream
-from shared.subjects import Subjects
+from shared.jetstream.streams import audit_stream
+from shared.nats.admin_service import admin_request
 from tests.harness.run_records import dispatched, run_context
 from tests.harness.waiting import NOT_SERVING_YET, poll
 

@@ -10,10 +10,10 @@ from services.mcp_gateway.admin.agents import agent_endpoints
 from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
-from shared.appconfig import AppsConfig
+from shared.config.appconfig import AppsConfig
 from shared.contracts.agent import Agent
 from shared.contracts.resource import canonical_json
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
 
 
 async def test_an_agent_the_mirror_has_not_seen_yet_is_read_from_the_bucket(nc: NATS, subjects: Subjects) -> None:

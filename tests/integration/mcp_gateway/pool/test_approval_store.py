@@ -10,9 +10,9 @@ from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
 from shared.contracts.approval import Approval
+from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import ToolCallContext
-from shared.streams import approvals_bucket, ensure_bucket
-from shared.subjects import Subjects
+from shared.jetstream.streams import approvals_bucket, ensure_bucket
 
 TTL = 0.6
 TOOL = "orders.createOrder"

@@ -13,11 +13,11 @@ import msgspec
 import pytest
 from nats.aio.msg import Msg
 
-from shared import write_through
-from shared.admin import AdminRequestError
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
 from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
+from shared.nats import write_through
+from shared.nats.admin_service import AdminRequestError
 from tests.harness.run_records import dispatched, run_context
 from tests.harness.waiting import poll
 from tests.integration.mcp_gateway.pool.helpers import AGENT, Pool, audit_records

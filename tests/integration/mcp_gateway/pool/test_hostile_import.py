@@ -14,8 +14,8 @@ import pytest
 import yaml
 from nats.aio.client import Client as NATS
 
-from shared.admin import AdminRequestError, admin_request
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.integration.mcp_gateway.pool.helpers import REPO, Pool
 
 FIXTURES = REPO / "tests" / "fixtures" / "openapi"

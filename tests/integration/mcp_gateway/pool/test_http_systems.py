@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NATS
 
-from shared.admin import AdminRequestError
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import AdminRequestError
 from tests.harness.waiting import poll
 from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply
 from tests.integration.mcp_gateway.pool.helpers import Pool, gateway_with_orders

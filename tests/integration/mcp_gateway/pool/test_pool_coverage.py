@@ -19,8 +19,8 @@ from nats.aio.client import Client as NATS
 
 from shared.contracts.agent import Agent
 from shared.contracts.resource import canonical_json
-from shared.streams import agents_bucket, ensure_bucket
-from shared.subjects import Subjects
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import agents_bucket, ensure_bucket
 from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply
 from tests.integration.mcp_gateway.pool.helpers import (
     Pool,

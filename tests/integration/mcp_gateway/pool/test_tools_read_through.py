@@ -7,8 +7,8 @@ from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.pool.registry import ToolPool
 from shared.contracts.resource import canonical_json
+from shared.contracts.subjects import Subjects
 from shared.contracts.tooldef import McpExecution, ToolDefinition
-from shared.subjects import Subjects
 
 
 async def _api_requests(nc: NATS) -> int:

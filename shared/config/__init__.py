@@ -1,0 +1,1 @@
+"""Settings a service reads once at start-up: the environment, env files, and `apps/config.yml`."""

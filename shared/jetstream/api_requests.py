@@ -1,0 +1,77 @@
+"""JetStream API requests asked with patience: a busy server (a loaded machine, a cluster still
+electing) may answer only after the client's timeout, and a forming cluster may have too few
+JetStream peers to place what is created yet; a service should not exit for either."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+from nats.errors import TimeoutError as NatsTimeout
+from nats.js.errors import APIError
+
+from shared.errors import StreamConfigConflict
+from shared.observability.logs import get_logger
+
+# What JetStream answers when it cannot place every replica: "insufficient resources" (a
+# cluster with fewer servers) or "replicas > 1 not supported in non-clustered mode".
+_TOO_FEW_SERVERS = (10023, 10074)
+# "no suitable peers for placement": a cluster with too few servers, or one still forming, whose
+# meta leader is elected before every node has joined as a JetStream peer. It is asked again
+# for up to this long, so a service started with its cluster waits rather than exits.
+_NO_PEERS = 10005
+PLACEMENT_WAIT = 30.0
+T = TypeVar("T")
+log = get_logger("aurora.streams")  # one logger for all JetStream set-up
+
+
+def _too_few_servers(name: str, replicas: int, exc: APIError) -> StreamConfigConflict:
+    return StreamConfigConflict(
+        f"{name} cannot be created with {replicas} replicas: the NATS cluster has fewer JetStream "
+        f"servers up than that ({exc.description}); lower AURORA_STREAM_REPLICAS or add or start servers")
+
+
+# Asking again is safe (reading a stream, or creating one with the same configuration, is
+# idempotent), and a server busy at start-up (a loaded machine, a cluster still electing) may
+# answer a JetStream API request only after the client's timeout: a service should not exit then.
+_API_TRIES = 3
+
+
+async def patiently(call: Callable[[], Awaitable[T]]) -> T:
+    """`call()`, asked again when it times out (for idempotent JetStream API requests only)."""
+    for attempt in range(1, _API_TRIES + 1):
+        try:
+            return await call()
+        except NatsTimeout:
+            if attempt == _API_TRIES:
+                raise
+            # Routine while a cluster elects a leader; the last try's timeout reaches the caller.
+            log.info("a JetStream API request got no answer in time; asking again", attempt=attempt,
+                     tries=_API_TRIES)
+            await asyncio.sleep(0.5 * attempt)
+    raise AssertionError("unreachable")
+
+
+async def creating(call: Callable[[], Awaitable[T]], what: str, replicas: int, *,
+                   wait: float | None = None) -> T:
+    """`call()` creating `what` with `replicas`, asked again while the cluster has too few JetStream
+    peers to place it, for up to `wait` seconds (PLACEMENT_WAIT); then a clear error."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + (PLACEMENT_WAIT if wait is None else wait)
+    attempt = 0
+    while True:
+        try:
+            return await patiently(call)
+        except APIError as exc:
+            if exc.err_code in _TOO_FEW_SERVERS:
+                raise _too_few_servers(what, replicas, exc) from exc
+            if exc.err_code != _NO_PEERS:
+                raise
+            if loop.time() >= deadline:
+                raise _too_few_servers(what, replicas, exc) from exc
+            attempt += 1
+            if attempt == 1 or attempt % 10 == 0:
+                log.warning("JetStream has too few peers to place it yet (a cluster still forming?); "
+                            "asking again", what=what, replicas=replicas)
+            await asyncio.sleep(min(0.2 * attempt, 1.0))

@@ -1,0 +1,1 @@
+"""What a service says of itself: structured logs, trace context and spans, metrics, memory."""
