@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 
-from services.mcp_gateway.http.limits import OpenApiLimits
-from services.mcp_gateway.http.secrets import DeclaredSecrets
+from services.mcp_gateway.systems.limits import OpenApiLimits
+from services.mcp_gateway.systems.secrets import DeclaredSecrets
 from shared.config.appconfig import AppsConfig, load_apps_config, referenced_env
 from shared.config.settings import read_float
 from shared.jetstream.streams import CALL_LEDGER_TTL

@@ -17,33 +17,33 @@ from nats.aio.client import Client as NATS
 from nats.micro import add_service
 
 from services.mcp_gateway.admin import admin_endpoints
+from services.mcp_gateway.approvals.deciders import Governance
+from services.mcp_gateway.approvals.in_chat import ChatAnswers
+from services.mcp_gateway.approvals.store import ApprovalStore
+from services.mcp_gateway.calls.custody import Custody
+from services.mcp_gateway.calls.in_flight import CallsInFlight
+from services.mcp_gateway.calls.ledger import CallLedger
 from services.mcp_gateway.calls.pipeline import CallPipeline
-from services.mcp_gateway.calls_in_flight import CallsInFlight
-from services.mcp_gateway.catalog import ToolCatalog
-from services.mcp_gateway.chat_approvals import ChatAnswers
+from services.mcp_gateway.calls.redaction import GatewayRedaction
+from services.mcp_gateway.calls.serving import CallServer, InFlight, sweep_expired_approvals
 from services.mcp_gateway.config import GatewaySettings
-from services.mcp_gateway.custody import Custody
-from services.mcp_gateway.edge_relay import EdgeRelay
-from services.mcp_gateway.elicit_answers import ElicitAnswers
-from services.mcp_gateway.elicitation import Elicitation
-from services.mcp_gateway.gateway import Gateway
-from services.mcp_gateway.governance import Governance
-from services.mcp_gateway.http.openapi_job import OpenApiImporter
-from services.mcp_gateway.http_systems import HttpSystems
-from services.mcp_gateway.ledger import CallLedger
-from services.mcp_gateway.outbox import Outbox
-from services.mcp_gateway.platform_events import PlatformEvents
-from services.mcp_gateway.pool.approvals import ApprovalStore
 from services.mcp_gateway.pool.audit import AuditItem, audit_publisher, audit_sender_now
 from services.mcp_gateway.pool.executable import Executability
+from services.mcp_gateway.pool.live_catalog import ToolCatalog
 from services.mcp_gateway.pool.registry import ToolPool
-from services.mcp_gateway.redaction import GatewayRedaction
-from services.mcp_gateway.reporting import Reporting
-from services.mcp_gateway.sampling import Sampling
-from services.mcp_gateway.server_requests import ServerRequests
-from services.mcp_gateway.serving import CallServer, InFlight, sweep_expired_approvals
+from services.mcp_gateway.reporting.outbox import Outbox
+from services.mcp_gateway.reporting.platform_events import PlatformEvents
+from services.mcp_gateway.reporting.reports import Reporting
+from services.mcp_gateway.server_requests.callbacks import ServerRequests
+from services.mcp_gateway.server_requests.edge_relay import EdgeRelay
+from services.mcp_gateway.server_requests.elicit_answers import ElicitAnswers
+from services.mcp_gateway.server_requests.elicitation import Elicitation
+from services.mcp_gateway.server_requests.sampling import Sampling
+from services.mcp_gateway.sessions.apps import AppSessions
 from services.mcp_gateway.sessions.listener import SessionsListener
-from services.mcp_gateway.status import StatusViews
+from services.mcp_gateway.sessions.status import StatusViews
+from services.mcp_gateway.systems.openapi_job import OpenApiImporter
+from services.mcp_gateway.systems.runtime import HttpSystems
 from shared.contracts.approval import Approval
 from shared.contracts.signals import SignalBase
 from shared.contracts.subjects import Subjects
@@ -78,7 +78,7 @@ VERSION = "0.1.0"
 log = get_logger("aurora.mcp_gateway")
 
 
-class GatewayService(Lifecycle[Gateway]):
+class GatewayService(Lifecycle[AppSessions]):
     """One gateway: `await start()`, `await run(stop)`, `await stop()` (`shared.lifecycle`).
 
     `pool` and `http_client` may be given (a test passes a pool that fails, a client with its own
@@ -102,7 +102,7 @@ class GatewayService(Lifecycle[Gateway]):
         self._http_client = http_client
 
     @property
-    def gateway(self) -> Gateway:
+    def app_sessions(self) -> AppSessions:
         return self.require_started()
 
     async def run(self, stop: asyncio.Event) -> None:
@@ -110,7 +110,7 @@ class GatewayService(Lifecycle[Gateway]):
         self.require_started()
         await stop.wait()
 
-    async def _start(self, parts: contextlib.AsyncExitStack) -> Gateway:
+    async def _start(self, parts: contextlib.AsyncExitStack) -> AppSessions:
         nc, subjects, settings = self._nc, self._subjects, self._settings
         js = nc.jetstream()
         await ensure_streams(js, [*fabric_streams(subjects), audit_stream(subjects)], plan=self._plan)
@@ -148,7 +148,7 @@ class GatewayService(Lifecycle[Gateway]):
         listener = SessionsListener(nc, subjects, health, signals, pool, catalog)
         calls_in_flight = CallsInFlight()
         server_requests = ServerRequests(calls_in_flight)
-        gateway = Gateway(nc, subjects, settings.apps, listener, server_requests, env=settings.apps_env)
+        gateway = AppSessions(nc, subjects, settings.apps, listener, server_requests, env=settings.apps_env)
         approvals = ApprovalStore(approvals_kv, ttl_seconds=settings.approval_ttl_seconds,
                                   on_expired=events.approval_expired, redact=redaction.arguments)
         metrics.observe_pending_approvals(lambda: approvals.pending)

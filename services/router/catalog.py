@@ -44,7 +44,7 @@ def decode_pipeline(data: bytes) -> PipelineRouting:
     return _pipeline_decoder.decode(data)
 
 
-class Catalog(Lifecycle[None]):
+class RouteCatalog(Lifecycle[None]):
     """What the router routes with: the ranked bindings and the targets they name."""
 
     def __init__(self, bindings: KeyValue, agents: KeyValue, pipelines: KeyValue) -> None:

@@ -26,7 +26,7 @@ from nats.aio.msg import Msg
 from nats.errors import NotJSMessageError
 from nats.js.api import ConsumerConfig
 
-from services.router.catalog import Catalog
+from services.router.catalog import RouteCatalog
 from services.router.dispatch import RunMessage, build_run
 from services.router.events import decode_event
 from services.router.selection import decide
@@ -102,7 +102,7 @@ class _Batch:
 class Router(Lifecycle[None]):
     """Consumes the events stream with a durable pull consumer shared by every router."""
 
-    def __init__(self, nc: NATS, subjects: Subjects, catalog: Catalog, stores: RouterStores,
+    def __init__(self, nc: NATS, subjects: Subjects, catalog: RouteCatalog, stores: RouterStores,
                  config: RouterConfig | None = None,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC),
                  capabilities: Mapping[str, tuple[str, ...]] | None = None) -> None:

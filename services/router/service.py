@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from nats.aio.client import Client as NATS
 
 from services.router.admin import RouterAdmin
-from services.router.catalog import Catalog
+from services.router.catalog import RouteCatalog
 from services.router.config import RouterSettings
 from services.router.replay import Replayer
 from services.router.router import Router, RouterStats
@@ -52,7 +52,7 @@ class RouterService(Lifecycle[Router]):
     async def _start(self, parts: contextlib.AsyncExitStack) -> Router:
         nc, subjects, options = self._nc, self._subjects, self._settings
         stores = await open_stores(nc.jetstream(), subjects, self._plan)
-        catalog = Catalog(stores.bindings, stores.agents, stores.pipelines)
+        catalog = RouteCatalog(stores.bindings, stores.agents, stores.pipelines)
         parts.push_async_callback(catalog.stop)
         await catalog.start()
         # Before the router pulls: an advisory its own deliveries cause must find a listener.

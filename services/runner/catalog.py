@@ -30,7 +30,7 @@ def _decoder(model: type[M]) -> Callable[[bytes], M]:
     return lambda data: parse_resource(model, json.loads(data))
 
 
-class Catalog(Lifecycle[None]):
+class AgentCatalog(Lifecycle[None]):
     def __init__(self, stores: RunnerStores) -> None:
         super().__init__("the runner's catalog")
         self._stores = stores

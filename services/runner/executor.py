@@ -23,7 +23,7 @@ from typing import Literal
 import msgspec
 
 from services.runner import notices, retry, statemachine
-from services.runner.catalog import Catalog
+from services.runner.catalog import AgentCatalog
 from services.runner.config import RunnerConfig
 from services.runner.context import RunContext
 from services.runner.drivers.base import GOOD, AgentDriver, Outcome, settle
@@ -70,7 +70,7 @@ class InvalidRun(AuroraError):
 
 
 class TaskExecutor:
-    def __init__(self, store: TaskStore, catalog: Catalog, drivers: Mapping[str, AgentDriver],
+    def __init__(self, store: TaskStore, catalog: AgentCatalog, drivers: Mapping[str, AgentDriver],
                  steps: ToolSteps, events: EventSource, config: RunnerConfig) -> None:
         self._store = store
         self._catalog = catalog

@@ -15,7 +15,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import Error as NatsError
 
-from services.runner.catalog import Catalog
+from services.runner.catalog import AgentCatalog
 from services.runner.config import ModelDefaults
 from services.runner.llm_client import ChatModel, ModelCall, ModelFailed
 from shared.contracts import sampling as contract
@@ -55,7 +55,7 @@ def messages_of(request: contract.SampleRequest) -> list[dict[str, str]]:
 
 
 class SamplingServer(Lifecycle[None]):
-    def __init__(self, nc: NATS, subjects: Subjects, catalog: Catalog, model: ChatModel, defaults: ModelDefaults,
+    def __init__(self, nc: NATS, subjects: Subjects, catalog: AgentCatalog, model: ChatModel, defaults: ModelDefaults,
                  env: Callable[[str], str | None]) -> None:
         super().__init__("the sampling server")
         self._nc = nc

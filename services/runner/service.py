@@ -16,7 +16,7 @@ from nats.aio.client import Client as NATS
 
 from services.runner.admin import task_endpoints
 from services.runner.audit import JetStreamAudit
-from services.runner.catalog import Catalog
+from services.runner.catalog import AgentCatalog
 from services.runner.config import RunnerConfig
 from services.runner.drivers.base import AgentDriver
 from services.runner.drivers.llm import LlmDriver
@@ -83,7 +83,7 @@ class RunnerService(Lifecycle[_Running]):
         js = nc.jetstream()
         stores = await open_stores(js, subjects, self._plan)
         await ensure_runs_consumer(js, stores, config, subjects)
-        catalog = Catalog(stores)
+        catalog = AgentCatalog(stores)
         parts.push_async_callback(catalog.stop)
         await catalog.start()
         acks = AckedPublisher(nc)
@@ -122,7 +122,7 @@ class RunnerService(Lifecycle[_Running]):
         log.info("ready", instance=config.instance, concurrency=config.concurrency, ack_wait=config.ack_wait)
         return _Running(executor=executor, worker=worker, resumer=resumer)
 
-    def _secrets(self, catalog: Catalog) -> StepSecrets:
+    def _secrets(self, catalog: AgentCatalog) -> StepSecrets:
         material, where = self._config.seal_key
         if where == "the development key":
             log.warning("secret tool arguments in the step log are sealed with the DEVELOPMENT key: set "

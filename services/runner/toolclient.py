@@ -5,7 +5,7 @@ request is `unavailable` (nothing was executed). An answer that is lost — no r
 gateway gone after the call may have reached it, or the gateway saying the call is still
 executing (`call_in_progress`) — is asked for again under the same call id, a bounded number of
 times with backoff: the gateway's call ledger answers with the recorded result, runs a call it
-never received, or says the call is in doubt (`services.mcp_gateway.ledger`). Only when every
+never received, or says the call is in doubt (`services.mcp_gateway.calls.ledger`). Only when every
 ask is lost is the answer `timeout` for a read and `outcome_unknown` for anything else.
 """
 

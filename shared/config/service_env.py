@@ -27,7 +27,7 @@ from pathlib import Path
 from shared.config.appconfig import ENV_REFERENCE, load_apps_config
 from shared.errors import AuroraError
 
-# The gateway's secrets (services/mcp_gateway/http/secrets.py): a folder, and variable names.
+# The gateway's secrets (services/mcp_gateway/systems/secrets.py): a folder, and variable names.
 SECRETS_DIR_ENV = "AURORA_SECRETS_DIR"
 SECRET_ENV_LIST = "AURORA_GATEWAY_SECRET_ENV"
 PROCESS_ENV = ("PATH", "HOME", "USER", "LOGNAME", "SHELL", "TMPDIR", "TZ", "LANG", "LANGUAGE", "TERM",

@@ -41,7 +41,7 @@ class ToolCallContext(msgspec.Struct, frozen=True, kw_only=True):
     from the router's run record, not from this context: `agent` must be absent or the run's;
     `delivery`, `actor` and `session_id` are kept on the wire for compatibility and ignored
     (replaced by the record's); `synthetic` can only add to the record's. See
-    `services.mcp_gateway.custody`.
+    `services.mcp_gateway.calls.custody`.
     """
 
     agent: str | None = None

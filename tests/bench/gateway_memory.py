@@ -25,7 +25,7 @@ import nats
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats
-from services.mcp_gateway.custody import record_delivery
+from services.mcp_gateway.calls.custody import record_delivery
 from shared.clock import now_iso
 from shared.contracts.envelope import Actor, Header, Source
 from shared.contracts.run import ReplyTarget

@@ -47,7 +47,7 @@ from tests.harness.cli import aurora_command as cli
 from tests.harness.clients import nats_client
 from tests.harness.notes_app import serving_notes
 from tests.harness.processes import ServiceProcess, service_env, stop_services
-from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply
+from tests.integration.mcp_gateway.systems.recording_server import Recorded, RecordingServer, Reply
 from tests.integration.runner.helpers import (
     CHAT,
     CHAT_PLATFORM,

@@ -1,7 +1,7 @@
 """The one way tests give a hand-made tool call a run: write its run record as the router does.
 
 The gateway decides every call on `amp.tool.call` from the router's record of the run it names
-(services/mcp_gateway/custody.py). A test that calls the gateway without going through a real
+(services/mcp_gateway/calls/custody.py). A test that calls the gateway without going through a real
 router writes that record here first — the same struct, the same write, the same
 bucket — and sends `run_context(record)` (agent, run id, task id) as the call's context.
 """

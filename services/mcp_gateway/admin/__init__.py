@@ -16,25 +16,25 @@ from collections.abc import Mapping
 from nats.js.kv import KeyValue
 
 from services.mcp_gateway.admin.agents import agent_endpoints
+from services.mcp_gateway.admin.app_sessions import gateway_endpoints
 from services.mcp_gateway.admin.approvals import approval_endpoints
 from services.mcp_gateway.admin.fields import Endpoints
-from services.mcp_gateway.admin.gateway import gateway_endpoints
 from services.mcp_gateway.admin.skills import skill_endpoints
 from services.mcp_gateway.admin.systems import system_endpoints
 from services.mcp_gateway.admin.tools import tool_endpoints
 from services.mcp_gateway.admin.users import user_endpoints
-from services.mcp_gateway.catalog import ToolCatalog
-from services.mcp_gateway.governance import Governance
-from services.mcp_gateway.http.limits import OpenApiLimits
-from services.mcp_gateway.http.openapi_job import OpenApiImporter
-from services.mcp_gateway.http.secrets import DeclaredSecrets
-from services.mcp_gateway.platform_events import PlatformEvents
-from services.mcp_gateway.pool.approvals import ApprovalStore
+from services.mcp_gateway.approvals.deciders import Governance
+from services.mcp_gateway.approvals.store import ApprovalStore
 from services.mcp_gateway.pool.executable import Executability
+from services.mcp_gateway.pool.live_catalog import ToolCatalog
 from services.mcp_gateway.pool.registry import ToolPool
-from services.mcp_gateway.reporting import Reporting
+from services.mcp_gateway.reporting.platform_events import PlatformEvents
+from services.mcp_gateway.reporting.reports import Reporting
 from services.mcp_gateway.sessions.session import AppSession
-from services.mcp_gateway.status import StatusViews
+from services.mcp_gateway.sessions.status import StatusViews
+from services.mcp_gateway.systems.limits import OpenApiLimits
+from services.mcp_gateway.systems.openapi_job import OpenApiImporter
+from services.mcp_gateway.systems.secrets import DeclaredSecrets
 from shared.config.appconfig import AppsConfig
 
 __all__ = ["Endpoints", "admin_endpoints"]

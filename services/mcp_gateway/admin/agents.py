@@ -6,12 +6,12 @@ from typing import Any
 
 from services.mcp_gateway.admin.fields import Endpoints, text_field
 from services.mcp_gateway.admin.skills import missing_skills
-from services.mcp_gateway.platform_tools import PLATFORM_TOOLS, source_app_of
-from services.mcp_gateway.platform_tools import check as check_platform
+from services.mcp_gateway.calls.platform_tools import PLATFORM_TOOLS, source_app_of
+from services.mcp_gateway.calls.platform_tools import check as check_platform
 from services.mcp_gateway.pool.availability import available_tools, unresolved_duplicates
 from services.mcp_gateway.pool.executable import Executability
 from services.mcp_gateway.pool.registry import ToolPool
-from services.mcp_gateway.schema_adapter import build_name_map, llm_function
+from services.mcp_gateway.pool.schema_adapter import build_name_map, llm_function
 from shared.config.appconfig import AppsConfig
 from shared.nats.admin_service import AdminRequestError
 from shared.resource_admin import ResourceAdmin

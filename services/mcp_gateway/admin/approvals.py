@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from services.mcp_gateway.admin.fields import Endpoints, text_field
-from services.mcp_gateway.governance import Governance
-from services.mcp_gateway.platform_events import PlatformEvents
-from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
-from services.mcp_gateway.reporting import Reporting
+from services.mcp_gateway.approvals.deciders import Governance
+from services.mcp_gateway.approvals.store import ApprovalRefused, ApprovalStore
+from services.mcp_gateway.reporting.platform_events import PlatformEvents
+from services.mcp_gateway.reporting.reports import Reporting
 from shared.contracts.approval import Approval
 from shared.contracts.approval_policy import ApprovalPolicy
 from shared.nats.admin_service import AdminHandler, AdminRequestError

@@ -8,11 +8,11 @@ from typing import Any
 from pydantic import ValidationError
 
 from services.mcp_gateway.admin.fields import Endpoints, text_field
-from services.mcp_gateway.http import DeclaredSecrets, OpenApiError, UndeclaredSecret, plan_merge
-from services.mcp_gateway.http.openapi_job import OpenApiImporter
-from services.mcp_gateway.platform_events import PlatformEvents
 from services.mcp_gateway.pool.registry import PoolError, ToolPool
-from services.mcp_gateway.status import StatusViews
+from services.mcp_gateway.reporting.platform_events import PlatformEvents
+from services.mcp_gateway.sessions.status import StatusViews
+from services.mcp_gateway.systems import DeclaredSecrets, OpenApiError, UndeclaredSecret, plan_merge
+from services.mcp_gateway.systems.openapi_job import OpenApiImporter
 from shared.clock import now_iso
 from shared.contracts.system import OpenApiSource, ProbeConfig, System
 from shared.contracts.validation import problems_of

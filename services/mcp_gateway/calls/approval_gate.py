@@ -17,12 +17,13 @@ from typing import Protocol
 
 import msgspec
 
-from services.mcp_gateway import chat_approvals, classify
+from services.mcp_gateway.approvals import in_chat
+from services.mcp_gateway.approvals.deciders import Governance, actor_key
+from services.mcp_gateway.approvals.store import ApprovalRefused, ApprovalStore
+from services.mcp_gateway.calls import classify
 from services.mcp_gateway.calls.admission import Hold, approval_needed, may_need_approval
 from services.mcp_gateway.calls.caller import Caller
-from services.mcp_gateway.governance import Governance, actor_key
-from services.mcp_gateway.platform_tools import source_app_of, target_of
-from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
+from services.mcp_gateway.calls.platform_tools import source_app_of, target_of
 from shared.clock import now_iso
 from shared.contracts.approval import Approval, ChatQuestion
 from shared.contracts.toolcall import SideEffect, ToolCallContext, ToolCallRequest, ToolCallResult
@@ -139,15 +140,15 @@ class ApprovalGate:
             return
         # A pool tool's input schema names its arguments for a person (a platform tool has none).
         schema = getattr(tool, "input_schema", None)
-        text = chat_approvals.question_text(approval, locale=locale,
+        text = in_chat.question_text(approval, locale=locale,
                                             schema=schema if isinstance(schema, dict) else None)
         # Recorded before it is asked: an answer may come back before the send returns.
         await self._approvals.record_question(approval.id, ChatQuestion(
-            interaction_id=chat_approvals.interaction_id_for(approval.id), app=str(target.get("app")),
+            interaction_id=in_chat.interaction_id_for(approval.id), app=str(target.get("app")),
             session_id=target.get("session_id"), conversation=target.get("conversation"),
             actor_id=str(actor_id), asked_at=now_iso()))
         result = await self._reply_in_event(ctx, text, f"{approval.id}-asked",
-                                            chat_approvals.interaction_id_for(approval.id))
+                                            in_chat.interaction_id_for(approval.id))
         if result.status != "ok":
             reason = result.error.message if result.error else result.status
             log.info("approval not asked for in the chat", approval=approval.id, reason=reason)

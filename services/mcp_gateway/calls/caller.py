@@ -23,8 +23,8 @@ from typing import Literal
 
 import msgspec
 
-from services.mcp_gateway.custody import Custody, CustodyRefusal
-from services.mcp_gateway.platform_tools import PLATFORM_TOOLS
+from services.mcp_gateway.calls.custody import Custody, CustodyRefusal
+from services.mcp_gateway.calls.platform_tools import PLATFORM_TOOLS
 from shared.contracts.toolcall import ToolCallRequest
 from shared.people import OPERATOR_IDENTITY
 from shared.people import Caller as AdminCaller

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from services.mcp_gateway import classify
-from services.mcp_gateway.http_systems import HttpSystems
+from services.mcp_gateway.calls import classify
+from services.mcp_gateway.systems.runtime import HttpSystems
 from shared.contracts.system import System
 from shared.contracts.toolcall import ToolCallRequest, ToolCallResult
 from shared.contracts.tooldef import ToolDefinition

@@ -11,10 +11,10 @@ from typing import Any
 
 import msgspec
 
-from services.mcp_gateway import classify, targets
+from services.mcp_gateway.calls import classify, targets
 from services.mcp_gateway.calls.caller import Caller
-from services.mcp_gateway.calls_in_flight import CallsInFlight
-from services.mcp_gateway.input_required import InputRequestsFailed
+from services.mcp_gateway.calls.in_flight import CallsInFlight
+from services.mcp_gateway.server_requests.input_required import InputRequestsFailed
 from services.mcp_gateway.sessions.errors import CallInterrupted, CallTimedOut, SessionUnavailable
 from services.mcp_gateway.sessions.session import AppSession
 from shared.contracts.toolcall import IDEMPOTENCY_META_KEY, SideEffect, ToolCallContext, ToolCallRequest, ToolCallResult

@@ -21,29 +21,29 @@ from collections.abc import Awaitable, Callable
 
 import msgspec
 
-from services.mcp_gateway import classify, targets
-from services.mcp_gateway.arguments import ArgumentCheck
+from services.mcp_gateway.approvals.deciders import Governance
+from services.mcp_gateway.approvals.store import ApprovalStore
+from services.mcp_gateway.calls import classify, targets
 from services.mcp_gateway.calls.admission import ToolState, binding_refusal
 from services.mcp_gateway.calls.approval_gate import ApprovalGate
+from services.mcp_gateway.calls.arguments import ArgumentCheck
 from services.mcp_gateway.calls.caller import PLATFORM, Authorize, Caller, Endpoint, Refused, caller_of
+from services.mcp_gateway.calls.custody import Custody
 from services.mcp_gateway.calls.http import HttpExecutor
+from services.mcp_gateway.calls.in_flight import CallsInFlight
+from services.mcp_gateway.calls.ledger import CallLedger, Claim
 from services.mcp_gateway.calls.mcp import McpExecutor
 from services.mcp_gateway.calls.platform import PlatformCalls
+from services.mcp_gateway.calls.platform_tools import PLATFORM_TOOLS, PlatformTool, source_app_of
+from services.mcp_gateway.calls.progress import sending
 from services.mcp_gateway.calls.record import CallRecord
 from services.mcp_gateway.calls.replies import result_reply
-from services.mcp_gateway.calls_in_flight import CallsInFlight
-from services.mcp_gateway.catalog import ToolCatalog
-from services.mcp_gateway.custody import Custody
-from services.mcp_gateway.governance import Governance
-from services.mcp_gateway.http_systems import HttpSystems
-from services.mcp_gateway.ledger import CallLedger, Claim
-from services.mcp_gateway.platform_tools import PLATFORM_TOOLS, PlatformTool, source_app_of
-from services.mcp_gateway.pool.approvals import ApprovalStore
 from services.mcp_gateway.pool.availability import available_tools
 from services.mcp_gateway.pool.executable import Executability
+from services.mcp_gateway.pool.live_catalog import ToolCatalog
 from services.mcp_gateway.pool.registry import ToolPool
-from services.mcp_gateway.progress import sending
 from services.mcp_gateway.sessions.session import AppSession
+from services.mcp_gateway.systems.runtime import HttpSystems
 from shared.config.appconfig import AppsConfig
 from shared.contracts.agent import Agent
 from shared.contracts.approval import Approval

@@ -8,21 +8,21 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from services.mcp_gateway import classify, targets
+from services.mcp_gateway.calls import classify, targets
 from services.mcp_gateway.calls.caller import Caller
+from services.mcp_gateway.calls.ledger import Claim
 from services.mcp_gateway.calls.mcp import McpExecutor
-from services.mcp_gateway.catalog import CatalogTool, ToolCatalog
-from services.mcp_gateway.ledger import Claim
-from services.mcp_gateway.platform_tools import (
+from services.mcp_gateway.calls.platform_tools import (
     PLATFORM_TOOLS,
     PlatformTool,
     app_arguments,
     missing_required,
     source_app_of,
 )
-from services.mcp_gateway.platform_tools import check as check_platform
+from services.mcp_gateway.calls.platform_tools import check as check_platform
+from services.mcp_gateway.calls.progress import sending
+from services.mcp_gateway.pool.live_catalog import CatalogTool, ToolCatalog
 from services.mcp_gateway.pool.registry import ToolPool
-from services.mcp_gateway.progress import sending
 from shared.config.appconfig import AppConfig, AppsConfig
 from shared.contracts.toolcall import ToolCallRequest, ToolCallResult
 

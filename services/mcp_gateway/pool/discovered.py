@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from services.mcp_gateway.catalog import CatalogTool
+from services.mcp_gateway.pool.live_catalog import CatalogTool
 from shared.config.appconfig import AppConfig
 from shared.contracts.tooldef import McpExecution, ReviewNote, ToolDefinition
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from services.mcp_gateway.catalog import ToolCatalog
+from services.mcp_gateway.pool.live_catalog import ToolCatalog
 from services.mcp_gateway.sessions.session import AppSession
 from shared.contracts.system import System
 from shared.contracts.tooldef import McpExecution, ToolDefinition

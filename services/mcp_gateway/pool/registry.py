@@ -19,8 +19,8 @@ from nats.js import JetStreamContext
 from nats.js.errors import InvalidKeyError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
-from services.mcp_gateway.catalog import CatalogTool
 from services.mcp_gateway.pool.discovered import changed_by_app, contract, mcp_definition
+from services.mcp_gateway.pool.live_catalog import CatalogTool
 from services.mcp_gateway.pool.wording import apply_wording
 from shared.config.appconfig import AppConfig
 from shared.contracts.agent import Agent

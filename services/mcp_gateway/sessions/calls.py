@@ -13,9 +13,9 @@ import mcp_types as types
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from services.mcp_gateway import input_required
-from services.mcp_gateway.classify import PlainResult, plain_result
-from services.mcp_gateway.server_requests import SessionCallbacks
+from services.mcp_gateway.calls.classify import PlainResult, plain_result
+from services.mcp_gateway.server_requests import input_required
+from services.mcp_gateway.server_requests.callbacks import SessionCallbacks
 from services.mcp_gateway.sessions.errors import CallInterrupted, CallTimedOut, SessionUnavailable
 from services.mcp_gateway.sessions.waits import Attempt, Lost, NotSent, race
 from services.mcp_gateway.transports import generations

@@ -16,12 +16,12 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.kv import KeyValue
 
-from services.mcp_gateway.catalog import CatalogTool, ToolCatalog, prefixed_name, side_effect_of_annotations
-from services.mcp_gateway.observe import lifecycle_signal, notification_signal
-from services.mcp_gateway.outbox import Outbox
+from services.mcp_gateway.pool.live_catalog import CatalogTool, ToolCatalog, prefixed_name, side_effect_of_annotations
 from services.mcp_gateway.pool.registry import ToolPool
+from services.mcp_gateway.reporting.outbox import Outbox
+from services.mcp_gateway.sessions.observe import lifecycle_signal, notification_signal
 from services.mcp_gateway.sessions.session import AppSession
-from services.mcp_gateway.status import session_health
+from services.mcp_gateway.sessions.status import session_health
 from shared.clock import now_iso
 from shared.config.appconfig import AppConfig
 from shared.contracts import mcp_relay

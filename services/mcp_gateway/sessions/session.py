@@ -16,14 +16,14 @@ import mcp_types as types
 from mcp import ClientSession
 from mcp.shared.exceptions import MCPError
 
-from services.mcp_gateway.classify import PlainResult
-from services.mcp_gateway.server_requests import SessionCallbacks
+from services.mcp_gateway.calls.classify import PlainResult
+from services.mcp_gateway.server_requests.callbacks import SessionCallbacks
 from services.mcp_gateway.sessions import calls
 from services.mcp_gateway.sessions.errors import CallTimedOut, InitializeFailed, SessionUnavailable
 from services.mcp_gateway.sessions.waits import Attempt, Lost, race, sole_cause, wait_any
 from services.mcp_gateway.transports import generations
 from services.mcp_gateway.transports.direct import SupportsDirectCalls
-from services.mcp_gateway.transports.http import ReportsHttpErrors
+from services.mcp_gateway.transports.streamable_http import ReportsHttpErrors
 from services.mcp_gateway.transports.streams import TransportStreams
 from services.mcp_gateway.transports.tap import tapped
 from shared.config.appconfig import AppConfig

@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from aurora_cli.localnats import free_port
-from services.mcp_gateway.http.openapi_import import import_operations
+from services.mcp_gateway.systems.openapi_import import import_operations
 from tests.harness.ports import listens
 from tests.harness.processes import REPO
 from tests.harness.waiting import poll_sync

@@ -22,7 +22,7 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats
-from services.mcp_gateway.chat_approvals import DURABLE as CHAT_APPROVALS
+from services.mcp_gateway.approvals.in_chat import DURABLE as CHAT_APPROVALS
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.harness.chat_webhook import SECRET_ENV, WEBHOOK_SECRET, AsyncPageUser

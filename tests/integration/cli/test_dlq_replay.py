@@ -19,7 +19,7 @@ import nats
 from nats.aio.client import Client as NATS
 from nats.js.errors import NotFoundError
 
-from services.router.catalog import Catalog
+from services.router.catalog import RouteCatalog
 from services.router.router import Router, RouterConfig
 from services.router.stores import open_stores
 from shared.contracts.subjects import Subjects
@@ -43,7 +43,7 @@ async def _give_up_without_runs_stream(nats_url: str, subjects: Subjects, doc: d
         js = client.jetstream()
         stores = await open_stores(js, subjects)
         await js.delete_stream("AMP_RUNS")
-        catalog = Catalog(stores.bindings, stores.agents, stores.pipelines)
+        catalog = RouteCatalog(stores.bindings, stores.agents, stores.pipelines)
         await catalog.start()
         router = Router(client, subjects, catalog, stores, RouterConfig(max_deliver=2, backoff=(1.0,),
                                                                         publish_timeout=3.0))

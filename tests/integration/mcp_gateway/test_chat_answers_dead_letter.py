@@ -16,8 +16,8 @@ from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
-from services.mcp_gateway.chat_approvals import DURABLE, ChatAnswers, interaction_id_for
-from services.mcp_gateway.pool.approvals import ApprovalStore
+from services.mcp_gateway.approvals.in_chat import DURABLE, ChatAnswers, interaction_id_for
+from services.mcp_gateway.approvals.store import ApprovalStore
 from shared.contracts.approval import Approval, ChatQuestion
 from shared.contracts.subjects import Subjects
 from shared.jetstream import deadletter

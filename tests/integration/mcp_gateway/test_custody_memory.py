@@ -14,7 +14,7 @@ import functools
 
 from nats.aio.client import Client as NATS
 
-from services.mcp_gateway.custody import RECORD_CACHE_SIZE, Custody, CustodyRefusal
+from services.mcp_gateway.calls.custody import RECORD_CACHE_SIZE, Custody, CustodyRefusal
 from shared.contracts.run import RunRecord
 from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import ToolCallContext

@@ -10,7 +10,7 @@ import nats
 import pytest
 from nats.aio.client import Client as NATS
 
-from services.mcp_gateway.ledger import CallLedger, Claim
+from services.mcp_gateway.calls.ledger import CallLedger, Claim
 from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import ToolCallContext, ToolCallRequest, ToolCallResult
 from shared.jetstream.streams import call_ledger_bucket, ensure_bucket

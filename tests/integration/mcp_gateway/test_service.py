@@ -18,8 +18,8 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import LocalNats, free_port
-from services.mcp_gateway.catalog import CatalogConflict
 from services.mcp_gateway.config import GatewaySettings
+from services.mcp_gateway.pool.live_catalog import CatalogConflict
 from services.mcp_gateway.pool.registry import ToolPool
 from services.mcp_gateway.service import GatewayService
 from shared.config.appconfig import AppsConfig, parse_apps_config
@@ -28,7 +28,7 @@ from shared.contracts.system import System
 from shared.contracts.tooldef import HttpExecution, SideEffect, ToolDefinition
 from tests.harness.clients import nats_client
 from tests.integration.mcp_gateway.helpers import call
-from tests.integration.mcp_gateway.http.recording_server import RecordingServer
+from tests.integration.mcp_gateway.systems.recording_server import RecordingServer
 
 SUBJECTS = Subjects("amp")
 ERROR_ID = re.compile(r"internal gateway error ([0-9a-f-]{36})")

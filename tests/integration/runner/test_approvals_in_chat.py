@@ -11,7 +11,7 @@ from typing import Any
 
 from nats.aio.client import Client as NATS
 
-from services.mcp_gateway.chat_approvals import DURABLE as CHAT_APPROVALS
+from services.mcp_gateway.approvals.in_chat import DURABLE as CHAT_APPROVALS
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.harness.runner_stack import RunnerStack

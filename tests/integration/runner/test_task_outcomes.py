@@ -24,7 +24,7 @@ from nats.aio.client import Client as NATS
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.harness.runner_stack import RunnerStack
-from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply
+from tests.integration.mcp_gateway.systems.recording_server import Recorded, RecordingServer, Reply
 from tests.integration.runner.helpers import (
     ECHO,
     TERMINAL,

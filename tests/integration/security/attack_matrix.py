@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from nats.js.api import ConsumerConfig
 
 from services.event_bridge.bridge import BridgeConfig, bridge_consumer, tool_events_consumer
-from services.mcp_gateway.chat_approvals import answers_consumer
+from services.mcp_gateway.approvals.in_chat import answers_consumer
 from services.router.router import RouterConfig, router_consumer
 from services.runner.config import RunnerConfig
 from services.runner.resumer import resume_consumer

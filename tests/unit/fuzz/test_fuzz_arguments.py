@@ -12,9 +12,9 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.mcp_gateway.arguments import ArgumentCheck
-from services.mcp_gateway.http.openapi_import import import_operations
-from services.mcp_gateway.http.openapi_load import load_openapi
+from services.mcp_gateway.calls.arguments import ArgumentCheck
+from services.mcp_gateway.systems.openapi_import import import_operations
+from services.mcp_gateway.systems.openapi_load import load_openapi
 from shared.contracts.tooldef import McpExecution, ToolDefinition
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "openapi"

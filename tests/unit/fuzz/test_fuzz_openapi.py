@@ -14,9 +14,9 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from services.mcp_gateway.http.limits import Budget, OpenApiError, OpenApiLimitExceeded, OpenApiLimits
-from services.mcp_gateway.http.openapi_import import import_operations
-from services.mcp_gateway.http.openapi_load import parse_openapi
+from services.mcp_gateway.systems.limits import Budget, OpenApiError, OpenApiLimitExceeded, OpenApiLimits
+from services.mcp_gateway.systems.openapi_import import import_operations
+from services.mcp_gateway.systems.openapi_load import parse_openapi
 
 LIMITS = OpenApiLimits(max_bytes=64 * 1024, max_nodes=5_000, max_depth=24, max_ref_depth=8, seconds=1.0)
 # Bounded to keep the default suite fast (seconds per test); the deadline is generous because the

@@ -5,7 +5,7 @@ from __future__ import annotations
 from services.mcp_edge.asks import refusal
 from services.mcp_edge.backchannel import is_response
 from services.mcp_edge.gate import Caller
-from services.mcp_gateway.edge_relay import is_edge_call
+from services.mcp_gateway.server_requests.edge_relay import is_edge_call
 from shared.contracts.edge_ask import EdgeAsk
 from shared.contracts.toolcall import ToolActor, ToolCallContext
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.admin.agents import agent_endpoints
-from services.mcp_gateway.catalog import ToolCatalog
 from services.mcp_gateway.pool.executable import Executability
+from services.mcp_gateway.pool.live_catalog import ToolCatalog
 from services.mcp_gateway.pool.registry import ToolPool
 from shared.config.appconfig import AppsConfig
 from shared.contracts.agent import Agent

@@ -8,7 +8,7 @@ from datetime import UTC, datetime
 import pytest
 from nats.aio.client import Client as NATS
 
-from services.mcp_gateway.pool.approvals import ApprovalRefused, ApprovalStore
+from services.mcp_gateway.approvals.store import ApprovalRefused, ApprovalStore
 from shared.contracts.approval import Approval
 from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import ToolCallContext

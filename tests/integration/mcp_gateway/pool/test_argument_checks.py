@@ -16,7 +16,6 @@ from shared.contracts.agent import Agent
 from shared.contracts.resource import canonical_json
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import agents_bucket, ensure_bucket
-from tests.integration.mcp_gateway.http.recording_server import RecordingServer, Reply
 from tests.integration.mcp_gateway.pool.helpers import (
     Pool,
     call,
@@ -24,6 +23,7 @@ from tests.integration.mcp_gateway.pool.helpers import (
     read_stream,
     wait_until_available,
 )
+from tests.integration.mcp_gateway.systems.recording_server import RecordingServer, Reply
 
 AGENT = "buyer"
 READ, WRITE = "orders.getUser", "orders.createOrder"

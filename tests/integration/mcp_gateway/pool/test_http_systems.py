@@ -15,8 +15,8 @@ from nats.aio.client import Client as NATS
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import AdminRequestError
 from tests.harness.waiting import poll
-from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply
 from tests.integration.mcp_gateway.pool.helpers import Pool, gateway_with_orders
+from tests.integration.mcp_gateway.systems.recording_server import Recorded, RecordingServer, Reply
 
 SPEC = {
     "openapi": "3.0.3",

@@ -21,7 +21,6 @@ from shared.contracts.agent import Agent
 from shared.contracts.resource import canonical_json
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import agents_bucket, ensure_bucket
-from tests.integration.mcp_gateway.http.recording_server import Recorded, RecordingServer, Reply
 from tests.integration.mcp_gateway.pool.helpers import (
     Pool,
     call,
@@ -29,6 +28,7 @@ from tests.integration.mcp_gateway.pool.helpers import (
     read_stream,
     wait_until_available,
 )
+from tests.integration.mcp_gateway.systems.recording_server import Recorded, RecordingServer, Reply
 
 AGENT = "buyer"
 READ, WRITE = "orders.getDevice", "orders.createOrder"

@@ -14,7 +14,7 @@ import pytest
 from nats.aio.client import Client as NATS
 from nats.js.errors import APIError, NoStreamResponseError
 
-from services.mcp_gateway.outbox import STILL_BEING_STORED, Outbox
+from services.mcp_gateway.reporting.outbox import STILL_BEING_STORED, Outbox
 from shared.jetstream.api_requests import creating
 from shared.nats.acked_publish import AckedPublisher
 from tests.harness.waiting import poll

@@ -8,19 +8,19 @@ import json
 
 from nats.aio.client import Client as NATS
 
-from services.router.catalog import Catalog
+from services.router.catalog import RouteCatalog
 from shared.contracts.run import RunTarget
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import Bucket, agents_bucket, bindings_bucket, ensure_bucket, pipelines_bucket
 from shared.nats.kvmirror import KvMirror
 
 
-async def _frozen_catalog(nc: NATS, subjects: Subjects) -> tuple[Catalog, list[Bucket]]:
+async def _frozen_catalog(nc: NATS, subjects: Subjects) -> tuple[RouteCatalog, list[Bucket]]:
     """The router's catalog of the bindings, agents and pipelines buckets, loaded and then with its
     watches stopped, as lagging ones would be."""
     js = nc.jetstream()
     buckets = [await ensure_bucket(js, spec(subjects)) for spec in (bindings_bucket, agents_bucket, pipelines_bucket)]
-    catalog = Catalog(*buckets)
+    catalog = RouteCatalog(*buckets)
     await catalog.start()
     await catalog.stop()
     return catalog, buckets

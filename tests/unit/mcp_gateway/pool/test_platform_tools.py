@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from services.mcp_gateway.platform_tools import PLATFORM_TOOLS, app_arguments, check, missing_required
+from services.mcp_gateway.calls.platform_tools import PLATFORM_TOOLS, app_arguments, check, missing_required
 from shared.config.appconfig import parse_apps_config
 
 APPS = parse_apps_config({"apps": {"chat": {

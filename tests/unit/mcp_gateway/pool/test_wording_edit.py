@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from services.mcp_gateway.http.merge import plan_merge
 from services.mcp_gateway.pool.discovered import contract
 from services.mcp_gateway.pool.lifecycle import publish_problems
 from services.mcp_gateway.pool.wording import EditError, EditRequest, apply_wording, edit_tool, with_unit
+from services.mcp_gateway.systems.merge import plan_merge
 from shared.contracts.suggestion import ToolSuggestion
 from shared.contracts.system import System
 from shared.contracts.tooldef import HttpExecution, HttpParam, McpExecution, ToolDefinition

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from services.event_bridge.bridge import STAGE as BRIDGE_STAGE
-from services.mcp_gateway.chat_approvals import STAGE as GATEWAY_STAGE
+from services.mcp_gateway.approvals.in_chat import STAGE as GATEWAY_STAGE
 from services.router.router import STAGE as ROUTER_STAGE
 from services.runner.worker import STAGE as RUNNER_STAGE
 from shared.contracts.subjects import Subjects

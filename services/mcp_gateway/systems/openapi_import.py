@@ -1,0 +1,300 @@
+"""OpenAPI operations → DRAFT HTTP tool definitions with their parameter mapping and review findings.
+
+Pure (documents are read by `openapi_load`): the same document, package and system always give the same tools
+with the same names, so importing again updates drafts (see `merge_draft`) instead of duplicating.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal, get_args
+
+from services.mcp_gateway.systems.findings import review_findings
+from services.mcp_gateway.systems.limits import Budget
+from services.mcp_gateway.systems.openapi_load import OpenApiError
+from services.mcp_gateway.systems.schema import Resolver, as_dict, as_list, is_object_schema, json_media, merge_all_of
+from shared.contracts.tooldef import HttpExecution, HttpParam, ParamLocation, SideEffect, ToolDefinition
+
+HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
+_METHODS: tuple[str, ...] = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+_SUPPORTED = frozenset(m.lower() for m in get_args(HttpMethod))
+_SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
+# Headers the HTTP layer owns; OpenAPI says such parameter definitions are ignored.
+_RESERVED_HEADERS = frozenset({"accept", "content-type", "authorization"})
+MAX_NAME = 256
+
+
+@dataclass(frozen=True)
+class Rename:
+    """An operation whose natural name collided with another one in the same document."""
+
+    operation: str  # "GET /pets"
+    wanted: str
+    name: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ImportResult:
+    tools: tuple[ToolDefinition, ...]
+    renamed: tuple[Rename, ...] = ()
+    skipped: tuple[str, ...] = ()  # operations not imported, each with the reason
+    notes: tuple[str, ...] = ()  # mapping decisions a reviewer may want to know about
+    title: str = ""
+    api_version: str = ""
+
+    def names(self) -> list[str]:
+        return [tool.name for tool in self.tools]
+
+
+@dataclass
+class _Op:
+    key: str  # "GET /pet/{petId}"
+    method: str
+    path: str
+    operation: dict[str, Any]
+    path_params: list[Any]
+    slug: str
+    exact: bool  # the slug is the operationId as written (it wins a collision)
+    name: str = ""
+    notes: list[str] = field(default_factory=list)
+
+
+def side_effect_of_method(method: str) -> SideEffect:
+    """GET/HEAD read, DELETE is dangerous, everything else writes."""
+    upper = method.upper()
+    if upper in ("GET", "HEAD"):
+        return "read"
+    return "dangerous" if upper == "DELETE" else "write"
+
+
+def slugify(text: str) -> str:
+    slug = re.sub(r"_+", "_", re.sub(r"[^A-Za-z0-9_-]", "_", text)).strip("_-")
+    return slug or "op"
+
+
+def import_operations(document: dict[str, Any], *, system: str, package: str, now: str,
+                      by: str, budget: Budget | None = None) -> ImportResult:
+    """One DRAFT tool per operation, named `<package>.<operationId or method_path>`; the schemas
+    inlined count against `budget` (OpenApiLimitExceeded past it)."""
+    if not all(_SEGMENT.match(part) for part in package.split(".")):
+        raise OpenApiError(f"package {package!r} must be dot-separated segments of letters, digits, _ and -")
+    resolver = Resolver(document, budget)
+    ops, skipped = _operations(document, resolver)
+    renamed = _assign_names(ops, package)
+    tools = tuple(_tool(op, resolver, document, system=system, now=now, by=by) for op in ops)
+    info = as_dict(document.get("info"))
+    return ImportResult(
+        tools=tools, renamed=renamed, skipped=tuple(skipped),
+        notes=tuple(f"{op.name}: {note}" for op in ops for note in op.notes),
+        title=str(info.get("title", "")), api_version=str(info.get("version", "")),
+    )
+
+
+def _operations(document: dict[str, Any], resolver: Resolver) -> tuple[list[_Op], list[str]]:
+    ops: list[_Op] = []
+    skipped: list[str] = []
+    for path, raw_item in document.get("paths", {}).items():
+        problems: list[str] = []
+        item = resolver.deref(raw_item, problems, f"path {path}")
+        if item is None:
+            skipped.append(f"{path}: {'; '.join(problems) or 'the path item is not a mapping'}")
+            continue
+        path_params = as_list(item.get("parameters"))
+        for method in _METHODS:
+            operation = item.get(method)
+            if operation is None:
+                continue
+            key = f"{method.upper()} {path}"
+            if method not in _SUPPORTED:
+                skipped.append(f"{key}: the {method.upper()} method is not supported")
+                continue
+            if not isinstance(operation, dict):
+                skipped.append(f"{key}: the operation is not a mapping")
+                continue
+            op_id = operation.get("operationId")
+            if isinstance(op_id, str) and op_id.strip():
+                slug, exact = slugify(op_id), slugify(op_id) == op_id
+            else:
+                slug, exact = slugify(f"{method}_{path.replace('{', '').replace('}', '')}"), False
+                if path.strip("/") == "":
+                    slug = f"{method}_root"
+            ops.append(_Op(key, method, path, operation, path_params, slug, exact))
+    return ops, skipped
+
+
+def _assign_names(ops: list[_Op], package: str) -> tuple[Rename, ...]:
+    """Colliding slugs: the operation whose operationId is the slug as written (else the first by
+    path and method) keeps it; the others get a suffix hashed from their method and path, so a name
+    never depends on the order of the document."""
+    renamed: list[Rename] = []
+    by_slug: dict[str, list[_Op]] = {}
+    for op in ops:
+        by_slug.setdefault(op.slug, []).append(op)
+    for slug, group in by_slug.items():
+        group.sort(key=lambda o: (not o.exact, o.path, _METHODS.index(o.method)))
+        for index, op in enumerate(group):
+            wanted = _clip(f"{package}.{slug}")
+            if index == 0:
+                op.name = wanted
+                continue
+            digest = hashlib.sha256(op.key.encode()).hexdigest()[:8]
+            op.name = _clip(f"{package}.{slug}", suffix=f"_{digest}")
+            renamed.append(Rename(op.key, wanted, op.name, f"{wanted} is taken by {group[0].key}"))
+    return tuple(renamed)
+
+
+def _clip(name: str, suffix: str = "") -> str:
+    if len(name) + len(suffix) <= MAX_NAME:
+        return name + suffix
+    digest = hashlib.sha256(name.encode()).hexdigest()[:8]
+    return f"{name[: MAX_NAME - len(suffix) - 9]}_{digest}{suffix}"
+
+
+def _tool(op: _Op, resolver: Resolver, document: dict[str, Any], *, system: str, now: str,
+          by: str) -> ToolDefinition:
+    problems: list[str] = []
+    inputs = _Inputs()
+    for param in _merged_params(op, resolver, problems):
+        _add_param(op, param, resolver, inputs, problems)
+    body_param = _add_body(op, resolver, inputs, problems)
+    schema: dict[str, Any] = {"type": "object", "properties": inputs.properties, "additionalProperties": False}
+    if inputs.required:
+        schema["required"] = inputs.required
+    missing = review_findings(op.operation, document, resolver, op.name, op.key, inputs.locations,
+                              inputs.properties, problems)
+    return ToolDefinition(
+        name=op.name,
+        system=system,
+        description=_description(op.operation),
+        input_schema=schema,
+        output_schema=_output_schema(op.operation, resolver),
+        execution=HttpExecution(
+            method=op.method.upper(),  # type: ignore[arg-type]  # checked against _SUPPORTED
+            path=op.path,
+            params=tuple(inputs.params),
+            body_param=body_param,
+            operation_id=op.operation.get("operationId") if isinstance(op.operation.get("operationId"), str)
+            else None,
+        ),
+        side_effect=side_effect_of_method(op.method),
+        state="DRAFT",
+        missing=tuple(dict.fromkeys(missing)),
+        changed_by=by,
+        changed_at=now,
+        source="openapi",
+    )
+
+
+@dataclass
+class _Inputs:
+    properties: dict[str, Any] = field(default_factory=dict)
+    required: list[str] = field(default_factory=list)
+    params: list[HttpParam] = field(default_factory=list)
+    locations: dict[str, str] = field(default_factory=dict)
+
+    def add(self, op: _Op, wire: str, location: ParamLocation, schema: Any, required: bool) -> str:
+        base = re.sub(r"[^A-Za-z0-9_.-]", "_", wire)[:64] or location
+        name = base
+        if name in self.properties:
+            name = f"{location}_{base}"[:64]
+            counter = 2
+            while name in self.properties:
+                name, counter = f"{location}_{base}_{counter}"[:64], counter + 1
+            op.notes.append(f"{location} field `{wire}` is input `{name}` (`{base}` is taken)")
+        self.properties[name] = schema
+        self.locations[name] = location
+        if required:
+            self.required.append(name)
+        self.params.append(HttpParam(name=name, location=location, wire_name=None if name == wire else wire,
+                                     required=required))
+        return name
+
+
+def _merged_params(op: _Op, resolver: Resolver, problems: list[str]) -> list[dict[str, Any]]:
+    """Path-level parameters overridden by operation-level ones with the same name and location."""
+    merged: dict[tuple[str, str], dict[str, Any]] = {}
+    own = as_list(op.operation.get("parameters"))
+    for raw in [*op.path_params, *own]:
+        param = resolver.deref(raw, problems, "parameter")
+        if param is None or not isinstance(param.get("name"), str) or not isinstance(param.get("in"), str):
+            problems.append("parameter: a parameter without a name or location was ignored")
+            continue
+        merged[(param["name"], param["in"])] = param
+    order = {"path": 0, "query": 1, "header": 2, "cookie": 3}
+    return sorted(merged.values(), key=lambda p: order.get(p["in"], 4))
+
+
+def _add_param(op: _Op, param: dict[str, Any], resolver: Resolver, inputs: _Inputs, problems: list[str]) -> None:
+    name, location = param["name"], param["in"]
+    if location == "cookie" or location not in ("path", "query", "header"):
+        need = "; it is required, so the tool cannot be called as imported" if param.get("required") else ""
+        problems.append(f"parameter `{name}` ({location}): {location} parameters are not supported{need}")
+        return
+    if location == "header" and name.lower() in _RESERVED_HEADERS:
+        op.notes.append(f"header parameter `{name}` is ignored: the HTTP layer sets it")
+        return
+    raw_schema = param.get("schema")
+    if raw_schema is None and isinstance(param.get("content"), dict) and param["content"]:
+        raw_schema = next(iter(param["content"].values())).get("schema")
+    schema = resolver.schema(raw_schema if raw_schema is not None else {}, problems)
+    if isinstance(schema, dict) and isinstance(param.get("description"), str) and param["description"].strip():
+        schema = {**schema, "description": param["description"]}
+    required = location == "path" or param.get("required") is True
+    inputs.add(op, name, location, schema, required)
+
+
+def _add_body(op: _Op, resolver: Resolver, inputs: _Inputs, problems: list[str]) -> str | None:
+    if "requestBody" not in op.operation:
+        return None
+    body = resolver.deref(op.operation["requestBody"], problems, "request body")
+    if body is None:
+        return None
+    content = as_dict(body.get("content"))
+    media = json_media(content)
+    if media is None:
+        kinds = ", ".join(sorted(content)) or "none"
+        problems.append(f"request body: content type {kinds} is not supported (JSON only); the body cannot be sent")
+        return None
+    media_object = as_dict(content[media])
+    schema = resolver.schema(media_object.get("schema", {}), problems)
+    if isinstance(schema, dict):
+        schema = merge_all_of(schema)
+    body_required = body.get("required") is True
+    if is_object_schema(schema):
+        required = schema.get("required", []) if isinstance(schema.get("required"), list) else []
+        for prop, prop_schema in schema["properties"].items():
+            if isinstance(prop_schema, dict) and prop_schema.get("readOnly") is True:
+                op.notes.append(f"body field `{prop}` is read-only and not an input")
+                continue
+            inputs.add(op, prop, "body", prop_schema, prop in required)
+        return None
+    described = dict(schema) if isinstance(schema, dict) else {}
+    if isinstance(body.get("description"), str) and body["description"].strip():
+        described["description"] = body["description"]
+    return inputs.add(op, "body", "body", described if isinstance(schema, dict) else schema, body_required)
+
+
+def _description(operation: dict[str, Any]) -> str:
+    summary = str(operation.get("summary") or "").strip()
+    detail = str(operation.get("description") or "").strip()
+    if not summary or detail.startswith(summary):
+        return detail or summary
+    if not detail:
+        return summary
+    return f"{summary}\n\n{detail}"
+
+
+def _output_schema(operation: dict[str, Any], resolver: Resolver) -> dict[str, Any] | None:
+    """The success response's JSON schema when it is an object (what MCP calls an output schema)."""
+    responses = as_dict(operation.get("responses"))
+    for code in sorted(c for c in responses if c.startswith("2")):
+        response = resolver.deref(responses[code], [], "response")
+        content = as_dict(response.get("content")) if response else {}
+        media = json_media(content)
+        if media and isinstance(content[media], dict) and "schema" in content[media]:
+            schema = resolver.schema(content[media]["schema"], [])
+            return schema if isinstance(schema, dict) and schema.get("type") == "object" else None
+    return None
