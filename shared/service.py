@@ -19,6 +19,7 @@ from shared.nats.refusal_audit import audit_refusals
 from shared.observability.logs import configure_logging, get_logger
 from shared.observability.metrics import setup_metrics, shutdown_metrics
 from shared.observability.trace_context import setup_tracing, shutdown_tracing
+from shared.readiness import ReadyWhenStarted
 
 ServiceMain = Callable[[Settings, NATS, asyncio.Event], Awaitable[None]]
 T = TypeVar("T")
@@ -43,6 +44,19 @@ async def run_until_stopped(service: Runnable, stop: asyncio.Event) -> None:
         await service.run(stop)
     finally:
         await service.stop()
+
+
+async def run_built(build: Awaitable[Runnable], stop: asyncio.Event, ready_file: Path | None) -> None:
+    """Build a service (its `wiring.py`), then `run_until_stopped` it, ready from the end of its
+    start (`ready_file`). A build starts nothing, so one that fails has nothing to stop; its error
+    is reported like a failed start's."""
+    try:
+        service = await build
+    except AuroraError:
+        raise
+    except Exception as exc:
+        raise StartFailed(exc) from exc
+    await run_until_stopped(ReadyWhenStarted(service, ready_file), stop)
 
 
 def load_or_exit(name: str, load: Callable[[], T]) -> T:

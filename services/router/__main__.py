@@ -9,12 +9,12 @@ from pathlib import Path
 from nats.aio.client import Client as NATS
 
 from services.router.config import RouterSettings, load_router_settings
-from services.router.service import RouterService
+from services.router.wiring import RouterSetup, build_router
 from shared.config.appconfig import load_apps_config
 from shared.config.settings import Settings, load_settings
 from shared.observability.logs import get_logger
-from shared.readiness import ReadyWhenStarted
-from shared.service import load_or_exit, run_service, run_until_stopped
+from shared.service import load_or_exit, run_built, run_service
+from shared.wiring import Connections
 
 NAME = "router"
 log = get_logger("aurora.router")
@@ -33,8 +33,8 @@ async def main(own: RouterSettings, capabilities: dict[str, tuple[str, ...]], se
                stop: asyncio.Event) -> None:
     if not settings.apps_config.exists():
         log.info("no apps config; runs carry no app capabilities", file=str(settings.apps_config))
-    service = RouterService(nc, settings.subjects, own, capabilities, plan=settings.stream_plan)
-    await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
+    setup = RouterSetup(settings.subjects, own, capabilities, settings.stream_plan)
+    await run_built(build_router(setup, Connections(nc)), stop, settings.ready_file)
 
 
 def run() -> None:

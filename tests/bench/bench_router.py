@@ -25,13 +25,14 @@ from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
 from aurora_cli.localnats import LocalNats
 from services.router.config import RouterSettings
 from services.router.router import RouterConfig
-from services.router.service import RouterService
 from services.router.stores import open_stores
+from services.router.wiring import RouterSetup, build_router
 from shared.contracts.agent import Agent
 from shared.contracts.binding import Binding
 from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceModel, canonical_json, parse_resource
 from shared.contracts.subjects import Subjects
+from shared.wiring import Connections
 from tests.bench.common import Result, Stopwatch, best, env_int, record, run_on_service_loop, table
 
 GOAL = 0.5
@@ -153,7 +154,8 @@ async def bench_router(nc: NATS, events: list[tuple[str, bytes, str]], batch: in
             resource.__class__.__name__]
         await kv.put(str(resource.id), canonical_json(resource))
     await publish_all(js, events, None)
-    service = RouterService(nc, subjects, RouterSettings(router=RouterConfig(batch=batch, instance="bench")))
+    setup = RouterSetup(subjects, RouterSettings(router=RouterConfig(batch=batch, instance="bench")))
+    service = await build_router(setup, Connections(nc))
     await service.start()
     stop = asyncio.Event()
     with Stopwatch() as clock:
@@ -161,7 +163,7 @@ async def bench_router(nc: NATS, events: list[tuple[str, bytes, str]], batch: in
         await wait_for_count(js, subjects.stream("RUNS"), len(events))
     stop.set()
     await task
-    statuses = dict(service.stats.statuses)
+    statuses = dict(service.parts.router.stats.statuses)
     await service.stop()
     assert statuses.get("dispatched") == len(events), statuses
     assert await stored(js, f"KV_{subjects.stream('ROUTES')}") == len(events), "a trace for every event"

@@ -17,10 +17,11 @@ from nats.js.api import AckPolicy, ConsumerConfig
 
 from services.router.config import RouterSettings
 from services.router.router import RouterConfig
-from services.router.service import RouterService
+from services.router.wiring import RouterService, RouterSetup, build_router
 from shared.contracts.run import RunEnvelope
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
+from shared.wiring import Connections
 from tests.harness.waiting import poll as poll  # one poll helper for every test
 
 
@@ -30,8 +31,8 @@ async def running_router(nc: NATS, subjects: Subjects, *, capabilities: dict[str
     """A RouterService in this process, routing until the block ends."""
     config.setdefault("fetch_timeout", 0.2)
     # No gateway runs in these tests: the router serves agents itself (AURORA_ROUTER_SERVE_AGENTS=1).
-    service = RouterService(nc, subjects, RouterSettings(router=RouterConfig(instance="test", **config),
-                                                         serve_agents=True), capabilities)
+    settings = RouterSettings(router=RouterConfig(instance="test", **config), serve_agents=True)
+    service = await build_router(RouterSetup(subjects, settings, capabilities or {}), Connections(nc))
     await service.start()
     stop = asyncio.Event()
     task = asyncio.create_task(service.run(stop), name="test-router")

@@ -72,7 +72,7 @@ async def test_an_event_whose_run_cannot_be_stored_is_retried_not_lost(nc: NATS,
         await publish_events(js, subjects, [doc])
 
         async def retried() -> bool:
-            return router.stats.retried >= 1
+            return router.parts.router.stats.retried >= 1
 
         await poll(retried, what="a failed publish")
         info = await js.consumer_info(subjects.stream("EVENTS"), "router")

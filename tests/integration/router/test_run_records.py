@@ -67,7 +67,8 @@ async def test_no_run_is_published_while_its_record_cannot_be_stored(nc: NATS, s
         await publish_events(js, subjects, [doc])
 
         async def retried() -> bool:
-            return router.stats.retried > 0 and "run record" in (router.stats.last_error or "")
+            stats = router.parts.router.stats
+            return stats.retried > 0 and "run record" in (stats.last_error or "")
 
         await poll(retried, what="the event held back for its record")
         assert await stream_count(js, subjects.stream("RUNS")) == 0
