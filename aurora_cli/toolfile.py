@@ -8,6 +8,7 @@ package: demo.assets                 # tool prefix: demo.assets.search_assets
 base_url: ${AURORA_ASSETS_URL:-http://127.0.0.1:8766}
 spec: ../../apps/aurora_app_assets/openapi.yaml   # relative to this file, or an http(s) URL
 probe: {path: /healthz}              # optional: the system's health probe (method, interval_seconds, timeout_seconds)
+idempotency_header: Idempotency-Key  # optional: the API deduplicates writes on this header (each carries the key)
 publish:                             # the reviewed tools; every other imported one stays a draft
   - tool: demo.assets.search_assets
     note: read-only; deviceName is the industrial system's device name
@@ -33,7 +34,7 @@ from pydantic import Field
 from shared.config.appconfig import expand_env
 from shared.contracts.resource import ResourceModel, parse_resource
 from shared.contracts.subjects import Subjects
-from shared.contracts.system import ProbeConfig, SystemName
+from shared.contracts.system import HeaderName, ProbeConfig, SystemName
 from shared.errors import ConfigError
 from shared.nats.admin_service import admin_request
 from shared.resources import ResourceKind
@@ -52,6 +53,8 @@ class OpenApiImport(ResourceModel):
     spec: Annotated[str, Field(min_length=1, max_length=2000)]
     reviewed_by: Annotated[str, Field(min_length=1, max_length=128)] = "reviewer"
     probe: ProbeConfig | None = None
+    # The header the system takes the gateway's idempotency key in, on every write (it deduplicates).
+    idempotency_header: HeaderName | None = None
     publish: tuple[ReviewedTool, ...] = ()
 
 
@@ -85,6 +88,8 @@ def import_body(doc: OpenApiImport, source: Path, env: dict[str, str] | None = N
         body["package"] = doc.package
     if doc.probe is not None:
         body["probe"] = doc.probe.model_dump(mode="json")
+    if doc.idempotency_header is not None:
+        body["idempotency_header"] = doc.idempotency_header
     if not doc.spec.startswith(("http://", "https://")):
         path = (source.parent / doc.spec).resolve()
         try:

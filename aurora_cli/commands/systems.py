@@ -25,7 +25,7 @@ from aurora_cli.output import (
     table,
 )
 from shared.config.appconfig import PACKAGE_PATTERN
-from shared.contracts.system import SYSTEM_NAME_PATTERN
+from shared.contracts.system import HEADER_NAME_PATTERN, SYSTEM_NAME_PATTERN
 
 app = typer.Typer(
     help="Systems (MCP apps and HTTP APIs): status, OpenAPI import, enable and disable.",
@@ -65,7 +65,8 @@ def status_rows(systems: list[dict[str, Any]], now: datetime) -> list[list[Any]]
 
 
 def import_request(name: str, base_url: str, spec: str, package: str | None, *,
-                   cwd: Path | None = None, on_gateway: bool = False, probe: str | None = None) -> dict[str, Any]:
+                   cwd: Path | None = None, on_gateway: bool = False, probe: str | None = None,
+                   idempotency_header: str | None = None) -> dict[str, Any]:
     """The `systems.import_openapi` body, checked here. A local spec is read here and sent as
     `document` (the gateway does not share the CLI's files, and reads its own only below its
     specs folder); with `on_gateway`, `spec` is a path the gateway reads there."""
@@ -90,6 +91,11 @@ def import_request(name: str, base_url: str, spec: str, package: str | None, *,
         if not probe.startswith("/"):
             raise CliError(f"--probe {probe!r}: a path below the base URL, starting with '/'", exit_code=EXIT_USAGE)
         body["probe"] = {"path": probe}
+    if idempotency_header is not None:
+        if not re.fullmatch(HEADER_NAME_PATTERN, idempotency_header):
+            raise CliError(f"--idempotency-header {idempotency_header!r}: a header name of letters, digits and '-'",
+                           exit_code=EXIT_USAGE)
+        body["idempotency_header"] = idempotency_header
     return body
 
 
@@ -172,6 +178,10 @@ def import_openapi(
     probe: Annotated[str | None, typer.Option(
         "--probe", help="Probe this path (e.g. /healthz) every 15 s: `aurora health` shows the system up or "
                         "down (default: its probe, if any, stays as it is).")] = None,
+    idempotency_header: Annotated[str | None, typer.Option(
+        "--idempotency-header", help="The header (e.g. Idempotency-Key) the API deduplicates writes on: every "
+                                     "write carries the call's key in it, so a call in doubt may be sent again. "
+                                     "Operations that declare an Idempotency-Key header get it without this.")] = None,
     timeout: Annotated[float, typer.Option(
         "--timeout", min=1.0, help="Seconds to wait for the import.")] = IMPORT_TIMEOUT,
     json_output: Annotated[bool, typer.Option("--json", help="Print the import result as JSON.")] = False,
@@ -179,7 +189,8 @@ def import_openapi(
     """Register an HTTP system and turn each OpenAPI operation into a DRAFT tool (again: update them)."""
     settings = settings_or_fail()
     with cli_errors():
-        body = import_request(name, base_url, spec, package, on_gateway=on_gateway, probe=probe)
+        body = import_request(name, base_url, spec, package, on_gateway=on_gateway, probe=probe,
+                              idempotency_header=idempotency_header)
     with stderr.status(f"importing {body['spec']} into system {name}…", spinner="dots"):
         reply = run(admin_call(settings, "systems", "import_openapi", body, timeout=timeout))
     if json_output:

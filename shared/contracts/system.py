@@ -16,6 +16,10 @@ SYSTEM_NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$"
 SystemName = Annotated[str, Field(pattern=SYSTEM_NAME_PATTERN)]
 
 
+# An HTTP header's name as Aurora accepts one from a document (an idempotency key's header).
+HEADER_NAME_PATTERN = r"^[A-Za-z0-9-]{1,64}$"
+HeaderName = Annotated[str, Field(pattern=HEADER_NAME_PATTERN)]
+
 class AuthHeader(ResourceModel):
     """`Authorization: Bearer <secret>` with the secret from `value_env` or `value_file`."""
 
@@ -74,7 +78,7 @@ class System(ResourceModel):
     # The header (e.g. `Idempotency-Key`) under which the system accepts an idempotency key on
     # writes and deduplicates on it. Only then is the key sent, and only then may a call whose
     # gateway died mid-call be sent again.
-    idempotency_header: Annotated[str, Field(pattern=r"^[A-Za-z0-9-]{1,64}$")] | None = None
+    idempotency_header: HeaderName | None = None
 
     @model_validator(mode="after")
     def _http_needs_url(self) -> System:

@@ -12,7 +12,7 @@ from pydantic import Field
 
 from shared.contracts.resource import ResourceModel
 from shared.contracts.suggestion import ToolSuggestion
-from shared.contracts.system import BusinessContract
+from shared.contracts.system import BusinessContract, HeaderName
 
 ToolState = Literal["DRAFT", "REVIEWING", "PUBLISHED", "DEPRECATED"]
 SideEffect = Literal["read", "write", "dangerous"]
@@ -53,6 +53,10 @@ class HttpExecution(ResourceModel):
     operation_id: str | None = None
     # How this operation tells business success in a 2xx body; the system's contract otherwise.
     contract: BusinessContract | None = None
+    # The header the operation takes an idempotency key in (its API description declares it, e.g.
+    # `Idempotency-Key`): the gateway fills it with the call's key on every call, it is never an
+    # input, and the operation counts as deduplicating (a call in doubt may be sent again).
+    idempotency_header: HeaderName | None = None
 
 
 class ReviewNote(ResourceModel):

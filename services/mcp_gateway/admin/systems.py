@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import Any
 
@@ -14,7 +15,7 @@ from services.mcp_gateway.sessions.status import StatusViews
 from services.mcp_gateway.systems import DeclaredSecrets, OpenApiError, UndeclaredSecret, plan_merge
 from services.mcp_gateway.systems.openapi_job import OpenApiImporter
 from shared.clock import now_iso
-from shared.contracts.system import OpenApiSource, ProbeConfig, System
+from shared.contracts.system import HEADER_NAME_PATTERN, OpenApiSource, ProbeConfig, System
 from shared.contracts.validation import problems_of
 from shared.nats.admin_service import AdminRequestError
 from shared.people import current_caller
@@ -64,9 +65,11 @@ def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: Statu
         if document is not None and not isinstance(document, str):
             raise AdminRequestError("invalid_request", "field 'document' must be the document's text (a string)")
         probe = _probe(body.get("probe"))
+        key_header = _idempotency_header(body.get("idempotency_header"))
         try:
             result = await importer.run(spec, document, system=name, now=now_iso(), by=by,
-                                        package=text_field(body, "package", required=False) or name)
+                                        package=text_field(body, "package", required=False) or name,
+                                        idempotency_header=key_header)
         except OpenApiError as exc:
             raise AdminRequestError("invalid_openapi", str(exc)) from exc
         existing = pool.systems.get(name)
@@ -75,6 +78,8 @@ def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: Statu
         update: dict[str, Any] = {"base_url": base_url, "openapi": OpenApiSource(spec=spec, sent=document is not None)}
         if probe is not None:  # not given: the system's probe (or none) stays as it is
             update["probe"] = probe
+        if key_header is not None:  # the system deduplicates on it: every write carries the key
+            update["idempotency_header"] = key_header
         system = (existing or System(name=name, base_url=base_url)).model_copy(update=update)
         await pool.put_system(system)
         outcome: dict[str, Any] = {
@@ -115,6 +120,16 @@ def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: Statu
         ("systems", "status"): status,
         ("systems", "import_openapi"): import_openapi,
     }
+
+
+def _idempotency_header(value: Any) -> str | None:
+    """The import's `idempotency_header`: the header the whole system takes the key in."""
+    if value is None:
+        return None
+    if not isinstance(value, str) or not re.fullmatch(HEADER_NAME_PATTERN, value):
+        raise AdminRequestError("invalid_request", "field 'idempotency_header': a header name of letters, "
+                                                   f"digits and '-' (at most 64), e.g. Idempotency-Key; got {value!r}")
+    return value
 
 
 def _probe(value: Any) -> ProbeConfig | None:

@@ -45,7 +45,7 @@ def side_effect_of(tool: ToolDefinition | None, requested: str) -> SideEffect | 
 def target_of(tool: ToolDefinition, timeout: float | None, sessions: Mapping[tuple[str, str], HasApp],
               systems: Mapping[str, System]) -> Target:
     """An MCP tool deduplicates when its app lists it in `mcp.idempotency_key_tools`; an HTTP
-    tool when its system declares `idempotency_header`."""
+    tool when its system declares `idempotency_header`, or its operation an idempotency-key header."""
     execution = tool.execution
     if isinstance(execution, McpExecution):
         session = sessions.get((execution.app, execution.instance))
@@ -58,4 +58,4 @@ def target_of(tool: ToolDefinition, timeout: float | None, sessions: Mapping[tup
     if system is None:
         return Target(name=tool.system, timeout=timeout or DEFAULT_TIMEOUT, deduplicates=False)
     return Target(name=system.name, timeout=timeout or system.timeout_seconds,
-                  deduplicates=system.idempotency_header is not None)
+                  deduplicates=system.idempotency_header is not None or execution.idempotency_header is not None)

@@ -94,8 +94,10 @@ class HttpExecutor:
                                                                  f"be read ({type(exc).__name__})")
             scheme = system.auth.scheme
             headers[system.auth.header] = f"{scheme} {call.secret}" if scheme else call.secret
-        if tool.side_effect != "read" and idempotency_key and system.idempotency_header:
-            headers[system.idempotency_header] = idempotency_key  # declared: the system deduplicates on it
+        key_header = execution.idempotency_header or (system.idempotency_header if tool.side_effect != "read"
+                                                      else None)
+        if idempotency_key and key_header:
+            headers[key_header] = idempotency_key  # declared: the operation or its system deduplicates on it
         limit = timeout if timeout is not None else system.timeout_seconds
 
         async def trace(event: str, info: dict[str, Any]) -> None:

@@ -23,6 +23,9 @@ _SUPPORTED = frozenset(m.lower() for m in get_args(HttpMethod))
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
 # Headers the HTTP layer owns; OpenAPI says such parameter definitions are ignored.
 _RESERVED_HEADERS = frozenset({"accept", "content-type", "authorization"})
+# The IETF draft's name (draft-ietf-httpapi-idempotency-key-header): a header parameter so named is
+# where the gateway puts its idempotency key, not an input; an import may name another one.
+IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
 MAX_NAME = 256
 
 
@@ -59,6 +62,7 @@ class _Op:
     slug: str
     exact: bool  # the slug is the operationId as written (it wins a collision)
     name: str = ""
+    idempotency_header: str | None = None  # as the document spells it
     notes: list[str] = field(default_factory=list)
 
 
@@ -76,15 +80,19 @@ def slugify(text: str) -> str:
 
 
 def import_operations(document: dict[str, Any], *, system: str, package: str, now: str,
-                      by: str, budget: Budget | None = None) -> ImportResult:
+                      by: str, budget: Budget | None = None, idempotency_header: str | None = None) -> ImportResult:
     """One DRAFT tool per operation, named `<package>.<operationId or method_path>`; the schemas
-    inlined count against `budget` (OpenApiLimitExceeded past it)."""
+    inlined count against `budget` (OpenApiLimitExceeded past it). A header parameter named
+    `Idempotency-Key` (or `idempotency_header`, any case) is where the operation takes the
+    gateway's idempotency key: not an input, recorded in the tool's mapping."""
     if not all(_SEGMENT.match(part) for part in package.split(".")):
         raise OpenApiError(f"package {package!r} must be dot-separated segments of letters, digits, _ and -")
     resolver = Resolver(document, budget)
     ops, skipped = _operations(document, resolver)
     renamed = _assign_names(ops, package)
-    tools = tuple(_tool(op, resolver, document, system=system, now=now, by=by) for op in ops)
+    key_headers = {IDEMPOTENCY_KEY_HEADER.lower(), (idempotency_header or IDEMPOTENCY_KEY_HEADER).lower()}
+    tools = tuple(_tool(op, resolver, document, system=system, now=now, by=by, key_headers=key_headers)
+                  for op in ops)
     info = as_dict(document.get("info"))
     return ImportResult(
         tools=tools, renamed=renamed, skipped=tuple(skipped),
@@ -154,10 +162,15 @@ def _clip(name: str, suffix: str = "") -> str:
 
 
 def _tool(op: _Op, resolver: Resolver, document: dict[str, Any], *, system: str, now: str,
-          by: str) -> ToolDefinition:
+          by: str, key_headers: frozenset[str] | set[str]) -> ToolDefinition:
     problems: list[str] = []
     inputs = _Inputs()
     for param in _merged_params(op, resolver, problems):
+        if param["in"] == "header" and param["name"].lower() in key_headers:
+            op.idempotency_header = param["name"]
+            op.notes.append(f"header `{param['name']}` carries the gateway's idempotency key (not an input); "
+                            "a call in doubt may be sent again")
+            continue
         _add_param(op, param, resolver, inputs, problems)
     body_param = _add_body(op, resolver, inputs, problems)
     schema: dict[str, Any] = {"type": "object", "properties": inputs.properties, "additionalProperties": False}
@@ -178,6 +191,7 @@ def _tool(op: _Op, resolver: Resolver, document: dict[str, Any], *, system: str,
             body_param=body_param,
             operation_id=op.operation.get("operationId") if isinstance(op.operation.get("operationId"), str)
             else None,
+            idempotency_header=op.idempotency_header,
         ),
         side_effect=side_effect_of_method(op.method),
         state="DRAFT",

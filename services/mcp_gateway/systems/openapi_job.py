@@ -42,12 +42,12 @@ class OpenApiImporter:
         return await asyncio.to_thread(read_spec_file, spec, self.limits.max_bytes, allowed=self.limits.specs_dir)
 
     async def run(self, spec: str, document: str | None = None, *, system: str, package: str, now: str,
-                  by: str) -> ImportResult:
+                  by: str, idempotency_header: str | None = None) -> ImportResult:
         """Drafts for every operation of the document (see `import_operations`)."""
         text = await self.text(spec, document)
         async with self._one_at_a_time:
             budget = Budget(self.limits)
-            work = asyncio.to_thread(_convert, text, spec, budget, system, package, now, by)
+            work = asyncio.to_thread(_convert, text, spec, budget, system, package, now, by, idempotency_header)
             try:
                 return await asyncio.wait_for(work, self.limits.seconds + _GRACE_SECONDS)
             except TimeoutError:
@@ -57,10 +57,11 @@ class OpenApiImporter:
 
 
 def _convert(text: str, source: str, budget: Budget, system: str, package: str, now: str,
-             by: str) -> ImportResult:
+             by: str, idempotency_header: str | None) -> ImportResult:
     document = parse_openapi(text, source, budget)
     try:
-        return import_operations(document, system=system, package=package, now=now, by=by, budget=budget)
+        return import_operations(document, system=system, package=package, now=now, by=by, budget=budget,
+                                 idempotency_header=idempotency_header)
     except OpenApiError as exc:
         raise (exc if exc.source else exc.at(source)) from None
     except RecursionError:  # a shape no limit above foresaw: refused all the same, never a crash

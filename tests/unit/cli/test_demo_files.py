@@ -131,3 +131,12 @@ def test_an_unknown_kind_lists_the_kinds_apply_takes(tmp_path: Path) -> None:
     assert gadget == (f"{path}: document 1: field kind: unknown kind 'Gadget'; apply takes: System, OpenApiImport, "
                       "Skill, Agent, Pipeline, ApprovalPolicy, Binding, Schedule")
     assert "unknown kind 'Tool'" in tool  # read with `aurora get tools`, changed by its own commands
+
+
+def test_an_openapi_import_document_names_the_header_its_system_deduplicates_on(tmp_path: Path) -> None:
+    doc = toolfile.parse({"kind": "OpenApiImport", "system": "shop", "base_url": "http://x",
+                          "spec": "https://example.com/openapi.json", "idempotency_header": "Idempotency-Key"})
+    assert toolfile.import_body(doc, tmp_path / "tools.yml", env={})["idempotency_header"] == "Idempotency-Key"
+    with pytest.raises(ResourceError, match="idempotency_header"):
+        toolfile.parse({"kind": "OpenApiImport", "system": "shop", "base_url": "http://x", "spec": "s",
+                        "idempotency_header": "Idempotency Key"})

@@ -331,3 +331,11 @@ def test_every_pool_command_takes_json() -> None:
         result = runner.invoke(app, [*args, "--help"], env={"COLUMNS": "200"})
         assert result.exit_code == 0 and "--json" in result.output, (args, result.output)
 
+
+
+def test_import_request_carries_the_header_a_system_deduplicates_writes_on() -> None:
+    body = import_request("shop", "http://x", "https://s", None, idempotency_header="X-Request-Id")
+    assert body["idempotency_header"] == "X-Request-Id"
+    assert "idempotency_header" not in import_request("shop", "http://x", "https://s", None)
+    with pytest.raises(CliError, match="--idempotency-header 'X Request': a header name"):
+        import_request("shop", "http://x", "https://s", None, idempotency_header="X Request")
