@@ -18,7 +18,7 @@ from nats.js.kv import KeyValue
 
 from shared.errors import AuroraError
 from shared.jetstream.streams import Bucket
-from shared.lifecycle import Lifecycle
+from shared.lifecycle import Lifecycle, cancel_task
 from shared.nats.kvwatch import BucketWatch
 from shared.observability.logs import get_logger
 
@@ -29,8 +29,9 @@ _INITIAL_TIMEOUT = 10.0
 _LAST_MESSAGE_GRACE = 2.0
 
 
-async def _initial_entries(kv: KeyValue) -> tuple[KeyValue.KeyWatcher, list[KeyValue.Entry]]:
-    """Start a watcher and read the bucket's current entries (deletions included).
+async def _initial_entries(kv: KeyValue, parts: AsyncExitStack) -> tuple[KeyValue.KeyWatcher, list[KeyValue.Entry]]:
+    """Start a watcher (its stop registered on `parts`) and read the bucket's current entries
+    (deletions included).
 
     nats-py's "caught up" marker (None) can arrive before entries the server had already sent
     were read: it compares the consumer's pending count with what the client has received, and
@@ -40,71 +41,81 @@ async def _initial_entries(kv: KeyValue) -> tuple[KeyValue.KeyWatcher, list[KeyV
     state = (await kv.status()).stream_info.state
     last = state.last_seq if state.messages else 0
     watcher = await kv.watchall()
+    parts.push_async_callback(watcher.stop)
     entries: list[KeyValue.Entry] = []
     seen, caught_up = 0, False
     deadline = time.monotonic() + _INITIAL_TIMEOUT
-    try:
-        while not (caught_up and seen >= last):
-            remaining = deadline - time.monotonic()
-            if caught_up:  # only the bucket's last message is missing: it may have expired
-                remaining = min(remaining, _LAST_MESSAGE_GRACE)
-            try:
-                entry = await watcher.updates(timeout=max(remaining, 0.001))  # type: ignore[no-untyped-call]
-            except NatsTimeoutError:
-                if caught_up:
-                    break
-                raise
-            if entry is None:
-                caught_up = True
-                continue
-            seen = max(seen, entry.revision or 0)
-            entries.append(entry)
-    except BaseException:
-        await watcher.stop()  # type: ignore[no-untyped-call]
-        raise
+    while not (caught_up and seen >= last):
+        remaining = deadline - time.monotonic()
+        if caught_up:  # only the bucket's last message is missing: it may have expired
+            remaining = min(remaining, _LAST_MESSAGE_GRACE)
+        try:
+            entry = await watcher.updates(timeout=max(remaining, 0.001))  # type: ignore[no-untyped-call]
+        except NatsTimeoutError:
+            if caught_up:
+                break
+            raise
+        if entry is None:
+            caught_up = True
+            continue
+        seen = max(seen, entry.revision or 0)
+        entries.append(entry)
     return watcher, entries
 
 
 class _Watch(Protocol):
+    """A started watch on a bucket: its entries as of the start, then every change."""
+
+    def initial(self) -> list[KeyValue.Entry]: ...
     def changes(self) -> AsyncIterator[KeyValue.Entry]: ...
     async def stop(self) -> None: ...
 
 
-class _NatsPyWatch:
+class _NatsPyWatch(Lifecycle[tuple[KeyValue.KeyWatcher, list[KeyValue.Entry]]]):
     """nats-py's own watcher, for a bucket opened without `ensure_bucket` (the CLI's)."""
 
-    def __init__(self, watcher: KeyValue.KeyWatcher) -> None:
-        self._watcher = watcher
+    def __init__(self, kv: KeyValue) -> None:
+        super().__init__("a bucket's nats-py watch")
+        self._kv = kv
+
+    async def _start(self, parts: AsyncExitStack) -> tuple[KeyValue.KeyWatcher, list[KeyValue.Entry]]:
+        return await _initial_entries(self._kv, parts)
+
+    def initial(self) -> list[KeyValue.Entry]:
+        return self.require_started()[1]
 
     async def changes(self) -> AsyncIterator[KeyValue.Entry]:
-        async for entry in self._watcher:
+        watcher, _ = self.require_started()
+        async for entry in watcher:
             if entry is not None:
                 yield entry
 
-    async def stop(self) -> None:
-        await self._watcher.stop()  # type: ignore[no-untyped-call]
 
-
-async def _open_watch(kv: KeyValue) -> tuple[_Watch, list[KeyValue.Entry]]:
-    """A watch on the bucket and its current entries: a named pull consumer for the buckets the
-    services open (`Bucket`), nats-py's watcher otherwise."""
+async def _open_watch(kv: KeyValue) -> _Watch:
+    """A started watch on the bucket: a named pull consumer for the buckets the services open
+    (`Bucket`), nats-py's watcher otherwise. A start that fails stops what it had opened."""
+    watch: BucketWatch | _NatsPyWatch
     if isinstance(kv, Bucket):
-        watch = BucketWatch(kv.js, kv.bucket, plan=kv.plan)
-        try:
-            return watch, await watch.initial(timeout=_INITIAL_TIMEOUT)
-        except BaseException:
-            await watch.stop()
-            raise
-    watcher, entries = await _initial_entries(kv)
-    return _NatsPyWatch(watcher), entries
+        watch = BucketWatch(kv.js, kv.bucket, plan=kv.plan, initial_timeout=_INITIAL_TIMEOUT)
+    else:
+        watch = _NatsPyWatch(kv)
+    await watch.start()
+    return watch
+
+
+async def _entries_now(kv: KeyValue) -> list[KeyValue.Entry]:
+    """The bucket's current entries (deletions included), read by a watch opened and stopped."""
+    watch = await _open_watch(kv)
+    try:
+        return watch.initial()
+    finally:
+        await watch.stop()
 
 
 async def read_all(kv: KeyValue) -> dict[str, bytes]:
     """Every live key and value of a bucket, as of now."""
-    watch, entries = await _open_watch(kv)
-    await watch.stop()
     found: dict[str, bytes] = {}
-    for entry in entries:
+    for entry in await _entries_now(kv):
         if entry.operation in _DELETED or entry.value is None:
             found.pop(entry.key, None)
         else:
@@ -151,29 +162,25 @@ class KvMirror(Lifecycle[None], Generic[T]):
         self._revisions: dict[str, int] = {}
 
     async def _start(self, parts: AsyncExitStack) -> None:
-        watcher, entries = await _open_watch(self._kv)
-        try:
-            for entry in entries:
-                self._apply(entry.key, entry.value, entry.operation, entry.revision)
-                self.revision = max(self.revision, entry.revision or 0)
-            self._changed()
-        except BaseException:
-            await watcher.stop()
-            raise
+        watcher = await _open_watch(self._kv)
+        parts.push_async_callback(watcher.stop)  # before the entries are taken in: a failing on_change stops it
+        for entry in watcher.initial():
+            self._apply(entry.key, entry.value, entry.operation, entry.revision)
+            self.revision = max(self.revision, entry.revision or 0)
+        self._changed()
         task = asyncio.create_task(self._follow(watcher), name=f"kv-mirror-{self._name}")
-        # The task is cancelled after the watch was told to stop: on Python 3.11 a cancellation
-        # that meets a message arriving at that moment is swallowed inside nats-py's `next_msg`
-        # (`asyncio.wait_for`), and a watch that is not told to stop would fetch for ever.
-        parts.push_async_callback(_end, watcher, task)
+        parts.push_async_callback(cancel_task, task)
+        # So the watch is told to stop before the task is cancelled (a second stop does nothing):
+        # on Python 3.11 a cancellation that meets a message arriving at that moment is swallowed
+        # inside nats-py's `next_msg` (`asyncio.wait_for`), and a watch not told to stop would
+        # fetch for ever.
+        parts.push_async_callback(watcher.stop)
 
     async def _follow(self, watch: _Watch) -> None:
-        try:
-            async for entry in watch.changes():
-                self._apply(entry.key, entry.value, entry.operation, entry.revision)
-                self.revision = max(self.revision, entry.revision or 0)
-                self._changed()
-        finally:
-            await watch.stop()
+        async for entry in watch.changes():
+            self._apply(entry.key, entry.value, entry.operation, entry.revision)
+            self.revision = max(self.revision, entry.revision or 0)
+            self._changed()
 
     async def catch_up(self) -> bool:
         """Take in every write the bucket had when asked that the watch has not brought yet (it
@@ -182,9 +189,7 @@ class KvMirror(Lifecycle[None], Generic[T]):
         last = (await self._kv.status()).stream_info.state.last_seq
         if self.revision >= last:
             return False
-        watch, entries = await _open_watch(self._kv)
-        await watch.stop()
-        for entry in entries:
+        for entry in await _entries_now(self._kv):
             self._apply(entry.key, entry.value, entry.operation, entry.revision)
         self.revision = max(self.revision, last)
         self._changed()
@@ -219,8 +224,3 @@ class KvMirror(Lifecycle[None], Generic[T]):
         if self._on_change is not None:
             self._on_change()
 
-
-async def _end(watch: _Watch, task: asyncio.Task[None]) -> None:
-    await watch.stop()
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)

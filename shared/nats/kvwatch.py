@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from contextlib import suppress
+from contextlib import AsyncExitStack, suppress
 
 from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError, ConnectionDrainingError
@@ -27,6 +27,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.kv import KeyValue
 
 from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan
+from shared.lifecycle import Lifecycle
 from shared.nats.consumers import pull_ephemeral
 from shared.observability.logs import get_logger
 from shared.streak import FailureStreak
@@ -49,20 +50,33 @@ def entry_of(bucket: str, msg: Msg) -> KeyValue.Entry:
                           operation=operation)
 
 
-class BucketWatch:
-    """`initial()` once, then `async for entry in watch` for every later change; `stop()`."""
+class BucketWatch(Lifecycle[list[KeyValue.Entry]]):
+    """`start()` opens the watch and reads the bucket's current entries (`initial()`); then
+    `async for entry in watch.changes()` for every later change, until `stop()`."""
 
     def __init__(self, js: JetStreamContext, bucket: str, *, plan: StreamPlan = DEFAULT_PLAN,
-                 grace: float = GRACE) -> None:
+                 grace: float = GRACE, initial_timeout: float = 10.0) -> None:
+        super().__init__(f"the watch of bucket {bucket}")
         self._js = js
         self._bucket = bucket
         self._plan = plan  # its bucket's (`Bucket.plan`): as many replicas, the service's name
+        self._initial_timeout = initial_timeout
         self._sub: JetStreamContext.PullSubscription | None = None
         self._last = 0  # the last revision seen
         self._stopped = False
         self._grace = grace
         self._interrupted_since: float | None = None
         self._failing = FailureStreak(log, "bucket watch", bucket=bucket)
+
+    async def _start(self, parts: AsyncExitStack) -> list[KeyValue.Entry]:
+        self._stopped, self._last = False, 0
+        parts.push_async_callback(self._end)  # before the open: a read that fails lets the consumer go
+        sub = await self._open()
+        return await self._read_current(sub)
+
+    def initial(self) -> list[KeyValue.Entry]:
+        """The bucket's entries (deletions included) as of `start()`."""
+        return self.require_started()
 
     async def _open(self) -> JetStreamContext.PullSubscription:
         if self._last:
@@ -81,13 +95,11 @@ class BucketWatch:
         self._last = max(self._last, msg.metadata.sequence.stream)
         return entry_of(self._bucket, msg)
 
-    async def initial(self, *, timeout: float = 10.0) -> list[KeyValue.Entry]:
-        """The bucket's current entries (deletions included), as of now."""
-        sub = await self._open()
+    async def _read_current(self, sub: JetStreamContext.PullSubscription) -> list[KeyValue.Entry]:
         remaining = int((await sub.consumer_info()).num_pending or 0)
         entries: list[KeyValue.Entry] = []
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout
+        deadline = loop.time() + self._initial_timeout
         while remaining > 0:
             left = deadline - loop.time()
             if left <= 0:
@@ -99,6 +111,7 @@ class BucketWatch:
 
     async def changes(self) -> AsyncIterator[KeyValue.Entry]:
         """Every change after `initial()`, until `stop()`."""
+        self.require_started()
         want = 1
         while not self._stopped:
             sub = self._sub or await self._reopen()
@@ -152,7 +165,7 @@ class BucketWatch:
         self._interrupted_since = None
         self._failing.worked()
 
-    async def stop(self) -> None:
+    async def _end(self) -> None:
         self._stopped = True
         await self._let_go()
 

@@ -234,11 +234,8 @@ def _bucket_of(user: str) -> str:
 
 async def _kv_watch(session: Session) -> None:
     """The services' own watcher (shared/nats/kvwatch.py, as KvMirror and read_all use it)."""
-    watch = BucketWatch(session.nc.jetstream(), _bucket_of(session.user), plan=StreamPlan.of(1, session.user))
-    try:
-        await watch.initial()
-    finally:
-        await watch.stop()
+    async with BucketWatch(session.nc.jetstream(), _bucket_of(session.user), plan=StreamPlan.of(1, session.user)):
+        pass
 
 
 def _ordered(session: Session) -> Probe:

@@ -41,8 +41,9 @@ async def test_every_kind_is_created_with_the_setting_on_a_cluster(cluster_nc: N
     assert (await js.stream_info("OBJ_AMP_RUN_EVENTS")).config.num_replicas == 3
     await kv.put("a", b"1")
     watch = BucketWatch(js, kv.bucket, plan=kv.plan)
+    await watch.start()
     try:
-        assert [e.key for e in await watch.initial()] == ["a"]
+        assert [e.key for e in watch.initial()] == ["a"]
         [info] = await js.consumers_info("KV_AMP_AGENTS")
         assert info.config.num_replicas == 3  # survives its node, like the bucket
     finally:

@@ -10,10 +10,12 @@ import time
 
 import pytest
 from nats.aio.client import Client as NATS
+from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.kv import KeyValue
 
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import agents_bucket, ensure_bucket
+from shared.lifecycle import NotStarted
 from shared.nats.kvmirror import KvMirror, read_all
 from shared.nats.kvwatch import BucketWatch
 from tests.integration.runner.helpers import poll
@@ -70,7 +72,8 @@ async def test_a_watch_broken_longer_than_its_grace_is_a_warning_until_it_works_
     spec = agents_bucket(subjects)
     await ensure_bucket(js, spec)
     watch = BucketWatch(js, spec.name, grace=1.0)
-    assert await watch.initial() == []
+    await watch.start()
+    assert watch.initial() == []
     seen: list[KeyValue.Entry] = []
 
     async def follow() -> None:
@@ -98,3 +101,32 @@ async def test_a_watch_broken_longer_than_its_grace_is_a_warning_until_it_works_
         await watch.stop()
         following.cancel()
         await asyncio.gather(following, return_exceptions=True)
+
+
+async def test_a_watch_is_started_once_stopped_once_and_a_failed_start_lets_its_consumer_go(
+        nc: NATS, subjects: Subjects) -> None:
+    js = nc.jetstream()
+    kv = await ensure_bucket(js, agents_bucket(subjects))
+    await kv.put("a", b"1")
+    subscriptions = len(nc._subs)
+
+    watch = BucketWatch(js, kv.bucket, plan=kv.plan)
+    with pytest.raises(NotStarted):
+        watch.initial()
+    await watch.start()
+    await watch.start()  # nothing more: one consumer, one subscription
+    assert [e.key for e in watch.initial()] == ["a"]
+    assert len(await _consumers(nc, "KV_AMP_AGENTS")) == 1 and len(nc._subs) == subscriptions + 1
+    await watch.stop()
+    await watch.stop()
+    assert len(nc._subs) == subscriptions
+    with pytest.raises(NotStarted):
+        watch.initial()
+
+    # The consumer opens, then reading the current entries runs out of time: the start fails
+    # and what it had opened is let go.
+    hasty = BucketWatch(js, kv.bucket, plan=kv.plan, initial_timeout=0.0)
+    with pytest.raises(NatsTimeoutError):
+        await hasty.start()
+    assert len(nc._subs) == subscriptions
+    assert not hasty.started
