@@ -8,20 +8,20 @@ from functools import partial
 from nats.aio.client import Client as NATS
 
 from services.mcp_gateway.config import GatewaySettings, load_mcp_gateway_settings
-from services.mcp_gateway.service import GatewayService
+from services.mcp_gateway.wiring import GatewaySetup, build_gateway
 from shared.config.settings import Settings, load_settings
 from shared.observability import memwatch
-from shared.readiness import ReadyWhenStarted
 from shared.redaction import Redactor
-from shared.service import load_or_exit, run_service, run_until_stopped
+from shared.service import load_or_exit, run_built, run_service
+from shared.wiring import Connections
 
 NAME = "mcp-gateway"
 
 
 async def main(own: GatewaySettings, redactor: Redactor, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
     memwatch.install(asyncio.get_running_loop(), settings.tracemalloc)  # AURORA_TRACEMALLOC=1 only
-    service = GatewayService(nc, settings.subjects, own, redactor=redactor, plan=settings.stream_plan)
-    await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
+    setup = GatewaySetup(settings.subjects, own, settings.stream_plan, redactor)
+    await run_built(build_gateway(setup, Connections(nc)), stop, settings.ready_file)
 
 
 def run() -> None:

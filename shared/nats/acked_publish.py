@@ -8,6 +8,10 @@ of this connection (so the user's own `_INBOX_<user>.>` permission covers it); `
 the future of its ack at once, and the acks (decoded with msgspec) resolve those futures.
 A missing stream (no responders) or a JetStream error fails the future with nats-py's own
 errors, so callers see what `js.publish` would have raised; a lost ack is the caller's timeout.
+
+Its lifecycle is `shared.lifecycle`'s: `start()` subscribes to the acks, `stop()` unsubscribes
+(what still waits for an ack then times out with its caller). A service's wiring starts it
+before, and stops it after, what publishes through it; a `send` before `start()` starts it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.js.errors import APIError, NoStreamResponseError
 
+from shared.lifecycle import Lifecycle
 from shared.nats import write_through
 from shared.nats.inline_subscription import subscribe_inline
 
@@ -36,30 +41,33 @@ class _Ack(msgspec.Struct):
     error: dict[str, Any] | None = None
 
 
-class AckedPublisher:
+class AckedPublisher(Lifecycle[None]):
     def __init__(self, nc: NATS) -> None:
+        super().__init__("the JetStream ack listener")
         self._nc = nc
-        self._prefix = ""
+        self._prefix = ""  # set while started: the acks' inbox prefix
         self._waiting: dict[str, asyncio.Future[int]] = {}
         self._serial = 0
-        self._subscription: Subscription | None = None
 
-    async def _subscribe(self) -> None:
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         prefix = self._nc.new_inbox() + "."
-        self._subscription = await subscribe_inline(self._nc, prefix + "*", self._on_ack)
+        subscription = await subscribe_inline(self._nc, prefix + "*", self._on_ack)
+        parts.push_async_callback(self._stop_listening, subscription)
         self._prefix = prefix
 
+    async def _stop_listening(self, subscription: Subscription) -> None:
+        self._prefix = ""
+        with contextlib.suppress(nats.errors.ConnectionClosedError, nats.errors.BadSubscriptionError):
+            await subscription.unsubscribe()
+
     async def close(self) -> None:
-        """Stop listening for acks (what still waits for one times out with its caller)."""
-        subscription, self._subscription, self._prefix = self._subscription, None, ""
-        if subscription is not None:
-            with contextlib.suppress(nats.errors.ConnectionClosedError, nats.errors.BadSubscriptionError):
-                await subscription.unsubscribe()
+        """`stop()`, by the name its users had before the one lifecycle."""
+        await self.stop()
 
     async def send(self, subject: str, payload: bytes, headers: dict[str, str] | None = None) -> asyncio.Future[int]:
         """Publish to JetStream; the future is the stream sequence once the server has stored it."""
         if not self._prefix:
-            await self._subscribe()
+            await self.start()
         queued = self.send_now(subject, payload, headers)
         if queued is not None:
             return queued
@@ -75,7 +83,7 @@ class AckedPublisher:
                  headers: dict[str, str] | None = None) -> asyncio.Future[int] | None:
         """`send` without waiting: the message is queued to be written at the end of this turn of
         the loop (`shared.nats.write_through`); None (nothing sent) when nats-py has to take it, or
-        before the first `send`, which subscribes to the acks: then `send` it."""
+        before `start()` (the acks' subscription): then `send` it."""
         if not self._prefix:
             return None
         token, future = self._expect()

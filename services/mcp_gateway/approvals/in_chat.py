@@ -7,14 +7,16 @@ under the interaction id `apr.<approval id>`, and records where it asked and who
 answer comes back from the app as an `interaction.submitted` event; the gateway grants (1, yes,
 allow) or denies (2, no, refuse) the approval only while it is pending and only when the answer
 comes from the same app, conversation and user. The decision then travels like one made with
-`aurora approvals grant`: `approval.granted` resumes the waiting task.
+`aurora approvals grant`: `approval.granted` resumes the waiting task (`ChatDecisions`: and the
+audit names the chat user who decided).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Protocol
 
 import msgspec
 from nats.aio.msg import Msg
@@ -22,6 +24,7 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from services.mcp_gateway.approvals.store import ApprovalRefused, ApprovalStore
+from services.mcp_gateway.background import BackgroundLoop
 from shared.contracts.approval import Approval, ChatQuestion
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import INTERACTION_SUBMITTED
@@ -107,11 +110,43 @@ def answers_consumer(subjects: Subjects, max_deliver: int = 5) -> ConsumerConfig
     )
 
 
-class ChatAnswers:
-    """Consumes `interaction.submitted` events and decides the approvals they answer."""
+class RecordsDecisions(Protocol):  # reporting.reports.Reporting
+    def record_decision(self, approval: Approval, by: str, outcome: str, detail: str | None, *,
+                        caller: str | None = None) -> None: ...
+
+
+class PublishesDecisions(Protocol):  # reporting.platform_events.PlatformEvents
+    async def publish_approval_decision(self, approval: Approval, verb: str) -> None: ...
+
+
+def chat_caller(approval: Approval) -> str:
+    """Who decided, for the audit: the chat user the bridge's event named, in the app asked."""
+    asked = approval.asked_in_chat
+    return f"chat:{asked.app}:{asked.actor_id}" if asked else "chat"
+
+
+class ChatDecisions:
+    """What a decision made in the chat leaves: an audit record naming the chat user (as
+    `aurora approvals grant` leaves one naming the person), then `approval.granted` / `.denied`,
+    which the waiting task resumes on."""
+
+    def __init__(self, audit: RecordsDecisions, events: PublishesDecisions) -> None:
+        self._audit = audit
+        self._events = events
+
+    async def __call__(self, approval: Approval, verb: str) -> None:
+        self._audit.record_decision(approval, approval.decided_by or "the chat user", verb, approval.note,
+                                    caller=chat_caller(approval))
+        await self._events.publish_approval_decision(approval, verb)
+
+
+class ChatAnswers(BackgroundLoop):
+    """Consumes `interaction.submitted` events and decides the approvals they answer; a part of
+    the gateway: started, its durable consumer exists and its loop runs until `stop()`."""
 
     def __init__(self, js: JetStreamContext, subjects: Subjects, approvals: ApprovalStore, stream: str,
                  publish_decision: Callable[[Approval, str], Awaitable[None]], *, max_deliver: int = 5) -> None:
+        super().__init__("the chat answers to approvals", "gateway-chat-answers")
         self._approvals = approvals
         self._publish_decision = publish_decision
         # An answer that keeps failing (NATS trouble deciding or publishing) is dead-lettered
@@ -119,12 +154,14 @@ class ChatAnswers:
         self.consumer = AtLeastOnceConsumer(js, subjects, stream=stream, config=answers_consumer(subjects, max_deliver),
                                             stage=STAGE)
 
-    async def run(self, stop: asyncio.Event) -> None:
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        # The consumer stops after the loop that fetches from it (the exit stack unwinds newest first).
         await self.consumer.start()
-        try:
-            await self.consumer.run_each(stop, self._handle, concurrency=1)
-        finally:
-            await self.consumer.stop()
+        parts.push_async_callback(self.consumer.stop)
+        await super()._start(parts)
+
+    async def _loop(self, halt: asyncio.Event) -> None:
+        await self.consumer.run_each(halt, self._handle, concurrency=1)
 
     async def _handle(self, msg: Msg) -> Outcome:
         try:

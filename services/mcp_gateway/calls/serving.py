@@ -17,7 +17,6 @@ import msgspec
 from nats.micro.request import Request
 from opentelemetry.trace import SpanKind
 
-from services.mcp_gateway.approvals.store import ApprovalStore
 from services.mcp_gateway.calls import progress
 from services.mcp_gateway.calls.caller import Endpoint, claimed_caller
 from services.mcp_gateway.calls.pipeline import CallPipeline
@@ -174,15 +173,3 @@ def describe_call(span: tracing.SpanHandle, record: CallRecord) -> None:
     })
     if result.status != "ok":
         span.error(result.error.code if result.error else result.status)
-
-
-async def sweep_expired_approvals(approvals: ApprovalStore, stop: asyncio.Event, every: float) -> None:
-    """Approvals nobody decided in time expire on their own; the store reports each one it
-    expires (`approval.expired`), here or wherever a late decision or call found it first."""
-    while not stop.is_set():
-        try:
-            await approvals.expire_due()
-        except Exception as exc:
-            log.warning("approval sweep failed", error=str(exc))
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stop.wait(), every)

@@ -2,9 +2,15 @@
 app session (`elicitation/create`, `sampling/createMessage`) and its `notifications/progress`.
 
 One `ServerRequests` serves every session; `for_session` gives the callbacks of one (bound to
-its key, which is how the call in flight is found — see `calls_in_flight`). What answers them is
-`attach`ed once the tool-call handler exists (the elicitation asks through it), which is before
-any call is served: the sessions are opened earlier, and their capabilities are fixed then.
+its key, which is how the call in flight is found — see `calls_in_flight`).
+
+It is the hinge of the gateway's one cycle: the sessions need these callbacks when they are
+built, what answers them (`Elicitation`) asks its question through the tool-call handler
+(`CallPipeline`: `event_reply` in the event's chat), and that handler calls through the sessions.
+So it is built empty, handed to the sessions, and `bind`s its answerers once, in the wiring
+(`services/mcp_gateway/wiring.py`), as soon as the handler exists: before anything starts.
+A second `bind` is refused (`AlreadyBound`), and a question asked before the bind is answered
+"not serving calls yet", never left hanging.
 
 A stateless (2026-07-28) app asks inside the call's result instead (`input_required`); its
 questions come to `input_request` with the token of the call they belong to, and are answered
@@ -22,9 +28,18 @@ import mcp_types as types
 from mcp.client.session import ClientRequestContext, ElicitationFnT, SamplingFnT
 
 from services.mcp_gateway.calls.in_flight import CallsInFlight, SessionKey
+from shared.errors import AuroraError
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.server_requests")
+NOT_SERVING_YET = "the gateway is not serving calls yet"
+
+
+class AlreadyBound(AuroraError):
+    """The server requests' answerers were bound a second time (the wiring binds them once)."""
+
+    def __init__(self) -> None:
+        super().__init__("the server requests' answerers are bound once, in the wiring")
 
 
 class Elicits(Protocol):
@@ -53,15 +68,24 @@ class SessionCallbacks:
 
 
 class ServerRequests:
+    """Built empty; `bind` once (see the module's docstring). `elicitation` / `sampling`: whether
+    the sessions offer the capability at all."""
+
     def __init__(self, calls: CallsInFlight, *, elicitation: bool = True, sampling: bool = True) -> None:
         self.calls = calls
         self._offers = (elicitation, sampling)
         self._elicitation: Elicits | None = None
         self._sampling: Samples | None = None
 
-    def attach(self, *, elicitation: Elicits | None = None, sampling: Samples | None = None) -> None:
-        self._elicitation = elicitation or self._elicitation
-        self._sampling = sampling or self._sampling
+    @property
+    def bound(self) -> bool:
+        return self._elicitation is not None
+
+    def bind(self, *, elicitation: Elicits, sampling: Samples) -> None:
+        """What answers the sessions' questions, from now on; once."""
+        if self.bound:
+            raise AlreadyBound()
+        self._elicitation, self._sampling = elicitation, sampling
 
     def for_session(self, key: SessionKey, app_name: str) -> SessionCallbacks:
         """`call_token` below: the call the question belongs to when the gateway knows it (a
@@ -72,7 +96,7 @@ class ServerRequests:
             if not self._offers[0]:
                 return types.ErrorData(code=types.INVALID_REQUEST, message="this gateway does not elicit")
             if elicits is None:
-                return types.ErrorData(code=types.INTERNAL_ERROR, message="the gateway is not serving calls yet")
+                return types.ErrorData(code=types.INTERNAL_ERROR, message=NOT_SERVING_YET)
             try:
                 return await elicits.elicit(key, app_name, params, call_token=call_token)
             except Exception as exc:  # the app gets an error, never a hung request
@@ -82,8 +106,10 @@ class ServerRequests:
         async def sample(params: types.CreateMessageRequestParams, call_token: str | None) -> (
                 types.CreateMessageResult | types.CreateMessageResultWithTools | types.ErrorData):
             samples = self._sampling
-            if samples is None or not self._offers[1]:
+            if not self._offers[1]:
                 return types.ErrorData(code=types.INVALID_REQUEST, message="this gateway does not sample")
+            if samples is None:
+                return types.ErrorData(code=types.INTERNAL_ERROR, message=NOT_SERVING_YET)
             try:
                 return await samples.sample(key, app_name, params, call_token=call_token)
             except Exception as exc:

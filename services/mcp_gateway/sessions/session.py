@@ -28,6 +28,7 @@ from services.mcp_gateway.transports.streams import TransportStreams
 from services.mcp_gateway.transports.tap import tapped
 from shared.config.appconfig import AppConfig
 from shared.contracts.health import SessionStatus
+from shared.lifecycle import cancel_task
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.session")
@@ -174,15 +175,19 @@ class AppSession:
             if attempt.direct is not None and self._callbacks is not None:
                 attempt.direct.progressed = self._callbacks.progressed
             attempt.session = session
-            self.problem, self._unreadable = None, 0  # a new session: nothing wrong with it yet
-            await self._listener.tools_listed(self, tools)
-            await self._set_status("connected", None)
-            self.first_attempt_done.set()
-            await wait_any(stop.wait(), attempt.lost.wait(), self._keep_alive(session, attempt),
-                            self._follow_changes(session, attempt))
-            attempt.session = None
-            if self._refresh is not None:
-                self._refresh.cancel()
+            try:
+                self.problem, self._unreadable = None, 0  # a new session: nothing wrong with it yet
+                await self._listener.tools_listed(self, tools)
+                await self._set_status("connected", None)
+                self.first_attempt_done.set()
+                await wait_any(stop.wait(), attempt.lost.wait(), self._keep_alive(session, attempt),
+                                self._follow_changes(session, attempt))
+            finally:
+                attempt.session = None
+                # A listing still running on this connection ends before the connection is closed
+                # (however the attempt ended, a cancelled session task included), never after it.
+                if self._refresh is not None:
+                    await cancel_task(self._refresh)
         return True
 
     async def _keep_alive(self, session: ClientSession, attempt: Attempt) -> None:

@@ -8,7 +8,6 @@ JetStream refuses the publish), so each delivery fails and the last one is dead-
 
 from __future__ import annotations
 
-import asyncio
 from datetime import UTC, datetime, timedelta
 
 import msgspec
@@ -22,7 +21,7 @@ from shared.contracts.approval import Approval, ChatQuestion
 from shared.contracts.subjects import Subjects
 from shared.jetstream import deadletter
 from shared.jetstream.streams import approvals_bucket, ensure_bucket, ensure_streams, events_stream, fabric_streams
-from tests.integration.event_bridge.helpers import poll, read_stream, wait_for_count
+from tests.integration.event_bridge.helpers import read_stream, wait_for_count
 
 APP = "im.polaris.qq"
 
@@ -56,18 +55,10 @@ async def test_an_answer_that_keeps_failing_is_dead_lettered_after_its_last_deli
         await js.publish("nowhere.decision", b"{}")  # no stream: NoStreamResponseError
 
     answers = ChatAnswers(js, subjects, store, events_stream(subjects).name, publish_decision, max_deliver=2)
-    stop = asyncio.Event()
-    running = asyncio.create_task(answers.run(stop))
-    try:
-        async def listening() -> bool:
-            return await _exists(js)
-
-        await poll(listening, timeout=10, what=f"the {DURABLE} consumer")
+    async with answers:  # started, its durable consumer exists
+        assert await _exists(js)
         ack = await js.publish(subjects.event(APP, "interaction.submitted"), answer(approval.id))
         await wait_for_count(js, "AMP_DLQ", 1, timeout=20)
-    finally:
-        stop.set()
-        await asyncio.wait_for(running, 10)
     [letter] = await read_stream(nc, "AMP_DLQ")
     assert letter.subject == "amp.dlq.mcp_gateway"
     reason = letter.headers[deadletter.REASON]

@@ -1,4 +1,4 @@
-"""`GatewayService` against a real nats-server: every call gets a reply even when the gateway
+"""The gateway built by `build_gateway` against a real nats-server: every call gets a reply even when the gateway
 fails while handling it, and a start-up that fails half-way leaves nothing running."""
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from aurora_cli.localnats import LocalNats, free_port
 from services.mcp_gateway.config import GatewaySettings
 from services.mcp_gateway.pool.live_catalog import CatalogConflict
 from services.mcp_gateway.pool.registry import ToolPool
-from services.mcp_gateway.service import GatewayService
+from services.mcp_gateway.wiring import GatewayAssembly, GatewaySetup, build_gateway
 from shared.config.appconfig import AppsConfig, parse_apps_config
 from shared.contracts.subjects import Subjects
 from shared.contracts.system import System
 from shared.contracts.tooldef import HttpExecution, SideEffect, ToolDefinition
+from shared.wiring import Connections
 from tests.harness.clients import nats_client
 from tests.integration.mcp_gateway.helpers import call
 from tests.integration.mcp_gateway.systems.recording_server import RecordingServer
@@ -90,6 +91,12 @@ def settings(apps: AppsConfig | None = None) -> GatewaySettings:
     return GatewaySettings(apps=apps or AppsConfig(), approval_sweep_seconds=3600, shutdown_wait_seconds=1)
 
 
+async def gateway(nc: NATS, apps: AppsConfig | None = None, *, pool: ToolPool | None = None,
+                  http_client: httpx.AsyncClient | None = None) -> GatewayAssembly:
+    return await build_gateway(GatewaySetup(SUBJECTS, settings(apps), pool=pool, http_client=http_client),
+                               Connections(nc))
+
+
 def error_id_of(reply: dict[str, Any]) -> str:
     assert reply["error"]["code"] == "internal_error", reply
     found = ERROR_ID.search(reply["error"]["message"])
@@ -107,7 +114,7 @@ def logged_with_traceback(caplog: pytest.LogCaptureFixture, error_id: str) -> lo
 async def test_a_call_whose_handling_raises_gets_internal_error_unavailable_and_the_id_is_logged(
         nc: NATS, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.ERROR, logger="aurora.mcp_gateway")
-    service = GatewayService(nc, SUBJECTS, settings(), pool=KvDown(nc.jetstream(), SUBJECTS))
+    service = await gateway(nc, pool=KvDown(nc.jetstream(), SUBJECTS))
     await service.start()
     try:
         reply = await call(nc, SUBJECTS, "crm.customers.get", {"id": 1}, wait=5)
@@ -135,7 +142,7 @@ async def test_a_failure_after_the_call_was_sent_says_so(nc: NATS, caplog: pytes
     await seed.put_tool(ToolDefinition(name="shop.orders", system="shop", side_effect=side_effect,
                                        execution=HttpExecution(method=method, path="/orders")))  # type: ignore[arg-type]
     await seed.stop()
-    service = GatewayService(nc, SUBJECTS, settings(), http_client=httpx.AsyncClient(transport=FailsAfterSending()))
+    service = await gateway(nc, http_client=httpx.AsyncClient(transport=FailsAfterSending()))
     await service.start()
     try:
         reply = await call(nc, SUBJECTS, "shop.orders", {}, wait=10)
@@ -157,10 +164,10 @@ async def test_a_start_up_that_fails_half_way_leaves_nothing_running(mnc: NATS, 
     }})
     await mnc.jetstream().account_info()  # nats-py's shared reply inbox for requests exists from here on
     await mnc.flush()
+    service = await gateway(mnc, apps)  # opens streams and buckets, starts nothing
     before_tasks = asyncio.all_tasks()
     before = subscriptions(monitored[1], "gateway-under-test")
     assert len(before) == 1
-    service = GatewayService(mnc, SUBJECTS, settings(apps))
     with pytest.raises(CatalogConflict):
         await service.start()
     await mnc.flush()
@@ -173,7 +180,7 @@ async def test_a_start_up_that_fails_half_way_leaves_nothing_running(mnc: NATS, 
 
 
 async def test_start_and_stop_are_idempotent(nc: NATS) -> None:
-    service = GatewayService(nc, SUBJECTS, settings())
+    service = await gateway(nc)
     await service.start()
     await service.start()
     try:

@@ -104,11 +104,19 @@ class Recorded:
         return types.ElicitResult(action="decline", _meta={"call": call if isinstance(call, str) else call.call_id})
 
 
+class NeverAsked:
+    """A Samples for sessions that do not offer sampling: never asked."""
+
+    async def sample(self, key: SessionKey, app_name: str, params: types.CreateMessageRequestParams, *,
+                     call_token: str | None = None) -> types.CreateMessageResult | types.ErrorData:
+        raise AssertionError("sampling is not offered")
+
+
 async def test_a_stateless_apps_questions_reach_the_call_they_came_in() -> None:
     calls = CallsInFlight()
     key = ("test.elicit", "default")
-    requests = ServerRequests(calls)
-    requests.attach(elicitation=Recorded(calls))
+    requests = ServerRequests(calls, sampling=False)
+    requests.bind(elicitation=Recorded(calls), sampling=NeverAsked())
     callbacks = requests.for_session(key, "test.elicit")
     with (calls.running(key, "book", ToolCallContext(run_id="r1"), call_id="c1", timeout=5) as first,
           calls.running(key, "book", ToolCallContext(run_id="r2"), call_id="c2", timeout=5)):
@@ -119,5 +127,5 @@ async def test_a_stateless_apps_questions_reach_the_call_they_came_in() -> None:
     assert ended.meta == {"call": "the call that asked is no longer running"}, ended
     roots = await callbacks.input_request(first.token, types.ListRootsRequest())
     assert roots == types.ListRootsResult(roots=[])  # the gateway exposes no filesystem
-    refused = await callbacks.input_request(first.token, SAMPLE)  # no sampling attached
+    refused = await callbacks.input_request(first.token, SAMPLE)  # the sessions offer no sampling
     assert isinstance(refused, types.ErrorData) and refused.message == "this gateway does not sample"
