@@ -9,17 +9,17 @@ from nats.aio.client import Client as NATS
 
 from services.event_bridge.bridge import BridgeConfig
 from services.event_bridge.config import load_event_bridge_settings
-from services.event_bridge.service import BridgeService
+from services.event_bridge.wiring import BridgeSetup, build_event_bridge
 from shared.config.settings import Settings, load_settings
-from shared.readiness import ReadyWhenStarted
-from shared.service import load_or_exit, run_service, run_until_stopped
+from shared.service import load_or_exit, run_built, run_service
+from shared.wiring import Connections
 
 NAME = "event-bridge"
 
 
 async def main(config: BridgeConfig, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    service = BridgeService(nc, settings.subjects, config, plan=settings.stream_plan)
-    await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
+    setup = BridgeSetup(settings.subjects, config, settings.stream_plan)
+    await run_built(build_event_bridge(setup, Connections(nc)), stop, settings.ready_file)
 
 
 def run() -> None:

@@ -16,6 +16,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
+from typing import Any
 
 import msgspec
 from nats.aio.client import Client as NATS
@@ -121,17 +122,20 @@ class EventBridge(Lifecycle[None]):
 
     async def run(self, stop: asyncio.Event) -> None:
         """Bridge until `stop`, one batch at a time: publish it, wait once for JetStream's acks,
-        settle it, fetch the next; then stop (whatever was fetched but not acked is redelivered
-        after the ack wait)."""
+        settle it, fetch the next. What was fetched but not acked when `stop()` follows is
+        redelivered after the ack wait."""
         self.require_started()
         batch = self._config.batch
-        try:
-            await asyncio.gather(
-                self._consumer.run_batches(stop, self._starter(self._convert), batch=batch, in_flight=1),
-                self._tools.run_batches(stop, self._starter(tool_event), batch=batch, in_flight=1),
-            )
-        finally:
-            await self.stop()
+        await asyncio.gather(
+            self._consumer.run_batches(stop, self._starter(self._convert), batch=batch, in_flight=1),
+            self._tools.run_batches(stop, self._starter(tool_event), batch=batch, in_flight=1),
+        )
+
+    async def health(self, _: dict[str, Any]) -> dict[str, Any]:
+        """`<prefix>.admin.event_bridge.health`: what this bridge has done so far."""
+        stats = self.stats
+        return {"status": "ok", "published": stats.published, "dead_lettered": stats.dead_lettered,
+                "retried": stats.retried, "last_error": stats.last_error}
 
     async def process(self, msgs: list[Msg]) -> None:
         """Bridge one batch of signals to the end: publish, wait for the acknowledgements, settle."""

@@ -8,17 +8,17 @@ from functools import partial
 from nats.aio.client import Client as NATS
 
 from services.scheduler.config import SchedulerSettings, load_scheduler_settings
-from services.scheduler.service import SchedulerService
+from services.scheduler.wiring import SchedulerSetup, build_scheduler
 from shared.config.settings import Settings, load_settings
-from shared.readiness import ReadyWhenStarted
-from shared.service import load_or_exit, run_service, run_until_stopped
+from shared.service import load_or_exit, run_built, run_service
+from shared.wiring import Connections
 
 NAME = "scheduler"
 
 
 async def main(own: SchedulerSettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    service = SchedulerService(nc, settings.subjects, own, plan=settings.stream_plan)
-    await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
+    setup = SchedulerSetup(settings.subjects, own, settings.stream_plan)
+    await run_built(build_scheduler(setup, Connections(nc)), stop, settings.ready_file)
 
 
 def run() -> None:

@@ -9,11 +9,13 @@ tick handler arms the next one.
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 from contextlib import AsyncExitStack, suppress
 from datetime import UTC, datetime
 
 from services.scheduler.timers import Armed, Timers
+from shared.contracts.resource import parse_resource
 from shared.contracts.schedule import Schedule
 from shared.lifecycle import Lifecycle, cancel_task
 from shared.observability.logs import get_logger
@@ -21,6 +23,11 @@ from shared.schedule_times import iso
 
 log = get_logger("aurora.scheduler.reconciler")
 _FIRING = 1.0  # seconds: a timer due this soon (or overdue) is firing; leave it
+
+
+def decode_schedule(value: bytes) -> Schedule:
+    """A schedule as the bucket holds it (applied only through validation)."""
+    return parse_resource(Schedule, json.loads(value))
 
 
 def wanted_timer(schedule: Schedule, armed: Armed | None, now: datetime) -> datetime | bool | None:

@@ -1,4 +1,5 @@
-"""The tick handler: a fired timer becomes its `schedule.triggered` signal(s), then the next timer.
+"""The tick handler: a fired timer becomes its `schedule.triggered` signal(s), then the next timer;
+and the tick loop that feeds it from the durable every scheduler instance shares.
 
 Order matters for exactly-once: signals first (idempotent by their ids), then the next timer
 (arming again replaces it), then the ack. A scheduler that dies anywhere in between leaves
@@ -8,13 +9,16 @@ steps with the same ids, so each tick still becomes one event.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 import msgspec
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
+from nats.js.api import ConsumerConfig
 
 from services.scheduler.config import SchedulerSettings
 from services.scheduler.events import tick_signal, tick_signal_id
@@ -22,12 +26,14 @@ from services.scheduler.plan import plan_tick
 from services.scheduler.timers import Timers, decode_tick
 from shared.contracts.schedule import Schedule
 from shared.contracts.subjects import Subjects
-from shared.nats.consume_loop import ACK, Outcome, Poison
+from shared.lifecycle import Lifecycle
+from shared.nats.consume_loop import ACK, AtLeastOnceConsumer, ConsumerStats, Outcome, Poison, work_consumer
 from shared.nats.signal_publisher import publish_signal
 from shared.observability.logs import get_logger
 from shared.schedule_times import iso
 
 log = get_logger("aurora.scheduler.ticks")
+DURABLE = "scheduler"
 
 
 @dataclass
@@ -86,3 +92,38 @@ class TickHandler:
         if len(plan.fire) > 1:
             log.info("missed ticks caught up", schedule=schedule.id, count=len(plan.fire))
         return ACK
+
+
+def tick_consumer(settings: SchedulerSettings, subjects: Subjects) -> ConsumerConfig:
+    """The durable every instance pulls ticks from: a tick unanswered for the ack wait (its
+    scheduler died holding it) goes to another instance. Deliveries are unlimited: a tick is
+    tried until its events are published (a tick that can never be is dead-lettered by the
+    loop itself), so the server never gives up on one silently (no advisory listener needed)."""
+    return work_consumer(DURABLE, "schedule ticks, shared by every scheduler instance", subjects.schedule_ticks_all,
+                         max_deliver=-1, max_ack_pending=1000, ack_wait=settings.ack_wait_seconds)
+
+
+class TickLoop(Lifecycle[None]):
+    """Pulls ticks from the shared durable and hands each to the `TickHandler`, four at a time."""
+
+    def __init__(self, js: JetStreamContext, subjects: Subjects, stream: str, handler: TickHandler,
+                 settings: SchedulerSettings) -> None:
+        super().__init__("the tick loop")
+        self.handler = handler
+        self._ack_wait = settings.ack_wait_seconds
+        self._consumer = AtLeastOnceConsumer(js, subjects, stream=stream, config=tick_consumer(settings, subjects),
+                                             stage="scheduler", stats=ConsumerStats())
+
+    async def _start(self, parts: AsyncExitStack) -> None:
+        parts.push_async_callback(self._consumer.stop)
+        await self._consumer.start()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        self.require_started()
+        await self._consumer.run_each(stop, self.handler.handle, concurrency=4)
+        # Stopping (SIGTERM): the ticks in hand, and those delivered as the last pull expired,
+        # take milliseconds; they are finished (events published, next timers armed, acked)
+        # rather than left to come back after the ack wait, with no timer armed meanwhile.
+        handled = await self._consumer.handle_delivered(self.handler.handle, timeout=self._ack_wait)
+        if handled:
+            log.info("ticks delivered while stopping were handled", count=handled)

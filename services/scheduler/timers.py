@@ -14,14 +14,30 @@ from dataclasses import dataclass
 from datetime import datetime
 
 import msgspec
+from nats.aio.client import Client as NATS
 from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
 from shared.contracts.schedule import TimerBody
 from shared.contracts.subjects import Subjects
+from shared.errors import AuroraError
 from shared.schedule_times import iso, parse_iso
 
 SCHEDULE = "Nats-Schedule"
+MIN_SERVER = (2, 12)  # JetStream message schedules (`Nats-Schedule: @at …`)
+
+
+class TimersUnsupported(AuroraError):
+    """The NATS server is too old for JetStream message schedules."""
+
+
+def check_server(nc: NATS) -> None:
+    """`TimersUnsupported` unless the connected server keeps timers (2.12 or newer)."""
+    version = nc.connected_server_version
+    if (version.major, version.minor) < MIN_SERVER:
+        raise TimersUnsupported(
+            f"nats-server {version} has no JetStream message schedules; the scheduler needs "
+            f"{MIN_SERVER[0]}.{MIN_SERVER[1]} or newer")
 
 
 _decode = msgspec.json.Decoder(TimerBody).decode

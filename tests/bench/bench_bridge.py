@@ -108,15 +108,14 @@ async def bridge_round(nc: NATS, signals: list[SignalBase], prefix: str, batch: 
     await ensure_streams(js, fabric_streams(subjects))
     await publish(nc, [(subjects.signal(s.app, signal_kind(s)), encode_signal(s), s.signal_id)
                        for s in signals])
-    bridge = EventBridge(nc, subjects, BridgeConfig(batch=batch))
-    await bridge.start()
-    stop = asyncio.Event()
-    with Stopwatch() as clock:
-        running = asyncio.create_task(bridge.run(stop), name="bench-bridge")
-        await until(lambda: bridge.stats.published + bridge.stats.dead_lettered >= len(signals),
-                    timeout=600, what="the bridge to convert every signal")
-    stop.set()
-    await running
+    async with EventBridge(nc, subjects, BridgeConfig(batch=batch)) as bridge:
+        stop = asyncio.Event()
+        with Stopwatch() as clock:
+            running = asyncio.create_task(bridge.run(stop), name="bench-bridge")
+            await until(lambda: bridge.stats.published + bridge.stats.dead_lettered >= len(signals),
+                        timeout=600, what="the bridge to convert every signal")
+        stop.set()
+        await running
     assert bridge.stats.dead_lettered == 0, bridge.stats
     stored = (await js.stream_info(subjects.stream("EVENTS"))).state.messages
     assert stored == len(signals), f"bridge run stored {stored} of {len(signals)}"

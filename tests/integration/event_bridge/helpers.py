@@ -118,12 +118,11 @@ async def publish_raw(
 async def running_bridge(nc: NATS, subjects: Subjects,
                          config: BridgeConfig | None = None) -> AsyncIterator[EventBridge]:
     """A real bridge in this process on `nc`, running until the block ends."""
-    running = EventBridge(nc, subjects, config)
-    await running.start()
-    stop = asyncio.Event()
-    task = asyncio.create_task(running.run(stop))
-    try:
-        yield running
-    finally:
-        stop.set()
-        await asyncio.wait_for(task, 10)
+    async with EventBridge(nc, subjects, config) as running:
+        stop = asyncio.Event()
+        task = asyncio.create_task(running.run(stop))
+        try:
+            yield running
+        finally:
+            stop.set()
+            await asyncio.wait_for(task, 10)

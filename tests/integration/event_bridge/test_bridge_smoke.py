@@ -19,18 +19,17 @@ async def test_native_event_is_completed_and_published(nc: NATS, subjects: Subje
     js = nc.jetstream()
     await ensure_streams(js, fabric_streams(subjects))
     sub = await nc.subscribe("amp.evt.>")
-    bridge = EventBridge(nc, subjects)
-    await bridge.start()
-    stop = asyncio.Event()
-    task = asyncio.create_task(bridge.run(stop))
-    signal = NativeEventSignal(
-        signal_id=new_signal_id(), app="im.polaris.qq", observed_at=now_iso(),
-        event={"payload": {"type": "message.received", "data": {"text": "你好"}}},
-    )
-    await publish_signal(js, subjects, signal)
-    msg = await sub.next_msg(timeout=5)
-    stop.set()
-    await task
+    async with EventBridge(nc, subjects) as bridge:
+        stop = asyncio.Event()
+        task = asyncio.create_task(bridge.run(stop))
+        signal = NativeEventSignal(
+            signal_id=new_signal_id(), app="im.polaris.qq", observed_at=now_iso(),
+            event={"payload": {"type": "message.received", "data": {"text": "你好"}}},
+        )
+        await publish_signal(js, subjects, signal)
+        msg = await sub.next_msg(timeout=5)
+        stop.set()
+        await task
     event = json.loads(msg.data)
     assert msg.subject == "amp.evt.im_polaris_qq.message.received"
     assert event["header"]["source"] == {"app": "im.polaris.qq", "instance": "default"}

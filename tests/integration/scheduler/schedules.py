@@ -12,7 +12,7 @@ from nats.aio.client import Client as NATS
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import ConsumerInfo
 
-from services.scheduler.service import DURABLE
+from services.scheduler.ticks import DURABLE
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from shared.schedule_times import parse_iso

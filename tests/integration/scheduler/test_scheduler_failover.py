@@ -18,8 +18,8 @@ import pytest
 from nats.aio.client import Client as NATS
 
 from services.scheduler.config import SchedulerSettings
-from services.scheduler.service import DURABLE, decode_schedule, tick_consumer
-from services.scheduler.ticks import TickHandler
+from services.scheduler.reconciler import decode_schedule
+from services.scheduler.ticks import DURABLE, TickHandler, tick_consumer
 from services.scheduler.timers import Timers, decode_tick
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import (

@@ -22,7 +22,7 @@ from services.runner.config import RunnerConfig
 from services.runner.resumer import resume_consumer
 from services.runner.stores import runs_consumer
 from services.scheduler.config import SchedulerSettings
-from services.scheduler.service import tick_consumer
+from services.scheduler.ticks import tick_consumer
 from shared.contracts.subjects import Subjects
 
 SUBJECTS = Subjects("amp")
