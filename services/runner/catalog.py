@@ -7,7 +7,7 @@ from __future__ import annotations
 import contextlib
 import json
 from collections.abc import Callable
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
@@ -53,6 +53,11 @@ class AgentCatalog(Lifecycle[None]):
 
     async def pipeline(self, pipeline_id: str) -> Pipeline | None:
         return self.pipelines.items.get(pipeline_id) or await _read(self._stores.pipelines, pipeline_id, Pipeline)
+
+    def input_schema(self, tool: str) -> dict[str, Any] | None:
+        """The tool's input schema as the pool published it (which arguments are secret); None: unknown."""
+        found = self.tools.items.get(tool)
+        return found.input_schema if found is not None else None
 
     def side_effect(self, tool: str) -> str:
         """What the pool says the tool does; a tool the pool does not know is treated as a write."""

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from services.runner.retry import Backoff
-from services.runner.secrets import DEV_SEAL_KEY, seal_key_material
+from services.runner.secrets import DEV_KEY_SOURCE, DEV_SEAL_KEY, seal_key_material
 from shared.config.settings import read_float, read_int, read_optional, read_url
 
 
@@ -29,6 +29,11 @@ class ModelDefaults:
     # Where an agent's `api_key_env` is looked up: the environment as the loader read it, before
     # connecting (an agent spec may name any variable, so all of it; never printed).
     api_keys: Mapping[str, str] = field(default_factory=dict, repr=False, compare=False, hash=False)
+
+    @property
+    def default_api_key(self) -> str | None:
+        """The key `api_key_env` names (None: none), which the runner's redactor scrubs everywhere."""
+        return self.api_keys.get(self.api_key_env) if self.api_key_env else None
 
 
 @dataclass(frozen=True)
@@ -50,7 +55,7 @@ class RunnerConfig:
     retry_backoff: Backoff = field(default_factory=Backoff)  # waits for an unavailable target: base, doubling, capped
     retry_unavailable: float = 600.0  # how long a run without an agent (a pipeline) waits for one
     # What sealed step-log arguments are keyed with, and where it came from (services/runner/secrets.py).
-    seal_key: tuple[str, str] = field(default=(DEV_SEAL_KEY, "the development key"), repr=False)
+    seal_key: tuple[str, str] = field(default=(DEV_SEAL_KEY, DEV_KEY_SOURCE), repr=False)
 
     @property
     def heartbeat(self) -> float:

@@ -12,6 +12,7 @@ server's message (a 4xx other than 429: nothing to wait for).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from typing import Any, Protocol
 import httpx
 
 from services.runner.errors import RunnerError
+from shared.lifecycle import Lifecycle
 
 _RETRY_STATUS = {408, 409, 500}
 _UNAVAILABLE_STATUS = {429, 502, 503, 504}
@@ -87,9 +89,16 @@ class ChatModel(Protocol):
                        tools: list[dict[str, Any]] | None) -> ChatTurn: ...
 
 
-class HttpChatModel:
+class HttpChatModel(Lifecycle[None]):
+    """Chat Completions over `client`; as a part of a service, its `stop()` closes the client's
+    connections (a client it is only lent, never started, is its lender's to close)."""
+
     def __init__(self, client: httpx.AsyncClient) -> None:
+        super().__init__("the model client")
         self._client = client
+
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        parts.push_async_callback(self._client.aclose)
 
     async def complete(self, call: ModelCall, messages: list[dict[str, Any]],
                        tools: list[dict[str, Any]] | None) -> ChatTurn:

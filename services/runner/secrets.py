@@ -30,6 +30,7 @@ from shared.redaction import Paths, Redactor
 
 log = get_logger("aurora.runner.secrets")
 DEV_SEAL_KEY = "aurora-development-seal-key (no credential configured)"
+DEV_KEY_SOURCE = "the development key"
 
 
 class SealBroken(Exception):
@@ -50,7 +51,18 @@ def seal_key_material(env: Mapping[str, str]) -> tuple[str, str]:
     creds = env.get("NATS_CREDS")
     if creds and Path(creds).is_file():
         return Path(creds).read_text(encoding="utf-8"), "the runner's NATS credentials file"
-    return DEV_SEAL_KEY, "the development key"
+    return DEV_SEAL_KEY, DEV_KEY_SOURCE
+
+
+def sealed_step_secrets(redactor: Redactor, schema_of: Callable[[str], dict[str, Any] | None],
+                        seal_key: tuple[str, str]) -> StepSecrets:
+    """The runner's `StepSecrets`, sealed with `seal_key` (`seal_key_material`'s answer, read before
+    connecting); the development key is said loudly, once, as the runner is built."""
+    material, where = seal_key
+    if where == DEV_KEY_SOURCE:
+        log.warning("secret tool arguments in the step log are sealed with the DEVELOPMENT key: set "
+                    "AURORA_RUNNER_SEAL_KEY or run with NATS credentials")
+    return StepSecrets(redactor, schema_of, material)
 
 
 class StepSecrets:

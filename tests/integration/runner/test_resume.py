@@ -19,13 +19,14 @@ from services.runner.approval_decisions import granted_reason
 from services.runner.config import RunnerConfig
 from services.runner.recovery import waiting_for_approval
 from services.runner.resumer import Resumer
-from services.runner.service import RunnerService
 from services.runner.tasks import TaskStore
+from services.runner.wiring import RunnerService, RunnerSetup, build_runner
 from shared.contracts.signals import GATEWAY_APP
 from shared.contracts.subjects import Subjects
 from shared.contracts.task import Task, decode_task
 from shared.jetstream.streams import tasks_bucket
 from shared.nats.admin_service import admin_request
+from shared.wiring import Connections
 from tests.harness.runner_stack import RunnerStack
 from tests.harness.tool_calls import echo_counter
 from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, quiet, settled, task_id_of
@@ -34,12 +35,9 @@ from tests.unit.runner.factories import NOW, a_run, a_step, an_event
 
 @pytest.fixture
 async def runner(snc: NATS, subjects: Subjects) -> AsyncIterator[RunnerService]:
-    service = RunnerService(snc, subjects, RunnerConfig(instance="in-process", ack_wait=3.0, tool_timeout=5.0))
-    await service.start()
-    try:
+    config = RunnerConfig(instance="in-process", ack_wait=3.0, tool_timeout=5.0)
+    async with await build_runner(RunnerSetup(subjects, config), Connections(snc)) as service:
         yield service
-    finally:
-        await service.stop()
 
 
 async def test_a_granted_approval_resumes_the_task_and_the_write_runs_once(
@@ -66,7 +64,7 @@ async def test_a_granted_approval_resumes_the_task_and_the_write_runs_once(
 
     # The stack's runners also resume on the grant (their durable on approval events): whichever
     # takes the task first runs it ("drop" here means another runner holds it); once either way.
-    verdict = await runner.executor.resume_task(task_id, approvals={step.id: waiting["approval_id"]})
+    verdict = await runner.parts.executor.resume_task(task_id, approvals={step.id: waiting["approval_id"]})
     assert verdict in ("ack", "drop")
     done = await settled(snc, subjects, task_id)
     assert done["state"] == "succeeded" and done["answer"] == "now 1", json.dumps(done, indent=1)[:3000]
@@ -76,7 +74,7 @@ async def test_a_granted_approval_resumes_the_task_and_the_write_runs_once(
     assert look["finished_at"] == next(s for s in waiting["steps"] if s["id"] == "look")["finished_at"]
     assert done["delivered"] is True and await echo_counter(snc, subjects, case) == 1
 
-    assert await runner.executor.resume_task(task_id, approvals={step.id: waiting["approval_id"]}) == "ack"
+    assert await runner.parts.executor.resume_task(task_id, approvals={step.id: waiting["approval_id"]}) == "ack"
     await quiet(snc, subjects)  # every runner has handled the grant and the run: nothing is on its way
     assert await echo_counter(snc, subjects, case) == 1  # a finished task is not run again
     assert (await settled(snc, subjects, task_id))["transitions"] == done["transitions"]
@@ -93,13 +91,13 @@ async def test_a_running_task_is_taken_over_only_when_its_runner_is_known_to_hav
     kv = await snc.jetstream().key_value(tasks_bucket(subjects).name)
     await kv.create(run_id, msgspec.json.encode(held))
 
-    assert await runner.executor.resume_task(run_id) == "drop"
+    assert await runner.parts.executor.resume_task(run_id) == "drop"
     entry = await kv.get(run_id)
     assert entry.value is not None
     kept = decode_task(entry.value)
     assert (kept.state, kept.attempts, kept.runner) == ("running", 1, "runner-elsewhere")
 
-    assert await runner.executor.resume_task(run_id, take_over=True) == "ack"
+    assert await runner.parts.executor.resume_task(run_id, take_over=True) == "ack"
     entry = await kv.get(run_id)
     assert entry.value is not None
     taken = decode_task(entry.value)
@@ -127,7 +125,7 @@ async def test_a_grant_delivered_again_takes_over_the_task_its_resuming_runner_l
         return None
 
     store = TaskStore(kv, unpublished, js=js, bucket=tasks_bucket(subjects).name)
-    resumer = Resumer(js, subjects, store, runner.executor, RunnerConfig(instance="in-process"), stream="unused")
+    resumer = Resumer(js, subjects, store, runner.parts.executor, RunnerConfig(instance="in-process"), stream="unused")
     grant = msgspec.json.encode({
         "header": {"method": "aurora/event", "message_id": f"evt-{approval}", "timestamp": NOW,
                    "source": {"app": GATEWAY_APP}},
