@@ -36,15 +36,15 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
 
-from aurora_cli.localnats import LocalNats
 from shared.clock import now_iso
 from shared.contracts.signals import NativeEventSignal, encode_signal
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.bench.common import env_int, record, run_on_service_loop
 from tests.bench.resources import cpu_seconds, rss_mib
-from tests.harness.processes import ServiceProcess, service_env
-from tests.integration.runner.helpers import CHAT, stack_apps, write_apps
+from tests.bench.stacks import bench_stack
+from tests.harness.runner_stack import CHAT, stack_apps
+from tests.harness.stack import StackBuilder
 
 SUBJECTS = Subjects("amp")
 SESSION = "load-room"
@@ -129,37 +129,14 @@ def native_event(key: str) -> bytes:
     return encode_signal(NativeEventSignal(signal_id=key, app=CHAT, observed_at=now_iso(), event=event))
 
 
-class Stack:
-    def __init__(self, folder: Path) -> None:
-        self.server = LocalNats(folder / "jetstream", log_file=folder / "nats.log")
-        self.folder = folder
-        self.processes: dict[str, ServiceProcess] = {}
+def aurora_services(folder: Path) -> Callable[[StackBuilder], StackBuilder]:
+    """Every service of the event → reply path, one of each, the chat app logging what it sends."""
 
-    def start(self) -> None:
-        self.server.start()
-        config = write_apps(self.folder, stack_apps(self.folder / "chat.jsonl"))
-        env = service_env(self.server.url, AURORA_APPS_CONFIG=str(config), AURORA_LOG_LEVEL="INFO")
-        logs = self.folder / "logs"
-        logs.mkdir()
-        for name, module in (("bridge", "services.event_bridge"), ("supervisor", "services.app_supervisor"),
-                             ("gateway", "services.mcp_gateway"), ("router", "services.router"),
-                             ("runner", "services.runner")):
-            self.processes[name] = ServiceProcess(module, env, logs, name).start()
-        self.processes["gateway"].wait_for_log('"serving"', timeout=60)
-        self.processes["router"].wait_for_log('"ready"', timeout=60)
-        self.processes["runner"].wait_for_log('"ready"', timeout=60)
+    def declare(builder: StackBuilder) -> StackBuilder:
+        return (builder.apps(stack_apps(folder / "chat.jsonl")).env(AURORA_LOG_LEVEL="INFO")
+                .bridge().supervisor().gateway().router().service("runner", "runner"))
 
-    def stop(self) -> None:
-        for name in ("runner", "router", "gateway", "supervisor", "bridge"):
-            if name in self.processes:
-                self.processes[name].terminate(timeout=20)
-        self.server.stop()
-
-    def pids(self) -> dict[str, int]:
-        found = {name: p.pid for name, p in self.processes.items()}
-        if self.server.pid is not None:
-            found["nats-server"] = self.server.pid
-        return found
+    return declare
 
 
 async def configure(nc: NATS) -> None:
@@ -234,50 +211,46 @@ async def main() -> int:
     n_seq = env_int("BENCH_SEQ", 200)
     n_burst = env_int("BENCH_BURST", 1000)
     rounds = env_int("BENCH_ROUNDS", 2)
-    with tempfile.TemporaryDirectory(prefix="aurora-bench-e2e-") as tmp:
-        stack = Stack(Path(tmp))
-        stack.start()
-        try:
-            nc = await nats.connect(stack.server.url, pending_size=64 * 1024 * 1024)
-            await configure(nc)
-            aurora_replies, raw_replies = Replies(), Replies()
+    with tempfile.TemporaryDirectory(prefix="aurora-bench-e2e-") as tmp, \
+            bench_stack(Path(tmp), aurora_services(Path(tmp))) as stack:
+        nc = await nats.connect(stack.url, pending_size=64 * 1024 * 1024)
+        await configure(nc)
+        aurora_replies, raw_replies = Replies(), Replies()
 
-            async def seen(msg: Msg) -> None:
-                aurora_replies.saw(msg.data)
+        async def seen(msg: Msg) -> None:
+            aurora_replies.saw(msg.data)
 
-            await nc.subscribe(SUBJECTS.mcp(CHAT, "default", "c2s"), cb=seen)
-            js = nc.jetstream()
+        await nc.subscribe(SUBJECTS.mcp(CHAT, "default", "c2s"), cb=seen)
+        js = nc.jetstream()
 
-            async def via_aurora(key: str) -> None:
-                await js.publish(SUBJECTS.signal(CHAT, "native_event"), native_event(key),
-                                 headers={"Nats-Msg-Id": key})
+        async def via_aurora(key: str) -> None:
+            await js.publish(SUBJECTS.signal(CHAT, "native_event"), native_event(key),
+                             headers={"Nats-Msg-Id": key})
 
-            async def relayed(msg: Msg) -> None:
-                raw_replies.saw(msg.data)
+        async def relayed(msg: Msg) -> None:
+            raw_replies.saw(msg.data)
 
-            raw = RawPipeline(nc, "rawbench")
-            await raw.start(relayed)
-            await sequential("warm-up", via_aurora, aurora_replies, 20)
-            await sequential("warm-up", raw.send, raw_replies, 20)
-            idle = {name: rss_mib(pid) for name, pid in stack.pids().items()}
-            results: dict[str, list[Any]] = {"seq_raw": [], "seq": [], "burst_raw": [], "burst": []}
-            cpu_before = {name: cpu_seconds(pid) for name, pid in stack.pids().items()}
-            events = 0
-            for r in range(rounds):  # interleaved, so drift on a shared machine hits both
-                results["seq_raw"].append(await sequential("raw nats-py", raw.send, raw_replies, n_seq))
-                results["seq"].append(await sequential("aurora", via_aurora, aurora_replies, n_seq))
-                results["burst_raw"].append(await burst("raw nats-py", raw.send, raw_replies, n_burst))
-                results["burst"].append(await burst("aurora", via_aurora, aurora_replies, n_burst))
-                events += n_seq + n_burst
-                print(f"round {r + 1}/{rounds}: p50 raw {results['seq_raw'][-1].p50:.2f} ms, aurora "
-                      f"{results['seq'][-1].p50:.2f} ms; burst raw {results['burst_raw'][-1].rate:,.0f}/s, "
-                      f"aurora {results['burst'][-1].rate:,.0f}/s", flush=True)
-            cpu = {name: (cpu_seconds(pid) - cpu_before[name]) * 1000 / events for name, pid in stack.pids().items()}
-            loaded = {name: rss_mib(pid) for name, pid in stack.pids().items()}
-            await raw.stop()
-            await nc.close()
-        finally:
-            stack.stop()
+        raw = RawPipeline(nc, "rawbench")
+        await raw.start(relayed)
+        await sequential("warm-up", via_aurora, aurora_replies, 20)
+        await sequential("warm-up", raw.send, raw_replies, 20)
+        idle = {name: rss_mib(pid) for name, pid in stack.pids().items()}
+        results: dict[str, list[Any]] = {"seq_raw": [], "seq": [], "burst_raw": [], "burst": []}
+        cpu_before = {name: cpu_seconds(pid) for name, pid in stack.pids().items()}
+        events = 0
+        for r in range(rounds):  # interleaved, so drift on a shared machine hits both
+            results["seq_raw"].append(await sequential("raw nats-py", raw.send, raw_replies, n_seq))
+            results["seq"].append(await sequential("aurora", via_aurora, aurora_replies, n_seq))
+            results["burst_raw"].append(await burst("raw nats-py", raw.send, raw_replies, n_burst))
+            results["burst"].append(await burst("aurora", via_aurora, aurora_replies, n_burst))
+            events += n_seq + n_burst
+            print(f"round {r + 1}/{rounds}: p50 raw {results['seq_raw'][-1].p50:.2f} ms, aurora "
+                  f"{results['seq'][-1].p50:.2f} ms; burst raw {results['burst_raw'][-1].rate:,.0f}/s, "
+                  f"aurora {results['burst'][-1].rate:,.0f}/s", flush=True)
+        cpu = {name: (cpu_seconds(pid) - cpu_before[name]) * 1000 / events for name, pid in stack.pids().items()}
+        loaded = {name: rss_mib(pid) for name, pid in stack.pids().items()}
+        await raw.stop()
+        await nc.close()
     seq_raw = min(results["seq_raw"], key=lambda r: r.p50)
     seq = min(results["seq"], key=lambda r: r.p50)
     b_raw = max(results["burst_raw"], key=lambda r: r.rate)

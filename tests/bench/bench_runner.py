@@ -24,7 +24,6 @@ import msgspec
 import nats
 from nats.aio.client import Client as NATS
 
-from aurora_cli.localnats import LocalNats
 from services.runner.config import RunnerConfig
 from shared.clock import now_iso
 from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
@@ -37,10 +36,13 @@ from shared.nats.admin_service import admin_request
 from shared.nats.kvmirror import read_all
 from tests.bench.common import Result, best, env_int, record
 from tests.bench.resources import cpu_seconds
+from tests.bench.stacks import bench_stack
+from tests.harness.apps_config import ECHO
 from tests.harness.broker import jetstream_time
-from tests.harness.processes import ServiceProcess, process_children, service_env
+from tests.harness.processes import ServiceProcess, process_children
 from tests.harness.run_records import dispatched
-from tests.integration.runner.helpers import ECHO, stack_apps, write_apps
+from tests.harness.runner_stack import stack_apps
+from tests.harness.stack import StackBuilder
 
 GOAL = 3.5
 SLEEP = 0.05
@@ -84,16 +86,6 @@ async def queue_empty(nc: NATS, timeout: float) -> None:
         if time.monotonic() > deadline:
             raise TimeoutError("the runs did not finish in time")
         await asyncio.sleep(0.02)
-
-
-def _nats_pid(store: Path) -> int | None:
-    for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
-        try:
-            if str(store) in cmdline.read_text() and "nats-server" in cmdline.read_text():
-                return int(cmdline.parent.name)
-        except OSError:
-            continue
-    return None
 
 
 def cpu_by_group(groups: dict[str, list[int]]) -> dict[str, float]:
@@ -165,20 +157,14 @@ async def main() -> int:
     rounds = env_int("BENCH_ROUNDS", 2)
     with tempfile.TemporaryDirectory(prefix="bench-runner-") as tmp:
         folder = Path(tmp)
-        server = LocalNats(folder / "jetstream", log_file=folder / "nats.log")
-        server.start()
-        config = write_apps(folder, stack_apps(folder / "chat.jsonl"))
-        env = service_env(server.url, AURORA_APPS_CONFIG=str(config), AURORA_LOG_LEVEL="WARNING")
-        logs = folder / "logs"
-        logs.mkdir()
-        base = [ServiceProcess("services.app_supervisor", env, logs, "supervisor").start(),
-                ServiceProcess("services.mcp_gateway", {**env, "AURORA_LOG_LEVEL": "INFO"}, logs, "gateway").start(),
-                ServiceProcess("services.router", {**env, "AURORA_LOG_LEVEL": "INFO"}, logs, "router").start()]
-        runners: list[ServiceProcess] = []
-        try:
-            base[1].wait_for_log('"serving"', timeout=60)
-            base[2].wait_for_log('"ready"', timeout=60)
-            nc = await nats.connect(server.url)
+
+        def base(builder: StackBuilder) -> StackBuilder:
+            return (builder.apps(stack_apps(folder / "chat.jsonl")).env(AURORA_LOG_LEVEL="WARNING").supervisor()
+                    .gateway(AURORA_LOG_LEVEL="INFO").router(AURORA_LOG_LEVEL="INFO"))
+
+        with bench_stack(folder, base) as stack:
+            runners: list[ServiceProcess] = []
+            nc = await nats.connect(stack.url)
             await admin_request(nc, SUBJECTS, "agents", "apply", {"document": {
                 "kind": "Agent", "id": AGENT, "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.slow"],
                 "playbook": {"steps": [{"id": "wait", "tool": f"{ECHO}.slow", "arguments": {"seconds": SLEEP}}]}}})
@@ -187,18 +173,17 @@ async def main() -> int:
             cpu: dict[str, float] = {}
             for count in (1, 2, 4):
                 while len(runners) < count:
-                    n = len(runners) + 1
-                    runner_env = {**env, "AURORA_LOG_LEVEL": "INFO", "AURORA_RUNNER_CONCURRENCY": str(concurrency),
-                                  "AURORA_RUNNER_INSTANCE": f"bench-runner-{n}"}
-                    runners.append(ServiceProcess("services.runner", runner_env, logs, f"runner-{n}").start())
+                    runners.append(stack.running.launch(
+                        "runner", f"runner-{len(runners) + 1}", AURORA_LOG_LEVEL="INFO",
+                        AURORA_RUNNER_CONCURRENCY=str(concurrency)))
                 for runner in runners:
-                    runner.wait_for_log('"ready"', timeout=60)
+                    await runner.ready(60)
                 # sessions and caches warm
                 await measure(nc, count, 2 * concurrency * count, f"warm{count}", concurrency)
                 tag = uuid.uuid4().hex[:6]
-                groups = {"runners": [r.pid for r in runners], "gateway": [base[1].pid],
-                          "supervisor + echo app": [base[0].pid], "nats-server": [p for p in [
-                              _nats_pid(folder / "jetstream")] if p is not None]}
+                groups = {"runners": [r.pid for r in runners], "gateway": [stack["gateway"].pid],
+                          "supervisor + echo app": [stack["supervisor"].pid],
+                          "nats-server": [p for p in [stack.server.pid] if p is not None]}
                 before = cpu_by_group(groups)
                 measured = [await measure(nc, count, per_runner * count, f"{tag}r{r}", concurrency)
                             for r in range(rounds)]
@@ -207,10 +192,6 @@ async def main() -> int:
                 cpu = {name: (after[name] - before[name]) * 1000 / runs_done for name in groups}
                 results[count] = best(measured)
             await nc.close()
-        finally:
-            for process in [*runners, *reversed(base)]:
-                process.terminate(timeout=20)
-            server.stop()
     one, two, four = results[1], results[2], results[4]
     ratio = four.rate / one.rate
     print(f"runner benchmark: playbook runs with one {SLEEP * 1000:.0f} ms tool step, "

@@ -24,7 +24,6 @@ import msgspec
 import nats
 from nats.aio.client import Client as NATS
 
-from aurora_cli.localnats import LocalNats
 from services.mcp_gateway.calls.custody import record_delivery
 from shared.clock import now_iso
 from shared.contracts.envelope import Actor, Header, Source
@@ -40,9 +39,9 @@ from shared.contracts.toolcall import (
 from shared.nats.admin_service import admin_request
 from tests.bench.common import env_int
 from tests.bench.resources import rss_mib
-from tests.harness.processes import ServiceProcess, service_env
+from tests.bench.stacks import bench_stack
 from tests.harness.run_records import dispatched, run_context
-from tests.integration.runner.helpers import CHAT, stack_apps, write_apps
+from tests.harness.runner_stack import CHAT, stack_apps
 
 SUBJECTS = Subjects("amp")
 AGENT = "mem-echo"
@@ -97,17 +96,11 @@ async def main() -> int:
     concurrency = env_int("GATEWAY_MEMORY_CONCURRENCY", 8)
     with tempfile.TemporaryDirectory(prefix="aurora-gwmem-") as tmp:
         folder = Path(tmp)
-        server = LocalNats(folder / "jetstream", log_file=folder / "nats.log")
-        server.start()
-        config = write_apps(folder, {"chat": stack_apps(folder / "chat.jsonl")["chat"]})
-        env = service_env(server.url, AURORA_APPS_CONFIG=str(config), AURORA_TRACEMALLOC="1")
-        logs = folder / "logs"
-        logs.mkdir()
-        supervisor = ServiceProcess("services.app_supervisor", env, logs, "supervisor").start()
-        gateway = ServiceProcess("services.mcp_gateway", env, logs, "gateway").start()
-        try:
-            gateway.wait_for_log('"serving"', timeout=60)
-            nc = await nats.connect(server.url)
+        chat = stack_apps(folder / "chat.jsonl")["chat"]
+        with bench_stack(folder, lambda b: b.apps({"chat": chat}).env(AURORA_TRACEMALLOC="1")
+                         .supervisor().gateway()) as stack:
+            gateway = stack["gateway"]
+            nc = await nats.connect(stack.url)
             await admin_request(nc, SUBJECTS, "agents", "apply", {"document": {
                 "kind": "Agent", "id": AGENT, "agent_kind": "playbook", "events": ["message.received"],
                 "playbook": {"steps": [], "answer": "{{ event.data.text }}"}}})
@@ -124,10 +117,6 @@ async def main() -> int:
                   f"({(after - before) * 1024 / calls:.2f} KiB a call); tracemalloc's top growth:")
             for line in top:
                 print("  " + line)
-        finally:
-            gateway.terminate(timeout=20)
-            supervisor.terminate(timeout=20)
-            server.stop()
     return 0
 
 

@@ -23,10 +23,11 @@ from pathlib import Path
 import nats
 from nats.aio.msg import Msg
 
-from tests.bench.bench_e2e import SUBJECTS, Replies, Stack, configure, native_event
+from tests.bench.bench_e2e import SUBJECTS, Replies, aurora_services, configure, native_event
 from tests.bench.common import env_int, record
 from tests.bench.resources import cpu_seconds, rss_mib
-from tests.integration.runner.helpers import CHAT
+from tests.bench.stacks import bench_stack
+from tests.harness.runner_stack import CHAT
 
 GROWTH = 0.05
 CPU_GROWTH = 2.0  # a process's CPU per event may rise at most this much more than the median's
@@ -74,51 +75,47 @@ def chat_app_pid(supervisor: int) -> int | None:
 async def main() -> int:
     seconds = env_int("SOAK_SECONDS", 600)
     rate = env_int("SOAK_RATE", 10)
-    with tempfile.TemporaryDirectory(prefix="aurora-soak-") as tmp:
-        stack = Stack(Path(tmp))
-        stack.start()
-        try:
-            nc = await nats.connect(stack.server.url)
-            await configure(nc)
-            replies = Replies()
+    with tempfile.TemporaryDirectory(prefix="aurora-soak-") as tmp, \
+            bench_stack(Path(tmp), aurora_services(Path(tmp))) as stack:
+        nc = await nats.connect(stack.url)
+        await configure(nc)
+        replies = Replies()
 
-            async def seen(msg: Msg) -> None:
-                replies.saw(msg.data)
+        async def seen(msg: Msg) -> None:
+            replies.saw(msg.data)
 
-            await nc.subscribe(SUBJECTS.mcp(CHAT, "default", "c2s"), cb=seen)
-            js = nc.jetstream()
-            samples: dict[str, list[float]] = {name: [] for name in stack.pids()}
-            on_path = dict(stack.pids())
-            chat = chat_app_pid(on_path["supervisor"])
-            if chat is not None:
-                on_path["chat app"] = chat
-            cpu: list[CpuSample] = []
-            baseline: dict[str, float] = {}
-            pending: list[asyncio.Future[float]] = []
-            started = time.monotonic()
-            next_sample = started + SAMPLE_EVERY
-            sent = 0
-            while (now := time.monotonic()) - started < seconds:
-                key = f"evkey-{uuid.uuid4().hex[:12]}"
-                pending.append(replies.expect(key))
-                await js.publish(SUBJECTS.signal(CHAT, "native_event"), native_event(key), headers={"Nats-Msg-Id": key})
-                sent += 1
-                if now >= next_sample:
-                    next_sample += SAMPLE_EVERY
-                    for name, pid in stack.pids().items():
-                        samples[name].append(rss_mib(pid))
-                    cpu.append(CpuSample(now - started, sent, {n: cpu_seconds(pid) for n, pid in on_path.items()}))
-                    if not baseline and now - started >= WARM_UP:
-                        baseline = {name: values[-1] for name, values in samples.items()}
-                    print(f"{now - started:5.0f} s: {sent} events, " + ", ".join(
-                        f"{n} {v[-1]:.0f} MiB" for n, v in samples.items()), flush=True)
-                await asyncio.sleep(max(0.0, started + sent / rate - time.monotonic()))
-            # Every event must be answered; a platform that fell behind the rate gets two minutes.
-            await asyncio.wait(pending, timeout=120)
-            unanswered = sum(1 for future in pending if not future.done())
-            await nc.close()
-        finally:
-            stack.stop()
+        await nc.subscribe(SUBJECTS.mcp(CHAT, "default", "c2s"), cb=seen)
+        js = nc.jetstream()
+        samples: dict[str, list[float]] = {name: [] for name in stack.pids()}
+        on_path = dict(stack.pids())
+        chat = chat_app_pid(on_path["supervisor"])
+        if chat is not None:
+            on_path["chat app"] = chat
+        cpu: list[CpuSample] = []
+        baseline: dict[str, float] = {}
+        pending: list[asyncio.Future[float]] = []
+        started = time.monotonic()
+        next_sample = started + SAMPLE_EVERY
+        sent = 0
+        while (now := time.monotonic()) - started < seconds:
+            key = f"evkey-{uuid.uuid4().hex[:12]}"
+            pending.append(replies.expect(key))
+            await js.publish(SUBJECTS.signal(CHAT, "native_event"), native_event(key), headers={"Nats-Msg-Id": key})
+            sent += 1
+            if now >= next_sample:
+                next_sample += SAMPLE_EVERY
+                for name, pid in stack.pids().items():
+                    samples[name].append(rss_mib(pid))
+                cpu.append(CpuSample(now - started, sent, {n: cpu_seconds(pid) for n, pid in on_path.items()}))
+                if not baseline and now - started >= WARM_UP:
+                    baseline = {name: values[-1] for name, values in samples.items()}
+                print(f"{now - started:5.0f} s: {sent} events, " + ", ".join(
+                    f"{n} {v[-1]:.0f} MiB" for n, v in samples.items()), flush=True)
+            await asyncio.sleep(max(0.0, started + sent / rate - time.monotonic()))
+        # Every event must be answered; a platform that fell behind the rate gets two minutes.
+        await asyncio.wait(pending, timeout=120)
+        unanswered = sum(1 for future in pending if not future.done())
+        await nc.close()
     if not baseline:
         print(f"soak too short to measure: SOAK_SECONDS must exceed the {WARM_UP:.0f} s warm-up")
         return 2

@@ -1,9 +1,11 @@
 """The stack a chaos scenario runs on: real processes, each of which a scenario may kill.
 
 A nats-server with a file store (optionally with extra server configuration, e.g. a small
-`max_file_store`), the event-bridge, the supervisor with the chat app (which logs every message
-it sends), the echo app and whatever misbehaving apps the scenario adds, the gateway, the
-router and N runners.
+`max_file_store`), and on it, built by the tests' one `StackBuilder` (tests/harness/stack.py),
+the event-bridge, the supervisor with the chat app (which logs every message it sends), the echo
+app and whatever misbehaving apps the scenario adds, the gateway, the router and N runners, each
+waited for until it serves (its ready file). The server is the scenario's to kill and restart,
+so the builder is given it as a broker it did not start.
 """
 
 from __future__ import annotations
@@ -15,17 +17,15 @@ import sys
 import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 from aurora_cli.localnats import LocalNats
 from tests.harness.processes import REPO, ServiceProcess, service_env
-from tests.integration.runner.helpers import RUNNER_ENV, stack_apps, write_apps
-
-SERVICES = ("bridge", "supervisor", "gateway", "router")
-MODULES = {"bridge": "services.event_bridge", "supervisor": "services.app_supervisor",
-           "gateway": "services.mcp_gateway", "router": "services.router", "runner": "services.runner"}
+from tests.harness.runner_stack import RUNNER_ENV, chat_log_of, stack_apps
+from tests.harness.stack import Stack, StackBuilder
 
 
 class Server(Protocol):
@@ -67,7 +67,7 @@ class ChaosStack:
         self.workdir = workdir
         self.spec = spec
         self.logs = workdir / "logs"
-        self.chat_log = workdir / "chat-sent.jsonl"
+        self.chat_log = chat_log_of(workdir)
         config_file = None
         if spec.nats_config is not None:
             config_file = workdir / "nats-server.conf"
@@ -75,8 +75,9 @@ class ChaosStack:
             config_file.write_text(spec.nats_config, encoding="utf-8")
         self.server: Server = server or LocalNats(workdir / "jetstream", log_file=workdir / "nats-server.log",
                                                   config_file=config_file)
-        self.processes: dict[str, ServiceProcess] = {}
         self.slow_stops: list[str] = []
+        self._running: Stack | None = None
+        self._builder_exit = ExitStack()  # the builder's `running()`, left by `stop`
 
     @property
     def url(self) -> str:
@@ -86,37 +87,31 @@ class ChaosStack:
     def runners(self) -> list[str]:
         return [f"runner-{n}" for n in range(1, self.spec.runners + 1)]
 
-    def start(self) -> ChaosStack:
-        self.logs.mkdir(parents=True, exist_ok=True)
-        _LIVE.add(self)
-        self.server.start()
+    @property
+    def processes(self) -> dict[str, ServiceProcess]:
+        """Each service by its name (bridge, supervisor, gateway, router, runner-<n>)."""
+        return self._running.processes if self._running is not None else {}
+
+    def builder(self) -> StackBuilder:
         apps = stack_apps(self.chat_log)
         # As apps/config.yml declares it: the chat app deduplicates a send on its idempotency key,
         # so a reply whose answer was lost can be sent again safely.
         apps["chat"]["mcp"]["idempotency_key_tools"] = ["send_message"]
-        config = write_apps(self.workdir, {**apps, **self.spec.apps})
-        env = service_env(self.server.url, AURORA_APPS_CONFIG=str(config))
-        for name in SERVICES:
-            self.processes[name] = ServiceProcess(MODULES[name], env, self.logs, name)
-        for name in self.runners:
-            runner_env = {**env, **RUNNER_ENV, "AURORA_RUNNER_INSTANCE": name}
-            self.processes[name] = ServiceProcess(MODULES["runner"], runner_env, self.logs, name)
-        for process in self.processes.values():
-            process.start()
-        for name in self.processes:
-            self.wait_ready(name)
-        return self
+        return (StackBuilder(self.workdir).broker(self.server.url).apps({**apps, **self.spec.apps})
+                .bridge().supervisor().gateway().router().runners(self.spec.runners, **RUNNER_ENV))
 
-    def wait_ready(self, name: str, timeout: float = 60.0) -> None:
-        """Until the service serves (its ready file: a revived one's is its own run's, not the killed run's)."""
-        self.processes[name].wait_ready(timeout)
+    def start(self) -> ChaosStack:
+        _LIVE.add(self)
+        self.server.start()
+        self._running = self._builder_exit.enter_context(self.builder().running())
+        return self
 
     def kill(self, name: str) -> None:
         """SIGKILL the service (its whole process group: a supervisor takes its apps with it)."""
         self.processes[name].kill()
 
     def revive(self, name: str) -> None:
-        """Start a killed service again, as an orchestrator would."""
+        """Start a killed service again with its own environment, as an orchestrator would."""
         self.processes[name].start()
 
     def kill_nats(self) -> None:
@@ -138,17 +133,19 @@ class ChaosStack:
         return json.loads(done.stdout)
 
     def stop(self) -> None:
-        """SIGTERM every service at once (the shutdown order is not what a chaos run measures,
-        and stopping one by one doubled a scenario's time), then the server."""
+        """SIGTERM every service at once, each timed (the shutdown order is not what a chaos run
+        measures, and stopping one by one doubled a scenario's time; a service slow to stop is a
+        finding), then leave the builder's stack (nothing left to stop) and stop the server."""
         with ThreadPoolExecutor(max_workers=len(self.processes) or 1) as pool:
             list(pool.map(self._stop_one, self.processes))
+        self._builder_exit.close()
         self.server.stop()
         _LIVE.discard(self)
 
     def _stop_one(self, name: str) -> None:
         began = time.monotonic()
         code = self.processes[name].terminate(timeout=8)
-        if time.monotonic() - began > 5:  # a service slow to stop is a finding too
+        if time.monotonic() - began > 5:
             self.slow_stops.append(f"{name} took {time.monotonic() - began:.0f}s to stop (exit {code})")
 
     def kill_all(self) -> None:

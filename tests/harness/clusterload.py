@@ -18,6 +18,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Awaitable, Callable
+from contextlib import ExitStack
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -37,15 +38,15 @@ from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, decode_
 from shared.jetstream.streams import tasks_bucket
 from shared.nats.bus import open_nats
 from shared.nats.kvmirror import read_all
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.processes import ServiceProcess
+from tests.harness.runner_stack import RUNNER_ENV, chat_log_of, stack_apps
+from tests.harness.stack import Stack, StackBuilder
 from tests.harness.waiting import NOT_SERVING_YET, poll
-from tests.integration.runner.helpers import CHAT, ECHO, RUNNER_ENV, apply, sent, stack_apps, write_apps
+from tests.integration.runner.helpers import CHAT, ECHO, apply, sent
 
 SUBJECTS = Subjects("amp")
 AGENT = BINDING = "cluster-load"
 PREFIX = "cl-"
-SERVICES = {"bridge": "services.event_bridge", "supervisor": "services.app_supervisor",
-            "gateway": "services.mcp_gateway", "router": "services.router"}
 T = TypeVar("T")
 
 
@@ -59,31 +60,33 @@ async def connect(urls: list[str]) -> NATS:
 
 
 class ClusterStack:
-    """The cluster and the services on it; `urls` is what every service is given (a scenario
-    may put a proxy in front of a node)."""
+    """The cluster and the services on it, built by the tests' one `StackBuilder` on the cluster
+    as its broker (every node's URL in NATS_URL); `urls` is what every service is given (a
+    scenario may put a proxy in front of a node)."""
 
     def __init__(self, workdir: Path, cluster: LocalCluster, urls: list[str] | None = None) -> None:
         self.workdir = workdir
         self.cluster = cluster
         self.urls = urls or cluster.urls
-        self.chat_log = workdir / "chat-sent.jsonl"
-        self.processes: dict[str, ServiceProcess] = {}
+        self.chat_log = chat_log_of(workdir)
         self.stop_seconds: dict[str, float] = {}  # how long each took to stop (a slow one is a finding)
+        self._running: Stack | None = None
+        self._builder_exit = ExitStack()  # the builder's `running()`, left by `stop`
+
+    @property
+    def processes(self) -> dict[str, ServiceProcess]:
+        return self._running.processes if self._running is not None else {}
+
+    def builder(self) -> StackBuilder:
+        return (StackBuilder(self.workdir).broker(",".join(self.urls)).apps(stack_apps(self.chat_log))
+                .env(AURORA_STREAM_REPLICAS="3")
+                .bridge().supervisor().gateway().router().runners(2, **RUNNER_ENV))
 
     def start(self) -> ClusterStack:
-        logs = self.workdir / "logs"
-        logs.mkdir(parents=True, exist_ok=True)
+        (self.workdir / "logs").mkdir(parents=True, exist_ok=True)  # the nodes log there too
         self.cluster.start()
         asyncio.run(self._jetstream_ready())  # a service creating its streams before then would exit
-        config = write_apps(self.workdir, stack_apps(self.chat_log))
-        env = service_env(",".join(self.urls), AURORA_APPS_CONFIG=str(config), AURORA_STREAM_REPLICAS="3")
-        for name, module in SERVICES.items():
-            self.processes[name] = ServiceProcess(module, env, logs, name).start()
-        for name in ("runner-1", "runner-2"):
-            runner_env = {**env, **RUNNER_ENV, "AURORA_RUNNER_INSTANCE": name}
-            self.processes[name] = ServiceProcess("services.runner", runner_env, logs, name).start()
-        for process in self.processes.values():
-            process.wait_ready(60)
+        self._running = self._builder_exit.enter_context(self.builder().running())
         return self
 
     async def _jetstream_ready(self) -> None:
@@ -107,7 +110,9 @@ class ClusterStack:
         return self.stop_seconds
 
     def stop(self) -> None:
+        """Every service (timed, `stop_services`), the builder's stack (nothing left to stop), the cluster."""
         self.stop_services()
+        self._builder_exit.close()
         self.cluster.stop()
 
 
