@@ -124,7 +124,8 @@ async def _serve(name: str, settings: Settings, main: ServiceMain) -> None:
         loop.add_signal_handler(signum, stopping, signum)
     nc = await connect(settings.nats, name=f"aurora-{name}")
     log.info("started", nats=settings.nats.url, prefix=settings.subjects.prefix)
-    # A stream delivery its endpoints refuse is audited by the service, as its own NATS user.
+    # A stream delivery its endpoints refuse is audited by the service, as its own NATS user: the
+    # audit is the connection's refusal sink, and goes wherever the connection goes (`Connections`).
     stop_auditing = audit_refusals(nc, settings.subjects, name)
     try:
         await main(settings, nc, stop)

@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import ssl
-import weakref
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import ParseResult
 
 import nats.errors
@@ -20,10 +19,30 @@ from shared.config.settings import NatsSettings
 from shared.observability.logs import get_logger
 from shared.streak import FailureStreak
 
+if TYPE_CHECKING:  # the guard and the refusals watch use the connection; their types only are needed here
+    from shared.nats.refusals import PublishRefusals
+    from shared.nats.request_guard import RefusalSink
+
 log = get_logger("aurora.bus")
-# Connections their own process is closing: nats-py calls `disconnected_cb` on every close, and
-# a service's own stop is no warning (it was one line in every service at every stop).
-_closing: weakref.WeakSet[NATS] = weakref.WeakSet()
+
+
+class Connection(NATS):
+    """nats-py's client, with what Aurora keeps per connection (never per process: services built
+    in one process, as tests build them, each keep their own):
+
+    - `refusal_sink`: where the stream deliveries its subscriptions refuse are reported
+      (shared/nats/request_guard.py); the service's refusal audit, set by its composition root
+      (shared/service.py), so each refusal is audited as the service whose connection heard it.
+    - `publish_refusals`: the publishes nats-server refused it (shared/nats/refusals.py).
+    - `closing`: its own process is closing it: nats-py calls `disconnected_cb` on every close, and
+      a service's own stop is no warning (it was one line in every service at every stop).
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.refusal_sink: RefusalSink | None = None
+        self.publish_refusals: PublishRefusals | None = None
+        self.closing = False
 
 
 def tls_context(settings: NatsSettings) -> ssl.SSLContext | None:
@@ -54,9 +73,9 @@ class _ReplacingTcpTransport(TcpTransport):
         return True  # made: nats-py makes a transport of its own only when a client has none
 
 
-async def open_nats(**options: Any) -> NATS:
+async def open_nats(**options: Any) -> Connection:
     """`nats.connect(**options)` on a transport that closes each connection it replaces."""
-    client = NATS()
+    client = Connection()
     servers = options.get("servers", [])
     urls = [servers] if isinstance(servers, str) else list(servers)
     if not any(url.startswith(("ws://", "wss://")) for url in urls):  # a websocket keeps nats-py's own
@@ -65,14 +84,14 @@ async def open_nats(**options: Any) -> NATS:
     return client
 
 
-async def connect(settings: NatsSettings, *, name: str, connect_timeout: float = 5.0) -> NATS:
+async def connect(settings: NatsSettings, *, name: str, connect_timeout: float = 5.0) -> Connection:
     """Connect with credentials from the settings; once connected, reconnect forever.
 
     The first connection is retried too (a service may start before nats-server is ready),
     so `docker compose up` and `make dev` need no start-up ordering beyond a health check.
     """
 
-    client: NATS | None = None
+    client: Connection | None = None
     # While nats-server is away every reconnect attempt (one a second) fails, refused or timed out
     # before the server's INFO (nats-py is then `connecting`): said as a streak, not a warning
     # each, whose beginning is the disconnect's own warning (it says why the connection ended).
@@ -92,7 +111,7 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
         nonlocal ended_by
         why = {"error": ended_by} if ended_by else {}
         ended_by = None
-        if client is not None and client in _closing:
+        if client is not None and client.closing:
             log.info("nats connection closed", extra={"fields": why})
         else:
             log.warning("nats disconnected", extra={"fields": why})
@@ -131,7 +150,8 @@ async def connect(settings: NatsSettings, *, name: str, connect_timeout: float =
 async def close_connection(nc: NATS) -> None:
     """A process's own end of its connection: drained when connected (what was received is
     handled, what was published is sent), closed otherwise; logged as closed, not disconnected."""
-    _closing.add(nc)
+    if isinstance(nc, Connection):
+        nc.closing = True
     if nc.is_connected:
         await nc.drain()
     else:

@@ -31,7 +31,7 @@ from nats.aio.subscription import Subscription
 from nats.micro.request import Request
 from nats.micro.service import Endpoint, Service
 
-from shared.nats.request_guard import refused_delivery, refusing_deliveries_inline
+from shared.nats.request_guard import refused_message, refusing_deliveries_inline
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.inline_subscription")
@@ -117,7 +117,7 @@ def _counted(endpoint: Endpoint, handler: RequestHandler, msg: Msg) -> None:
     started = time.perf_counter_ns()
     endpoint._num_requests += 1
     try:
-        if refused_delivery(msg.subject, msg.reply, endpoint=endpoint._name):  # counted, and not served
+        if refused_message(msg, endpoint=endpoint._name):  # counted, and not served
             return
         handler(Request(msg))
     except Exception as error:

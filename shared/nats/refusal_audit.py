@@ -33,7 +33,8 @@ from nats.errors import Error as NatsError
 from shared.clock import now_iso
 from shared.contracts.audit import AuditRecord
 from shared.contracts.subjects import Subjects
-from shared.nats.request_guard import REASON, RefusedDelivery, audit_refusals_to
+from shared.nats.bus import Connection
+from shared.nats.request_guard import REASON, RefusedDelivery
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.refusal_audit")
@@ -92,6 +93,16 @@ class RefusalAudit:
             log.warning("refusal not audited", call_id=record.call_id, error=str(exc) or type(exc).__name__)
 
 
-def audit_refusals(nc: NATS, subjects: Subjects, service: str) -> Callable[[], None]:
-    """This process's refusals audited as `service` on `nc`; returns what stops that."""
-    return audit_refusals_to(RefusalAudit(nc, subjects, service))
+def audit_refusals(nc: Connection, subjects: Subjects, service: str) -> Callable[[], None]:
+    """The refusals of `nc`'s subscriptions audited as `service` on `nc` (its refusal sink);
+    returns what stops that."""
+    if not isinstance(nc, Connection):  # a refusal reaches only the sink of a connection made by shared.nats.bus
+        raise TypeError(f"refusals are audited on a shared.nats.bus.Connection, not a {type(nc).__name__}")
+    audit = RefusalAudit(nc, subjects, service)
+    nc.refusal_sink = audit
+
+    def stop() -> None:
+        if nc.refusal_sink is audit:
+            nc.refusal_sink = None
+
+    return stop

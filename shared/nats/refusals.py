@@ -5,21 +5,21 @@ nats-server drops a publish its permissions refuse and tells the client only thr
 (`Permissions Violation for Publish to "<subject>"`), which nats-py hands to the connection's
 error callback; the request itself is never answered. A person whose role does not allow an
 operation (a viewer's `approvals grant`) was told "did not answer within 5s". A connection
-made with `PublishRefusals.error_callback` and registered with `watch` lets `request` race
-the answer against the refusal.
+made with `PublishRefusals.error_callback` and registered with `watch` (kept on the connection,
+`shared.nats.bus.Connection`) lets `request` race the answer against the refusal.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-import weakref
 from typing import Any
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from shared.errors import AuroraError
+from shared.nats.bus import Connection
 
 _VIOLATION = re.compile(r'permissions violation for publish to "([^"]+)"', re.IGNORECASE)
 
@@ -68,13 +68,10 @@ class PublishRefusals:
                 answer.cancel()
 
 
-_WATCHED: weakref.WeakKeyDictionary[NATS, PublishRefusals] = weakref.WeakKeyDictionary()
-
-
-def watch(nc: NATS, refusals: PublishRefusals) -> None:
+def watch(nc: Connection, refusals: PublishRefusals) -> None:
     """Requests on `nc` (made with `refusals.error_callback`) learn of their refusals."""
-    _WATCHED[nc] = refusals
+    nc.publish_refusals = refusals
 
 
 def refusals_of(nc: NATS) -> PublishRefusals | None:
-    return _WATCHED.get(nc)
+    return nc.publish_refusals if isinstance(nc, Connection) else None

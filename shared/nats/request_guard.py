@@ -13,9 +13,11 @@ the router its bindings) chooses the bytes delivered: a "sampling request" to th
 A refusal is logged at warning level with the stream and consumer that delivered it (the
 consumer's name says whose it is: services name theirs `<user>_eph_…`, nats-server's
 `$JS.EVENT.ADVISORY.CONSUMER.CREATED` says which client created it) and the endpoint it was
-pointed at, and audited by the refusing service (`audit_refusals_to`, installed by
-shared/service.py; the record is made in shared/nats/refusal_audit.py). Nothing is answered: the
-reply subject is an ack, and an ack would only advance the attacker's consumer.
+pointed at, and audited by the refusing service: the sink the connection that heard it carries
+(`shared.nats.bus.Connection.refusal_sink`, set by shared/service.py; the record is made in
+shared/nats/refusal_audit.py), so a process running several services audits each refusal as the
+service that refused it. Nothing is answered: the reply subject is an ack, and an ack would only
+advance the attacker's consumer.
 
 Use: `add_admin_endpoint` and `add_inline_endpoint` (nats.micro endpoints) and
 `subscribe_inline` apply it themselves; a plain `nc.subscribe(…, cb=…)` that serves or acts
@@ -30,7 +32,7 @@ from dataclasses import dataclass
 
 from nats.aio.msg import Msg
 
-from shared.nats.bus import is_jetstream_delivery
+from shared.nats.bus import Connection, is_jetstream_delivery
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.request_guard")
@@ -68,20 +70,20 @@ class RefusedDelivery:
     sequence: str  # of the message in its stream: one refusal of it, however often redelivered
 
 
+# Called in nats-py's read loop for inline handlers: it must not block.
 RefusalSink = Callable[[RefusedDelivery], None]
-_sinks: list[RefusalSink] = []
 
 
-def audit_refusals_to(sink: RefusalSink) -> Callable[[], None]:
-    """Every refusal of this process from now on also goes to `sink` (which must not block: it
-    is called in nats-py's read loop for inline handlers); returns what stops that."""
-    _sinks.append(sink)
-    return lambda: _sinks.remove(sink) if sink in _sinks else None
+def refusal_sink_of(msg: Msg) -> RefusalSink | None:
+    """Where the connection that received `msg` reports its refusals; None on a connection made
+    without `shared.nats.bus` (logged only)."""
+    client = getattr(msg, "_client", None)  # nats-py keeps a message's connection private
+    return client.refusal_sink if isinstance(client, Connection) else None
 
 
-def refused_delivery(subject: str, reply: str | None, *, endpoint: str) -> bool:
-    """True (logged, and audited where a sink is installed) when the message is a stream
-    delivery that `endpoint` must not take."""
+def refused_delivery(subject: str, reply: str | None, *, endpoint: str, report: RefusalSink | None = None) -> bool:
+    """True (logged, and given to `report`) when the message is a stream delivery that
+    `endpoint` must not take."""
     if not is_jetstream_delivery(reply):
         return False
     assert reply is not None
@@ -89,12 +91,17 @@ def refused_delivery(subject: str, reply: str | None, *, endpoint: str) -> bool:
     log.warning("stream delivery refused", endpoint=endpoint, subject=subject, stream=stream,
                 consumer=consumer, reason=REASON)
     refusal = RefusedDelivery(endpoint, subject, stream, consumer, delivered_sequence(reply))
-    for sink in list(_sinks):
+    if report is not None:
         try:
-            sink(refusal)
+            report(refusal)
         except Exception:  # the refusal stands whatever becomes of its record
             log.exception("a refusal could not be audited", endpoint=endpoint, consumer=consumer)
     return True
+
+
+def refused_message(msg: Msg, *, endpoint: str) -> bool:
+    """`refused_delivery` for a message, reported where its connection reports refusals."""
+    return refused_delivery(msg.subject, msg.reply, endpoint=endpoint, report=refusal_sink_of(msg))
 
 
 MsgHandler = Callable[[Msg], Awaitable[None]]
@@ -104,7 +111,7 @@ def refusing_deliveries(endpoint: str, handler: MsgHandler) -> MsgHandler:
     """`handler` for a plain subscription (`nc.subscribe(subject, cb=…)`), stream deliveries refused."""
 
     async def guarded(msg: Msg) -> None:
-        if refused_delivery(msg.subject, msg.reply, endpoint=endpoint):
+        if refused_message(msg, endpoint=endpoint):
             return
         await handler(msg)
 
@@ -115,7 +122,7 @@ def refusing_deliveries_inline(endpoint: str, handler: Callable[[Msg], None]) ->
     """The same for a handler called in nats-py's read loop (`shared.nats.inline_subscription`)."""
 
     def guarded(msg: Msg) -> None:
-        if refused_delivery(msg.subject, msg.reply, endpoint=endpoint):
+        if refused_message(msg, endpoint=endpoint):
             return
         handler(msg)
 

@@ -10,7 +10,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mappin
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import nats
 import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
@@ -20,6 +19,7 @@ from aurora_cli.devstack import AUTH_CONFIG, NATS_USERS, Credentials
 from aurora_cli.localnats import LocalNats
 from aurora_cli.people import PeopleStore, write_auth_config
 from shared.config.settings import inbox_prefix_for
+from shared.nats.bus import open_nats
 from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
 from tests.integration.runner.helpers import ECHO, PYTHON, RUNNER_ENV, stdio, write_apps
 
@@ -122,8 +122,8 @@ async def open_session(url: str, user: str, password: str) -> Session:
     async def on_error(exc: Exception) -> None:
         errors.append(exc)
 
-    nc = await nats.connect(url, user=user, password=password, name=f"test-{user}", error_cb=on_error,
-                            allow_reconnect=False, connect_timeout=3, inbox_prefix=inbox_prefix_for(user))
+    nc = await open_nats(servers=url, user=user, password=password, name=f"test-{user}", error_cb=on_error,
+                         allow_reconnect=False, connect_timeout=3, inbox_prefix=inbox_prefix_for(user))
     return Session(user, nc, errors)
 
 
