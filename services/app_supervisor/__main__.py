@@ -7,20 +7,18 @@ from functools import partial
 
 from nats.aio.client import Client as NATS
 
-from services.app_supervisor.service import SupervisorService
-from services.app_supervisor.startup import load_app_supervisor_settings
-from services.app_supervisor.supervisor import SupervisedApp, SupervisorOptions
+from services.app_supervisor.startup import SupervisorSettings, load_app_supervisor_settings
+from services.app_supervisor.wiring import SupervisorSetup, build_app_supervisor
 from shared.config.settings import Settings, load_settings
-from shared.readiness import ReadyWhenStarted
-from shared.service import load_or_exit, run_service, run_until_stopped
+from shared.service import load_or_exit, run_built, run_service
+from shared.wiring import Connections
 
 NAME = "app-supervisor"
 
 
-async def main(apps: list[SupervisedApp], options: SupervisorOptions, settings: Settings,
-               nc: NATS, stop: asyncio.Event) -> None:
-    service = SupervisorService(nc, settings.subjects, apps, options, plan=settings.stream_plan)
-    await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
+async def main(own: SupervisorSettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
+    setup = SupervisorSetup(settings.subjects, own.apps, own.options, settings.stream_plan)
+    await run_built(build_app_supervisor(setup, Connections(nc)), stop, settings.ready_file)
 
 
 def run() -> None:
@@ -28,7 +26,8 @@ def run() -> None:
     # NATS is not reachable yet, and nothing has been spawned.
     settings = load_or_exit(NAME, load_settings)
     own = load_or_exit(NAME, lambda: load_app_supervisor_settings(settings.apps_config))
-    run_service(NAME, partial(main, own.apps, own.options), settings)
+    run_service(NAME, partial(main, own), settings)
+
 
 if __name__ == "__main__":
     run()

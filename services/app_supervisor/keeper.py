@@ -27,7 +27,8 @@ from shared.observability.logs import get_logger
 
 
 class ManagedProcess(Protocol):
-    """One generation of an app's process, as the keeper uses it (see `AppProcess`)."""
+    """One generation of an app's process, as the keeper uses it (see `AppProcess`): started
+    once, stopped once (`shared.lifecycle`), its exit code from `wait()` however it ended."""
 
     @property
     def pid(self) -> int: ...
@@ -38,11 +39,13 @@ class ManagedProcess(Protocol):
     @property
     def stderr_tail(self) -> Sequence[str]: ...
 
-    async def start(self) -> int: ...
+    async def start(self) -> None: ...
 
     async def wait(self) -> int: ...
 
-    async def stop(self, grace: float, *, stdin_wait: float = ...) -> int: ...
+    async def stop(self) -> None: ...
+
+    async def stop_now(self) -> None: ...
 
 
 ProcessFactory = Callable[[LaunchSpec, int], ManagedProcess]
@@ -74,13 +77,12 @@ class AppKeeper(Lifecycle[None]):
     """Owns one app's processes; `start()`, `restart()` on request, `stop()` (`shared.lifecycle`)."""
 
     def __init__(self, spec: LaunchSpec, tracker: RestartTracker, reporter: Reporter,
-                 new_process: ProcessFactory, *, grace: float, command: list[str]) -> None:
+                 new_process: ProcessFactory, *, command: list[str]) -> None:
         super().__init__(f"the keeper of {spec.name}")
         self.spec = spec
         self._tracker = tracker
         self._reporter = reporter
         self._new_process = new_process
-        self._grace = grace
         self._command = command
         self._process: ManagedProcess | None = None
         self._wake = asyncio.Event()
@@ -128,7 +130,8 @@ class AppKeeper(Lifecycle[None]):
         """Kill the current process (stdin closed, SIGTERM, SIGKILL after the grace period)
         and start a new one now, without backoff; returns the new generation."""
         if self._draining or self._stopping or not self.started:
-            raise RestartRefused(f"app {self.spec.name}: the supervisor is shutting down")
+            raise RestartRefused(f"app {self.spec.name}: not supervised now (the supervisor is starting or "
+                                 "shutting down)")
         waiter: asyncio.Future[int] = asyncio.get_running_loop().create_future()
         self._waiters.append(waiter)
         self._tracker.reset()
@@ -136,7 +139,7 @@ class AppKeeper(Lifecycle[None]):
         if process is not None and process.running:
             self._restart_reason = reason
             self._wake.set()
-            await process.stop(self._grace, stdin_wait=0.0)  # "now": no courtesy wait
+            await process.stop_now()
         else:
             self._wake.set()  # waiting for a backoff or given up: start now
         try:
@@ -156,7 +159,10 @@ class AppKeeper(Lifecycle[None]):
         self._wake.set()
         process = self._process
         was_running = process is not None and process.running
-        code = await process.stop(self._grace) if process is not None and was_running else None
+        code = None
+        if process is not None and was_running:
+            await process.stop()
+            code = await process.wait()
         await task
         for waiter in self._waiters:
             if not waiter.done():
@@ -210,19 +216,23 @@ class AppKeeper(Lifecycle[None]):
         process = self._new_process(self.spec, self.generation)
         self._process = process
         try:
-            pid = await process.start()
+            await process.start()
         except OSError as exc:
             self.last_error = f"could not start {list(self.spec.argv)!r}: {exc}"[:MAX_ERROR_CHARS]
             return None
+        pid = process.pid
         if self._stopping:  # stop() came while the process was being spawned
-            return await process.stop(self._grace)
+            await process.stop()
+            return await process.wait()
         self.status = "running"
         await self._report("started", "running", "process_started", pid=pid)
         for waiter in self._waiters:
             if not waiter.done():
                 waiter.set_result(self.generation)
         self._waiters.clear()
-        return await process.wait()
+        code = await process.wait()
+        await process.stop()  # it ended by itself (or was stopped): what it held is released
+        return code
 
     async def _report_exit(self, code: int | None, requested: str | None) -> None:
         process = self._process

@@ -8,6 +8,10 @@ name, from the pipe's callback as well; the last lines are kept for the health r
 The process runs in its own session (process group), so stopping it reaches its children too;
 on Linux it also gets SIGKILL from the kernel if the supervisor dies without clean-up, so an
 app is never left orphaned.
+
+Its lifecycle is `shared.lifecycle`'s: `start()` spawns it and starts its relay (a relay that
+cannot start kills the process, and the start's error goes on); `stop()` ends it (stdin closed,
+SIGTERM, SIGKILL after the grace period); `wait()` is its exit code, however it ended.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Protocol, cast
 
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.framing import LineSplitter, Oversized
+from shared.lifecycle import Lifecycle, NotStarted
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.app_supervisor.process")
@@ -30,6 +35,9 @@ log = get_logger("aurora.app_supervisor.process")
 STDERR_TAIL = 10
 # How long the relay may take to hand over what the app wrote before it exited.
 DRAIN_SECONDS = 0.5
+# How long a stopped app may take to leave by itself once its stdin is closed (MCP's stdio
+# shutdown), at most the grace period, before it gets SIGTERM.
+STDIN_WAIT_SECONDS = 1.0
 
 
 class Relay(Protocol):
@@ -48,10 +56,6 @@ class Relay(Protocol):
     async def stop_input(self) -> None: ...
 
     async def close(self) -> None: ...
-
-
-class ProcessNotStarted(RuntimeError):
-    """The process was used before `start()` succeeded."""
 
 
 def _parent_death_signal() -> Callable[[], None] | None:
@@ -121,13 +125,16 @@ class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
             self._subprocess.close()
 
 
-class AppProcess:
-    """Start with `start()`, await `wait()` for the exit code, end with `stop()`."""
+class AppProcess(Lifecycle[None]):
+    """Start with `start()`, await `wait()` for the exit code, end with `stop()` (or `stop_now()`)."""
 
-    def __init__(self, spec: LaunchSpec, generation: int, relay: Relay) -> None:
+    def __init__(self, spec: LaunchSpec, generation: int, relay: Relay, *, grace: float) -> None:
+        super().__init__(f"the process of {spec.name} (generation {generation})")
         self._spec = spec
         self.generation = generation
         self.relay = relay
+        self._grace = grace  # SIGTERM → SIGKILL
+        self._stdin_wait = STDIN_WAIT_SECONDS
         self._proc: asyncio.subprocess.Process | None = None
         self._protocol: _ExitAwareProtocol | None = None
         self._stderr_lines = LineSplitter(max(relay.line_limit, 64 * 1024))
@@ -139,7 +146,7 @@ class AppProcess:
     @property
     def pid(self) -> int:
         if self._proc is None:
-            raise ProcessNotStarted(f"app {self._spec.name}: process not started")
+            raise NotStarted(self.name)
         return self._proc.pid
 
     @property
@@ -147,9 +154,10 @@ class AppProcess:
         """Started and not yet exited."""
         return self._proc is not None and self._proc.returncode is None
 
-    async def start(self) -> int:
-        """Spawn the process and start its relay; when this returns, the relay takes what is
-        for the app (a client may send `initialize` right away). Returns the pid."""
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        """Spawn the process and start its relay; when `start()` returns, the relay takes what is
+        for the app (a client may send `initialize` right away). OSError: it could not be spawned,
+        or its relay could not start (then it was killed)."""
         spec = self._spec
         loop = asyncio.get_running_loop()
         protocol = _ExitAwareProtocol(loop, self._on_output, self._on_closed)
@@ -168,35 +176,40 @@ class AppProcess:
         self._proc = asyncio.subprocess.Process(transport, protocol, loop)
         self._stdin_open = True
         self._exit = asyncio.create_task(self._reap(), name=f"reap {spec.name}#{self.generation}")
+        parts.push_async_callback(self._end)
         try:
             await self.relay.start(self)
-        except OSError:  # no relay, no process
+        except OSError:  # no relay, no process: killed at once rather than asked to leave
             self._signal_group(signal.SIGKILL)
             raise
-        return self._proc.pid
 
     async def wait(self) -> int:
         """The exit code once the process exited and the relay drained (negative: the signal
         that killed it)."""
         if self._exit is None:
-            raise ProcessNotStarted(f"app {self._spec.name}: process not started")
+            raise NotStarted(self.name)
         return await asyncio.shield(self._exit)
 
-    async def stop(self, grace: float, *, stdin_wait: float = 1.0) -> int:
-        """Close stdin (and give the app `stdin_wait` seconds to leave by itself, as MCP's
-        stdio shutdown suggests), then SIGTERM the process group, then SIGKILL it after
-        `grace` seconds."""
-        if self._proc is None or self._exit is None:
-            raise ProcessNotStarted(f"app {self._spec.name}: process not started")
+    async def stop_now(self) -> None:
+        """`stop()` without the courtesy wait after closing stdin (a restart asked for now)."""
+        self._stdin_wait = 0.0
+        await self.stop()
+
+    async def _end(self) -> None:
+        """Close stdin (and give the app a moment to leave by itself, as MCP's stdio shutdown
+        suggests), then SIGTERM the process group, then SIGKILL it after the grace period; done
+        once the process exited and its relay drained."""
+        assert self._proc is not None and self._exit is not None
+        grace = self._grace
         if not self._exit.done():
             await self._close_stdin()
-            if not await self._exited_within(min(stdin_wait, grace)):
+            if not await self._exited_within(min(self._stdin_wait, grace)):
                 self._signal_group(signal.SIGTERM)
                 if not await self._exited_within(grace):
                     log.warning("app ignored SIGTERM, killing it", app=self._spec.name,
                                 pid=self._proc.pid, grace_seconds=grace)
                     self._signal_group(signal.SIGKILL)
-        return await self.wait()
+        await self.wait()
 
     async def _exited_within(self, seconds: float) -> bool:
         assert self._protocol is not None

@@ -10,23 +10,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from nats.aio.client import Client as NATS
 
 from services.app_supervisor.backoff import Clock, RestartTracker
 from services.app_supervisor.config_check import LaunchSpec
-from services.app_supervisor.health import HealthStore
 from services.app_supervisor.keeper import AppKeeper
 from services.app_supervisor.process import AppProcess
 from services.app_supervisor.relay.receipts import Receipts
 from services.app_supervisor.relay.stdio import StdioRelay
-from services.app_supervisor.reporter import NatsReporter, Reporter
-from services.app_supervisor.sessions import SessionWatch
+from services.app_supervisor.reporter import Reporter
+from services.app_supervisor.sessions import SessionBook
 from shared.config.appconfig import AppConfig
 from shared.contracts.health import ProcessHealth
 from shared.contracts.subjects import Subjects
-from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan, ensure_streams, fabric_streams
 from shared.lifecycle import Lifecycle
 from shared.observability.logs import get_logger
 
@@ -52,25 +51,20 @@ class UnknownApp(LookupError):
 
 class Supervisor(Lifecycle[None]):
     """`start()`, then `status()` / `restart()`, then `stop()` (`shared.lifecycle`): apps are
-    stopped in the seed's order, each once its gateway session closed (bounded)."""
+    stopped in the seed's order, each once its gateway session closed (bounded), as `sessions`
+    (the `SessionWatch`'s book, running until the apps are stopped) says."""
 
-    def __init__(self, nc: NATS, subjects: Subjects, apps: list[SupervisedApp],
-                 options: SupervisorOptions | None = None, *, clock: Clock = time.monotonic,
-                 reporter: Reporter | None = None, plan: StreamPlan = DEFAULT_PLAN) -> None:
+    def __init__(self, nc: NATS, subjects: Subjects, apps: Sequence[SupervisedApp], reporter: Reporter,
+                 sessions: SessionBook, options: SupervisorOptions | None = None, *,
+                 clock: Clock = time.monotonic) -> None:
         super().__init__("the app supervisor")
         self._nc = nc
-        self._plan = plan
         self._subjects = subjects
         self._options = options or SupervisorOptions()
-        self._health = HealthStore(nc.jetstream(), subjects, plan)
-        self._reporter = reporter or NatsReporter(nc, subjects, self._health)
-        self._sessions = SessionWatch(nc, subjects, [(a.spec.app_id, a.spec.instance) for a in apps])
+        self._sessions = sessions
         self._runners = [
-            AppKeeper(
-                app.spec, RestartTracker(app.config.restart, clock), self._reporter,
-                self._new_process, grace=self._options.stop_grace_seconds,
-                command=list(app.config.mcp.command or []),
-            )
+            AppKeeper(app.spec, RestartTracker(app.config.restart, clock), reporter, self._new_process,
+                      command=list(app.config.mcp.command or []))
             for app in apps
         ]
         # Per app instance, across its generations: an event one generation wrote and no
@@ -80,14 +74,9 @@ class Supervisor(Lifecycle[None]):
     def _new_process(self, spec: LaunchSpec, generation: int) -> AppProcess:
         receipts = self._receipts.setdefault((spec.app_id, spec.instance), Receipts())
         relay = StdioRelay(self._nc, self._subjects, spec, generation, receipts=receipts)
-        return AppProcess(spec, generation, relay)
+        return AppProcess(spec, generation, relay, grace=self._options.stop_grace_seconds)
 
     async def _start(self, parts: contextlib.AsyncExitStack) -> None:
-        await ensure_streams(self._nc.jetstream(), fabric_streams(self._subjects), plan=self._plan)
-        await self._health.open()
-        # Listen for sessions before any `started`: the gateway answers it with `connected`.
-        parts.push_async_callback(self._sessions.stop)
-        await self._sessions.start()
         parts.push_async_callback(self._stop_apps)
         for runner in self._runners:
             await runner.start()
@@ -117,7 +106,7 @@ class Supervisor(Lifecycle[None]):
 
     async def _stop_after_session(self, runner: AppKeeper) -> None:
         key = (runner.spec.app_id, runner.spec.instance)
-        book = self._sessions.book
+        book = self._sessions
         if book.must_wait(key):
             wait = self._options.shutdown_wait_seconds
             log.info("waiting for the gateway to close the session", app=runner.spec.name,

@@ -66,7 +66,7 @@ async def relay_of(tmp_path: Path, name: str, argv: tuple[str, ...]) -> AsyncIte
                       cwd=None, program=sys.executable)
     try:
         stdio_relay = StdioRelay(nc, subjects, spec, 1)
-        yield Relay(server, nc, AppProcess(spec, 1, stdio_relay), stdio_relay, got)
+        yield Relay(server, nc, AppProcess(spec, 1, stdio_relay, grace=5), stdio_relay, got)
     finally:
         await nc.close()
         server.stop()
@@ -102,7 +102,8 @@ async def test_an_app_that_outpaces_nats_is_left_unread_and_loses_nothing(
         assert [int(line[6:line.index(b",")]) for line in got] == list(range(LINES))
         assert all(line.endswith(b'x"}') for line in got)
         assert not relay.stdio.stdout_paused
-        assert await flood.stop(grace=5) == 0
+        await flood.stop()
+        assert await flood.wait() == 0
 
 
 async def test_a_line_that_comes_while_earlier_ones_wait_goes_behind_them(tmp_path: Path) -> None:

@@ -38,20 +38,21 @@ class FakeProcess:
     def running(self) -> bool:
         return self.started and not self.exit.done()
 
-    async def start(self) -> int:
+    async def start(self) -> None:
         if self.fail_start:
             raise FileNotFoundError(2, "No such file or directory")
         self.started = True
-        return self.pid
 
     async def wait(self) -> int:
         return await asyncio.shield(self.exit)
 
-    async def stop(self, grace: float, *, stdin_wait: float = 1.0) -> int:
-        self.stop_calls += 1
-        if not self.exit.done():
+    async def stop(self) -> None:
+        if not self.exit.done():  # the keeper also stops a process that ended by itself: not counted
+            self.stop_calls += 1
             self.exit.set_result(-15)
-        return await self.wait()
+
+    async def stop_now(self) -> None:
+        await self.stop()
 
     def crash(self, code: int, *stderr: str) -> None:
         self.stderr_tail.extend(stderr)
@@ -103,7 +104,7 @@ def harness(fail_starts: tuple[int, ...] = (), **policy: float) -> Harness:
         return processes[-1]
 
     runner = AppKeeper(SPEC, RestartTracker(RestartPolicy.model_validate(settings), asyncio.get_running_loop().time),
-                       recorder, new_process, grace=0.1, command=["server"])
+                       recorder, new_process, command=["server"])
     return Harness(runner, recorder, processes)
 
 
