@@ -32,9 +32,9 @@ from shared.contracts import sampling
 from shared.jetstream.streams import ensure_bucket, schedules_bucket
 from tests.harness.compose_engine import COMPOSE_FILE, ChatPage, ComposeProject
 from tests.harness.docker_engine import ensure_engine
+from tests.harness.secure_nats import open_session
+from tests.harness.stream_deliveries import SAMPLING, SUBJECTS, deliver
 from tests.harness.waiting import poll_sync
-from tests.integration.security.conftest import open_session
-from tests.integration.security.test_stream_deliveries import SAMPLING, SUBJECTS, deliver
 
 pytestmark = [pytest.mark.compose, pytest.mark.timeout(1500)]
 SERVICES: dict[str, Any] = yaml.safe_load(COMPOSE_FILE.read_text(encoding="utf-8"))["services"]

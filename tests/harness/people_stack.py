@@ -14,11 +14,7 @@ from pathlib import Path
 from aurora_cli.devstack import AUTH_CONFIG, NATS_USERS, Credentials
 from aurora_cli.people import PeopleStore, write_auth_config
 from tests.harness.processes import REPO, ServiceProcess
-from tests.harness.stack import StackBuilder
-
-# service folder → the stack builder's kind of service
-KIND = {"event_bridge": "bridge", "app_supervisor": "supervisor", "mcp_gateway": "gateway", "router": "router",
-        "runner": "runner", "scheduler": "scheduler", "mcp_edge": "edge"}
+from tests.harness.stack import FOLDER_KINDS, StackBuilder
 
 
 @dataclass
@@ -47,6 +43,6 @@ def people_stack(folder: Path, people: Mapping[str, Sequence[str]], apps_config:
     server_env.update(credentials.server_env())
     builder = StackBuilder(folder).auth(credentials, config, server_env).apps(apps_config)
     for name in services:
-        builder.service(KIND[name], name, **extra_env(name))
+        builder.service(FOLDER_KINDS[name], name, **extra_env(name))
     with builder.running() as stack:
         yield PeopleStack(stack.url, credentials, passwords, folder / "nats-server.log", stack.processes)

@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
@@ -23,10 +23,12 @@ class ServiceProcess:
     and `ready` wait for that file, as a container's health check does."""
 
     def __init__(self, module: str, env: dict[str, str], log_dir: Path, tag: str | None = None,
-                 args: list[str] | None = None) -> None:
+                 args: list[str] | None = None, launcher: tuple[str, ...] = ()) -> None:
         self.module = module
         self.tag = tag or module.replace(".", "_")
         self.args = args or []
+        # A module that runs the service's module itself (a profiler): `python -m <launcher> <module>`.
+        self.launcher = list(launcher)
         self.log_path = log_dir / f"{self.tag}.log"
         self.ready_path = log_dir / f"{self.tag}.ready"
         self.env = {**env, "AURORA_READY_FILE": str(self.ready_path)}
@@ -39,7 +41,7 @@ class ServiceProcess:
         self.ready_path.unlink(missing_ok=True)
         self._log = open(self.log_path, "ab")  # noqa: SIM115 - closed in _close_log
         self._process = subprocess.Popen(
-            [sys.executable, "-m", self.module, *self.args],
+            [sys.executable, "-m", *self.launcher, self.module, *self.args],
             cwd=REPO,
             env=self.env,
             stdout=self._log,
@@ -143,6 +145,8 @@ class ServiceProcess:
         return False
 
 
+# The root conftest's `spawn` fixture: `spawn("services.event_bridge", tag="bridge-1", **env)`.
+Spawn = Callable[..., ServiceProcess]
 SUPERVISOR = "services.app_supervisor"
 
 

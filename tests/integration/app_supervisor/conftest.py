@@ -2,33 +2,22 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
-from tests.harness.processes import ServiceProcess
+from tests.harness.processes import Spawn
 from tests.integration.app_supervisor.helpers import (
     MODULE,
     PYTHON,
     RELAY_APP,
     Channels,
+    Running,
     app_entry,
     write_config,
 )
-
-Spawn = Callable[..., ServiceProcess]
-
-
-@dataclass
-class Running:
-    supervisor: ServiceProcess
-    channels: Channels
-    started: dict[str, Any]
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ from nats.js.errors import KeyNotFoundError, NotFoundError
 
 from shared.contracts.subjects import Subjects, app_token
 from shared.nats import write_through
+from tests.harness.processes import ServiceProcess
 from tests.harness.waiting import poll as poll  # one poll helper for every test
 
 HERE = Path(__file__).resolve().parent
@@ -129,6 +130,15 @@ class Channels:
         await self.nc.publish(self.subjects.mcp(self.app, self.instance, "sess"),
                               json.dumps(event).encode())
         await write_through.flush(self.nc)
+
+
+@dataclass
+class Running:
+    """The `relay` fixture's supervisor, the relay app's channels, its generation 1 started."""
+
+    supervisor: ServiceProcess
+    channels: Channels
+    started: dict[str, Any]
 
 
 def log_records(text: str) -> list[dict[str, Any]]:

@@ -18,13 +18,14 @@ from nats.aio.msg import Msg
 from shared.contracts.subjects import Subjects
 from shared.nats import write_through
 from shared.nats.bus import NOT_WRITTEN_HEADER, RECEIPT_HEADER, RESEND_HEADER, unheard_token
-from tests.integration.app_supervisor.conftest import Running, Spawn
+from tests.harness.processes import Spawn
 from tests.integration.app_supervisor.helpers import (
     ECHO_APP,
     INITIALIZED,
     MODULE,
     PYTHON,
     Channels,
+    Running,
     app_entry,
     initialize,
     log_records,

@@ -9,12 +9,13 @@ from pathlib import Path
 from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
-from tests.integration.app_supervisor.conftest import Running, Spawn
+from tests.harness.processes import Spawn
 from tests.integration.app_supervisor.helpers import (
     ECHO_APP,
     MODULE,
     PYTHON,
     Channels,
+    Running,
     app_entry,
     initialize,
     log_records,

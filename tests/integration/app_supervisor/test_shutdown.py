@@ -12,14 +12,14 @@ from pathlib import Path
 from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
-from tests.harness.processes import ServiceProcess
-from tests.integration.app_supervisor.conftest import Running, Spawn
+from tests.harness.processes import ServiceProcess, Spawn
 from tests.integration.app_supervisor.helpers import (
     HERE,
     MODULE,
     PYTHON,
     SILENT_APP,
     Channels,
+    Running,
     app_entry,
     health_record,
     log_records,

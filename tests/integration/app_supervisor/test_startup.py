@@ -12,7 +12,7 @@ from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
-from tests.integration.app_supervisor.conftest import Spawn
+from tests.harness.processes import Spawn
 from tests.integration.app_supervisor.helpers import (
     MODULE,
     PYTHON,

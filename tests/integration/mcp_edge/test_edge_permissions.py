@@ -25,7 +25,7 @@ from shared.contracts.toolcall import ToolCallResult, ToolResultEnvelope, decode
 from shared.jetstream.streams import agents_bucket, approvals_bucket, ensure_bucket, tools_bucket
 from shared.nats.admin_service import admin_request, start_admin_service
 from tests.integration.mcp_edge.helpers import LEGACY, MODERN, bearer, connected
-from tests.integration.security.conftest import SecureNats, Session, open_session, start_secure_nats
+from tests.harness.secure_nats import SecureNats, Session, open_session, start_secure_nats
 
 SUBJECTS = Subjects("amp")
 OTHERS = ("event-bridge", "app-supervisor", "mcp-gateway", "router", "runner", "operator", "consumer")

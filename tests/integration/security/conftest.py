@@ -1,130 +1,20 @@
-"""A real nats-server running deploy/nats-auth.conf, passwords drawn per test, and clients that
-connect as one of its users and keep every error the server sent them."""
+"""The security tests' fixtures: a real nats-server running deploy/nats-auth.conf with passwords
+drawn per test (tests/harness/secure_nats.py), and clients that connect as one of its users."""
 
 from __future__ import annotations
 
-import asyncio
-import os
-import time
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from nats.aio.client import Client as NATS
-from nats.aio.msg import Msg
-from nats.errors import NoRespondersError
 
-from aurora_cli.devstack import AUTH_CONFIG, NATS_USERS, Credentials
-from aurora_cli.localnats import LocalNats
-from aurora_cli.people import PeopleStore, write_auth_config
-from shared.config.settings import inbox_prefix_for
-from shared.nats.bus import open_nats
-from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
-from tests.integration.runner.helpers import ECHO, PYTHON, RUNNER_ENV, stdio, write_apps
-
-CONFIG = REPO / AUTH_CONFIG
-
-
-@dataclass
-class SecureNats:
-    server: LocalNats
-    credentials: Credentials
-    log_file: Path
-    people: dict[str, str] = field(default_factory=dict)  # person → password
-
-    @property
-    def url(self) -> str:
-        return self.server.url
-
-    def violations(self) -> list[str]:
-        """The server's own record of every refused publish or subscription."""
-        if not self.log_file.exists():
-            return []
-        return [line for line in self.log_file.read_text(errors="replace").splitlines() if "Violation" in line]
-
-
-def start_secure_nats(folder: Path, people: Mapping[str, Sequence[str]] | None = None) -> SecureNats:
-    """nats-server on deploy/nats-auth.conf; with `people` (name → roles), on the copy `aurora users`
-    writes, each person's generated permissions at its `# @people` line."""
-    credentials = Credentials.generate()
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AURORA_NATS_")}
-    env.update(credentials.server_env())
-    config, passwords = CONFIG, {}
-    if people:
-        store = PeopleStore(folder / "creds")
-        passwords = {name: store.issue(name, roles, cost=4)[1] for name, roles in people.items()}
-        config = write_auth_config(CONFIG, folder / "nats-auth.conf", store)
-    log_file = folder / "nats-server.log"
-    server = LocalNats(folder / "jetstream", log_file=log_file, config_file=config, env=env)
-    server.start()
-    return SecureNats(server, credentials, log_file, passwords)
+from tests.harness.secure_nats import Connect, SecureNats, Session, open_session, secure_nats
 
 
 @pytest.fixture
 def secure(tmp_path: Path) -> Iterator[SecureNats]:
-    stack = start_secure_nats(tmp_path)
-    try:
-        yield stack
-    finally:
-        stack.server.stop()
-
-
-@dataclass
-class Session:
-    """One connection as one user; `errors` is what the server refused, as nats-py reports it
-    (a permissions violation arrives through the error callback, the connection stays up)."""
-
-    user: str
-    nc: NATS
-    errors: list[Exception] = field(default_factory=list)
-
-    async def refused(self, subject: str, *, action: str = "publish", timeout: float = 3.0) -> str:
-        """Wait for the server's permissions violation for `action` ("publish" or
-        "subscription") to `subject`; return its message."""
-        wanted = f'permissions violation for {action} to "{subject}"'.lower()
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            for error in self.errors:
-                if wanted in str(error).lower():  # nats-py lower-cases the server's message
-                    return str(error)
-            await asyncio.sleep(0.02)
-        raise AssertionError(f"{self.user}: no {wanted!r}; errors seen: {[str(e) for e in self.errors]}")
-
-    async def clean(self) -> None:
-        """Round-trip to the server, then check it refused nothing."""
-        await self.nc.flush(timeout=2)
-        await asyncio.sleep(0.05)
-        assert not self.errors, f"{self.user} was refused: {[str(e) for e in self.errors]}"
-
-
-Connect = Callable[[str], Awaitable[Session]]
-
-
-async def request_until_answered(session: Session, subject: str, payload: bytes, *, within: float = 5.0) -> Msg:
-    """A request that tolerates "no responders" until `within` runs out: on a loaded machine the
-    server has been seen to answer 503 for a queue subscription another connection had just
-    flushed. A refused publish is never answered at all, so it still fails (by timeout)."""
-    deadline = time.monotonic() + within
-    while True:
-        try:
-            return await session.nc.request(subject, payload, timeout=2)
-        except NoRespondersError:
-            if time.monotonic() > deadline:
-                raise
-            await asyncio.sleep(0.1)
-
-
-async def open_session(url: str, user: str, password: str) -> Session:
-    """Connected as the services connect: replies under the user's own inbox prefix."""
-    errors: list[Exception] = []
-
-    async def on_error(exc: Exception) -> None:
-        errors.append(exc)
-
-    nc = await open_nats(servers=url, user=user, password=password, name=f"test-{user}", error_cb=on_error,
-                         allow_reconnect=False, connect_timeout=3, inbox_prefix=inbox_prefix_for(user))
-    return Session(user, nc, errors)
+    with secure_nats(tmp_path) as server:
+        yield server
 
 
 @pytest.fixture
@@ -140,59 +30,3 @@ async def connect(secure: SecureNats) -> AsyncIterator[Connect]:
     yield as_user
     for session in sessions:
         await session.nc.close()
-
-
-# --- every service as its own user -------------------------------------------------------------
-
-SERVICE_MODULES = {name: f"services.{name}" for name in NATS_USERS}  # in start order
-# A large event travels to the runner by reference, through the router's Object Store.
-# mcp-edge on any free port: its default (8795) may be taken on a shared machine.
-SERVICE_ENV = {"router": {"AURORA_ROUTER_INLINE_LIMIT": "1024"}, "runner": RUNNER_ENV,
-               "mcp_edge": {"AURORA_EDGE_PORT": "0"}}
-
-
-@dataclass
-class Stack:
-    """Every service (`NATS_USERS`) with its own user on a secured nats-server, and the echo app."""
-
-    nats: SecureNats
-    processes: dict[str, ServiceProcess]
-    counter_file: Path
-
-    def env(self, user: str, **extra: str) -> dict[str, str]:
-        return service_env(self.nats.url, NATS_USER=user, NATS_PASSWORD=self.nats.credentials.passwords[user],
-                           **extra)
-
-    async def session(self, user: str) -> Session:
-        return await open_session(self.nats.url, user, self.nats.credentials.passwords[user])
-
-    @property
-    def log_folder(self) -> Path:
-        """Where the stack's processes and nats-server log (a failed test's report shows them)."""
-        return self.counter_file.parent
-
-    def stop(self) -> None:
-        stop_services(self.processes.values())
-        self.nats.server.stop()
-
-
-def start_stack(folder: Path) -> Stack:
-    """Start every service and wait until the gateway serves and the router and runner are ready."""
-    nats = start_secure_nats(folder)
-    counter_file = folder / "echo-counter.jsonl"
-    apps = write_apps(folder, {"echo": stdio([PYTHON, str(REPO / "tests" / "apps" / "echo_app.py")], package=ECHO,
-                                             mcp={"env": {"ECHO_COUNTER_FILE": str(counter_file)}})})
-    logs = folder / "logs"
-    logs.mkdir()
-    stack = Stack(nats, {}, counter_file)
-    try:
-        for name, module in SERVICE_MODULES.items():
-            env = stack.env(NATS_USERS[name], AURORA_APPS_CONFIG=str(apps), **SERVICE_ENV.get(name, {}))
-            stack.processes[name] = ServiceProcess(module, env, logs, name).start()
-        stack.processes["mcp_gateway"].wait_ready(40)
-        stack.processes["router"].wait_ready(30)
-        stack.processes["runner"].wait_ready(30)
-    except BaseException:
-        stack.stop()
-        raise
-    return stack

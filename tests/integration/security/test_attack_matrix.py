@@ -24,8 +24,8 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from services.mcp_edge.service import sessions_bucket as edge_sessions_bucket
-from services.mcp_edge.service import tokens_bucket as edge_tokens_bucket
+from services.mcp_edge.sessions import sessions_bucket as edge_sessions_bucket
+from services.mcp_edge.tokens import tokens_bucket as edge_tokens_bucket
 from services.router.stores import open_stores as open_router_stores
 from services.runner.stores import open_stores as open_runner_stores
 from services.scheduler.timers import Timers
@@ -47,6 +47,7 @@ from shared.jetstream.streams import (
 from shared.nats.consumers import ensure_durable
 from shared.nats.kvwatch import BucketWatch
 from tests.harness.processes import REPO
+from tests.harness.secure_nats import Connect, Session
 from tests.integration.security.attack_matrix import (
     ALLOWED,
     CONSUMER_DURABLE,
@@ -59,7 +60,6 @@ from tests.integration.security.attack_matrix import (
     platform_durables,
     render_markdown,
 )
-from tests.integration.security.conftest import Connect, Session
 
 Probe = Callable[[Session], Awaitable[str]]
 LEDGER = call_ledger_bucket(SUBJECTS).name

@@ -20,7 +20,6 @@ import msgspec
 import pytest
 from nats.js.errors import KeyNotFoundError, NotFoundError
 
-from aurora_cli.devstack import NATS_USERS
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
 from shared.contracts.run import run_id_for
@@ -28,9 +27,10 @@ from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import METHOD_CALL, ToolCallEnvelope, ToolCallResult, decode_result
 from shared.jetstream.streams import audit_stream, run_records_bucket
 from shared.nats.admin_service import admin_request
-from tests.harness.processes import ServiceProcess, service_env, stop_services
-from tests.integration.runner.helpers import CHAT, ECHO, event, poll, sent, stack_apps, write_apps
-from tests.integration.security.conftest import SecureNats, Session, open_session, start_secure_nats
+from tests.harness.runner_stack import chat_log_of
+from tests.harness.secure_nats import Session
+from tests.harness.secure_stack import SecureStack, secure_stack
+from tests.integration.runner.helpers import CHAT, ECHO, event, poll, sent, stack_apps
 
 SUBJECTS = Subjects("amp")
 USER = "user-7"  # the actor of every test event (tests.integration.runner.helpers.event)
@@ -39,36 +39,27 @@ SERVICES = ("app_supervisor", "mcp_gateway", "router")  # no runner: the test is
 
 @dataclass
 class Custody:
-    nats: SecureNats
+    stack: SecureStack
     chat_log: Path
-    counter_file: Path
-    processes: dict[str, ServiceProcess]
+
+    @property
+    def counter_file(self) -> Path:
+        return self.stack.counter_file
+
+    @property
+    def log_folder(self) -> Path:
+        return self.stack.log_folder
 
     async def session(self, user: str) -> Session:
-        return await open_session(self.nats.url, user, self.nats.credentials.passwords[user])
+        return await self.stack.session(user)
 
 
 @pytest.fixture(scope="module")
 def custody(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Custody]:
     folder = tmp_path_factory.mktemp("custody")
-    nats = start_secure_nats(folder)
-    chat_log = folder / "chat-sent.jsonl"
-    apps = write_apps(folder, stack_apps(chat_log))
-    logs = folder / "logs"
-    logs.mkdir()
-    stack = Custody(nats, chat_log, chat_log.with_name("echo-counter.jsonl"), {})
-    try:
-        for name in SERVICES:
-            user = NATS_USERS[name]
-            env = service_env(nats.url, NATS_USER=user, NATS_PASSWORD=nats.credentials.passwords[user],
-                              AURORA_APPS_CONFIG=str(apps))
-            stack.processes[name] = ServiceProcess(f"services.{name}", env, logs, name).start()
-        stack.processes["mcp_gateway"].wait_ready(60)
-        stack.processes["router"].wait_ready(30)
-        yield stack
-    finally:
-        stop_services(stack.processes.values())
-        nats.server.stop()
+    chat_log = chat_log_of(folder)
+    with secure_stack(folder, apps=stack_apps(chat_log), services=SERVICES) as stack:
+        yield Custody(stack, chat_log)
 
 
 @pytest.fixture

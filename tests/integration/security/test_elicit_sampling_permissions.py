@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from nats.aio.msg import Msg
 
-from tests.integration.security.conftest import Connect
+from tests.harness.secure_nats import Connect
 
 SAMPLE = "amp.model.sample"
 ANSWERS = "amp.evt.*.interaction.submitted"

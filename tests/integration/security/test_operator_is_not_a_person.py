@@ -10,7 +10,7 @@ from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
 from shared.nats import write_through
-from tests.integration.security.conftest import Connect
+from tests.harness.secure_nats import Connect
 
 REFUSED = (NatsTimeoutError, TimeoutError, NoRespondersError)
 

@@ -14,8 +14,8 @@ import pytest
 from aurora_cli.commands import streams as streams_command
 from aurora_cli.console.platform import read_apps_by_subject
 from aurora_cli.people import PRIVATE_STREAMS
-from services.mcp_edge.service import sessions_bucket as edge_sessions_bucket
-from services.mcp_edge.service import tokens_bucket as edge_tokens_bucket
+from services.mcp_edge.sessions import sessions_bucket as edge_sessions_bucket
+from services.mcp_edge.tokens import tokens_bucket as edge_tokens_bucket
 from shared.config.settings import NatsSettings, inbox_prefix_for
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import (
@@ -28,7 +28,7 @@ from shared.jetstream.streams import (
     fabric_streams,
     tasks_bucket,
 )
-from tests.integration.security.conftest import SecureNats, Session, open_session, start_secure_nats
+from tests.harness.secure_nats import SecureNats, Session, open_session, secure_nats
 
 SUBJECTS = Subjects("amp")
 PEOPLE = {"vera": ["viewer"], "opal": ["operator"], "amy": ["approver"], "root": ["admin"]}
@@ -38,11 +38,8 @@ APP_HEALTH = b'{"app": "matrix", "instance": "default", "state": "running"}'
 
 @pytest.fixture
 def secure(tmp_path: Path) -> Iterator[SecureNats]:
-    stack = start_secure_nats(tmp_path, people=PEOPLE)
-    try:
-        yield stack
-    finally:
-        stack.server.stop()
+    with secure_nats(tmp_path, people=PEOPLE) as server:
+        yield server
 
 
 @pytest.fixture

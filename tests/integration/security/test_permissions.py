@@ -48,8 +48,8 @@ from shared.nats.admin_service import start_admin_service
 from shared.nats.consumers import ephemeral_name
 from shared.nats.kvmirror import KvMirror, read_all
 from shared.nats.signal_publisher import new_signal_id, publish_signal
+from tests.harness.secure_nats import Connect, Session, request_until_answered
 from tests.harness.waiting import poll
-from tests.integration.security.conftest import Connect, Session, request_until_answered
 
 SUBJECTS = Subjects("amp")
 RUNNER = StreamPlan.of(1, "runner")  # what the runner service creates is named after its user

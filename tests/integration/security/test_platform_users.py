@@ -16,7 +16,7 @@ from shared.jetstream.deadletter import dead_letter
 from shared.jetstream.streams import ensure_streams, fabric_streams
 from shared.nats import write_through
 from shared.nats.bus import NOT_WRITTEN_HEADER, unheard_token
-from tests.integration.security.conftest import Connect, SecureNats, request_until_answered
+from tests.harness.secure_nats import Connect, SecureNats, request_until_answered
 
 SUBJECTS = Subjects("amp")
 REFUSED = (NatsTimeoutError, TimeoutError, NoRespondersError)

@@ -18,8 +18,8 @@ from shared.contracts.people import User
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import ensure_bucket, users_bucket
 from tests.harness.cli_here import run_cli_here
-from tests.harness.processes import ServiceProcess, service_env
-from tests.integration.security.conftest import SecureNats, open_session, start_secure_nats
+from tests.harness.secure_nats import SecureNats, open_session, secure_nats
+from tests.harness.stack import StackBuilder
 
 SUBJECTS = Subjects("amp")
 PEOPLE = {"vera": ["viewer"], "opal": ["operator"]}
@@ -27,19 +27,12 @@ PEOPLE = {"vera": ["viewer"], "opal": ["operator"]}
 
 @pytest.fixture
 def secure(tmp_path: Path) -> Iterator[SecureNats]:
-    stack = start_secure_nats(tmp_path, people=PEOPLE)
-    router: ServiceProcess | None = None
-    try:
-        env = service_env(stack.url, NATS_USER="router", NATS_PASSWORD=stack.credentials.passwords["router"],
-                          AURORA_APPS_CONFIG=str(tmp_path / "no-apps.yml"))
-        (tmp_path / "logs").mkdir()
-        router = ServiceProcess("services.router", env, tmp_path / "logs", "router").start()
-        router.wait_ready(40)
-        yield stack
-    finally:
-        if router is not None:
-            router.terminate()
-        stack.server.stop()
+    """The server, and the router serving on it as its own identity."""
+    with secure_nats(tmp_path, people=PEOPLE) as server:
+        router = StackBuilder(tmp_path).broker(server.url, server.credentials).router(
+            AURORA_APPS_CONFIG=str(tmp_path / "no-apps.yml"))
+        with router.running():
+            yield server
 
 
 def aurora(secure: SecureNats, user: str, *args: str) -> tuple[int, str, float]:

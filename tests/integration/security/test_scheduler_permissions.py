@@ -10,26 +10,18 @@ from pathlib import Path
 
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.secure_nats import Connect, SecureNats
+from tests.harness.stack import StackBuilder
 from tests.harness.waiting import NOT_SERVING_YET, poll
 from tests.integration.scheduler.schedules import EVENTS_SUBJECT, FAST
-from tests.integration.security.conftest import Connect, SecureNats
 
 SUBJECTS = Subjects("amp")
 
 
-def start(secure: SecureNats, module: str, user: str, logs: Path, **extra: str) -> ServiceProcess:
-    env = service_env(secure.url, NATS_USER=user, NATS_PASSWORD=secure.credentials.passwords[user], **extra)
-    return ServiceProcess(module, env, logs, user).start()
-
-
 async def test_the_scheduler_does_its_job_as_its_own_user(secure: SecureNats, connect: Connect,
                                                           tmp_path: Path) -> None:
-    bridge = start(secure, "services.event_bridge", "event-bridge", tmp_path)
-    scheduler = start(secure, "services.scheduler", "scheduler", tmp_path, **FAST)
-    try:
-        bridge.wait_ready(30)
-        scheduler.wait_ready(30)
+    builder = StackBuilder(tmp_path).broker(secure.url, secure.credentials).bridge().scheduler(**FAST)
+    with builder.running():
         operator = await connect("operator")
 
         async def applied() -> dict[str, object] | None:
@@ -51,9 +43,6 @@ async def test_the_scheduler_does_its_job_as_its_own_user(secure: SecureNats, co
         paused = await admin_request(operator.nc, SUBJECTS, "schedules", "pause", {"id": "secure"}, timeout=10)
         assert paused["result"] == "paused"
         assert secure.violations() == []  # neither the scheduler nor the bridge was refused anything
-    finally:
-        scheduler.terminate()
-        bridge.terminate()
 
 
 async def test_the_scheduler_may_do_nothing_else(connect: Connect) -> None:

@@ -33,24 +33,22 @@ from shared.nats.signal_publisher import new_signal_id, publish_signal
 from tests.harness.cli import AURORA
 from tests.harness.processes import REPO
 from tests.harness.run_records import dispatched, run_context
+from tests.harness.secure_nats import Session
+from tests.harness.secure_stack import SERVICES, SecureStack, secure_stack
 from tests.harness.waiting import TimedOut
 from tests.integration.runner.helpers import ECHO, poll
-from tests.integration.security.conftest import SERVICE_MODULES, Session, Stack, start_stack
 
 SUBJECTS = Subjects("amp")
 
 
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    stack = start_stack(tmp_path_factory.mktemp("secure-stack"))
-    try:
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureStack]:
+    with secure_stack(tmp_path_factory.mktemp("secure-stack")) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 @pytest.fixture
-async def operator(stack: Stack) -> AsyncIterator[Session]:
+async def operator(stack: SecureStack) -> AsyncIterator[Session]:
     session = await stack.session("operator")
     yield session
     await session.nc.close()
@@ -72,7 +70,7 @@ async def bind_agent(operator: Session, case: str, agent: dict[str, Any]) -> str
     return str(binding["id"])
 
 
-def aurora(stack: Stack, *args: str) -> Any:
+def aurora(stack: SecureStack, *args: str) -> Any:
     """The `aurora` CLI as the operator, `--json` output parsed."""
     done = subprocess.run([str(AURORA), *args, "--json"], env=stack.env("operator"), cwd=REPO,
                           capture_output=True, text=True, timeout=30, check=False)
@@ -99,7 +97,7 @@ async def settled_task(operator: Session, task_id: str, states: tuple[str, ...])
     return found
 
 
-async def test_an_event_runs_an_agent_whose_tool_call_reaches_the_app(stack: Stack, operator: Session) -> None:
+async def test_an_event_runs_an_agent_whose_tool_call_reaches_the_app(stack: SecureStack, operator: Session) -> None:
     case = f"sec-{uuid.uuid4().hex[:6]}"
     agent = playbook_agent(f"a-{case}", "echo", {"value": "{{ event.data.n }}"},
                            "echoed {{ steps.step.structured.value }}")
@@ -140,7 +138,7 @@ async def test_an_event_runs_an_agent_whose_tool_call_reaches_the_app(stack: Sta
     await consumer.nc.close()
 
 
-async def test_a_write_waits_for_an_approval_only_the_operator_grants(stack: Stack, operator: Session) -> None:
+async def test_a_write_waits_for_an_approval_only_the_operator_grants(stack: SecureStack, operator: Session) -> None:
     case = f"apr-{uuid.uuid4().hex[:6]}"
     agent = playbook_agent(f"a-{case}", "counter_increment", {"key": case}, "counted")
     binding_id = await bind_agent(operator, case, agent)
@@ -171,7 +169,7 @@ async def test_a_write_waits_for_an_approval_only_the_operator_grants(stack: Sta
     assert refused and all('"$G/user:runner"' in line and "amp.admin.approvals.grant" in line for line in refused)
 
 
-async def test_the_runner_cannot_call_a_tool_as_the_operator(stack: Stack) -> None:
+async def test_the_runner_cannot_call_a_tool_as_the_operator(stack: SecureStack) -> None:
     """Operator calls have their own subject, which only operator credentials may publish; an
     agent-less call on the runners' subject is refused by the gateway."""
     router = await stack.session("router")  # a pipeline run without an agent, as the router records it
@@ -195,7 +193,7 @@ async def test_the_runner_cannot_call_a_tool_as_the_operator(stack: Stack) -> No
         await runner.nc.close()
 
 
-def test_every_process_answers_discovery_once_within_its_permissions(stack: Stack) -> None:
+def test_every_process_answers_discovery_once_within_its_permissions(stack: SecureStack) -> None:
     """`aurora health` as the operator shows one micro service per process, the scheduler's and
     the router's (with its Binding, Pipeline and Agent areas) included, and nats-server refused
     none of their answers. A process that ran a micro service per admin area answered each
@@ -206,7 +204,7 @@ def test_every_process_answers_discovery_once_within_its_permissions(stack: Stac
     services = {row["name"]: row["instances"] for row in json.loads(done.stdout)["services"]}
     expected = {"aurora-event-bridge", "aurora-app-supervisor", "aurora-mcp-gateway", "aurora-router",
                 "aurora-runner", "aurora-mcp-edge", "aurora-scheduler"}
-    assert set(SERVICE_MODULES) == {"event_bridge", "app_supervisor", "mcp_gateway", "router", "runner", "mcp_edge",
+    assert set(SERVICES) == {"event_bridge", "app_supervisor", "mcp_gateway", "router", "runner", "mcp_edge",
                             "scheduler"}  # every process of the stack is expected below
     assert services == dict.fromkeys(expected, 1), services
     assert not [line for line in stack.nats.violations() if "_INBOX_operator" in line]

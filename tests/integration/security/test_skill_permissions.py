@@ -14,7 +14,7 @@ from shared.contracts.resource import canonical_json
 from shared.contracts.skill import Skill
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import ensure_bucket, skills_bucket
-from tests.integration.security.conftest import Connect
+from tests.harness.secure_nats import Connect
 
 SUBJECTS = Subjects("amp")
 REFUSED = (NatsTimeoutError, TimeoutError, NoRespondersError)

@@ -20,54 +20,38 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
 import pytest
-from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
+from nats.js.api import StorageType, StreamConfig
 from nats.js.errors import NotFoundError
 
 from aurora_cli.commands.health import discover
 from services.mcp_edge.asks import ClientAsks
 from services.mcp_edge.gate import Caller
-from services.mcp_edge.service import tokens_bucket as edge_tokens_bucket
-from services.runner.sampling import QUEUE as SAMPLING_QUEUE
+from services.mcp_edge.tokens import tokens_bucket as edge_tokens_bucket
 from shared.config.appconfig import load_apps_config
 from shared.contracts import sampling
-from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import audit_stream, bindings_bucket, ensure_bucket, ensure_streams, schedules_bucket
 from shared.nats.refusal_audit import ERROR_CODE, audit_refusals
+from tests.harness.secure_nats import Connect, SecureNats, Session
+from tests.harness.secure_stack import SecureStack, secure_stack
+from tests.harness.stream_deliveries import SAMPLING, SUBJECTS, Target, deliver
 from tests.harness.waiting import poll
-from tests.integration.security.conftest import Connect, SecureNats, Session, Stack, start_stack
 
-SUBJECTS = Subjects("amp")
 STREAM = "ATTACK"  # the operator's: a stream of its own, on a subject nobody serves
 CAPTURED = "amp.admin.attack"
 
 
-@dataclass(frozen=True)
-class Target:
-    subject: str
-    group: str | None  # the subscription's queue group: a push consumer must deliver to it
-    what: str
-    service: str  # its NATS user, which audits the refusal
-
-
-SAMPLING = Target(SUBJECTS.model_sample, SAMPLING_QUEUE, "runners sampling", "runner")
-
-
 @pytest.fixture(scope="module")
-def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
-    stack = start_stack(tmp_path_factory.mktemp("deliveries"))
-    try:
+def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureStack]:
+    with secure_stack(tmp_path_factory.mktemp("deliveries")) as stack:
         yield stack
-    finally:
-        stack.stop()
 
 
 @pytest.fixture
-async def operator(stack: Stack) -> AsyncIterator[Session]:
+async def operator(stack: SecureStack) -> AsyncIterator[Session]:
     session = await stack.session("operator")
     yield session
     await session.nc.close()
@@ -97,7 +81,7 @@ async def announced(operator: Session) -> list[Target]:
     return sorted(targets.values(), key=lambda t: t.subject)
 
 
-def plain_subscriptions(stack: Stack) -> list[Target]:
+def plain_subscriptions(stack: SecureStack) -> list[Target]:
     """The request subscriptions that are not nats.micro endpoints, held while the stack runs."""
     [echo] = load_apps_config(stack.log_folder / "apps.yml").enabled()
     relay = [Target(SUBJECTS.mcp(echo.app_id, echo.instance, kind), None, f"{who} {kind}", who)
@@ -106,16 +90,7 @@ def plain_subscriptions(stack: Stack) -> list[Target]:
     return [SAMPLING, *relay]
 
 
-async def deliver(session: Session, target: Target, stream: str, filter_subject: str | None = None) -> str:
-    """A push consumer on `stream` delivering onto the target's subject; its name."""
-    name = f"{session.user}_eph_{uuid.uuid4().hex}"
-    await session.nc.jetstream().add_consumer(stream, ConsumerConfig(
-        name=name, deliver_subject=target.subject, deliver_group=target.group, ack_policy=AckPolicy.NONE,
-        filter_subject=filter_subject, inactive_threshold=30.0))
-    return name
-
-
-async def refused_by_a_service(stack: Stack, consumer: str, what: str) -> None:
+async def refused_by_a_service(stack: SecureStack, consumer: str, what: str) -> None:
     """The refusal's log line, in whichever process the delivery reached."""
     needle = f'"consumer": "{consumer}"'
 
@@ -157,7 +132,7 @@ async def audited_by(session: Session, stream: str, consumer: str, target: Targe
     assert consumer in record["error_message"] and stream in record["input_summary"], record
 
 
-async def test_every_request_endpoint_refuses_a_stream_delivery(stack: Stack, operator: Session) -> None:
+async def test_every_request_endpoint_refuses_a_stream_delivery(stack: SecureStack, operator: Session) -> None:
     targets = [*await announced(operator), *plain_subscriptions(stack)]
     assert any(t.subject == SUBJECTS.model_sample for t in targets)
     assert any(t.subject == SUBJECTS.admin("tokens", "create") for t in targets)  # mcp-edge's
@@ -179,7 +154,7 @@ async def test_every_request_endpoint_refuses_a_stream_delivery(stack: Stack, op
         assert process.alive(), f"{process.module} stopped"
 
 
-async def test_the_attack_stops_at_the_runners_or_at_the_server(stack: Stack, operator: Session) -> None:
+async def test_the_attack_stops_at_the_runners_or_at_the_server(stack: SecureStack, operator: Session) -> None:
     """The scheduler and the router watch buckets they write, so nats-server lets them point a
     consumer there at `amp.model.sample`: the runners refuse what it delivers. mcp-edge may not
     create a consumer on its own buckets at all."""
