@@ -30,6 +30,7 @@ from shared.config.settings import NatsSettings
 from shared.contracts.people import may
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import apps_bucket
+from shared.lifecycle import Lifecycle
 from shared.nats import write_through
 from shared.nats.admin_service import AdminRequestError, admin_request
 
@@ -47,39 +48,59 @@ class Answer:
     error: str | None = None
 
 
-class Link:
-    """One person's NATS connection, opened like every CLI command's (`connected`: failing fast)
-    and opened again when it has closed (NATS restarted) until `close()` (sign-out)."""
+class _Connection(Lifecycle[NATS]):
+    """One NATS connection, opened like every CLI command's (`connected`: failing fast) and
+    drained at its stop."""
 
     def __init__(self, nats: NatsSettings, *, name: str) -> None:
+        super().__init__(f"the NATS connection {name}")
         self._nats = nats
         self._name = name
-        self._lock = asyncio.Lock()
-        self._stack: AsyncExitStack | None = None
-        self._nc: NATS | None = None
-        self._closed = False
+
+    async def _start(self, parts: AsyncExitStack) -> NATS:
+        return await parts.enter_async_context(connected(self._nats, name=self._name))
+
+
+class Link(Lifecycle[None]):
+    """One person's NATS connection: opened at `start()` (sign-in; a refused connection fails the
+    start), opened again by `client()` when it has closed (NATS restarted), closed at `stop()`
+    (sign-out), after which `client()` is refused."""
+
+    def __init__(self, nats: NatsSettings, *, name: str) -> None:
+        super().__init__(f"the NATS link {name}")
+        self._nats = nats
+        self._name = name
+        self._lock = asyncio.Lock()  # one reopening at a time
+        self._current: _Connection | None = None
+
+    async def _start(self, parts: AsyncExitStack) -> None:
+        parts.push_async_callback(self._close)
+        await self._reopen()
 
     async def client(self) -> NATS:
         async with self._lock:
-            if self._closed:
+            if not self.started:
                 raise CliError("signed out: this session's NATS connection is closed")
-            if self._nc is None or self._nc.is_closed:
-                await self._close()
-                stack = AsyncExitStack()
-                self._nc = await stack.enter_async_context(connected(self._nats, name=self._name))
-                self._stack = stack
-            return self._nc
+            if self._current is None or self._current.require_started().is_closed:
+                await self._reopen()
+            assert self._current is not None  # `_reopen` set it, or raised
+            return self._current.require_started()
+
+    async def _reopen(self) -> None:
+        await self._let_go()
+        connection = _Connection(self._nats, name=self._name)
+        await connection.start()  # CliError when NATS will not have it: nothing is left open
+        self._current = connection
 
     async def _close(self) -> None:
-        stack, self._stack, self._nc = self._stack, None, None
-        if stack is not None:
-            with contextlib.suppress(NatsError, OSError):  # already gone: nothing left to drain
-                await stack.aclose()
+        async with self._lock:  # after a reopening under way: what it opens is closed too
+            await self._let_go()
 
-    async def close(self) -> None:
-        async with self._lock:
-            self._closed = True
-            await self._close()
+    async def _let_go(self) -> None:
+        current, self._current = self._current, None
+        if current is not None:
+            with contextlib.suppress(NatsError, OSError):  # already gone: nothing left to drain
+                await current.stop()
 
 
 def admin_failure(exc: BaseException, area: str, verb: str, subject: str) -> str:

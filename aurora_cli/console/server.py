@@ -79,8 +79,7 @@ async def serve(settings: Settings, *, host: str, port: int, allow_remote: bool,
     except ValueError as exc:
         raise CliError(str(exc), exit_code=2) from exc
     info = await nats_info(settings.nats.url)  # fail now, in one line, when NATS is not there
-    sessions = Sessions(settings)
-    try:
+    async with Sessions(settings) as sessions:  # everyone signed out when the console stops
         sock = bind(host, port)
         bound_host, bound_port, url = url_of(sock)
         config = ConsoleConfig(nats_url=settings.nats.url,
@@ -95,5 +94,3 @@ async def serve(settings: Settings, *, host: str, port: int, allow_remote: bool,
         if not is_loopback(bound_host):
             note("warning: --allow-remote: passwords typed into the sign-in form cross the network in plain HTTP")
         await server.serve(sockets=[sock])
-    finally:
-        await sessions.close_all()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import secrets
 import time
+from contextlib import AsyncExitStack
 from dataclasses import dataclass, field, replace
 
 from aurora_cli.console.platform import Link, Platform
@@ -21,6 +22,7 @@ from shared.config.envfile import parse_env_text
 from shared.config.settings import Settings, inbox_prefix_for
 from shared.contracts.people import RESERVED_NAMES, is_person
 from shared.errors import ConfigError
+from shared.lifecycle import Lifecycle
 
 COOKIE = "aurora_console_session"
 IDLE_SECONDS = 8 * 3600  # a session unused this long is closed (its connection too)
@@ -78,17 +80,24 @@ class Session:
     last_seen: float = field(default_factory=time.monotonic)
 
 
-class Sessions:
-    """The console's signed-in sessions, by cookie."""
+class Sessions(Lifecycle[None]):
+    """The console's signed-in sessions, by cookie: between `start()` and `stop()`, which signs
+    everyone out (closing their connections)."""
 
     def __init__(self, settings: Settings) -> None:
+        super().__init__("the console's sessions")
         self._settings = settings
         self._by_id: dict[str, Session] = {}
         self._signing_in = asyncio.Lock()
 
+    async def _start(self, parts: AsyncExitStack) -> None:
+        parts.push_async_callback(self._sign_out_all)
+
     async def sign_in(self, given: SignIn) -> Session:
         """Connect to NATS as the person (refused: SignInRefused naming why) and open a session."""
         async with self._signing_in:
+            if not self.started:  # stopping: a connection opened now would outlive the console
+                raise SignInRefused("the console is stopping")
             await self._expire()
             if len(self._by_id) >= MAX_SESSIONS:
                 raise SignInRefused(f"{MAX_SESSIONS} sessions are open on this console: sign out of one first")
@@ -96,9 +105,8 @@ class Sessions:
                            inbox_prefix=inbox_prefix_for(given.name))
             link = Link(nats, name=f"aurora-console:{given.name}")
             try:
-                await link.client()
+                await link.start()  # a connection NATS refuses leaves nothing open
             except CliError as exc:
-                await link.close()
                 await asyncio.sleep(FAILED_SIGN_IN_PAUSE)
                 raise SignInRefused(refusal_text(given.name, str(exc))) from exc
             platform = Platform(link, replace(self._settings.subjects, person=given.name))
@@ -125,16 +133,17 @@ class Sessions:
 
     async def sign_out(self, session: Session) -> None:
         self._by_id.pop(session.id, None)
-        await session.link.close()
+        await session.link.stop()
 
     async def _expire(self) -> None:
         now = time.monotonic()
         for session in [s for s in self._by_id.values() if now - s.last_seen > IDLE_SECONDS]:
             await self.sign_out(session)
 
-    async def close_all(self) -> None:
-        for session in list(self._by_id.values()):
-            await self.sign_out(session)
+    async def _sign_out_all(self) -> None:
+        async with self._signing_in:  # after a sign-in under way: its session is signed out too
+            for session in list(self._by_id.values()):
+                await self.sign_out(session)
 
 
 def refusal_text(name: str, failure: str) -> str:
