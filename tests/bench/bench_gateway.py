@@ -36,7 +36,6 @@ import asyncio
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,29 +43,23 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, TypeVar
+from typing import Any, TypeVar
 
 import nats
-import yaml
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from nats.aio.client import Client as NATS
 
-from aurora_cli.localnats import LocalNats
 from tests.bench.common import env_int, record
+from tests.bench.gateway_platform import ECHO_APP, Call, Platform, cpu_per_call, cpu_seconds
 from tests.bench.round_trips import (
-    RAW_RESPONDER,
     RAW_SUBJECT,
-    RESPONDER,
-    SUBJECT,
     RawRequester,
     raw_round_trip_call,
     request_payload,
     round_trip_call,
 )
 
-REPO = Path(__file__).resolve().parents[2]
-ECHO_APP = REPO / "tests" / "apps" / "echo_app.py"
 P50_GOAL = 1.5
 OWN_COST_GOAL_MS = 0.3  # the gateway path's p50 above the two-round-trip floor
 CPU_GOAL_MS = 1.0  # gateway + supervisor + nats-server CPU per call
@@ -74,8 +67,6 @@ PLATFORM_PROCESSES = ("gateway", "supervisor", "nats-server")
 THROUGHPUT_GOAL = 0.7
 SEQ_BLOCK = 50  # sequential calls of one path before the next path's turn
 ARGUMENTS: dict[str, Any] = {"value": {"city": "北京", "n": 42, "t": 21.5, "ok": True, "tags": ["a", "b"]}}
-
-Call = Callable[[], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -177,118 +168,14 @@ def gateway_call(nc: NATS, subject: str) -> Call:
     return call
 
 
-class Platform:
-    """nats-server, app-supervisor and mcp-gateway processes serving the echo app."""
+def readiness_calls(nc: NATS, raw: RawRequester, subject: str) -> list[Call]:
+    """What must answer before a measure: the gateway's echo tool and both round trips."""
+    payload = request_payload(ARGUMENTS)
 
-    def __init__(self, folder: Path, profiled: bool = False) -> None:
-        self.folder = folder
-        self.profiled = profiled  # the services run under tests.bench.cpu_profiled (SIGUSR1/2)
-        self.nats = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
-        self._processes: list[tuple[subprocess.Popen[bytes], IO[bytes]]] = []
+    async def raw_answered() -> None:
+        assert await raw.request(RAW_SUBJECT, payload, timeout=1) == payload
 
-    def start(self) -> None:
-        self.nats.start()
-        config = self.folder / "apps.yml"
-        config.write_text(yaml.safe_dump({"apps": {"echo": {
-            "package": "bench.echo", "mcp": {"transport": "stdio", "command": [sys.executable, str(ECHO_APP)]},
-        }}}))
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("NATS_", "AURORA_"))}
-        event_loop = os.environ.get("BENCH_EVENT_LOOP", "uvloop")
-        env.update(NATS_URL=self.nats.url, AURORA_APPS_CONFIG=str(config), AURORA_LOG_LEVEL="WARNING",
-                   PYTHONUNBUFFERED="1", AURORA_EVENT_LOOP=event_loop)
-        for module in ("services.app_supervisor", "services.mcp_gateway"):
-            log = (self.folder / f"{module}.log").open("wb")
-            command = [sys.executable, "-m", module]
-            if self.profiled:
-                command = [sys.executable, "-m", "tests.bench.cpu_profiled", module,
-                           str(self.folder / f"{module}.prof")]
-            process = subprocess.Popen(command, cwd=REPO, env=env, stdout=log,
-                                       stderr=subprocess.STDOUT)
-            self._processes.append((process, log))
-        for name, script, responds_on in (("responder", RESPONDER, SUBJECT),
-                                          ("raw-responder", RAW_RESPONDER, RAW_SUBJECT)):
-            log = (self.folder / f"{name}.log").open("wb")
-            responder = subprocess.Popen([sys.executable, "-c", script, self.nats.url, responds_on, event_loop],
-                                         cwd=REPO, env=env, stdout=log, stderr=subprocess.STDOUT)
-            self._processes.insert(0, (responder, log))
-
-    async def ready(self, nc: NATS, raw: RawRequester, subject: str, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        payload = request_payload(ARGUMENTS)
-
-        async def raw_answered() -> None:
-            assert await raw.request(RAW_SUBJECT, payload, timeout=1) == payload
-
-        for call in (gateway_call(nc, subject), round_trip_call(nc, payload), raw_answered):
-            await self._until_answered(call, deadline)
-
-    async def _until_answered(self, call: Call, deadline: float) -> None:
-        while True:
-            try:
-                await call()
-                return
-            except Exception:
-                for process, _ in self._processes:
-                    if process.poll() is not None:
-                        raise RuntimeError(f"{process.args!r} exited; see {self.folder}") from None
-                if time.monotonic() > deadline:
-                    raise
-                await asyncio.sleep(0.2)
-
-    def stop(self) -> None:
-        for process, log in reversed(self._processes):  # the gateway first, like `aurora dev`
-            process.terminate()
-            try:
-                process.wait(20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-            log.close()
-        self.nats.stop()
-
-
-def _children(pid: int) -> list[int]:
-    found: list[int] = []
-    for task in Path(f"/proc/{pid}/task").iterdir():
-        found += [int(c) for c in (task / "children").read_text().split()]
-    return found
-
-
-def _role(pid: int) -> str | None:
-    args = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    text = " ".join(a.decode(errors="replace") for a in args)
-    for needle, role in (("nats-server", "nats-server"), ("services.mcp_gateway", "gateway"),
-                         ("services.app_supervisor", "supervisor"), ("echo_app.py", "echo app")):
-        if needle in text:
-            return role
-    return None
-
-
-def cpu_seconds() -> dict[str, float]:
-    """CPU time (user + system) so far of this process and every process of the benchmark;
-    the echo app under the supervisor is told apart from the one the direct client runs."""
-    tick = os.sysconf("SC_CLK_TCK")
-
-    def cpu(pid: int) -> float:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / tick
-
-    usage = {"bench client": cpu(os.getpid())}
-    for pid in _children(os.getpid()):
-        role = _role(pid)
-        if role is None:
-            continue
-        usage["echo app (direct)" if role == "echo app" else role] = cpu(pid)
-        if role == "supervisor":
-            for child in _children(pid):
-                if _role(child) == "echo app":
-                    usage["echo app (supervised)"] = cpu(child)
-    return usage
-
-
-def cpu_per_call(before: dict[str, float], after: dict[str, float], calls: int) -> dict[str, float]:
-    return {name: (after[name] - before.get(name, 0.0)) / calls * 1000 for name in after
-            if after[name] - before.get(name, 0.0) > 0}
+    return [gateway_call(nc, subject), round_trip_call(nc, payload), raw_answered]
 
 
 async def measured(run: Awaitable[Run], cpu: dict[str, dict[str, float]]) -> Run:
@@ -339,9 +226,9 @@ async def main() -> None:
         platform = Platform(Path(tmp))
         platform.start()
         try:
-            nc = await nats.connect(platform.nats.url, pending_size=64 * 1024 * 1024)
-            raw = await RawRequester.connect(platform.nats.url)
-            await platform.ready(nc, raw, subject)
+            nc = await nats.connect(platform.url, pending_size=64 * 1024 * 1024)
+            raw = await RawRequester.connect(platform.url)
+            await platform.ready(readiness_calls(nc, raw, subject))
             via_gateway = gateway_call(nc, subject)
             params = StdioServerParameters(command=sys.executable, args=[str(ECHO_APP)])
             async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -1,7 +1,8 @@
 """Run a service module under cProfile timed by the process's CPU clock, on demand.
 
-    python -m tests.bench.cpu_profiled services.mcp_gateway /tmp/gateway.prof
+    python -m tests.bench.cpu_profiled /tmp/gateway.prof services.mcp_gateway
 
+(the output first: the tests' `StackBuilder.launched_by` puts the service's module last).
 SIGUSR1 starts profiling, SIGUSR2 stops it and writes the stats to the file given: the
 benchmark profiles only the window under load, not the start-up. py-spy samples wall time
 and counts a thread that is runnable but waiting for a CPU as busy, which on a shared 2-CPU
@@ -20,7 +21,7 @@ from types import FrameType
 
 
 def main() -> None:
-    module, output = sys.argv[1], sys.argv[2]
+    output, module = sys.argv[1], sys.argv[2]
     profile = cProfile.Profile(time.process_time)
 
     def start(_signum: int, _frame: FrameType | None) -> None:

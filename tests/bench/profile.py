@@ -32,13 +32,13 @@ from pathlib import Path
 
 import nats
 
-from tests.bench.bench_gateway import Platform, _children, _role, concurrent, cpu_per_call, cpu_seconds, gateway_call
+from tests.bench.bench_gateway import concurrent, gateway_call, readiness_calls
 from tests.bench.common import env_int
+from tests.bench.gateway_platform import PROFILED, Platform, cpu_per_call, cpu_seconds
 from tests.bench.round_trips import RawRequester
 
 PY_SPY = Path(sys.executable).parent / "py-spy"
 OURS = ("services/", "shared/")
-ROLES = {"gateway": "services.mcp_gateway", "supervisor": "services.app_supervisor"}
 
 
 def spy_summary(collapsed: str, top: int = 12) -> list[str]:
@@ -142,17 +142,17 @@ async def main() -> None:
         folder = Path(tmp)
         platform = Platform(folder, profiled=mode == "cpu")
         platform.start()
-        outputs = {role: folder / (f"{module}.prof" if mode == "cpu" else f"{role}.txt")
-                   for role, module in ROLES.items()}
+        outputs = {role: platform.profile_path(role) if mode == "cpu" else folder / f"{role}.txt"
+                   for role in PROFILED}
         try:
-            nc = await nats.connect(platform.nats.url, pending_size=64 * 1024 * 1024)
-            raw = await RawRequester.connect(platform.nats.url)
+            nc = await nats.connect(platform.url, pending_size=64 * 1024 * 1024)
+            raw = await RawRequester.connect(platform.url)
             subject = "amp.admin.tools.call"
-            await platform.ready(nc, raw, subject)
+            await platform.ready(readiness_calls(nc, raw, subject))
             call = gateway_call(nc, subject)
             await concurrent("warm-up", call, 500, callers)
-            pids = {_role(pid): pid for pid in _children(os.getpid())}
-            spies = {role: watcher(mode, pids[role], seconds, outputs[role]) for role in ROLES}
+            pids = {role: platform.stack[role].pid for role in PROFILED}
+            spies = {role: watcher(mode, pids[role], seconds, outputs[role]) for role in PROFILED}
             before = cpu_seconds()
             calls = 0
             loop = asyncio.get_running_loop()
