@@ -41,12 +41,12 @@ STDIN_WAIT_SECONDS = 1.0
 
 
 class Relay(Protocol):
-    """What carries the app's stdin and stdout (`relay.stdio.StdioRelay`)."""
+    """What carries the app's stdin and stdout (`relay.stdio.StdioRelay`), made for its process."""
 
     line_limit: int  # the longest line it can carry
     stdout_relayed: asyncio.Event  # stdout ended and every line of it handed on
 
-    async def start(self, pipes: AppProcess) -> None:
+    async def start(self) -> None:
         """Begin writing to the app's stdin; OSError: it cannot."""
 
     def stdout(self, data: bytes) -> None: ...
@@ -55,7 +55,10 @@ class Relay(Protocol):
 
     async def stop_input(self) -> None: ...
 
-    async def close(self) -> None: ...
+    async def stop(self) -> None: ...
+
+
+RelayFactory = Callable[["AppProcess"], Relay]
 
 
 def _parent_death_signal() -> Callable[[], None] | None:
@@ -128,20 +131,20 @@ class _ExitAwareProtocol(asyncio.subprocess.SubprocessStreamProtocol):
 class AppProcess(Lifecycle[None]):
     """Start with `start()`, await `wait()` for the exit code, end with `stop()` (or `stop_now()`)."""
 
-    def __init__(self, spec: LaunchSpec, generation: int, relay: Relay, *, grace: float) -> None:
+    def __init__(self, spec: LaunchSpec, generation: int, relay_for: RelayFactory, *, grace: float) -> None:
         super().__init__(f"the process of {spec.name} (generation {generation})")
         self._spec = spec
         self.generation = generation
-        self.relay = relay
         self._grace = grace  # SIGTERM → SIGKILL
         self._stdin_wait = STDIN_WAIT_SECONDS
         self._proc: asyncio.subprocess.Process | None = None
         self._protocol: _ExitAwareProtocol | None = None
-        self._stderr_lines = LineSplitter(max(relay.line_limit, 64 * 1024))
         self._stderr_closed = asyncio.Event()
         self._exit: asyncio.Task[int] | None = None
         self._stdin_open = False
         self.stderr_tail: deque[str] = deque(maxlen=STDERR_TAIL)
+        self.relay = relay_for(self)  # the pipes it is given answer "closed" until `start()`
+        self._stderr_lines = LineSplitter(max(self.relay.line_limit, 64 * 1024))
 
     @property
     def pid(self) -> int:
@@ -178,7 +181,7 @@ class AppProcess(Lifecycle[None]):
         self._exit = asyncio.create_task(self._reap(), name=f"reap {spec.name}#{self.generation}")
         parts.push_async_callback(self._end)
         try:
-            await self.relay.start(self)
+            await self.relay.start()
         except OSError:  # no relay, no process: killed at once rather than asked to leave
             self._signal_group(signal.SIGKILL)
             raise
@@ -238,7 +241,7 @@ class AppProcess(Lifecycle[None]):
         _, pending = await asyncio.wait(drained, timeout=DRAIN_SECONDS)
         for task in pending:  # a descendant that left the group still holds the pipes
             task.cancel()
-        await self.relay.close()
+        await self.relay.stop()
         self._protocol.close_pipes()
         return code
 

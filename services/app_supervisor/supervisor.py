@@ -12,6 +12,7 @@ import contextlib
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 from nats.aio.client import Client as NATS
 
@@ -73,8 +74,8 @@ class Supervisor(Lifecycle[None]):
 
     def _new_process(self, spec: LaunchSpec, generation: int) -> AppProcess:
         receipts = self._receipts.setdefault((spec.app_id, spec.instance), Receipts())
-        relay = StdioRelay(self._nc, self._subjects, spec, generation, receipts=receipts)
-        return AppProcess(spec, generation, relay, grace=self._options.stop_grace_seconds)
+        relay_for = partial(StdioRelay, self._nc, self._subjects, spec, generation, receipts=receipts)
+        return AppProcess(spec, generation, relay_for, grace=self._options.stop_grace_seconds)
 
     async def _start(self, parts: contextlib.AsyncExitStack) -> None:
         parts.push_async_callback(self._stop_apps)

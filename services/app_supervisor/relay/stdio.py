@@ -32,6 +32,7 @@ from services.app_supervisor.relay.receipts import Receipts, wants_receipt
 from services.app_supervisor.relay.relayed import Copy, RelayedCalls
 from services.app_supervisor.relay.unheard import Resender, is_initialize
 from shared.contracts.subjects import Subjects
+from shared.lifecycle import Lifecycle, cancel_task, unsubscribe
 from shared.nats import write_through
 from shared.nats.bus import NOT_WRITTEN_HEADER, RECEIPT_HEADER, is_jetstream_delivery, resend_of
 from shared.nats.inline_subscription import subscribe_inline
@@ -63,14 +64,15 @@ class Pipes(Protocol):
         """Read the app's stdout again, or leave it unread for now (the app blocks on a full pipe)."""
 
 
-class StdioRelay:
-    """`start(pipes)` once the process runs; `stop_input()` when it exited, then (once
-    `stdout_relayed` is set, or the drain time passed) `close()`."""
+class StdioRelay(Lifecycle[None]):
+    """`start()` once the process runs; `stop_input()` when it exited, then (once
+    `stdout_relayed` is set, or the drain time passed) `stop()` (`shared.lifecycle`)."""
 
-    def __init__(self, nc: NATS, subjects: Subjects, spec: LaunchSpec, generation: int, *,
+    def __init__(self, nc: NATS, subjects: Subjects, spec: LaunchSpec, generation: int, pipes: Pipes, *,
                  receipts: Receipts | None = None) -> None:
-        """`receipts`: the app's events not yet confirmed stored, shared by its generations (a
-        generation sends again what the one before it could not get confirmed)."""
+        """`pipes`: the app's process; `receipts`: the app's events not yet confirmed stored, shared
+        by its generations (a generation sends again what the one before it could not get confirmed)."""
+        super().__init__(f"the relay of {spec.name} (generation {generation})")
         self._nc = nc
         self._spec = spec
         self.generation = generation
@@ -81,7 +83,7 @@ class StdioRelay:
         self._relayed = RelayedCalls()
         self._receipts = receipts if receipts is not None else Receipts()
         self._unconfirmed: asyncio.Task[None] | None = None  # sends again what waits for its receipt
-        self._pipes: Pipes | None = None
+        self._pipes = pipes
         self._subs: list[Subscription] = []
         self.line_limit = nc.max_payload if nc.max_payload > 0 else 1024 * 1024
         self._lines = LineSplitter(self.line_limit)
@@ -92,10 +94,12 @@ class StdioRelay:
         self.stdout_paused = False
         self.stdout_relayed = asyncio.Event()  # stdout ended and every line of it handed to NATS
 
-    async def start(self, pipes: Pipes) -> None:
-        """Subscribe `…c2s` and `….rcpt` (at the server when this returns, so a client may send
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        """Subscribe `…c2s` and `….rcpt` (at the server when `start()` returns, so a client may send
         `initialize` right away). OSError: NATS cannot relay (e.g. the connection is closed)."""
-        self._pipes = pipes
+        parts.push_async_callback(self._resender.stop)
+        parts.push_async_callback(self._stop_sending)
+        parts.push_async_callback(self.stop_input)
         try:
             await self._resender.start()
             self._subs.append(await subscribe_inline(self._nc, self._rcpt, self._confirmed))
@@ -109,21 +113,20 @@ class StdioRelay:
 
     async def stop_input(self) -> None:
         """The app exited (its stdin is closed already): no more of `…c2s` (or receipts) is taken."""
-        for sub in self._subs:
-            with contextlib.suppress(NatsError):
-                await sub.unsubscribe()
+        subs, self._subs = self._subs, []
+        for sub in subs:
+            await unsubscribe(sub)
 
-    async def close(self) -> None:
+    async def _stop_sending(self) -> None:
         """Stop relaying what the app wrote; what waits for NATS or for a receipt is left."""
         if self._stdout_mover is not None:
-            self._stdout_mover.cancel()
+            await cancel_task(self._stdout_mover)
         if self._unconfirmed is not None:  # no receipt can reach this generation once c2s is gone
-            self._unconfirmed.cancel()
+            await cancel_task(self._unconfirmed)
             if self._receipts.waiting:
                 log.warning("app exited with events not yet confirmed stored by a gateway; its next "
                             "generation sends them again", app=self._spec.name, generation=self.generation,
                             events=self._receipts.waiting)
-        await self._resender.stop()
 
     # -- c2s → stdin ---------------------------------------------------------------------------
     def _to_stdin(self, msg: Msg) -> None:

@@ -22,7 +22,7 @@ from aurora_cli.localnats import LocalNats
 from services.app_supervisor.config_check import LaunchSpec
 from services.app_supervisor.process import AppProcess
 from services.app_supervisor.relay import stdio
-from services.app_supervisor.relay.stdio import StdioRelay
+from services.app_supervisor.relay.stdio import Pipes, StdioRelay
 from shared.contracts.subjects import Subjects
 from shared.nats import write_through
 from shared.nats.inline_subscription import subscribe_inline
@@ -65,8 +65,14 @@ async def relay_of(tmp_path: Path, name: str, argv: tuple[str, ...]) -> AsyncIte
     spec = LaunchSpec(name=name, app_id=f"test.{name}", instance="default", argv=argv, env=dict(os.environ),
                       cwd=None, program=sys.executable)
     try:
-        stdio_relay = StdioRelay(nc, subjects, spec, 1)
-        yield Relay(server, nc, AppProcess(spec, 1, stdio_relay, grace=5), stdio_relay, got)
+        relays: list[StdioRelay] = []
+
+        def relay_for(pipes: Pipes) -> StdioRelay:
+            relays.append(StdioRelay(nc, subjects, spec, 1, pipes))
+            return relays[-1]
+
+        process = AppProcess(spec, 1, relay_for, grace=5)
+        yield Relay(server, nc, process, relays[0], got)
     finally:
         await nc.close()
         server.stop()
