@@ -7,7 +7,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import IO
 
@@ -145,6 +145,8 @@ class ServiceProcess:
         return False
 
 
+# The root conftest's `spawn` fixture: `spawn("services.event_bridge", tag="bridge-1", **env)`.
+Spawn = Callable[..., ServiceProcess]
 SUPERVISOR = "services.app_supervisor"
 
 

@@ -5,13 +5,16 @@ shared/readiness.py: what a container's health check tests, not a log line), sto
     with StackBuilder(folder).apps(apps).supervisor().gateway().router().runners(2).running() as stack:
         async with stack.client() as nc: ...
 
+(`async with builder.up() as stack` waits without blocking the test's event loop.)
+
 A stack on a broker it did not start (the conftest's `broker`) leaves that broker running.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from contextlib import AbstractAsyncContextManager, contextmanager
+import asyncio
+from collections.abc import AsyncIterator, Iterator, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -35,6 +38,8 @@ KINDS: dict[str, tuple[str, int]] = {
     "scheduler": ("services.scheduler", 2),
     "edge": ("services.mcp_edge", 2),
 }
+# a service's folder under services/ → its kind
+FOLDER_KINDS = {module.removeprefix("services."): kind for kind, (module, _) in KINDS.items()}
 READY_TIMEOUT = 60.0
 
 
@@ -118,8 +123,11 @@ class StackBuilder:
         self._services: list[tuple[str, str, dict[str, str]]] = []
         self._launchers: dict[str, tuple[str, ...]] = {}
 
-    def broker(self, url: str) -> StackBuilder:
+    def broker(self, url: str, credentials: Credentials | None = None) -> StackBuilder:
+        """A broker the test started (left running); with `credentials`, a secured one (its
+        deploy/nats-auth.conf users): each service connects as its own user."""
         self._url = url
+        self._credentials = credentials
         return self
 
     def auth(self, credentials: Credentials, config_file: Path, server_env: Mapping[str, str]) -> StackBuilder:
@@ -179,25 +187,43 @@ class StackBuilder:
 
     @contextmanager
     def running(self) -> Iterator[Stack]:
+        with self._opened() as stack:
+            for wave in self._waves(stack):
+                for process in wave:
+                    process.wait_ready(READY_TIMEOUT)
+            yield stack
+
+    @asynccontextmanager
+    async def up(self) -> AsyncIterator[Stack]:
+        """`running`, for a test whose event loop must go on while the services start (its own
+        subscriptions hear them as they come up)."""
+        with self._opened() as stack:
+            for wave in self._waves(stack):
+                await asyncio.gather(*(process.ready(READY_TIMEOUT) for process in wave))
+            yield stack
+
+    @contextmanager
+    def _opened(self) -> Iterator[Stack]:
+        """The stack with its broker and nothing started yet; on leaving, everything stopped."""
         (self._folder / "logs").mkdir(parents=True, exist_ok=True)
         server = None if self._url is not None else self._own_server()
         url = self._url or server.url  # type: ignore[union-attr]
         stack = Stack(url, self._folder, service_env(url, **self._env), self._credentials)
         stack.launchers.update(self._launchers)
+        for kind, tag, env in self._services:
+            if kind == "edge" and "AURORA_EDGE_PORT" in env:
+                stack.urls[tag] = f"http://127.0.0.1:{env['AURORA_EDGE_PORT']}"
         try:
-            for rank in sorted({KINDS[kind][1] for kind, _, _ in self._services}):
-                wave = [stack._launch(kind, tag, None, env)
-                        for kind, tag, env in self._services if KINDS[kind][1] == rank]
-                for process in wave:
-                    process.wait_ready(READY_TIMEOUT)
-            for kind, tag, env in self._services:
-                if kind == "edge" and "AURORA_EDGE_PORT" in env:
-                    stack.urls[tag] = f"http://127.0.0.1:{env['AURORA_EDGE_PORT']}"
             yield stack
         finally:
             stack.stop()
             if server is not None:
                 server.stop()
+
+    def _waves(self, stack: Stack) -> Iterator[list[ServiceProcess]]:
+        """The services launched a rank at a time: the next once the caller waited for these."""
+        for rank in sorted({KINDS[kind][1] for kind, _, _ in self._services}):
+            yield [stack._launch(kind, tag, None, env) for kind, tag, env in self._services if KINDS[kind][1] == rank]
 
     def _own_server(self) -> LocalNats:
         config, env = self._server_config or (None, None)
