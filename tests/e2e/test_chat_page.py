@@ -17,12 +17,12 @@ import pytest
 from nats.aio.client import Client as NATS
 from playwright.async_api import Browser, Page, expect
 
-from aurora_cli.localnats import LocalNats
 from services.runner.interactions import parse_interaction_id
 from shared.contracts.subjects import Subjects
 from tests.harness.browser import chromium, latin_only_fonts, missing_cjk_glyphs, require_chromium
-from tests.harness.processes import ServiceProcess, service_env, stop_services
+from tests.harness.processes import ServiceProcess
 from tests.harness.runner_stack import asset_chooser
+from tests.harness.stack import StackBuilder
 from tests.harness.tool_calls import operator_call
 from tests.harness.waiting import poll_sync
 from tests.integration.runner.helpers import (
@@ -32,7 +32,6 @@ from tests.integration.runner.helpers import (
     settled,
     stack_apps,
     stored_event,
-    write_apps,
 )
 
 SERVING = re.compile(r"chat page serving.*?(http://127\.0\.0\.1:\d+/)")
@@ -71,28 +70,14 @@ class PageStack:
 def page_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PageStack]:
     require_chromium()
     folder = tmp_path_factory.mktemp("chat-page")
-    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
-    server.start()
     apps = stack_apps(folder / "chat-sent.jsonl")
     apps = {"chat": apps["chat"], "assets": apps["assets"]}
     apps["chat"]["mcp"]["env"]["CHAT_WEB_PORT"] = "0"  # any free port: read back from the log
-    env = service_env(server.url, AURORA_APPS_CONFIG=str(write_apps(folder, apps)))
-    logs = folder / "logs"
-    logs.mkdir()
-    processes = {name: ServiceProcess(f"services.{module}", env, logs, name).start() for name, module in [
-        ("bridge", "event_bridge"), ("supervisor", "app_supervisor"), ("gateway", "mcp_gateway"),
-        ("router", "router")]}
-    processes["runner"] = ServiceProcess("services.runner", {**env, **RUNNER_ENV}, logs, "runner").start()
-    try:
-        processes["gateway"].wait_ready(60)
-        processes["runner"].wait_ready(40)
-        processes["router"].wait_ready(40)
-        supervisor = processes["supervisor"]
+    builder = StackBuilder(folder).apps(apps).bridge().supervisor().gateway().router().runners(1, **RUNNER_ENV)
+    with builder.running() as stack:
+        supervisor = stack["supervisor"]
         match = poll_sync(lambda: SERVING.search(supervisor.logs()), timeout=30, what="the chat page's address")
-        yield PageStack(server.url, match.group(1), supervisor)
-    finally:
-        stop_services(processes.values())
-        server.stop()
+        yield PageStack(stack.url, match.group(1), supervisor)
 
 
 @pytest.fixture

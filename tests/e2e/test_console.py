@@ -26,7 +26,7 @@ import pytest
 from nats.aio.client import Client as NATS
 from playwright.async_api import Browser, Page, Route, expect
 
-from aurora_cli.devstack import AUTH_CONFIG, NATS_USERS, Credentials
+from aurora_cli.devstack import AUTH_CONFIG, Credentials
 from aurora_cli.localnats import LocalNats, free_port
 from aurora_cli.people import PeopleStore, write_auth_config
 from shared.config.settings import inbox_prefix_for
@@ -35,7 +35,8 @@ from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.harness.browser import chromium, missing_cjk_glyphs, require_chromium
 from tests.harness.clients import nats_client
-from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
+from tests.harness.processes import REPO, ServiceProcess, service_env
+from tests.harness.stack import FOLDER_KINDS, StackBuilder
 from tests.harness.waiting import poll, poll_sync
 from tests.integration.runner.helpers import (
     ECHO,
@@ -48,7 +49,6 @@ from tests.integration.runner.helpers import (
     stack_apps,
     stored_event,
     task_id_of,
-    write_apps,
 )
 
 SERVING = re.compile(r"console serving (http://127\.0\.0\.1:\d+/)")
@@ -102,29 +102,24 @@ def console_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ConsoleS
     people = PeopleStore(folder / "creds")
     passwords = {name: people.issue(name, roles, cost=4)[1] for name, roles in PEOPLE.items()}
     server, monitor_url = secured_server(folder, people, credentials)
-    apps = write_apps(folder, {"echo": stack_apps(folder / "chat-sent.jsonl")["echo"]})
-    logs = folder / "logs"
-    logs.mkdir()
-    processes: dict[str, ServiceProcess] = {}
-    for name in SERVICES:
-        user = NATS_USERS[name]
-        env = service_env(server.url, NATS_USER=user, NATS_PASSWORD=credentials.passwords[user],
-                          AURORA_APPS_CONFIG=str(apps), **(RUNNER_ENV if name == "runner" else {}))
-        processes[name] = ServiceProcess(f"services.{name}", env, logs, name).start()
-    # no NATS credentials: the console has no identity of its own, only its people's
-    console = ServiceProcess("aurora_cli.main", service_env(server.url), logs, "console",
-                             args=["console", "--port", "0"]).start()
+    builder = StackBuilder(folder).broker(server.url, credentials).apps(
+        {"echo": stack_apps(folder / "chat-sent.jsonl")["echo"]})
+    for name in SERVICES:  # each as its own NATS user
+        builder.service(FOLDER_KINDS[name], name, **(RUNNER_ENV if name == "runner" else {}))
     try:
-        processes["mcp_gateway"].wait_ready(60)
-        processes["runner"].wait_ready(40)
-        processes["router"].wait_ready(40)
-        match = poll_sync(lambda: SERVING.search(console.logs()), timeout=30, what="the console's address")
-        stack = ConsoleStack(server.url, match.group(1), console, credentials, people, passwords, monitor_url,
-                             folder)
-        asyncio.run(register_people(stack))
-        yield stack
+        with builder.running() as running:
+            # no NATS credentials: the console has no identity of its own, only its people's
+            console = ServiceProcess("aurora_cli.main", service_env(server.url), folder / "logs", "console",
+                                     args=["console", "--port", "0"]).start()
+            try:
+                match = poll_sync(lambda: SERVING.search(console.logs()), timeout=30, what="the console's address")
+                stack = ConsoleStack(running.url, match.group(1), console, credentials, people, passwords,
+                                     monitor_url, folder)
+                asyncio.run(register_people(stack))
+                yield stack
+            finally:
+                console.terminate()
     finally:
-        stop_services([console, *processes.values()])
         server.stop()
 
 

@@ -23,12 +23,11 @@ from pathlib import Path
 import nats
 import pytest
 
-from aurora_cli.localnats import LocalNats
 from shared.contracts.subjects import Subjects
 from shared.contracts.task import TERMINAL_STATES, Task, decode_task
 from shared.jetstream.streams import tasks_bucket
 from shared.nats.kvmirror import read_all
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.stack import StackBuilder
 from tests.integration.runner.helpers import (
     CHAT_PLATFORM,
     ECHO,
@@ -40,7 +39,6 @@ from tests.integration.runner.helpers import (
     sent,
     stdio,
     task_id_of,
-    write_apps,
 )
 
 PYTHON = sys.executable
@@ -67,35 +65,18 @@ async def _tasks(kv: object, ids: set[str]) -> dict[str, Task]:
 @pytest.mark.timeout(240)
 async def test_replies_in_flight_when_the_gateway_dies_are_delivered_exactly_once(
         tmp_path: Path, subjects: Subjects) -> None:
-    server = LocalNats(tmp_path / "jetstream", log_file=tmp_path / "nats-server.log")
-    server.start()
     chat_log, plain_log = tmp_path / "chat-sent.jsonl", tmp_path / "plain-sent.jsonl"
-    config = write_apps(tmp_path, {
+    apps = {
         "chat": _chat(chat_log, CHAT, deduplicates=True),
         "plainchat": _chat(plain_log, PLAIN, deduplicates=False),
         "echo": stdio([PYTHON, str(APPS / "echo_app.py")], package=ECHO),
-    })
-    env = service_env(server.url, AURORA_APPS_CONFIG=str(config))
-    logs = tmp_path / "logs"
-    logs.mkdir()
-    processes = {
-        "bridge": ServiceProcess("services.event_bridge", env, logs, "bridge").start(),
-        "supervisor": ServiceProcess("services.app_supervisor", env, logs, "supervisor").start(),
-        "gateway": ServiceProcess("services.mcp_gateway", env, logs, "gateway").start(),
-        "router": ServiceProcess("services.router", env, logs, "router").start(),
     }
     # Each runner holds PER_RUNNER runs at once, as in the try.
-    runner_env = {**env, **RUNNER_ENV, "AURORA_RUNNER_CONCURRENCY": str(PER_RUNNER)}
-    for n in (1, 2):
-        processes[f"runner-{n}"] = ServiceProcess(
-            "services.runner", {**runner_env, "AURORA_RUNNER_INSTANCE": f"runner-{n}"}, logs, f"runner-{n}").start()
-    gateway = processes["gateway"]
-    try:
-        gateway.wait_ready(60)
-        processes["router"].wait_ready(40)
-        for n in (1, 2):
-            processes[f"runner-{n}"].wait_ready(40)
-        nc = await nats.connect(server.url)
+    runner_env = {**RUNNER_ENV, "AURORA_RUNNER_CONCURRENCY": str(PER_RUNNER)}
+    builder = StackBuilder(tmp_path).apps(apps).bridge().supervisor().gateway().router().runners(2, **runner_env)
+    with builder.running() as stack:
+        gateway = stack["gateway"]
+        nc = await nats.connect(stack.url)
         case = f"crash-{uuid.uuid4().hex[:6]}"
         await apply(nc, subjects, "agents", {
             "kind": "Agent", "id": "crash", "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.echo"],
@@ -147,7 +128,3 @@ async def test_replies_in_flight_when_the_gateway_dies_are_delivered_exactly_onc
                 assert plain_replies[f"s-{n}"] == 1, (n, plain_replies)  # sent once, never again
         assert sum(replies.values()) == DEDUP_RUNS and sum(plain_replies.values()) == PLAIN_RUNS
         await nc.close()
-    finally:
-        for name in ("runner-1", "runner-2", "router", "gateway", "supervisor", "bridge"):
-            processes[name].terminate(timeout=20)
-        server.stop()

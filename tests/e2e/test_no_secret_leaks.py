@@ -33,7 +33,6 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from aurora_cli.commands.events import build_native_event
-from aurora_cli.localnats import LocalNats
 from shared.clock import now_iso
 from shared.contracts.envelope import Header, Source
 from shared.contracts.signals import NativeEventSignal
@@ -46,7 +45,8 @@ from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.cli import aurora_command as cli
 from tests.harness.clients import nats_client
 from tests.harness.notes_app import serving_notes
-from tests.harness.processes import ServiceProcess, service_env, stop_services
+from tests.harness.processes import ServiceProcess
+from tests.harness.stack import StackBuilder
 from tests.integration.mcp_gateway.systems.recording_server import Recorded, RecordingServer, Reply
 from tests.integration.runner.helpers import (
     CHAT,
@@ -63,7 +63,6 @@ from tests.integration.runner.helpers import (
     stack_apps,
     stored_events,
     task_id_of,
-    write_apps,
 )
 
 pytestmark = pytest.mark.timeout(240)
@@ -102,47 +101,34 @@ class Stack:
     vault_url: str
     processes: dict[str, ServiceProcess]
 
+    @property
+    def log_folder(self) -> Path:
+        return self.folder
+
 
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     folder = tmp_path_factory.mktemp("secrets")
-    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
-    server.start()
     fake = FakeOpenAI().start()
     recording = RecordingServer(vault).start()
-    processes: dict[str, ServiceProcess] = {}
-    with serving_notes(folder, {**os.environ, "AURORA_NOTES_TOKEN": HEADER_TOKEN}) as notes_url:
-        chat_log = folder / "chat-sent.jsonl"
-        apps = {k: v for k, v in stack_apps(chat_log).items() if k in ("chat", "echo")}
-        apps["chat"]["platform"] = CHAT_PLATFORM
-        apps["notes"] = {"package": "guarded.notes", "mcp": {
-            "transport": "streamable_http", "url": notes_url, "health_timeout_seconds": 10,
-            "headers": {"Authorization": "Bearer ${AURORA_TEST_NOTES_TOKEN}"}}}
-        config = write_apps(folder, apps)
-        env = service_env(server.url, AURORA_APPS_CONFIG=str(config))
-        logs = folder / "logs"
-        logs.mkdir()
-        gateway_env = {**env, "AURORA_TEST_NOTES_TOKEN": HEADER_TOKEN, "AURORA_TEST_VAULT_TOKEN": SYSTEM_TOKEN,
-                       "AURORA_GATEWAY_SECRET_ENV": "AURORA_TEST_VAULT_TOKEN"}  # declared to systems
-        runner_env = {**env, **RUNNER_ENV, "AURORA_RUNNER_INSTANCE": "runner-1",
-                      "AURORA_TEST_MODEL_KEY": MODEL_KEY, "AURORA_RUNNER_SEAL_KEY": SEAL_KEY}
-        processes = {
-            "bridge": ServiceProcess("services.event_bridge", env, logs, "bridge").start(),
-            "supervisor": ServiceProcess("services.app_supervisor", env, logs, "supervisor").start(),
-            "gateway": ServiceProcess("services.mcp_gateway", gateway_env, logs, "gateway").start(),
-            "router": ServiceProcess("services.router", env, logs, "router").start(),
-            "runner-1": ServiceProcess("services.runner", runner_env, logs, "runner-1").start(),
-        }
-        try:
-            processes["gateway"].wait_ready(60)
-            processes["runner-1"].wait_ready(40)
-            processes["router"].wait_ready(40)
-            yield Stack(folder, server.url, chat_log, fake, recording.url, processes)
-        finally:
-            stop_services(processes.values())
-            recording.stop()
-            fake.stop()
-            server.stop()
+    try:
+        with serving_notes(folder, {**os.environ, "AURORA_NOTES_TOKEN": HEADER_TOKEN}) as notes_url:
+            chat_log = folder / "chat-sent.jsonl"
+            apps = {k: v for k, v in stack_apps(chat_log).items() if k in ("chat", "echo")}
+            apps["chat"]["platform"] = CHAT_PLATFORM
+            apps["notes"] = {"package": "guarded.notes", "mcp": {
+                "transport": "streamable_http", "url": notes_url, "health_timeout_seconds": 10,
+                "headers": {"Authorization": "Bearer ${AURORA_TEST_NOTES_TOKEN}"}}}
+            builder = (StackBuilder(folder).apps(apps).bridge().supervisor()
+                       .gateway(AURORA_TEST_NOTES_TOKEN=HEADER_TOKEN, AURORA_TEST_VAULT_TOKEN=SYSTEM_TOKEN,
+                                AURORA_GATEWAY_SECRET_ENV="AURORA_TEST_VAULT_TOKEN")  # declared to systems
+                       .router()
+                       .runners(1, **RUNNER_ENV, AURORA_TEST_MODEL_KEY=MODEL_KEY, AURORA_RUNNER_SEAL_KEY=SEAL_KEY))
+            with builder.running() as running:
+                yield Stack(folder, running.url, chat_log, fake, recording.url, running.processes)
+    finally:
+        recording.stop()
+        fake.stop()
 
 
 @pytest.fixture
