@@ -14,68 +14,33 @@ from nats.aio.client import Client as NATS
 from services.mcp_gateway.approvals.in_chat import DURABLE as CHAT_APPROVALS
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
+from tests.harness.chat_approvals import USER, answer_in_chat, asked_in_chat
 from tests.harness.runner_stack import RunnerStack
-from tests.harness.tool_calls import echo_counter, operator_call
+from tests.harness.tool_calls import echo_counter
 from tests.integration.runner.helpers import (
     CHAT,
     ECHO,
-    apply,
-    bind,
-    event,
     handled,
     poll,
-    publish_events,
-    sent,
     settled,
     stored_event,
-    task_id_of,
 )
 
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
-USER = "user-7"  # the actor of the tests' events
-
-
-async def asked_write(stack: RunnerStack, nc: NATS, subjects: Subjects, case: str) -> tuple[str, str, str]:
-    """(task id, approval id, session): a playbook's write waits, and the question is in the chat."""
-    await apply(nc, subjects, "agents", {
-        "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["message.received"],
-        "tools": [f"{ECHO}.counter_increment"], "chat_approval": True,
-        "playbook": {"steps": [{"id": "count", "tool": f"{ECHO}.counter_increment", "arguments": {"key": case}}],
-                     "answer": "counted: {{ steps.count.structured.count }}"}})
-    await bind(nc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
-    session = f"s-{case}"
-    doc = event("message.received", {"case": case, "text": "count, please"}, session_id=session)
-    await publish_events(nc.jetstream(), subjects, [doc])
-    task_id = task_id_of(doc, f"b-{case}")
-    waiting = await settled(nc, subjects, task_id, timeout=40)
-    assert waiting["state"] == "awaiting_approval", json.dumps(waiting)[:2000]
-    approval_id = waiting["approval_id"]
-
-    async def question() -> list[dict[str, Any]]:
-        return [m for m in sent(stack.chat_log)
-                if m.get("session_id") == session and m.get("interaction_id") == f"apr.{approval_id}"]
-
-    [asked] = await poll(question, what="the approval question in the chat")
-    # in the agent's language (the default), the id beside the text and never in it
-    assert f"{ECHO}.counter_increment" in asked["text"] and "1. 允许" in asked["text"]
-    assert approval_id not in asked["text"]
-    return task_id, approval_id, session
-
-
-async def answer(nc: NATS, subjects: Subjects, approval_id: str, session: str, value: str, user: str) -> None:
-    await operator_call(nc, subjects, f"{CHAT}.simulate_interaction_answer",
-                        {"interaction_id": f"apr.{approval_id}", "value": value, "session_id": session,
-                         "user_id": user})
 
 
 async def test_the_user_who_asked_confirms_in_the_chat_and_the_write_runs_once(
         stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"chat-{uuid.uuid4().hex[:6]}"
-    task_id, approval_id, session = await asked_write(stack, snc, subjects, case)
+    asked = await asked_in_chat(stack, snc, subjects, case)
+    task_id, approval_id, session = asked.task_id, asked.approval_id, asked.session
+    # in the agent's language (the default), the id beside the text and never in it
+    assert f"{ECHO}.counter_increment" in asked.question["text"] and "1. 允许" in asked.question["text"]
+    assert approval_id not in asked.question["text"]
     stored = await admin_request(snc, subjects, "approvals", "get", {"id": approval_id})
     assert stored["asked_in_chat"]["actor_id"] == USER and stored["asked_in_chat"]["session_id"] == session
 
-    await answer(snc, subjects, approval_id, session, "1", user="someone-else")  # not theirs to allow
+    await answer_in_chat(snc, subjects, asked, "1", user="someone-else")  # not theirs to allow
     # the gateway has taken that answer (stored, delivered, acknowledged) and decided nothing
     seq = await stored_event(snc, subjects, CHAT, "interaction.submitted", lambda doc: (
         doc["payload"]["data"]["interaction_id"] == f"apr.{approval_id}"
@@ -85,7 +50,7 @@ async def test_the_user_who_asked_confirms_in_the_chat_and_the_write_runs_once(
     assert (await settled(snc, subjects, task_id))["state"] == "awaiting_approval"
     assert await echo_counter(snc, subjects, case) == 0
 
-    await answer(snc, subjects, approval_id, session, "1", user=USER)
+    await answer_in_chat(snc, subjects, asked, "1")
     done = await settled(snc, subjects, task_id, timeout=40, states=FINAL)
     assert done["state"] == "succeeded" and done["answer"] == "counted: 1", json.dumps(done)[:3000]
     assert await echo_counter(snc, subjects, case) == 1
@@ -110,8 +75,8 @@ async def test_the_user_who_asked_confirms_in_the_chat_and_the_write_runs_once(
 async def test_a_refusal_in_the_chat_cancels_the_task(
         stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"chatno-{uuid.uuid4().hex[:6]}"
-    task_id, approval_id, session = await asked_write(stack, snc, subjects, case)
-    await answer(snc, subjects, approval_id, session, "2", user=USER)
-    done = await settled(snc, subjects, task_id, timeout=40, states=FINAL)
+    asked = await asked_in_chat(stack, snc, subjects, case)
+    await answer_in_chat(snc, subjects, asked, "2")
+    done = await settled(snc, subjects, asked.task_id, timeout=40, states=FINAL)
     assert done["state"] == "cancelled" and done["error"]["code"] == "approval_denied", json.dumps(done)[:2000]
     assert await echo_counter(snc, subjects, case) == 0

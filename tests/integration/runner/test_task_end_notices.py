@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
-from typing import Any, Protocol
 
 import msgspec
 from nats.aio.client import Client as NATS
@@ -22,7 +20,8 @@ from shared.contracts.task import Task, TaskStep, Transition, decode_task, encod
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.jetstream.streams import tasks_bucket
 from shared.nats.admin_service import admin_request
-from tests.harness.tool_calls import LONG_AGO, echo_counter, operator_call
+from tests.harness.chat_approvals import USER, ChatStack, answer_in_chat, asked_in_chat
+from tests.harness.tool_calls import LONG_AGO, echo_counter
 from tests.integration.runner.helpers import (
     CHAT,
     ECHO,
@@ -30,7 +29,6 @@ from tests.integration.runner.helpers import (
     apply,
     bind,
     event,
-    poll,
     publish_events,
     record_run,
     run_parts,
@@ -39,15 +37,10 @@ from tests.integration.runner.helpers import (
     task_id_of,
 )
 
-USER = "user-7"  # the actor of the tests' events
 DENIED = {"zh-CN": "未执行：此请求所需的审批被拒绝，因此没有做任何更改。",
           "en": "Not done: the approval this request needed was refused, so nothing was changed."}
 FAILED_ZH = "抱歉，此请求未能完成，没有做任何更改。"
 CANCELLED_EN = "This request was cancelled before it was finished."
-
-
-class ChatStack(Protocol):
-    chat_log: Path
 
 
 def said(stack: ChatStack, session: str) -> list[str]:
@@ -55,40 +48,11 @@ def said(stack: ChatStack, session: str) -> list[str]:
     return [m["text"] for m in sent(stack.chat_log) if m.get("session_id") == session and not m.get("interaction_id")]
 
 
-async def asked_write(stack: ChatStack, nc: NATS, subjects: Subjects, case: str, locale: str) -> tuple[str, str, str]:
-    """(task id, approval id, session): a playbook's write waits for the user's approval in the chat."""
-    await apply(nc, subjects, "agents", {
-        "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["message.received"],
-        "tools": [f"{ECHO}.counter_increment"], "chat_approval": True, "locale": locale,
-        "playbook": {"steps": [{"id": "count", "tool": f"{ECHO}.counter_increment", "arguments": {"key": case}}],
-                     "answer": "counted: {{ steps.count.structured.count }}"}})
-    await bind(nc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
-    session = f"s-{case}"
-    doc = event("message.received", {"case": case, "text": "count, please"}, session_id=session)
-    await publish_events(nc.jetstream(), subjects, [doc])
-    task_id = task_id_of(doc, f"b-{case}")
-    waiting = await settled(nc, subjects, task_id, timeout=40)
-    assert waiting["state"] == "awaiting_approval", json.dumps(waiting)[:2000]
-    approval_id = waiting["approval_id"]
-
-    async def question() -> list[dict[str, Any]]:
-        return [m for m in sent(stack.chat_log)
-                if m.get("session_id") == session and m.get("interaction_id") == f"apr.{approval_id}"]
-
-    await poll(question, what="the approval question in the chat")
-    return task_id, approval_id, session
-
-
-async def refuse(nc: NATS, subjects: Subjects, approval_id: str, session: str, value: str = "2") -> None:
-    await operator_call(nc, subjects, f"{CHAT}.simulate_interaction_answer",
-                        {"interaction_id": f"apr.{approval_id}", "value": value, "session_id": session,
-                         "user_id": USER})
-
-
 async def test_a_refusal_in_the_chat_is_told_in_chinese(stack: ChatStack, snc: NATS, subjects: Subjects) -> None:
     case = f"endno-{uuid.uuid4().hex[:6]}"
-    task_id, approval_id, session = await asked_write(stack, snc, subjects, case, "zh-CN")
-    await refuse(snc, subjects, approval_id, session)
+    asked = await asked_in_chat(stack, snc, subjects, case, locale="zh-CN")
+    task_id, session = asked.task_id, asked.session
+    await answer_in_chat(snc, subjects, asked, "2")
     done = await settled(snc, subjects, task_id, timeout=40, states=TERMINAL)
     assert done["state"] == "cancelled" and done["error"]["code"] == "approval_denied", json.dumps(done)[:2000]
     # told before the task moved, so it is there now; who refused and when stay in the task
@@ -99,17 +63,18 @@ async def test_a_refusal_in_the_chat_is_told_in_chinese(stack: ChatStack, snc: N
 
 async def test_a_refusal_in_english_is_told_in_english(stack: ChatStack, snc: NATS, subjects: Subjects) -> None:
     case = f"endnoen-{uuid.uuid4().hex[:6]}"
-    task_id, approval_id, session = await asked_write(stack, snc, subjects, case, "en")
-    await refuse(snc, subjects, approval_id, session, "no")
-    done = await settled(snc, subjects, task_id, timeout=40, states=TERMINAL)
+    asked = await asked_in_chat(stack, snc, subjects, case, locale="en")
+    await answer_in_chat(snc, subjects, asked, "no")
+    done = await settled(snc, subjects, asked.task_id, timeout=40, states=TERMINAL)
     assert done["state"] == "cancelled" and done["error"]["code"] == "approval_denied", json.dumps(done)[:2000]
-    assert said(stack, session) == [DENIED["en"]]
+    assert said(stack, asked.session) == [DENIED["en"]]
 
 
 async def test_a_refusal_handled_again_after_a_runner_died_telling_the_user_tells_them_once(
         stack: ChatStack, snc: NATS, subjects: Subjects) -> None:
     case = f"endnodup-{uuid.uuid4().hex[:6]}"
-    task_id, approval_id, session = await asked_write(stack, snc, subjects, case, "zh-CN")
+    asked = await asked_in_chat(stack, snc, subjects, case, locale="zh-CN")
+    task_id, session = asked.task_id, asked.session
     # As a runner killed between telling the user and cancelling the task leaves it: the notice
     # recorded `started` in the still-waiting task, and the gateway already sent it.
     kv = await snc.jetstream().key_value(tasks_bucket(subjects).name)
@@ -130,7 +95,7 @@ async def test_a_refusal_handled_again_after_a_runner_died_telling_the_user_tell
                     last=entry.revision)
     assert said(stack, session) == [DENIED["zh-CN"]]
 
-    await refuse(snc, subjects, approval_id, session)  # a runner finds the notice begun
+    await answer_in_chat(snc, subjects, asked, "2")  # a runner finds the notice begun
     done = await settled(snc, subjects, task_id, timeout=40, states=TERMINAL)
     assert done["state"] == "cancelled" and done["error"]["code"] == "approval_denied", json.dumps(done)[:2000]
     assert said(stack, session) == [DENIED["zh-CN"]]  # the gateway's call ledger answered: not sent again
