@@ -22,24 +22,20 @@ _encoder = msgspec.json.Encoder()
 
 
 class HealthStore:
-    """Writes the supervisor's records; `open()` before use."""
+    """Writes the supervisor's records into the apps bucket (`open_health_store` opens it)."""
 
-    def __init__(self, js: JetStreamContext, subjects: Subjects, plan: StreamPlan = DEFAULT_PLAN) -> None:
-        self._js = js
-        self._subjects = subjects
-        self._plan = plan
-        self._kv: KeyValue | None = None
-
-    async def open(self) -> None:
-        if self._kv is None:
-            self._kv = await ensure_bucket(self._js, apps_bucket(self._subjects), plan=self._plan)
+    def __init__(self, kv: KeyValue) -> None:
+        self._kv = kv
 
     async def put(self, record: ProcessHealth) -> None:
         """Write a record; a failure is logged, never raised (health must not stop the relay)."""
-        if self._kv is None:
-            raise RuntimeError("HealthStore used before open()")
         key = process_key(app_token(record.app), record.instance)
         try:
             await self._kv.put(key, _encoder.encode(record))
         except (NatsError, JetStreamError, TimeoutError) as exc:
             log.error("health write failed", key=key, status=record.status, error=str(exc))
+
+
+async def open_health_store(js: JetStreamContext, subjects: Subjects, plan: StreamPlan = DEFAULT_PLAN) -> HealthStore:
+    """The store over the apps bucket, made if it does not exist yet."""
+    return HealthStore(await ensure_bucket(js, apps_bucket(subjects), plan=plan))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from services.app_supervisor.admin import serve_admin
-from services.app_supervisor.health import HealthStore
+from services.app_supervisor.health import HealthStore, open_health_store
 from services.app_supervisor.reporter import NatsReporter
 from services.app_supervisor.sessions import SessionWatch
 from services.app_supervisor.supervisor import SupervisedApp, Supervisor, SupervisorOptions
@@ -46,8 +46,7 @@ SupervisorService = Assembly[SupervisorParts]
 async def build_app_supervisor(setup: SupervisorSetup, connections: Connections) -> SupervisorService:
     nc, subjects = connections.nc, setup.subjects
     await ensure_streams(connections.js, fabric_streams(subjects), plan=setup.plan)
-    health = HealthStore(connections.js, subjects, setup.plan)
-    await health.open()
+    health = await open_health_store(connections.js, subjects, setup.plan)
     sessions = SessionWatch(nc, subjects, [(app.spec.app_id, app.spec.instance) for app in setup.apps])
     supervisor = Supervisor(nc, subjects, setup.apps, NatsReporter(nc, subjects, health), sessions.book,
                             setup.options)

@@ -23,6 +23,7 @@ from tests.integration.app_supervisor.helpers import (
     PYTHON,
     Channels,
     app_entry,
+    health_record,
     initialize,
     pid_alive,
     write_config,
@@ -46,6 +47,8 @@ async def test_the_supervisor_is_built_in_process_relays_initialize_and_stops_wh
         assert status["status"] == "running" and status["pid"] == started["pid"]
     await channels.wait_state("stopped", 1)
     assert not any(part.started for part in service.order)
+    record = await health_record(nc.jetstream(), subjects, "test.echo")
+    assert record is not None and record["status"] == "stopped"  # the last word, kept in the apps bucket
 
     async def gone() -> bool:
         return not pid_alive(started["pid"])
