@@ -12,6 +12,7 @@ scope's state; the context builder here hands it to the handler. Routes, for age
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -84,7 +85,7 @@ class CardSource:
         decoded = msgspec.json.decode(entry.value)
         return decoded if isinstance(decoded, dict) else None
 
-    async def __call__(self, request: Request) -> Response:
+    async def serve(self, request: Request) -> Response:
         agent = request.path_params["agent"]
         tools = await self.tools.tools(agent)
         if tools is None:
@@ -97,17 +98,19 @@ class CardSource:
 def a2a_app(tasks: AuroraTasks, cards: CardSource, *, instance: str, wait_seconds: float = 30.0) -> ASGIApp:
     handler = AuroraRequestHandler(tasks, instance=instance, wait_seconds=wait_seconds)
     context = CallerContext()
-    routes: list[BaseRoute] = [Route(AGENT + path, cards, methods=["GET"]) for path in CARD_PATHS]
+    routes: list[BaseRoute] = [Route(AGENT + path, cards.serve, methods=["GET"]) for path in CARD_PATHS]
     routes += create_jsonrpc_routes(handler, AGENT + JSONRPC_PATH, context_builder=context)
     routes += create_rest_routes(handler, context_builder=context, path_prefix=AGENT + HTTP_JSON_PATH)
     app: ASGIApp = Starlette(routes=routes)
     return app
 
 
-async def build_a2a(nc: NATS, subjects: Subjects, gate: AgentTools, *, public_url: str | None, instance: str,
-                    plan: StreamPlan = DEFAULT_PLAN, wait_seconds: float = 30.0) -> ASGIApp:
+async def build_a2a(nc: NATS, subjects: Subjects, gate: AgentTools, *, public_url: str | None,
+                    instance: str | None = None, plan: StreamPlan = DEFAULT_PLAN,
+                    wait_seconds: float = 30.0) -> ASGIApp:
     """The A2A app over the buckets it reads (each created here if missing, as the edge's other
-    buckets are, so that any service may start first); it starts nothing."""
+    buckets are, so that any service may start first); it starts nothing. `instance` names this
+    edge as the events' source instance (default: the host name)."""
     js = nc.jetstream()
 
     async def bucket(spec: Any) -> Bucket:
@@ -118,4 +121,5 @@ async def build_a2a(nc: NATS, subjects: Subjects, gate: AgentTools, *, public_ur
                         bindings=await bucket(bindings_bucket(subjects)),
                         approvals=await bucket(approvals_bucket(subjects)))
     cards = CardSource(gate, await bucket(agents_bucket(subjects)), public_url)
-    return a2a_app(tasks, cards, instance=instance, wait_seconds=wait_seconds)
+    return a2a_app(tasks, cards, instance=instance or socket.gethostname()[:64] or "default",
+                   wait_seconds=wait_seconds)

@@ -97,9 +97,8 @@ class AuroraTasks:
     async def find(self, event_id: str, agent: str) -> Found:
         """The run the event became (and its task, if a runner has it already); nothing if the
         router made no run of it in `find_seconds` (no binding routes the message)."""
-        documents = [msgspec.json.decode(raw) for raw in (await read_all_without_consumer(self._bindings)).values()
-                     if raw]
-        candidates = candidate_task_ids(event_id, routing_bindings(documents), agent)
+        stored = (await read_all_without_consumer(self._bindings)).values()
+        candidates = candidate_task_ids(event_id, routing_bindings(stored), agent)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.find_seconds
         while candidates:

@@ -40,7 +40,7 @@ def agent_url(base: str, agent: str) -> str:
 
 
 def tool_skill(tool: EdgeTool) -> AgentSkill:
-    app = tool.name.split(".", 1)[0] if "." in tool.name else tool.name
+    app = tool.name.rsplit(".", 1)[0] if "." in tool.name else tool.name
     return AgentSkill(id=tool.name, name=tool.name, description=tool.description[:DESCRIPTION_LIMIT] or tool.name,
                       tags=["tool", tool.side_effect, app])
 

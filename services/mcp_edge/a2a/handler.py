@@ -126,13 +126,14 @@ class AuroraRequestHandler(RequestHandler):
 
     async def _changes(self, task_id: str, *, after: AuroraTask | None) -> AsyncGenerator[Event]:
         """A status update per change of the task's A2A state (or its question), to the final one."""
+        if after is not None and after.terminal:
+            return
         shown = (state_of(after), after.approval_id) if after is not None else None
         async for task in self._tasks.follow(task_id):
             now = (state_of(task), task.approval_id)
-            if now == shown:
-                continue
-            shown = now
-            yield status_event(task, await self._tasks.approval(task.approval_id))
+            if now != shown:
+                shown = now
+                yield status_event(task, await self._tasks.approval(task.approval_id))
             if task.terminal:
                 return
 

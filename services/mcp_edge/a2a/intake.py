@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Iterable
-from typing import Any
 
 from a2a.types.a2a_pb2 import Message, Part
 from google.protobuf.json_format import MessageToDict
@@ -74,13 +73,13 @@ def message_signal(data: A2AMessageData, *, instance: str, event_id: str | None 
     )
 
 
-def routing_bindings(documents: Iterable[dict[str, Any]]) -> list[Binding]:
-    """The enabled bindings that could route an `a2a.message.received` event to an agent;
-    unreadable documents are skipped (the router refuses them too)."""
+def routing_bindings(stored: Iterable[bytes]) -> list[Binding]:
+    """The enabled bindings (as the bindings bucket keeps them: JSON) that could route an
+    `a2a.message.received` event to an agent; unreadable ones are skipped (the router's too)."""
     found: list[Binding] = []
-    for document in documents:
+    for raw in stored:
         try:
-            binding = Binding.model_validate(document)
+            binding = Binding.model_validate_json(raw)
         except ValueError:
             continue
         if binding.enabled and binding.target_type == "agent" and matches(binding.event_pattern,

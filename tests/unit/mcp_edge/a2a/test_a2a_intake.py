@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import msgspec
 import pytest
 from a2a.types.a2a_pb2 import Message, Part, Role
@@ -77,8 +79,11 @@ def test_candidates_are_the_routing_bindings_run_ids_this_agents_first() -> None
         {"kind": "Binding", "id": "chat", "event_pattern": "message.received", "target_type": "agent",
          "target_id": "orders"},
         {"kind": "Binding", "id": "bad"},
+        {"kind": "Binding", "id": "filtered", "event_pattern": "a2a.message.received", "target_type": "agent",
+         "target_id": "orders", "filters": [{"field": "data.agent", "op": "eq", "value": "orders"}]},
     ]
-    bindings = routing_bindings(documents)
-    assert sorted(b.id for b in bindings) == ["mine", "other"]
-    assert candidate_task_ids("ev-1", bindings, "orders") == [run_id_for("ev-1", "mine"), run_id_for("ev-1", "other")]
+    bindings = routing_bindings(json.dumps(d).encode() for d in documents)
+    assert sorted(b.id for b in bindings) == ["filtered", "mine", "other"]
+    assert candidate_task_ids("ev-1", bindings, "orders") == [
+        run_id_for("ev-1", "filtered"), run_id_for("ev-1", "mine"), run_id_for("ev-1", "other")]
     assert isinstance(bindings[0], Binding)
