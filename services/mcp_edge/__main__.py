@@ -8,17 +8,17 @@ from functools import partial
 from nats.aio.client import Client as NATS
 
 from services.mcp_edge.config import EdgeSettings, load_edge_settings
-from services.mcp_edge.service import EdgeService
+from services.mcp_edge.wiring import EdgeSetup, build_edge
 from shared.config.settings import Settings, load_settings
-from shared.readiness import ReadyWhenStarted
-from shared.service import load_or_exit, run_service, run_until_stopped
+from shared.service import load_or_exit, run_built, run_service
+from shared.wiring import Connections
 
 NAME = "mcp-edge"
 
 
 async def main(own: EdgeSettings, settings: Settings, nc: NATS, stop: asyncio.Event) -> None:
-    service = EdgeService(nc, settings.subjects, own, plan=settings.stream_plan)
-    await run_until_stopped(ReadyWhenStarted(service, settings.ready_file), stop)
+    setup = EdgeSetup(settings.subjects, own, settings.stream_plan)
+    await run_built(build_edge(setup, Connections(nc)), stop, settings.ready_file)
 
 
 def run() -> None:

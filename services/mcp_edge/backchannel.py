@@ -150,3 +150,15 @@ class EdgeSessionManager(StreamableHTTPSessionManager):
         finally:
             with anyio.CancelScope(shield=True):
                 await transport.terminate()
+
+
+class ManagerRunning(Lifecycle[None]):
+    """The session manager's task group (the SDK's `run()`, which it enters once), from start to
+    stop: each request's server runs in it, so the HTTP server starts after it and stops before."""
+
+    def __init__(self, manager: EdgeSessionManager) -> None:
+        super().__init__("the edge's session manager")
+        self.manager = manager
+
+    async def _start(self, parts: contextlib.AsyncExitStack) -> None:
+        await parts.enter_async_context(self.manager.run())

@@ -103,6 +103,10 @@ class Gate:
             return []
         return tools_from_reply(reply)
 
+    async def agent_exists(self, agent: str) -> bool:
+        """Whether the gateway knows `agent` (a token is made only for one that exists)."""
+        return await self.tools(agent) is not None
+
     async def call(self, caller: Caller, tool: str, arguments: dict[str, Any], *, task_id: str,
                    approval_id: str | None = None) -> ToolCallResult:
         context = ToolCallContext(agent=caller.agent, task_id=task_id, actor=caller.actor,

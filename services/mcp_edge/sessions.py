@@ -14,6 +14,15 @@ from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from shared.clock import now_iso
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import BucketSpec
+
+DAY = 24 * 3600.0
+
+
+def sessions_bucket(subjects: Subjects) -> BucketSpec:
+    """MCP sessions of external clients, shared by every mcp-edge; an idle day ends one."""
+    return BucketSpec(name=subjects.stream("EDGE_SESSIONS"), history=1, ttl=DAY, description="mcp-edge sessions")
 
 
 class SessionRecord(msgspec.Struct, frozen=True, kw_only=True):

@@ -17,14 +17,20 @@ import msgspec
 from nats.js.errors import KeyNotFoundError
 
 from shared.clock import now_iso
+from shared.contracts.subjects import Subjects
 from shared.errors import AuroraError
-from shared.jetstream.streams import Bucket
+from shared.jetstream.streams import Bucket, BucketSpec
 from shared.nats.kvmirror import read_all_without_consumer
 
 PREFIX = "aet"
 _TOKEN = re.compile(r"^aet_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")
 _DURATION = re.compile(r"^(\d+)([smhd])$")
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def tokens_bucket(subjects: Subjects) -> BucketSpec:
+    """Bearer tokens of external MCP clients, hashed; written by mcp-edge alone."""
+    return BucketSpec(name=subjects.stream("EDGE_TOKENS"), history=1, description="mcp-edge bearer tokens")
 
 
 class TokenError(AuroraError):

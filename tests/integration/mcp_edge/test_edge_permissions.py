@@ -18,14 +18,15 @@ from nats.aio.msg import Msg
 
 from aurora_cli.localnats import free_port
 from services.mcp_edge.config import EdgeSettings
-from services.mcp_edge.service import EdgeService
+from services.mcp_edge.wiring import EdgeSetup, build_edge
 from shared.contracts import edge_ask
 from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import ToolCallResult, ToolResultEnvelope, decode_request, encode
 from shared.jetstream.streams import agents_bucket, approvals_bucket, ensure_bucket, tools_bucket
 from shared.nats.admin_service import admin_request, start_admin_service
-from tests.integration.mcp_edge.helpers import LEGACY, MODERN, bearer, connected
+from shared.wiring import Connections
 from tests.harness.secure_nats import SecureNats, Session, open_session, start_secure_nats
+from tests.integration.mcp_edge.helpers import LEGACY, MODERN, bearer, connected
 
 SUBJECTS = Subjects("amp")
 OTHERS = ("event-bridge", "app-supervisor", "mcp-gateway", "router", "runner", "operator", "consumer")
@@ -74,7 +75,8 @@ async def test_mcp_edge_does_its_job_with_its_own_credential(secure: SecureNats)
     calls: list[dict[str, Any]] = []
     service = await stand_in_gateway(gateway, calls)
     port = free_port("127.0.0.1")
-    edge_service = EdgeService(edge_session.nc, SUBJECTS, EdgeSettings(port=port, refresh_seconds=0.5))
+    edge_service = await build_edge(EdgeSetup(SUBJECTS, EdgeSettings(port=port, refresh_seconds=0.5)),
+                                    Connections(edge_session.nc))
     await edge_service.start()
     try:
         created = await admin_request(operator_session.nc, SUBJECTS, "tokens", "create", {"agent": "perm"})
@@ -156,7 +158,8 @@ async def test_the_gateway_asks_an_edge_client_and_the_edge_relays_its_answer(se
     service = await start_admin_service(gateway.nc, SUBJECTS, name="stand-in", version="0.1.0",
                                         areas={"agents": {"tools": agent_tools}})
     port = free_port("127.0.0.1")
-    edge_service = EdgeService(edge_session.nc, SUBJECTS, EdgeSettings(port=port, refresh_seconds=0.5))
+    edge_service = await build_edge(EdgeSetup(SUBJECTS, EdgeSettings(port=port, refresh_seconds=0.5)),
+                                    Connections(edge_session.nc))
     await edge_service.start()
     try:
         created = await admin_request(operator_session.nc, SUBJECTS, "tokens", "create", {"agent": "perm"})

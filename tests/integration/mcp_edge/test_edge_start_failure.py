@@ -12,9 +12,10 @@ from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 
 from services.mcp_edge.config import EdgeSettings
-from services.mcp_edge.service import EdgeService
+from services.mcp_edge.wiring import EdgeSetup, build_edge
 from shared.contracts.subjects import Subjects
 from shared.lifecycle import NotStarted
+from shared.wiring import Connections
 from tests.harness.processes import ServiceProcess
 
 
@@ -31,21 +32,21 @@ def taken_port() -> Iterator[int]:
 
 async def test_a_failed_start_stops_the_parts_started_before_it(nc: NATS, subjects: Subjects,
                                                                  taken_port: int) -> None:
-    edge = EdgeService(nc, subjects, EdgeSettings(port=taken_port, refresh_seconds=0.2))
+    edge = await build_edge(EdgeSetup(subjects, EdgeSettings(port=taken_port, refresh_seconds=0.2)), Connections(nc))
     with pytest.raises(OSError):
         await edge.start()
     # The admin service had answered on `$SRV.PING…` before the bind failed; the server now has
     # no subscriber for it: it says so at once.
     with pytest.raises(NoRespondersError):
         await nc.request("$SRV.PING.aurora-mcp-edge", b"", timeout=2)
-    assert not edge.started
-    with pytest.raises(NotStarted, match="the mcp-edge service used before start"):
-        _ = edge.port
+    assert not edge.started and not any(part.started for part in edge.order)
+    with pytest.raises(NotStarted, match="the edge's HTTP server used before start"):
+        _ = edge.parts.http.port
 
-    # The same service object starts once the port is free, and serves.
-    free = EdgeService(nc, subjects, EdgeSettings(port=0, refresh_seconds=0.2))
+    # The same build starts once the port is free, and serves.
+    free = await build_edge(EdgeSetup(subjects, EdgeSettings(port=0, refresh_seconds=0.2)), Connections(nc))
     async with free:
-        assert free.port > 0
+        assert free.parts.http.port > 0
         reply = await nc.request("$SRV.PING.aurora-mcp-edge", b"", timeout=2)
         assert b"aurora-mcp-edge" in reply.data
 
