@@ -16,12 +16,11 @@ from typing import Any
 import nats
 import yaml
 
-from aurora_cli.localnats import LocalNats
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.cli import Cli, cli_here_runner
-from tests.harness.processes import ServiceProcess, service_env, stop_services
+from tests.harness.stack import StackBuilder
 
 
 @dataclass
@@ -55,27 +54,18 @@ class ReviewStack:
 @contextmanager
 def review_stack(folder: Path, package: str, app_script: Path,
                  app_env: dict[str, str] | None = None) -> Iterator[ReviewStack]:
-    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
-    server.start()
     config = folder / "apps.yml"
     mcp: dict[str, Any] = {"command": [sys.executable, str(app_script)]}
     if app_env:
         mcp["env"] = app_env
     config.write_text(yaml.safe_dump({"apps": {package.rsplit(".", 1)[-1]: {
         "package": package, "governance": "review", "mcp": mcp}}}), encoding="utf-8")
-    env = service_env(server.url, AURORA_APPS_CONFIG=str(config))
-    logs = folder / "logs"
-    logs.mkdir()
-    processes = [ServiceProcess(module, env, logs, tag).start()
-                 for module, tag in (("services.app_supervisor", "supervisor"), ("services.mcp_gateway", "gateway"))]
     fake = FakeOpenAI().start()
     try:
-        processes[1].wait_ready(30)
-        yield ReviewStack(cli_here_runner(server.url), fake, server.url, package, folder)
+        with StackBuilder(folder).apps(config).supervisor().gateway().running() as stack:
+            yield ReviewStack(cli_here_runner(stack.url), fake, stack.url, package, folder)
     finally:
         fake.stop()
-        stop_services(processes)
-        server.stop()
 
 
 def reviewer(wording: dict[str, Any], preface: str = "") -> Callable[[Conversation], Turn]:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
@@ -15,21 +14,21 @@ from shared.contracts.agent import Agent
 from shared.contracts.resource import canonical_json
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import agents_bucket, ensure_bucket
+from tests.harness.stack import StackBuilder
 from tests.integration.mcp_gateway.pool.helpers import AGENT, BOUND, REPO, Pool
 
 
 @pytest.fixture
-async def pool(nc: NATS, subjects: Subjects, spawn: Any, tmp_path: Path) -> AsyncIterator[Pool]:
+async def pool(nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Pool]:
     counter = tmp_path / "counter.jsonl"
     config = tmp_path / "apps.yml"
     config.write_text(yaml.safe_dump({"apps": {"echo": {
         "mcp": {"command": [sys.executable, str(REPO / "tests/apps/echo_app.py")],
                 "env": {"ECHO_COUNTER_FILE": str(counter)}, "health_timeout_seconds": 15},
     }}}))
-    spawn("services.app_supervisor", tag="supervisor", AURORA_APPS_CONFIG=str(config))
-    spawn("services.mcp_gateway", tag="gateway", AURORA_APPS_CONFIG=str(config))
-    agents = await ensure_bucket(nc.jetstream(), agents_bucket(subjects))
-    await agents.put(AGENT, canonical_json(Agent(id=AGENT, agent_kind="playbook", tools=BOUND)))
-    client = Pool(nc, subjects)
-    await client.wait_for_tools(*BOUND)
-    yield client
+    async with StackBuilder(tmp_path).broker(nats_url).apps(config).supervisor().gateway().up():
+        agents = await ensure_bucket(nc.jetstream(), agents_bucket(subjects))
+        await agents.put(AGENT, canonical_json(Agent(id=AGENT, agent_kind="playbook", tools=BOUND)))
+        client = Pool(nc, subjects)
+        await client.wait_for_tools(*BOUND)
+        yield client
