@@ -13,16 +13,15 @@ from typing import Any, Literal, get_args
 
 from services.mcp_gateway.systems.findings import review_findings
 from services.mcp_gateway.systems.limits import Budget
+from services.mcp_gateway.systems.openapi_inputs import Inputs, add_body, add_param, merged_params
 from services.mcp_gateway.systems.openapi_load import OpenApiError
-from services.mcp_gateway.systems.schema import Resolver, as_dict, as_list, is_object_schema, json_media, merge_all_of
-from shared.contracts.tooldef import HttpExecution, HttpParam, ParamLocation, SideEffect, ToolDefinition
+from services.mcp_gateway.systems.schema import Resolver, as_dict, as_list, json_media
+from shared.contracts.tooldef import HttpExecution, SideEffect, ToolDefinition
 
 HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
 _METHODS: tuple[str, ...] = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 _SUPPORTED = frozenset(m.lower() for m in get_args(HttpMethod))
 _SEGMENT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]*$")
-# Headers the HTTP layer owns; OpenAPI says such parameter definitions are ignored.
-_RESERVED_HEADERS = frozenset({"accept", "content-type", "authorization"})
 # The IETF draft's name (draft-ietf-httpapi-idempotency-key-header): a header parameter so named is
 # where the gateway puts its idempotency key, not an input; an import may name another one.
 IDEMPOTENCY_KEY_HEADER = "Idempotency-Key"
@@ -164,15 +163,15 @@ def _clip(name: str, suffix: str = "") -> str:
 def _tool(op: _Op, resolver: Resolver, document: dict[str, Any], *, system: str, now: str,
           by: str, key_headers: frozenset[str] | set[str]) -> ToolDefinition:
     problems: list[str] = []
-    inputs = _Inputs()
-    for param in _merged_params(op, resolver, problems):
+    inputs = Inputs(notes=op.notes)
+    for param in merged_params(op.path_params, op.operation, resolver, problems):
         if param["in"] == "header" and param["name"].lower() in key_headers:
             op.idempotency_header = param["name"]
             op.notes.append(f"header `{param['name']}` carries the gateway's idempotency key (not an input); "
                             "a call in doubt may be sent again")
             continue
-        _add_param(op, param, resolver, inputs, problems)
-    body_param = _add_body(op, resolver, inputs, problems)
+        add_param(param, resolver, inputs, problems)
+    body_param = add_body(op.operation, resolver, inputs, problems)
     schema: dict[str, Any] = {"type": "object", "properties": inputs.properties, "additionalProperties": False}
     if inputs.required:
         schema["required"] = inputs.required
@@ -200,95 +199,6 @@ def _tool(op: _Op, resolver: Resolver, document: dict[str, Any], *, system: str,
         changed_at=now,
         source="openapi",
     )
-
-
-@dataclass
-class _Inputs:
-    properties: dict[str, Any] = field(default_factory=dict)
-    required: list[str] = field(default_factory=list)
-    params: list[HttpParam] = field(default_factory=list)
-    locations: dict[str, str] = field(default_factory=dict)
-
-    def add(self, op: _Op, wire: str, location: ParamLocation, schema: Any, required: bool) -> str:
-        base = re.sub(r"[^A-Za-z0-9_.-]", "_", wire)[:64] or location
-        name = base
-        if name in self.properties:
-            name = f"{location}_{base}"[:64]
-            counter = 2
-            while name in self.properties:
-                name, counter = f"{location}_{base}_{counter}"[:64], counter + 1
-            op.notes.append(f"{location} field `{wire}` is input `{name}` (`{base}` is taken)")
-        self.properties[name] = schema
-        self.locations[name] = location
-        if required:
-            self.required.append(name)
-        self.params.append(HttpParam(name=name, location=location, wire_name=None if name == wire else wire,
-                                     required=required))
-        return name
-
-
-def _merged_params(op: _Op, resolver: Resolver, problems: list[str]) -> list[dict[str, Any]]:
-    """Path-level parameters overridden by operation-level ones with the same name and location."""
-    merged: dict[tuple[str, str], dict[str, Any]] = {}
-    own = as_list(op.operation.get("parameters"))
-    for raw in [*op.path_params, *own]:
-        param = resolver.deref(raw, problems, "parameter")
-        if param is None or not isinstance(param.get("name"), str) or not isinstance(param.get("in"), str):
-            problems.append("parameter: a parameter without a name or location was ignored")
-            continue
-        merged[(param["name"], param["in"])] = param
-    order = {"path": 0, "query": 1, "header": 2, "cookie": 3}
-    return sorted(merged.values(), key=lambda p: order.get(p["in"], 4))
-
-
-def _add_param(op: _Op, param: dict[str, Any], resolver: Resolver, inputs: _Inputs, problems: list[str]) -> None:
-    name, location = param["name"], param["in"]
-    if location == "cookie" or location not in ("path", "query", "header"):
-        need = "; it is required, so the tool cannot be called as imported" if param.get("required") else ""
-        problems.append(f"parameter `{name}` ({location}): {location} parameters are not supported{need}")
-        return
-    if location == "header" and name.lower() in _RESERVED_HEADERS:
-        op.notes.append(f"header parameter `{name}` is ignored: the HTTP layer sets it")
-        return
-    raw_schema = param.get("schema")
-    if raw_schema is None and isinstance(param.get("content"), dict) and param["content"]:
-        raw_schema = next(iter(param["content"].values())).get("schema")
-    schema = resolver.schema(raw_schema if raw_schema is not None else {}, problems)
-    if isinstance(schema, dict) and isinstance(param.get("description"), str) and param["description"].strip():
-        schema = {**schema, "description": param["description"]}
-    required = location == "path" or param.get("required") is True
-    inputs.add(op, name, location, schema, required)
-
-
-def _add_body(op: _Op, resolver: Resolver, inputs: _Inputs, problems: list[str]) -> str | None:
-    if "requestBody" not in op.operation:
-        return None
-    body = resolver.deref(op.operation["requestBody"], problems, "request body")
-    if body is None:
-        return None
-    content = as_dict(body.get("content"))
-    media = json_media(content)
-    if media is None:
-        kinds = ", ".join(sorted(content)) or "none"
-        problems.append(f"request body: content type {kinds} is not supported (JSON only); the body cannot be sent")
-        return None
-    media_object = as_dict(content[media])
-    schema = resolver.schema(media_object.get("schema", {}), problems)
-    if isinstance(schema, dict):
-        schema = merge_all_of(schema)
-    body_required = body.get("required") is True
-    if is_object_schema(schema):
-        required = schema.get("required", []) if isinstance(schema.get("required"), list) else []
-        for prop, prop_schema in schema["properties"].items():
-            if isinstance(prop_schema, dict) and prop_schema.get("readOnly") is True:
-                op.notes.append(f"body field `{prop}` is read-only and not an input")
-                continue
-            inputs.add(op, prop, "body", prop_schema, prop in required)
-        return None
-    described = dict(schema) if isinstance(schema, dict) else {}
-    if isinstance(body.get("description"), str) and body["description"].strip():
-        described["description"] = body["description"]
-    return inputs.add(op, "body", "body", described if isinstance(schema, dict) else schema, body_required)
 
 
 def _description(operation: dict[str, Any]) -> str:
