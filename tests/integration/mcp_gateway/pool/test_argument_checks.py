@@ -12,17 +12,9 @@ from urllib.parse import unquote
 import pytest
 from nats.aio.client import Client as NATS
 
-from shared.contracts.agent import Agent
-from shared.contracts.resource import canonical_json
 from shared.contracts.subjects import Subjects
-from shared.jetstream.streams import agents_bucket, ensure_bucket
-from tests.integration.mcp_gateway.pool.helpers import (
-    Pool,
-    call,
-    gateway_with_orders,
-    read_stream,
-    wait_until_available,
-)
+from tests.harness.tool_pool import Pool, call, published_to, read_stream
+from tests.integration.mcp_gateway.pool.helpers import gateway_with_orders
 from tests.integration.mcp_gateway.systems.recording_server import RecordingServer, Reply
 
 AGENT = "buyer"
@@ -62,12 +54,7 @@ async def orders(nc: NATS, subjects: Subjects, spawn: Any, tmp_path: Path,
     pool, imported = await gateway_with_orders(nc, subjects, spawn, tmp_path, base_url=server.url, spec=SPEC,
                                                cooldown=3.0)
     assert sorted(imported["created"]) == [WRITE, READ], imported
-    agents = await ensure_bucket(nc.jetstream(), agents_bucket(subjects))
-    await agents.put(AGENT, canonical_json(Agent(id=AGENT, agent_kind="playbook", tools=(READ, WRITE))))
-    for name in (READ, WRITE):
-        await pool.admin("tools", "review", {"name": name})
-        await pool.admin("tools", "publish", {"name": name})
-    await wait_until_available(pool, AGENT, READ, WRITE)
+    await published_to(pool, AGENT, READ, WRITE)
     yield pool
 
 

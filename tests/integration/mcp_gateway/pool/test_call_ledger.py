@@ -6,7 +6,8 @@ from __future__ import annotations
 import asyncio
 import uuid
 
-from tests.integration.mcp_gateway.pool.helpers import AGENT, Pool
+from tests.harness.tool_pool import Pool
+from tests.integration.mcp_gateway.pool.helpers import AGENT
 
 
 async def _count(pool: Pool, key: str) -> int:

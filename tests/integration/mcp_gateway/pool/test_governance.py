@@ -19,8 +19,9 @@ from shared.contracts.toolcall import METHOD_CALL, ToolCallContext, ToolCallEnve
 from shared.nats import write_through
 from shared.nats.admin_service import AdminRequestError
 from tests.harness.run_records import dispatched, run_context
+from tests.harness.tool_pool import Pool, audit_records
 from tests.harness.waiting import poll
-from tests.integration.mcp_gateway.pool.helpers import AGENT, Pool, audit_records
+from tests.integration.mcp_gateway.pool.helpers import AGENT
 
 
 async def test_an_unannotated_mcp_tool_is_a_write_and_needs_approval(pool: Pool) -> None:

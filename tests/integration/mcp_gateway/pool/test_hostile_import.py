@@ -16,7 +16,8 @@ from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import AdminRequestError, admin_request
-from tests.integration.mcp_gateway.pool.helpers import REPO, Pool
+from tests.harness.tool_pool import Pool
+from tests.integration.mcp_gateway.pool.helpers import REPO
 
 FIXTURES = REPO / "tests" / "fixtures" / "openapi"
 IMPORT_SECONDS = 2.0

@@ -14,8 +14,9 @@ from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import AdminRequestError
+from tests.harness.tool_pool import Pool
 from tests.harness.waiting import poll
-from tests.integration.mcp_gateway.pool.helpers import Pool, gateway_with_orders
+from tests.integration.mcp_gateway.pool.helpers import gateway_with_orders
 from tests.integration.mcp_gateway.systems.recording_server import Recorded, RecordingServer, Reply
 
 SPEC = {

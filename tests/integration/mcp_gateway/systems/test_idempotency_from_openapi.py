@@ -14,7 +14,7 @@ from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
 from tests.harness.stack import StackBuilder
-from tests.integration.mcp_gateway.pool.helpers import Pool
+from tests.harness.tool_pool import Pool
 from tests.integration.mcp_gateway.systems.recording_server import RecordingServer
 
 BODY = {"required": True, "content": {"application/json": {"schema": {
