@@ -134,7 +134,7 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
     "receipt_hear": ("hear the confirmations on `amp.mcp.<app>.<instance>.rcpt`",
                      _row(R, A, R, R, R, R, R, R, R)),
     "platform_forge": ("publish a platform service's own events or signals (`aurora_gateway`, `aurora_runner`, "
-                       "`aurora_scheduler`), or a schedule tick",
+                       "`aurora_scheduler`, `aurora_edge`), or a schedule tick",
                        _row(N, N, N, N, N, N, N, R, R)),
 }
 

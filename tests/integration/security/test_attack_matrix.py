@@ -373,6 +373,8 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
                 publish(SUBJECTS.event("aurora.runner", "task.failed")),
                 publish(SUBJECTS.event("aurora.scheduler", "schedule.triggered")),
                 publish(SUBJECTS.signal("aurora.scheduler", "platform_event")),
+                publish(SUBJECTS.signal("aurora.edge", "platform_event")),  # an A2A message is the edge's
+                publish(SUBJECTS.event("aurora.edge", "a2a.message.received")),
                 publish(SUBJECTS.schedule_tick("matrix")), publish(SUBJECTS.schedule_timer("matrix"))]
     raise AssertionError(f"no probes for row {key!r}")
 
