@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,7 +111,7 @@ class AuroraTasks:
             await asyncio.sleep(self._poll_seconds)
         return Found(None)
 
-    async def follow(self, task_id: str) -> AsyncIterator[Task]:
+    async def follow(self, task_id: str) -> AsyncGenerator[Task]:
         """Every revision of the task from the latest on, ending with a terminal one."""
         config = ConsumerConfig(deliver_policy=DeliverPolicy.LAST_PER_SUBJECT, ack_policy=AckPolicy.NONE,
                                 inactive_threshold=FOLLOW_INACTIVE, mem_storage=True,

@@ -117,10 +117,11 @@ class AuroraRequestHandler(RequestHandler):
     # --- following ----------------------------------------------------------------------------
     async def _settled(self, task_id: str) -> AuroraTask:
         last: AuroraTask | None = None
-        async for task in self._tasks.follow(task_id):
-            last = task
-            if state_of(task) in SETTLED:
-                return task
+        async with contextlib.aclosing(self._tasks.follow(task_id)) as changes:  # its consumer goes at once
+            async for task in changes:
+                last = task
+                if state_of(task) in SETTLED:
+                    return task
         assert last is not None  # follow ends only after a terminal task
         return last
 
@@ -129,13 +130,14 @@ class AuroraRequestHandler(RequestHandler):
         if after is not None and after.terminal:
             return
         shown = (state_of(after), after.approval_id) if after is not None else None
-        async for task in self._tasks.follow(task_id):
-            now = (state_of(task), task.approval_id)
-            if now != shown:
-                shown = now
-                yield status_event(task, await self._tasks.approval(task.approval_id))
-            if task.terminal:
-                return
+        async with contextlib.aclosing(self._tasks.follow(task_id)) as changes:
+            async for task in changes:
+                now = (state_of(task), task.approval_id)
+                if now != shown:
+                    shown = now
+                    yield status_event(task, await self._tasks.approval(task.approval_id))
+                if task.terminal:
+                    return
 
     async def _shown(self, task: AuroraTask) -> Task:
         return a2a_task(task, await self._tasks.approval(task.approval_id))
