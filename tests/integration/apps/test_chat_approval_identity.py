@@ -21,12 +21,11 @@ import nats
 import pytest
 from nats.aio.client import Client as NATS
 
-from aurora_cli.localnats import LocalNats
 from services.mcp_gateway.approvals.in_chat import DURABLE as CHAT_APPROVALS
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.harness.chat_webhook import SECRET_ENV, WEBHOOK_SECRET, AsyncPageUser
-from tests.harness.processes import ServiceProcess, service_env, stop_services
+from tests.harness.stack import StackBuilder
 from tests.harness.waiting import poll, poll_sync
 from tests.integration.runner.helpers import (
     APPS,
@@ -40,7 +39,6 @@ from tests.integration.runner.helpers import (
     sent,
     stdio,
     stored_event,
-    write_apps,
 )
 
 SERVING = re.compile(r"chat page serving.*?(http://127\.0\.0\.1:\d+/)")
@@ -57,8 +55,6 @@ class ChatStack:
 @pytest.fixture(scope="module")
 def chat_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatStack]:
     folder = tmp_path_factory.mktemp("chat-identity")
-    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
-    server.start()
     chat_log, counter = folder / "chat-sent.jsonl", folder / "echo-counter.jsonl"
     apps = {
         "chat": stdio([PYTHON, "-m", "apps.aurora_app_chat"], package=CHAT, platform=CHAT_PLATFORM, mcp={"env": {
@@ -66,23 +62,11 @@ def chat_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ChatStack]:
         "echo": stdio([PYTHON, str(APPS / "echo_app.py")], package=ECHO,
                       mcp={"env": {"ECHO_COUNTER_FILE": str(counter)}}),
     }
-    env = service_env(server.url, AURORA_APPS_CONFIG=str(write_apps(folder, apps)))
-    logs = folder / "logs"
-    logs.mkdir()
-    processes = {name: ServiceProcess(f"services.{module}", env, logs, name).start() for name, module in [
-        ("bridge", "event_bridge"), ("supervisor", "app_supervisor"), ("gateway", "mcp_gateway"),
-        ("router", "router")]}
-    processes["runner"] = ServiceProcess("services.runner", {**env, **RUNNER_ENV}, logs, "runner").start()
-    try:
-        processes["gateway"].wait_ready(60)
-        processes["runner"].wait_ready(40)
-        processes["router"].wait_ready(40)
-        supervisor = processes["supervisor"]
+    builder = StackBuilder(folder).apps(apps).bridge().supervisor().gateway().router().runners(1, **RUNNER_ENV)
+    with builder.running() as stack:
+        supervisor = stack["supervisor"]
         match = poll_sync(lambda: SERVING.search(supervisor.logs()), timeout=30, what="the chat page's address")
-        yield ChatStack(server.url, match.group(1), chat_log, counter)
-    finally:
-        stop_services(processes.values())
-        server.stop()
+        yield ChatStack(stack.url, match.group(1), chat_log, counter)
 
 
 @pytest.fixture

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,7 +14,7 @@ from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
 from tests.harness.cli import Cli, cli_here_runner
-from tests.harness.processes import ServiceProcess
+from tests.harness.stack import Stack, StackBuilder
 from tests.integration.event_bridge.helpers import wait_for_count
 
 
@@ -27,12 +29,16 @@ def _json(result: Any) -> Any:
     return json.loads(result.stdout)
 
 
-async def _dead_letters(nc: NATS, subjects: Subjects, spawn: Any) -> None:
+@pytest.fixture
+async def services(nats_url: str, tmp_path: Path) -> AsyncIterator[Stack]:
+    """The bridge and the router, serving."""
+    async with StackBuilder(tmp_path).broker(nats_url).bridge().router().up() as stack:
+        yield stack
+
+
+async def _dead_letters(nc: NATS, subjects: Subjects, services: Stack) -> None:
     """Two signals the bridge cannot read and an event the router cannot read."""
-    bridge: ServiceProcess = spawn("services.event_bridge", tag="bridge")
-    router: ServiceProcess = spawn("services.router", tag="router")
-    await bridge.ready()
-    await router.ready()
+    bridge, router = services["bridge"], services["router"]
     js = nc.jetstream()
     for n in (1, 2):
         await js.publish(subjects.signal("im.polaris.qq", "native_event"), f"garbage {n}".encode(),
@@ -42,8 +48,8 @@ async def _dead_letters(nc: NATS, subjects: Subjects, spawn: Any) -> None:
     await wait_for_count(js, "AMP_DLQ", 3, timeout=30, watch=[bridge, router])
 
 
-async def test_list_show_and_purge_with_filters(nc: NATS, subjects: Subjects, spawn: Any, cli: Cli) -> None:
-    await _dead_letters(nc, subjects, spawn)
+async def test_list_show_and_purge_with_filters(nc: NATS, subjects: Subjects, services: Stack, cli: Cli) -> None:
+    await _dead_letters(nc, subjects, services)
 
     def dlq(*args: str) -> Any:
         return cli("dlq", *args)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import nats
@@ -26,7 +27,7 @@ from shared.contracts.subjects import Subjects
 from shared.jetstream import deadletter as dl
 from shared.nats.admin_service import admin_request
 from tests.harness.cli import Cli
-from tests.harness.processes import ServiceProcess
+from tests.harness.stack import StackBuilder
 from tests.harness.waiting import consumed, poll
 from tests.integration.runner.helpers import RUNNER_ENV, event, publish_events, task_id_of
 
@@ -77,14 +78,13 @@ def _json(result: Any) -> Any:
 
 
 async def test_replaying_an_event_whose_cause_was_fixed_makes_one_run_and_again_none(
-    nc: NATS, nats_url: str, subjects: Subjects, spawn: Any, cli: Cli
+    nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path, cli: Cli
 ) -> None:
     js = nc.jetstream()
-    admin: ServiceProcess = spawn("services.router", tag="router-admin", AURORA_ROUTER_SERVE_AGENTS="1")
-    await admin.ready()
-    for area, document in (("agents", AGENT), ("bindings", BINDING)):
-        await admin_request(nc, subjects, area, "apply", {"document": document}, timeout=20)
-    admin.terminate()
+    admin = StackBuilder(tmp_path).broker(nats_url).service("router", "router-admin", AURORA_ROUTER_SERVE_AGENTS="1")
+    async with admin.up():
+        for area, document in (("agents", AGENT), ("bindings", BINDING)):
+            await admin_request(nc, subjects, area, "apply", {"document": document}, timeout=20)
 
     doc = event("order.placed", {"order": 17})  # no session: nothing to deliver, no gateway needed
     await _give_up_without_runs_stream(nats_url, subjects, doc)
@@ -95,43 +95,40 @@ async def test_replaying_an_event_whose_cause_was_fixed_makes_one_run_and_again_
     assert "gave up after 2 deliveries" in letter["reason"] and "publishing failed" in letter["reason"]
 
     # The cause is fixed: a runner creates AMP_RUNS again; the routers are back.
-    runner: ServiceProcess = spawn("services.runner", tag="runner", **RUNNER_ENV)
-    router: ServiceProcess = spawn("services.router", tag="router")
-    await runner.ready()
-    await router.ready()
-    assert await _tasks(js) == 0  # nothing ran the event before the replay
+    async with StackBuilder(tmp_path).broker(nats_url).service("runner", "runner", **RUNNER_ENV).router().up():
+        assert await _tasks(js) == 0  # nothing ran the event before the replay
 
-    replayed = _json(await asyncio.to_thread(cli, "dlq", "replay", str(letter["seq"]), "--keep", "--json"))
-    assert [r["seq"] for r in replayed["replayed"]] == [letter["seq"]]
-    task_id = task_id_of(doc, "orders")
+        replayed = _json(await asyncio.to_thread(cli, "dlq", "replay", str(letter["seq"]), "--keep", "--json"))
+        assert [r["seq"] for r in replayed["replayed"]] == [letter["seq"]]
+        task_id = task_id_of(doc, "orders")
 
-    async def finished() -> dict[str, Any] | None:
-        try:
-            entry = await (await js.key_value("AMP_TASKS")).get(task_id)
-        except NotFoundError:
-            return None
-        found: dict[str, Any] = json.loads(entry.value or b"{}")
-        return found if found.get("state") == "succeeded" else None
+        async def finished() -> dict[str, Any] | None:
+            try:
+                entry = await (await js.key_value("AMP_TASKS")).get(task_id)
+            except NotFoundError:
+                return None
+            found: dict[str, Any] = json.loads(entry.value or b"{}")
+            return found if found.get("state") == "succeeded" else None
 
-    task = await poll(finished, timeout=30, what="the replayed event's task to succeed")
-    assert task["answer"] == "order seen" and task["attempts"] == 1
-    runs_after_first = (await js.stream_info("AMP_RUNS")).state.last_seq
+        task = await poll(finished, timeout=30, what="the replayed event's task to succeed")
+        assert task["answer"] == "order seen" and task["attempts"] == 1
+        runs_after_first = (await js.stream_info("AMP_RUNS")).state.last_seq
 
-    # Again (the dead letter was kept): JetStream knows this replay's id and drops it; past its
-    # duplicate window the copy would be stored, routed to the same run id and find its task.
-    again = _json(await asyncio.to_thread(cli, "dlq", "replay", str(letter["seq"]), "--json"))
-    assert again["replayed"][0]["duplicate"] is True
-    events_last = (await js.stream_info("AMP_EVENTS")).state.last_seq
-    await consumed(js, "AMP_EVENTS", "router", through=events_last, what="the router to route every replay")
-    await consumed(js, "AMP_RUNS", "runner", what="the runners to finish")
-    assert (await js.stream_info("AMP_RUNS")).state.last_seq == runs_after_first
-    assert await _tasks(js) == 1
-    final = await finished()
-    assert final is not None and final["attempts"] == 1
-    # Replayed without --keep: gone from the DLQ.
-    assert _json(await asyncio.to_thread(cli, "dlq", "list", "--json"))["count"] == 0
-    stored = await js.get_msg("AMP_EVENTS", replayed["replayed"][0]["stored_seq"])
-    assert stored.data == json.dumps(doc, ensure_ascii=False).encode()  # the original bytes
-    headers = stored.headers or {}
-    assert headers["Nats-Msg-Id"] == f"dlq-replay:AMP_DLQ:{letter['seq']}"
-    assert dl.ORIGINAL_HEADERS not in headers
+        # Again (the dead letter was kept): JetStream knows this replay's id and drops it; past its
+        # duplicate window the copy would be stored, routed to the same run id and find its task.
+        again = _json(await asyncio.to_thread(cli, "dlq", "replay", str(letter["seq"]), "--json"))
+        assert again["replayed"][0]["duplicate"] is True
+        events_last = (await js.stream_info("AMP_EVENTS")).state.last_seq
+        await consumed(js, "AMP_EVENTS", "router", through=events_last, what="the router to route every replay")
+        await consumed(js, "AMP_RUNS", "runner", what="the runners to finish")
+        assert (await js.stream_info("AMP_RUNS")).state.last_seq == runs_after_first
+        assert await _tasks(js) == 1
+        final = await finished()
+        assert final is not None and final["attempts"] == 1
+        # Replayed without --keep: gone from the DLQ.
+        assert _json(await asyncio.to_thread(cli, "dlq", "list", "--json"))["count"] == 0
+        stored = await js.get_msg("AMP_EVENTS", replayed["replayed"][0]["stored_seq"])
+        assert stored.data == json.dumps(doc, ensure_ascii=False).encode()  # the original bytes
+        headers = stored.headers or {}
+        assert headers["Nats-Msg-Id"] == f"dlq-replay:AMP_DLQ:{letter['seq']}"
+        assert dl.ORIGINAL_HEADERS not in headers

@@ -22,11 +22,11 @@ import nats
 import pytest
 import yaml
 
-from aurora_cli.localnats import LocalNats
 from shared.contracts.subjects import Subjects
 from tests.harness.cli import Cli, cli_here_runner
-from tests.harness.processes import REPO, ServiceProcess, service_env, stop_services
+from tests.harness.processes import REPO, ServiceProcess
 from tests.harness.run_records import dispatched, run_context
+from tests.harness.stack import StackBuilder
 
 PYTHON = sys.executable
 ECHO_APP = REPO / "tests" / "apps" / "echo_app.py"
@@ -78,26 +78,9 @@ def _apps(chat_log: Path) -> dict[str, Any]:
 @pytest.fixture(scope="module")
 def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     folder = tmp_path_factory.mktemp("pool-cli")
-    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
-    server.start()
     chat_log = folder / "chat-sent.jsonl"
-    config = folder / "apps.yml"
-    config.write_text(yaml.safe_dump({"apps": _apps(chat_log)}), encoding="utf-8")
-    env = service_env(server.url, AURORA_APPS_CONFIG=str(config))
-    logs = folder / "logs"
-    logs.mkdir()
-    processes = [ServiceProcess(module, env, logs, tag).start() for module, tag in (
-        ("services.event_bridge", "bridge"), ("services.app_supervisor", "supervisor"),
-        ("services.mcp_gateway", "gateway"), ("services.router", "router"))]
-    bridge, _, gateway, router = processes
-    try:
-        gateway.wait_ready(30)
-        router.wait_ready(30)
-        bridge.wait_ready(30)
-        yield Stack(server.url, cli_here_runner(server.url), folder, chat_log, gateway)
-    finally:
-        stop_services(processes)
-        server.stop()
+    with StackBuilder(folder).apps(_apps(chat_log)).bridge().supervisor().gateway().router().running() as running:
+        yield Stack(running.url, cli_here_runner(running.url), folder, chat_log, running["gateway"])
 
 
 def _excluded(reply: dict[str, Any]) -> dict[str, dict[str, Any]]:

@@ -20,7 +20,7 @@ from mcp.client.streamable_http import streamable_http_client
 from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import free_port
-from tests.harness.processes import ServiceProcess, service_env
+from tests.harness.stack import StackBuilder
 from tests.integration.elicit.helpers import ELICIT, ElicitStack
 from tests.integration.mcp_edge.helpers import LEGACY, MODERN, agent, audit_records, bearer, token
 
@@ -35,16 +35,11 @@ def edges(stack: ElicitStack, tmp_path_factory: pytest.TempPathFactory) -> Itera
     ports = (free_port("127.0.0.1"), free_port("127.0.0.1"))
     # Behind one load balancer both instances answer the name the client used: each allows the other's.
     hosts = ",".join(f"127.0.0.1:{port}" for port in ports)
-    processes = [ServiceProcess("services.mcp_edge", service_env(stack.url, AURORA_EDGE_PORT=str(port),
-                                                                 AURORA_EDGE_ALLOWED_HOSTS=hosts), logs,
-                                f"edge-{n}").start() for n, port in enumerate(ports)]
-    try:
-        for edge in processes:
-            edge.wait_ready(30)
+    builder = StackBuilder(logs).broker(stack.url)
+    for n, port in enumerate(ports):
+        builder.service("edge", f"edge-{n}", AURORA_EDGE_PORT=str(port), AURORA_EDGE_ALLOWED_HOSTS=hosts)
+    with builder.running():
         yield f"http://127.0.0.1:{ports[0]}", ports[1]
-    finally:
-        for edge in processes:
-            edge.terminate(timeout=20)
 
 
 @pytest.fixture(scope="module")

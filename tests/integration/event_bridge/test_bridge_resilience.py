@@ -111,7 +111,7 @@ async def test_ten_thousand_signals_survive_sigkilled_bridges(
         kills += 1
         assert not bridge.alive()
         bridge.start()
-        bridge.wait_for_log('"started"')
+        await bridge.ready()  # the restarted one's ready file: the killed one's went at its start
     await publishing
     await wait_for_count(js, "AMP_EVENTS", len(signals), timeout=60, watch=[bridge])
     await _assert_drained(nc)

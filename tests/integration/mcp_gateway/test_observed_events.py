@@ -18,11 +18,9 @@ from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.harness.stack import Stack
 from tests.integration.mcp_gateway.helpers import (
-    BRIDGE,
     PYTHON,
     REPO,
     SILENT_TIMEOUT,
-    Spawn,
     call_envelope,
     call_until_ok,
     echo_app,
@@ -98,9 +96,9 @@ async def test_sessions_that_come_up_or_never_initialize_are_app_events(
 
 
 async def test_an_app_that_dies_is_disconnected_then_connected_again(
-    nc: NATS, subjects: Subjects, stack: Stack, spawn: Spawn, tmp_path: Path
+    nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
 ) -> None:
-    await spawn(BRIDGE, tag="bridge").ready()
+    await stack.serving("bridge")
     config = write_apps(tmp_path, {"echo": echo_app()})
     stack.launch("supervisor", apps=config)
     await stack.serving("gateway", apps=config)
@@ -188,9 +186,9 @@ def _resources_app(package: str, **mcp: Any) -> dict[str, Any]:
 
 
 async def test_resource_reads_are_events_only_for_an_app_that_asks(
-    nc: NATS, subjects: Subjects, stack: Stack, spawn: Spawn, tmp_path: Path
+    nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
 ) -> None:
-    bridge = spawn(BRIDGE, tag="bridge")
+    bridge = stack.launch("bridge")
     config = write_apps(tmp_path, {
         "memo": _resources_app("test.memo", publish_resource_reads=True),
         "quiet": _resources_app("test.quiet"),

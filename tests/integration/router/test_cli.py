@@ -12,6 +12,7 @@ from nats.aio.client import Client as NATS
 from shared.contracts.subjects import Subjects
 from tests.harness.cli_here import aurora_at as aurora
 from tests.harness.processes import REPO
+from tests.harness.stack import StackBuilder
 from tests.integration.router.helpers import drain_runs, poll, publish_events
 from tests.unit.router.factories import event_doc
 
@@ -111,33 +112,31 @@ async def test_route_dry_run_and_trace(router: Any, nats_url: str, nc: NATS, sub
 
 
 async def test_emitted_events_reach_their_agents_synthetic_stays_synthetic(
-        spawn: Any, nats_url: str, nc: NATS, subjects: Subjects) -> None:
+        tmp_path: Path, nats_url: str, nc: NATS, subjects: Subjects) -> None:
     """The example routes on a bridge + router stack: `aurora events emit` all the way to a run."""
-    bridge = spawn("services.event_bridge", tag="bridge")
-    router = spawn("services.router", tag="router", AURORA_ROUTER_SERVE_AGENTS="1")
-    await bridge.ready(30)
-    await router.ready(30)
-    assert (await aurora(nats_url, "apply", "-f", str(EXAMPLE)))[0] == 0
-    emitted = {}
-    for event_type, extra in (("message.received", ["--synthetic", "--session", "group_1"]),
-                              ("group.member_joined", [])):
-        code, out, err = await aurora(nats_url, "events", "emit", event_type, "--app", "im.polaris.qq",
-                                      "--wait", "--json", *extra)
-        assert code == 0, err
-        emitted[event_type] = json.loads(out)["message_id"]
+    async with StackBuilder(tmp_path).broker(nats_url).bridge().router(AURORA_ROUTER_SERVE_AGENTS="1").up():
+        assert (await aurora(nats_url, "apply", "-f", str(EXAMPLE)))[0] == 0
+        emitted = {}
+        for event_type, extra in (("message.received", ["--synthetic", "--session", "group_1"]),
+                                  ("group.member_joined", [])):
+            code, out, err = await aurora(nats_url, "events", "emit", event_type, "--app", "im.polaris.qq",
+                                          "--wait", "--json", *extra)
+            assert code == 0, err
+            emitted[event_type] = json.loads(out)["message_id"]
 
-    async def traced(message_id: str) -> bool:
-        return (await aurora(nats_url, "route", "trace", message_id, "--json"))[0] == 0
+        async def traced(message_id: str) -> bool:
+            return (await aurora(nats_url, "route", "trace", message_id, "--json"))[0] == 0
 
-    for message_id in emitted.values():
-        await poll(lambda m=message_id: traced(m), what="the trace")
-    chat = json.loads((await aurora(nats_url, "route", "trace", emitted["message.received"], "--json"))[1])
-    greet = json.loads((await aurora(nats_url, "route", "trace", emitted["group.member_joined"], "--json"))[1])
-    assert (chat["status"], chat["target"], chat["synthetic"]) == ("dispatched", {"type": "agent", "id": "chat"}, True)
-    assert (greet["status"], greet["target"]) == ("dispatched", {"type": "agent", "id": "greeter"})
-    runs = {run.payload.run_id: run for _, run in await drain_runs(nc.jetstream(), subjects, 2)}
-    assert runs[chat["run_id"]].payload.synthetic is True
-    assert runs[greet["run_id"]].payload.synthetic is False
-    reply = runs[chat["run_id"]].payload.delivery.reply_target
-    assert reply is not None and (reply.app, reply.session_id) == ("im.polaris.qq", "group_1")
-    assert runs[greet["run_id"]].payload.delivery.reply_target is None, "no conversation: nobody guesses"
+        for message_id in emitted.values():
+            await poll(lambda m=message_id: traced(m), what="the trace")
+        chat = json.loads((await aurora(nats_url, "route", "trace", emitted["message.received"], "--json"))[1])
+        greet = json.loads((await aurora(nats_url, "route", "trace", emitted["group.member_joined"], "--json"))[1])
+        assert (chat["status"], chat["target"], chat["synthetic"]) == (
+            "dispatched", {"type": "agent", "id": "chat"}, True)
+        assert (greet["status"], greet["target"]) == ("dispatched", {"type": "agent", "id": "greeter"})
+        runs = {run.payload.run_id: run for _, run in await drain_runs(nc.jetstream(), subjects, 2)}
+        assert runs[chat["run_id"]].payload.synthetic is True
+        assert runs[greet["run_id"]].payload.synthetic is False
+        reply = runs[chat["run_id"]].payload.delivery.reply_target
+        assert reply is not None and (reply.app, reply.session_id) == ("im.polaris.qq", "group_1")
+        assert runs[greet["run_id"]].payload.delivery.reply_target is None, "no conversation: nobody guesses"

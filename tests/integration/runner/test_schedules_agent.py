@@ -5,23 +5,20 @@ and a runner runs the agent, which sees the schedule's data and the system actor
 from __future__ import annotations
 
 import uuid
-from pathlib import Path
 
 from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
-from tests.harness.processes import ServiceProcess, service_env
 from tests.harness.runner_stack import RunnerStack
 from tests.integration.runner.helpers import ECHO, apply, settled, task_id_of
 from tests.integration.scheduler.schedules import FAST, admin, events_until
 
 
-async def test_a_binding_on_schedule_triggered_runs_a_playbook_agent(stack: RunnerStack, snc: NATS, subjects: Subjects,
-                                                                     tmp_path: Path) -> None:
+async def test_a_binding_on_schedule_triggered_runs_a_playbook_agent(stack: RunnerStack, snc: NATS,
+                                                                     subjects: Subjects) -> None:
     case = f"sched-{uuid.uuid4().hex[:6]}"
-    scheduler = ServiceProcess("services.scheduler", service_env(stack.url, **FAST), tmp_path, "scheduler").start()
+    scheduler = await stack.running.serving("scheduler", **FAST)  # the runner stack's, one more service
     try:
-        scheduler.wait_ready(30)
         await apply(snc, subjects, "agents", {
             "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["schedule.*"],
             "tools": [f"{ECHO}.echo"],

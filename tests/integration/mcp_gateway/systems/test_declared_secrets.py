@@ -26,7 +26,7 @@ from shared.contracts.tooldef import HttpExecution, ToolDefinition
 from shared.jetstream.streams import audit_stream
 from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.harness.cli_here import run_cli_here
-from tests.harness.processes import ServiceProcess, logged
+from tests.harness.processes import ServiceProcess
 from tests.harness.waiting import poll
 from tests.integration.mcp_gateway.systems.recording_server import Recorded, RecordingServer, Reply
 
@@ -111,7 +111,7 @@ async def audited(nc: NATS, subjects: Subjects, tool: str) -> dict[str, Any]:
 async def test_undeclared_secrets_are_refused_at_apply_naming_the_field(
         nc: NATS, nats_url: str, subjects: Subjects, gateway: tuple[ServiceProcess, Path]) -> None:
     process, folder = gateway
-    await logged(process, "serving")
+    await process.ready()
     listener = RecordingServer().start()
     try:
         for auth, field in (({"value_env": "SOME_UNDECLARED_VAR"}, "auth.value_env"),
@@ -141,7 +141,7 @@ async def test_undeclared_secrets_are_refused_at_apply_naming_the_field(
 async def test_a_system_stored_before_the_rule_is_refused_at_call_time_and_nothing_is_sent(
         nc: NATS, subjects: Subjects, gateway: tuple[ServiceProcess, Path]) -> None:
     process, folder = gateway
-    await logged(process, "serving")
+    await process.ready()
     listener = RecordingServer().start()
     listener.reply = seen
     try:
@@ -169,7 +169,7 @@ async def test_a_system_stored_before_the_rule_is_refused_at_call_time_and_nothi
 async def test_declared_secrets_reach_their_system(nc: NATS, subjects: Subjects,
                                                    gateway: tuple[ServiceProcess, Path]) -> None:
     process, _ = gateway
-    await logged(process, "serving")
+    await process.ready()
     listener = RecordingServer().start()
     listener.reply = seen
     try:
