@@ -115,7 +115,8 @@ class EventBridge(Lifecycle[None]):
 
     async def _start(self, parts: AsyncExitStack) -> None:
         await ensure_streams(self._js, [*fabric_streams(self._subjects), audit_stream(self._subjects)], plan=self._plan)
-        parts.push_async_callback(self._acks.close)
+        parts.push_async_callback(self._acks.stop)
+        await self._acks.start()
         for consumer in (self._consumer, self._tools):
             parts.push_async_callback(consumer.stop)
             await consumer.start()

@@ -126,7 +126,8 @@ class Router(Lifecycle[None]):
         )
 
     async def _start(self, parts: AsyncExitStack) -> None:
-        parts.push_async_callback(self._acks.close)
+        parts.push_async_callback(self._acks.stop)
+        await self._acks.start()
         parts.push_async_callback(self._consumer.stop)
         await self._consumer.start()
 

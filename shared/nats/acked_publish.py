@@ -60,14 +60,10 @@ class AckedPublisher(Lifecycle[None]):
         with contextlib.suppress(nats.errors.ConnectionClosedError, nats.errors.BadSubscriptionError):
             await subscription.unsubscribe()
 
-    async def close(self) -> None:
-        """`stop()`, by the name its users had before the one lifecycle."""
-        await self.stop()
-
     async def send(self, subject: str, payload: bytes, headers: dict[str, str] | None = None) -> asyncio.Future[int]:
-        """Publish to JetStream; the future is the stream sequence once the server has stored it."""
-        if not self._prefix:
-            await self.start()
+        """Publish to JetStream; the future is the stream sequence once the server has stored it.
+        Only while started (`NotStarted` before): the acks' subscription must be there first."""
+        self.require_started()
         queued = self.send_now(subject, payload, headers)
         if queued is not None:
             return queued
@@ -82,10 +78,9 @@ class AckedPublisher(Lifecycle[None]):
     def send_now(self, subject: str, payload: bytes,
                  headers: dict[str, str] | None = None) -> asyncio.Future[int] | None:
         """`send` without waiting: the message is queued to be written at the end of this turn of
-        the loop (`shared.nats.write_through`); None (nothing sent) when nats-py has to take it, or
-        before `start()` (the acks' subscription): then `send` it."""
-        if not self._prefix:
-            return None
+        the loop (`shared.nats.write_through`); None (nothing sent) when nats-py has to take it: then
+        `send` it. `NotStarted` before `start()` (the acks' subscription)."""
+        self.require_started()
         token, future = self._expect()
         try:
             written = write_through.publish_soon(self._nc, subject, payload, reply=self._prefix + token,

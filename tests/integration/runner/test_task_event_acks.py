@@ -21,7 +21,9 @@ from tests.unit.runner.factories import NOW, a_run, an_event
 
 async def test_the_settling_event_waits_for_the_earlier_acks(nc: NATS, subjects: Subjects,
                                                              caplog: pytest.LogCaptureFixture) -> None:
-    events = TaskEvents(AckedPublisher(nc), subjects, instance="r1", timeout=5)
+    acks = AckedPublisher(nc)
+    await acks.start()
+    events = TaskEvents(acks, subjects, instance="r1", timeout=5)
     task = new_task(a_run(), an_event(), runner="r1", now=NOW)
     caplog.set_level(logging.WARNING, logger="aurora.runner.events")
     await events.publish(task)  # no stream stores signals yet: this ack is a failure, not waited for

@@ -22,6 +22,7 @@ async def test_each_key_is_settled_with_its_failure_in_the_order_added(nc: NATS)
 
     await nc.subscribe("silent.>", cb=never_answer)
     acks = AckedPublisher(nc)
+    await acks.start()
     batch: AckBatch[str] = AckBatch(timeout=0.5)
     batch.add("first", await acks.send("batch.1", b"1"))
     lost = await acks.send("silent.1", b"x")
@@ -43,16 +44,17 @@ async def test_each_key_is_settled_with_its_failure_in_the_order_added(nc: NATS)
     assert lost.cancelled()  # given up on: the publisher no longer waits for its ack
     assert len(batch) == 0 and await batch.settle() == []
     assert [(await js.get_msg("BATCH", seq)).data for seq in (1, 2)] == [b"1", b"2"]
-    await acks.close()
+    await acks.stop()
 
 
 async def test_a_batch_of_stored_publishes_does_not_wait_for_the_deadline(nc: NATS) -> None:
     await nc.jetstream().add_stream(name="QUICK", subjects=["quick.>"])
     acks = AckedPublisher(nc)
+    await acks.start()
     batch: AckBatch[int] = AckBatch(timeout=30.0)
     for n in range(50):
         batch.add(n, await acks.send(f"quick.{n}", b"."))
     began = time.monotonic()
     assert await batch.settle() == [(n, None) for n in range(50)]
     assert time.monotonic() - began < 5.0
-    await acks.close()
+    await acks.stop()

@@ -16,6 +16,7 @@ from nats.js.errors import APIError, NoStreamResponseError
 
 from services.mcp_gateway.reporting.outbox import STILL_BEING_STORED, Outbox
 from shared.jetstream.api_requests import creating
+from shared.lifecycle import NotStarted
 from shared.nats.acked_publish import AckedPublisher
 from tests.harness.waiting import poll
 
@@ -35,6 +36,7 @@ async def test_a_batch_is_stored_in_order_and_each_future_is_its_sequence(nc: NA
     js = nc.jetstream()
     await js.add_stream(name="ACKS", subjects=["acks.>"])
     acks = AckedPublisher(nc)
+    await acks.start()
     futures = [await acks.send(f"acks.{n}", str(n).encode(), headers={"Nats-Msg-Id": f"m{n}"}) for n in range(20)]
     assert await asyncio.gather(*futures) == list(range(1, 21))
     assert [(await js.get_msg("ACKS", seq)).data for seq in (1, 20)] == [b"0", b"19"]
@@ -42,25 +44,27 @@ async def test_a_batch_is_stored_in_order_and_each_future_is_its_sequence(nc: NA
     assert await acks.publish("acks.3", b"again", headers={"Nats-Msg-Id": "m3"}) == 4
     assert (await js.stream_info("ACKS")).state.messages == 20
     assert acks.in_flight == 0
-    await acks.close()
+    await acks.stop()
 
 
 async def test_no_stream_and_a_refused_publish_fail_as_js_publish_does(nc: NATS) -> None:
     js = nc.jetstream()
     await js.add_stream(name="ACKS", subjects=["acks.>"])
     acks = AckedPublisher(nc)
+    await acks.start()
     with pytest.raises(NoStreamResponseError):
         await acks.publish("nobody.stores.this", b"x")
     with pytest.raises(APIError) as refused:  # the stream named in the header is not the one that would store it
         await acks.publish("acks.1", b"x", headers={"Nats-Expected-Stream": "OTHER"})
     assert refused.value.err_code == 10060, refused.value
     assert acks.in_flight == 0
-    await acks.close()
+    await acks.stop()
 
 
 async def test_the_outbox_keeps_what_it_could_not_store_until_the_stream_exists(nc: NATS) -> None:
     js = nc.jetstream()
     acks = AckedPublisher(nc)
+    await acks.start()
     attempts: list[int] = []
 
     send = counted_sender(acks, "later", attempts)
@@ -84,7 +88,7 @@ async def test_the_outbox_keeps_what_it_could_not_store_until_the_stream_exists(
     stored = [int((await js.get_msg("LATER", seq)).data) for seq in range(1, 11)]
     assert sorted(stored) == list(range(10))
     assert (await js.stream_info("LATER")).state.messages == 10
-    await acks.close()
+    await acks.stop()
 
 
 async def test_an_outage_is_said_when_it_begins_and_when_it_ends_not_at_every_retry(
@@ -92,6 +96,7 @@ async def test_an_outage_is_said_when_it_begins_and_when_it_ends_not_at_every_re
     caplog.set_level(logging.INFO, logger="aurora.mcp_gateway.outbox")
     js = nc.jetstream()
     acks = AckedPublisher(nc)
+    await acks.start()
     attempts: list[int] = []
 
     send = counted_sender(acks, "gone", attempts)
@@ -113,12 +118,13 @@ async def test_an_outage_is_said_when_it_begins_and_when_it_ends_not_at_every_re
         (logging.WARNING, "outbox publish failed"), (logging.INFO, "outbox publish works again")], said
     assert said[0][2]["outbox"] == "test" and "no response from stream" in said[0][2]["error"], said
     assert said[1][2]["failures"] >= 3, said  # the count of failed tries is kept for the last line
-    await acks.close()
+    await acks.stop()
 
 
 async def test_once_the_first_item_of_a_failed_batch_gets_through_the_rest_follow_at_once(nc: NATS) -> None:
     js = nc.jetstream()
     acks = AckedPublisher(nc)
+    await acks.start()
     attempts: list[int] = []
     stored_at: dict[int, float] = {}
     loop = asyncio.get_running_loop()
@@ -146,14 +152,18 @@ async def test_once_the_first_item_of_a_failed_batch_gets_through_the_rest_follo
     assert spread < 2.0, f"the batch took {spread:.1f} s to get through after its first item"
     assert sorted([int((await js.get_msg("BURST", seq)).data or b"") for seq in range(1, 31)]) == list(range(30))
     await outbox.stop()
-    await acks.close()
+    await acks.stop()
 
 
 async def test_an_item_put_while_the_outbox_is_idle_is_published_in_put_and_settled_by_its_ack(nc: NATS) -> None:
     js = nc.jetstream()
     await js.add_stream(name="NOW", subjects=["now.>"])
     acks = AckedPublisher(nc)
-    assert acks.send_now("now.early", b"x") is None  # not listening for acks yet: `send` has to go first
+    with pytest.raises(NotStarted):  # not listening for acks yet: nothing may be sent
+        acks.send_now("now.early", b"x")
+    with pytest.raises(NotStarted):
+        await acks.send("now.early", b"x")
+    await acks.start()
     await acks.publish("now.first", b"first")
     through_the_task: list[int] = []
     send, send_now = _senders(acks, "now", through_the_task)
@@ -169,7 +179,7 @@ async def test_an_item_put_while_the_outbox_is_idle_is_published_in_put_and_sett
     assert through_the_task == list(range(40, 50))
     stored = [(await js.get_msg("NOW", seq)).data for seq in range(1, 52)]
     assert stored == [b"first", *(str(n).encode() for n in range(50))]
-    await acks.close()
+    await acks.stop()
 
 
 async def test_an_ack_that_never_comes_expires_and_its_item_is_retried_until_stored(nc: NATS) -> None:
@@ -177,6 +187,7 @@ async def test_an_ack_that_never_comes_expires_and_its_item_is_retried_until_sto
     listener = await nc.subscribe("lost.>")  # someone hears the publish, nobody stores or acks it
     await js.add_stream(name="WARM", subjects=["warm.>"])
     acks = AckedPublisher(nc)
+    await acks.start()
     await acks.publish("warm.1", b"w")  # listening for acks from now on
     attempts: list[int] = []
     send, send_now = _senders(acks, "lost", attempts)
@@ -197,7 +208,7 @@ async def test_an_ack_that_never_comes_expires_and_its_item_is_retried_until_sto
     assert (await js.stream_info("LOST")).state.messages == 1
     assert (await js.get_msg("LOST", 1)).data == b"1"
     await listener.unsubscribe()
-    await acks.close()
+    await acks.stop()
 
 
 async def test_a_copy_still_being_stored_by_the_cluster_is_asked_again_without_a_warning(
@@ -210,6 +221,7 @@ async def test_a_copy_still_being_stored_by_the_cluster_is_asked_again_without_a
     # Asked again while the cluster is still forming (too few JetStream peers to place three replicas).
     await creating(lambda: js.add_stream(name="TWICE", subjects=["twice.>"], num_replicas=3), "stream TWICE", 3)
     acks = AckedPublisher(cluster_nc)
+    await acks.start()
     await acks.publish("twice.warm", b"w")  # listening for acks from now on
     through_the_task: list[int] = []
     send, send_now = _senders(acks, "twice", through_the_task)
@@ -229,7 +241,7 @@ async def test_a_copy_still_being_stored_by_the_cluster_is_asked_again_without_a
     assert through_the_task, "the copies met with 10158 were not asked again"
     assert all(level == logging.INFO and "still being stored" in message for level, message, _ in still_storing), said
     assert [s for s in said if s[0] >= logging.WARNING] == []
-    await acks.close()
+    await acks.stop()
 
 
 def _senders(acks: AckedPublisher, prefix: str, through_the_task: list[int]) -> tuple[
