@@ -15,7 +15,7 @@ from shared.config.settings import Settings
 from shared.errors import AuroraError
 from shared.lifecycle import Runnable, StartFailed
 from shared.nats.bus import close_connection, connect
-from shared.nats.refusal_audit import audit_refusals
+from shared.nats.refusal_audit import RefusalAudit
 from shared.observability.logs import configure_logging, get_logger
 from shared.observability.metrics import setup_metrics, shutdown_metrics
 from shared.observability.trace_context import setup_tracing, shutdown_tracing
@@ -124,13 +124,13 @@ async def _serve(name: str, settings: Settings, main: ServiceMain) -> None:
         loop.add_signal_handler(signum, stopping, signum)
     nc = await connect(settings.nats, name=f"aurora-{name}")
     log.info("started", nats=settings.nats.url, prefix=settings.subjects.prefix)
-    # A stream delivery its endpoints refuse is audited by the service, as its own NATS user: the
-    # audit is the connection's refusal sink, and goes wherever the connection goes (`Connections`).
-    stop_auditing = audit_refusals(nc, settings.subjects, name)
     try:
-        await main(settings, nc, stop)
+        # A stream delivery its endpoints refuse is audited by the service, as its own NATS user:
+        # the audit is the connection's refusal sink, and goes wherever the connection goes
+        # (`Connections`); its stop waits for the records made, before the connection is drained.
+        async with RefusalAudit(nc, settings.subjects, name):
+            await main(settings, nc, stop)
     finally:
-        stop_auditing()
         await close_connection(nc)
         log.info("stopped")
 

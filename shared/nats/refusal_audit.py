@@ -25,6 +25,7 @@ import asyncio
 import time
 from collections import deque
 from collections.abc import Callable
+from contextlib import AsyncExitStack
 
 import msgspec
 from nats.aio.client import Client as NATS
@@ -33,6 +34,7 @@ from nats.errors import Error as NatsError
 from shared.clock import now_iso
 from shared.contracts.audit import AuditRecord
 from shared.contracts.subjects import Subjects
+from shared.lifecycle import Lifecycle
 from shared.nats.bus import Connection
 from shared.nats.request_guard import REASON, RefusedDelivery
 from shared.observability.logs import get_logger
@@ -56,17 +58,35 @@ def refusal_record(service: str, refusal: RefusedDelivery) -> AuditRecord:
     )
 
 
-class RefusalAudit:
-    """The sink `request_guard` calls with each refusal: the record, published without blocking."""
+class RefusalAudit(Lifecycle[None]):
+    """The sink `request_guard` calls with each refusal: the record, published without blocking.
+
+    From `start()` to `stop()` it is the refusal sink of its connection (a `Connection`: the
+    refusals its subscriptions make are audited as `service`); `stop()` waits until the records
+    made are published, before the service's connection is drained."""
 
     def __init__(self, nc: NATS, subjects: Subjects, service: str, *, limit: int = LIMIT,
                  window: float = WINDOW, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(f"the refusal audit of {service}")
+        self._nc = nc
         self._js = nc.jetstream()
         self._service = service
         self._subject = subjects.audit_refused(service)
         self._limit, self._window, self._clock = limit, window, clock
         self._recent: deque[float] = deque()  # when the records of the last window were made
         self._sending: set[asyncio.Task[None]] = set()
+
+    async def _start(self, parts: AsyncExitStack) -> None:
+        nc = self._nc
+        if not isinstance(nc, Connection):  # a refusal reaches only the sink of a connection made by shared.nats.bus
+            raise TypeError(f"refusals are audited on a shared.nats.bus.Connection, not a {type(nc).__name__}")
+        nc.refusal_sink = self
+        parts.push_async_callback(self._detach, nc)
+
+    async def _detach(self, nc: Connection) -> None:
+        if nc.refusal_sink is self:
+            nc.refusal_sink = None
+        await self.sent()
 
     def __call__(self, refusal: RefusedDelivery) -> None:
         now = self._clock()
@@ -92,17 +112,3 @@ class RefusalAudit:
         except (NatsError, TimeoutError) as exc:  # the refusal stands; its record is lost, and said so
             log.warning("refusal not audited", call_id=record.call_id, error=str(exc) or type(exc).__name__)
 
-
-def audit_refusals(nc: Connection, subjects: Subjects, service: str) -> Callable[[], None]:
-    """The refusals of `nc`'s subscriptions audited as `service` on `nc` (its refusal sink);
-    returns what stops that."""
-    if not isinstance(nc, Connection):  # a refusal reaches only the sink of a connection made by shared.nats.bus
-        raise TypeError(f"refusals are audited on a shared.nats.bus.Connection, not a {type(nc).__name__}")
-    audit = RefusalAudit(nc, subjects, service)
-    nc.refusal_sink = audit
-
-    def stop() -> None:
-        if nc.refusal_sink is audit:
-            nc.refusal_sink = None
-
-    return stop

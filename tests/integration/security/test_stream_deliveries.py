@@ -34,7 +34,7 @@ from services.mcp_edge.tokens import tokens_bucket as edge_tokens_bucket
 from shared.config.appconfig import load_apps_config
 from shared.contracts import sampling
 from shared.jetstream.streams import audit_stream, bindings_bucket, ensure_bucket, ensure_streams, schedules_bucket
-from shared.nats.refusal_audit import ERROR_CODE, audit_refusals
+from shared.nats.refusal_audit import ERROR_CODE, RefusalAudit
 from tests.harness.secure_nats import Connect, SecureNats, Session
 from tests.harness.secure_stack import SecureStack, secure_stack
 from tests.harness.stream_deliveries import SAMPLING, SUBJECTS, Target, deliver
@@ -189,18 +189,16 @@ async def test_a_client_question_is_never_taken_from_a_stream(
     await js.publish(f"{CAPTURED}.ask", b'{"method": "elicitation/create", "params": {}}')
     await ensure_streams(js, [audit_stream(SUBJECTS)])  # the gateway's, at its start
     caplog.set_level("INFO", logger="aurora")
-    stop_auditing = audit_refusals(edge.nc, SUBJECTS, "mcp-edge")  # as the service process does (shared/service.py)
     target = Target(SUBJECTS.edge_ask(task), None, "the edge's ask", "mcp-edge")
-    try:
-        async with ClientAsks(edge.nc, SUBJECTS).listening(task, caller, ctx=None):  # type: ignore[arg-type]
-            consumer = await deliver(operator, target, STREAM)
+    # audited as the service process does (shared/service.py)
+    async with RefusalAudit(edge.nc, SUBJECTS, "mcp-edge"), \
+            ClientAsks(edge.nc, SUBJECTS).listening(task, caller, ctx=None):  # type: ignore[arg-type]
+        consumer = await deliver(operator, target, STREAM)
 
-            async def refused() -> bool:
-                return any(r.getMessage() == "stream delivery refused" and getattr(r, "fields", {}).get("consumer")
-                           == consumer for r in caplog.records)
+        async def refused() -> bool:
+            return any(r.getMessage() == "stream delivery refused" and getattr(r, "fields", {}).get("consumer")
+                       == consumer for r in caplog.records)
 
-            await poll(refused, what="mcp-edge to refuse the delivered question")
-            await audited_by(operator, STREAM, consumer, target)
-    finally:
-        stop_auditing()
+        await poll(refused, what="mcp-edge to refuse the delivered question")
+        await audited_by(operator, STREAM, consumer, target)
     assert not [r for r in caplog.records if r.getMessage() == "client asked"]

@@ -7,14 +7,16 @@ from __future__ import annotations
 
 import json
 
+import nats
+import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, StorageType, StreamConfig
 
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import audit_stream, ensure_streams
-from shared.nats.bus import Connection
-from shared.nats.refusal_audit import ERROR_CODE, RefusalAudit, audit_refusals
+from shared.nats.bus import Connection, open_nats
+from shared.nats.refusal_audit import ERROR_CODE, RefusalAudit
 from shared.nats.request_guard import refused_delivery, refusing_deliveries
 from tests.harness.clients import nats_client
 from tests.harness.waiting import poll
@@ -68,9 +70,7 @@ async def test_a_delivery_is_audited_by_the_connection_that_refused_it(
 
     async with nats_client(nats_url) as runner, nats_client(nats_url) as router:
         assert isinstance(runner, Connection) and isinstance(router, Connection)
-        stop_runner = audit_refusals(runner, subjects, "runner")
-        stop_router = audit_refusals(router, subjects, "router")
-        try:
+        async with RefusalAudit(runner, subjects, "runner"), RefusalAudit(router, subjects, "router"):
             for connection, subject, consumer in ((runner, "amp.model.sample", "c1"), (router, "amp.route.x", "c2")):
                 await connection.subscribe(subject, cb=refusing_deliveries(subject, serve))
                 await connection.flush()
@@ -88,9 +88,6 @@ async def test_a_delivery_is_audited_by_the_connection_that_refused_it(
                 await connection.refusal_sink.sent()
             assert await _audited(nc, subjects) == expected  # one each, by the service that refused it
             assert handled == []
-        finally:
-            stop_runner()
-            stop_router()
         assert runner.refusal_sink is None and router.refusal_sink is None
 
 
@@ -104,3 +101,25 @@ async def _audited(nc: NATS, subjects: Subjects) -> set[tuple[str, str, str]]:
         record = json.loads(msg.data or b"{}")
         found.add((msg.subject, str(record["call_id"]), str(record["tool"])))
     return found
+
+
+async def test_a_stopped_audit_has_published_its_records_and_needs_a_connection_of_the_bus(
+        nats_url: str, nc: NATS, subjects: Subjects) -> None:
+    await ensure_streams(nc.jetstream(), [audit_stream(subjects)])
+    runner = await open_nats(servers=nats_url)
+    try:
+        async with RefusalAudit(runner, subjects, "runner"):
+            assert refused_delivery("amp.sched.x", ack_subject(7), endpoint="amp.model.sample",
+                                    report=runner.refusal_sink)
+    finally:
+        await runner.close()  # as a service closes its connection once its parts have stopped
+    # the audit's stop waited for its record: it is stored
+    assert (subjects.audit_refused("runner"), "refused-runner-ATTACK-c1-7", "amp.model.sample") in await _audited(
+        nc, subjects)
+
+    plain = await nats.connect(nats_url)  # nats-py's own client carries no refusal sink
+    try:
+        with pytest.raises(TypeError, match=r"shared\.nats\.bus\.Connection"):
+            await RefusalAudit(plain, subjects, "runner").start()
+    finally:
+        await plain.close()
