@@ -21,7 +21,7 @@ advance the attacker's consumer.
 
 Use: `add_admin_endpoint` and `add_inline_endpoint` (nats.micro endpoints) and
 `subscribe_inline` apply it themselves; a plain `nc.subscribe(…, cb=…)` that serves or acts
-wraps its callback in `refusing_deliveries` (tests/unit/test_request_guard.py finds any that
+wraps its callback in `refusing_deliveries` (tests/unit/shared/nats/test_request_guard.py finds any that
 does not).
 """
 
