@@ -22,8 +22,6 @@ from tests.harness.processes import REPO, logged
 from tests.harness.stack import Stack
 from tests.harness.tcpproxy import TcpProxy
 from tests.integration.mcp_gateway.helpers import (
-    BRIDGE,
-    Spawn,
     call,
     call_until_ok,
     echo_app,
@@ -83,12 +81,12 @@ async def test_an_answer_lost_on_its_way_to_the_gateway_is_given_again(
 
 
 async def test_an_event_lost_on_its_way_to_the_gateway_is_sent_until_stored_and_stored_once(
-    nc: NATS, subjects: Subjects, nats_proxy: TcpProxy, stack: Stack, spawn: Spawn, tmp_path: Path
+    nc: NATS, subjects: Subjects, nats_proxy: TcpProxy, stack: Stack, tmp_path: Path
 ) -> None:
     chat = stdio([sys.executable, "-m", "apps.aurora_app_chat"], package="test.chat",
                  mcp={"cwd": str(REPO), "env": {"CHAT_LOG_FILE": str(tmp_path / "sent.jsonl"), "CHAT_WEB_PORT": "off"}})
     config = write_apps(tmp_path, {"chat": chat})
-    await spawn(BRIDGE, tag="bridge").ready()
+    await stack.serving("bridge")
     supervisor = stack.launch("supervisor", apps=config, NATS_URL=nats_proxy.url)
     await stack.serving("gateway", apps=config)
     await call_until_ok(nc, subjects, "test.chat.simulate_message", {"session_id": "warm", "text": "warm"})

@@ -23,7 +23,6 @@ from shared.contracts.task import decode_task
 from shared.jetstream.streams import tasks_bucket
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness.cli import aurora_command as cli
-from tests.harness.processes import ServiceProcess
 from tests.harness.runner_stack import RunnerStack as GatewayStack
 from tests.harness.runner_stack import chat_log_of, runner_stack
 from tests.harness.waiting import consumed
@@ -153,9 +152,9 @@ async def test_a_wait_survives_a_sigkilled_runner(gateway_stack: GatewayStack, g
     old = gateway_stack.processes["runner-1"]
     old.kill()  # mid-wait: nothing of the wait is in its memory
     await start_gateway(gateway_stack)
-    fresh = ServiceProcess("services.runner", {**old.env, "AURORA_RUNNER_INSTANCE": "runner-after-kill"},
-                           old.log_path.parent, "runner-after-kill").start()
-    gateway_stack.processes["runner-1"] = fresh  # stopped with the stack
+    # the killed one's settings, under a name of its own (stopped with the stack)
+    gateway_stack.running.launch("runner", "runner-after-kill",
+                                 **{**old.env, "AURORA_RUNNER_INSTANCE": "runner-after-kill"})
     finals = await all_in(gnc, subjects, ids, lambda t: t["state"] in TERMINAL, timeout=90,
                           what="every run settled by the runner started after the kill")
     await consumed(gnc.jetstream(), subjects.stream("RUNS"), RunnerConfig().durable, timeout=30)
