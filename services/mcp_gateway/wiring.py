@@ -29,6 +29,7 @@ from services.mcp_gateway.approvals.deciders import Governance
 from services.mcp_gateway.approvals.in_chat import ChatAnswers, ChatDecisions
 from services.mcp_gateway.approvals.store import ApprovalStore
 from services.mcp_gateway.approvals.sweeper import ApprovalSweeper
+from services.mcp_gateway.calls.a2a import A2AExecutor
 from services.mcp_gateway.calls.custody import Custody
 from services.mcp_gateway.calls.in_flight import CallsInFlight
 from services.mcp_gateway.calls.ledger import CallLedger
@@ -172,6 +173,7 @@ async def build_gateway(setup: GatewaySetup, connections: Connections) -> Gatewa
         custody=custody, http=http, on_result=reporting.record_call,
         on_approval_requested=events.approval_requested, ledger=ledger, calls=calls_in_flight,
         governance=governance, authorize=registry.refusal,
+        a2a=A2AExecutor(lambda: pool.systems, calls_in_flight, server_requests, redaction.read_secret),
     )
     elicit_answers = ElicitAnswers(nc, subjects)
     edge_relay = EdgeRelay(nc, subjects)

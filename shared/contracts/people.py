@@ -44,7 +44,8 @@ ROLE_OPERATIONS: dict[str, tuple[Operation, ...]] = {
     "viewer": READ_OPERATIONS,
     "operator": (
         ("systems", "apply"), ("systems", "delete"), ("systems", "enable"), ("systems", "disable"),
-        ("systems", "import_openapi"), ("tools", "mark"), ("tools", "call"), ("tools", "review"),
+        ("systems", "import_openapi"), ("systems", "import_a2a"), ("tools", "mark"), ("tools", "call"),
+        ("tools", "review"),
         ("tools", "publish"), ("tools", "deprecate"), ("tools", "draft"), ("agents", "apply"),
         ("agents", "delete"), ("bindings", "apply"), ("bindings", "delete"), ("pipelines", "apply"),
         ("pipelines", "delete"), ("tasks", "cancel"), ("supervisor", "restart"),

@@ -1,4 +1,5 @@
-"""Systems: where tools execute. MCP systems are the apps; HTTP systems are business APIs.
+"""Systems: where tools execute. MCP systems are the apps; HTTP systems are business APIs; A2A
+systems are remote agents, reached by the interface their Agent Card names.
 
 Secrets never live here: an HTTP system names the environment variable (or file) that holds
 its credential, and the gateway reads it at call time.
@@ -62,10 +63,28 @@ class OpenApiSource(ResourceModel):
     sent: bool = False
 
 
+A2ABinding = Literal["JSONRPC", "HTTP+JSON"]
+
+
+class A2AAgentSource(ResourceModel):
+    """Where an A2A system's Agent Card was read and what the gateway took from it: the interface
+    it calls (`System.base_url` is that interface's URL), its protocol version, and whether the
+    agent streams (then a call follows the task on the stream; else it polls `tasks/get`)."""
+
+    card_url: str
+    binding: A2ABinding = "JSONRPC"
+    protocol_version: str = "1.0"
+    streaming: bool = False
+    agent_name: str = ""
+    # The operator's word that the agent takes a message id it saw before as the same message
+    # (the gateway sends the call's id as the message id): then a call in doubt may be sent again.
+    deduplicates: bool = False
+
+
 class System(ResourceModel):
     kind: Literal["System"] = "System"
     name: SystemName
-    type: Literal["http", "mcp"] = "http"
+    type: Literal["http", "mcp", "a2a"] = "http"
     description: str = ""
     enabled: bool = True
     base_url: str | None = None
@@ -79,9 +98,12 @@ class System(ResourceModel):
     # writes and deduplicates on it. Only then is the key sent, and only then may a call whose
     # gateway died mid-call be sent again.
     idempotency_header: HeaderName | None = None
+    a2a: A2AAgentSource | None = None  # an a2a system's card and interface
 
     @model_validator(mode="after")
     def _http_needs_url(self) -> System:
         if self.type == "http" and not self.base_url:
             raise ValueError("an http system needs base_url")
+        if self.type == "a2a" and (not self.base_url or self.a2a is None):
+            raise ValueError("an a2a system needs base_url (its interface's URL) and a2a (its card)")
         return self

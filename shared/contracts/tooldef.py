@@ -1,4 +1,4 @@
-"""One `tool_definition` for MCP and HTTP tools: what it is, how it runs, where it stands.
+"""One `tool_definition` for MCP, HTTP and A2A tools: what it is, how it runs, where it stands.
 
 Publishing is governance (the lifecycle `state`); binding is an agent's decision (its `tools`).
 No single "enabled" flag stands for both.
@@ -59,6 +59,14 @@ class HttpExecution(ResourceModel):
     idempotency_header: HeaderName | None = None
 
 
+class A2AExecution(ResourceModel):
+    """A skill of a remote A2A agent: a call sends its `message` (and `data`) as an A2A message
+    naming the skill in its metadata, and follows the remote task to its end."""
+
+    kind: Literal["a2a"] = "a2a"
+    skill: str
+
+
 class ReviewNote(ResourceModel):
     at: str
     by: str
@@ -84,7 +92,7 @@ class ToolDefinition(ResourceModel):
     description: str = ""
     input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object", "properties": {}})
     output_schema: dict[str, Any] | None = None
-    execution: McpExecution | HttpExecution = Field(discriminator="kind")
+    execution: McpExecution | HttpExecution | A2AExecution = Field(discriminator="kind")
     side_effect: SideEffect = "write"
     state: ToolState = "DRAFT"
     version: int = 1
@@ -94,6 +102,6 @@ class ToolDefinition(ResourceModel):
     notes: tuple[ReviewNote, ...] = ()
     changed_by: str = "aurora"
     changed_at: str = ""
-    source: Literal["mcp", "openapi", "manual"] = "manual"
+    source: Literal["mcp", "openapi", "a2a", "manual"] = "manual"
     suggestion: ToolSuggestion | None = None  # a model's wording, not applied (aurora tools suggest)
     edited: WordingEdit | None = None  # a reviewer's wording, kept over the source's (aurora tools edit)

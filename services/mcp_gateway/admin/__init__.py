@@ -1,7 +1,7 @@
 """The gateway's admin endpoints, `<p>.admin.<area>.<verb>`, all JSON in and out, one module per area.
 
 gateway: apps, tools (the live MCP catalog), llm_tools, read_resource
-systems: apply, get, delete, enable, disable, import_openapi, status
+systems: apply, get, delete, enable, disable, import_openapi, import_a2a, status
 tools:   get, review, publish, deprecate, draft, mark, suggest, edit
 agents:  tools (an agent's available set, LLM-ready, and why each bound tool is left out), apply, get, delete
 skills:  apply (versioned), get, delete

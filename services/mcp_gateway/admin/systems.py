@@ -1,4 +1,5 @@
-"""`systems.*`: apply, get, delete, enable, disable, status, and importing an OpenAPI document."""
+"""`systems.*`: apply, get, delete, enable, disable, status, and importing an OpenAPI document or
+a remote A2A agent's Agent Card."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from services.mcp_gateway.a2a.card import CardError, drafts_of, read_card, system_of
+from services.mcp_gateway.a2a.imports import plan_skill_merge
 from services.mcp_gateway.admin.fields import Endpoints, text_field
 from services.mcp_gateway.pool.registry import PoolError, ToolPool
 from services.mcp_gateway.reporting.platform_events import PlatformEvents
@@ -15,7 +18,7 @@ from services.mcp_gateway.sessions.status import StatusViews
 from services.mcp_gateway.systems import DeclaredSecrets, OpenApiError, UndeclaredSecret, plan_merge
 from services.mcp_gateway.systems.openapi_job import OpenApiImporter
 from shared.clock import now_iso
-from shared.contracts.system import HEADER_NAME_PATTERN, OpenApiSource, ProbeConfig, System
+from shared.contracts.system import HEADER_NAME_PATTERN, AuthHeader, OpenApiSource, ProbeConfig, System
 from shared.contracts.validation import problems_of
 from shared.nats.admin_service import AdminRequestError
 from shared.people import current_caller
@@ -106,6 +109,47 @@ def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: Statu
                 outcome["missing"][tool.name] = list(tool.missing)
         return outcome
 
+    async def import_a2a(body: dict[str, Any]) -> dict[str, Any]:
+        """Register (or update) an `a2a` system from a remote agent's Agent Card (`card`: the
+        agent's URL or its card's; `document`: the card's text when the caller sent it); each
+        skill becomes a DRAFT tool, a write until a reviewer marks it. Importing again updates
+        drafts; `auth` (as a System's) names the declared secret its calls carry."""
+        name, given = text_field(body, "name"), text_field(body, "card")
+        by = current_caller().label(body.get("by"))
+        document = body.get("document")
+        if document is not None and not isinstance(document, str):
+            raise AdminRequestError("invalid_request", "field 'document' must be the card's text (a string)")
+        auth, timeout, deduplicates = _model(AuthHeader, body.get("auth"), "auth"), body.get("timeout_seconds"), \
+            body.get("deduplicates")
+        if timeout is not None and (not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0):
+            raise AdminRequestError("invalid_request", "field 'timeout_seconds': a number of seconds above 0")
+        existing = pool.systems.get(name)
+        if existing is not None and existing.type != "a2a":
+            raise AdminRequestError("conflict", f"system {name!r} is an {existing.type} system")
+        try:
+            read = await read_card(given, importer.limits, document=document)
+            system = system_of(name, read, existing=existing, auth=auth,
+                               timeout_seconds=float(timeout) if timeout is not None else None)
+        except CardError as exc:
+            raise AdminRequestError("invalid_card", str(exc)) from exc
+        if isinstance(deduplicates, bool) and system.a2a is not None:
+            system = system.model_copy(update={"a2a": system.a2a.model_copy(update={"deduplicates": deduplicates})})
+        declared_secrets_only(system)
+        await pool.put_system(system)
+        package = text_field(body, "package", required=False) or name
+        outcome: dict[str, Any] = {"system": name, "agent": read.card.name, "interface": system.base_url,
+                                   "streaming": read.card.capabilities.streaming,
+                                   "created": [], "updated": [], "unchanged": [], "left": [], "missing": {}}
+        for tool in drafts_of(name, read.card, package=package, now=now_iso(), by=by):
+            decision = plan_skill_merge(pool.tools.get(tool.name), tool)
+            if decision.tool is not None and decision.action in ("create", "update"):
+                await pool.put_tool(decision.tool)
+            key = {"create": "created", "update": "updated", "unchanged": "unchanged"}.get(decision.action)
+            outcome[key or "left"].append(tool.name if key else {"tool": tool.name, "reason": decision.reason})
+            if tool.missing:
+                outcome["missing"][tool.name] = list(tool.missing)
+        return outcome
+
     async def status(_: dict[str, Any]) -> list[dict[str, Any]]:
         published = Counter(t.system for t in pool.tools.values() if t.state == "PUBLISHED")
         return [status_views.system_status(system, published=published[system.name])
@@ -119,6 +163,7 @@ def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: Statu
         ("systems", "disable"): disable,
         ("systems", "status"): status,
         ("systems", "import_openapi"): import_openapi,
+        ("systems", "import_a2a"): import_a2a,
     }
 
 
@@ -141,3 +186,14 @@ def _probe(value: Any) -> ProbeConfig | None:
     except ValidationError as exc:
         problems = "; ".join(f"{field}: {reason}" for field, reason in problems_of(exc))
         raise AdminRequestError("invalid_request", f"field 'probe': {problems}") from exc
+
+
+def _model(model: type[AuthHeader], value: Any, field: str) -> AuthHeader | None:
+    """An import's optional document field (`auth`), checked as a System document's is."""
+    if value is None:
+        return None
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        problems = "; ".join(f"{where}: {reason}" for where, reason in problems_of(exc))
+        raise AdminRequestError("invalid_request", f"field {field!r}: {problems}") from exc

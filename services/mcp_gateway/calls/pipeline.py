@@ -10,7 +10,7 @@ every call passes, whoever the caller is:
    (`admission.approval_needed`, `approval_gate`);
 6. ledger: a write is claimed before it is sent (a call asked again under the same id is
    answered from the ledger right after custody: it passed every step when it first ran);
-7. execution (`mcp`, `http`, `platform`);
+7. execution (`mcp`, `http`, `a2a`, `platform`);
 8. audit: every answer, refusals included, is reported with its caller (`report`).
 """
 
@@ -24,6 +24,7 @@ import msgspec
 from services.mcp_gateway.approvals.deciders import Governance
 from services.mcp_gateway.approvals.store import ApprovalStore
 from services.mcp_gateway.calls import classify, targets
+from services.mcp_gateway.calls.a2a import A2AExecutor
 from services.mcp_gateway.calls.admission import ToolState, binding_refusal
 from services.mcp_gateway.calls.approval_gate import ApprovalGate
 from services.mcp_gateway.calls.arguments import ArgumentCheck
@@ -56,7 +57,7 @@ from shared.contracts.toolcall import (
     ToolCallResult,
     decode_request,
 )
-from shared.contracts.tooldef import McpExecution, ToolDefinition
+from shared.contracts.tooldef import A2AExecution, McpExecution, ToolDefinition
 
 Answer = tuple[bytes, CallRecord | None]
 
@@ -68,7 +69,7 @@ class CallPipeline:
         http: HttpSystems | None = None, on_result: Callable[[CallRecord], Awaitable[None]] | None = None,
         on_approval_requested: Callable[[Approval], None] | None = None, arguments: ArgumentCheck | None = None,
         ledger: CallLedger | None = None, calls: CallsInFlight | None = None, governance: Governance | None = None,
-        authorize: Authorize | None = None,
+        authorize: Authorize | None = None, a2a: A2AExecutor | None = None,
     ) -> None:
         self._pool = pool
         self._executable = executable
@@ -79,6 +80,8 @@ class CallPipeline:
         self._ledger = ledger
         self._mcp = McpExecutor(sessions, calls)
         self._http = HttpExecutor(lambda: pool.systems, http)
+        # Without one given, remote agents' questions are declined (nobody to relay them to).
+        self._a2a = a2a or A2AExecutor(lambda: pool.systems, calls or CallsInFlight(), None, None)
         self._platform = PlatformCalls(pool, apps, catalog, self._mcp)
         self._gate = ApprovalGate(approvals, governance, self._ask_in_event, on_approval_requested)
 
@@ -167,7 +170,8 @@ class CallPipeline:
         if isinstance(execution, McpExecution):
             result = await self._mcp.execute(request, tool, execution, call_id, caller)
         else:
-            result = await self._http.execute(request, tool, call_id)
+            result = (await self._a2a.execute(request, tool, execution, call_id, caller)
+                      if isinstance(execution, A2AExecution) else await self._http.execute(request, tool, call_id))
             if result.status == "denied":  # refused before anything was sent (an undeclared secret): nothing ran
                 return msgspec.structs.replace(result, approval_id=gate), False
         return msgspec.structs.replace(result, approval_id=gate), True

@@ -12,7 +12,7 @@ from services.mcp_gateway.calls.platform_tools import PLATFORM_TOOLS
 from shared.config.appconfig import AppConfig
 from shared.contracts.system import System
 from shared.contracts.toolcall import SideEffect
-from shared.contracts.tooldef import McpExecution, ToolDefinition
+from shared.contracts.tooldef import A2AExecution, McpExecution, ToolDefinition
 
 DEFAULT_TIMEOUT = 30.0
 
@@ -45,7 +45,8 @@ def side_effect_of(tool: ToolDefinition | None, requested: str) -> SideEffect | 
 def target_of(tool: ToolDefinition, timeout: float | None, sessions: Mapping[tuple[str, str], HasApp],
               systems: Mapping[str, System]) -> Target:
     """An MCP tool deduplicates when its app lists it in `mcp.idempotency_key_tools`; an HTTP
-    tool when its system declares `idempotency_header`, or its operation an idempotency-key header."""
+    tool when its system declares `idempotency_header`, or its operation an idempotency-key header;
+    an A2A tool when its system says the remote agent deduplicates on message ids."""
     execution = tool.execution
     if isinstance(execution, McpExecution):
         session = sessions.get((execution.app, execution.instance))
@@ -57,5 +58,8 @@ def target_of(tool: ToolDefinition, timeout: float | None, sessions: Mapping[tup
     system = systems.get(tool.system)
     if system is None:
         return Target(name=tool.system, timeout=timeout or DEFAULT_TIMEOUT, deduplicates=False)
+    if isinstance(execution, A2AExecution):  # the message id is the key; the operator says if the agent keeps it
+        return Target(name=system.name, timeout=timeout or system.timeout_seconds,
+                      deduplicates=system.a2a is not None and system.a2a.deduplicates)
     return Target(name=system.name, timeout=timeout or system.timeout_seconds,
                   deduplicates=system.idempotency_header is not None or execution.idempotency_header is not None)
