@@ -1,3 +1,4 @@
+# Over 300 lines: the Aurora run, its raw nats-py twin and the counted tool calls share one stack and one report
 """`make bench-e2e`: event → reply through the whole platform, against raw nats-py doing the
 same JetStream hops in the same run.
 
@@ -12,7 +13,8 @@ sends a request to a responder (the gateway's place), which publishes on a relay
 supervisor's) — the same three JetStream hops and the request/reply, with no work in any of
 them. Both are measured one event at a time (latency p50/p99) and with BENCH_BURST events
 published at once (events/s). Also reported: CPU milliseconds per event in each process, and
-each service's resident memory idle and after the load.
+each service's resident memory idle and after the load, and the messages counted per event
+and per tool call (tests/bench/counting.py): stored per stream, sent and received per process.
 
 BENCH_SEQ (default 200) sequential events, BENCH_BURST (default 1000), BENCH_ROUNDS (default 2).
 """
@@ -20,6 +22,7 @@ BENCH_SEQ (default 200) sequential events, BENCH_BURST (default 1000), BENCH_ROU
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import statistics
 import sys
@@ -41,6 +44,7 @@ from shared.contracts.signals import NativeEventSignal, encode_signal
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.bench.common import env_int, record, run_on_service_loop
+from tests.bench.counting import MessageCounter, Snapshot, counted, lines, per_unit
 from tests.bench.resources import cpu_seconds, rss_mib
 from tests.bench.stacks import bench_stack
 from tests.harness.runner_stack import CHAT, stack_apps
@@ -48,6 +52,8 @@ from tests.harness.stack import StackBuilder
 
 SUBJECTS = Subjects("amp")
 SESSION = "load-room"
+DRIVER = "bench-driver"  # this process's connection: the app's side, not counted as Aurora's
+TOOL = "test.echo.echo"  # the tool call counted alone: an operator's call of the echo app's read
 
 
 @dataclass(frozen=True)
@@ -159,6 +165,7 @@ class RawPipeline:
         self._js = nc.jetstream()
         self._prefix = prefix
         self._tasks: list[asyncio.Task[None]] = []
+        self.streams = [f"{prefix}_{stream}" for stream in ("SIG", "EVT", "RUN")]
 
     async def start(self, relay: Callable[[Msg], Awaitable[None]]) -> None:
         p = self._prefix
@@ -204,6 +211,17 @@ class RawPipeline:
         await asyncio.gather(*self._tasks, return_exceptions=True)
 
 
+async def tool_calls(nc: NATS, n: int) -> None:
+    """`n` operator calls of TOOL through the gateway, one at a time."""
+    for i in range(n):
+        envelope = {"header": {"protocol": "amp/1.0", "method": "tools/call", "message_id": str(uuid.uuid4()),
+                               "timestamp": now_iso(), "source": {"app": "bench"}},
+                    "payload": {"tool": TOOL, "arguments": {"value": i}, "context": {}}}
+        reply = await nc.request(SUBJECTS.operator_tool_call, json.dumps(envelope).encode(), timeout=30)
+        payload = json.loads(reply.data)["payload"]
+        assert payload["status"] == "ok", payload
+
+
 # --------------------------------------------------------------------------- the run
 
 
@@ -213,7 +231,7 @@ async def main() -> int:
     rounds = env_int("BENCH_ROUNDS", 2)
     with tempfile.TemporaryDirectory(prefix="aurora-bench-e2e-") as tmp, \
             bench_stack(Path(tmp), aurora_services(Path(tmp))) as stack:
-        nc = await nats.connect(stack.url, pending_size=64 * 1024 * 1024)
+        nc = await nats.connect(stack.url, pending_size=64 * 1024 * 1024, name=DRIVER)
         await configure(nc)
         aurora_replies, raw_replies = Replies(), Replies()
 
@@ -236,19 +254,29 @@ async def main() -> int:
         await sequential("warm-up", raw.send, raw_replies, 20)
         idle = {name: rss_mib(pid) for name, pid in stack.pids().items()}
         results: dict[str, list[Any]] = {"seq_raw": [], "seq": [], "burst_raw": [], "burst": []}
+        counter, counts = MessageCounter(js, stack.monitor_url), Snapshot()
         cpu_before = {name: cpu_seconds(pid) for name, pid in stack.pids().items()}
         events = 0
         for r in range(rounds):  # interleaved, so drift on a shared machine hits both
             results["seq_raw"].append(await sequential("raw nats-py", raw.send, raw_replies, n_seq))
-            results["seq"].append(await sequential("aurora", via_aurora, aurora_replies, n_seq))
+            seq_run, counts = await counted(counter, counts, sequential("aurora", via_aurora, aurora_replies, n_seq))
+            results["seq"].append(seq_run)
             results["burst_raw"].append(await burst("raw nats-py", raw.send, raw_replies, n_burst))
-            results["burst"].append(await burst("aurora", via_aurora, aurora_replies, n_burst))
+            burst_run, counts = await counted(counter, counts, burst("aurora", via_aurora, aurora_replies, n_burst))
+            results["burst"].append(burst_run)
             events += n_seq + n_burst
             print(f"round {r + 1}/{rounds}: p50 raw {results['seq_raw'][-1].p50:.2f} ms, aurora "
                   f"{results['seq'][-1].p50:.2f} ms; burst raw {results['burst_raw'][-1].rate:,.0f}/s, "
                   f"aurora {results['burst'][-1].rate:,.0f}/s", flush=True)
         cpu = {name: (cpu_seconds(pid) - cpu_before[name]) * 1000 / events for name, pid in stack.pids().items()}
         loaded = {name: rss_mib(pid) for name, pid in stack.pids().items()}
+        per_event = per_unit(Snapshot(), counts, units=events, ignore=[DRIVER, *raw.streams])
+        await tool_calls(nc, 5)  # warm-up
+        call_cpu_before = {name: cpu_seconds(pid) for name, pid in stack.pids().items()}
+        _, call_counts = await counted(counter, Snapshot(), tool_calls(nc, n_seq))
+        call_cpu = {name: (cpu_seconds(pid) - call_cpu_before[name]) * 1000 / n_seq
+                    for name, pid in stack.pids().items()}
+        per_call = per_unit(Snapshot(), call_counts, units=n_seq, ignore=[DRIVER, *raw.streams])
         await raw.stop()
         await nc.close()
     seq_raw = min(results["seq_raw"], key=lambda r: r.p50)
@@ -262,12 +290,18 @@ async def main() -> int:
     print(f"  throughput: raw {b_raw.rate:,.0f} events/s, aurora {b.rate:,.0f} events/s ({b.rate / b_raw.rate:.0%})")
     print("  CPU ms per event: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
           + f"; {sum(cpu.values()):.2f} in all")
+    print("\n".join(lines("messages per event (counted)", per_event)))
+    print("\n".join(lines(f"messages per tool call ({TOOL}, counted)", per_call)))
+    print("  CPU ms per tool call: " + ", ".join(f"{k} {v:.2f}" for k, v in call_cpu.items())
+          + f"; {sum(call_cpu.values()):.2f} in all")
     print("  RSS MiB idle → loaded: " + ", ".join(f"{k} {idle[k]:.0f} → {loaded[k]:.0f}" for k in idle))
     record("e2e", {
         "latency_ms": {"raw_p50": seq_raw.p50, "raw_p99": seq_raw.p99, "p50": seq.p50, "p99": seq.p99,
                        "p50_ratio": seq.p50 / seq_raw.p50},
         "throughput": {"raw_per_s": b_raw.rate, "per_s": b.rate, "ratio": b.rate / b_raw.rate},
         "cpu_ms_per_event": cpu, "rss_mib": {"idle": idle, "loaded": loaded},
+        "messages_per_event": per_event.as_json(),
+        "tool_call": {"tool": TOOL, "cpu_ms": call_cpu, "messages": per_call.as_json()},
     })
     return 0
 

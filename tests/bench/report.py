@@ -60,6 +60,14 @@ def _verdict(met: bool) -> str:
     return "met" if met else "NOT met"
 
 
+def _message_rows(unit: str, counted: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """Messages stored (by stream) and sent (by process), counted in the run (tests/bench/counting.py)."""
+    return [(f"messages stored {unit}", f"{counted['stored_total']:.2f}",
+             ", ".join(f"{k} {v:.2f}" for k, v in counted["stored"].items()), "-"),
+            (f"messages sent {unit}", f"{counted['sent_total']:.2f}",
+             ", ".join(f"{k} {v:.2f}" for k, v in counted["sent"].items()), "-")]
+
+
 def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     """(stage, Aurora, baseline from the same run, ratio) for every figure there is."""
     found: list[tuple[str, str, str, str]] = []
@@ -74,6 +82,13 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         cpu = e2e["cpu_ms_per_event"]
         found.append(("CPU ms per event, all processes", f"{sum(cpu.values()):.2f}",
                       ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()), "-"))
+        if counted := e2e.get("messages_per_event"):
+            found += _message_rows("per event", counted)
+        if call := e2e.get("tool_call"):
+            call_cpu = call["cpu_ms"]
+            found.append((f"CPU ms per tool call ({call['tool']}), all processes", f"{sum(call_cpu.values()):.2f}",
+                          ", ".join(f"{k} {v:.2f}" for k, v in call_cpu.items()), "-"))
+            found += _message_rows(f"per tool call ({call['tool']})", call["messages"])
         rss = e2e["rss_mib"]
         found.append(("RSS MiB idle → loaded", ", ".join(
             f"{k} {rss['idle'][k]:.0f}→{rss['loaded'][k]:.0f}" for k in rss["idle"]), "-", "-"))

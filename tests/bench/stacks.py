@@ -1,5 +1,6 @@
 """The benchmarks' stacks: a nats-server of their own (its CPU and memory are measured too, so
-its pid is kept) and Aurora's services on it, declared with the tests' one `StackBuilder`
+its pid is kept, and its HTTP monitoring port is open: `monitor_url` + `/connz` gives each named connection's
+message counts) and Aurora's services on it, declared with the tests' one `StackBuilder`
 (tests/harness/stack.py): started in dependency order, each waited for until it serves (its
 ready file, not a log line), stopped in reverse, then the server.
 
@@ -14,7 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from aurora_cli.localnats import LocalNats
+from aurora_cli.localnats import LocalNats, free_port
 from tests.harness.processes import ServiceProcess
 from tests.harness.stack import Stack, StackBuilder
 
@@ -23,6 +24,7 @@ from tests.harness.stack import Stack, StackBuilder
 class BenchStack:
     server: LocalNats
     running: Stack
+    monitor_url: str
 
     @property
     def url(self) -> str:
@@ -42,10 +44,13 @@ class BenchStack:
 @contextmanager
 def bench_stack(folder: Path, services: Callable[[StackBuilder], StackBuilder]) -> Iterator[BenchStack]:
     """`services(builder)` declares what runs on the benchmark's own nats-server (in `folder`)."""
-    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log")
+    monitor = f"127.0.0.1:{free_port()}"
+    config = folder / "nats-monitor.conf"
+    config.write_text(f'http: "{monitor}"\n')
+    server = LocalNats(folder / "jetstream", log_file=folder / "nats-server.log", config_file=config)
     server.start()
     try:
         with services(StackBuilder(folder).broker(server.url)).running() as running:
-            yield BenchStack(server, running)
+            yield BenchStack(server, running, f"http://{monitor}")
     finally:
         server.stop()

@@ -1,0 +1,68 @@
+"""The benchmark's message counts: a stream's growth and a connection's traffic between two
+snapshots, per unit, several measured stretches added up, and `/connz` read by connection name."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.bench.counting import Snapshot, Traffic, add, per_unit, traffic_by_name
+from tests.bench.report import rows
+
+
+def test_connections_of_one_name_are_added_up_and_an_unnamed_one_has_a_name_of_its_own() -> None:
+    connz = {"connections": [
+        {"name": "aurora-router", "in_msgs": 10, "out_msgs": 4},
+        {"name": "aurora-router", "in_msgs": 5, "out_msgs": 1},
+        {"in_msgs": 7, "out_msgs": 0},
+    ]}
+    assert traffic_by_name(connz) == {"aurora-router": Traffic(sent=15, received=5), "(unnamed)": Traffic(7, 0)}
+
+
+def test_growth_per_unit_leaves_out_what_is_ignored_or_did_not_change_and_counts_a_new_stream_from_zero() -> None:
+    before = Snapshot(stored={"AMP_EVENTS": 100, "KV_AMP_TASKS": 40, "IDLE": 9, "RAW": 3},
+                      traffic={"aurora-router": Traffic(1000, 500), "bench-driver": Traffic(10, 10),
+                               "aurora-idle": Traffic(2, 2)})
+    after = Snapshot(stored={"AMP_EVENTS": 140, "KV_AMP_TASKS": 80, "IDLE": 9, "RAW": 50, "AMP_AUDIT": 10},
+                     traffic={"aurora-router": Traffic(1130, 520), "bench-driver": Traffic(50, 60),
+                              "aurora-idle": Traffic(2, 2), "aurora-new": Traffic(5, 0)})
+
+    counts = per_unit(before, after, units=10, ignore=["RAW", "bench-driver"])
+
+    assert counts.stored == {"AMP_AUDIT": 1.0, "AMP_EVENTS": 4.0, "KV_AMP_TASKS": 4.0}
+    assert counts.stored_total == 9.0
+    assert counts.sent == {"aurora-new": 0.5, "aurora-router": 13.0}
+    assert counts.received == {"aurora-router": 2.0}
+    assert counts.sent_total == 13.5
+
+
+def test_measured_stretches_add_up_and_what_happened_between_them_is_not_counted() -> None:
+    first = (Snapshot({"S": 10}, {"c": Traffic(100, 50)}), Snapshot({"S": 30}, {"c": Traffic(160, 70)}))
+    # between the stretches the baseline ran: S and c moved, and none of it counts
+    second = (Snapshot({"S": 45}, {"c": Traffic(300, 90)}), Snapshot({"S": 50, "T": 2}, {"c": Traffic(305, 95)}))
+
+    total = add(add(Snapshot(), *first), *second)
+
+    assert total == Snapshot({"S": 25, "T": 2}, {"c": Traffic(65, 25)})
+    assert per_unit(Snapshot(), total, units=5).stored == {"S": 5.0, "T": 0.4}
+
+
+def test_a_count_per_nothing_is_refused() -> None:
+    with pytest.raises(ValueError, match="units"):
+        per_unit(Snapshot(), Snapshot(), units=0)
+
+
+def test_the_report_shows_the_counts_beside_the_cpu() -> None:
+    counted = {"stored": {"AMP_EVENTS": 4.0, "KV_AMP_TASKS": 4.0}, "stored_total": 8.0,
+               "sent": {"aurora-router": 13.2}, "sent_total": 13.2, "received": {}}
+    e2e = {"latency_ms": {"p50": 7.0, "raw_p50": 1.4, "p99": 20.0, "raw_p99": 4.0, "p50_ratio": 5.0},
+           "throughput": {"per_s": 275.0, "raw_per_s": 3043.0, "ratio": 0.09},
+           "cpu_ms_per_event": {"router": 1.5}, "rss_mib": {"idle": {"router": 40}, "loaded": {"router": 45}},
+           "messages_per_event": counted,
+           "tool_call": {"tool": "test.echo.echo", "cpu_ms": {"mcp-gateway": 1.0}, "messages": counted}}
+
+    table = {stage: (aurora, detail) for stage, aurora, detail, _ in rows({"e2e": e2e})}
+
+    assert table["messages stored per event"] == ("8.00", "AMP_EVENTS 4.00, KV_AMP_TASKS 4.00")
+    assert table["messages sent per event"] == ("13.20", "aurora-router 13.20")
+    assert table["messages stored per tool call (test.echo.echo)"][0] == "8.00"
+    assert table["CPU ms per tool call (test.echo.echo), all processes"][0] == "1.00"
