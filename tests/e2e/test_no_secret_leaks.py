@@ -42,6 +42,7 @@ from shared.nats import write_through
 from shared.nats.admin_service import admin_request
 from shared.nats.signal_publisher import new_signal_id, publish_signal
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
+from tests.harness.chat_approvals import asked_in_chat
 from tests.harness.cli import aurora_command as cli
 from tests.harness.clients import nats_client
 from tests.harness.notes_app import serving_notes
@@ -58,7 +59,6 @@ from tests.integration.runner.helpers import (
     event,
     poll,
     publish_events,
-    sent,
     settled,
     stack_apps,
     stored_events,
@@ -188,23 +188,11 @@ async def approved_secret_write(nc: NATS, subjects: Subjects, stack: Stack) -> d
         return chat.answer("password changed")
 
     stack.fake.script(case, script, api_key=MODEL_KEY)
-    await apply(nc, subjects, "agents", {
+    asked = await asked_in_chat(stack, nc, subjects, case, text="change ann's password", timeout=60, agent={
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "llm", "events": ["message.received"],
         "tools": [f"{ECHO}.set_password"], "chat_approval": True,
         "model": {"base_url": stack.fake.base_url, "model": case, "api_key_env": "AURORA_TEST_MODEL_KEY"}})
-    await bind(nc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
-    session = f"s-{case}"
-    doc = event("message.received", {"case": case, "text": "change ann's password"}, session_id=session)
-    await publish_events(nc.jetstream(), subjects, [doc])
-    task_id = task_id_of(doc, f"b-{case}")
-    waiting = await settled(nc, subjects, task_id, timeout=60)
-    assert waiting["state"] == "awaiting_approval", json.dumps(waiting)[:3000]
-    approval_id = waiting["approval_id"]
-
-    async def asked() -> list[dict[str, Any]]:
-        return [m for m in sent(stack.chat_log) if m.get("interaction_id") == f"apr.{approval_id}"]
-
-    [question] = await poll(asked, what="the approval question in the chat")
+    task_id, approval_id, question = asked.task_id, asked.approval_id, asked.question
     assert "[redacted]" in question["text"] and "ann" in question["text"], question
     shown = await admin_request(nc, subjects, "approvals", "get", {"id": approval_id})
     assert shown["arguments"] == {"user": "ann", "password": "[redacted]", "pin": "[redacted]"}, shown

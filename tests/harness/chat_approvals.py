@@ -2,9 +2,10 @@
 stack's chat-approval tests share (tests/integration/runner/: the decision itself, and what the
 conversation is told when the task ends).
 
-`asked_in_chat` applies a playbook agent whose one step is the echo app's counter write, with
-`chat_approval` on, binds it to the chat's `message.received` of its case, and sends the event;
-it returns once the task waits for the approval and the chat has been sent the question."""
+`asked_in_chat` applies an agent with `chat_approval` on (by default a playbook whose one step is
+the echo app's counter write), binds it to the chat's `message.received` of its case, and sends
+the event; it returns once the task waits for the approval and the chat has been sent the
+question. The e2e secret-leak test passes an llm agent of its own."""
 
 from __future__ import annotations
 
@@ -45,10 +46,9 @@ class AskedInChat:
     question: dict[str, Any]  # the question as the chat app was sent it
 
 
-async def asked_in_chat(stack: ChatStack, nc: NATS, subjects: Subjects, case: str, *,
-                        locale: str | None = None) -> AskedInChat:
-    """A playbook's write (the agent in `locale`, else the default) waits for the user's approval,
-    and the question is in the chat."""
+def counter_write_agent(case: str, *, locale: str | None = None) -> dict[str, Any]:
+    """A playbook agent (`a-<case>`, in `locale` or the default) whose one step is the echo app's
+    counter write for key `case`, asked in the chat."""
     agent: dict[str, Any] = {
         "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["message.received"],
         "tools": [f"{ECHO}.counter_increment"], "chat_approval": True,
@@ -56,14 +56,23 @@ async def asked_in_chat(stack: ChatStack, nc: NATS, subjects: Subjects, case: st
                      "answer": "counted: {{ steps.count.structured.count }}"}}
     if locale is not None:
         agent["locale"] = locale
+    return agent
+
+
+async def asked_in_chat(stack: ChatStack, nc: NATS, subjects: Subjects, case: str, *,
+                        agent: dict[str, Any] | None = None, text: str = "count, please",
+                        timeout: float = 40.0) -> AskedInChat:
+    """`agent` (`counter_write_agent(case)` unless given) asked `text` in session `s-<case>`: its
+    write waits for the user's approval, and the question is in the chat."""
+    agent = agent or counter_write_agent(case)
     await apply(nc, subjects, "agents", agent)
-    await bind(nc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
+    await bind(nc, subjects, f"b-{case}", "message.received", "agent", agent["id"], case=case)
     session = f"s-{case}"
-    doc = event("message.received", {"case": case, "text": "count, please"}, session_id=session)
+    doc = event("message.received", {"case": case, "text": text}, session_id=session)
     await publish_events(nc.jetstream(), subjects, [doc])
     task_id = task_id_of(doc, f"b-{case}")
-    waiting = await settled(nc, subjects, task_id, timeout=40)
-    assert waiting["state"] == "awaiting_approval", json.dumps(waiting)[:2000]
+    waiting = await settled(nc, subjects, task_id, timeout=timeout)
+    assert waiting["state"] == "awaiting_approval", json.dumps(waiting)[:3000]
     approval_id = waiting["approval_id"]
 
     async def question() -> list[dict[str, Any]]:

@@ -20,7 +20,7 @@ from shared.contracts.task import Task, TaskStep, Transition, decode_task, encod
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.jetstream.streams import tasks_bucket
 from shared.nats.admin_service import admin_request
-from tests.harness.chat_approvals import USER, ChatStack, answer_in_chat, asked_in_chat
+from tests.harness.chat_approvals import USER, ChatStack, answer_in_chat, asked_in_chat, counter_write_agent
 from tests.harness.tool_calls import LONG_AGO, echo_counter
 from tests.integration.runner.helpers import (
     CHAT,
@@ -50,7 +50,7 @@ def said(stack: ChatStack, session: str) -> list[str]:
 
 async def test_a_refusal_in_the_chat_is_told_in_chinese(stack: ChatStack, snc: NATS, subjects: Subjects) -> None:
     case = f"endno-{uuid.uuid4().hex[:6]}"
-    asked = await asked_in_chat(stack, snc, subjects, case, locale="zh-CN")
+    asked = await asked_in_chat(stack, snc, subjects, case, agent=counter_write_agent(case, locale="zh-CN"))
     task_id, session = asked.task_id, asked.session
     await answer_in_chat(snc, subjects, asked, "2")
     done = await settled(snc, subjects, task_id, timeout=40, states=TERMINAL)
@@ -63,7 +63,7 @@ async def test_a_refusal_in_the_chat_is_told_in_chinese(stack: ChatStack, snc: N
 
 async def test_a_refusal_in_english_is_told_in_english(stack: ChatStack, snc: NATS, subjects: Subjects) -> None:
     case = f"endnoen-{uuid.uuid4().hex[:6]}"
-    asked = await asked_in_chat(stack, snc, subjects, case, locale="en")
+    asked = await asked_in_chat(stack, snc, subjects, case, agent=counter_write_agent(case, locale="en"))
     await answer_in_chat(snc, subjects, asked, "no")
     done = await settled(snc, subjects, asked.task_id, timeout=40, states=TERMINAL)
     assert done["state"] == "cancelled" and done["error"]["code"] == "approval_denied", json.dumps(done)[:2000]
@@ -73,7 +73,7 @@ async def test_a_refusal_in_english_is_told_in_english(stack: ChatStack, snc: NA
 async def test_a_refusal_handled_again_after_a_runner_died_telling_the_user_tells_them_once(
         stack: ChatStack, snc: NATS, subjects: Subjects) -> None:
     case = f"endnodup-{uuid.uuid4().hex[:6]}"
-    asked = await asked_in_chat(stack, snc, subjects, case, locale="zh-CN")
+    asked = await asked_in_chat(stack, snc, subjects, case, agent=counter_write_agent(case, locale="zh-CN"))
     task_id, session = asked.task_id, asked.session
     # As a runner killed between telling the user and cancelling the task leaves it: the notice
     # recorded `started` in the still-waiting task, and the gateway already sent it.
