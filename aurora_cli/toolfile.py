@@ -101,7 +101,7 @@ def import_body(doc: OpenApiImport, source: Path, env: dict[str, str] | None = N
 
 
 # DRAFT → REVIEWING → PUBLISHED: the moves still to make from each state.
-_MOVES: dict[str, tuple[str, ...]] = {"DRAFT": ("review", "publish"), "REVIEWING": ("publish",), "PUBLISHED": ()}
+MOVES: dict[str, tuple[str, ...]] = {"DRAFT": ("review", "publish"), "REVIEWING": ("publish",), "PUBLISHED": ()}
 
 
 async def apply_import(nc: NATS, subjects: Subjects, doc: OpenApiImport, source: Path, *,
@@ -118,7 +118,7 @@ async def apply_import(nc: NATS, subjects: Subjects, doc: OpenApiImport, source:
             raise ToolFileError(f"publish: {reviewed.tool} is not among the tools the document gives "
                                 f"({', '.join(sorted(names)) or 'none'})")
         tool = await admin_request(nc, subjects, "tools", "get", {"name": reviewed.tool}, timeout=timeout)
-        moves = _MOVES.get(str(tool.get("state")))
+        moves = MOVES.get(str(tool.get("state")))
         if moves is None:
             raise ToolFileError(f"publish: {reviewed.tool} is {tool.get('state')}; move it back to draft first")
         for action in moves:

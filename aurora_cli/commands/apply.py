@@ -25,7 +25,7 @@ from nats.aio.client import Client as NATS
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
 
-from aurora_cli import toolfile
+from aurora_cli import a2afile, toolfile
 from aurora_cli.output import EXIT_FAILURE, CliError, connected, print_json, run, settings_or_fail, stdout, table
 from shared.config import yamldocs
 from shared.config.settings import Settings
@@ -43,7 +43,8 @@ def register(app: typer.Typer) -> None:
 # What may be applied, each after what it may name: systems and their imported tools, the skills
 # agents name, the agents and pipelines that bindings, schedules and policies name. `Tool` is read
 # with `aurora get` only (its lifecycle commands and OpenAPI imports change it).
-APPLY_ORDER = ("System", toolfile.KIND.kind, "Skill", "Agent", "Pipeline", "ApprovalPolicy", "Binding", "Schedule")
+APPLY_ORDER = ("System", toolfile.KIND.kind, a2afile.KIND.kind, "Skill", "Agent", "Pipeline", "ApprovalPolicy",
+               "Binding", "Schedule")
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,8 @@ def document_kind(value: object) -> ResourceKind:
     """The kind a document names, or a ResourceError listing the kinds `apply` takes."""
     if value == toolfile.KIND.kind:
         return toolfile.KIND
+    if value == a2afile.KIND.kind:
+        return a2afile.KIND
     if value in APPLY_ORDER:
         return kind_of(value)
     raise ResourceError([("kind", f"unknown kind {value!r}; apply takes: {', '.join(APPLY_ORDER)}")])
@@ -231,15 +234,18 @@ async def _apply_all(settings: Settings, documents: list[Document], timeout: flo
             await await_areas(nc, settings, [doc.kind.area for doc in documents], wait)
         for doc in in_dependency_order(documents):
             entry: dict[str, Any] = {"file": doc.source, "index": doc.index, "kind": doc.kind.kind, "id": doc.id}
-            if doc.kind is toolfile.KIND:  # the reviewed tool file: import, review, publish
+            if doc.kind is toolfile.KIND or doc.kind is a2afile.KIND:  # a reviewed tool file: import, review, publish
+                openapi = doc.kind is toolfile.KIND
                 try:
-                    entry["result"] = await toolfile.apply_import(
-                        nc, settings.subjects, toolfile.parse(doc.body), Path(doc.source),
-                        timeout=max(timeout, 10.0))
+                    entry["result"] = await (
+                        toolfile.apply_import(nc, settings.subjects, toolfile.parse(doc.body), Path(doc.source),
+                                              timeout=max(timeout, 10.0)) if openapi else
+                        a2afile.apply_import(nc, settings.subjects, a2afile.parse(doc.body), Path(doc.source),
+                                             timeout=max(timeout, 20.0)))
                 except toolfile.ToolFileError as exc:
                     entry["error"] = str(exc)
                 except (AdminRequestError, NoRespondersError, NatsTimeoutError, TimeoutError) as exc:
-                    entry["error"] = _admin_failure(exc, doc.kind.area, "import_openapi")
+                    entry["error"] = _admin_failure(exc, doc.kind.area, "import_openapi" if openapi else "import_a2a")
                 results.append(entry)
                 continue
             try:

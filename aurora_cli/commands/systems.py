@@ -1,4 +1,5 @@
-"""`aurora systems [import-openapi|enable|disable]`: where tools run, their health, OpenAPI import."""
+"""`aurora systems [import-openapi|import-a2a|enable|disable]`: where tools run, their health,
+OpenAPI import, and remote A2A agents imported from their Agent Cards."""
 
 from __future__ import annotations
 
@@ -28,7 +29,7 @@ from shared.config.appconfig import PACKAGE_PATTERN
 from shared.contracts.system import HEADER_NAME_PATTERN, SYSTEM_NAME_PATTERN
 
 app = typer.Typer(
-    help="Systems (MCP apps and HTTP APIs): status, OpenAPI import, enable and disable.",
+    help="Systems (MCP apps, HTTP APIs and A2A agents): status, OpenAPI and A2A import, enable and disable.",
     invoke_without_command=True,
 )
 
@@ -196,6 +197,61 @@ def import_openapi(
     if json_output:
         print_json(reply)
         return
+    for line in import_lines(reply):
+        stdout.print(line, markup=False)
+    note("next: `aurora tools show NAME`, `aurora tools review NAME`, `aurora tools publish NAME`")
+
+
+# --------------------------------------------------------------------------- import-a2a
+
+
+def a2a_request(name: str, card: str, package: str | None, *, token_env: str | None = None,
+                timeout_seconds: float | None = None) -> dict[str, Any]:
+    """The `systems.import_a2a` body, checked here."""
+    if not re.fullmatch(SYSTEM_NAME_PATTERN, name):
+        raise CliError(f"NAME {name!r}: letters, digits, '.', '_' or '-', starting with a letter or digit",
+                       exit_code=EXIT_USAGE)
+    if not card.startswith(("http://", "https://")):
+        raise CliError(f"--card {card!r} must be an http:// or https:// URL", exit_code=EXIT_USAGE)
+    if package is not None and not re.fullmatch(PACKAGE_PATTERN, package):
+        raise CliError(f"--package {package!r}: letters, digits, '.', '_' or '-'", exit_code=EXIT_USAGE)
+    body: dict[str, Any] = {"name": name, "card": card, "by": operator()}
+    if package is not None:
+        body["package"] = package
+    if token_env is not None:
+        body["auth"] = {"value_env": token_env}
+    if timeout_seconds is not None:
+        body["timeout_seconds"] = timeout_seconds
+    return body
+
+
+@app.command("import-a2a")
+def import_a2a(
+    name: Annotated[str, typer.Argument(help="The a2a system to create or update, e.g. parts.")],
+    card: Annotated[str, typer.Option(
+        "--card", help="The remote agent's URL (its /.well-known/agent-card.json is read) or its card's URL.")],
+    package: Annotated[str | None, typer.Option(
+        "--package", help="Tool name prefix (default: the system's name).")] = None,
+    token_env: Annotated[str | None, typer.Option(
+        "--token-env", help="The variable (declared to the gateway) holding the bearer token its calls carry.")] = None,
+    call_timeout: Annotated[float | None, typer.Option(
+        "--call-timeout", min=1.0, help="Seconds a call may follow the remote task (default 60).")] = None,
+    timeout: Annotated[float, typer.Option(
+        "--timeout", min=1.0, help="Seconds to wait for the import.")] = IMPORT_TIMEOUT,
+    json_output: Annotated[bool, typer.Option("--json", help="Print the import result as JSON.")] = False,
+) -> None:
+    """Register a remote A2A agent and turn each skill of its Agent Card into a DRAFT tool (a write
+    until a reviewer marks it; again: update the drafts)."""
+    settings = settings_or_fail()
+    with cli_errors():
+        body = a2a_request(name, card, package, token_env=token_env, timeout_seconds=call_timeout)
+    with stderr.status(f"reading the Agent Card at {card} into system {name}…", spinner="dots"):
+        reply = run(admin_call(settings, "systems", "import_a2a", body, timeout=timeout))
+    if json_output:
+        print_json(reply)
+        return
+    stream = "streams" if reply.get("streaming") else "is polled"
+    stdout.print(f"agent {reply.get('agent')} at {reply.get('interface')} ({stream})", markup=False)
     for line in import_lines(reply):
         stdout.print(line, markup=False)
     note("next: `aurora tools show NAME`, `aurora tools review NAME`, `aurora tools publish NAME`")

@@ -92,7 +92,8 @@ def tool_endpoints(pool: ToolPool) -> Endpoints:
         return move
 
     async def mark(body: dict[str, Any]) -> dict[str, Any]:
-        """A reviewer names the business capability and, among duplicates, the winner."""
+        """A reviewer names the business capability, among duplicates the winner, and (before
+        publishing) the side effect: an imported A2A skill is a write until marked otherwise."""
         name = text_field(body, "name")
         update: dict[str, Any] = {
             "changed_by": current_caller().label(body.get("by")),
@@ -102,8 +103,19 @@ def tool_endpoints(pool: ToolPool) -> Endpoints:
             update["capability"] = body["capability"] or None
         if "preferred" in body:
             update["preferred"] = bool(body["preferred"])
+        if "side_effect" in body:  # what the tool does, said by the reviewer before it is published
+            if body["side_effect"] not in ("read", "write", "dangerous"):
+                raise AdminRequestError("invalid_request", "field 'side_effect': read, write or dangerous")
+            update["side_effect"] = body["side_effect"]
+
+        def marked(tool: ToolDefinition) -> ToolDefinition:
+            if "side_effect" in update and tool.state not in ("DRAFT", "REVIEWING"):
+                raise PoolError("invalid_state", f"{tool.name} is {tool.state}: its side effect is marked before "
+                                "it is published (`aurora tools draft` first)")
+            return tool.model_copy(update=update)
+
         try:
-            tool = await pool.update_tool(name, lambda t: t.model_copy(update=update))
+            tool = await pool.update_tool(name, marked)
         except PoolError as exc:
             raise AdminRequestError(exc.code, str(exc)) from exc
         return tool.model_dump(mode="json")

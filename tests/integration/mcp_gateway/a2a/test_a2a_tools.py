@@ -1,0 +1,129 @@
+"""A remote A2A agent's skills in the tool pool, against agents built with the official a2a-sdk
+server classes: the card's skills drafted (writes until marked), a published skill called by an
+agent after an approval granted through the gateway's admin and answered once per call id, a
+remote failure as a tool error, and a remote question as an elicitation of the caller (an MCP
+client at the agent's endpoint), answered into the same remote task."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import mcp_types as types
+from mcp.client.client import Client
+from mcp.client.session import ClientRequestContext
+from mcp.client.streamable_http import streamable_http_client
+from nats.aio.client import Client as NATS
+
+from shared.contracts.subjects import Subjects
+from tests.harness.stack import Stack
+from tests.harness.tool_pool import Pool, audit_records, published_to
+from tests.integration.mcp_edge.helpers import LEGACY, agent, bearer, token
+from tests.integration.mcp_gateway.a2a.helpers import TOKEN_ENV, RemoteAgents
+
+SUBJECTS = Subjects("amp")
+SKILLS = ("archive", "book", "lookup")
+
+
+def messages_sent(agents: RemoteAgents) -> list[dict[str, Any]]:
+    if not agents.log.exists():
+        return []
+    return [json.loads(line) for line in agents.log.read_text(encoding="utf-8").splitlines() if line]
+
+
+async def approved(pool: Pool, tool: str, arguments: dict[str, Any], agent_id: str) -> tuple[str, dict[str, Any]]:
+    """The agent's call held for approval, granted, and made again: (its call id, its result)."""
+    task = f"t-{uuid.uuid4().hex[:8]}"
+    asked = await pool.call(tool, arguments, agent=agent_id, task_id=task)
+    assert asked["status"] == "needs_approval", asked
+    await pool.admin("approvals", "grant", {"id": asked["approval_id"], "by": "tester"})
+    call_id = f"{task}-approved"
+    return call_id, await pool.call(tool, arguments, agent=agent_id, task_id=task,
+                                    approval_id=asked["approval_id"], call_id=call_id)
+
+
+async def test_the_card_becomes_an_a2a_system_and_one_write_draft_per_skill(pnc: NATS,
+                                                                             remote_agents: RemoteAgents) -> None:
+    pool = Pool(pnc, SUBJECTS)
+    first = await pool.admin("systems", "import_a2a", {"name": "desk", "card": remote_agents.streaming})
+    assert sorted(first["created"]) == [f"desk.{s}" for s in SKILLS], first
+    assert first["agent"] == "Parts desk" and first["streaming"] is True
+    assert first["interface"] == f"{remote_agents.streaming}/a2a"
+    lookup = await pool.admin("tools", "get", {"name": "desk.lookup"})
+    assert (lookup["state"], lookup["side_effect"], lookup["source"]) == ("DRAFT", "write", "a2a")
+    assert lookup["execution"] == {"kind": "a2a", "skill": "lookup"}
+    assert lookup["input_schema"]["required"] == ["message"] and "data" in lookup["input_schema"]["properties"]
+    assert lookup["description"].startswith("Looks a part up in the catalogue")
+    again = await pool.admin("systems", "import_a2a", {"name": "desk", "card": f"{remote_agents.streaming}/"})
+    assert not again["created"] and sorted(again["unchanged"]) == [f"desk.{s}" for s in SKILLS], again
+    shown = {s["name"]: s for s in await pool.admin("systems", "status")}
+    assert shown["desk"]["type"] == "a2a" and shown["desk"]["base_url"] == f"{remote_agents.streaming}/a2a"
+
+
+async def test_a_published_skill_runs_after_its_approval_and_once_per_call_id(pnc: NATS,
+                                                                             remote_agents: RemoteAgents) -> None:
+    pool = Pool(pnc, SUBJECTS)
+    imported = await pool.admin("systems", "import_a2a", {"name": "parts", "card": remote_agents.polled,
+                                                          "auth": {"value_env": TOKEN_ENV}})
+    assert imported["streaming"] is False
+    await published_to(pool, "buyer", "parts.lookup")
+    part = f"pump P-{uuid.uuid4().hex[:6]}"
+    call_id, done = await approved(pool, "parts.lookup", {"message": part, "data": {"qty": 2}}, "buyer")
+    assert done["status"] == "ok", done
+    assert done["content"] == [{"type": "text", "text": f"found: {part}"}]
+    assert done["structured"]["state"] == "completed" and done["structured"]["data"] == [{"qty": 2}]
+    again = await pool.call("parts.lookup", {"message": part, "data": {"qty": 2}}, agent="buyer",
+                            task_id=call_id.removesuffix("-approved"), approval_id=done["approval_id"],
+                            call_id=call_id)
+    assert again == done  # answered from the call ledger: the remote agent is not asked twice
+    sent = [m for m in messages_sent(remote_agents) if m["text"] == part]
+    assert len(sent) == 1 and sent[0]["message_id"] == call_id, sent
+    assert sent[0]["metadata"] == {"aurora.idempotency_key": call_id, "aurora.skill": "lookup"}
+    audited = [r for r in await audit_records(pool) if r.get("call_id") == call_id]
+    assert audited and audited[0]["tool"] == "parts.lookup" and audited[0]["status"] == "ok", audited
+
+
+async def test_a_remote_failure_is_a_tool_error_with_the_agents_words(pnc: NATS, remote_agents: RemoteAgents) -> None:
+    pool = Pool(pnc, SUBJECTS)
+    await pool.admin("systems", "import_a2a", {"name": "records", "card": remote_agents.streaming})
+    await published_to(pool, "clerk-a2a", "records.archive")
+    _, failed = await approved(pool, "records.archive", {"message": "order 7"}, "clerk-a2a")
+    assert failed["status"] == "tool_error", failed
+    assert failed["error"] == {"code": "a2a_failed",
+                               "message": "the remote agent's task failed: the archive is offline"}
+
+
+async def _mcp_call(url: str, secret: str, tool: str, arguments: dict[str, Any],
+                    **callbacks: Any) -> types.CallToolResult:
+    async with bearer(secret) as http, Client(streamable_http_client(url, http_client=http), mode=LEGACY,
+                                              cache=None, **callbacks) as client:
+        return await client.call_tool(tool, arguments)
+
+
+async def test_a_remote_question_is_the_callers_elicitation_and_its_answer_goes_back(
+        pnc: NATS, pool_stack: Stack, remote_agents: RemoteAgents) -> None:
+    pool = Pool(pnc, SUBJECTS)
+    await pool.admin("systems", "import_a2a", {"name": "visits", "card": remote_agents.streaming})
+    # The reviewer marks the booking a read (no approval in the way of the question).
+    marked = await pool.admin("tools", "mark", {"name": "visits.book", "side_effect": "read", "by": "reviewer"})
+    assert marked["side_effect"] == "read"
+    await pool.admin("tools", "review", {"name": "visits.book"})
+    await pool.admin("tools", "publish", {"name": "visits.book"})
+    agent_id = f"booker-{uuid.uuid4().hex[:6]}"
+    await agent(pnc, agent_id, ["visits.book"])
+    secret = str((await token(pnc, agent_id))["token"])
+    asked: list[types.ElicitRequestParams] = []
+
+    async def answer(context: ClientRequestContext, params: types.ElicitRequestParams) -> types.ElicitResult:
+        asked.append(params)
+        return types.ElicitResult(action="accept", content={"answer": "May 4"})
+
+    url = pool_stack.endpoint(agent_id)
+    result = await _mcp_call(url, secret, "visits.book", {"message": "pump service"}, elicitation_callback=answer)
+    assert not result.is_error, result
+    assert [c.text for c in result.content if isinstance(c, types.TextContent)] == ["booked pump service on May 4"]
+    assert [p.message for p in asked] == ["Which date?"]
+    # Without anyone to answer, the question is declined and the remote task canceled.
+    declined = await _mcp_call(url, secret, "visits.book", {"message": "valve service"})
+    assert declined.is_error and "input_not_given" in str(declined.content), declined
