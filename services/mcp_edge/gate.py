@@ -20,7 +20,7 @@ from nats.js.kv import KeyValue
 
 from shared.clock import now_iso
 from shared.contracts.approval import Approval
-from shared.contracts.envelope import Header, Source
+from shared.contracts.envelope import Header, Source, Trace
 from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import (
     METHOD_CALL,
@@ -56,6 +56,7 @@ class Caller:
     token_name: str
     session_id: str | None = None
     capabilities: frozenset[str] = frozenset()  # what the client declared in `initialize` (2025-11-25)
+    trace: Trace | None = None  # the W3C trace context of this request's `_meta`, which the call continues
 
     @property
     def actor(self) -> ToolActor:
@@ -113,7 +114,7 @@ class Gate:
                                   session_id=caller.session_id, approval_id=approval_id)
         envelope = ToolCallEnvelope(
             header=Header(method=METHOD_CALL, message_id=str(uuid.uuid4()), timestamp=now_iso(),
-                          source=Source(app=EDGE_APP)),
+                          source=Source(app=EDGE_APP), trace=caller.trace),
             payload=ToolCallRequest(tool=tool, arguments=arguments, context=context,
                                     timeout_seconds=self._call_timeout),
         )

@@ -7,7 +7,10 @@ NATS KV, so that any instance serves it. The SDK runs stateless underneath: an `
 gets its `Mcp-Session-Id` added here; later requests are checked against KV here. The
 session's GET stream (server notifications) is served here too, from `ListChanges`. A
 session's POST of a JSON-RPC response answers a request one of its calls sent (`backchannel`).
-2026-07-28 requests carry no session and go to the SDK as they are. In front of all of it,
+2026-07-28 requests carry no session and go to the SDK as they are (it checks their `Mcp-Method`,
+`Mcp-Name` and `MCP-Protocol-Version` headers against the body, and answers -32022 to a version
+it does not speak); one that names its version only in `_meta` is told its header is missing
+(the SDK would take it for the oldest era); that era's GET or DELETE is answered 405. In front of all of it,
 `shared.web_origin` answers 403 to a `Host` or `Origin` that is not the edge's own (the MCP
 transport's DNS-rebinding rule; `origin_refusal` is the body), and JSON bodies are read with a
 bound on nesting (`shared.bounded_json`).
@@ -26,6 +29,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from services.mcp_edge.asgi import ASGIApp, Message, Receive, Scope, Send, header, read_body, replay, respond
 from services.mcp_edge.backchannel import SESSION_STATE, ClientReplies, is_response
 from services.mcp_edge.changes import ListChanges
+from services.mcp_edge.eras import initialize_of, without_version_header
 from services.mcp_edge.gate import Caller
 from services.mcp_edge.mcp_server import CALLER_STATE
 from services.mcp_edge.sessions import SessionStore
@@ -80,18 +84,6 @@ def origin_refusal(reason: str, message: str) -> dict[str, Any]:
     return body
 
 
-def initialize_of(body: bytes) -> dict[str, Any] | None:
-    """The params of an `initialize` request, or None when the body is something else."""
-    try:
-        message = loads_bounded(body)
-    except BadJson:
-        return None
-    if isinstance(message, dict) and message.get("method") == "initialize":
-        params = message.get("params")
-        return params if isinstance(params, dict) else {}
-    return None
-
-
 class EdgeApp:
     def __init__(self, sdk: ASGIApp, tokens: TokenStore, sessions: SessionStore, changes: ListChanges,
                  replies: ClientReplies, *, public_url: str | None = None,
@@ -136,9 +128,17 @@ class EdgeApp:
         if method == "POST" and modern:  # 2026-07-28: each request stands alone
             await self._to_sdk(scope, receive, send, Caller(agent, record.id, record.name))
             return
+        if method in ("GET", "DELETE") and session_id is None and modern:  # that era has neither
+            await respond(send, 405, jsonrpc_error(f"{method} is not part of MCP {version}: POST each request"),
+                          [(b"allow", b"POST")])
+            return
         if method == "POST" and session_id is None:
             body = await read_body(receive)
             params = initialize_of(body)
+            refusal = without_version_header(body) if params is None else None
+            if refusal is not None:
+                await respond(send, 400, refusal)
+                return
             if params is None:
                 await respond(send, 400, jsonrpc_error("no Mcp-Session-Id: send initialize first"))
                 return

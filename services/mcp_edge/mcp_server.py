@@ -8,6 +8,9 @@ protocol eras.
 
 from __future__ import annotations
 
+import dataclasses
+import re
+from collections.abc import Mapping
 from typing import Any
 
 import mcp_types as types
@@ -21,10 +24,13 @@ from services.mcp_edge.changes import ListChanges
 from services.mcp_edge.gate import Caller, EdgeTool, Gate
 from services.mcp_edge.hold import call_held, new_task_id
 from services.mcp_edge.listen import serve_listen
+from shared.contracts.envelope import Trace
 from shared.contracts.toolcall import ToolCallResult
 
 CALLER_STATE = "aurora_caller"  # key in the ASGI scope's state
 VERSION = "0.1.0"
+# W3C Trace Context, version 00: a trace id and a parent id, neither all zeros (checked below).
+_TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
 
 
 class EdgeServer(Server[Any]):
@@ -49,6 +55,18 @@ def caller_of(ctx: ServerRequestContext[Any]) -> Caller:
     if not isinstance(caller, Caller):  # the HTTP layer always sets it: without it, refuse
         raise MCPError(code=types.INVALID_REQUEST, message="no authenticated caller for this request")
     return caller
+
+
+def trace_of(meta: Mapping[str, Any] | None) -> Trace | None:
+    """The trace a request's `_meta` carries (`traceparent`, `tracestate`, as MCP names them after
+    W3C Trace Context), for the gateway's call to continue: the client's trace and Aurora's are
+    one. A malformed value is ignored, as W3C says a receiver does."""
+    value = (meta or {}).get("traceparent")
+    found = _TRACEPARENT.fullmatch(value) if isinstance(value, str) else None
+    if found is None or set(found.group(1)) == {"0"} or set(found.group(2)) == {"0"}:
+        return None
+    state = (meta or {}).get("tracestate")
+    return Trace(traceparent=value, tracestate=state if isinstance(state, str) and state else None)
 
 
 def mcp_tool(tool: EdgeTool) -> types.Tool:
@@ -82,10 +100,12 @@ def build_server(gate: Gate, asks: ClientAsks, changes: ListChanges, *, approval
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         caller = caller_of(ctx)
         tools = await gate.tools(caller.agent)
-        return types.ListToolsResult(tools=[mcp_tool(t) for t in tools or []])
+        # By name: the same set is listed in the same order (MCP 2026-07-28 asks a deterministic
+        # order, for clients' caches and models' prompt caches), whatever order the agent declared.
+        return types.ListToolsResult(tools=[mcp_tool(t) for t in sorted(tools or [], key=lambda t: t.name)])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
-        caller = caller_of(ctx)
+        caller = dataclasses.replace(caller_of(ctx), trace=trace_of(params.meta))
 
         async def progress(done: float, message: str) -> None:
             await ctx.session.report_progress(done, None, message)

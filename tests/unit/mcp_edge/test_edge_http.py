@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from services.mcp_edge.changes import fingerprint
+from services.mcp_edge.eras import initialize_of, without_version_header
 from services.mcp_edge.gate import EdgeTool, tools_from_reply
-from services.mcp_edge.http_app import initialize_of, metadata_url, protected_resource
-from services.mcp_edge.mcp_server import mcp_result
+from services.mcp_edge.http_app import metadata_url, protected_resource
+from services.mcp_edge.mcp_server import mcp_result, trace_of
+from shared.contracts.envelope import Trace
 from shared.contracts.toolcall import ToolCallResult, ToolError
 
 
@@ -47,3 +49,21 @@ def test_initialize_is_told_from_other_requests() -> None:
         {"protocolVersion": "x"}
     assert initialize_of(b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}') is None
     assert initialize_of(b"not json") is None
+
+
+def test_a_body_naming_its_version_only_in_meta_is_a_header_mismatch() -> None:
+    stateless = b'{"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta":' \
+                b'{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}'
+    refusal = without_version_header(stateless)
+    assert refusal is not None and refusal["id"] == 3 and refusal["error"]["code"] == -32020
+    assert without_version_header(b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}') is None
+    assert without_version_header(b"[") is None
+
+
+def test_only_a_well_formed_traceparent_is_continued() -> None:
+    good = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    assert trace_of({"traceparent": good, "tracestate": "a=b"}) == Trace(traceparent=good, tracestate="a=b")
+    for bad in ("01-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01", "00-" + "0" * 32 + "-00f067aa0ba902b7-01",
+                "00-4bf92f3577b34da6a3ce929d0e0e4736-" + "0" * 16 + "-01", "garbage", 7):
+        assert trace_of({"traceparent": bad}) is None, bad
+    assert trace_of(None) is None
