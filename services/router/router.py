@@ -216,9 +216,12 @@ class Router(Lifecycle[None]):
             return _Work(msg=msg, key=trace_key(message_id), trace=encode_trace(trace), invalid=reason)
         # The span's id is derived from the event's, so an event routed again builds the very
         # same run message.
-        span_id = derived_ids(f"route:{event.header.message_id}")[1] if tracing.tracing_enabled() else None
+        traced = tracing.tracing_enabled()
+        span_id = derived_ids(f"route:{event.header.message_id}")[1] if traced else None
+        # With tracing off no attribute is built: the dicts and strings would be made for nothing, per event.
         with tracing.handling("process event", event.header.trace, span_id=span_id,
-                              attributes=messaging("process", msg.subject, event.header.message_id)) as span:
+                              attributes=messaging("process", msg.subject, event.header.message_id) if traced
+                              else None) as span:
             decision = decide(event, self._catalog.table, self._catalog, now=now)
             run: RunMessage | None = None
             if decision.status == "dispatched":
@@ -230,10 +233,12 @@ class Router(Lifecycle[None]):
                     store_bucket=self._stores.run_events_bucket,
                     capabilities=self._capabilities.get(event.header.source.app, ()), trace=span.trace,
                 )
-            span.update({"aurora.event.type": event.payload.type, "aurora.route.status": decision.status,
-                         "aurora.binding.id": decision.binding_id,
-                         "aurora.target": f"{decision.target.type}/{decision.target.id}" if decision.target else None,
-                         "aurora.run.id": run.run_id if run else None})
+            if traced:
+                span.update({"aurora.event.type": event.payload.type, "aurora.route.status": decision.status,
+                             "aurora.binding.id": decision.binding_id,
+                             "aurora.target": f"{decision.target.type}/{decision.target.id}" if decision.target
+                             else None,
+                             "aurora.run.id": run.run_id if run else None})
         self.stats.statuses[decision.status] += 1
         header, payload = event.header, event.payload
         trace = RouteTrace(

@@ -14,19 +14,19 @@ Order of decision:
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
-from services.router.filters import CompiledFilter, compile_filter
+from services.router.filters import CompiledFilter, Getter, compile_filter
 from shared.clock import parse_iso
 from shared.contracts.agent import AgentRouting
 from shared.contracts.binding import PIPELINE_EVENTS, Binding
 from shared.contracts.envelope import EventEnvelope
-from shared.contracts.event_pattern import describe, matches, specificity
+from shared.contracts.event_pattern import EXACT, describe, matches, specificity
 from shared.contracts.pipeline import PipelineRouting
 from shared.contracts.route import RouteCheck, RouteStatus, RouteStep
 from shared.contracts.run import RunTarget
@@ -43,10 +43,11 @@ class RankedBinding:
     filters: tuple[CompiledFilter, ...]
     key: RankKey
     chosen: RouteStep  # the step recorded when this binding is chosen
-    # For the hot path, every step it can record is built once: the binding is disabled, or
-    # filter n failed (without the value found — a dry run shows that).
-    disabled: RouteStep
-    checks: tuple[tuple[CompiledFilter, RouteStep], ...]
+    # For the hot path, every step it can record is built once: the binding is disabled (None
+    # when it is enabled), or filter n failed (without the value found — a dry run shows that).
+    # Each check is (getter, test, step): `_first` runs them inline, two calls a filter.
+    disabled: RouteStep | None
+    checks: tuple[tuple[Getter, Callable[[Any], bool], RouteStep], ...]
 
     @property
     def id(self) -> str:
@@ -54,10 +55,10 @@ class RankedBinding:
 
     def quick_failure(self, event: EventEnvelope) -> RouteStep | None:
         """`failure` for the hot path: the step of the first failing check, or None."""
-        if not self.binding.enabled:
+        if self.disabled is not None:
             return self.disabled
-        for spec, step in self.checks:
-            if not spec.holds(event):
+        for get, test, step in self.checks:
+            if not test(get(event)):
                 return step
         return None
 
@@ -85,25 +86,41 @@ def rank(binding: Binding) -> RankedBinding:
     return RankedBinding(
         binding=binding, filters=filters, key=key,
         chosen=RouteStep(binding_id=binding.id, passed=True, reason=summary),
-        disabled=RouteStep(binding_id=binding.id, passed=False, reason="disabled"),
-        checks=tuple((f, RouteStep(binding_id=binding.id, passed=False, reason=f.terse)) for f in filters),
+        disabled=None if binding.enabled else RouteStep(binding_id=binding.id, passed=False, reason="disabled"),
+        checks=tuple((f.get, f.test, RouteStep(binding_id=binding.id, passed=False, reason=f.terse))
+                     for f in filters),
     )
 
 
 class RouteTable:
-    """The bindings, compiled and ranked once; candidates per event type are cached."""
+    """The bindings, compiled and ranked once, indexed by event type: exact patterns in a dict,
+    the wildcard ones (`prefix.*`, `*`) checked after; an event type's candidates, in rank
+    order, are kept once found."""
 
     def __init__(self, bindings: Iterable[Binding]) -> None:
         self.ranked: tuple[RankedBinding, ...] = tuple(sorted((rank(b) for b in bindings), key=_key))
+        exact: dict[str, list[RankedBinding]] = {}
+        wildcards: list[RankedBinding] = []
+        for ranked in self.ranked:  # in rank order, so every list below is too
+            pattern = ranked.binding.event_pattern
+            if specificity(pattern)[0] == EXACT:
+                exact.setdefault(pattern, []).append(ranked)
+            else:
+                wildcards.append(ranked)
+        self._exact = {event_type: tuple(found) for event_type, found in exact.items()}
+        self._wildcards = tuple(wildcards)
         self._candidates: dict[str, tuple[RankedBinding, ...]] = {}
 
     def __len__(self) -> int:
         return len(self.ranked)
 
     def candidates(self, event_type: str) -> tuple[RankedBinding, ...]:
+        """The bindings whose pattern matches `event_type`, highest rank first."""
         found = self._candidates.get(event_type)
         if found is None:
-            found = tuple(r for r in self.ranked if matches(r.binding.event_pattern, event_type))
+            exact = self._exact.get(event_type, ())
+            wild = tuple(r for r in self._wildcards if matches(r.binding.event_pattern, event_type))
+            found = tuple(sorted(exact + wild, key=_key)) if exact and wild else exact or wild
             if len(self._candidates) < 4096:  # event types are few; bound it anyway
                 self._candidates[event_type] = found
         return found
@@ -164,12 +181,18 @@ def decide(event: EventEnvelope, table: RouteTable, processors: Processors, *, n
 
 def _first(event: EventEnvelope, candidates: tuple[RankedBinding, ...]
            ) -> tuple[RankedBinding | None, tuple[RouteStep, ...]]:
+    # `quick_failure` inlined: this loop runs for every candidate of every event.
     steps: list[RouteStep] = []
     for candidate in candidates:
-        failed = candidate.quick_failure(event)
+        failed = candidate.disabled
         if failed is None:
-            steps.append(candidate.chosen)
-            return candidate, tuple(steps)
+            for get, test, step in candidate.checks:
+                if not test(get(event)):
+                    failed = step
+                    break
+            else:
+                steps.append(candidate.chosen)
+                return candidate, tuple(steps)
         if len(steps) < TRACE_STEPS:
             steps.append(failed)
     return None, tuple(steps)
