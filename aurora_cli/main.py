@@ -28,7 +28,7 @@ COMMANDS: dict[str, Area] = {
                                "replicas, leader and follower lag, pending, ack-pending.", group=False),
     "dev": Area("dev", "Run nats-server and every service until Ctrl-C; logs go to the terminal and "
                        "<data-dir>/logs/.", group=False),
-    "apply": Area("apply", "Create or update resources (System, OpenApiImport, Skill, Agent, Pipeline, "
+    "apply": Area("apply", "Create or update resources (System, OpenApiImport, A2AImport, Skill, Agent, Pipeline, "
                            "ApprovalPolicy, Binding, Schedule) idempotently, in that order whatever the files' "
                            "order.",
                   group=False),
@@ -44,7 +44,8 @@ COMMANDS: dict[str, Area] = {
                   group=True),
     "tools": Area("tools", "List and call tools; show definitions and move them through their lifecycle.",
                   group=True),
-    "systems": Area("systems", "Systems (MCP apps and HTTP APIs): status, OpenAPI import, enable and disable.",
+    "systems": Area("systems", "Systems (MCP apps, HTTP APIs and A2A agents): status, OpenAPI and A2A import, "
+                               "enable and disable.",
                     group=True),
     "agents": Area("agents", "Agents: one with its skills and their versions, and its tools as the gateway "
                              "serves them.", group=True),

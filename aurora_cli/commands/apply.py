@@ -185,7 +185,7 @@ def apply(
         "--wait", min=0, help="Seconds to wait for the services that own the documents to answer at all "
         "(a stack still starting, e.g. compose's demo-init); 0: do not wait.")] = 0.0,
 ) -> None:
-    """Create or update resources (System, OpenApiImport, Skill, Agent, Pipeline, ApprovalPolicy,
+    """Create or update resources (System, OpenApiImport, A2AImport, Skill, Agent, Pipeline, ApprovalPolicy,
     Binding, Schedule) idempotently, in that order whatever the files' order."""
     settings = settings_or_fail()
     try:

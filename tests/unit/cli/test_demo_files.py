@@ -129,7 +129,7 @@ def test_an_unknown_kind_lists_the_kinds_apply_takes(tmp_path: Path) -> None:
         load_documents(path)
     [gadget, tool] = raised.value.problems
     assert gadget == (f"{path}: document 1: field kind: unknown kind 'Gadget'; apply takes: System, OpenApiImport, "
-                      "Skill, Agent, Pipeline, ApprovalPolicy, Binding, Schedule")
+                      "A2AImport, Skill, Agent, Pipeline, ApprovalPolicy, Binding, Schedule")
     assert "unknown kind 'Tool'" in tool  # read with `aurora get tools`, changed by its own commands
 
 
