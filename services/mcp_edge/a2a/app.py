@@ -99,8 +99,10 @@ def a2a_app(tasks: AuroraTasks, cards: CardSource, *, instance: str, wait_second
     handler = AuroraRequestHandler(tasks, instance=instance, wait_seconds=wait_seconds)
     context = CallerContext()
     routes: list[BaseRoute] = [Route(AGENT + path, cards.serve, methods=["GET"]) for path in CARD_PATHS]
-    routes += create_jsonrpc_routes(handler, AGENT + JSONRPC_PATH, context_builder=context)
-    routes += create_rest_routes(handler, context_builder=context, path_prefix=AGENT + HTTP_JSON_PATH)
+    # v0.3 clients too (`message/send`, `tasks/get` …), on the same URLs: the SDK's adapters.
+    routes += create_jsonrpc_routes(handler, AGENT + JSONRPC_PATH, context_builder=context, enable_v0_3_compat=True)
+    routes += create_rest_routes(handler, context_builder=context, path_prefix=AGENT + HTTP_JSON_PATH,
+                                 enable_v0_3_compat=True)
     app: ASGIApp = Starlette(routes=routes)
     return app
 
