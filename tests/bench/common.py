@@ -8,6 +8,7 @@ import os
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -26,7 +27,9 @@ def record(benchmark: str, result: dict[str, object]) -> None:
         return
     target = Path(path)
     results = json.loads(target.read_text()) if target.exists() else {}
-    results[benchmark] = result
+    # When it was measured and the load then: a benchmark run alone into an older report says so.
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+    results[benchmark] = {**result, "at": datetime.now(UTC).isoformat(timespec="minutes"), "load": load}
     target.write_text(json.dumps(results, indent=2, sort_keys=True))
 
 

@@ -16,7 +16,7 @@ import os
 import platform
 import subprocess
 import sys
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -132,12 +132,27 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     return found
 
 
+# A whole `make bench` takes well under this; a figure recorded later was measured on its own.
+SAME_RUN = timedelta(hours=2)
+
+
+def _after_the_run(at: str, began: str | None) -> bool:
+    return began is not None and datetime.fromisoformat(at) - datetime.fromisoformat(began) > SAME_RUN
+
+
 def markdown(results: dict[str, Any]) -> str:
     info = results.get("machine", {})
     lines = [f"Measured {info.get('at', '?')} on {info.get('cpus', '?')} CPUs ({info.get('cpu') or 'unknown CPU'}), "
              f"{info.get('os', '')}, Python {info.get('python', '')}"
              + (f"; load average {info['load']:.1f} when it began" if info.get("load") is not None else "") + ".", "",
              "| stage | Aurora | baseline (same run) | ratio |", "|---|---|---|---|"]
+    later = [f"{name} at {figures['at']}" + (f" (load {figures['load']:.1f})" if figures.get("load") is not None
+                                             else "")
+             for name, figures in results.items()
+             if name != "machine" and isinstance(figures, dict) and figures.get("at")
+             and _after_the_run(figures["at"], info.get("at"))]
+    if later:
+        lines[1:1] = ["", "Measured alone, into this report later: " + ", ".join(later) + "."]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows(results)]
     return "\n".join(lines) + "\n"
 

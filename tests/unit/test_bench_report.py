@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.bench.report import rows
+from tests.bench.report import markdown, rows
 
 
 def cells(results: dict[str, Any]) -> dict[str, str]:
@@ -40,3 +40,12 @@ def test_the_runners_and_the_start_ups_goals_are_said_too() -> None:
                    "startup": {"cpu_s": 0.06, "wall_s": 0.06, "goal_s": 0.25}})
     assert table["runner: runs/s, 4 processes vs 1"] == "3.37× (goal ≥ 3.5×: NOT met)"
     assert table["`aurora --help` start-up"] == "goal ≤ 0.25 s: met"
+
+
+def test_a_benchmark_run_alone_into_an_older_report_is_said_to_be_so() -> None:
+    router = {"per_s": 8647, "raw_per_s": 17326, "ratio": 0.4991, "goal": 0.75}
+    page = markdown({"machine": {"at": "2026-12-05T02:26+00:00"},
+                     "router": {**router, "at": "2026-12-05T02:40+00:00", "load": 0.3},
+                     "bridge": {**router, "at": "2026-12-05T21:40+00:00", "load": 6.5}})
+    assert "Measured alone, into this report later: bridge at 2026-12-05T21:40+00:00 (load 6.5)." in page
+    assert "router at" not in page
