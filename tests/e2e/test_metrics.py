@@ -12,7 +12,6 @@ from pathlib import Path
 import httpx
 import pytest
 
-from aurora_cli.localnats import LocalNats
 from shared.contracts import mcp_relay
 from shared.contracts.subjects import Subjects
 from tests.harness.clients import nats_client
@@ -54,7 +53,7 @@ def value(text: str, name: str, **labels: str) -> float:
     return 0.0
 
 
-async def test_every_service_shows_what_it_did(measured: tuple[LocalNats, dict[str, ServiceProcess]]) -> None:
+async def test_every_service_shows_what_it_did(measured: tuple[Stack, dict[str, ServiceProcess]]) -> None:
     server, processes = measured
     subjects = Subjects("amp")
     case = f"m-{uuid.uuid4().hex[:6]}"

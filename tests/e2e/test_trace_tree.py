@@ -16,7 +16,6 @@ import msgspec
 import pytest
 from nats.aio.client import Client as NATS
 
-from aurora_cli.localnats import LocalNats
 from shared.contracts.envelope import Header, Source
 from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, decode_result
@@ -74,7 +73,7 @@ def _parent(spans: dict[str, ReceivedSpan], span: ReceivedSpan) -> ReceivedSpan:
 
 
 async def test_one_event_is_one_trace_from_the_app_to_the_reply(
-        traced: tuple[LocalNats, dict[str, ServiceProcess], Path], receiver: OtlpReceiver, fake: FakeOpenAI) -> None:
+        traced: tuple[Stack, dict[str, ServiceProcess], Path], receiver: OtlpReceiver, fake: FakeOpenAI) -> None:
     server, _, chat_log = traced
     subjects = Subjects("amp")
     model = f"trace-{uuid.uuid4().hex[:6]}"

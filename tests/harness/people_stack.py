@@ -16,6 +16,9 @@ from aurora_cli.people import PeopleStore, write_auth_config
 from tests.harness.processes import REPO, ServiceProcess
 from tests.harness.stack import FOLDER_KINDS, StackBuilder
 
+# mcp-edge on any free port: its default (8795) may be taken by another test's stack on the machine
+SERVICE_ENV = {"mcp_edge": {"AURORA_EDGE_PORT": "0"}}
+
 
 @dataclass
 class PeopleStack:
@@ -43,6 +46,6 @@ def people_stack(folder: Path, people: Mapping[str, Sequence[str]], apps_config:
     server_env.update(credentials.server_env())
     builder = StackBuilder(folder).auth(credentials, config, server_env).apps(apps_config)
     for name in services:
-        builder.service(FOLDER_KINDS[name], name, **extra_env(name))
+        builder.service(FOLDER_KINDS[name], name, **{**SERVICE_ENV.get(name, {}), **extra_env(name)})
     with builder.running() as stack:
         yield PeopleStack(stack.url, credentials, passwords, folder / "nats-server.log", stack.processes)

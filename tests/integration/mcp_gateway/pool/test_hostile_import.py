@@ -16,6 +16,7 @@ from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import AdminRequestError, admin_request
+from tests.harness.stack import StackBuilder
 from tests.harness.tool_pool import Pool
 from tests.integration.mcp_gateway.pool.helpers import REPO
 
@@ -27,7 +28,7 @@ SLOW = 'openapi: 3.0.3\ninfo: {title: slow, version: "1"}\npaths: {}\nx-big:\n' 
 
 
 @pytest.fixture
-async def hostile(nc: NATS, subjects: Subjects, spawn: Any, tmp_path: Path) -> AsyncIterator[Pool]:
+async def hostile(nc: NATS, nats_url: str, subjects: Subjects, tmp_path: Path) -> AsyncIterator[Pool]:
     config = tmp_path / "apps.yml"
     config.write_text(yaml.safe_dump({"apps": {"echo": {
         "mcp": {"command": [sys.executable, str(REPO / "tests/apps/echo_app.py")], "health_timeout_seconds": 15}}}}))
@@ -35,12 +36,12 @@ async def hostile(nc: NATS, subjects: Subjects, spawn: Any, tmp_path: Path) -> A
     specs.mkdir()
     (specs / "petstore.json").write_bytes((FIXTURES / "petstore-3.0.json").read_bytes())
     (tmp_path / "outside.json").write_bytes((FIXTURES / "petstore-3.0.json").read_bytes())
-    spawn("services.app_supervisor", tag="supervisor", AURORA_APPS_CONFIG=str(config))
-    spawn("services.mcp_gateway", tag="gateway", AURORA_APPS_CONFIG=str(config), AURORA_SPECS_DIR=str(specs),
-          AURORA_OPENAPI_SECONDS=str(IMPORT_SECONDS))
-    pool = Pool(nc, subjects)
-    await pool.wait_for_tools("echo.echo")
-    yield pool
+    builder = StackBuilder(tmp_path).broker(nats_url).apps(config).supervisor().gateway(
+        AURORA_SPECS_DIR=str(specs), AURORA_OPENAPI_SECONDS=str(IMPORT_SECONDS))
+    async with builder.up():
+        pool = Pool(nc, subjects)
+        await pool.wait_for_tools("echo.echo")
+        yield pool
 
 
 async def import_openapi(pool: Pool, spec: str, document: str | None = None) -> tuple[float, Any]:
