@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import re
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +40,8 @@ log = get_logger("aurora.mcp_edge.a2a")
 _approval = msgspec.json.Decoder(Approval)
 _record = msgspec.json.Decoder(RunRecord)
 FOLLOW_INACTIVE = 30.0  # the server drops a follower whose edge went away
+# A task id is a run id (`run_id_for`: a UUID); anything else is no task, and never a KV key.
+_RUN_ID = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,8 @@ class AuroraTasks:
         await publish_signal(self._nc.jetstream(), self._subjects, signal)
 
     async def get(self, task_id: str) -> Task | None:
+        if not _RUN_ID.fullmatch(task_id):
+            return None
         try:
             entry = await self._tasks.get(task_id)
         except KeyNotFoundError:
@@ -79,9 +84,11 @@ class AuroraTasks:
 
     async def record(self, run_id: str) -> RunRecord | None:
         """The router's record of the run: who sent its event (source app, actor), which agent."""
+        if not _RUN_ID.fullmatch(run_id):
+            return None
         try:
             entry = await self._records.get(run_id)
-        except (KeyNotFoundError, ValueError):  # ValueError: not a valid key at all
+        except KeyNotFoundError:
             return None
         return _record.decode(entry.value) if entry.value else None
 
