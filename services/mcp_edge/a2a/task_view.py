@@ -73,6 +73,17 @@ def approval_question(approval: Approval) -> str:
             f"`aurora approvals grant {approval.id}` or `aurora approvals deny {approval.id}`.")
 
 
+def interaction_question(task: AuroraTask) -> str:
+    """The question the task waits to have answered (its waiting `interaction` step), with its options."""
+    for step in reversed(task.steps):
+        asked = step.structured if step.kind == "interaction" and step.status == "started" else None
+        if isinstance(asked, dict) and asked.get("interaction_id") == task.interaction_id:
+            options = [str(o.get("label", o) if isinstance(o, dict) else o) for o in asked.get("options") or ()]
+            listed = f" Options: {', '.join(options)}." if options else ""
+            return f"{asked.get('question')}{listed} (interaction {task.interaction_id})"
+    return f"Waiting for an answer to the question the agent asked (interaction {task.interaction_id})."
+
+
 def status_text(task: AuroraTask, approval: Approval | None) -> str | None:
     """What the status message says, or None when the state says it all (submitted, working,
     completed with a confirmed answer)."""
@@ -81,7 +92,7 @@ def status_text(task: AuroraTask, approval: Approval | None) -> str | None:
             return approval_question(approval)
         if task.approval_id is not None:
             return f"Waiting for approval {task.approval_id}."
-        return f"Waiting for an answer to the question the agent asked (interaction {task.interaction_id})."
+        return interaction_question(task)
     error = f"{task.error.code}: {task.error.message}" if task.error is not None else None
     if task.state == "unverified":
         return f"Completed, but not verified: {task.check or error or 'check the outcome'}"

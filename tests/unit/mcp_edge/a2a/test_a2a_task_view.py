@@ -11,7 +11,7 @@ from services.mcp_edge.a2a.task_view import a2a_task, status_event
 from shared.contracts.approval import Approval
 from shared.contracts.envelope import EventEnvelope, EventPayload, Header, Source
 from shared.contracts.run import RunTarget
-from shared.contracts.task import Task, TaskError, Transition
+from shared.contracts.task import Task, TaskError, TaskStep, Transition
 
 AT = "2026-12-05T21:00:00Z"
 
@@ -87,3 +87,12 @@ def test_awaiting_approval_asks_the_approvals_question() -> None:
     assert "echo.counter_increment" in question and "aurora approvals grant ap1" in question
     assert shown.metadata["aurora.approval_id"] == "ap1"
     assert status_event(waiting, approval).status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+
+
+def test_awaiting_an_answer_asks_the_agents_question() -> None:
+    step = TaskStep(id="pick", kind="interaction", name="ask", status="started", started_at=AT,
+                    structured={"interaction_id": "i1", "question": "Which pump?",
+                                "options": [{"label": "P-101"}, {"label": "P-102"}]})
+    shown = a2a_task(task("awaiting_approval", interaction_id="i1", steps=(step,), attempts=1))
+    assert shown.status.state == TaskState.TASK_STATE_INPUT_REQUIRED
+    assert text_of(shown) == "Which pump? Options: P-101, P-102. (interaction i1)"
