@@ -5,7 +5,8 @@ Its skills (the skill a message is for is `aurora.skill` in the message's metada
 - `lookup`: completes at once with `found: <text>` and the message's data as a data artifact;
 - `book`: asks `Which date?` (input-required), then completes with `booked <text> on <answer>`;
   each message id it was sent is appended to A2A_AGENT_LOG (one JSON line each);
-- `archive`: fails with `the archive is offline`.
+- `archive`: fails with `the archive is offline`;
+- `vault`: stops in auth-required with `sign in to the vault first`.
 With `--token`, every request but the card's must carry `Authorization: Bearer <token>`.
 """
 
@@ -80,6 +81,8 @@ class TestAgent(AgentExecutor):
             await updater.complete()
         elif skill == "archive":
             await updater.failed(said("the archive is offline"))
+        elif skill == "vault":
+            await updater.requires_auth(said("sign in to the vault first"))
         else:
             await updater.reject(said(f"no skill named {skill!r}"))
 
@@ -95,7 +98,8 @@ def card(port: int, streaming: bool) -> AgentCard:
                          tags=["catalogue"], examples=["pump P-100"]),
               AgentSkill(id="book", name="Book", description="Books a service visit; asks for the date",
                          tags=["service"]),
-              AgentSkill(id="archive", name="Archive", description="Archives a record", tags=["records"])]
+              AgentSkill(id="archive", name="Archive", description="Archives a record", tags=["records"]),
+              AgentSkill(id="vault", name="Vault", description="Opens the vault", tags=["records"])]
     return AgentCard(name="Parts desk", description="Answers about spare parts", version="1.0.0",
                      supported_interfaces=[AgentInterface(url=f"http://127.0.0.1:{port}/a2a",
                                                           protocol_binding="JSONRPC", protocol_version="1.0")],

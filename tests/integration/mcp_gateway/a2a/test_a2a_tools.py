@@ -23,7 +23,7 @@ from tests.integration.mcp_edge.helpers import LEGACY, agent, bearer, token
 from tests.integration.mcp_gateway.a2a.helpers import TOKEN_ENV, RemoteAgents
 
 SUBJECTS = Subjects("amp")
-SKILLS = ("archive", "book", "lookup")
+SKILLS = ("archive", "book", "lookup", "vault")
 
 
 def messages_sent(agents: RemoteAgents) -> list[dict[str, Any]]:
@@ -92,6 +92,17 @@ async def test_a_remote_failure_is_a_tool_error_with_the_agents_words(pnc: NATS,
     assert failed["status"] == "tool_error", failed
     assert failed["error"] == {"code": "a2a_failed",
                                "message": "the remote agent's task failed: the archive is offline"}
+
+
+async def test_a_remote_agent_wanting_a_sign_in_is_a_clear_error(pnc: NATS, remote_agents: RemoteAgents) -> None:
+    pool = Pool(pnc, SUBJECTS)
+    await pool.admin("systems", "import_a2a", {"name": "vaults", "card": remote_agents.polled,
+                                               "auth": {"value_env": TOKEN_ENV}})
+    await published_to(pool, "keeper", "vaults.vault")
+    _, refused = await approved(pool, "vaults.vault", {"message": "open box 3"}, "keeper")
+    assert refused["status"] == "tool_error" and refused["error"]["code"] == "a2a_auth_required", refused
+    assert "sign in to the vault first" in refused["error"]["message"]
+    assert refused["structured"]["state"] == "auth-required"
 
 
 async def _mcp_call(url: str, secret: str, tool: str, arguments: dict[str, Any],
