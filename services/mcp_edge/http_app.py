@@ -13,7 +13,8 @@ it does not speak); one that names its version only in `_meta` is told its heade
 (the SDK would take it for the oldest era); that era's GET or DELETE is answered 405. In front of all of it,
 `shared.web_origin` answers 403 to a `Host` or `Origin` that is not the edge's own (the MCP
 transport's DNS-rebinding rule; `origin_refusal` is the body), and JSON bodies are read with a
-bound on nesting (`shared.bounded_json`).
+bound on nesting (`shared.bounded_json`). Beside the MCP endpoint, when given one, the agent's A2A
+app (services/mcp_edge/a2a/): `/agents/<id>/a2a…` behind the same token, the Agent Card without.
 """
 
 from __future__ import annotations
