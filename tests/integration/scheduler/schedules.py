@@ -17,9 +17,9 @@ from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from shared.schedule_times import parse_iso
 from tests.harness.processes import ServiceProcess
+from tests.harness.stack import Stack
 from tests.harness.waiting import NOT_SERVING_YET, poll
 
-Spawn = Callable[..., ServiceProcess]
 # Short waits so that the tests take seconds: a tick a dead scheduler held comes to another
 # after 1 s; a tick more than 3 s late was missed.
 FAST = {"AURORA_SCHEDULER_ACK_WAIT_SECONDS": "1", "AURORA_SCHEDULER_GRACE_SECONDS": "3",
@@ -27,10 +27,9 @@ FAST = {"AURORA_SCHEDULER_ACK_WAIT_SECONDS": "1", "AURORA_SCHEDULER_GRACE_SECOND
 EVENTS_SUBJECT = "amp.evt.aurora_scheduler.schedule.triggered"
 
 
-def start_scheduler(spawn: Spawn, tag: str, **env: str) -> ServiceProcess:
-    process = spawn("services.scheduler", tag=tag, **{**FAST, "AURORA_SCHEDULER_INSTANCE": tag, **env})
-    process.wait_ready(30)
-    return process
+def start_scheduler(stack: Stack, tag: str, **env: str) -> ServiceProcess:
+    """One more scheduler in the test's stack, serving."""
+    return stack.launch("scheduler", tag, **{**FAST, "AURORA_SCHEDULER_INSTANCE": tag, **env}).wait_ready(30)
 
 
 async def admin(nc: NATS, subjects: Subjects, verb: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -32,9 +32,9 @@ from shared.jetstream.streams import (
 from shared.nats.consume_loop import ACK
 from shared.schedule_times import Cadence, iso
 from tests.harness.processes import ServiceProcess
+from tests.harness.stack import Stack
 from tests.harness.waiting import poll
 from tests.integration.scheduler.schedules import (
-    Spawn,
     apply_schedule,
     events_until,
     health,
@@ -47,9 +47,9 @@ from tests.integration.scheduler.schedules import tick_consumer as consumer_info
 
 
 @pytest.fixture
-async def bridge(nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
+async def bridge(nc: NATS, subjects: Subjects, stack: Stack) -> None:
     await ensure_streams(nc.jetstream(), fabric_streams(subjects))
-    spawn("services.event_bridge", tag="bridge").wait_ready()
+    stack.launch("bridge").wait_ready()
 
 
 TAKEN_OVER = '"tick taken over"'
@@ -133,11 +133,11 @@ async def _none_pending(nc: NATS, subjects: Subjects) -> bool:
 
 @pytest.mark.usefixtures("bridge")
 async def test_two_instances_one_killed_holding_a_tick_give_one_event_per_tick(
-        nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
+        nc: NATS, subjects: Subjects, stack: Stack) -> None:
     # catch_up false: the tick the killed instance held must still be on time when the other
     # gets it (after the 1 s ack wait); a 10 s grace keeps a loaded machine from making a miss.
-    first = start_scheduler(spawn, "scheduler-a", AURORA_SCHEDULER_GRACE_SECONDS="10")
-    second = start_scheduler(spawn, "scheduler-b", AURORA_SCHEDULER_GRACE_SECONDS="10")
+    first = start_scheduler(stack, "scheduler-a", AURORA_SCHEDULER_GRACE_SECONDS="10")
+    second = start_scheduler(stack, "scheduler-b", AURORA_SCHEDULER_GRACE_SECONDS="10")
     await apply_schedule(nc, subjects, id="failover", every="1s", catch_up=False)
     await events_until(nc, "failover", lambda found: len(found) >= 2, what="the first ticks")
 
@@ -153,7 +153,7 @@ async def test_two_instances_one_killed_holding_a_tick_give_one_event_per_tick(
 
 @pytest.mark.usefixtures("bridge")
 async def test_a_scheduler_dying_after_publishing_before_acking_adds_no_event(nc: NATS, subjects: Subjects,
-                                                                             spawn: Spawn) -> None:
+                                                                             stack: Stack) -> None:
     """The tick is handled (its signal published, the next timer armed) but never acknowledged,
     as if the process died right there; the scheduler process that gets it again repeats the
     same steps, and the tick stays one event. (`catch_up`, as no scheduler runs until the
@@ -178,7 +178,7 @@ async def test_a_scheduler_dying_after_publishing_before_acking_adds_no_event(nc
     assert await handler.handle(held) == ACK and handler.stats.fired == 1  # ... and never acked
     await pull.unsubscribe()
 
-    after = start_scheduler(spawn, "scheduler-after")
+    after = start_scheduler(stack, "scheduler-after")
     first_tick = decode_tick(held.data)[1].timestamp()
     events = await events_until(nc, "dying", lambda found: covered(found, first_tick + 3),
                                 what="an event for every tick after the redelivery")
@@ -195,10 +195,10 @@ async def _stopped_for(scheduler: ServiceProcess, seconds: float) -> float:
 
 
 @pytest.mark.usefixtures("bridge")
-async def test_restart_catches_up_or_skips_missed_ticks(nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
+async def test_restart_catches_up_or_skips_missed_ticks(nc: NATS, subjects: Subjects, stack: Stack) -> None:
     grace = 2.0
     env = {"AURORA_SCHEDULER_GRACE_SECONDS": str(grace)}
-    scheduler = start_scheduler(spawn, "scheduler-1", **env)
+    scheduler = start_scheduler(stack, "scheduler-1", **env)
     await apply_schedule(nc, subjects, id="catch-up", every="1s", catch_up=True)
     await apply_schedule(nc, subjects, id="skip", every="1s", catch_up=False)
     for schedule in ("catch-up", "skip"):
@@ -214,7 +214,7 @@ async def test_restart_catches_up_or_skips_missed_ticks(nc: NATS, subjects: Subj
 
     await poll(ticks_waiting, timeout=10, what="the timers to fire while no scheduler runs")
     restarted = time.time()
-    start_scheduler(spawn, "scheduler-2", **env)
+    start_scheduler(stack, "scheduler-2", **env)
 
     caught = await events_until(nc, "catch-up", lambda found: covered(found, restarted + 1),
                                 what="an event for every catch-up tick, the downtime's too")

@@ -11,9 +11,9 @@ from nats.aio.client import Client as NATS
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import ensure_streams, fabric_streams
 from shared.schedule_times import iso, parse_iso
+from tests.harness.stack import Stack
 from tests.harness.waiting import poll
 from tests.integration.scheduler.schedules import (
-    Spawn,
     admin,
     apply_schedule,
     events_of,
@@ -26,14 +26,14 @@ from tests.integration.scheduler.schedules import (
 
 
 @pytest.fixture
-async def bridge(nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
+async def bridge(nc: NATS, subjects: Subjects, stack: Stack) -> None:
     await ensure_streams(nc.jetstream(), fabric_streams(subjects))
-    spawn("services.event_bridge", tag="bridge").wait_ready()
+    stack.launch("bridge").wait_ready()
 
 
 @pytest.mark.usefixtures("bridge")
-async def test_each_tick_is_one_event_with_the_schedules_data(nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
-    start_scheduler(spawn, "scheduler-1")
+async def test_each_tick_is_one_event_with_the_schedules_data(nc: NATS, subjects: Subjects, stack: Stack) -> None:
+    start_scheduler(stack, "scheduler-1")
     applied = await apply_schedule(nc, subjects, id="every-second", every="1s", data={"report": "daily", "n": 1})
     assert applied["result"] == "created"
     events = await events_until(nc, "every-second", lambda found: len(found) >= 4, what="four ticks")
@@ -56,8 +56,8 @@ async def test_each_tick_is_one_event_with_the_schedules_data(nc: NATS, subjects
 
 @pytest.mark.usefixtures("bridge")
 async def test_a_cron_schedule_in_a_time_zone_ticks_when_its_computation_says(nc: NATS, subjects: Subjects,
-                                                                               spawn: Spawn) -> None:
-    start_scheduler(spawn, "scheduler-1")
+                                                                               stack: Stack) -> None:
+    start_scheduler(stack, "scheduler-1")
     await apply_schedule(nc, subjects, id="cron-2s", cron="*/2 * * * * *", timezone="Asia/Kolkata")
     events = await events_until(nc, "cron-2s", lambda found: len(found) >= 2, what="two cron ticks")
     assert all(t.second % 2 == 0 and t.microsecond == 0 for t in tick_times(events)), tick_times(events)
@@ -66,8 +66,8 @@ async def test_a_cron_schedule_in_a_time_zone_ticks_when_its_computation_says(nc
 
 @pytest.mark.usefixtures("bridge")
 async def test_pause_stops_the_ticks_trigger_now_still_fires_and_resume_starts_again(
-        nc: NATS, subjects: Subjects, spawn: Spawn) -> None:
-    start_scheduler(spawn, "scheduler-1")
+        nc: NATS, subjects: Subjects, stack: Stack) -> None:
+    start_scheduler(stack, "scheduler-1")
     await apply_schedule(nc, subjects, id="pausable", every="1s", data={"k": "v"})
     await events_until(nc, "pausable", lambda found: len(found) >= 1, what="a first tick")
 
@@ -98,10 +98,10 @@ async def test_pause_stops_the_ticks_trigger_now_still_fires_and_resume_starts_a
 
 @pytest.mark.usefixtures("bridge")
 async def test_unknown_schedules_and_bad_documents_get_clear_errors(nc: NATS, subjects: Subjects,
-                                                                    spawn: Spawn) -> None:
+                                                                    stack: Stack) -> None:
     from shared.nats.admin_service import AdminRequestError, admin_request
 
-    start_scheduler(spawn, "scheduler-1")
+    start_scheduler(stack, "scheduler-1")
     await admin(nc, subjects, "list", {})
     with pytest.raises(AdminRequestError, match="no Schedule 'nope'") as missing:
         await admin_request(nc, subjects, "schedules", "trigger", {"id": "nope"}, timeout=10)
