@@ -11,12 +11,14 @@ import uuid
 from typing import Any
 
 import mcp_types as types
+import pytest
 from mcp.client.client import Client
 from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import AdminRequestError
 from tests.harness.stack import Stack
 from tests.harness.tool_pool import Pool, audit_records, published_to
 from tests.integration.mcp_edge.helpers import LEGACY, agent, bearer, token
@@ -121,6 +123,8 @@ async def test_a_remote_question_is_the_callers_elicitation_and_its_answer_goes_
     assert marked["side_effect"] == "read"
     await pool.admin("tools", "review", {"name": "visits.book"})
     await pool.admin("tools", "publish", {"name": "visits.book"})
+    with pytest.raises(AdminRequestError, match="marked before it is published"):  # not behind its reviewers' back
+        await pool.admin("tools", "mark", {"name": "visits.book", "side_effect": "write"})
     agent_id = f"booker-{uuid.uuid4().hex[:6]}"
     await agent(pnc, agent_id, ["visits.book"])
     secret = str((await token(pnc, agent_id))["token"])
