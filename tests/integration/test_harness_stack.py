@@ -1,9 +1,10 @@
 """The harness's stack builder: a service counts as up when it serves (its ready file), a service
-that exits instead fails the start with its log, and a restarted service is not taken for up on
-the file its killed run left behind."""
+that exits instead fails the start with its log, a restarted service is not taken for up on the
+file its killed run left behind, and `up()` waits without stopping the test's event loop."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,23 @@ async def test_a_restarted_service_is_not_up_on_its_killed_run_s_file(tmp_path: 
         gateway.start()
         assert not gateway.is_ready()
         await gateway.ready()
+
+
+async def test_up_waits_for_each_service_while_the_test_s_event_loop_goes_on(tmp_path: Path, nats_url: str) -> None:
+    ticks = 0
+
+    async def tick() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.02)
+
+    ticking = asyncio.create_task(tick())
+    try:
+        builder = StackBuilder(tmp_path).broker(nats_url).apps({"echo": echo_app()}).supervisor().gateway()
+        async with builder.up() as stack:
+            assert all(process.is_ready() for process in stack.processes.values())
+            assert ticks > 10  # a service takes a second or more to serve: the loop ran meanwhile
+    finally:
+        ticking.cancel()
+    assert not any(process.alive() for process in stack.processes.values())
