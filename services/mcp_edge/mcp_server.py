@@ -1,4 +1,6 @@
-"""The MCP server behind every `/agents/<id>/mcp`: tools/list and tools/call for the caller.
+"""The MCP server behind every `/agents/<id>/mcp`: tools/list and tools/call for the caller, and
+the tasks extension's methods (a write waiting for approval is a task for a client that declared
+it: `edge_tasks`).
 
 One SDK `Server` serves all agents: which agent and which token a request is for is decided by
 the HTTP layer (`http_app`) before the SDK sees it, and handed in through the request's ASGI
@@ -10,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 import mcp_types as types
@@ -18,9 +20,11 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.models import InitializationOptions
 from mcp.shared.exceptions import MCPError
+from pydantic import Field
 
 from services.mcp_edge.asks import ClientAsks
 from services.mcp_edge.changes import ListChanges
+from services.mcp_edge.edge_tasks import TASKS_EXTENSION, EdgeTasks, UnknownTask, declares_tasks
 from services.mcp_edge.gate import Caller, EdgeTool, Gate
 from services.mcp_edge.hold import call_held, new_task_id
 from services.mcp_edge.listen import serve_listen
@@ -95,7 +99,7 @@ def mcp_result(result: ToolCallResult) -> types.CallToolResult:
 
 
 def build_server(gate: Gate, asks: ClientAsks, changes: ListChanges, *, approval_wait_seconds: float,
-                 approval_poll_seconds: float = 0.5) -> Server[Any]:
+                 approval_poll_seconds: float = 0.5, tasks: EdgeTasks | None = None) -> Server[Any]:
     async def list_tools(ctx: ServerRequestContext[Any],
                          params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         caller = caller_of(ctx)
@@ -104,22 +108,73 @@ def build_server(gate: Gate, asks: ClientAsks, changes: ListChanges, *, approval
         # order, for clients' caches and models' prompt caches), whatever order the agent declared.
         return types.ListToolsResult(tools=[mcp_tool(t) for t in sorted(tools or [], key=lambda t: t.name)])
 
-    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> dict[str, Any]:
         caller = dataclasses.replace(caller_of(ctx), trace=trace_of(params.meta))
+        arguments = dict(params.arguments or {})
 
         async def progress(done: float, message: str) -> None:
             await ctx.session.report_progress(done, None, message)
 
         task_id = new_task_id()
         async with asks.listening(task_id, caller, ctx):  # the app may ask this client during the call
-            result = await call_held(gate, caller, params.name, dict(params.arguments or {}), progress,
-                                     wait_seconds=approval_wait_seconds, poll_seconds=approval_poll_seconds,
-                                     task_id=task_id)
-        return mcp_result(result)
+            if tasks is not None and declares_tasks(params.meta):  # a wait for approval becomes a task
+                result = await gate.call(caller, params.name, arguments, task_id=task_id)
+                if result.status == "needs_approval" and result.approval_id is not None:
+                    return await tasks.create(caller, params.name, arguments, task_id=task_id,
+                                              approval_id=result.approval_id)
+            else:
+                result = await call_held(gate, caller, params.name, arguments, progress,
+                                         wait_seconds=approval_wait_seconds, poll_seconds=approval_poll_seconds,
+                                         task_id=task_id)
+        return rendered(result)
 
     async def listen(ctx: ServerRequestContext[Any],
                      params: types.SubscriptionsListenRequestParams) -> types.SubscriptionsListenResult:
         return await serve_listen(changes, caller_of(ctx), ctx, params)
 
-    return EdgeServer("aurora-mcp-edge", version=VERSION, instructions="An Aurora agent's tools, through the gateway.",
-                      on_list_tools=list_tools, on_call_tool=call_tool, on_subscriptions_listen=listen)
+    server = EdgeServer("aurora-mcp-edge", version=VERSION,
+                        instructions="An Aurora agent's tools, through the gateway.",
+                        on_list_tools=list_tools, on_subscriptions_listen=listen)
+    # Registered by method, not as `on_call_tool`: a call may answer a task, a result shape of the extension's.
+    server.add_request_handler("tools/call", types.CallToolRequestParams, call_tool)
+    if tasks is not None:
+        serve_tasks(server, tasks)
+    return server
+
+
+def rendered(result: ToolCallResult) -> dict[str, Any]:
+    """`mcp_result` as the JSON object it is on the wire."""
+    return mcp_result(result).model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class TaskParams(types.RequestParams):
+    task_id: str
+
+
+class TaskUpdateParams(TaskParams):
+    input_responses: dict[str, Any] = Field(default_factory=dict)
+
+
+def serve_tasks(server: Server[Any], tasks: EdgeTasks) -> None:
+    """`tasks/get`, `tasks/update` and `tasks/cancel` of the tasks extension, for the caller's own
+    tasks, and the extension advertised in `server/discover`."""
+
+    async def run(work: Awaitable[dict[str, Any] | None]) -> dict[str, Any]:
+        try:
+            return await work or {}
+        except UnknownTask as exc:
+            raise MCPError(code=types.INVALID_PARAMS, message=str(exc)) from None
+
+    async def get(ctx: ServerRequestContext[Any], params: TaskParams) -> dict[str, Any]:
+        return await run(tasks.get(caller_of(ctx), params.task_id))
+
+    async def update(ctx: ServerRequestContext[Any], params: TaskUpdateParams) -> dict[str, Any]:
+        return await run(tasks.update(caller_of(ctx), params.task_id))
+
+    async def cancel(ctx: ServerRequestContext[Any], params: TaskParams) -> dict[str, Any]:
+        return await run(tasks.cancel(caller_of(ctx), params.task_id))
+
+    server.add_request_handler("tasks/get", TaskParams, get)
+    server.add_request_handler("tasks/update", TaskUpdateParams, update)
+    server.add_request_handler("tasks/cancel", TaskParams, cancel)
+    server.extensions[TASKS_EXTENSION] = {}

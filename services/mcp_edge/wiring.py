@@ -18,10 +18,11 @@ from services.mcp_edge.asks import ClientAsks
 from services.mcp_edge.backchannel import ClientReplies, EdgeSessionManager, ManagerRunning
 from services.mcp_edge.changes import ListChanges
 from services.mcp_edge.config import EdgeSettings
+from services.mcp_edge.edge_tasks import EdgeTasks
 from services.mcp_edge.gate import Gate
 from services.mcp_edge.http_app import EdgeApp
 from services.mcp_edge.http_server import EdgeHttpServer
-from services.mcp_edge.mcp_server import VERSION, build_server
+from services.mcp_edge.mcp_server import VERSION, build_server, rendered
 from services.mcp_edge.sessions import SessionStore, sessions_bucket
 from services.mcp_edge.tokens import TokenStore, tokens_bucket
 from shared.contracts.subjects import Subjects
@@ -69,7 +70,8 @@ EdgeService = Assembly[EdgeParts]
 async def build_edge(setup: EdgeSetup, connections: Connections) -> EdgeService:
     nc, js, subjects, settings, plan = connections.nc, connections.js, setup.subjects, setup.settings, setup.plan
     tokens = TokenStore(await ensure_bucket(js, tokens_bucket(subjects), plan=plan))
-    sessions = SessionStore(await ensure_bucket(js, sessions_bucket(subjects), plan=plan))
+    sessions_kv = await ensure_bucket(js, sessions_bucket(subjects), plan=plan)  # sessions, and held calls' tasks
+    sessions = SessionStore(sessions_kv)
     # Read only: the gateway writes them (created here too, so that either may start first).
     approvals = await ensure_bucket(js, approvals_bucket(subjects), plan=plan)
     gate = Gate(nc, subjects, approvals, call_timeout=settings.call_timeout_seconds)
@@ -83,7 +85,9 @@ async def build_edge(setup: EdgeSetup, connections: Connections) -> EdgeService:
         areas={"tokens": token_endpoints(tokens, gate.agent_exists)},
         description="bearer tokens of external MCP clients"))
     replies = ClientReplies(nc, subjects)
-    server = build_server(gate, ClientAsks(nc, subjects), changes, approval_wait_seconds=settings.approval_wait_seconds)
+    tasks = EdgeTasks(sessions_kv, gate, rendered)
+    server = build_server(gate, ClientAsks(nc, subjects), changes, approval_wait_seconds=settings.approval_wait_seconds,
+                          tasks=tasks)
     manager = EdgeSessionManager(server, replies)
     app = EdgeApp(manager.handle_request, tokens, sessions, changes, replies, public_url=settings.public_url,
                   authorization_servers=settings.authorization_servers)
