@@ -10,6 +10,7 @@ import json
 import uuid
 from typing import Any
 
+import httpx
 import mcp_types as types
 import pytest
 from mcp.client.client import Client
@@ -17,6 +18,7 @@ from mcp.client.session import ClientRequestContext
 from mcp.client.streamable_http import streamable_http_client
 from nats.aio.client import Client as NATS
 
+from aurora_cli.localnats import free_port
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import AdminRequestError
 from tests.harness.stack import Stack
@@ -114,19 +116,23 @@ async def _mcp_call(url: str, secret: str, tool: str, arguments: dict[str, Any],
         return await client.call_tool(tool, arguments)
 
 
+@pytest.mark.parametrize("streamed", [True, False], ids=["streamed", "polled"])
 async def test_a_remote_question_is_the_callers_elicitation_and_its_answer_goes_back(
-        pnc: NATS, pool_stack: Stack, remote_agents: RemoteAgents) -> None:
+        pnc: NATS, pool_stack: Stack, remote_agents: RemoteAgents, streamed: bool) -> None:
     pool = Pool(pnc, SUBJECTS)
-    await pool.admin("systems", "import_a2a", {"name": "visits", "card": remote_agents.streaming})
+    system = f"visits-{'streamed' if streamed else 'polled'}"
+    tool = f"{system}.book"
+    await pool.admin("systems", "import_a2a", {"name": system, "auth": {"value_env": TOKEN_ENV},
+                                               "card": remote_agents.streaming if streamed else remote_agents.polled})
     # The reviewer marks the booking a read (no approval in the way of the question).
-    marked = await pool.admin("tools", "mark", {"name": "visits.book", "side_effect": "read", "by": "reviewer"})
+    marked = await pool.admin("tools", "mark", {"name": tool, "side_effect": "read", "by": "reviewer"})
     assert marked["side_effect"] == "read"
-    await pool.admin("tools", "review", {"name": "visits.book"})
-    await pool.admin("tools", "publish", {"name": "visits.book"})
+    await pool.admin("tools", "review", {"name": tool})
+    await pool.admin("tools", "publish", {"name": tool})
     with pytest.raises(AdminRequestError, match="marked before it is published"):  # not behind its reviewers' back
-        await pool.admin("tools", "mark", {"name": "visits.book", "side_effect": "write"})
+        await pool.admin("tools", "mark", {"name": tool, "side_effect": "write"})
     agent_id = f"booker-{uuid.uuid4().hex[:6]}"
-    await agent(pnc, agent_id, ["visits.book"])
+    await agent(pnc, agent_id, [tool])
     secret = str((await token(pnc, agent_id))["token"])
     asked: list[types.ElicitRequestParams] = []
 
@@ -135,10 +141,23 @@ async def test_a_remote_question_is_the_callers_elicitation_and_its_answer_goes_
         return types.ElicitResult(action="accept", content={"answer": "May 4"})
 
     url = pool_stack.endpoint(agent_id)
-    result = await _mcp_call(url, secret, "visits.book", {"message": "pump service"}, elicitation_callback=answer)
+    result = await _mcp_call(url, secret, tool, {"message": "pump service"}, elicitation_callback=answer)
     assert not result.is_error, result
     assert [c.text for c in result.content if isinstance(c, types.TextContent)] == ["booked pump service on May 4"]
     assert [p.message for p in asked] == ["Which date?"]
     # Without anyone to answer, the question is declined and the remote task canceled.
-    declined = await _mcp_call(url, secret, "visits.book", {"message": "valve service"})
+    declined = await _mcp_call(url, secret, tool, {"message": "valve service"})
     assert declined.is_error and "input_not_given" in str(declined.content), declined
+
+
+async def test_an_agent_that_cannot_be_reached_was_sent_nothing(pnc: NATS, remote_agents: RemoteAgents) -> None:
+    pool = Pool(pnc, SUBJECTS)
+    async with httpx.AsyncClient() as http:
+        card = (await http.get(f"{remote_agents.streaming}/.well-known/agent-card.json")).json()
+    closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    card["supportedInterfaces"][0]["url"] = f"{closed}/a2a"
+    await pool.admin("systems", "import_a2a", {"name": "gone", "card": closed, "document": json.dumps(card)})
+    await published_to(pool, "caller-gone", "gone.lookup")
+    _, failed = await approved(pool, "gone.lookup", {"message": "anything"}, "caller-gone")
+    assert failed["status"] == "unavailable" and failed["error"]["code"] == "connect_failed", failed
+    assert "nothing was sent" in failed["error"]["message"]
