@@ -86,8 +86,10 @@ def system_of(name: str, read: ReadCard, *, existing: System | None, auth: AuthH
         offered = ", ".join(sorted(interfaces)) or "none"
         raise CardError(f"the agent offers no interface the gateway speaks (JSONRPC or HTTP+JSON; it offers {offered})")
     interface = interfaces[binding]
+    kept = existing.a2a if existing is not None and existing.a2a is not None else None
     source = A2AAgentSource(card_url=read.url, binding=binding, protocol_version=interface.protocol_version or "1.0",
-                            streaming=card.capabilities.streaming, agent_name=card.name)
+                            streaming=card.capabilities.streaming, agent_name=card.name,
+                            deduplicates=kept.deduplicates if kept is not None else False)  # the operator's word
     update: dict[str, object] = {"type": "a2a", "base_url": interface.url, "a2a": source}
     if card.description and (existing is None or not existing.description):
         update["description"] = card.description

@@ -138,7 +138,8 @@ class A2ACalls:
                 return call.end("tool_error", "input_not_given", f"the remote agent asked {said!r} and no "
                                 "answer was given; its task was canceled", structured=_view(task, "input-required"))
             outcome = await talk.send(answer_message(call_id, number, task, answer))
-        await talk.cancel(outcome.id if isinstance(outcome, Task) else "")
+        if isinstance(outcome, Task):
+            await talk.cancel(outcome.id)
         return call.end("tool_error", "too_many_questions", f"the remote agent asked more than {MAX_QUESTIONS} "
                         "questions; its task was canceled")
 

@@ -9,7 +9,7 @@ says where the task stands, and whether anything went out yet (`sent`).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from a2a.client import ClientCallContext, ClientConfig, ClientFactory
@@ -51,7 +51,6 @@ class Conversation:
     streaming: bool
     poll_seconds: float = 0.2
     sent: bool = False
-    answers: int = field(default=0)
 
     def context(self) -> ClientCallContext:
         left = max(self.deadline - asyncio.get_running_loop().time(), 0.1)

@@ -61,7 +61,12 @@ async def test_the_card_becomes_an_a2a_system_and_one_write_draft_per_skill(pnc:
     assert lookup["description"].startswith("Looks a part up in the catalogue")
     again = await pool.admin("systems", "import_a2a", {"name": "desk", "card": f"{remote_agents.streaming}/"})
     assert not again["created"] and sorted(again["unchanged"]) == [f"desk.{s}" for s in SKILLS], again
+    with pytest.raises(AdminRequestError) as undeclared:  # a credential the gateway was not given: as for HTTP
+        await pool.admin("systems", "import_a2a", {"name": "desk", "card": remote_agents.streaming,
+                                                   "auth": {"value_env": "SOME_UNDECLARED_VAR"}})
+    assert undeclared.value.code == "secret_not_declared", undeclared.value
     shown = {s["name"]: s for s in await pool.admin("systems", "status")}
+    assert shown["desk"]["base_url"] and (await pool.admin("tools", "get", {"name": "desk.lookup"}))["version"] == 1
     assert shown["desk"]["type"] == "a2a" and shown["desk"]["base_url"] == f"{remote_agents.streaming}/a2a"
 
 

@@ -44,9 +44,12 @@ def test_the_system_calls_the_json_rpc_interface_and_keeps_what_the_operator_gav
     assert (system.type, system.base_url, system.auth) == ("a2a", "https://parts.example/rpc", auth)
     assert system.a2a is not None and (system.a2a.binding, system.a2a.streaming) == ("JSONRPC", True)
     assert system.description == "Answers about spare parts" and system.timeout_seconds == 60.0
-    kept = System.model_validate({**system.model_dump(), "description": "ours", "timeout_seconds": 5.0})
+    assert system.a2a.deduplicates is False
+    kept = System.model_validate({**system.model_dump(), "description": "ours", "timeout_seconds": 5.0,
+                                  "a2a": {**system.a2a.model_dump(), "deduplicates": True}})
     again = system_of("parts", read(), existing=kept, auth=None, timeout_seconds=None)
     assert (again.description, again.timeout_seconds, again.auth) == ("ours", 5.0, auth)
+    assert again.a2a is not None and again.a2a.deduplicates is True
 
 
 def test_an_agent_with_no_http_interface_is_refused_with_what_it_offers() -> None:
