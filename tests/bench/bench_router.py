@@ -34,6 +34,7 @@ from shared.contracts.resource import ResourceModel, canonical_json, parse_resou
 from shared.contracts.subjects import Subjects
 from shared.wiring import Connections
 from tests.bench.common import Result, Stopwatch, best, env_int, record, run_on_service_loop, table
+from tests.bench.counting import last_sequences
 
 GOAL = 0.75  # issue 38: events/s with 50 bindings at three quarters of raw nats-py
 APPS = ("im.polaris.qq", "im.polaris.wx", "crm.orders")
@@ -112,12 +113,19 @@ async def wait_for_count(js: JetStreamContext, stream: str, n: int, timeout: flo
         await asyncio.sleep(0.01)
 
 
+async def stored_per_event(js: JetStreamContext, before: dict[str, int], n: int) -> dict[str, float]:
+    """Messages each stream gained per event since `before` (the input, stored before, is not counted)."""
+    after = await last_sequences(js)
+    return {name: (seq - before.get(name, 0)) / n for name, seq in sorted(after.items()) if seq != before.get(name, 0)}
+
+
 async def bench_raw(nc: NATS, events: list[tuple[str, bytes, str]], batch: int) -> Result:
     js = nc.jetstream()
     await js.add_stream(StreamConfig(name="RAW_SRC", subjects=["raw.src.>"]))
     await js.add_stream(StreamConfig(name="RAW_DST", subjects=["raw.dst.>"], retention=RetentionPolicy.WORK_QUEUE,
                                      duplicate_window=600))
     await publish_all(js, events, "raw.src")
+    before = await last_sequences(js)
     await js.add_consumer("RAW_SRC", ConsumerConfig(durable_name="raw", ack_policy=AckPolicy.EXPLICIT,
                                                     max_ack_pending=8192))
     sub = await js.pull_subscribe_bind("raw", stream="RAW_SRC")
@@ -142,7 +150,8 @@ async def bench_raw(nc: NATS, events: list[tuple[str, bytes, str]], batch: int) 
     stop.set()
     await task
     await sub.unsubscribe()
-    return Result("raw nats-py (pull, publish, ack)", len(events), clock.seconds)
+    return Result("raw nats-py (pull, publish, ack)", len(events), clock.seconds,
+                  await stored_per_event(js, before, len(events)))
 
 
 async def bench_router(nc: NATS, events: list[tuple[str, bytes, str]], batch: int) -> Result:
@@ -154,6 +163,7 @@ async def bench_router(nc: NATS, events: list[tuple[str, bytes, str]], batch: in
             resource.__class__.__name__]
         await kv.put(str(resource.id), canonical_json(resource))
     await publish_all(js, events, None)
+    before = await last_sequences(js)
     setup = RouterSetup(subjects, RouterSettings(router=RouterConfig(batch=batch, instance="bench")))
     service = await build_router(setup, Connections(nc))
     await service.start()
@@ -167,7 +177,8 @@ async def bench_router(nc: NATS, events: list[tuple[str, bytes, str]], batch: in
     await service.stop()
     assert statuses.get("dispatched") == len(events), statuses
     assert await stored(js, f"KV_{subjects.stream('ROUTES')}") == len(events), "a trace for every event"
-    return Result("router (validate, select, run + trace, ack)", len(events), clock.seconds)
+    return Result("router (validate, select, run + trace, ack)", len(events), clock.seconds,
+                  await stored_per_event(js, before, len(events)))
 
 
 async def one_round(events: list[tuple[str, bytes, str]], batch: int) -> tuple[Result, Result]:
@@ -202,8 +213,11 @@ async def main() -> None:
     print(f"router benchmark: N={n:,} events, 50 bindings, batch {batch}, best of {rounds} round(s)")
     print(table(best(raw), best(routed), goal=GOAL))
     base, measured = best(raw), best(routed)
+    for result in (base, measured):
+        print(f"stored per event, {result.name.split(' (')[0]}: {sum(result.stored.values()):.2f} ("
+              + ", ".join(f"{k} {v:.2f}" for k, v in result.stored.items()) + ")")
     record("router", {"raw_per_s": base.rate, "per_s": measured.rate, "ratio": measured.rate / base.rate,
-                       "goal": GOAL})
+                       "goal": GOAL, "stored_per_event": {"raw": base.stored, "router": measured.stored}})
 
 
 if __name__ == "__main__":

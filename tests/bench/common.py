@@ -7,7 +7,7 @@ import json
 import os
 import time
 from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
@@ -51,6 +51,7 @@ class Result:
     name: str
     count: int
     seconds: float
+    stored: dict[str, float] = field(default_factory=dict)  # messages stored per unit, by stream
 
     @property
     def rate(self) -> float:

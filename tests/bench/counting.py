@@ -111,6 +111,11 @@ def add(total: Snapshot, before: Snapshot, after: Snapshot) -> Snapshot:
     return Snapshot(stored, traffic)
 
 
+async def last_sequences(js: JetStreamContext) -> dict[str, int]:
+    """Every stream's last sequence, by stream name."""
+    return {info.config.name: int(info.state.last_seq) for info in await js.streams_info() if info.config.name}
+
+
 class MessageCounter:
     """Reads the counts from a live nats-server: stream info over JetStream, `/connz` over HTTP."""
 
@@ -119,8 +124,7 @@ class MessageCounter:
         self._monitor_url = monitor_url.rstrip("/")
 
     async def snapshot(self) -> Snapshot:
-        stored = {info.config.name: int(info.state.last_seq) for info in await self._js.streams_info()
-                  if info.config.name}
+        stored = await last_sequences(self._js)
         connz = await asyncio.to_thread(self._connz)
         return Snapshot(stored, traffic_by_name(connz))
 
