@@ -20,6 +20,9 @@ from typing import Any, Protocol
 from services.mcp_edge.gate import Caller
 from shared.contracts.approval import Approval
 from shared.contracts.toolcall import ToolCallResult, ToolError
+from shared.observability.logs import get_logger
+
+log = get_logger("aurora.mcp_edge.hold")
 
 Progress = Callable[[float, str], Awaitable[None]]
 
@@ -72,14 +75,18 @@ async def held(gate: Gating, caller: Caller, tool: str, arguments: dict[str, Any
     """Wait in the request for the approval's decision, saying so about every 2 s."""
     deadline = time.monotonic() + wait_seconds
     step = 0
-    while True:
-        result = await decided(gate, caller, tool, arguments, task_id=task_id, approval_id=approval_id)
-        if result is not None:
-            return result
-        if time.monotonic() >= deadline:
-            return refused("approval_wait_timeout", f"approval {approval_id} for {tool} is still pending after "
-                           f"{wait_seconds:g} s; nothing was called", approval_id)
-        if step % max(1, round(2 / poll_seconds)) == 0:  # about every 2 s, the first at once
-            await progress(step * poll_seconds, f"waiting for approval {approval_id} ({tool})")
-        step += 1
-        await asyncio.sleep(poll_seconds)
+    try:
+        while True:
+            result = await decided(gate, caller, tool, arguments, task_id=task_id, approval_id=approval_id)
+            if result is not None:
+                return result
+            if time.monotonic() >= deadline:
+                return refused("approval_wait_timeout", f"approval {approval_id} for {tool} is still pending "
+                               f"after {wait_seconds:g} s; nothing was called", approval_id)
+            if step % max(1, round(2 / poll_seconds)) == 0:  # about every 2 s, the first at once
+                await progress(step * poll_seconds, f"waiting for approval {approval_id} ({tool})")
+            step += 1
+            await asyncio.sleep(poll_seconds)
+    except asyncio.CancelledError:  # the client went (MCP: a disconnect cancels the request)
+        log.info("held call cancelled: nothing will run", approval=approval_id, tool=tool, task=task_id)
+        raise

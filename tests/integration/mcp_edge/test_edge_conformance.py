@@ -5,19 +5,24 @@ refused. Raw HTTP where the rule is about the wire; the official SDK client wher
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import httpx
 import pytest
 from nats.aio.client import Client as NATS
 
+from shared.nats.admin_service import admin_request
+from tests.harness.processes import logged
 from tests.harness.stack import Stack
 from tests.harness.waiting import poll
 from tests.integration.mcp_edge.helpers import (
     COUNTER_GET,
+    COUNTER_INC,
     ECHO_TOOL,
     LEGACY,
     MODERN,
+    SUBJECTS,
     agent,
     audit_records,
     connected,
@@ -28,6 +33,7 @@ META = {"io.modelcontextprotocol/protocolVersion": MODERN, "io.modelcontextproto
         "io.modelcontextprotocol/clientInfo": {"name": "raw-http", "version": "1"}}
 HEADER_MISMATCH = -32020
 UNSUPPORTED_VERSION = -32022
+WAITING = re.compile(r"waiting for approval (apr-[0-9a-f]+)")
 
 
 def request(method: str, params: dict[str, Any] | None = None, meta: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -159,3 +165,27 @@ async def test_the_stateless_era_has_no_get_delete_or_session(edge_stack: Stack,
         # the 2025-11-25 era keeps its GET stream: without a session it is still asked for one
         legacy = await http.get(url, headers=headers(secret, None, version="2025-11-25"))
         assert legacy.status_code == 400 and "Mcp-Session-Id" in legacy.json()["error"]["message"], legacy.text
+
+
+async def test_a_client_that_goes_cancels_its_held_call(edge_stack: Stack, enc: NATS) -> None:
+    """Closing the response stream is the 2026-07-28 cancellation: the held write stops waiting,
+    and its approval, granted later, runs nothing."""
+    url, secret = await endpoint(edge_stack, enc, "conf-cancel", [COUNTER_INC, COUNTER_GET])
+    call = request("tools/call", {"name": COUNTER_INC, "arguments": {"key": "conf-cancel"}},
+                   meta={**META, "progressToken": "held-1"})
+    async with (httpx.AsyncClient(timeout=20) as http,
+                http.stream("POST", url, json=call, headers=headers(secret, "tools/call", name=COUNTER_INC)) as held):
+        assert held.headers["content-type"].startswith("text/event-stream"), held.headers
+        async for line in held.aiter_lines():  # the progress note names the approval; then the client goes
+            found = WAITING.search(line)
+            if found:
+                approval_id = found.group(1).rstrip('",)')
+                break
+    await logged(edge_stack.processes["edge-0"],
+                 f'"msg": "held call cancelled: nothing will run", "approval": "{approval_id}"')
+    await admin_request(enc, SUBJECTS, "approvals", "grant", {"id": approval_id, "note": "after the client went"})
+    async with connected(url, secret, MODERN) as client:
+        counted = await client.call_tool(COUNTER_GET, {"key": "conf-cancel"})
+    assert counted.structured_content == {"key": "conf-cancel", "count": 0}, counted
+    approval = await admin_request(enc, SUBJECTS, "approvals", "get", {"id": approval_id})
+    assert approval["state"] == "granted", approval  # granted, never used
