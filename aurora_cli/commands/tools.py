@@ -9,6 +9,7 @@ import json
 import shlex
 import sys
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import Annotated, Any
 
 import typer
@@ -220,6 +221,12 @@ def draft(name: NameArgument, note_text: NoteOption = None, json_output: JsonOpt
     _lifecycle("draft", name, note_text, json_output)
 
 
+class SideEffectChoice(StrEnum):
+    read = "read"
+    write = "write"
+    dangerous = "dangerous"
+
+
 @app.command("mark")
 def mark(
     name: NameArgument,
@@ -227,22 +234,28 @@ def mark(
         "--capability", help="The business capability the tool provides ('' clears it).")] = None,
     preferred: Annotated[bool | None, typer.Option(
         "--preferred/--not-preferred", help="Whether this tool wins among tools of the same capability.")] = None,
+    side_effect: Annotated[SideEffectChoice | None, typer.Option(
+        "--side-effect", help="What the tool does (before it is published): an imported A2A skill is a write "
+                              "until marked.")] = None,
     json_output: JsonOption = False,
 ) -> None:
     """Name a tool's capability and mark the winner when an MCP and an HTTP tool provide the same one."""
-    if capability is None and preferred is None:
-        fail("give --capability and/or --preferred/--not-preferred", EXIT_USAGE)
+    if capability is None and preferred is None and side_effect is None:
+        fail("give --capability, --preferred/--not-preferred and/or --side-effect", EXIT_USAGE)
     body: dict[str, Any] = {"name": name, "by": operator()}
     if capability is not None:
         body["capability"] = capability
     if preferred is not None:
         body["preferred"] = preferred
+    if side_effect is not None:
+        body["side_effect"] = side_effect.value
     tool = run(admin_call(settings_or_fail(), "tools", "mark", body))
     if json_output:
         print_json(tool)
         return
     stdout.print(f"{tool['name']}: capability {tool.get('capability') or '-'}, "
-                 f"{'preferred' if tool.get('preferred') else 'not preferred'}", markup=False)
+                 f"{'preferred' if tool.get('preferred') else 'not preferred'}, {tool.get('side_effect')}",
+                 markup=False)
 
 
 @app.command("show")
@@ -263,6 +276,8 @@ def execution_lines(execution: dict[str, Any]) -> list[str]:
     if execution.get("kind") == "mcp":
         instance = execution.get("instance") or "default"
         return [f"execution:    mcp tool {execution.get('tool')!r} of app {execution.get('app')} ({instance})"]
+    if execution.get("kind") == "a2a":
+        return [f"execution:    a2a skill {execution.get('skill')!r} of the remote agent (its task followed)"]
     lines = [f"execution:    http {execution.get('method')} {execution.get('path')}"
              + (f"  (operation {execution['operation_id']})" if execution.get("operation_id") else "")]
     for param in execution.get("params") or []:

@@ -113,7 +113,7 @@ def test_type_of(schema: Any, expected: str) -> None:
 def test_mark_needs_something_to_mark() -> None:
     result = _invoke("tools", "mark", "acme.x")
     assert result.exit_code == 2
-    assert "give --capability and/or --preferred/--not-preferred" in result.output
+    assert "give --capability, --preferred/--not-preferred and/or --side-effect" in result.output
 
 
 @pytest.mark.parametrize("command", ["show", "review", "publish", "deprecate", "draft"])

@@ -1,5 +1,6 @@
 """The CLI's ways in: `aurora apply` of a `kind: A2AImport` file (import, the reviewer's side
-effect, review, publish; applied again: unchanged) and `aurora systems import-a2a`."""
+effect, review, publish; applied again: unchanged), `aurora systems import-a2a`, and a skill's
+side effect marked with `aurora tools mark --side-effect`."""
 
 from __future__ import annotations
 
@@ -45,5 +46,9 @@ async def test_import_a2a_reads_the_card_and_lists_the_drafts(pool_stack: Stack,
     assert done.returncode == 0, done.stderr
     assert f"agent Parts desk at {remote_agents.streaming}/a2a (streams)" in done.stdout
     assert "4 created" in done.stdout and "helpdesk.lookup" in done.stdout
+    marked = aurora("tools", "mark", "helpdesk.lookup", "--side-effect", "read")
+    assert marked.returncode == 0 and marked.stdout.strip().endswith(", read"), marked.stdout + marked.stderr
+    shown = aurora("tools", "show", "helpdesk.lookup")
+    assert "a2a skill 'lookup' of the remote agent" in shown.stdout, shown.stdout + shown.stderr
     refused = aurora("systems", "import-a2a", "helpdesk", "--card", "ftp://example.com")
     assert refused.returncode != 0 and "http:// or https://" in refused.stderr
