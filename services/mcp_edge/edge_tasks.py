@@ -21,6 +21,7 @@ so two instances polling at once run the call once.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
@@ -140,15 +141,18 @@ class EdgeTasks:
             revision = await self._write(record, revision, state="running")
         except KeyWrongLastSequenceError:
             return (await self._read(caller, record.id))[0]
-        running = msgspec.structs.replace(record, state="running")
-        on_behalf = Caller(record.agent, record.token_id, record.token_name, trace=record.trace)
-        result = await decided(self._gate, on_behalf, record.tool, record.arguments, task_id=record.id,
-                               approval_id=record.approval_id)
+        # Shielded: a poll whose client goes must not leave the task running with nobody to finish it.
+        return await asyncio.shield(self._run(msgspec.structs.replace(record, state="running"), revision))
+
+    async def _run(self, running: TaskRecord, revision: int) -> TaskRecord:
+        on_behalf = Caller(running.agent, running.token_id, running.token_name, trace=running.trace)
+        result = await decided(self._gate, on_behalf, running.tool, running.arguments, task_id=running.id,
+                               approval_id=running.approval_id)
         if result is None:  # pending again cannot happen; were it to, the task waits on
             await self._write(running, revision, state="waiting")
-            return record
+            return msgspec.structs.replace(running, state="waiting")
         finished = msgspec.structs.replace(running, state="completed", result=result, updated_at=now_iso())
-        await self._kv.update(_key(record.id), msgspec.json.encode(finished), last=revision)
+        await self._kv.update(_key(running.id), msgspec.json.encode(finished), last=revision)
         return finished
 
     async def _write(self, record: TaskRecord, revision: int, *, state: State) -> int:
