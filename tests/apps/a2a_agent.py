@@ -6,13 +6,15 @@ Its skills (the skill a message is for is `aurora.skill` in the message's metada
 - `book`: asks `Which date?` (input-required), then completes with `booked <text> on <answer>`;
   each message id it was sent is appended to A2A_AGENT_LOG (one JSON line each);
 - `archive`: fails with `the archive is offline`;
-- `vault`: stops in auth-required with `sign in to the vault first`.
+- `vault`: stops in auth-required with `sign in to the vault first`;
+- `slow`: works for 30 s before it completes (each cancel is appended to A2A_AGENT_LOG too).
 With `--token`, every request but the card's must carry `Authorization: Bearer <token>`.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import uuid
@@ -47,10 +49,13 @@ class TestAgent(AgentExecutor):
         self._log_file = log_file
 
     def _log(self, message: Message, skill: str) -> None:
+        self._append({"message_id": message.message_id, "skill": skill, "text": words(message),
+                      "metadata": json_format.MessageToDict(message.metadata)})
+
+    def _append(self, entry: dict[str, Any]) -> None:
         if self._log_file:
             with open(self._log_file, "a", encoding="utf-8") as log:
-                log.write(json.dumps({"message_id": message.message_id, "skill": skill, "text": words(message),
-                                      "metadata": json_format.MessageToDict(message.metadata)}) + "\n")
+                log.write(json.dumps(entry) + "\n")
 
     async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
         message = context.message
@@ -81,6 +86,10 @@ class TestAgent(AgentExecutor):
             await updater.complete()
         elif skill == "archive":
             await updater.failed(said("the archive is offline"))
+        elif skill == "slow":
+            await asyncio.sleep(30)
+            await updater.add_artifact([new_text_part("done at last")], name="answer")
+            await updater.complete()
         elif skill == "vault":
             await updater.requires_auth(said("sign in to the vault first"))
         else:
@@ -89,6 +98,7 @@ class TestAgent(AgentExecutor):
     async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
         task = context.current_task
         if task is not None:
+            self._append({"canceled": task.id})
             self._asked.pop(task.id, None)
             await TaskUpdater(event_queue, task.id, task.context_id).cancel()
 
@@ -99,7 +109,8 @@ def card(port: int, streaming: bool) -> AgentCard:
               AgentSkill(id="book", name="Book", description="Books a service visit; asks for the date",
                          tags=["service"]),
               AgentSkill(id="archive", name="Archive", description="Archives a record", tags=["records"]),
-              AgentSkill(id="vault", name="Vault", description="Opens the vault", tags=["records"])]
+              AgentSkill(id="vault", name="Vault", description="Opens the vault", tags=["records"]),
+              AgentSkill(id="slow", name="Slow", description="Takes its time", tags=["records"])]
     return AgentCard(name="Parts desk", description="Answers about spare parts", version="1.0.0",
                      supported_interfaces=[AgentInterface(url=f"http://127.0.0.1:{port}/a2a",
                                                           protocol_binding="JSONRPC", protocol_version="1.0")],

@@ -50,6 +50,7 @@ _ENDED = {TaskState.TASK_STATE_FAILED: "failed", TaskState.TASK_STATE_REJECTED: 
 MAX_QUESTIONS = 5  # a remote agent that keeps asking is stopped after this many answers
 ANSWER_SCHEMA = {"type": "object", "properties": {"answer": {"type": "string", "description": "Your answer"}},
                  "required": ["answer"]}
+CANCEL_SECONDS = 2.0  # how long a call out of time waits for the remote task's cancel
 INSTANCE = "a2a"  # the second half of the key its questions are asked under: (system, "a2a")
 
 
@@ -98,13 +99,17 @@ class A2ACalls:
                 async with asyncio.timeout(limit):
                     return await self._converse(call, talk, system, execution, arguments, call_id, running.token)
         except TimeoutError:
+            # Out of time: the agent is asked to stop, so a write does not take effect later still.
+            canceled = bool(talk.task_id) and await talk.cancel(talk.task_id, within=CANCEL_SECONDS)
             return call.lost(talk.sent, "timeout", f"the remote agent of system {system.name} did not finish "
-                                                   f"within {limit:g}s")
+                             f"within {limit:g}s" + ("; its task was canceled" if canceled else ""),
+                             task_id=talk.task_id)
         except (A2AError, httpx.HTTPError, RemoteProtocolError) as exc:
             if not talk.sent or _never_connected(exc):
                 return call.end("unavailable", "connect_failed", f"system {system.name} could not be reached "
                                 f"({exc}); nothing was sent")
-            return call.lost(True, "connection_lost", f"the conversation with system {system.name} failed: {exc}")
+            return call.lost(True, "connection_lost", f"the conversation with system {system.name} failed: {exc}",
+                             task_id=talk.task_id)
         finally:
             await client.close()
 
@@ -188,11 +193,14 @@ class _Call:
                               duration_ms=round((time.perf_counter() - self.started) * 1000, 3),
                               side_effect=self.tool.side_effect)
 
-    def lost(self, sent: bool, code: str, message: str) -> ToolCallResult:
-        """No end heard: a read failed; a write sent may have taken effect (verify before repeating)."""
+    def lost(self, sent: bool, code: str, message: str, *, task_id: str = "") -> ToolCallResult:
+        """No end heard: a read failed; a write sent may have taken effect (verify before repeating:
+        `structured.task_id` names the remote task, when the agent named one)."""
         if not sent:
             return self.end("unavailable", "connect_failed", f"{message}; nothing was sent")
+        view = {"task_id": task_id} if task_id else None
         if self.tool.side_effect == "read":
-            return self.end("timeout" if code == "timeout" else "unavailable", code, message)
+            return self.end("timeout" if code == "timeout" else "unavailable", code, message, structured=view)
         return self.end("outcome_unknown", code, f"{message} after the message was sent; the "
-                        f"{self.tool.side_effect} may or may not have taken effect: verify before repeating it")
+                        f"{self.tool.side_effect} may or may not have taken effect: verify before repeating it",
+                        structured=view)

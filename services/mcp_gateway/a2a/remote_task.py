@@ -51,6 +51,7 @@ class Conversation:
     streaming: bool
     poll_seconds: float = 0.2
     sent: bool = False
+    task_id: str = ""  # the remote task, once the agent named it
 
     def context(self) -> ClientCallContext:
         left = max(self.deadline - asyncio.get_running_loop().time(), 0.1)
@@ -62,17 +63,17 @@ class Conversation:
         request = SendMessageRequest(message=message,
                                      configuration=SendMessageConfiguration(return_immediately=not self.streaming))
         self.sent = True  # from here the remote may have it
-        task_id = ""
+        self.task_id = message.task_id
         async for response in self.client.send_message(request, context=self.context()):
             if response.HasField("message"):
                 return response.message
-            task_id = task_id or _task_id(response)
+            self.task_id = self.task_id or _task_id(response)
             state = _state(response)
             if state in FINAL or state in INTERRUPTED:
                 break
-        if not task_id:
+        if not self.task_id:
             raise RemoteProtocolError("the agent answered with neither a task nor a message")
-        return await self.follow(task_id)
+        return await self.follow(self.task_id)
 
     async def follow(self, task_id: str) -> Task:
         """`tasks/get` until the task ends or asks (the stream, when there was one, ended already)."""
@@ -84,12 +85,17 @@ class Conversation:
             await asyncio.sleep(wait)
             wait = min(wait * 1.5, MAX_POLL_SECONDS)
 
-    async def cancel(self, task_id: str) -> None:
-        """Best effort: the remote task is left no longer waiting for an answer that will not come."""
+    async def cancel(self, task_id: str, *, within: float | None = None) -> bool:
+        """Best effort, so that the remote task does not go on (or wait for an answer that will
+        not come) once the call has its answer; whether the agent took the cancel."""
+        context = self.context() if within is None else ClientCallContext(
+            service_parameters=dict(self.headers), timeout=within)
         try:
-            await self.client.cancel_task(CancelTaskRequest(id=task_id), context=self.context())
+            async with asyncio.timeout(context.timeout):
+                await self.client.cancel_task(CancelTaskRequest(id=task_id), context=context)
         except Exception:  # the answer to our caller is already decided; a failed cancel changes nothing
-            return
+            return False
+        return True
 
 
 class RemoteProtocolError(Exception):

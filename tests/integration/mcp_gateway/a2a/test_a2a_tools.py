@@ -27,13 +27,14 @@ from tests.integration.mcp_edge.helpers import LEGACY, agent, bearer, token
 from tests.integration.mcp_gateway.a2a.helpers import TOKEN_ENV, RemoteAgents
 
 SUBJECTS = Subjects("amp")
-SKILLS = ("archive", "book", "lookup", "vault")
+SKILLS = ("archive", "book", "lookup", "slow", "vault")
 
 
 def messages_sent(agents: RemoteAgents) -> list[dict[str, Any]]:
     if not agents.log.exists():
         return []
-    return [json.loads(line) for line in agents.log.read_text(encoding="utf-8").splitlines() if line]
+    entries = [json.loads(line) for line in agents.log.read_text(encoding="utf-8").splitlines() if line]
+    return [entry for entry in entries if "message_id" in entry]
 
 
 async def approved(pool: Pool, tool: str, arguments: dict[str, Any], agent_id: str) -> tuple[str, dict[str, Any]]:
@@ -166,3 +167,17 @@ async def test_an_agent_that_cannot_be_reached_was_sent_nothing(pnc: NATS, remot
     _, failed = await approved(pool, "gone.lookup", {"message": "anything"}, "caller-gone")
     assert failed["status"] == "unavailable" and failed["error"]["code"] == "connect_failed", failed
     assert "nothing was sent" in failed["error"]["message"]
+
+
+async def test_a_write_out_of_time_has_an_unknown_outcome_and_its_remote_task_is_canceled(
+        pnc: NATS, remote_agents: RemoteAgents) -> None:
+    pool = Pool(pnc, SUBJECTS)
+    await pool.admin("systems", "import_a2a", {"name": "slowpoke", "card": remote_agents.streaming,
+                                               "timeout_seconds": 1.5})
+    await published_to(pool, "waiter", "slowpoke.slow")
+    call_id, late = await approved(pool, "slowpoke.slow", {"message": "take your time"}, "waiter")
+    assert late["status"] == "outcome_unknown" and late["error"]["code"] == "timeout", late
+    assert "did not finish within 1.5s; its task was canceled" in late["error"]["message"]
+    entries = [json.loads(line) for line in remote_agents.log.read_text(encoding="utf-8").splitlines()]
+    [sent] = [e for e in entries if e.get("message_id") == call_id]
+    assert sent["skill"] == "slow" and {"canceled": late["structured"]["task_id"]} in entries
