@@ -161,7 +161,7 @@ class ComposeStack:
         started = [self._service(name, service) for name, service in SERVICES.items()
                    if _runs(service, "services.")]
         for process in started:
-            process.wait_for_log('"msg": "started"', timeout=90)
+            process.wait_ready(timeout=90)  # its ready file, as the container's health check tests
         self._demo_init()
 
     def _creds_init(self) -> None:

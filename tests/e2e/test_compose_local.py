@@ -105,7 +105,7 @@ def test_compose_commands_run_locally_with_generated_credentials(tmp_path: Path,
             env[READY_FILE] = str(tmp_path / "ready" / name)  # each container has its own /tmp
             processes.append(ServiceProcess(command[2], env, logs, name).start())
         for process in processes:
-            process.wait_for_log('"msg": "started"', timeout=60)
+            process.wait_ready(timeout=60)  # its ready file, as the container's health check tests
 
         operator = volumes["aurora-creds"] / "operator.env"
         streams = subprocess.run([str(AURORA), "streams", "--json"], cwd=tmp_path,
