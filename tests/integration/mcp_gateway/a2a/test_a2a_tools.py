@@ -21,6 +21,7 @@ from nats.aio.client import Client as NATS
 from aurora_cli.localnats import free_port
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import AdminRequestError
+from tests.harness.a2a_agents import agent_log
 from tests.harness.stack import Stack
 from tests.harness.tool_pool import Pool, audit_records, published_to
 from tests.integration.mcp_edge.helpers import LEGACY, agent, bearer, token
@@ -31,10 +32,7 @@ SKILLS = ("archive", "book", "lookup", "slow", "vault")
 
 
 def messages_sent(agents: RemoteAgents) -> list[dict[str, Any]]:
-    if not agents.log.exists():
-        return []
-    entries = [json.loads(line) for line in agents.log.read_text(encoding="utf-8").splitlines() if line]
-    return [entry for entry in entries if "message_id" in entry]
+    return [entry for entry in agent_log(agents.folder) if "message_id" in entry]
 
 
 async def approved(pool: Pool, tool: str, arguments: dict[str, Any], agent_id: str) -> tuple[str, dict[str, Any]]:
@@ -178,6 +176,6 @@ async def test_a_write_out_of_time_has_an_unknown_outcome_and_its_remote_task_is
     call_id, late = await approved(pool, "slowpoke.slow", {"message": "take your time"}, "waiter")
     assert late["status"] == "outcome_unknown" and late["error"]["code"] == "timeout", late
     assert "did not finish within 1.5s; its task was canceled" in late["error"]["message"]
-    entries = [json.loads(line) for line in remote_agents.log.read_text(encoding="utf-8").splitlines()]
+    entries = agent_log(remote_agents.folder)
     [sent] = [e for e in entries if e.get("message_id") == call_id]
     assert sent["skill"] == "slow" and {"canceled": late["structured"]["task_id"]} in entries
