@@ -46,6 +46,11 @@ class TooManyRounds(InputRequestsFailed):
     """The app kept asking past `MAX_ROUNDS`."""
 
 
+class UnknownResultType(AuroraError):
+    """The app's final answer has a `resultType` the gateway does not know (it declares no extension
+    that adds one): not a result; the call ends as a protocol error."""
+
+
 async def call_tool(session: ClientSession, tool: str, arguments: dict[str, Any], *, timeout: float,
                     meta: dict[str, Any] | None, answer: Answer,
                     max_rounds: int = MAX_ROUNDS) -> types.CallToolResult:
@@ -86,6 +91,9 @@ async def drive(first: types.CallToolResult | types.InputRequiredResult, *, answ
         if left <= 0:
             raise TimeoutError
         current = await retry(responses, current.request_state, left)
+    if current.result_type != "complete":  # the SDK lets it through; MCP says it is invalid
+        raise UnknownResultType(f"the app answered with resultType {current.result_type!r}, which no extension "
+                                "the gateway declared defines: MCP says such a result is invalid")
     return current
 
 
