@@ -1,5 +1,6 @@
 """A remote A2A v1.0 agent for the tests, built with the official `a2a-sdk` server classes and run
-as its own process: `python tests/apps/a2a_agent.py --port N [--streaming] [--token T]`.
+as its own process: `python tests/apps/a2a_agent.py --port N [--streaming] [--token T] [--rest]`
+(`--rest`: the HTTP+JSON binding only, at /rest; else JSON-RPC only, at /a2a).
 
 Its skills (the skill a message is for is `aurora.skill` in the message's metadata):
 - `lookup`: completes at once with `found: <text>` and the message's data as a data artifact;
@@ -25,7 +26,7 @@ from a2a.helpers.proto_helpers import new_data_part, new_task_from_user_message,
 from a2a.server.agent_execution import AgentExecutor, RequestContext
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
-from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes
+from a2a.server.routes import create_agent_card_routes, create_jsonrpc_routes, create_rest_routes
 from a2a.server.tasks import InMemoryTaskStore, TaskUpdater
 from a2a.types.a2a_pb2 import AgentCapabilities, AgentCard, AgentInterface, AgentSkill, Message, Part, Role
 from google.protobuf import json_format
@@ -103,7 +104,7 @@ class TestAgent(AgentExecutor):
             await TaskUpdater(event_queue, task.id, task.context_id).cancel()
 
 
-def card(port: int, streaming: bool) -> AgentCard:
+def card(port: int, streaming: bool, rest: bool = False) -> AgentCard:
     skills = [AgentSkill(id="lookup", name="Look up", description="Looks a part up in the catalogue",
                          tags=["catalogue"], examples=["pump P-100"]),
               AgentSkill(id="book", name="Book", description="Books a service visit; asks for the date",
@@ -111,9 +112,10 @@ def card(port: int, streaming: bool) -> AgentCard:
               AgentSkill(id="archive", name="Archive", description="Archives a record", tags=["records"]),
               AgentSkill(id="vault", name="Vault", description="Opens the vault", tags=["records"]),
               AgentSkill(id="slow", name="Slow", description="Takes its time", tags=["records"])]
+    path, binding = ("rest", "HTTP+JSON") if rest else ("a2a", "JSONRPC")
+    interface = AgentInterface(url=f"http://127.0.0.1:{port}/{path}", protocol_binding=binding, protocol_version="1.0")
     return AgentCard(name="Parts desk", description="Answers about spare parts", version="1.0.0",
-                     supported_interfaces=[AgentInterface(url=f"http://127.0.0.1:{port}/a2a",
-                                                          protocol_binding="JSONRPC", protocol_version="1.0")],
+                     supported_interfaces=[interface],
                      capabilities=AgentCapabilities(streaming=streaming), skills=skills,
                      default_input_modes=["text/plain", "application/json"],
                      default_output_modes=["text/plain", "application/json"])
@@ -137,11 +139,13 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--streaming", action="store_true")
     parser.add_argument("--token")
+    parser.add_argument("--rest", action="store_true")
     args = parser.parse_args()
-    agent_card = card(args.port, args.streaming)
+    agent_card = card(args.port, args.streaming, args.rest)
     handler = DefaultRequestHandler(agent_executor=TestAgent(os.environ.get("A2A_AGENT_LOG")),
                                     task_store=InMemoryTaskStore(), agent_card=agent_card)
-    app = Starlette(routes=[*create_agent_card_routes(agent_card), *create_jsonrpc_routes(handler, "/a2a")])
+    served = create_rest_routes(handler, path_prefix="/rest") if args.rest else create_jsonrpc_routes(handler, "/a2a")
+    app = Starlette(routes=[*create_agent_card_routes(agent_card), *served])
     if args.token:
         app.add_middleware(BearerOnly, token=args.token)
     uvicorn.run(app, host="127.0.0.1", port=args.port, log_level="warning")

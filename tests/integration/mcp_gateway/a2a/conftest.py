@@ -1,5 +1,6 @@
 """Remote A2A agents in the tool pool: two agents of tests/apps/a2a_agent.py (the official SDK's
-server classes), one answering `message/send` and polled, one streaming; a gateway and an
+server classes), one answering `message/send` and polled, one streaming, one of the HTTP+JSON
+binding only; a gateway and an
 mcp-edge on a nats-server of their own. The polled agent wants a bearer token, which the gateway
 reads from a variable declared to it."""
 
@@ -18,8 +19,8 @@ from tests.integration.mcp_gateway.a2a.helpers import TOKEN, TOKEN_ENV, RemoteAg
 @pytest.fixture(scope="package")
 def remote_agents(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RemoteAgents]:
     folder = tmp_path_factory.mktemp("a2a-agents")
-    with a2a_agents(folder, ("--token", TOKEN), ("--streaming",)) as (polled, streaming):
-        yield RemoteAgents(polled, streaming, folder)
+    with a2a_agents(folder, ("--token", TOKEN), ("--streaming",), ("--rest",)) as (polled, streaming, rest):
+        yield RemoteAgents(polled, streaming, rest, folder)
 
 
 @pytest.fixture(scope="package")

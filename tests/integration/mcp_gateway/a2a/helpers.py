@@ -13,4 +13,5 @@ TOKEN_ENV, TOKEN = "PARTS_AGENT_TOKEN", "parts-secret-7f3a"
 class RemoteAgents:
     polled: str  # the polled agent's base URL (its card at /.well-known/agent-card.json)
     streaming: str
+    rest: str  # an agent of the HTTP+JSON binding only, polled
     folder: Path  # where they log every message and cancel (tests/harness/a2a_agents.py: agent_log)

@@ -92,6 +92,16 @@ async def test_a_published_skill_runs_after_its_approval_and_once_per_call_id(pn
     assert audited and audited[0]["tool"] == "parts.lookup" and audited[0]["status"] == "ok", audited
 
 
+async def test_an_agent_of_the_http_json_binding_only_is_called_over_it(pnc: NATS,
+                                                                       remote_agents: RemoteAgents) -> None:
+    pool = Pool(pnc, SUBJECTS)
+    imported = await pool.admin("systems", "import_a2a", {"name": "restful", "card": remote_agents.rest})
+    assert imported["interface"] == f"{remote_agents.rest}/rest" and imported["streaming"] is False
+    await published_to(pool, "rest-caller", "restful.lookup")
+    _, done = await approved(pool, "restful.lookup", {"message": "valve V-7"}, "rest-caller")
+    assert done["status"] == "ok" and done["structured"]["text"] == "found: valve V-7", done
+
+
 async def test_a_remote_failure_is_a_tool_error_with_the_agents_words(pnc: NATS, remote_agents: RemoteAgents) -> None:
     pool = Pool(pnc, SUBJECTS)
     await pool.admin("systems", "import_a2a", {"name": "records", "card": remote_agents.streaming})
