@@ -30,6 +30,7 @@ from services.mcp_edge.hold import call_held, new_task_id
 from services.mcp_edge.listen import serve_listen
 from shared.contracts.envelope import Trace
 from shared.contracts.toolcall import ToolCallResult
+from shared.observability import tracing
 
 CALLER_STATE = "aurora_caller"  # key in the ASGI scope's state
 VERSION = "0.1.0"
@@ -109,7 +110,9 @@ def build_server(gate: Gate, asks: ClientAsks, changes: ListChanges, *, approval
         return types.ListToolsResult(tools=[mcp_tool(t) for t in sorted(tools or [], key=lambda t: t.name)])
 
     async def call_tool(ctx: ServerRequestContext[Any], params: types.CallToolRequestParams) -> dict[str, Any]:
-        caller = dataclasses.replace(caller_of(ctx), trace=trace_of(params.meta))
+        # With tracing on, the SDK's span for this request (a child of the client's trace) is the
+        # parent of the gateway's; with it off, the client's own context goes on as it came.
+        caller = dataclasses.replace(caller_of(ctx), trace=tracing.current_trace() or trace_of(params.meta))
         arguments = dict(params.arguments or {})
 
         async def progress(done: float, message: str) -> None:
