@@ -10,6 +10,7 @@ within the call's timeout, and its end classified as any tool call's.
 |                                     | task is canceled, tool_error `input_not_given`)               |
 | auth-required                       | tool_error `a2a_auth_required`: the system's credentials      |
 | no connection (nothing sent)        | unavailable `connect_failed`                                  |
+| refused (HTTP 4xx, an A2A error)    | tool_error `http_<status>` / `a2a_error`: nothing was done    |
 | timeout / lost after sending        | a read: timeout / unavailable; a write: outcome_unknown       |
 
 The call's id is the message id and `aurora.idempotency_key` in its metadata; an agent that
@@ -25,6 +26,7 @@ from typing import Any
 
 import httpx
 import mcp_types as types
+from a2a.client.errors import A2AClientError
 from a2a.types.a2a_pb2 import Message, Task, TaskState
 from a2a.utils.errors import A2AError
 
@@ -105,11 +107,7 @@ class A2ACalls:
                              f"within {limit:g}s" + ("; its task was canceled" if canceled else ""),
                              task_id=talk.task_id)
         except (A2AError, httpx.HTTPError, RemoteProtocolError) as exc:
-            if not talk.sent or _never_connected(exc):
-                return call.end("unavailable", "connect_failed", f"system {system.name} could not be reached "
-                                f"({exc}); nothing was sent")
-            return call.lost(True, "connection_lost", f"the conversation with system {system.name} failed: {exc}",
-                             task_id=talk.task_id)
+            return _failed(call, talk, system.name, exc)
         finally:
             await client.close()
 
@@ -173,13 +171,31 @@ def _view(task: Task, state: str) -> dict[str, Any]:
     return {"task_id": task.id, "context_id": task.context_id, "state": state}
 
 
-def _never_connected(exc: BaseException) -> bool:
+def _failed(call: _Call, talk: Conversation, system: str, exc: BaseException) -> ToolCallResult:
+    """What an error of the conversation means: nothing sent; refused by the agent (an HTTP 4xx,
+    or an A2A error it answered with: nothing was done); or lost on the way (maybe done)."""
+    causes = _causes(exc)
+    if not talk.sent or any(isinstance(c, httpx.ConnectError) for c in causes):
+        return call.end("unavailable", "connect_failed", f"system {system} could not be reached ({exc}); "
+                        "nothing was sent")
+    refused = next((c.response.status_code for c in causes
+                    if isinstance(c, httpx.HTTPStatusError) and c.response.status_code < 500), None)
+    if refused is not None:
+        return call.end("tool_error", f"http_{refused}", f"system {system} refused the request: HTTP {refused}")
+    if isinstance(exc, A2AError) and not isinstance(exc, A2AClientError):
+        return call.end("tool_error", "a2a_error", f"the remote agent of system {system} answered with an "
+                        f"error: {type(exc).__name__}: {exc}")
+    return call.lost(True, "connection_lost", f"the conversation with system {system} failed: {exc}",
+                     task_id=talk.task_id)
+
+
+def _causes(exc: BaseException) -> list[BaseException]:
+    chain: list[BaseException] = []
     seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, httpx.ConnectError):
-            return True
+    while seen is not None and seen not in chain:
+        chain.append(seen)
         seen = seen.__cause__ or seen.__context__
-    return False
+    return chain
 
 
 class _Call:

@@ -102,6 +102,15 @@ async def test_an_agent_of_the_http_json_binding_only_is_called_over_it(pnc: NAT
     assert done["status"] == "ok" and done["structured"]["text"] == "found: valve V-7", done
 
 
+async def test_an_agent_refusing_the_gateways_credentials_is_a_tool_error(pnc: NATS,
+                                                                          remote_agents: RemoteAgents) -> None:
+    pool = Pool(pnc, SUBJECTS)
+    await pool.admin("systems", "import_a2a", {"name": "tokenless", "card": remote_agents.polled})  # no auth
+    await published_to(pool, "tokenless-caller", "tokenless.lookup")
+    _, refused = await approved(pool, "tokenless.lookup", {"message": "valve V-8"}, "tokenless-caller")
+    assert refused["status"] == "tool_error" and refused["error"]["code"] == "http_401", refused
+
+
 async def test_a_remote_failure_is_a_tool_error_with_the_agents_words(pnc: NATS, remote_agents: RemoteAgents) -> None:
     pool = Pool(pnc, SUBJECTS)
     await pool.admin("systems", "import_a2a", {"name": "records", "card": remote_agents.streaming})
