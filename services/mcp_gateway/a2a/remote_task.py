@@ -103,8 +103,9 @@ class RemoteProtocolError(Exception):
 
 
 def client_for(system: System) -> tuple[Client, bool]:
-    """The SDK's client for the system's interface (from the card read at import), with a
-    client of its own closed by `close()`; (the client, whether the agent streams)."""
+    """The SDK's client for the system's interface (from the card read at import), with an HTTP
+    client of its own closed by `close()` (the SDK's factory sets its version header on any client
+    it is lent, so the gateway's shared one is not); (the client, whether the agent streams)."""
     source = system.a2a
     assert source is not None and system.base_url  # a System of type a2a has both (its validator)
     card = AgentCard(name=source.agent_name or system.name,
