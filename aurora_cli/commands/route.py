@@ -142,7 +142,8 @@ def trace(
     rows = [
         ("event", f"{found.get('message_id')} ({found.get('event_type') or '?'} from "
                   f"{found.get('source_app') or '?'}{', synthetic' if found.get('synthetic') else ''})"),
-        ("status", f"{found.get('status')}{' (replayed)' if found.get('replayed') else ''}"),
+        ("status", f"{found.get('status')}{' (replayed)' if found.get('replayed') else ''}"
+                   f"{' (computed now, not stored)' if found.get('computed') else ''}"),
         ("binding", found.get("binding_id") or "-"),
         ("target", f"{target['type']}/{target['id']}" if target else "-"),
         ("run", found.get("run_id") or "-"),

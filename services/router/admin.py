@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from services.router.catalog import decode_agent, decode_pipeline
+from services.router.computed_traces import ComputedTraces
 from services.router.events import decode_event, encode_document
 from services.router.router import RouterStats
 from services.router.selection import RouteTable, StaticProcessors, decide
@@ -39,6 +40,7 @@ class RouterAdmin:
         self._catalog = catalog
         self._instance = instance
         self._clock = clock
+        self.computed: ComputedTraces | None = None  # the unstored traces, computed when asked (wiring sets it)
 
     def endpoints(self) -> dict[str, AdminHandler]:
         return {"dry_run": self.dry_run, "trace": self.trace, "health": self.health}
@@ -84,6 +86,8 @@ class RouterAdmin:
         if not isinstance(message_id, str) or not message_id:
             raise AdminRequestError("invalid_request", 'send {"message_id": "..."}')
         found = await read_trace(self._stores.routes, message_id)
+        if found is None and self.computed is not None:
+            found = await self.computed.trace(message_id)
         if found is None:
             raise AdminRequestError("not_found", f"no route trace for message {message_id!r}")
         return msgspec.to_builtins(found)  # type: ignore[no-any-return]

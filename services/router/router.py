@@ -8,7 +8,8 @@ whose record is missing — publishes its runs (`Nats-Msg-Id` = run id) and wait
 the rest. An event is acked only when its record, its run and its trace were stored.
 A crash anywhere redelivers the event to another router: it routes to the same run id, the
 same record and trace are written again, and JetStream drops the run's copy — nothing lost,
-nothing doubled.
+nothing doubled. A platform `task.*`/`tool.*` event that no binding took stores nothing: its
+trace is computed when asked for (services/router/computed_traces.py).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from nats.errors import NotJSMessageError
 from nats.js.api import ConsumerConfig
 
 from services.router.catalog import RouteCatalog
+from services.router.computed_traces import trace_stored
 from services.router.dispatch import RunMessage, build_run
 from services.router.events import decode_event
 from services.router.selection import decide
@@ -84,7 +86,7 @@ def router_consumer(config: RouterConfig, subjects: Subjects) -> ConsumerConfig:
 class _Work:
     msg: Msg
     key: str
-    trace: bytes
+    trace: bytes  # empty: no trace stored (a platform event no binding took; computed_traces.py)
     run: RunMessage | None = None
     invalid: str | None = None
     error: str | None = None
@@ -173,7 +175,8 @@ class Router(Lifecycle[None]):
                 continue
             if item.run is not None:
                 batch.records.add(item, await publish(record_subject(records, item.run.run_id), item.run.record))
-            batch.pending.add(item, await publish(kv_subject(routes, item.key), item.trace))
+            if item.trace:
+                batch.pending.add(item, await publish(kv_subject(routes, item.key), item.trace))
         return batch
 
     async def _outcomes(self, batch: _Batch) -> list[Outcome]:
@@ -241,6 +244,9 @@ class Router(Lifecycle[None]):
                              "aurora.run.id": run.run_id if run else None})
         self.stats.statuses[decision.status] += 1
         header, payload = event.header, event.payload
+        missing = decision.target if decision.status == "processor_not_found" else None
+        if not trace_stored(decision.status, payload.type):
+            return _Work(msg=msg, key="", trace=b"", status=decision.status)
         trace = RouteTrace(
             message_id=header.message_id, status=decision.status, binding_id=decision.binding_id,
             target=decision.target, run_id=run.run_id if run else None, steps=decision.steps,
@@ -248,7 +254,6 @@ class Router(Lifecycle[None]):
             source_app=header.source.app, synthetic=payload.synthetic, at=at, router=self._config.instance,
             event_seq=_stream_sequence(msg) if decision.status in REPLAYABLE else None,
         )
-        missing = decision.target if decision.status == "processor_not_found" else None
         return _Work(msg=msg, key=trace_key(header.message_id), trace=encode_trace(trace), run=run, missing=missing,
                      status=decision.status)
 

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from services.router.admin import RouterAdmin
 from services.router.catalog import RouteCatalog
+from services.router.computed_traces import ComputedTraces
 from services.router.config import RouterSettings
 from services.router.replay import Replayer
 from services.router.router import Router
@@ -63,6 +64,7 @@ async def build_router(setup: RouterSetup, connections: Connections) -> RouterSe
     router = Router(nc, subjects, catalog, stores, options.router, capabilities=setup.capabilities)
     admin = RouterAdmin(stores, router.stats, catalog.summary, instance=options.router.instance)
     replayer = Replayer(nc, subjects, stores, options, admin.saved_routing, capabilities=setup.capabilities)
+    admin.computed = ComputedTraces(connections.js, subjects, admin.saved_routing, instance=options.router.instance)
     # A person's request is checked again against the users registry (shared/people.py).
     authorize = (await open_registry(connections.js, subjects, setup.plan)).refusal
     resources = [ResourceAdmin(kind_of("Binding"), stores.bindings),

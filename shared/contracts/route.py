@@ -1,7 +1,8 @@
 """Routing outcomes: the route trace kept for every event and the dry-run answer.
 
 Every event the router consumes ends in exactly one status. The trace is kept in a KV bucket
-under the event's message id (see `services.router.traces` for the key encoding).
+under the event's message id (see `services.router.traces` for the key encoding), except for a
+platform `task.*`/`tool.*` event that matched no binding, whose trace is computed when asked for.
 """
 
 from __future__ import annotations
@@ -64,6 +65,8 @@ class RouteTrace(msgspec.Struct, frozen=True, kw_only=True):
     router: str | None = None
     event_seq: int | None = None  # the event's sequence in the events stream, for a REPLAYABLE status
     replayed: bool = False  # dispatched by a replay, after the event first found no route
+    # Not stored but computed when asked, from the bindings saved then (services/router/computed_traces.py).
+    computed: bool = False
 
 
 class DryRunReply(msgspec.Struct, frozen=True, kw_only=True):

@@ -1,0 +1,65 @@
+"""A platform `task.*`/`tool.*` event that no binding took stores no route trace; `trace` computes
+it when asked, from the bindings saved then, and says so."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import pytest
+from nats.aio.client import Client as NATS
+
+from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import AdminRequestError, admin_request
+from tests.integration.router.helpers import (
+    apply,
+    consumer_done,
+    poll,
+    publish_events,
+    router_current,
+    running_router,
+    stream_count,
+)
+from tests.unit.router.factories import event_doc
+
+
+async def trace(nc: NATS, subjects: Subjects, message_id: str) -> dict[str, Any]:
+    result: dict[str, Any] = await admin_request(nc, subjects, "router", "trace", {"message_id": message_id})
+    return result
+
+
+async def test_unrouted_platform_events_store_no_trace_and_are_explained_when_asked(
+        nc: NATS, subjects: Subjects) -> None:
+    js = nc.jetstream()
+    routes = f"KV_{subjects.stream('ROUTES')}"
+    task_event = event_doc("task.succeeded", app="aurora.runner", message_id="task-t1-3", data={"task_id": "t1"})
+    tool_event = event_doc("tool.succeeded", app="test.echo", message_id=str(uuid.uuid4()))
+    app_event = event_doc("tools.list_changed")  # an app's event that found no route: traced as ever
+    async with running_router(nc, subjects):
+        await apply(nc, subjects, "agents", {"id": "chat", "agent_kind": "llm", "events": ["*"]})
+        await apply(nc, subjects, "bindings", {"id": "chat", "event_pattern": "message.*",
+                                               "target_type": "agent", "target_id": "chat"})
+        await router_current(nc, subjects)
+        await publish_events(js, subjects, [task_event, tool_event, app_event])
+        await poll(lambda: consumer_done(js, subjects), what="the three events routed and acked")
+        # Acked only once what they store is stored: the app event's trace, nothing for the other two.
+        assert await stream_count(js, routes) == 1
+        assert (await trace(nc, subjects, app_event["header"]["message_id"])).get("computed", False) is False
+
+        for doc in (task_event, tool_event):
+            found = await trace(nc, subjects, doc["header"]["message_id"])
+            assert found["status"] == "route_not_found" and found["computed"] is True, found
+            assert found["reason"].startswith("not stored"), found
+            assert found["event_type"] == doc["payload"]["type"]
+            assert found["source_app"] == doc["header"]["source"]["app"]
+
+        # A binding applied since: the computed trace says what would happen now; nothing is dispatched.
+        await apply(nc, subjects, "bindings", {"id": "tasks", "event_pattern": "task.succeeded",
+                                               "target_type": "agent", "target_id": "chat"})
+        now = await trace(nc, subjects, task_event["header"]["message_id"])
+        assert (now["status"], now["binding_id"], now["computed"]) == ("dispatched", "tasks", True), now
+        assert now["run_id"] is None
+        assert await stream_count(js, subjects.stream("RUNS")) == 0
+
+        with pytest.raises(AdminRequestError, match="no route trace"):
+            await trace(nc, subjects, "task-nobody-1")
