@@ -5,6 +5,7 @@ refused. Raw HTTP where the rule is about the wire; the official SDK client wher
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
@@ -189,3 +190,18 @@ async def test_a_client_that_goes_cancels_its_held_call(edge_stack: Stack, enc: 
     assert counted.structured_content == {"key": "conf-cancel", "count": 0}, counted
     approval = await admin_request(enc, SUBJECTS, "approvals", "get", {"id": approval_id})
     assert approval["state"] == "granted", approval  # granted, never used
+
+
+async def test_a_call_without_a_log_level_gets_its_result_and_nothing_else(edge_stack: Stack, enc: NATS) -> None:
+    """"servers MUST NOT emit `notifications/message` for requests that did not include" the log
+    level: the whole response of such a call is its one result."""
+    url, secret = await endpoint(edge_stack, enc, "conf-quiet", [ECHO_TOOL])
+    call = request("tools/call", {"name": ECHO_TOOL, "arguments": {"value": "quiet"}})
+    async with httpx.AsyncClient(timeout=20) as http:
+        answered = await http.post(url, json=call, headers=headers(secret, "tools/call", name=ECHO_TOOL))
+    if answered.headers["content-type"].startswith("text/event-stream"):
+        messages = [json.loads(line[5:]) for line in answered.text.splitlines() if line.startswith("data:")]
+    else:
+        messages = [answered.json()]
+    assert [m.get("id") for m in messages] == [7] and "method" not in messages[0], messages
+    assert messages[0]["result"]["structuredContent"] == {"value": "quiet"}, messages
