@@ -88,10 +88,11 @@ class ToolSteps:
         finished = self._finished(started, result)
         for step in progress_steps(finished, result):  # the app's progress notes, written with the call
             ctx.handle.stage(step)
-        if effect != "read":
-            await ctx.handle.record(finished)
-        else:
-            ctx.handle.stage(finished)
+        # Written with the task's next durable change (the next write's `started`, the final state):
+        # the `started` record is the claim that matters. A runner that stops before then leaves the
+        # step `started`, which the next attempt looks up (the gateway answers the same call id again
+        # from its ledger) rather than calling twice. One task write less per write step.
+        ctx.handle.stage(finished)
         return finished
 
     def _full(self, prior: TaskStep | None, arguments: dict[str, Any]) -> dict[str, Any]:
