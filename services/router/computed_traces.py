@@ -43,6 +43,14 @@ def trace_stored(status: RouteStatus, event_type: str) -> bool:
     return status != "route_not_found" or not event_type.startswith(UNTRACED_WHEN_UNROUTED)
 
 
+def untraced_type(subject: str, prefix: str) -> bool:
+    """Whether an event stored on `subject` (`<prefix>.evt.<app>.<type…>`) is of a kind whose
+    unrouted events keep no trace: a replay takes such an event without a trace as unrouted."""
+    head = f"{prefix}.evt."
+    parts = subject[len(head):].split(".", 1) if subject.startswith(head) else []
+    return len(parts) == 2 and parts[1].startswith(UNTRACED_WHEN_UNROUTED)
+
+
 class ComputedTraces:
     def __init__(self, js: JetStreamContext, subjects: Subjects, saved_routing: SavedRouting, *, instance: str,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
@@ -55,7 +63,7 @@ class ComputedTraces:
 
     async def trace(self, message_id: str) -> RouteTrace | None:
         """The trace the event would get now, or None: no such platform event was found."""
-        msg = await self._find(message_id)
+        msg = await self.find_event(message_id)
         if msg is None:
             return None
         try:
@@ -78,7 +86,8 @@ class ComputedTraces:
             at=now.isoformat(timespec="milliseconds"), router=self._instance, event_seq=msg.seq, computed=True,
         )
 
-    async def _find(self, message_id: str) -> RawStreamMsg | None:
+    async def find_event(self, message_id: str) -> RawStreamMsg | None:
+        """The platform event stored under this message id (its kind told by the id's form), or None."""
         kind = "task" if message_id.startswith(_TASK_EVENT_ID) else "tool"
         subject = f"{self._subjects.prefix}.evt.*.{kind}.>"
         state = (await self._js.stream_info(self._stream)).state

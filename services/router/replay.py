@@ -16,7 +16,7 @@ replayable, at most `MAX_SCANNED` events looked at per request (`next_since` say
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -26,6 +26,7 @@ from nats.aio.client import Client as NATS
 from nats.js.api import RawStreamMsg
 from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
 
+from services.router.computed_traces import untraced_type
 from services.router.config import RouterSettings
 from services.router.dispatch import build_run
 from services.router.events import decode_event
@@ -53,6 +54,7 @@ DISPATCHED, ALREADY, WOULD, NO_ROUTE, NOT_REPLAYABLE, NOT_FOUND = (
     "dispatched", "already_dispatched", "would_dispatch", "no_route", "not_replayable", "not_found")
 
 SavedRouting = Callable[[], Any]  # async () -> (RouteTable, Processors): what is saved now
+FindEvent = Callable[[str], Awaitable[RawStreamMsg | None]]  # an untraced platform event by message id
 
 
 @dataclass(frozen=True)
@@ -66,6 +68,7 @@ class _Stored:
 class Replayer:
     def __init__(self, nc: NATS, subjects: Subjects, stores: RouterStores, settings: RouterSettings,
                  saved_routing: SavedRouting, *, capabilities: Mapping[str, tuple[str, ...]] | None = None,
+                 find_untraced: FindEvent | None = None,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self._js = nc.jetstream()
         self._subjects = subjects
@@ -75,6 +78,7 @@ class Replayer:
         self._capabilities = capabilities or {}
         self._clock = clock
         self._stream = events_stream(subjects).name
+        self._find_untraced = find_untraced
 
     async def replay(self, body: dict[str, Any]) -> dict[str, Any]:
         ids, since = body.get("message_ids"), body.get("since")
@@ -104,6 +108,11 @@ class Replayer:
     async def _by_id(self, message_id: str, table: RouteTable, processors: Processors,
                      dry_run: bool) -> dict[str, Any]:
         stored = await self._trace(message_id)
+        if stored is None and self._find_untraced is not None:
+            untraced = await self._find_untraced(message_id)
+            if untraced is not None:  # a platform event no binding took: it stored no trace
+                return await self._replay(untraced, _unrouted(message_id, untraced), table, processors, dry_run,
+                                          expected_id=message_id)
         if stored is None:
             return _result(message_id, NOT_FOUND, reason=f"no route trace for message {message_id!r}")
         refusal = _not_replayable(stored.trace)
@@ -133,6 +142,8 @@ class Replayer:
             seq = (msg.seq or seq) + 1
             message_id = (msg.headers or {}).get("Nats-Msg-Id") or _message_id(msg.data or b"")
             stored = await self._trace(message_id) if message_id else None
+            if stored is None and message_id is not None and untraced_type(msg.subject or "", self._subjects.prefix):
+                stored = _unrouted(message_id, msg)  # a platform event no binding took: it stored no trace
             if stored is None or message_id is None:
                 continue
             if stored.trace.status in REPLAYABLE:
@@ -221,6 +232,12 @@ def _dispatched_trace(event: EventEnvelope, before: RouteTrace, binding_id: str,
         run_id=run_id, steps=decision.steps, candidates=decision.candidates, reason=decision.reason,
         event_type=event.payload.type, source_app=event.header.source.app, synthetic=event.payload.synthetic,
         at=at, router=instance, event_seq=before.event_seq, replayed=True)
+
+
+def _unrouted(message_id: str, msg: RawStreamMsg) -> _Stored:
+    """What a trace would say of a platform event no binding took; revision 0: the replay's
+    trace is written only if no other was meanwhile."""
+    return _Stored(RouteTrace(message_id=message_id, status="route_not_found", at="", event_seq=msg.seq), 0)
 
 
 def _not_replayable(trace: RouteTrace) -> dict[str, Any] | None:

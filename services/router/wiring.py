@@ -63,8 +63,9 @@ async def build_router(setup: RouterSetup, connections: Connections) -> RouterSe
     advisories = AdvisoryListener(nc, subjects)
     router = Router(nc, subjects, catalog, stores, options.router, capabilities=setup.capabilities)
     admin = RouterAdmin(stores, router.stats, catalog.summary, instance=options.router.instance)
-    replayer = Replayer(nc, subjects, stores, options, admin.saved_routing, capabilities=setup.capabilities)
     admin.computed = ComputedTraces(connections.js, subjects, admin.saved_routing, instance=options.router.instance)
+    replayer = Replayer(nc, subjects, stores, options, admin.saved_routing, capabilities=setup.capabilities,
+                        find_untraced=admin.computed.find_event)
     # A person's request is checked again against the users registry (shared/people.py).
     authorize = (await open_registry(connections.js, subjects, setup.plan)).refusal
     resources = [ResourceAdmin(kind_of("Binding"), stores.bindings),

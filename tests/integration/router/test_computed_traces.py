@@ -1,5 +1,5 @@
 """A platform `task.*`/`tool.*` event that no binding took stores no route trace; `trace` computes
-it when asked, from the bindings saved then, and says so."""
+it when asked, from the bindings saved then, and says so; `replay` takes it as unrouted."""
 
 from __future__ import annotations
 
@@ -63,3 +63,17 @@ async def test_unrouted_platform_events_store_no_trace_and_are_explained_when_as
 
         with pytest.raises(AdminRequestError, match="no route trace"):
             await trace(nc, subjects, "task-nobody-1")
+
+        # Replayable as an event with a stored route_not_found trace is: by id, and by time.
+        await apply(nc, subjects, "bindings", {"id": "tools", "event_pattern": "tool.succeeded",
+                                               "target_type": "agent", "target_id": "chat"})
+        by_id = await admin_request(nc, subjects, "router", "replay",
+                                    {"message_ids": [task_event["header"]["message_id"]]})
+        assert [r["outcome"] for r in by_id["results"]] == ["dispatched"], by_id
+        since = await admin_request(nc, subjects, "router", "replay", {"since": "2000-01-01T00:00:00Z"})
+        outcomes = {r["message_id"]: r["outcome"] for r in since["results"]}
+        assert outcomes[tool_event["header"]["message_id"]] == "dispatched", since
+        assert outcomes[task_event["header"]["message_id"]] == "already_dispatched", since
+        assert await stream_count(js, subjects.stream("RUNS")) == 2
+        stored = await trace(nc, subjects, task_event["header"]["message_id"])
+        assert (stored["status"], stored["replayed"], stored.get("computed", False)) == ("dispatched", True, False)
