@@ -87,6 +87,9 @@ def load_drafts(path: Path) -> list[dict[str, Any]]:
     return drafts
 
 
+TRACE_TIMEOUT = 15.0  # seconds: an untraced platform event is looked for in the events stream
+
+
 async def _ask(settings: Settings, verb: str, body: dict[str, Any], *, timeout: float = 5.0) -> Any:
     return await admin_call(settings, "router", verb, body, timeout=timeout, service="router")
 
@@ -134,7 +137,7 @@ def trace(
 ) -> None:
     """How the router routed one event: status, binding, target, run and the bindings it tried."""
     settings = settings_or_fail()
-    found = run(_ask(settings, "trace", {"message_id": message_id}))
+    found = run(_ask(settings, "trace", {"message_id": message_id}, timeout=TRACE_TIMEOUT))
     if as_json:
         print_json(found)
         return

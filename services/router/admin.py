@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from services.router.catalog import decode_agent, decode_pipeline
-from services.router.computed_traces import ComputedTraces
+from services.router.computed_traces import MAX_LOOKED_AT, ComputedTraces
 from services.router.events import decode_event, encode_document
 from services.router.router import RouterStats
 from services.router.selection import RouteTable, StaticProcessors, decide
@@ -89,7 +89,9 @@ class RouterAdmin:
         if found is None and self.computed is not None:
             found = await self.computed.trace(message_id)
         if found is None:
-            raise AdminRequestError("not_found", f"no route trace for message {message_id!r}")
+            looked = f" (nor a task.*/tool.* event of that id among the newest {MAX_LOOKED_AT:,} stream reads)" \
+                if self.computed is not None else ""
+            raise AdminRequestError("not_found", f"no route trace for message {message_id!r}{looked}")
         return msgspec.to_builtins(found)  # type: ignore[no-any-return]
 
     async def health(self, _: dict[str, Any]) -> dict[str, Any]:

@@ -77,3 +77,14 @@ async def test_unrouted_platform_events_store_no_trace_and_are_explained_when_as
         assert await stream_count(js, subjects.stream("RUNS")) == 2
         stored = await trace(nc, subjects, task_event["header"]["message_id"])
         assert (stored["status"], stored["replayed"], stored.get("computed", False)) == ("dispatched", True, False)
+
+
+async def test_an_older_untraced_event_is_found_past_the_first_windows_read(nc: NATS, subjects: Subjects) -> None:
+    js = nc.jetstream()
+    target = event_doc("task.failed", app="aurora.runner", message_id="task-old-2")
+    later = [event_doc("task.running", app="aurora.runner", message_id=f"task-n{i}-1") for i in range(8_600)]
+    async with running_router(nc, subjects):
+        await publish_events(js, subjects, [target, *later])  # more than one round of windows after it
+        found = await trace(nc, subjects, "task-old-2")
+        assert (found["status"], found["computed"], found["event_type"]) == ("route_not_found", True, "task.failed")
+        assert found["event_seq"] == 1
