@@ -60,10 +60,20 @@ def _verdict(met: bool) -> str:
     return "met" if met else "NOT met"
 
 
-def _message_rows(unit: str, counted: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+# Issue 38's end-to-end goals, judged on the figures of one run.
+E2E_THROUGHPUT_GOAL = 0.25  # Aurora's events/s at least this share of raw's
+E2E_P50_GOAL = 3.0  # Aurora's p50 at most this many times raw's
+E2E_CPU_GOAL = 3.0  # CPU ms per event, all processes, at most
+E2E_STORED_GOAL = 10.0  # stored messages per playbook event, at most: half of the 20 counted first
+
+
+def _message_rows(unit: str, counted: dict[str, Any], stored_goal: float | None = None
+                  ) -> list[tuple[str, str, str, str]]:
     """Messages stored (by stream) and sent (by process), counted in the run (tests/bench/counting.py)."""
-    return [(f"messages stored {unit}", f"{counted['stored_total']:.2f}",
-             ", ".join(f"{k} {v:.2f}" for k, v in counted["stored"].items()), "-"),
+    stored = counted["stored_total"]
+    verdict = "-" if stored_goal is None else f"goal ≤ {stored_goal:g}: {_verdict(stored <= stored_goal)}"
+    return [(f"messages stored {unit}", f"{stored:.2f}",
+             ", ".join(f"{k} {v:.2f}" for k, v in counted["stored"].items()), verdict),
             (f"messages sent {unit}", f"{counted['sent_total']:.2f}",
              ", ".join(f"{k} {v:.2f}" for k, v in counted["sent"].items()), "-")]
 
@@ -74,16 +84,20 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     if e2e := results.get("e2e"):
         lat, thr = e2e["latency_ms"], e2e["throughput"]
         found.append(("end to end, event → reply: p50 latency", f"{lat['p50']:.2f} ms",
-                      f"{lat['raw_p50']:.2f} ms (raw nats-py, same hops)", _times(lat['p50_ratio'])))
+                      f"{lat['raw_p50']:.2f} ms (raw nats-py, same hops)",
+                      f"{_times(lat['p50_ratio'])} (goal ≤ {E2E_P50_GOAL:g}×: "
+                      f"{_verdict(lat['p50_ratio'] <= E2E_P50_GOAL)})"))
         found.append(("end to end: p99 latency", f"{lat['p99']:.2f} ms", f"{lat['raw_p99']:.2f} ms",
                       _times(lat['p99'] / lat['raw_p99'])))
         found.append(("end to end: events/s", f"{thr['per_s']:,.0f}", f"{thr['raw_per_s']:,.0f}",
-                      f"{thr['ratio']:.0%}"))
+                      f"{thr['ratio']:.0%} (goal ≥ {E2E_THROUGHPUT_GOAL:.0%}: "
+                      f"{_verdict(thr['ratio'] >= E2E_THROUGHPUT_GOAL)})"))
         cpu = e2e["cpu_ms_per_event"]
         found.append(("CPU ms per event, all processes", f"{sum(cpu.values()):.2f}",
-                      ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()), "-"))
+                      ", ".join(f"{k} {v:.2f}" for k, v in cpu.items()),
+                      f"goal ≤ {E2E_CPU_GOAL:g} ms: {_verdict(sum(cpu.values()) <= E2E_CPU_GOAL)}"))
         if counted := e2e.get("messages_per_event"):
-            found += _message_rows("per event", counted)
+            found += _message_rows("per event", counted, E2E_STORED_GOAL)
         if call := e2e.get("tool_call"):
             call_cpu = call["cpu_ms"]
             found.append((f"CPU ms per tool call ({call['tool']}), all processes", f"{sum(call_cpu.values()):.2f}",

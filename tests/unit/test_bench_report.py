@@ -49,3 +49,26 @@ def test_a_benchmark_run_alone_into_an_older_report_is_said_to_be_so() -> None:
                      "bridge": {**router, "at": "2026-12-05T21:40+00:00", "load": 6.5}})
     assert "Measured alone, into this report later: bridge at 2026-12-05T21:40+00:00 (load 6.5)." in page
     assert "router at" not in page
+
+
+def test_the_end_to_end_goals_of_issue_38_are_judged_on_the_figures_measured() -> None:
+    def e2e(p50_ratio: float, per_s_ratio: float, cpu: float, stored: float) -> dict[str, Any]:
+        counted = {"stored_total": stored, "stored": {"AMP_EVENTS": stored}, "sent_total": 36.0,
+                   "sent": {"aurora-router": 36.0}}
+        return {"e2e": {"latency_ms": {"p50": 8.6, "raw_p50": 8.6 / p50_ratio, "p50_ratio": p50_ratio,
+                                       "p99": 13.0, "raw_p99": 3.0},
+                        "throughput": {"per_s": 213, "raw_per_s": 213 / per_s_ratio, "ratio": per_s_ratio},
+                        "cpu_ms_per_event": {"router": cpu / 2, "runner": cpu / 2},
+                        "messages_per_event": counted,
+                        "rss_mib": {"idle": {"router": 48}, "loaded": {"router": 49}}}}
+
+    missed = cells(e2e(5.5, 0.09, 8.52, 16.01))
+    assert missed["end to end, event → reply: p50 latency"] == "5.5× (goal ≤ 3×: NOT met)"
+    assert missed["end to end: events/s"] == "9% (goal ≥ 25%: NOT met)"
+    assert missed["CPU ms per event, all processes"] == "goal ≤ 3 ms: NOT met"
+    assert missed["messages stored per event"] == "goal ≤ 10: NOT met"
+    met = cells(e2e(3.0, 0.25, 3.0, 10.0))
+    assert met["end to end, event → reply: p50 latency"] == "3.0× (goal ≤ 3×: met)"
+    assert met["end to end: events/s"] == "25% (goal ≥ 25%: met)"
+    assert met["CPU ms per event, all processes"] == "goal ≤ 3 ms: met"
+    assert met["messages stored per event"] == "goal ≤ 10: met"
