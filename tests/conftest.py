@@ -11,7 +11,8 @@ from nats.aio.client import Client as NATS
 from shared.contracts.subjects import Subjects
 from tests.harness.broker import Broker, docker_reachable, start_broker
 from tests.harness.clients import nats_client
-from tests.harness.processes import ServiceProcess, service_env, stop_services
+from tests.harness.processes import ServiceProcess
+from tests.harness.stack import StackBuilder, kind_of_module
 
 _USE_DOCKER = docker_reachable()
 LOG_TAIL_CHARS = 3000
@@ -63,16 +64,11 @@ def subjects() -> Subjects:
 
 @pytest.fixture
 def spawn(tmp_path: Path, nats_url: str) -> Iterator[object]:
-    """`spawn("services.event_bridge", tag="bridge-1", **env)` starts a real service process."""
-    started: list[ServiceProcess] = []
-    log_dir = tmp_path / "logs"
-    log_dir.mkdir(exist_ok=True)
+    """`spawn("services.event_bridge", tag="bridge-1", **env)` starts a real service process (not
+    waited for) in a stack on the test's broker (tests/harness/stack.py), stopped after the test."""
+    with StackBuilder(tmp_path).broker(nats_url).running() as stack:
 
-    def start(module: str, tag: str | None = None, args: list[str] | None = None,
-              **env: str) -> ServiceProcess:
-        process = ServiceProcess(module, service_env(nats_url, **env), log_dir, tag, args).start()
-        started.append(process)
-        return process
+        def start(module: str, tag: str | None = None, **env: str) -> ServiceProcess:
+            return stack.launch(kind_of_module(module), tag or module.replace(".", "_"), **env)
 
-    yield start
-    stop_services(started, timeout=10)
+        yield start

@@ -43,6 +43,14 @@ FOLDER_KINDS = {module.removeprefix("services."): kind for kind, (module, _) in 
 READY_TIMEOUT = 60.0
 
 
+def kind_of_module(module: str) -> str:
+    """The stack's kind of a service module: `services.router` → `router`."""
+    kinds = {name: kind for kind, (name, _) in KINDS.items()}
+    if module not in kinds:
+        raise ValueError(f"{module} is not one of the stack's services: {sorted(kinds)}")
+    return kinds[module]
+
+
 @dataclass
 class Stack:
     url: str
