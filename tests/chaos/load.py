@@ -35,7 +35,7 @@ from shared.nats.bus import open_nats
 from shared.nats.kvmirror import read_all
 from tests.chaos.stack import ChaosStack
 from tests.chaos.tally import TERMINAL, Reply, Sent, Tally, count
-from tests.integration.runner.helpers import CHAT, ECHO, apply, sent
+from tests.harness.runs import CHAT, ECHO, apply, sent
 
 SUBJECTS = Subjects("amp")
 AGENT = BINDING = "chaos-load"

@@ -22,10 +22,7 @@ from shared.contracts.subjects import Subjects
 from tests.harness.browser import chromium, latin_only_fonts, missing_cjk_glyphs, require_chromium
 from tests.harness.processes import ServiceProcess
 from tests.harness.runner_stack import asset_chooser
-from tests.harness.stack import StackBuilder
-from tests.harness.tool_calls import operator_call
-from tests.harness.waiting import poll_sync
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     CHAT,
     RUNNER_ENV,
     apply,
@@ -33,6 +30,9 @@ from tests.integration.runner.helpers import (
     stack_apps,
     stored_event,
 )
+from tests.harness.stack import StackBuilder
+from tests.harness.tool_calls import operator_call
+from tests.harness.waiting import poll_sync
 
 SERVING = re.compile(r"chat page serving.*?(http://127\.0\.0\.1:\d+/)")
 LIVE = 30_000  # ms: how long the page may take to show what the stack did (a loaded machine)

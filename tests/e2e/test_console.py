@@ -36,9 +36,7 @@ from shared.nats.admin_service import admin_request
 from tests.harness.browser import chromium, missing_cjk_glyphs, require_chromium
 from tests.harness.clients import nats_client
 from tests.harness.processes import REPO, ServiceProcess, service_env
-from tests.harness.stack import FOLDER_KINDS, StackBuilder
-from tests.harness.waiting import poll, poll_sync
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     ECHO,
     RUNNER_ENV,
     apply,
@@ -50,6 +48,8 @@ from tests.integration.runner.helpers import (
     stored_event,
     task_id_of,
 )
+from tests.harness.stack import FOLDER_KINDS, StackBuilder
+from tests.harness.waiting import poll, poll_sync
 
 SERVING = re.compile(r"console serving (http://127\.0\.0\.1:\d+/)")
 LIVE = 30_000  # ms: how long the page may take to show what the stack did (a loaded machine)

@@ -27,8 +27,7 @@ from shared.contracts.subjects import Subjects
 from shared.contracts.task import TERMINAL_STATES, Task, decode_task
 from shared.jetstream.streams import tasks_bucket
 from shared.nats.kvmirror import read_all
-from tests.harness.stack import StackBuilder
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     CHAT_PLATFORM,
     ECHO,
     RUNNER_ENV,
@@ -40,6 +39,7 @@ from tests.integration.runner.helpers import (
     stdio,
     task_id_of,
 )
+from tests.harness.stack import StackBuilder
 
 PYTHON = sys.executable
 APPS = Path(__file__).resolve().parents[1] / "apps"

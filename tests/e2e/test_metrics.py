@@ -17,9 +17,9 @@ from shared.contracts.subjects import Subjects
 from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess
 from tests.harness.runner_stack import runner_stack
+from tests.harness.runs import ECHO, apply, bind, event, publish_events, settled, task_id_of
 from tests.harness.stack import Stack
 from tests.harness.waiting import poll, poll_sync
-from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, settled, task_id_of
 
 
 @pytest.fixture

@@ -47,9 +47,7 @@ from tests.harness.cli import aurora_command as cli
 from tests.harness.clients import nats_client
 from tests.harness.notes_app import serving_notes
 from tests.harness.processes import ServiceProcess
-from tests.harness.stack import StackBuilder
-from tests.integration.mcp_gateway.systems.recording_server import Recorded, RecordingServer, Reply
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     CHAT,
     CHAT_PLATFORM,
     ECHO,
@@ -64,6 +62,8 @@ from tests.integration.runner.helpers import (
     stored_events,
     task_id_of,
 )
+from tests.harness.stack import StackBuilder
+from tests.integration.mcp_gateway.systems.recording_server import Recorded, RecordingServer, Reply
 
 pytestmark = pytest.mark.timeout(240)
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")

@@ -29,7 +29,7 @@ from shared.contracts.task import TERMINAL_STATES, decode_task
 from shared.jetstream.streams import audit_stream, tasks_bucket
 from shared.nats.kvmirror import read_all
 from tests.harness.runner_stack import chat_log_of, runner_stack
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     ECHO,
     RUNNER_ENV,
     apply,

@@ -22,7 +22,7 @@ from shared.contracts.subjects import Subjects
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.runner_stack import RunnerStack as Stack
 from tests.harness.runner_stack import chat_log_of, runner_stack
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     ECHO,
     apply,
     bind,

@@ -24,9 +24,9 @@ from tests.harness.clients import nats_client
 from tests.harness.otlp import OtlpReceiver, ReceivedSpan
 from tests.harness.processes import ServiceProcess
 from tests.harness.runner_stack import chat_log_of, runner_stack
+from tests.harness.runs import CHAT, ECHO, apply, sent
 from tests.harness.stack import Stack
 from tests.harness.waiting import poll
-from tests.integration.runner.helpers import CHAT, ECHO, apply, sent
 
 SESSION = "trace-room"
 

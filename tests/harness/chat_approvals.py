@@ -17,8 +17,7 @@ from typing import Any, Protocol
 from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
-from tests.harness.tool_calls import operator_call
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     CHAT,
     ECHO,
     apply,
@@ -30,6 +29,7 @@ from tests.integration.runner.helpers import (
     settled,
     task_id_of,
 )
+from tests.harness.tool_calls import operator_call
 
 USER = "user-7"  # the actor of the events `helpers.event` makes: the user who may answer
 

@@ -40,9 +40,9 @@ from shared.nats.bus import open_nats
 from shared.nats.kvmirror import read_all
 from tests.harness.processes import ServiceProcess
 from tests.harness.runner_stack import RUNNER_ENV, chat_log_of, stack_apps
+from tests.harness.runs import CHAT, ECHO, apply, sent
 from tests.harness.stack import Stack, StackBuilder
 from tests.harness.waiting import NOT_SERVING_YET, poll
-from tests.integration.runner.helpers import CHAT, ECHO, apply, sent
 
 SUBJECTS = Subjects("amp")
 AGENT = BINDING = "cluster-load"

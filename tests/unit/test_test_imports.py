@@ -41,5 +41,5 @@ def test_no_module_imports_a_test_module_or_a_conftest() -> None:
 def test_the_scan_sees_an_import_of_a_test_module(tmp_path: Path) -> None:
     module = tmp_path / "m.py"
     module.write_text("from tests.integration.runner.test_recovery import x\nimport tests.unit.conftest\n"
-                      "from tests.harness.stack import Stack\nfrom tests.integration.runner.helpers import event\n")
+                      "from tests.harness.stack import Stack\nfrom tests.harness.runs import event\n")
     assert imported_test_modules(module) == {"tests.integration.runner.test_recovery", "tests.unit.conftest"}

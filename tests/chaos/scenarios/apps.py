@@ -18,7 +18,7 @@ from tests.chaos.load import SUBJECTS, LoadRun, operator_call
 from tests.chaos.model import Outcome, Scenario
 from tests.chaos.stack import ChaosStack, StackSpec
 from tests.chaos.tally import Tally
-from tests.integration.runner.helpers import APPS, PYTHON, stdio
+from tests.harness.runs import APPS, PYTHON, stdio
 
 CALL_TIMEOUT = 2.0  # the misbehaving app's call timeout: the slow app answers after twice that
 # What a scenario expects to see: problems (empty when the failure was visible), from the app's

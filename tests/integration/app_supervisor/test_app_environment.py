@@ -21,7 +21,7 @@ from aurora_cli.localnats import free_port
 from shared.config.envfile import parse_env_text
 from tests.harness.cli import AURORA
 from tests.harness.processes import REPO
-from tests.integration.runner.helpers import stdio, write_apps
+from tests.harness.runs import stdio, write_apps
 
 PROBE = "test.probe"
 SHELL_SECRET = "shell-secret-pw-42"  # what the shell that started the stack held: no app sees it either

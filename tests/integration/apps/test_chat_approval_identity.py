@@ -25,9 +25,7 @@ from services.mcp_gateway.approvals.in_chat import DURABLE as CHAT_APPROVALS
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.harness.chat_webhook import SECRET_ENV, WEBHOOK_SECRET, AsyncPageUser
-from tests.harness.stack import StackBuilder
-from tests.harness.waiting import poll, poll_sync
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     APPS,
     CHAT,
     CHAT_PLATFORM,
@@ -40,6 +38,8 @@ from tests.integration.runner.helpers import (
     stdio,
     stored_event,
 )
+from tests.harness.stack import StackBuilder
+from tests.harness.waiting import poll, poll_sync
 
 SERVING = re.compile(r"chat page serving.*?(http://127\.0\.0\.1:\d+/)")
 

@@ -27,9 +27,9 @@ from shared.contracts.subjects import Subjects
 from shared.jetstream import deadletter as dl
 from shared.nats.admin_service import admin_request
 from tests.harness.cli import Cli
+from tests.harness.runs import RUNNER_ENV, event, publish_events, task_id_of
 from tests.harness.stack import StackBuilder
 from tests.harness.waiting import consumed, poll
-from tests.integration.runner.helpers import RUNNER_ENV, event, publish_events, task_id_of
 
 AGENT = {"kind": "Agent", "id": "late-agent", "agent_kind": "playbook", "events": ["order.placed"],
          "playbook": {"steps": [], "answer": "order seen"}}

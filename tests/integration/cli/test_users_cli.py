@@ -25,7 +25,7 @@ from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.harness.cli import AURORA
 from tests.harness.processes import REPO
-from tests.integration.runner.helpers import write_apps
+from tests.harness.runs import write_apps
 
 
 def aurora(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:

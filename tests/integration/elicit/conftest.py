@@ -17,6 +17,7 @@ from aurora_cli.localnats import free_port
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness.chat_webhook import SECRET_ENV, WEBHOOK_SECRET
 from tests.harness.ports import wait_listening
+from tests.harness.runs import APPS, CHAT, CHAT_PLATFORM, PYTHON, REPO, RUNNER_ENV, stdio, write_apps
 from tests.harness.stack import StackBuilder
 from tests.integration.elicit.helpers import (
     ELICIT,
@@ -25,7 +26,6 @@ from tests.integration.elicit.helpers import (
     ELICIT_TIMEOUT,
     ElicitStack,
 )
-from tests.integration.runner.helpers import APPS, CHAT, CHAT_PLATFORM, PYTHON, REPO, RUNNER_ENV, stdio, write_apps
 
 
 @pytest.fixture(scope="package")

@@ -18,8 +18,7 @@ from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.harness.a2a_agents import a2a_agents, agent_log
 from tests.harness.chat_webhook import post_signed
-from tests.integration.elicit.helpers import ElicitStack
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     TERMINAL,
     apply,
     bind,
@@ -30,6 +29,7 @@ from tests.integration.runner.helpers import (
     settled,
     task_id_of,
 )
+from tests.integration.elicit.helpers import ElicitStack
 
 
 @pytest.fixture(scope="module")

@@ -14,17 +14,7 @@ from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
 from tests.harness.chat_webhook import post_signed
-from tests.harness.tool_calls import operator_call
-from tests.integration.elicit.helpers import (
-    ELICIT,
-    ELICIT_HTTP,
-    ELICIT_TIMEOUT,
-    GENERATIONS,
-    PROTOCOL,
-    ElicitStack,
-    protocol_of,
-)
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     TERMINAL,
     apply,
     bind,
@@ -35,6 +25,16 @@ from tests.integration.runner.helpers import (
     settled,
     stored_events,
     task_id_of,
+)
+from tests.harness.tool_calls import operator_call
+from tests.integration.elicit.helpers import (
+    ELICIT,
+    ELICIT_HTTP,
+    ELICIT_TIMEOUT,
+    GENERATIONS,
+    PROTOCOL,
+    ElicitStack,
+    protocol_of,
 )
 
 USER = "user-7"  # the actor of the helpers' events

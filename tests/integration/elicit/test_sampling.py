@@ -13,8 +13,7 @@ from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
-from tests.integration.elicit.helpers import ELICIT, ELICIT_HTTP, GENERATIONS, PROTOCOL, ElicitStack, protocol_of
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     TERMINAL,
     apply,
     bind,
@@ -25,6 +24,7 @@ from tests.integration.runner.helpers import (
     stored_events,
     task_id_of,
 )
+from tests.integration.elicit.helpers import ELICIT, ELICIT_HTTP, GENERATIONS, PROTOCOL, ElicitStack, protocol_of
 
 SUMMARIZER = "You summarize in one line."
 

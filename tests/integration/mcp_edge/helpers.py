@@ -15,7 +15,7 @@ from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
-from tests.integration.runner.helpers import ECHO
+from tests.harness.runs import ECHO
 
 SUBJECTS = Subjects("amp")
 ECHO_TOOL = f"{ECHO}.echo"

@@ -16,8 +16,7 @@ from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.harness.chat_approvals import USER, answer_in_chat, asked_in_chat
 from tests.harness.runner_stack import RunnerStack
-from tests.harness.tool_calls import echo_counter
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     CHAT,
     ECHO,
     handled,
@@ -25,6 +24,7 @@ from tests.integration.runner.helpers import (
     settled,
     stored_event,
 )
+from tests.harness.tool_calls import echo_counter
 
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 

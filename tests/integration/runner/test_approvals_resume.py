@@ -22,9 +22,7 @@ from services.runner.resumer import DURABLE as RESUME
 from shared.contracts.subjects import Subjects
 from tests.harness.cli import aurora_command as cli
 from tests.harness.runner_stack import runner_stack
-from tests.harness.stack import Stack
-from tests.harness.tool_calls import crafted_call, echo_counter
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     ECHO,
     apply,
     bind,
@@ -34,6 +32,8 @@ from tests.integration.runner.helpers import (
     settled,
     task_id_of,
 )
+from tests.harness.stack import Stack
+from tests.harness.tool_calls import crafted_call, echo_counter
 
 # Seconds an approval waits for a decision in this stack: long enough for both runners to
 # restart and the CLI to grant on a loaded machine (12 s was not), short for the expiry test.

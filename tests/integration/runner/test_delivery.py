@@ -14,7 +14,7 @@ from nats.js.errors import NotFoundError
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.harness.runner_stack import RunnerStack
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     ECHO,
     apply,
     bind,

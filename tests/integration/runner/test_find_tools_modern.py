@@ -16,8 +16,7 @@ from shared.contracts.subjects import Subjects
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.modern_apps import serving
 from tests.harness.runner_stack import RunnerStack
-from tests.harness.stack import StackBuilder
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     RUNNER_ENV,
     apply,
     bind,
@@ -26,6 +25,7 @@ from tests.integration.runner.helpers import (
     settled,
     task_id_of,
 )
+from tests.harness.stack import StackBuilder
 
 APP = "test.modern"
 TOOLS = ["echo", "track_shipment", "convert_currency", "weather_forecast", "create_invoice", "public_holidays",

@@ -14,7 +14,7 @@ from nats.aio.msg import Msg
 from shared.contracts.subjects import Subjects
 from shared.nats.inline_subscription import subscribe_inline
 from tests.harness.runner_stack import RunnerStack
-from tests.integration.runner.helpers import apply, bind, event, publish_events, settled, task_id_of
+from tests.harness.runs import apply, bind, event, publish_events, settled, task_id_of
 
 
 async def test_a_reply_calls_ledger_read_starts_before_the_run_record_is_read(

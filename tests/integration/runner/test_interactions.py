@@ -14,8 +14,7 @@ from nats.aio.client import Client as NATS
 from services.runner.resumer import DURABLE as RESUME
 from shared.contracts.subjects import Subjects
 from tests.harness.runner_stack import RunnerStack, asset_chooser
-from tests.harness.tool_calls import operator_call
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     CHAT,
     apply,
     assets_calls,
@@ -30,6 +29,7 @@ from tests.integration.runner.helpers import (
     stored_event,
     task_id_of,
 )
+from tests.harness.tool_calls import operator_call
 
 PUMPS = ("Pump P-101", "Pump P-102")
 ASKED = ("AS-0001", "AS-0002")

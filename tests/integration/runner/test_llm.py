@@ -12,7 +12,7 @@ from nats.aio.client import Client as NATS
 from shared.contracts.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
 from tests.harness.runner_stack import RunnerStack
-from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, settled, task_id_of
+from tests.harness.runs import ECHO, apply, bind, event, publish_events, settled, task_id_of
 
 
 def llm_agent(stack: RunnerStack, case: str, name: str, *, settings: dict[str, Any] | None = None,

@@ -13,8 +13,7 @@ from nats.aio.client import Client as NATS
 from shared.contracts.subjects import Subjects
 from tests.fakes.openai_server import Conversation, Turn
 from tests.harness.runner_stack import RunnerStack
-from tests.harness.tool_calls import operator_call
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     CHAT,
     ECHO,
     apply,
@@ -27,6 +26,7 @@ from tests.integration.runner.helpers import (
     settled,
     task_id_of,
 )
+from tests.harness.tool_calls import operator_call
 
 FINAL = ("succeeded", "failed", "partial", "cancelled", "unverified")
 

@@ -14,7 +14,7 @@ from aurora_cli.localnats import free_port
 from shared.contracts.subjects import Subjects
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.runner_stack import RunnerStack
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     ECHO,
     apply,
     bind,

@@ -10,7 +10,7 @@ from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
 from tests.harness.runner_stack import RunnerStack
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     ECHO,
     apply,
     bind,

@@ -16,8 +16,7 @@ from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.harness.run_records import dispatched
 from tests.harness.runner_stack import RunnerStack
-from tests.harness.tool_calls import crafted_call, operator_call
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     CHAT,
     ECHO,
     apply,
@@ -30,6 +29,7 @@ from tests.integration.runner.helpers import (
     settled,
     task_id_of,
 )
+from tests.harness.tool_calls import crafted_call, operator_call
 
 FINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 

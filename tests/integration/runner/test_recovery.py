@@ -23,8 +23,8 @@ from shared.contracts.task import Task, TaskStep, Transition, encode_task
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.jetstream.streams import call_ledger_bucket, ensure_bucket, tasks_bucket
 from tests.harness.runner_stack import RunnerStack
+from tests.harness.runs import CHAT, ECHO, apply, record_run, run_parts, sent, settled
 from tests.harness.tool_calls import LONG_AGO, echo_counter
-from tests.integration.runner.helpers import CHAT, ECHO, apply, record_run, run_parts, sent, settled
 
 
 async def _seed_and_publish(nc: NATS, subjects: Subjects, run: RunPayload[EventEnvelope], steps: list[TaskStep],

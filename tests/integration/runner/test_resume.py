@@ -28,8 +28,8 @@ from shared.jetstream.streams import tasks_bucket
 from shared.nats.admin_service import admin_request
 from shared.wiring import Connections
 from tests.harness.runner_stack import RunnerStack
+from tests.harness.runs import ECHO, apply, bind, event, publish_events, quiet, settled, task_id_of
 from tests.harness.tool_calls import echo_counter
-from tests.integration.runner.helpers import ECHO, apply, bind, event, publish_events, quiet, settled, task_id_of
 from tests.unit.runner.factories import NOW, a_run, a_step, an_event
 
 

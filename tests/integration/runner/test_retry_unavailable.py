@@ -25,8 +25,7 @@ from tests.fakes.openai_server import FakeOpenAI
 from tests.harness.cli import aurora_command as cli
 from tests.harness.runner_stack import RunnerStack as GatewayStack
 from tests.harness.runner_stack import chat_log_of, runner_stack
-from tests.harness.waiting import consumed
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     apply,
     bind,
     event,
@@ -35,6 +34,7 @@ from tests.integration.runner.helpers import (
     sent,
     task_id_of,
 )
+from tests.harness.waiting import consumed
 
 TERMINAL = ("succeeded", "failed", "unverified", "partial", "cancelled")
 

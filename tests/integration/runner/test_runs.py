@@ -17,7 +17,7 @@ from shared.contracts.task import Task, Transition, encode_task
 from shared.jetstream.deadletter import REASON, STAGE
 from shared.jetstream.streams import tasks_bucket
 from tests.harness.runner_stack import RunnerStack
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     ECHO,
     apply,
     bind,

@@ -16,7 +16,7 @@ from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import runs_stream
 from tests.harness.processes import ServiceProcess
 from tests.harness.runner_stack import RunnerStack
-from tests.integration.runner.helpers import RUNNER_ENV
+from tests.harness.runs import RUNNER_ENV
 
 DURABLE = RunnerConfig().durable
 

@@ -19,7 +19,7 @@ from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.fakes.openai_server import Conversation, Turn
 from tests.harness.cli import aurora_command as cli
 from tests.harness.runner_stack import RunnerStack
-from tests.integration.runner.helpers import apply, bind, event, publish_events, settled, task_id_of
+from tests.harness.runs import apply, bind, event, publish_events, settled, task_id_of
 
 FIRST = "Confirm the device first, then read its points and their units."
 SECOND = "Read the alarm first; name the unit of every value you report (°C, bar, rpm)."

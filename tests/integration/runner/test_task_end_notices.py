@@ -21,8 +21,7 @@ from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCal
 from shared.jetstream.streams import tasks_bucket
 from shared.nats.admin_service import admin_request
 from tests.harness.chat_approvals import USER, ChatStack, answer_in_chat, asked_in_chat, counter_write_agent
-from tests.harness.tool_calls import LONG_AGO, echo_counter
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     CHAT,
     ECHO,
     TERMINAL,
@@ -36,6 +35,7 @@ from tests.integration.runner.helpers import (
     settled,
     task_id_of,
 )
+from tests.harness.tool_calls import LONG_AGO, echo_counter
 
 DENIED = {"zh-CN": "未执行：此请求所需的审批被拒绝，因此没有做任何更改。",
           "en": "Not done: the approval this request needed was refused, so nothing was changed."}

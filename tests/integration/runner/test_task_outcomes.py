@@ -24,8 +24,7 @@ from nats.aio.client import Client as NATS
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.harness.runner_stack import RunnerStack
-from tests.integration.mcp_gateway.systems.recording_server import Recorded, RecordingServer, Reply
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     ECHO,
     TERMINAL,
     apply,
@@ -37,6 +36,7 @@ from tests.integration.runner.helpers import (
     settled,
     task_id_of,
 )
+from tests.integration.mcp_gateway.systems.recording_server import Recorded, RecordingServer, Reply
 
 
 async def _run_playbook(snc: NATS, subjects: Subjects, case: str, steps: list[dict[str, Any]],

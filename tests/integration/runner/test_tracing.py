@@ -18,7 +18,7 @@ from shared.contracts.subjects import Subjects
 from shared.nats.signal_publisher import publish_signal
 from shared.observability.trace_context import root_trace
 from tests.harness.runner_stack import RunnerStack
-from tests.integration.runner.helpers import (
+from tests.harness.runs import (
     ECHO,
     apply,
     bind,

@@ -27,9 +27,9 @@ from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.harness.cli_here import run_cli_here
 from tests.harness.people_stack import PeopleStack, people_stack
 from tests.harness.processes import REPO
+from tests.harness.runs import ECHO, PYTHON, stdio, write_apps
 from tests.harness.secure_nats import Session, open_session
 from tests.harness.waiting import poll
-from tests.integration.runner.helpers import ECHO, PYTHON, stdio, write_apps
 
 SUBJECTS = Subjects("amp")
 PEOPLE = {"root": ["operator", "approver", "admin"], "oscar": ["operator"], "amy": ["approver"],

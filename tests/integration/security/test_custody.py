@@ -28,12 +28,12 @@ from shared.contracts.toolcall import METHOD_CALL, ToolCallEnvelope, ToolCallRes
 from shared.jetstream.streams import audit_stream, run_records_bucket
 from shared.nats.admin_service import admin_request
 from tests.harness.runner_stack import chat_log_of
+from tests.harness.runs import CHAT, ECHO, event, poll, sent, stack_apps
 from tests.harness.secure_nats import Session
 from tests.harness.secure_stack import SecureStack, secure_stack
-from tests.integration.runner.helpers import CHAT, ECHO, event, poll, sent, stack_apps
 
 SUBJECTS = Subjects("amp")
-USER = "user-7"  # the actor of every test event (tests.integration.runner.helpers.event)
+USER = "user-7"  # the actor of every test event (tests.harness.runs.event)
 SERVICES = ("app_supervisor", "mcp_gateway", "router")  # no runner: the test is the runner
 
 

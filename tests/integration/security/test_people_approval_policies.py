@@ -32,8 +32,8 @@ from shared.nats.admin_service import AdminRequestError, admin_request
 from shared.nats.signal_publisher import new_signal_id, publish_signal
 from tests.harness.people_stack import people_stack
 from tests.harness.processes import REPO
+from tests.harness.runs import ECHO, PYTHON, RUNNER_ENV, poll, stdio, write_apps
 from tests.harness.secure_nats import Session, open_session
-from tests.integration.runner.helpers import ECHO, PYTHON, RUNNER_ENV, poll, stdio, write_apps
 
 SUBJECTS = Subjects("amp")
 # name → (roles, app actors): the registry's view. `dan` and `otto` are in the server's config only.

@@ -33,10 +33,10 @@ from shared.nats.signal_publisher import new_signal_id, publish_signal
 from tests.harness.cli import AURORA
 from tests.harness.processes import REPO
 from tests.harness.run_records import dispatched, run_context
+from tests.harness.runs import ECHO, poll
 from tests.harness.secure_nats import Session
 from tests.harness.secure_stack import SERVICES, SecureStack, secure_stack
 from tests.harness.waiting import TimedOut
-from tests.integration.runner.helpers import ECHO, poll
 
 SUBJECTS = Subjects("amp")
 

@@ -18,7 +18,7 @@ from shared.jetstream.streams import agents_bucket, ensure_bucket
 from shared.lifecycle import NotStarted
 from shared.nats.kvmirror import KvMirror, read_all
 from shared.nats.kvwatch import BucketWatch
-from tests.integration.runner.helpers import poll
+from tests.harness.runs import poll
 
 
 async def _consumers(nc: NATS, stream: str) -> list[str]:

@@ -1,4 +1,5 @@
-"""Helpers for the runner's process tests: the stack's app configs, events, tasks, the chat log."""
+"""Runs as the tests drive them: the stack's app configs, agents and bindings applied, events published, tasks
+settled, the chat log read (any test package: runner, elicit, security, e2e, chaos, bench)."""
 
 from __future__ import annotations
 
@@ -40,7 +41,7 @@ from tests.harness.runner_stack import stack_apps as stack_apps
 from tests.harness.waiting import NOT_SERVING_YET, consumed
 from tests.harness.waiting import poll as poll  # one poll helper for every test
 
-REPO = Path(__file__).resolve().parents[3]
+REPO = Path(__file__).resolve().parents[2]
 PYTHON = sys.executable
 
 
