@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from services.mcp_edge.a2a.app import build_a2a
 from services.mcp_edge.admin import token_endpoints
 from services.mcp_edge.asks import ClientAsks
 from services.mcp_edge.backchannel import ClientReplies, EdgeSessionManager, ManagerRunning
@@ -89,8 +90,10 @@ async def build_edge(setup: EdgeSetup, connections: Connections) -> EdgeService:
     server = build_server(gate, ClientAsks(nc, subjects), changes, approval_wait_seconds=settings.approval_wait_seconds,
                           tasks=tasks)
     manager = EdgeSessionManager(server, replies)
+    # Each agent as an A2A server beside its MCP endpoint (services/mcp_edge/a2a/): reads tasks, starts nothing.
+    a2a = await build_a2a(nc, subjects, gate, public_url=settings.public_url, plan=plan)
     app = EdgeApp(manager.handle_request, tokens, sessions, changes, replies, public_url=settings.public_url,
-                  authorization_servers=settings.authorization_servers)
+                  authorization_servers=settings.authorization_servers, a2a=a2a)
     running = ManagerRunning(manager)
     http = EdgeHttpServer(app, settings)
     parts = EdgeParts(tokens, sessions, gate, changes, tools_watch, agents_watch, admin, replies, running, http)
