@@ -19,9 +19,10 @@ from nats.js import JetStreamContext
 from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.people import ROLES, User, may, person_of_subject
 from shared.contracts.subjects import Subjects
-from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan, ensure_bucket, users_bucket
+from shared.jetstream.streams import ensure_bucket, users_bucket
 
 # The installation's own `operator` NATS identity (deploy/nats-auth.conf), when it sends on a plain
 # admin subject: the only non-service user allowed to, so the server authenticated who it is.

@@ -15,8 +15,8 @@ from nats.js.errors import InvalidKeyError, KeyNotFoundError, KeyWrongLastSequen
 from nats.js.kv import KeyValue
 
 from shared.contracts.resource import ResourceError, canonical_json, parse_resource
+from shared.jetstream.kvmirror import read_all
 from shared.nats.admin_service import AdminHandler, AdminRequestError
-from shared.nats.kvmirror import read_all
 from shared.resources import APPLY, DELETE, GET, ResourceKind
 
 _ATTEMPTS = 5

@@ -12,9 +12,10 @@ from nats.js import JetStreamContext
 from nats.js.errors import Error as JetStreamError
 from nats.js.kv import KeyValue
 
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.health import ProcessHealth, process_key
 from shared.contracts.subjects import Subjects, app_token
-from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan, apps_bucket, ensure_bucket
+from shared.jetstream.streams import apps_bucket, ensure_bucket
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.app_supervisor.health")

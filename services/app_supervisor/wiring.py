@@ -15,8 +15,9 @@ from services.app_supervisor.health import HealthStore, open_health_store
 from services.app_supervisor.reporter import NatsReporter
 from services.app_supervisor.sessions import SessionWatch
 from services.app_supervisor.supervisor import SupervisedApp, Supervisor, SupervisorOptions
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.subjects import Subjects
-from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan, ensure_streams, fabric_streams
+from shared.jetstream.streams import ensure_streams, fabric_streams
 from shared.nats import write_through
 from shared.wiring import Assembly, Connections, StartedBy
 

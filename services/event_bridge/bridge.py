@@ -25,21 +25,11 @@ from nats.js.api import ConsumerConfig
 
 from services.event_bridge.mapping import Rejected, map_signal, parent_trace, with_trace
 from services.event_bridge.tool_events import TOOL_EVENTS_DURABLE, tool_event
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import decode_signal
 from shared.contracts.subjects import Subjects
-from shared.jetstream.streams import (
-    DEFAULT_PLAN,
-    StreamPlan,
-    audit_stream,
-    ensure_streams,
-    fabric_streams,
-    signals_stream,
-)
-from shared.lifecycle import Lifecycle
-from shared.nats.ack_batch import AckBatch, describe
-from shared.nats.acked_publish import AckedPublisher
-from shared.nats.consume_loop import (
+from shared.jetstream.consume_loop import (
     ACK,
     AtLeastOnceConsumer,
     BatchHandler,
@@ -50,6 +40,10 @@ from shared.nats.consume_loop import (
     Retry,
     work_consumer,
 )
+from shared.jetstream.streams import audit_stream, ensure_streams, fabric_streams, signals_stream
+from shared.lifecycle import Lifecycle
+from shared.nats.ack_batch import AckBatch, describe
+from shared.nats.acked_publish import AckedPublisher
 from shared.observability import tracing
 from shared.observability.logs import get_logger
 from shared.observability.trace_context import derived_ids

@@ -11,8 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from services.event_bridge.bridge import BridgeConfig, EventBridge
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.subjects import Subjects
-from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan
 from shared.nats import write_through
 from shared.nats.admin_service import start_admin_service
 from shared.wiring import Assembly, Connections, StartedBy

@@ -26,18 +26,12 @@ from services.mcp_edge.http_server import EdgeHttpServer
 from services.mcp_edge.mcp_server import VERSION, build_server, rendered
 from services.mcp_edge.sessions import SessionStore, sessions_bucket
 from services.mcp_edge.tokens import TokenStore, tokens_bucket
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.subjects import Subjects
-from shared.jetstream.streams import (
-    DEFAULT_PLAN,
-    StreamPlan,
-    agents_bucket,
-    approvals_bucket,
-    ensure_bucket,
-    tools_bucket,
-)
+from shared.jetstream.kvmirror import KvMirror
+from shared.jetstream.streams import agents_bucket, approvals_bucket, ensure_bucket, tools_bucket
 from shared.nats import write_through
 from shared.nats.admin_service import start_admin_service
-from shared.nats.kvmirror import KvMirror
 from shared.wiring import Assembly, Connections, StartedBy
 
 

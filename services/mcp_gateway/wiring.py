@@ -56,11 +56,10 @@ from services.mcp_gateway.sessions.listener import SessionsListener
 from services.mcp_gateway.sessions.status import StatusViews
 from services.mcp_gateway.systems.openapi_job import OpenApiImporter
 from services.mcp_gateway.systems.runtime import HttpSystems
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.signals import SignalBase
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import (
-    DEFAULT_PLAN,
-    StreamPlan,
     approval_policies_bucket,
     approvals_bucket,
     apps_bucket,

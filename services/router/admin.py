@@ -24,8 +24,8 @@ from shared.contracts.binding import Binding
 from shared.contracts.resource import ResourceError, parse_resource
 from shared.contracts.route import DryRunReply
 from shared.errors import EnvelopeError
+from shared.jetstream.kvmirror import read_all
 from shared.nats.admin_service import AdminHandler, AdminRequestError
-from shared.nats.kvmirror import read_all
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.router.admin")

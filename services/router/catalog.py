@@ -1,7 +1,7 @@
 """Live copies of the bindings, agents and pipelines buckets, kept current by KV watchers.
 
 The hot path reads these in memory; admin reads (`get`, `dry_run`) read the buckets directly
-(`shared.nats.kvmirror.read_all`) so that they see a write the moment it was acknowledged. An event
+(`shared.jetstream.kvmirror.read_all`) so that they see a write the moment it was acknowledged. An event
 that matched no binding, or named a target the mirror lacks, is routed again once the mirror has
 what the bucket holds now (`bindings_caught_up`, `read_through`): a binding applied just before
 its event is not missed.
@@ -21,8 +21,8 @@ from shared.contracts.binding import Binding
 from shared.contracts.pipeline import PipelineRouting
 from shared.contracts.resource import parse_resource
 from shared.contracts.run import RunTarget
+from shared.jetstream.kvmirror import KvMirror
 from shared.lifecycle import Lifecycle
-from shared.nats.kvmirror import KvMirror
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.router.catalog")

@@ -38,12 +38,7 @@ from shared.contracts.route import REPLAYABLE, RouteTrace
 from shared.contracts.run import RunTarget
 from shared.contracts.subjects import Subjects
 from shared.errors import EnvelopeError
-from shared.jetstream.run_records import record_subject
-from shared.jetstream.streams import events_stream
-from shared.lifecycle import Lifecycle
-from shared.nats.ack_batch import AckBatch
-from shared.nats.acked_publish import AckedPublisher
-from shared.nats.consume_loop import (
+from shared.jetstream.consume_loop import (
     ACK,
     AtLeastOnceConsumer,
     BatchPolicy,
@@ -53,6 +48,11 @@ from shared.nats.consume_loop import (
     Retry,
     work_consumer,
 )
+from shared.jetstream.run_records import record_subject
+from shared.jetstream.streams import events_stream
+from shared.lifecycle import Lifecycle
+from shared.nats.ack_batch import AckBatch
+from shared.nats.acked_publish import AckedPublisher
 from shared.observability import tracing
 from shared.observability.logs import get_logger
 from shared.observability.trace_context import derived_ids

@@ -8,10 +8,9 @@ from nats.js import JetStreamContext
 from nats.js.kv import KeyValue
 from nats.js.object_store import ObjectStore
 
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import (
-    DEFAULT_PLAN,
-    StreamPlan,
     agents_bucket,
     bindings_bucket,
     ensure_bucket,

@@ -18,9 +18,9 @@ from services.router.config import RouterSettings
 from services.router.replay import Replayer
 from services.router.router import Router
 from services.router.stores import RouterStores, open_stores
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.subjects import Subjects
 from shared.jetstream.advisories import AdvisoryListener
-from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan
 from shared.nats import write_through
 from shared.nats.admin_service import start_admin_service
 from shared.observability.logs import get_logger

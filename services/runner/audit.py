@@ -15,8 +15,8 @@ from nats.js.errors import NotFoundError
 
 from shared.contracts.audit import AuditRecord
 from shared.contracts.subjects import Subjects
+from shared.jetstream.consumers import pull_ephemeral
 from shared.jetstream.streams import audit_stream
-from shared.nats.consumers import pull_ephemeral
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.runner.audit")

@@ -18,8 +18,8 @@ from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceError, ResourceModel, parse_resource
 from shared.contracts.skill import Skill
 from shared.contracts.tooldef import ToolDefinition
+from shared.jetstream.kvmirror import KvMirror
 from shared.lifecycle import Lifecycle
-from shared.nats.kvmirror import KvMirror
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.runner.catalog")

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from nats.js import JetStreamContext
 
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import RunPayload
 from shared.contracts.task import Task
 from shared.jetstream.run_events import run_event
-from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan
 
 
 class EventSource:

@@ -18,7 +18,7 @@ from nats.js.errors import NotFoundError
 
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.subjects import Subjects, app_token
-from shared.nats.consumers import pull_ephemeral
+from shared.jetstream.consumers import pull_ephemeral
 
 TOOL_NAME = "event_history"
 DESCRIPTION = (

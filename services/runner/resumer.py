@@ -41,9 +41,9 @@ from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import GATEWAY_APP, INTERACTION_SUBMITTED
 from shared.contracts.subjects import Subjects
 from shared.contracts.task import Task, TaskError
+from shared.jetstream.consume_loop import ACK, TERM, AtLeastOnceConsumer, Retry
+from shared.jetstream.consume_loop import Outcome as Settlement
 from shared.lifecycle import Lifecycle
-from shared.nats.consume_loop import ACK, TERM, AtLeastOnceConsumer, Retry
-from shared.nats.consume_loop import Outcome as Settlement
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.runner.resumer")

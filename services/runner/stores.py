@@ -9,10 +9,11 @@ from nats.js.api import ConsumerConfig
 from nats.js.kv import KeyValue
 
 from services.runner.config import RunnerConfig
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.subjects import Subjects
+from shared.jetstream.consume_loop import work_consumer
+from shared.jetstream.consumers import ensure_durable
 from shared.jetstream.streams import (
-    DEFAULT_PLAN,
-    StreamPlan,
     agents_bucket,
     ensure_bucket,
     ensure_streams,
@@ -23,8 +24,6 @@ from shared.jetstream.streams import (
     tasks_bucket,
     tools_bucket,
 )
-from shared.nats.consume_loop import work_consumer
-from shared.nats.consumers import ensure_durable
 
 
 @dataclass(frozen=True)

@@ -37,8 +37,9 @@ from services.runner.toolclient import NatsToolClient
 from services.runner.tooling import GatewayTools
 from services.runner.traced import TracedChatModel, TracedToolClient
 from services.runner.worker import Worker
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.subjects import Subjects
-from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan, tasks_bucket
+from shared.jetstream.streams import tasks_bucket
 from shared.nats import write_through
 from shared.nats.acked_publish import AckedPublisher
 from shared.nats.admin_service import start_admin_service

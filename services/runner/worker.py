@@ -21,9 +21,7 @@ from services.runner.config import RunnerConfig
 from services.runner.executor import Decision, InvalidRun, RetryLater, TaskExecutor
 from services.runner.stores import runs_consumer
 from shared.contracts.subjects import Subjects
-from shared.lifecycle import Lifecycle
-from shared.nats.bus import nats_away
-from shared.nats.consume_loop import (
+from shared.jetstream.consume_loop import (
     ACK,
     HAND_BACK,
     LEAVE,
@@ -34,6 +32,8 @@ from shared.nats.consume_loop import (
     Poison,
     Retry,
 )
+from shared.lifecycle import Lifecycle
+from shared.nats.bus import nats_away
 from shared.observability import tracing
 from shared.observability.logs import get_logger
 from shared.observability.tracing import messaging

@@ -24,8 +24,8 @@ from services.scheduler.timers import Timers
 from shared.contracts.resource import ResourceError, canonical_json, parse_resource
 from shared.contracts.schedule import Schedule
 from shared.contracts.subjects import Subjects
+from shared.jetstream.kvmirror import read_all
 from shared.nats.admin_service import AdminHandler, AdminRequestError
-from shared.nats.kvmirror import read_all
 from shared.nats.signal_publisher import publish_signal
 from shared.schedule_times import iso
 

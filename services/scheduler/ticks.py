@@ -26,8 +26,8 @@ from services.scheduler.plan import plan_tick
 from services.scheduler.timers import Timers, decode_tick
 from shared.contracts.schedule import Schedule
 from shared.contracts.subjects import Subjects
+from shared.jetstream.consume_loop import ACK, AtLeastOnceConsumer, ConsumerStats, Outcome, Poison, work_consumer
 from shared.lifecycle import Lifecycle
-from shared.nats.consume_loop import ACK, AtLeastOnceConsumer, ConsumerStats, Outcome, Poison, work_consumer
 from shared.nats.signal_publisher import publish_signal
 from shared.observability.logs import get_logger
 from shared.schedule_times import iso

@@ -15,11 +15,11 @@ from services.scheduler.config import SchedulerSettings
 from services.scheduler.reconciler import Reconciler, decode_schedule
 from services.scheduler.ticks import TickHandler, TickLoop
 from services.scheduler.timers import Timers, check_server
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.schedule import Schedule
 from shared.contracts.subjects import Subjects
+from shared.jetstream.kvmirror import KvMirror
 from shared.jetstream.streams import (
-    DEFAULT_PLAN,
-    StreamPlan,
     ensure_bucket,
     ensure_streams,
     fabric_streams,
@@ -28,7 +28,6 @@ from shared.jetstream.streams import (
 )
 from shared.nats import write_through
 from shared.nats.admin_service import start_admin_service
-from shared.nats.kvmirror import KvMirror
 from shared.observability.logs import get_logger
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_of

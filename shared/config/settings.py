@@ -9,10 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from shared.config.envfile import read_env_file
+from shared.config.stream_plan import StreamPlan
 from shared.contracts.people import is_person
 from shared.contracts.subjects import Subjects
 from shared.errors import ConfigError, SettingsError
-from shared.jetstream.streams import StreamPlan
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Dead letters a stage could not write, from JetStream's advisories.
 
-The consumer loop (`shared/nats/consume_loop.py`) dead-letters what it gives up on, before it terminates
+The consumer loop (`shared/jetstream/consume_loop.py`) dead-letters what it gives up on, before it terminates
 the message. It cannot when its process died on the last delivery, or when `max_deliver` runs
 out while no one of its kind is up: the server then stops delivering the message and says so
 once, in an advisory on core NATS (`$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.<stream>.<durable>`),

@@ -11,11 +11,11 @@ import msgspec
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import RunPayload
 from shared.errors import AuroraError
-from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan
-from shared.nats.consumers import pull_ephemeral
+from shared.jetstream.consumers import pull_ephemeral
 
 _decoder = msgspec.json.Decoder(EventEnvelope)
 

@@ -29,6 +29,7 @@ from nats.js.errors import APIError, BucketNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 from nats.js.object_store import ObjectStore
 
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.subjects import Subjects
 from shared.errors import StreamConfigConflict
 from shared.jetstream.api_requests import creating, patiently
@@ -37,25 +38,6 @@ DAY = 24 * 3600.0
 _SUBJECTS_OVERLAP = 10065  # JetStream's err_code for "subjects overlap with an existing stream"
 
 
-@dataclass(frozen=True)
-class StreamPlan:
-    """How a service creates what it needs on JetStream, from its settings: on how many servers
-    each stream, bucket, object store and watch consumer lives (AURORA_STREAM_REPLICAS), and whose
-    its short-lived consumers are (its NATS user, in their names so permissions can scope them)."""
-
-    replicas: int = 1
-    owner: str = "aurora"  # no NATS users (`make dev` without `--secure`)
-
-    def __post_init__(self) -> None:
-        if not 1 <= self.replicas <= 5:
-            raise ValueError(f"JetStream replicas must be from 1 to 5, not {self.replicas}")
-
-    @classmethod
-    def of(cls, replicas: int, user: str | None) -> StreamPlan:
-        return cls(replicas, "".join(c if c.isalnum() or c in "-_" else "_" for c in user or "aurora"))
-
-
-DEFAULT_PLAN = StreamPlan()  # one server, no NATS users: what a test or tool gets unless it says
 
 
 @dataclass(frozen=True)
@@ -192,7 +174,7 @@ async def ensure_streams(js: JetStreamContext, specs: list[StreamSpec], *, plan:
 
 class Bucket(KeyValue):
     """A KV bucket that keeps its JetStream context where Aurora can use it (nats-py's is
-    private): its watchers are named pull consumers (shared/nats/kvwatch.py) placed by its `plan`."""
+    private): its watchers are named pull consumers (shared/jetstream/kvwatch.py) placed by its `plan`."""
 
     def __init__(self, js: JetStreamContext, name: str, *, direct: bool, plan: StreamPlan) -> None:
         super().__init__(name=name, stream=f"KV_{name}", pre=f"$KV.{name}.", js=js, direct=direct)

@@ -1,2 +1,2 @@
-"""NATS as every service uses it: the connection, the consumer loop and consumer names, KV watches
-and mirrors, publishing with acknowledgements, and the guards on what a subscription accepts."""
+"""The NATS client as every service uses it: the connection, publishing with acknowledgements, the
+guards on what a subscription accepts, admin endpoints. Below `jetstream/`, which builds on it."""

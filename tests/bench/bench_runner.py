@@ -31,9 +31,9 @@ from shared.contracts.run import METHOD_AGENT_RUN, RunPayload, RunTarget
 from shared.contracts.subjects import Subjects
 from shared.contracts.task import decode_task
 from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, encode
+from shared.jetstream.kvmirror import read_all
 from shared.jetstream.streams import tasks_bucket
 from shared.nats.admin_service import admin_request
-from shared.nats.kvmirror import read_all
 from tests.bench.common import Result, best, env_int, record
 from tests.bench.resources import cpu_seconds
 from tests.bench.stacks import bench_stack

@@ -30,9 +30,9 @@ from shared.contracts.run import run_id_for
 from shared.contracts.subjects import Subjects
 from shared.contracts.task import decode_task
 from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, decode_result
+from shared.jetstream.kvmirror import read_all
 from shared.jetstream.streams import tasks_bucket
 from shared.nats.bus import open_nats
-from shared.nats.kvmirror import read_all
 from tests.chaos.stack import ChaosStack
 from tests.chaos.tally import TERMINAL, Reply, Sent, Tally, count
 from tests.harness.runs import CHAT, ECHO, apply, sent

@@ -25,8 +25,8 @@ import pytest
 
 from shared.contracts.subjects import Subjects
 from shared.contracts.task import TERMINAL_STATES, Task, decode_task
+from shared.jetstream.kvmirror import read_all
 from shared.jetstream.streams import tasks_bucket
-from shared.nats.kvmirror import read_all
 from tests.harness.runs import (
     CHAT_PLATFORM,
     ECHO,

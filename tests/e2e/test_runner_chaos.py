@@ -26,8 +26,8 @@ from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
 from shared.contracts.task import TERMINAL_STATES, decode_task
+from shared.jetstream.kvmirror import read_all
 from shared.jetstream.streams import audit_stream, tasks_bucket
-from shared.nats.kvmirror import read_all
 from tests.harness.runner_stack import chat_log_of, runner_stack
 from tests.harness.runs import (
     ECHO,

@@ -35,9 +35,9 @@ from shared.contracts.run import run_id_for
 from shared.contracts.subjects import Subjects
 from shared.contracts.task import TERMINAL_STATES, decode_task
 from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, decode_result
+from shared.jetstream.kvmirror import read_all
 from shared.jetstream.streams import tasks_bucket
 from shared.nats.bus import open_nats
-from shared.nats.kvmirror import read_all
 from tests.harness.processes import ServiceProcess
 from tests.harness.runner_stack import RUNNER_ENV, chat_log_of, stack_apps
 from tests.harness.runs import CHAT, ECHO, apply, sent

@@ -82,6 +82,35 @@ def test_a_service_imports_only_itself_and_shared(path: Path) -> None:
     assert not bad, f"{path.relative_to(REPO)} imports {sorted(bad)}"
 
 
+# shared/'s folders in layers, lowest first: a folder imports only those below it (and the loose
+# modules beside them), so contracts stay pure, settings are read without NATS, and nats/ (the
+# client: connection, publishing, guards) never needs jetstream/ (streams, consumers, KV, dead letters).
+LAYERS = ("contracts", "config", "observability", "nats", "jetstream")
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if len(parts) > 1 and parts[0] == "shared" and parts[1] in LAYERS:
+        return LAYERS.index(parts[1])
+    return None
+
+
+@pytest.mark.parametrize("path", [p for p in SHARED if _layer(_module_name(p, REPO)) is not None],
+                         ids=lambda p: str(p.relative_to(REPO)))
+def test_a_shared_folder_imports_only_the_folders_below_it(path: Path) -> None:
+    own = _layer(_module_name(path, REPO))
+    assert own is not None
+    above = {m for m in imports_of(path) if (layer := _layer(m)) is not None and layer > own}
+    assert not above, f"{path.relative_to(REPO)} imports {sorted(above)} (layers, lowest first: {LAYERS})"
+
+
+def test_the_layer_check_can_fail(tmp_path: Path) -> None:
+    path = _write(tmp_path, "shared/nats/client.py", "from shared.jetstream.streams import ensure_stream\n")
+    assert _layer("shared.nats.client") == 3
+    assert {m for m in imports_of(path, tmp_path) if (_layer(m) or 0) > 3} == {
+        "shared.jetstream.streams", "shared.jetstream.streams.ensure_stream"}
+
+
 SUPERVISOR = REPO / "services" / "app_supervisor"
 
 

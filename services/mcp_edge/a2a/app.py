@@ -34,11 +34,10 @@ from services.mcp_edge.asgi import ASGIApp
 from services.mcp_edge.gate import Caller, EdgeTool
 from services.mcp_edge.http_app import base_url
 from services.mcp_edge.mcp_server import CALLER_STATE, VERSION
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import (
-    DEFAULT_PLAN,
     Bucket,
-    StreamPlan,
     agents_bucket,
     approvals_bucket,
     bindings_bucket,

@@ -29,10 +29,10 @@ from shared.contracts.signals import PlatformEventSignal
 from shared.contracts.subjects import Subjects
 from shared.contracts.task import Task, decode_task
 from shared.errors import AuroraError
+from shared.jetstream.consumers import pull_ephemeral
+from shared.jetstream.kvmirror import read_all_without_consumer
 from shared.jetstream.streams import Bucket
 from shared.nats.admin_service import admin_request
-from shared.nats.consumers import pull_ephemeral
-from shared.nats.kvmirror import read_all_without_consumer
 from shared.nats.signal_publisher import publish_signal
 from shared.observability.logs import get_logger
 

@@ -20,8 +20,8 @@ from services.mcp_gateway.pool.registry import ToolPool
 from shared.clock import now_iso
 from shared.contracts.resource import RESOURCE_ID_PATTERN, ResourceError, canonical_json, parse_resource
 from shared.contracts.skill import Skill, SkillVersionConflict, apply_skill
+from shared.jetstream.kvmirror import read_all
 from shared.nats.admin_service import AdminRequestError
-from shared.nats.kvmirror import read_all
 
 _ATTEMPTS = 5
 

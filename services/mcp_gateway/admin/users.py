@@ -17,8 +17,8 @@ from nats.js.kv import KeyValue
 from services.mcp_gateway.admin.fields import Endpoints, text_field
 from shared.clock import now_iso
 from shared.contracts.people import PeopleError, User, check_actor, check_name, check_roles
+from shared.jetstream.kvmirror import read_all
 from shared.nats.admin_service import AdminRequestError
-from shared.nats.kvmirror import read_all
 from shared.people import current_caller
 from shared.resource_admin import ResourceAdmin
 from shared.resources import kind_named

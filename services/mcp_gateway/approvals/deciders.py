@@ -16,7 +16,7 @@ from shared.contracts.approval import Approval
 from shared.contracts.approval_policy import ApprovalPolicy, Rules, person_problem, rules_for
 from shared.contracts.resource import ResourceError, parse_resource
 from shared.contracts.tooldef import ToolDefinition
-from shared.nats.kvmirror import read_all
+from shared.jetstream.kvmirror import read_all
 from shared.observability.logs import get_logger
 from shared.people import Caller, UserRegistry
 

@@ -31,7 +31,7 @@ from shared.contracts.signals import INTERACTION_SUBMITTED
 from shared.contracts.subjects import Subjects
 from shared.i18n import N_, say
 from shared.i18n.arguments import summarize
-from shared.nats.consume_loop import ACK, AtLeastOnceConsumer, Outcome, Retry
+from shared.jetstream.consume_loop import ACK, AtLeastOnceConsumer, Outcome, Retry
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.chat_approvals")

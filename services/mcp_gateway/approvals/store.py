@@ -29,7 +29,7 @@ from shared.contracts.approval import (
 )
 from shared.contracts.toolcall import ToolCallContext
 from shared.errors import AuroraError
-from shared.nats.kvmirror import read_all
+from shared.jetstream.kvmirror import read_all
 
 
 class ApprovalRefused(AuroraError):

@@ -23,6 +23,7 @@ from services.mcp_gateway.pool.discovered import changed_by_app, contract, mcp_d
 from services.mcp_gateway.pool.live_catalog import CatalogTool
 from services.mcp_gateway.pool.wording import apply_wording
 from shared.config.appconfig import AppConfig
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.agent import Agent
 from shared.contracts.resource import ResourceError, ResourceModel, canonical_json, parse_resource
 from shared.contracts.skill import Skill
@@ -30,17 +31,9 @@ from shared.contracts.subjects import Subjects
 from shared.contracts.system import System
 from shared.contracts.tooldef import TOOL_NAME_PATTERN, ToolDefinition
 from shared.errors import AuroraError
-from shared.jetstream.streams import (
-    DEFAULT_PLAN,
-    StreamPlan,
-    agents_bucket,
-    ensure_bucket,
-    skills_bucket,
-    systems_bucket,
-    tools_bucket,
-)
+from shared.jetstream.kvmirror import KvMirror
+from shared.jetstream.streams import agents_bucket, ensure_bucket, skills_bucket, systems_bucket, tools_bucket
 from shared.lifecycle import Lifecycle
-from shared.nats.kvmirror import KvMirror
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.pool")

@@ -6,8 +6,8 @@ import asyncio
 
 from nats.aio.client import Client as NATS
 
+from shared.jetstream.kvmirror import KvMirror, read_all
 from shared.jetstream.streams import BucketSpec, ensure_bucket
-from shared.nats.kvmirror import KvMirror, read_all
 
 
 async def test_read_all_and_mirrors_never_miss_entries_already_stored(nc: NATS) -> None:

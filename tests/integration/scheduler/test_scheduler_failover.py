@@ -22,6 +22,7 @@ from services.scheduler.reconciler import decode_schedule
 from services.scheduler.ticks import DURABLE, TickHandler, tick_consumer
 from services.scheduler.timers import Timers, decode_tick
 from shared.contracts.subjects import Subjects
+from shared.jetstream.consume_loop import ACK
 from shared.jetstream.streams import (
     ensure_bucket,
     ensure_streams,
@@ -29,7 +30,6 @@ from shared.jetstream.streams import (
     schedule_timers_stream,
     schedules_bucket,
 )
-from shared.nats.consume_loop import ACK
 from shared.schedule_times import Cadence, iso
 from tests.harness.processes import ServiceProcess
 from tests.harness.stack import Stack

@@ -29,8 +29,10 @@ from services.mcp_edge.tokens import tokens_bucket as edge_tokens_bucket
 from services.router.stores import open_stores as open_router_stores
 from services.runner.stores import open_stores as open_runner_stores
 from services.scheduler.timers import Timers
+from shared.config.stream_plan import StreamPlan
+from shared.jetstream.consumers import ensure_durable
+from shared.jetstream.kvwatch import BucketWatch
 from shared.jetstream.streams import (
-    StreamPlan,
     agents_bucket,
     approvals_bucket,
     apps_bucket,
@@ -44,8 +46,6 @@ from shared.jetstream.streams import (
     systems_bucket,
     tools_bucket,
 )
-from shared.nats.consumers import ensure_durable
-from shared.nats.kvwatch import BucketWatch
 from tests.harness.processes import REPO
 from tests.harness.secure_nats import Connect, Session
 from tests.integration.security.attack_matrix import (
@@ -233,7 +233,7 @@ def _bucket_of(user: str) -> str:
 
 
 async def _kv_watch(session: Session) -> None:
-    """The services' own watcher (shared/nats/kvwatch.py, as KvMirror and read_all use it)."""
+    """The services' own watcher (shared/jetstream/kvwatch.py, as KvMirror and read_all use it)."""
     async with BucketWatch(session.nc.jetstream(), _bucket_of(session.user), plan=StreamPlan.of(1, session.user)):
         pass
 

@@ -22,14 +22,16 @@ from services.runner.history import StreamHistory
 from services.runner.stores import ensure_runs_consumer, open_stores
 from services.runner.tasks import TaskStore
 from shared.clock import now_iso
+from shared.config.stream_plan import StreamPlan
 from shared.contracts.audit import AuditRecord
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import ObjectRef, RunPayload, RunTarget
 from shared.contracts.signals import RUNNER_APP, NativeEventSignal, PlatformEventSignal
 from shared.contracts.subjects import Subjects
+from shared.jetstream.consumers import ephemeral_name
+from shared.jetstream.kvmirror import KvMirror, read_all
 from shared.jetstream.run_events import run_event
 from shared.jetstream.streams import (
-    StreamPlan,
     agents_bucket,
     approvals_bucket,
     audit_stream,
@@ -45,8 +47,6 @@ from shared.jetstream.streams import (
 )
 from shared.nats import write_through
 from shared.nats.admin_service import start_admin_service
-from shared.nats.consumers import ephemeral_name
-from shared.nats.kvmirror import KvMirror, read_all
 from shared.nats.signal_publisher import new_signal_id, publish_signal
 from tests.harness.secure_nats import Connect, Session, request_until_answered
 from tests.harness.waiting import poll

@@ -1,5 +1,5 @@
 """One stack for the A2A tests: nats-server, the bridge, the supervisor (echo app), the gateway,
-the router, a runner and an mcp-edge. Each test applies its own playbook agent, its binding on
+the router, two runners (so "every runner" is more than one) and an mcp-edge. Each test applies its own playbook agent, its binding on
 `a2a.message.received` and its token."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from tests.harness.stack import Stack, StackBuilder
 def a2a_stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
     folder = tmp_path_factory.mktemp("a2a-stack")
     apps = {"echo": echo_app(mcp={"env": {"ECHO_COUNTER_FILE": str(folder / "echo-counter.jsonl")}})}
-    builder = StackBuilder(folder).apps(apps).bridge().supervisor().gateway().router().runners(1, **RUNNER_ENV) \
+    builder = StackBuilder(folder).apps(apps).bridge().supervisor().gateway().router().runners(2, **RUNNER_ENV) \
         .edges(1)
     with builder.running() as stack:
         yield stack

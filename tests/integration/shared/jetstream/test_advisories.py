@@ -18,7 +18,7 @@ from services.runner.config import RunnerConfig
 from services.runner.resumer import resume_consumer
 from shared.contracts.subjects import Subjects
 from shared.jetstream import deadletter as dl
-from shared.nats.consumers import ensure_durable
+from shared.jetstream.consumers import ensure_durable
 from tests.harness.processes import ServiceProcess, logged
 from tests.harness.waiting import poll
 

@@ -14,11 +14,12 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localcluster import LocalCluster, wait_jetstream
 from shared.config.settings import load_settings
+from shared.config.stream_plan import StreamPlan
 from shared.contracts.subjects import Subjects
 from shared.errors import StreamConfigConflict
 from shared.jetstream.api_requests import creating
+from shared.jetstream.kvwatch import BucketWatch
 from shared.jetstream.streams import (
-    StreamPlan,
     agents_bucket,
     ensure_bucket,
     ensure_object_store,
@@ -26,7 +27,6 @@ from shared.jetstream.streams import (
     events_stream,
     run_events_store,
 )
-from shared.nats.kvwatch import BucketWatch
 
 THREE = load_settings({"AURORA_STREAM_REPLICAS": "3"}).stream_plan
 

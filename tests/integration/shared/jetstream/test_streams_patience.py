@@ -16,8 +16,8 @@ from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig
 
 from aurora_cli.localnats import LocalNats
+from shared.jetstream.consumers import ensure_durable
 from shared.jetstream.streams import BucketSpec, StreamSpec, ensure_bucket, ensure_object_store, ensure_stream
-from shared.nats.consumers import ensure_durable
 
 FROZEN_FOR = 1.5  # longer than the client's JetStream timeout below: the first request times out
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from nats.js.api import ConsumerConfig
 
-from shared.nats.consume_loop import backoff, exhausted
-from shared.nats.consumers import ephemeral_name, scoped
+from shared.jetstream.consume_loop import backoff, exhausted
+from shared.jetstream.consumers import ephemeral_name, scoped
 
 
 def test_the_backoff_grows_with_each_delivery_and_stops_at_thirty_seconds() -> None:

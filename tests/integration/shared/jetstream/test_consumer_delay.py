@@ -11,7 +11,7 @@ from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 
 from shared.contracts.subjects import Subjects
-from shared.nats.consume_loop import ACK, AtLeastOnceConsumer, Outcome, Retry, backoff
+from shared.jetstream.consume_loop import ACK, AtLeastOnceConsumer, Outcome, Retry, backoff
 
 
 async def test_a_retry_with_a_delay_comes_back_after_that_delay(nc: NATS, subjects: Subjects) -> None:

@@ -2,7 +2,7 @@
 """The one at-least-once consumer loop every service uses, with one retry and dead-letter policy.
 
 A service hands the loop its durable's config and a handler; the loop creates the durable
-(through the name-scoped API, see `shared.nats.consumers`), fetches, calls the handler and settles
+(through the name-scoped API, see `shared.jetstream.consumers`), fetches, calls the handler and settles
 each message by the `Outcome` the handler returns:
 
 - `ACK` / `TERM`: done (`TERM` also tells JetStream never to deliver it again);
@@ -34,10 +34,10 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from shared.contracts.subjects import Subjects
+from shared.jetstream.consumers import ensure_durable
 from shared.jetstream.deadletter import dead_letter
 from shared.lifecycle import Lifecycle, unsubscribe
 from shared.nats.bus import nats_away
-from shared.nats.consumers import ensure_durable
 from shared.observability import metrics
 from shared.observability.logs import get_logger
 from shared.streak import FailureStreak

@@ -3,7 +3,7 @@
 nats-py's watcher is an ordered push consumer created with the bare
 `$JS.API.CONSUMER.CREATE.<stream>`, whose body may name any consumer (deploy/nats-auth.conf
 refuses it to services). This one is a short-lived pull consumer named `<owner>_eph_<random>`
-(shared/nats/consumers.py): the latest entry of every key first, then every change. Should the
+(shared/jetstream/consumers.py): the latest entry of every key first, then every change. Should the
 consumer go away (a server restart, its inactivity threshold), it is created again from the
 revision after the last one seen, so nothing is skipped.
 
@@ -26,9 +26,9 @@ from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.kv import KeyValue
 
-from shared.jetstream.streams import DEFAULT_PLAN, StreamPlan
+from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
+from shared.jetstream.consumers import pull_ephemeral
 from shared.lifecycle import Lifecycle
-from shared.nats.consumers import pull_ephemeral
 from shared.observability.logs import get_logger
 from shared.streak import FailureStreak
 

@@ -18,7 +18,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 from nats.js.errors import ServiceUnavailableError
 
 from shared.contracts.subjects import Subjects
-from shared.nats.consume_loop import ACK, AtLeastOnceConsumer, Outcome, Retry
+from shared.jetstream.consume_loop import ACK, AtLeastOnceConsumer, Outcome, Retry
 from tests.harness.waiting import poll
 
 

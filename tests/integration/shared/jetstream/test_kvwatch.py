@@ -1,4 +1,4 @@
-"""A KV mirror follows its bucket through a named pull consumer (shared/nats/kvwatch.py): a change
+"""A KV mirror follows its bucket through a named pull consumer (shared/jetstream/kvwatch.py): a change
 is applied as it arrives, and a consumer that went away is created again from the revision
 after the last one seen, so no change is lost."""
 
@@ -14,10 +14,10 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.kv import KeyValue
 
 from shared.contracts.subjects import Subjects
+from shared.jetstream.kvmirror import KvMirror, read_all
+from shared.jetstream.kvwatch import BucketWatch
 from shared.jetstream.streams import agents_bucket, ensure_bucket
 from shared.lifecycle import NotStarted
-from shared.nats.kvmirror import KvMirror, read_all
-from shared.nats.kvwatch import BucketWatch
 from tests.harness.runs import poll
 
 

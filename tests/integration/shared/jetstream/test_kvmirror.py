@@ -11,8 +11,8 @@ from nats.aio.client import Client as NATS
 from services.router.catalog import RouteCatalog
 from shared.contracts.run import RunTarget
 from shared.contracts.subjects import Subjects
+from shared.jetstream.kvmirror import KvMirror
 from shared.jetstream.streams import Bucket, agents_bucket, bindings_bucket, ensure_bucket, pipelines_bucket
-from shared.nats.kvmirror import KvMirror
 
 
 async def _frozen_catalog(nc: NATS, subjects: Subjects) -> tuple[RouteCatalog, list[Bucket]]:
