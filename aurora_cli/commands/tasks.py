@@ -29,9 +29,9 @@ from aurora_cli.output import (
 from aurora_cli.timing import took
 from shared.config.settings import Settings
 from shared.contracts.task import TASK_STATES, TERMINAL_STATES, decode_task
+from shared.jetstream.kvmirror import read_all
 from shared.jetstream.streams import tasks_bucket
 from shared.nats.admin_service import AdminRequestError, admin_request
-from shared.nats.kvmirror import read_all
 
 app = typer.Typer(help="Runner tasks: list them, show one with its steps, cancel one.", no_args_is_help=True)
 
