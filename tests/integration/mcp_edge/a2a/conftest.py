@@ -1,6 +1,6 @@
 """One stack for the A2A tests: nats-server, the bridge, the supervisor (echo app), the gateway,
-the router, two runners (so "every runner" is more than one) and an mcp-edge. Each test applies its own playbook agent, its binding on
-`a2a.message.received` and its token."""
+the router, two runners (so that "every runner restarted" means more than one) and an mcp-edge.
+Each test applies its own playbook agent, its binding on `a2a.message.received` and its token."""
 
 from __future__ import annotations
 
