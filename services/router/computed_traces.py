@@ -36,7 +36,7 @@ UNTRACED_WHEN_UNROUTED = ("task.", "tool.")
 MAX_LOOKED_AT = 20_000  # message reads at most, newest first (each one platform event of the asked-for kind)
 _WINDOW = 500  # stream sequences one chain of reads goes forward through
 _PARALLEL = 16  # windows read at once (the reads of one window follow each other)
-_TASK_EVENT_ID = "task-"  # the runner's task events' ids (services/runner/task_events.py)
+_TASK_EVENT_ID = "task-"  # the runner's task events' ids (services/runner/tasks/events.py)
 SavedRouting = Callable[[], Any]  # async () -> (RouteTable, Processors), as replay.py's
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import msgspec
 
-from services.runner import statemachine
-from services.runner.tasks import TaskStore
+from services.runner.tasks import statemachine
+from services.runner.tasks.store import TaskStore
 from shared.contracts.task import TASK_STATES, Task
 from shared.nats.admin_service import AdminHandler, AdminRequestError
 from shared.people import current_caller

@@ -8,8 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from services.runner.retry import Backoff
-from services.runner.secrets import DEV_KEY_SOURCE, DEV_SEAL_KEY, seal_key_material
+from services.runner.steps.retry import Backoff
+from services.runner.steps.secrets import DEV_KEY_SOURCE, DEV_SEAL_KEY, seal_key_material
 from shared.config.settings import read_float, read_int, read_optional, read_url
 
 
@@ -54,7 +54,7 @@ class RunnerConfig:
     models: ModelDefaults = ModelDefaults()
     retry_backoff: Backoff = field(default_factory=Backoff)  # waits for an unavailable target: base, doubling, capped
     retry_unavailable: float = 600.0  # how long a run without an agent (a pipeline) waits for one
-    # What sealed step-log arguments are keyed with, and where it came from (services/runner/secrets.py).
+    # What sealed step-log arguments are keyed with, and where it came from (services/runner/steps/secrets.py).
     seal_key: tuple[str, str] = field(default=(DEV_SEAL_KEY, DEV_KEY_SOURCE), repr=False)
 
     @property

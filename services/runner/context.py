@@ -11,7 +11,7 @@ from typing import Any, TypeVar
 import msgspec
 
 from services.runner.errors import CancelRequested, HandBack, StepFailed
-from services.runner.tasks import TaskHandle
+from services.runner.tasks.store import TaskHandle
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import DeliveryContext
 

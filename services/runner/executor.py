@@ -6,9 +6,8 @@ message: `ack` (the task state is the truth now — finished, or waiting for an 
 (handed back: another runner continues), `retry` (try again later), `drop` (another runner
 holds the task), or `RetryLater(delay)`: a call did not run because its target is unavailable,
 the task is parked `queued` with its `RetryWait`, and the message comes back after `delay` to
-resume it from its step log (`retry.py` says when the waiting stops). `resume` continues a
-stored task without a run message — the seam where a granted approval picks a waiting task up
-again.
+resume it from its step log (`steps/retry.py` says when the waiting stops). `resume` continues a
+stored task without a run message: where a granted approval picks a waiting task up again.
 """
 
 from __future__ import annotations
@@ -22,7 +21,6 @@ from typing import Literal
 
 import msgspec
 
-from services.runner import notices, retry, statemachine
 from services.runner.catalog import AgentCatalog
 from services.runner.config import RunnerConfig
 from services.runner.context import RunContext
@@ -40,8 +38,10 @@ from services.runner.errors import (
     Unverified,
 )
 from services.runner.event_source import EventSource
-from services.runner.steps import ToolSteps
-from services.runner.tasks import TaskHandle, TaskStore
+from services.runner.steps import retry
+from services.runner.steps.tool_steps import ToolSteps
+from services.runner.tasks import notices, statemachine
+from services.runner.tasks.store import TaskHandle, TaskStore
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import RunPayload, decode_run
 from shared.contracts.task import Task, TaskError, TaskState

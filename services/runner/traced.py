@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import Any
 from urllib.parse import urlsplit
 
-from services.runner.llm_client import ChatModel, ChatTurn, ModelCall
-from services.runner.toolclient import ToolClient
+from services.runner.model.client import ChatModel, ChatTurn, ModelCall
+from services.runner.tools.client import ToolClient
 from shared.contracts.envelope import Trace
 from shared.contracts.toolcall import ToolCallRequest, ToolCallResult
 from shared.observability import tracing

@@ -15,7 +15,6 @@ from dataclasses import dataclass, field
 import httpx
 
 from services.runner.admin import task_endpoints
-from services.runner.audit import JetStreamAudit
 from services.runner.catalog import AgentCatalog
 from services.runner.config import RunnerConfig
 from services.runner.drivers.base import AgentDriver
@@ -23,18 +22,19 @@ from services.runner.drivers.llm import LlmDriver
 from services.runner.drivers.playbook import PlaybookDriver
 from services.runner.event_source import EventSource
 from services.runner.executor import TaskExecutor
-from services.runner.history import StreamHistory
-from services.runner.interactions import Announcer
-from services.runner.llm_client import HttpChatModel
-from services.runner.resumer import Resumer
-from services.runner.sampling import SamplingServer
-from services.runner.secrets import sealed_step_secrets
-from services.runner.steps import ToolSteps
+from services.runner.model.client import HttpChatModel
+from services.runner.steps.secrets import sealed_step_secrets
+from services.runner.steps.tool_steps import ToolSteps
 from services.runner.stores import RunnerStores, ensure_runs_consumer, open_stores
-from services.runner.task_events import TaskEvents
-from services.runner.tasks import TaskStore
-from services.runner.toolclient import NatsToolClient
-from services.runner.tooling import GatewayTools
+from services.runner.tasks.call_audit import JetStreamAudit
+from services.runner.tasks.events import TaskEvents
+from services.runner.tasks.interactions import Announcer
+from services.runner.tasks.resumer import Resumer
+from services.runner.tasks.store import TaskStore
+from services.runner.tools.client import NatsToolClient
+from services.runner.tools.history import StreamHistory
+from services.runner.tools.offered import GatewayTools
+from services.runner.tools.sampling import SamplingServer
 from services.runner.traced import TracedChatModel, TracedToolClient
 from services.runner.worker import Worker
 from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan

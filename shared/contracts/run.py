@@ -102,7 +102,7 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
     this record, never from what the caller says (custody, not claims). Written before the run
     is published, from the event alone: the same run id always has the same record (hence the
     event's time, not the routing's). The run's task has the run's id
-    (`services.runner.statemachine.new_task`).
+    (`services.runner.tasks.statemachine.new_task`).
     """
 
     run_id: str

@@ -17,7 +17,7 @@ import pytest
 from nats.aio.client import Client as NATS
 from playwright.async_api import Browser, Page, expect
 
-from services.runner.interactions import parse_interaction_id
+from services.runner.tasks.interactions import parse_interaction_id
 from shared.contracts.subjects import Subjects
 from tests.harness.browser import chromium, latin_only_fonts, missing_cjk_glyphs, require_chromium
 from tests.harness.processes import ServiceProcess

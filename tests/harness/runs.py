@@ -17,7 +17,7 @@ from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 
 from services.runner.config import RunnerConfig
-from services.runner.resumer import DURABLE as RESUME
+from services.runner.tasks.resumer import DURABLE as RESUME
 from shared.clock import now_iso
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import DeliveryContext, ReplyTarget, RunPayload, RunTarget, run_id_for

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from nats.js.api import AckPolicy, ConsumerConfig
 
-from services.runner.sampling import QUEUE as SAMPLING_QUEUE
+from services.runner.tools.sampling import QUEUE as SAMPLING_QUEUE
 from shared.contracts.subjects import Subjects
 from tests.harness.secure_nats import Session
 

@@ -18,8 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from services.runner import actions as action_tool
-from services.runner.llm_client import HttpChatModel, ModelCall, parse_turn
+from services.runner.model.client import HttpChatModel, ModelCall, parse_turn
+from services.runner.tools import actions as action_tool
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness.real_model import ModelVenvMissing, RealModel, model_python
 

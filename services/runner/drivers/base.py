@@ -7,7 +7,7 @@ from typing import Protocol
 
 from services.runner.context import RunContext
 from services.runner.errors import AwaitApproval, AwaitRetry, Unverified
-from services.runner.recovery import unverified_check
+from services.runner.tasks.recovery import unverified_check
 from shared.contracts.agent import Agent
 from shared.contracts.task import TaskStep
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from services.runner.drivers.templating import TemplateFailed, render_text, truthy
 from services.runner.errors import StepFailed
-from services.runner.templating import TemplateFailed, render_text, truthy
 from shared.clock import now_iso
 from shared.contracts.agent import PlaybookStep
 from shared.contracts.task import StepError, TaskStep

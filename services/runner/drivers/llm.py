@@ -16,18 +16,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from services.runner import actions as action_tool
-from services.runner import find_tools
-from services.runner import history as history_tool
-from services.runner import skills as skill_guidance
 from services.runner.config import ModelDefaults
 from services.runner.context import RunContext
 from services.runner.drivers.base import describe_failure, settle
 from services.runner.drivers.prompt import event_message, system_prompt
 from services.runner.errors import AwaitRetry, StepFailed
-from services.runner.history import History
-from services.runner.interactions import EXECUTABLE_ACTION, Announcer, ask
-from services.runner.llm_client import (
+from services.runner.model import skills as skill_guidance
+from services.runner.model.client import (
     ChatModel,
     ChatTurn,
     ModelCall,
@@ -35,10 +30,15 @@ from services.runner.llm_client import (
     ModelUnavailable,
     ToolCallProposal,
 )
-from services.runner.notices import unfinished_writes
-from services.runner.results import for_model, truncate
-from services.runner.skills import SkillSource, load_skills
-from services.runner.steps import ToolSteps
+from services.runner.model.skills import SkillSource, load_skills
+from services.runner.steps.results import for_model, truncate
+from services.runner.steps.tool_steps import ToolSteps
+from services.runner.tasks.interactions import EXECUTABLE_ACTION, Announcer, ask
+from services.runner.tasks.notices import unfinished_writes
+from services.runner.tools import actions as action_tool
+from services.runner.tools import find_tools
+from services.runner.tools import history as history_tool
+from services.runner.tools.history import History
 from shared.clock import now_iso
 from shared.contracts.agent import Agent
 from shared.contracts.task import StepError, TaskStep

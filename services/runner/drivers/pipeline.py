@@ -13,9 +13,9 @@ from typing import Any
 
 from services.runner.context import RunContext
 from services.runner.drivers.base import AgentDriver, Outcome
+from services.runner.drivers.templating import TemplateFailed, render_text
 from services.runner.errors import StepFailed
-from services.runner.results import truncate
-from services.runner.templating import TemplateFailed, render_text
+from services.runner.steps.results import truncate
 from shared.clock import now_iso
 from shared.contracts.agent import Agent
 from shared.contracts.pipeline import (

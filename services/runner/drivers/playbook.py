@@ -14,11 +14,11 @@ from typing import Any
 from services.runner.context import RunContext
 from services.runner.drivers.base import GOOD, describe_failure, settle
 from services.runner.drivers.checks import CHECK, check_step
+from services.runner.drivers.templating import TemplateFailed, render_text, render_value, truthy
 from services.runner.errors import AwaitRetry, StepFailed
-from services.runner.interactions import EXECUTABLE_ACTION, Announcer, ask
-from services.runner.results import step_view
-from services.runner.steps import ToolSteps, Verify
-from services.runner.templating import TemplateFailed, render_text, render_value, truthy
+from services.runner.steps.results import step_view
+from services.runner.steps.tool_steps import ToolSteps, Verify
+from services.runner.tasks.interactions import EXECUTABLE_ACTION, Announcer, ask
 from shared.clock import now_iso
 from shared.contracts.agent import Agent, PlaybookStep
 from shared.contracts.task import StepKind, TaskStep

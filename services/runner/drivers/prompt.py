@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from services.runner import skills as skill_guidance
 from services.runner.context import RunContext
+from services.runner.model import skills as skill_guidance
 from shared.contracts.agent import Agent
 from shared.contracts.skill import Skill
 

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NATS
 
-from services.runner.resumer import DURABLE as RESUME
+from services.runner.tasks.resumer import DURABLE as RESUME
 from shared.contracts.subjects import Subjects
 from tests.harness.cli import aurora_command as cli
 from tests.harness.runner_stack import runner_stack

@@ -11,7 +11,7 @@ from typing import Any
 
 from nats.aio.client import Client as NATS
 
-from services.runner.resumer import DURABLE as RESUME
+from services.runner.tasks.resumer import DURABLE as RESUME
 from shared.contracts.subjects import Subjects
 from tests.harness.runner_stack import RunnerStack, asset_chooser
 from tests.harness.runs import (

@@ -14,12 +14,12 @@ import msgspec
 import pytest
 from nats.aio.client import Client as NATS
 
-from services.runner import statemachine
-from services.runner.approval_decisions import granted_reason
 from services.runner.config import RunnerConfig
-from services.runner.recovery import waiting_for_approval
-from services.runner.resumer import Resumer
-from services.runner.tasks import TaskStore
+from services.runner.tasks import statemachine
+from services.runner.tasks.approval_decisions import granted_reason
+from services.runner.tasks.recovery import waiting_for_approval
+from services.runner.tasks.resumer import Resumer
+from services.runner.tasks.store import TaskStore
 from services.runner.wiring import RunnerService, RunnerSetup, build_runner
 from shared.contracts.signals import GATEWAY_APP
 from shared.contracts.subjects import Subjects

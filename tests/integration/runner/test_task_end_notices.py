@@ -12,7 +12,7 @@ import uuid
 import msgspec
 from nats.aio.client import Client as NATS
 
-from services.runner.toolclient import call_id_for
+from services.runner.tools.client import call_id_for
 from shared.contracts.envelope import Envelope, Header, Source
 from shared.contracts.run import METHOD_AGENT_RUN
 from shared.contracts.subjects import Subjects

@@ -1,5 +1,5 @@
 """`task.running` goes out without waiting for its ack; the state a run settles in waits for
-every ack still out (services/runner/task_events.py), so a run is never acked before its events
+every ack still out (services/runner/tasks/events.py), so a run is never acked before its events
 are stored or their failure is logged. Real nats-server, no stream at first: the ack of the
 running event is a failure, and it must be known by the time the settling publish returns."""
 
@@ -11,8 +11,8 @@ import msgspec
 import pytest
 from nats.aio.client import Client as NATS
 
-from services.runner.statemachine import new_task, transition
-from services.runner.task_events import TaskEvents
+from services.runner.tasks.events import TaskEvents
+from services.runner.tasks.statemachine import new_task, transition
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import ensure_streams, fabric_streams
 from shared.nats.acked_publish import AckedPublisher

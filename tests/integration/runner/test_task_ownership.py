@@ -14,9 +14,9 @@ import msgspec
 import pytest
 from nats.aio.client import Client as NATS
 
-from services.runner import statemachine
 from services.runner.errors import LostOwnership
-from services.runner.tasks import TaskHandle, TaskStore
+from services.runner.tasks import statemachine
+from services.runner.tasks.store import TaskHandle, TaskStore
 from shared.contracts.subjects import Subjects
 from shared.contracts.task import Task, TaskStep, decode_task
 from shared.jetstream.streams import ensure_bucket, tasks_bucket

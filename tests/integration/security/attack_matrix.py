@@ -19,8 +19,8 @@ from services.event_bridge.bridge import BridgeConfig, bridge_consumer, tool_eve
 from services.mcp_gateway.approvals.in_chat import answers_consumer
 from services.router.router import RouterConfig, router_consumer
 from services.runner.config import RunnerConfig
-from services.runner.resumer import resume_consumer
 from services.runner.stores import runs_consumer
+from services.runner.tasks.resumer import resume_consumer
 from services.scheduler.config import SchedulerSettings
 from services.scheduler.ticks import tick_consumer
 from shared.contracts.subjects import Subjects

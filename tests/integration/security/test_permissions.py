@@ -16,11 +16,11 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 from nats.js.errors import KeyNotFoundError
 
-from services.runner.audit import JetStreamAudit
 from services.runner.config import RunnerConfig
-from services.runner.history import StreamHistory
 from services.runner.stores import ensure_runs_consumer, open_stores
-from services.runner.tasks import TaskStore
+from services.runner.tasks.call_audit import JetStreamAudit
+from services.runner.tasks.store import TaskStore
+from services.runner.tools.history import StreamHistory
 from shared.clock import now_iso
 from shared.config.stream_plan import StreamPlan
 from shared.contracts.audit import AuditRecord

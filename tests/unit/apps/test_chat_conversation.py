@@ -8,7 +8,7 @@ import pytest
 
 from apps.aurora_app_chat.conversation import Received, conversation_view, parse_question
 from apps.aurora_app_chat.events import BadEvent, friend_request, message_received, parse_body
-from services.runner.interactions import question_text
+from services.runner.tasks.interactions import question_text
 
 
 def test_a_runner_question_is_parsed_with_its_numbered_options_and_the_id_sent_beside_it() -> None:

@@ -10,8 +10,8 @@ import pytest
 
 from services.runner.config import ModelDefaults, load_runner_settings
 from services.runner.drivers.llm import LlmDriver
-from services.runner.llm_client import ModelCall
-from services.runner.sampling import model_call_for
+from services.runner.model.client import ModelCall
+from services.runner.tools.sampling import model_call_for
 from shared.contracts.agent import Agent
 from shared.errors import SettingsError
 

@@ -8,10 +8,10 @@ import pytest
 
 from services.runner.config import load_runner_settings
 from services.runner.drivers.llm import turn_from_log
-from services.runner.llm_client import ChatTurn, ModelFailed, ToolCallProposal, parse_turn
-from services.runner.results import bounded, business_ids, for_model, step_view, truncate
-from services.runner.statemachine import new_task, transition
-from services.runner.task_events import task_signal
+from services.runner.model.client import ChatTurn, ModelFailed, ToolCallProposal, parse_turn
+from services.runner.steps.results import bounded, business_ids, for_model, step_view, truncate
+from services.runner.tasks.events import task_signal
+from services.runner.tasks.statemachine import new_task, transition
 from shared.contracts.task import StepError
 from shared.errors import ConfigError
 from tests.unit.runner.factories import NOW, a_run, a_step, an_event

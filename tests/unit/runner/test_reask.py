@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from services.runner import recovery
-from services.runner.toolclient import Reask
+from services.runner.tasks import recovery
+from services.runner.tools.client import Reask
 from shared.contracts.toolcall import ToolCallResult, ToolError
 
 

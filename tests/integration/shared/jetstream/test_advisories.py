@@ -15,7 +15,7 @@ from nats.js.errors import NotFoundError
 
 from services.event_bridge.bridge import BridgeConfig, bridge_consumer
 from services.runner.config import RunnerConfig
-from services.runner.resumer import resume_consumer
+from services.runner.tasks.resumer import resume_consumer
 from shared.contracts.subjects import Subjects
 from shared.jetstream import deadletter as dl
 from shared.jetstream.consumers import ensure_durable

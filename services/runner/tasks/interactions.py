@@ -21,7 +21,7 @@ from nats.js import JetStreamContext
 
 from services.runner.context import RunContext
 from services.runner.errors import AwaitInteraction, AwaitRetry, StepFailed
-from services.runner.steps import ToolSteps
+from services.runner.steps.tool_steps import ToolSteps
 from shared.clock import now_iso
 from shared.contracts.signals import RUNNER_APP, PlatformEventSignal
 from shared.contracts.subjects import Subjects

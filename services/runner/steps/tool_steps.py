@@ -18,13 +18,13 @@ from typing import Any, Literal
 
 import msgspec
 
-from services.runner import recovery
-from services.runner.audit import AuditLookup
 from services.runner.context import RunContext
 from services.runner.errors import StepFailed, Unverified
-from services.runner.results import bounded, business_ids, error_of, text_of, truncate
-from services.runner.secrets import SealBroken, StepSecrets
-from services.runner.toolclient import REPLY_MARGIN, ToolClient, call_id_for
+from services.runner.steps.results import bounded, business_ids, error_of, text_of, truncate
+from services.runner.steps.secrets import SealBroken, StepSecrets
+from services.runner.tasks import recovery
+from services.runner.tasks.call_audit import AuditLookup
+from services.runner.tools.client import REPLY_MARGIN, ToolClient, call_id_for
 from shared.clock import now_iso
 from shared.contracts.task import TaskStep
 from shared.contracts.toolcall import ToolActor, ToolCallContext, ToolCallRequest, ToolCallResult

@@ -17,7 +17,7 @@ from nats.errors import Error as NatsError
 
 from services.runner.catalog import AgentCatalog
 from services.runner.config import ModelDefaults
-from services.runner.llm_client import ChatModel, ModelCall, ModelFailed
+from services.runner.model.client import ChatModel, ModelCall, ModelFailed
 from shared.contracts import sampling as contract
 from shared.contracts.agent import Agent
 from shared.contracts.subjects import Subjects

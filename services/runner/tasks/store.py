@@ -17,8 +17,8 @@ from nats.js import JetStreamContext
 from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
-from services.runner import statemachine
 from services.runner.errors import LostOwnership
+from services.runner.tasks import statemachine
 from shared.clock import now_iso
 from shared.contracts.task import Task, TaskStep, decode_task, encode_task
 from shared.observability.logs import get_logger

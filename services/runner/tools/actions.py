@@ -11,8 +11,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from services.runner.interactions import EXECUTABLE_ACTION, label_of
-from services.runner.results import truncate
+from services.runner.steps.results import truncate
+from services.runner.tasks.interactions import EXECUTABLE_ACTION, label_of
 from shared.clock import now_iso
 from shared.contracts.task import TaskStep
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from services.runner.templating import TemplateFailed, evaluate, render_text, render_value, truthy
+from services.runner.drivers.templating import TemplateFailed, evaluate, render_text, render_value, truthy
 
 CONTEXT: dict[str, Any] = {
     "event": {"data": {"n": 3, "ratio": 1.0, "flag": False, "none": None, "tags": ["a", "b"],

@@ -9,9 +9,9 @@ import msgspec
 import pytest
 
 from services.runner.config import load_runner_settings
-from services.runner.llm_client import retry_after
-from services.runner.retry import Backoff, delay_for, failed_attempts, parse_time, plan
-from services.runner.statemachine import new_task
+from services.runner.model.client import retry_after
+from services.runner.steps.retry import Backoff, delay_for, failed_attempts, parse_time, plan
+from services.runner.tasks.statemachine import new_task
 from shared.contracts.task import Task
 from shared.errors import ConfigError
 from tests.unit.runner.factories import NOW, a_run, an_event

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from services.runner.errors import StepFailed
-from services.runner.skills import guidance, load_skills, step_to_record
+from services.runner.model.skills import guidance, load_skills, step_to_record
 from shared.contracts.agent import Agent
 from shared.contracts.skill import Skill
 

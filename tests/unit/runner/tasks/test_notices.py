@@ -7,7 +7,7 @@ from typing import Any
 
 import msgspec
 
-from services.runner.notices import (
+from services.runner.tasks.notices import (
     cancelled_notice,
     done_writes,
     failed_notice,

@@ -3,8 +3,8 @@ beat the runner parking the task must come back, never be dropped."""
 
 from __future__ import annotations
 
-from services.runner.approval_decisions import granted_reason, on_grant, on_refusal
-from services.runner.statemachine import new_task, record_steps, transition
+from services.runner.tasks.approval_decisions import granted_reason, on_grant, on_refusal
+from services.runner.tasks.statemachine import new_task, record_steps, transition
 from shared.contracts.task import Task
 from tests.unit.runner.factories import NOW, a_run, a_step, an_event
 

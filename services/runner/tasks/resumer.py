@@ -31,12 +31,12 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
-from services.runner import interactions, statemachine
-from services.runner.approval_decisions import granted_reason, on_grant, on_refusal, waiting_step
 from services.runner.config import RunnerConfig
 from services.runner.executor import RetryLater, TaskExecutor
-from services.runner.notices import refused_notice
-from services.runner.tasks import TaskStore
+from services.runner.tasks import interactions, statemachine
+from services.runner.tasks.approval_decisions import granted_reason, on_grant, on_refusal, waiting_step
+from services.runner.tasks.notices import refused_notice
+from services.runner.tasks.store import TaskStore
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import GATEWAY_APP, INTERACTION_SUBMITTED
 from shared.contracts.subjects import Subjects

@@ -5,14 +5,14 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from services.runner.recovery import (
+from services.runner.tasks.recovery import (
     action_for,
     from_audit,
     pending_lookups,
     unverified_check,
     waiting_for_approval,
 )
-from services.runner.statemachine import new_task, record_steps, transition
+from services.runner.tasks.statemachine import new_task, record_steps, transition
 from shared.contracts.audit import AuditRecord
 from tests.unit.runner.factories import NOW, a_run, a_step, an_event
 

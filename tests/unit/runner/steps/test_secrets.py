@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from services.runner.config import load_runner_settings
-from services.runner.secrets import SealBroken, StepSecrets, seal_key_material
+from services.runner.steps.secrets import SealBroken, StepSecrets, seal_key_material
 from shared.redaction import MARKER, Redactor
 
 SCHEMA = {"type": "object", "properties": {"user": {"type": "string"},

@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from services.runner import find_tools
-from services.runner.find_tools import BadSearch, ToolOffer, answer, found_in, index, search, terms
+from services.runner.tools import find_tools
+from services.runner.tools.find_tools import BadSearch, ToolOffer, answer, found_in, index, search, terms
 
 
 def tool(name: str, description: str, **parameters: str) -> dict[str, Any]:

@@ -7,9 +7,9 @@ import json
 from typing import Any
 
 from services.runner.config import ModelDefaults
-from services.runner.llm_client import ModelCall
-from services.runner.sampling import messages_of, model_call_for
-from services.runner.steps import progress_steps
+from services.runner.model.client import ModelCall
+from services.runner.steps.tool_steps import progress_steps
+from services.runner.tools.sampling import messages_of, model_call_for
 from shared.contracts.agent import Agent
 from shared.contracts.sampling import SampleMessage, SampleRequest
 from shared.contracts.toolcall import ToolCallResult, ToolProgress

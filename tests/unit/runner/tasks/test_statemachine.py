@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from services.runner import statemachine
+from services.runner.tasks import statemachine
 from shared.contracts.task import (
     TASK_STATES,
     TERMINAL_STATES,

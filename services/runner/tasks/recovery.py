@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from services.runner.results import business_ids
+from services.runner.steps.results import business_ids
 from shared.contracts.audit import AuditRecord
 from shared.contracts.task import StepError, Task, TaskStep
 from shared.contracts.toolcall import ToolCallResult
@@ -57,7 +57,7 @@ def pending_lookups(task: Task) -> list[TaskStep]:
 
 LOST = "the runner stopped before its outcome was recorded and the gateway audit has no record of the call"
 ASKED_AGAIN = "outcome not recorded before a crash; recovered by asking the gateway again for call {call_id}"
-# The gateway's answers that say nothing of the call's outcome (see services.runner.toolclient).
+# The gateway's answers that say nothing of the call's outcome (see services.runner.tools.client).
 _UNANSWERED = {"no_gateway", "no_reply", "call_in_doubt", "call_in_progress", "bad_reply", "internal_error",
                "ledger_unavailable"}
 
