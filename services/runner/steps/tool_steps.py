@@ -88,11 +88,14 @@ class ToolSteps:
         finished = self._finished(started, result)
         for step in progress_steps(finished, result):  # the app's progress notes, written with the call
             ctx.handle.stage(step)
-        # Written with the task's next durable change (the next write's `started`, the final state):
-        # the `started` record is the claim that matters. A runner that stops before then leaves the
-        # step `started`, which the next attempt looks up (the gateway answers the same call id again
-        # from its ledger) rather than calling twice. One task write less per write step.
-        ctx.handle.stage(finished)
+        if effect != "read":
+            # Written at once: a runner that dies after a write resumes from its recorded outcome (the
+            # model's turns before it come from the step log, never asked again). Staging it with the
+            # next change saved one write per write step, but a resumed llm run then asked the model
+            # its turn again and could take another path past a write already done.
+            await ctx.handle.record(finished)
+        else:
+            ctx.handle.stage(finished)
         return finished
 
     def _full(self, prior: TaskStep | None, arguments: dict[str, Any]) -> dict[str, Any]:
