@@ -28,7 +28,7 @@ from typing import Annotated, Any, Literal
 from nats.aio.client import Client as NATS
 from pydantic import Field
 
-from aurora_cli.toolfile import MOVES, ReviewedTool, ToolFileError, expand
+from aurora_cli.toolfile import ReviewedTool, ToolFileError, expand, publish_reviewed
 from shared.contracts.resource import ResourceModel, parse_resource
 from shared.contracts.subjects import Subjects
 from shared.contracts.system import AuthHeader, SystemName
@@ -82,25 +82,5 @@ async def apply_import(nc: NATS, subjects: Subjects, doc: A2AImport, source: Pat
     """Import, then mark, review and publish the listed skills; `created`, `updated` or `unchanged`.
     (`source`: the file, for the same signature as the OpenAPI import's.)"""
     imported = await admin_request(nc, subjects, "systems", "import_a2a", import_body(doc, env), timeout=timeout)
-    names = {*imported.get("created", []), *imported.get("updated", []), *imported.get("unchanged", []),
-             *(left.get("tool") for left in imported.get("left", []) if isinstance(left, dict))}
-    changed = bool(imported.get("created") or imported.get("updated"))
-    for reviewed in doc.publish:
-        if reviewed.tool not in names:
-            raise ToolFileError(f"publish: {reviewed.tool} is not among the agent's skills "
-                                f"({', '.join(sorted(names)) or 'none'})")
-        tool = await admin_request(nc, subjects, "tools", "get", {"name": reviewed.tool}, timeout=timeout)
-        moves = MOVES.get(str(tool.get("state")))
-        if moves is None:
-            raise ToolFileError(f"publish: {reviewed.tool} is {tool.get('state')}; move it back to draft first")
-        if moves and reviewed.side_effect is not None and tool.get("side_effect") != reviewed.side_effect:
-            await admin_request(nc, subjects, "tools", "mark", {"name": reviewed.tool, "by": doc.reviewed_by,
-                                                              "side_effect": reviewed.side_effect}, timeout=timeout)
-        for action in moves:
-            await admin_request(nc, subjects, "tools", action,
-                                {"name": reviewed.tool, "by": doc.reviewed_by, "note": reviewed.note},
-                                timeout=timeout)
-            changed = True
-    if imported.get("created"):
-        return "created"
-    return "updated" if changed else "unchanged"
+    return await publish_reviewed(nc, subjects, imported, doc.publish, by=doc.reviewed_by,
+                                  among="the agent's skills", timeout=timeout)

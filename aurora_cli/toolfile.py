@@ -25,6 +25,7 @@ file serves `aurora dev` and compose).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -110,20 +111,31 @@ async def apply_import(nc: NATS, subjects: Subjects, doc: OpenApiImport, source:
     `${VAR}` in base_url comes from `env` (default: this process's environment)."""
     imported = await admin_request(nc, subjects, "systems", "import_openapi", import_body(doc, source, env),
                                    timeout=timeout)
+    return await publish_reviewed(nc, subjects, imported, doc.publish, by=doc.reviewed_by,
+                                  among="the tools the document gives", timeout=timeout)
+
+
+async def publish_reviewed(nc: NATS, subjects: Subjects, imported: dict[str, Any], publish: Sequence[ReviewedTool],
+                           *, by: str, among: str, timeout: float) -> str:
+    """After an import (`imported`: what `systems.import_*` answered), move each reviewed tool on to
+    PUBLISHED as `by`, with its note (and the side effect the reviewer marked, when it says one);
+    `created`, `updated` or `unchanged`."""
     names = {*imported.get("created", []), *imported.get("updated", []), *imported.get("unchanged", []),
              *(left.get("tool") for left in imported.get("left", []) if isinstance(left, dict))}
     changed = bool(imported.get("created") or imported.get("updated"))
-    for reviewed in doc.publish:
+    for reviewed in publish:
         if reviewed.tool not in names:
-            raise ToolFileError(f"publish: {reviewed.tool} is not among the tools the document gives "
-                                f"({', '.join(sorted(names)) or 'none'})")
+            raise ToolFileError(f"publish: {reviewed.tool} is not among {among} ({', '.join(sorted(names)) or 'none'})")
         tool = await admin_request(nc, subjects, "tools", "get", {"name": reviewed.tool}, timeout=timeout)
         moves = MOVES.get(str(tool.get("state")))
         if moves is None:
             raise ToolFileError(f"publish: {reviewed.tool} is {tool.get('state')}; move it back to draft first")
+        side_effect = getattr(reviewed, "side_effect", None)
+        if moves and side_effect is not None and tool.get("side_effect") != side_effect:
+            await admin_request(nc, subjects, "tools", "mark", {"name": reviewed.tool, "by": by,
+                                                              "side_effect": side_effect}, timeout=timeout)
         for action in moves:
-            await admin_request(nc, subjects, "tools", action,
-                                {"name": reviewed.tool, "by": doc.reviewed_by, "note": reviewed.note},
+            await admin_request(nc, subjects, "tools", action, {"name": reviewed.tool, "by": by, "note": reviewed.note},
                                 timeout=timeout)
             changed = True
     if imported.get("created"):
