@@ -25,16 +25,18 @@ _IMPORTED_FIELDS = ("system", "description", "input_schema", "output_schema", "e
                     "missing", "source")
 
 
-def plan_merge(existing: ToolDefinition | None, imported: ToolDefinition) -> MergeDecision:
-    """What re-importing `imported` does to the stored tool of the same name."""
+def plan_merge(existing: ToolDefinition | None, imported: ToolDefinition, *,
+               fields: tuple[str, ...] = _IMPORTED_FIELDS, origin: str = "OpenAPI") -> MergeDecision:
+    """What re-importing `imported` does to the stored tool of the same name: a DRAFT imported from
+    the same system's `origin` takes the changed `fields`; anything else stays as it is."""
     if existing is None:
         return MergeDecision("create", imported, "new draft")
-    if existing.source != "openapi" or existing.system != imported.system:
-        return MergeDecision("kept", None, f"left as is: not imported from system {imported.system}'s OpenAPI")
+    if existing.source != imported.source or existing.system != imported.system:
+        return MergeDecision("kept", None, f"left as is: not imported from system {imported.system}'s {origin}")
     if existing.state != "DRAFT":
         return MergeDecision("kept", None, f"left as is: {existing.state}")
     imported = apply_wording(imported, existing.edited)  # a reviewer's wording stands over the document's
-    changes = {f: getattr(imported, f) for f in _IMPORTED_FIELDS if getattr(existing, f) != getattr(imported, f)}
+    changes = {f: getattr(imported, f) for f in fields if getattr(existing, f) != getattr(imported, f)}
     if not changes:
         return MergeDecision("unchanged", existing, "unchanged")
     updated = existing.model_copy(update={**changes, "version": existing.version + 1,
