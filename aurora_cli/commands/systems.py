@@ -65,19 +65,25 @@ def status_rows(systems: list[dict[str, Any]], now: datetime) -> list[list[Any]]
 # --------------------------------------------------------------------------- import-openapi
 
 
+def _check_import(name: str, url: tuple[str, str], package: str | None) -> None:
+    """An import's system name, its URL (`url`: the option and its value) and tool prefix."""
+    option, value = url
+    if not re.fullmatch(SYSTEM_NAME_PATTERN, name):
+        raise CliError(f"NAME {name!r}: letters, digits, '.', '_' or '-', starting with a letter or digit",
+                       exit_code=EXIT_USAGE)
+    if not value.startswith(("http://", "https://")):
+        raise CliError(f"{option} {value!r} must be an http:// or https:// URL", exit_code=EXIT_USAGE)
+    if package is not None and not re.fullmatch(PACKAGE_PATTERN, package):
+        raise CliError(f"--package {package!r}: letters, digits, '.', '_' or '-'", exit_code=EXIT_USAGE)
+
+
 def import_request(name: str, base_url: str, spec: str, package: str | None, *,
                    cwd: Path | None = None, on_gateway: bool = False, probe: str | None = None,
                    idempotency_header: str | None = None) -> dict[str, Any]:
     """The `systems.import_openapi` body, checked here. A local spec is read here and sent as
     `document` (the gateway does not share the CLI's files, and reads its own only below its
     specs folder); with `on_gateway`, `spec` is a path the gateway reads there."""
-    if not re.fullmatch(SYSTEM_NAME_PATTERN, name):
-        raise CliError(f"NAME {name!r}: letters, digits, '.', '_' or '-', starting with a letter or digit",
-                       exit_code=EXIT_USAGE)
-    if not base_url.startswith(("http://", "https://")):
-        raise CliError(f"--base-url {base_url!r} must be an http:// or https:// URL", exit_code=EXIT_USAGE)
-    if package is not None and not re.fullmatch(PACKAGE_PATTERN, package):
-        raise CliError(f"--package {package!r}: letters, digits, '.', '_' or '-'", exit_code=EXIT_USAGE)
+    _check_import(name, ("--base-url", base_url), package)
     body: dict[str, Any] = {"name": name, "base_url": base_url, "spec": spec, "by": operator()}
     if not spec.startswith(("http://", "https://")) and not on_gateway:
         path = Path(spec).expanduser()
@@ -208,13 +214,7 @@ def import_openapi(
 def a2a_request(name: str, card: str, package: str | None, *, token_env: str | None = None,
                 timeout_seconds: float | None = None) -> dict[str, Any]:
     """The `systems.import_a2a` body, checked here."""
-    if not re.fullmatch(SYSTEM_NAME_PATTERN, name):
-        raise CliError(f"NAME {name!r}: letters, digits, '.', '_' or '-', starting with a letter or digit",
-                       exit_code=EXIT_USAGE)
-    if not card.startswith(("http://", "https://")):
-        raise CliError(f"--card {card!r} must be an http:// or https:// URL", exit_code=EXIT_USAGE)
-    if package is not None and not re.fullmatch(PACKAGE_PATTERN, package):
-        raise CliError(f"--package {package!r}: letters, digits, '.', '_' or '-'", exit_code=EXIT_USAGE)
+    _check_import(name, ("--card", card), package)
     body: dict[str, Any] = {"name": name, "card": card, "by": operator()}
     if package is not None:
         body["package"] = package
