@@ -35,6 +35,12 @@ class RunContext:
     # The conversation's language, the acting agent's `locale`: the platform's own sentences
     # (hints, notices) are said in it (None: shared/i18n's default).
     locale: str | None = None
+    # May a write step's finished outcome wait for the task's next durable change (tool_steps)?
+    # Only while the run's path so far is fixed by its event and its recorded steps: a resumed
+    # attempt looks the write up under its call id (the gateway's ledger answers the result it
+    # recorded) and goes on exactly as the first would have. A pipeline's text stages and a
+    # playbook are such; once a model chose part of the run it stays False (see `driven_by`).
+    replayable: bool = False
 
     @property
     def task_id(self) -> str:
@@ -43,6 +49,11 @@ class RunContext:
     @property
     def attempt(self) -> int:
         return self.handle.task.attempts
+
+    def driven_by(self, replayable: bool) -> None:
+        """A driver (`AgentDriver.replayable`) takes over the run: a model's part makes the rest of it
+        record each write's outcome at once, whatever drives after it."""
+        self.replayable = self.replayable and replayable
 
     def checkpoint(self) -> None:
         """Between steps: stop here when shutting down, cancelled, or out of time."""

@@ -273,6 +273,7 @@ class TaskExecutor:
 
     async def _drive(self, ctx: RunContext) -> Outcome:
         target = ctx.handle.task.target
+        ctx.replayable = True  # so far only the event: it stays so unless a model drives a part
         if target.type == "pipeline":
             pipeline = await self._catalog.pipeline(target.id)
             if pipeline is None or not pipeline.enabled:
@@ -282,7 +283,9 @@ class TaskExecutor:
         if agent is None or not agent.enabled:
             raise StepFailed("unknown_agent", f"agent {target.id} is missing or disabled")
         ctx.agent, ctx.locale = agent.id, agent.locale
-        return Outcome(answer=await self._drivers[agent.agent_kind].run(ctx, agent))
+        driver = self._drivers[agent.agent_kind]
+        ctx.driven_by(driver.replayable)
+        return Outcome(answer=await driver.run(ctx, agent))
 
     async def _deliver(self, ctx: RunContext, outcome: Outcome, *, notice: bool = False) -> tuple[bool, str | None]:
         """(delivered, problem). No reply target, no delivery — never a guess. A `notice` of how

@@ -24,6 +24,10 @@ class Outcome:
 
 
 class AgentDriver(Protocol):
+    # Does this driver take the same path again given the event and the recorded step outcomes?
+    # Then a write's outcome may be written with the task's next change (RunContext.replayable).
+    replayable: bool
+
     async def run(self, ctx: RunContext, agent: Agent, *, prefix: str = "", text: str | None = None) -> str | None:
         """Drive the agent to its answer (None: nothing to say). `prefix` namespaces its step ids
         (a pipeline's AI stage); `text` is a pipeline's pre-processed message text."""

@@ -59,6 +59,9 @@ class AgentTools(Protocol):
 
 
 class LlmDriver:
+    # A model chooses the path: each write's outcome is recorded at once (tool_steps).
+    replayable = False
+
     def __init__(self, model: ChatModel, tools: AgentTools, steps: ToolSteps, history: History,
                  defaults: ModelDefaults, env: Callable[[str], str | None],
                  announcer: Announcer | None = None, skills: SkillSource | None = None) -> None:

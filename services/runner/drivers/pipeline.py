@@ -79,7 +79,9 @@ class PipelineDriver:
         if agent is None or not agent.enabled:
             raise StepFailed("unknown_agent", f"stage {stage}: agent {config.agent} is missing or disabled")
         ctx.agent, ctx.locale = agent.id, agent.locale
-        answer = await self._drivers[agent.agent_kind].run(ctx, agent, prefix=f"{stage}.", text=text)
+        driver = self._drivers[agent.agent_kind]
+        ctx.driven_by(driver.replayable)
+        answer = await driver.run(ctx, agent, prefix=f"{stage}.", text=text)
         return answer or ""
 
     @staticmethod

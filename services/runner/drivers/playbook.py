@@ -29,6 +29,9 @@ _LOGGED_KIND: dict[str, StepKind] = {"tool": "tool", "interaction": "interaction
 
 
 class PlaybookDriver:
+    # Its path is the event, the templates and the recorded step outcomes: nothing unrecorded.
+    replayable = True
+
     def __init__(self, steps: ToolSteps, announcer: Announcer | None = None) -> None:
         self._steps = steps
         self._announcer = announcer

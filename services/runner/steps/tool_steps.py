@@ -2,8 +2,9 @@
 
 A read is recorded when it finishes (losing it in a crash only means reading again). A write —
 anything not declared read-only, deliveries included — is recorded `started` (with its call id)
-before the call and `finished` after it, each durably, so a resumed task knows which writes
-may have happened. For such a step found `started`, see `recovery`.
+durably before the call, so a resumed task knows which writes may have happened; its `finished`
+outcome is written at once in an llm run, with the task's next change in a replayable one
+(`RunContext.replayable`). For such a step found `started`, see `recovery`.
 
 The log keeps a call's arguments redacted, the full ones sealed beside them (`secrets`); a call
 made again (an approval came) with the logged arguments is made with the sealed ones.
@@ -88,13 +89,18 @@ class ToolSteps:
         finished = self._finished(started, result)
         for step in progress_steps(finished, result):  # the app's progress notes, written with the call
             ctx.handle.stage(step)
-        if effect != "read":
-            # Written at once: a runner that dies after a write resumes from its recorded outcome (the
-            # model's turns before it come from the step log, never asked again). Staging it with the
-            # next change saved one write per write step, but a resumed llm run then asked the model
-            # its turn again and could take another path past a write already done.
+        if effect != "read" and not ctx.replayable:
+            # An llm run records a write's outcome at once: a model chose its path, and a resumed
+            # run is replayed from the step log only as far as the log goes (staging it for every
+            # run was tried and taken back: docs/benchmarks.md "Fewer stored messages per event").
             await ctx.handle.record(finished)
         else:
+            # A read, or a write in a run whose path is fixed by its event and recorded outcomes (a
+            # playbook, a pipeline's text stages: RunContext.replayable): written with the task's
+            # next durable change, one task revision less per write. The `started` record above
+            # stays the claim; a runner dying before that change leaves the step `started`, and
+            # the next attempt looks it up (`look_up`: the gateway's ledger answers the result it
+            # recorded under the call id, nothing is sent again) and takes the same path on.
             ctx.handle.stage(finished)
         return finished
 

@@ -1,0 +1,117 @@
+"""How many times a run writes its task (issue 38), read off the task bucket's own subject: a
+playbook's write (its reply) waits for the task's next change — three revisions: created, the
+reply `started`, settled with its outcome — while a run a model drove records each write's
+outcome at once, in a pipeline too."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+
+from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import tasks_bucket
+from tests.fakes.openai_server import Conversation, Turn
+from tests.harness.runner_stack import RunnerStack
+from tests.harness.runs import ECHO, apply, bind, event, publish_events, settled, task_id_of
+from tests.harness.waiting import poll
+
+
+class TaskWrites:
+    """Every write of one task as published to its key's subject (a core subscription sees each
+    put the runner sends; no other writer touches a quiet test's task)."""
+
+    def __init__(self) -> None:
+        self.revisions: list[dict[str, Any]] = []
+
+    async def watch(self, nc: NATS, subjects: Subjects, task_id: str) -> None:
+        async def seen(msg: Msg) -> None:
+            self.revisions.append(json.loads(msg.data))
+
+        await nc.subscribe(f"$KV.{tasks_bucket(subjects).name}.{task_id}", cb=seen)
+        await nc.flush()
+
+    async def settled(self) -> list[dict[str, Any]]:
+        """The writes once the last one settled the task (the stored one is read first)."""
+
+        async def last() -> list[dict[str, Any]] | None:
+            ended = self.revisions and self.revisions[-1]["state"] in {"succeeded", "partial", "failed"}
+            return list(self.revisions) if ended else None
+
+        return await poll(last, timeout=10, what="the task's settling write")
+
+
+def _step(revision: dict[str, Any], step_id: str) -> str | None:
+    return next((s["status"] for s in revision["steps"] if s["id"] == step_id), None)
+
+
+def _shape(revisions: list[dict[str, Any]], *step_ids: str) -> list[tuple[str, tuple[str | None, ...]]]:
+    """Each write as (state, the status of each named step in it)."""
+    return [(r["state"], tuple(_step(r, s) for s in step_ids)) for r in revisions]
+
+
+async def _run(snc: NATS, subjects: Subjects, case: str, target: str,
+               target_id: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    await bind(snc, subjects, f"b-{case}", "message.received", target, target_id, case=case)
+    doc = event("message.received", {"case": case, "text": "go"}, session_id=f"g-{case}")
+    task_id = task_id_of(doc, f"b-{case}")
+    writes = TaskWrites()
+    await writes.watch(snc, subjects, task_id)
+    await publish_events(snc.jetstream(), subjects, [doc])
+    task = await settled(snc, subjects, task_id)
+    return task, await writes.settled()
+
+
+async def test_a_playbook_event_writes_its_task_three_times(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
+    case = f"rev-pb-{uuid.uuid4().hex[:6]}"
+    await apply(snc, subjects, "agents", {
+        "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.echo"],
+        "playbook": {"steps": [{"id": "look", "tool": f"{ECHO}.echo", "arguments": {"v": 1}}],
+                     "answer": "seen {{ steps.look.structured.v }}"}})
+    task, revisions = await _run(snc, subjects, case, "agent", f"a-{case}")
+    assert task["state"] == "succeeded" and task["delivered"] is True, json.dumps(task, indent=1)[:3000]
+    # created; the reply claimed `started` (the read before it written with it); settled with the
+    # reply's outcome — no revision of its own for that outcome.
+    assert _shape(revisions, "look", "deliver") == [
+        ("running", (None, None)), ("running", ("finished", "started")), ("succeeded", ("finished", "finished"))]
+
+
+async def test_a_model_driven_run_records_its_writes_at_once(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
+    case = f"rev-llm-{uuid.uuid4().hex[:6]}"
+
+    def script(chat: Conversation) -> Turn:
+        return chat.call("event_reply", text="on it") if chat.turn == 1 else chat.answer("done")
+
+    stack.fake.script(case, script)
+    await apply(snc, subjects, "agents", {
+        "kind": "Agent", "id": f"a-{case}", "agent_kind": "llm", "events": ["*"], "tools": [f"{ECHO}.echo"],
+        "model": {"base_url": stack.fake.base_url, "model": case}})
+    task, revisions = await _run(snc, subjects, case, "agent", f"a-{case}")
+    assert task["state"] == "succeeded" and task["delivered"] is True, json.dumps(task, indent=1)[:3000]
+    # The agent replied itself (`m1.t1`), so no second reply: its outcome has a revision of its own.
+    assert _shape(revisions, "m1.t1", "deliver") == [
+        ("running", (None, None)), ("running", ("started", None)), ("running", ("finished", None)),
+        ("succeeded", ("finished", None))]
+
+
+async def test_a_pipeline_whose_ai_stage_is_a_model_records_its_reply_at_once(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
+    case = f"rev-pl-{uuid.uuid4().hex[:6]}"
+    stack.fake.script(case, lambda chat: chat.answer("hello"))
+    await apply(snc, subjects, "agents", {
+        "kind": "Agent", "id": f"a-{case}", "agent_kind": "llm", "events": ["message.*"],
+        "tools": [f"{ECHO}.echo"], "model": {"base_url": stack.fake.base_url, "model": case}})
+    await apply(snc, subjects, "pipelines", {"kind": "Pipeline", "id": f"p-{case}", "stages": [
+        {"name": "clean", "type": "preprocess", "config": {"strip": True}},
+        {"name": "ai", "type": "agent", "config": {"agent": f"a-{case}"}},
+        {"name": "out", "type": "output"}]})
+    task, revisions = await _run(snc, subjects, case, "pipeline", f"p-{case}")
+    assert task["state"] == "succeeded" and task["delivered"] is True, json.dumps(task, indent=1)[:3000]
+    assert _shape(revisions, "deliver") == [
+        ("running", (None,)), ("running", ("started",)), ("running", ("finished",)), ("succeeded", ("finished",))]
+
