@@ -199,6 +199,11 @@ bench-startup: $(STAMP)
 profile-gateway: $(STAMP)
 	$(PYTHON) -m tests.bench.profile
 
+## profile-e2e: each service's top functions per event on the path of bench-e2e (cProfile on the CPU clock)
+.PHONY: profile-e2e
+profile-e2e: $(STAMP)
+	$(PYTHON) -m tests.bench.profile_e2e
+
 ## gateway-memory: what grows in the gateway per agent-path call (tracemalloc, a few minutes)
 gateway-memory: $(STAMP)
 	$(PYTHON) -m tests.bench.gateway_memory
