@@ -1,7 +1,9 @@
 """The bridge loop: pull signals, publish events, ack only what JetStream has stored.
 
-Two durables feed it: `event-bridge` on the signal stream, and `event-bridge-tools` on the
-audit stream, whose executed calls' records become `tool.*` events (`tool_events`).
+Three durables feed it: `event-bridge` on the signal stream, `event-bridge-tools` on the
+audit stream, whose executed calls' records become `tool.*` events (`tool_events`), and
+`event-bridge-tasks` on the tasks bucket, whose revisions' new transitions become `task.*`
+events (`task_events`).
 
 Order of effects per signal: map → publish the event with `Nats-Msg-Id` = `message_id` →
 wait for JetStream's ack → ack the signal. A crash anywhere redelivers the signal, the event
@@ -14,16 +16,19 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack
+from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.js.api import ConsumerConfig
+from nats.js.api import ConsumerConfig, DeliverPolicy
+from nats.js.errors import NotFoundError
 
 from services.event_bridge.mapping import Rejected, map_signal, parent_trace, with_trace
+from services.event_bridge.task_events import TASK_EVENTS_DURABLE, Events, TaskEventMaker
 from services.event_bridge.tool_events import TOOL_EVENTS_DURABLE, tool_event
 from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.envelope import EventEnvelope
@@ -40,7 +45,14 @@ from shared.jetstream.consume_loop import (
     Retry,
     work_consumer,
 )
-from shared.jetstream.streams import audit_stream, ensure_streams, fabric_streams, signals_stream
+from shared.jetstream.streams import (
+    audit_stream,
+    ensure_streams,
+    events_stream,
+    fabric_streams,
+    signals_stream,
+    tasks_bucket,
+)
 from shared.lifecycle import Lifecycle
 from shared.nats.ack_batch import AckBatch, describe
 from shared.nats.acked_publish import AckedPublisher
@@ -51,6 +63,7 @@ from shared.observability.tracing import messaging
 
 log = get_logger("aurora.event_bridge")
 STAGE = "event_bridge"
+TASKS_BUCKET_WAIT = 1.0  # seconds between looks for the tasks bucket, until a runner has made it
 _encoder = msgspec.json.Encoder()
 
 
@@ -71,7 +84,7 @@ def bridge_consumer(config: BridgeConfig, subjects: Subjects) -> ConsumerConfig:
                          max_ack_pending=config.max_ack_pending)
 
 
-Convert = Callable[[Msg], "EventEnvelope | Rejected | None"]  # None: nothing to publish, just ack
+Convert = Callable[[Msg], "EventEnvelope | Events | Rejected | None"]  # None: nothing to publish, just ack
 
 
 def tool_events_consumer(config: BridgeConfig, subjects: Subjects) -> ConsumerConfig:
@@ -80,9 +93,33 @@ def tool_events_consumer(config: BridgeConfig, subjects: Subjects) -> ConsumerCo
                          max_ack_pending=config.max_ack_pending)
 
 
+def task_events_consumer(config: BridgeConfig, subjects: Subjects, *, since: datetime) -> ConsumerConfig:
+    """The tasks bucket's revisions from `since`: on first creation, the events stream's duplicate
+    window before now (`first_since`), then that same time for good (a create-or-update with the
+    same start changes nothing, and the durable resumes where it was acked).
+
+    Not from the bucket's start: it holds up to 30 days of tasks whose events the runner once
+    signalled itself, far outside the duplicate window, and each would be stored as an event a
+    second time. Not only new revisions either: a bridge started after a fresh runner (it waits
+    for the bucket, `TASKS_BUCKET_WAIT`) would miss the transitions written meanwhile. Revisions
+    of the window before are turned into events again and JetStream drops those already stored
+    (same `Nats-Msg-Id`); older ones are not replayed."""
+    consumer = work_consumer(TASK_EVENTS_DURABLE, "event-bridge: tasks' transitions to task.* events",
+                             f"$KV.{tasks_bucket(subjects).name}.>", max_deliver=config.max_deliver,
+                             backoff=config.backoff, max_ack_pending=config.max_ack_pending)
+    return consumer.evolve(deliver_policy=DeliverPolicy.BY_START_TIME, opt_start_time=since)
+
+
+def first_since(subjects: Subjects, now: datetime | None = None) -> datetime:
+    """Where a new `event-bridge-tasks` starts: the events stream's duplicate window ago, to the
+    second (the server is given back exactly what it stored)."""
+    now = now or datetime.now(UTC)
+    return (now - timedelta(seconds=events_stream(subjects).duplicate_window)).replace(microsecond=0)
+
+
 class EventBridge(Lifecycle[None]):
-    """Consumes the signal stream, and the audit stream for `tool.*` events, each with a durable
-    pull consumer shared by every bridge."""
+    """Consumes the signal stream, the audit stream for `tool.*` events and the tasks bucket for
+    `task.*` events, each with a durable pull consumer shared by every bridge."""
 
     def __init__(self, nc: NATS, subjects: Subjects, config: BridgeConfig | None = None, *,
                  plan: StreamPlan = DEFAULT_PLAN) -> None:
@@ -106,6 +143,9 @@ class EventBridge(Lifecycle[None]):
             config=tool_events_consumer(self._config, subjects),
             stage=STAGE, fetch_timeout=self._config.fetch_timeout, stats=self.stats,
         )
+        self._tasks_stream = f"KV_{tasks_bucket(subjects).name}"
+        self._task_events = TaskEventMaker(duplicate_window=events_stream(subjects).duplicate_window)
+        self._tasks: AtLeastOnceConsumer | None = None  # made in `run`, once the tasks bucket exists
 
     async def _start(self, parts: AsyncExitStack) -> None:
         await ensure_streams(self._js, [*fabric_streams(self._subjects), audit_stream(self._subjects)], plan=self._plan)
@@ -114,6 +154,7 @@ class EventBridge(Lifecycle[None]):
         for consumer in (self._consumer, self._tools):
             parts.push_async_callback(consumer.stop)
             await consumer.start()
+        parts.push_async_callback(self._stop_tasks)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Bridge until `stop`, one batch at a time: publish it, wait once for JetStream's acks,
@@ -124,7 +165,38 @@ class EventBridge(Lifecycle[None]):
         await asyncio.gather(
             self._consumer.run_batches(stop, self._starter(self._convert), batch=batch, in_flight=1),
             self._tools.run_batches(stop, self._starter(tool_event), batch=batch, in_flight=1),
+            self._run_tasks(stop),
         )
+
+    async def _run_tasks(self, stop: asyncio.Event) -> None:
+        """`task.*` events, once the tasks bucket exists: the runners create it, and the bridge
+        may only read its stream's info (deploy/nats-auth.conf), so a bridge started first waits."""
+        while not stop.is_set():
+            try:
+                await self._js.stream_info(self._tasks_stream)
+                break
+            except NotFoundError:
+                with suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), TASKS_BUCKET_WAIT)
+        if stop.is_set():
+            return
+        self._tasks = tasks = await self._tasks_consumer()
+        await tasks.start()
+        await tasks.run_batches(stop, self._starter(self._task_events.convert), batch=self._config.batch,
+                                in_flight=1)
+
+    async def _tasks_consumer(self) -> AtLeastOnceConsumer:
+        try:  # the start a durable was created with stays its start
+            since = (await self._js.consumer_info(self._tasks_stream, TASK_EVENTS_DURABLE)).config.opt_start_time
+        except NotFoundError:
+            since = None
+        config = task_events_consumer(self._config, self._subjects, since=since or first_since(self._subjects))
+        return AtLeastOnceConsumer(self._js, self._subjects, stream=self._tasks_stream, config=config, stage=STAGE,
+                                   fetch_timeout=self._config.fetch_timeout, stats=self.stats)
+
+    async def _stop_tasks(self) -> None:
+        if self._tasks is not None:
+            await self._tasks.stop()
 
     async def health(self, _: dict[str, Any]) -> dict[str, Any]:
         """`<prefix>.admin.event_bridge.health`: what this bridge has done so far."""
@@ -146,6 +218,7 @@ class EventBridge(Lifecycle[None]):
         """Publish every event of the batch without waiting; what is returned waits once."""
         outcomes: list[Outcome] = []
         acks: AckBatch[int] = AckBatch(self._config.publish_timeout)  # by the index of their message
+        when_stored: dict[int, Callable[[], None]] = {}  # by the index of their message
         for msg in msgs:
             try:
                 outcome = convert(msg)
@@ -160,14 +233,19 @@ class EventBridge(Lifecycle[None]):
             if isinstance(outcome, Rejected):
                 outcomes.append(Poison(outcome.reason))
                 continue
-            subject = self._subjects.event(outcome.header.source.app, outcome.payload.type)
-            try:
-                future = await self._publish(msg, outcome, subject)
-            except Exception as exc:
-                outcomes.append(Retry(f"publishing the event failed: {describe(exc)}"))
-                continue
-            acks.add(len(outcomes), future)
+            events = outcome.events if isinstance(outcome, Events) else (outcome,)
+            index = len(outcomes)
             outcomes.append(ACK)
+            for event in events:
+                subject = self._subjects.event(event.header.source.app, event.payload.type)
+                try:
+                    future = await self._publish(msg, event, subject)
+                except Exception as exc:
+                    outcomes[index] = Retry(f"publishing the event failed: {describe(exc)}")
+                    break
+                acks.add(index, future)
+            if isinstance(outcome, Events):
+                when_stored[index] = outcome.stored
 
         async def finish() -> Sequence[Outcome]:
             for index, failure in await acks.settle():
@@ -175,6 +253,9 @@ class EventBridge(Lifecycle[None]):
                     self.stats.published += 1
                 else:
                     outcomes[index] = Retry(f"publishing the event failed: {failure}")
+            for index, stored in when_stored.items():
+                if outcomes[index] is ACK:  # every event of that message stored
+                    stored()
             return outcomes
 
         return finish

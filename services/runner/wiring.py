@@ -1,6 +1,6 @@
-"""The runner's parts, built by `build_runner`: stores, the agent catalog, the task events'
-publisher, the model client, the sampling server, the executor, the runs worker, the resumer and
-the admin endpoints.
+"""The runner's parts, built by `build_runner`: stores, the agent catalog, the model client, the
+sampling server, the executor, the runs worker, the resumer and the admin endpoints. The runner
+publishes no task events: the event-bridge makes them from the tasks bucket.
 
 `__main__` runs one per process; any number of processes share the runs queue. Tests build it
 in-process against a real nats-server. The start order is `RunnerParts`' order (the `order`
@@ -27,7 +27,6 @@ from services.runner.steps.secrets import sealed_step_secrets
 from services.runner.steps.tool_steps import ToolSteps
 from services.runner.stores import RunnerStores, ensure_runs_consumer, open_stores
 from services.runner.tasks.call_audit import JetStreamAudit
-from services.runner.tasks.events import TaskEvents
 from services.runner.tasks.interactions import Announcer
 from services.runner.tasks.resumer import Resumer
 from services.runner.tasks.store import TaskStore
@@ -41,7 +40,6 @@ from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.subjects import Subjects
 from shared.jetstream.streams import tasks_bucket
 from shared.nats import write_through
-from shared.nats.acked_publish import AckedPublisher
 from shared.nats.admin_service import start_admin_service
 from shared.observability.logs import get_logger
 from shared.people import open_registry
@@ -68,7 +66,6 @@ class RunnerSetup:
 class RunnerParts:
     stores: RunnerStores
     catalog: AgentCatalog
-    acks: AckedPublisher
     model: HttpChatModel
     sampling: SamplingServer
     executor: TaskExecutor  # runs and resumes tasks; `resume_task` is where a granted approval continues one
@@ -85,9 +82,7 @@ async def build_runner(setup: RunnerSetup, connections: Connections) -> RunnerSe
     stores = await open_stores(js, subjects, setup.plan)
     await ensure_runs_consumer(js, stores, config, subjects)
     catalog = AgentCatalog(stores)
-    acks = AckedPublisher(nc)
-    events = TaskEvents(acks, subjects, instance=config.instance)
-    store = TaskStore(stores.tasks, events.publish, js=js, bucket=tasks_bucket(subjects).name)
+    store = TaskStore(stores.tasks, js=js, bucket=tasks_bucket(subjects).name)
     steps = ToolSteps(TracedToolClient(NatsToolClient(nc, subjects.tool_call, instance=config.instance)),
                       JetStreamAudit(js, subjects), catalog.side_effect,
                       default_timeout=config.tool_timeout, result_limit=config.step_result_limit,
@@ -118,9 +113,8 @@ async def build_runner(setup: RunnerSetup, connections: Connections) -> RunnerSe
         """Runs from the queue, and waiting tasks resumed when their approval or answer comes."""
         await asyncio.gather(worker.run(stop), resumer.run(stop))
 
-    parts = RunnerParts(stores, catalog, acks, http, sampling, executor, worker, resumer, admin)
-    # The catalog before anything reads it; the acks' listener before, and closed after, every part
-    # that publishes task events (the worker, the resumer); the model client before, and closed
-    # after, what asks the model; the admin endpoints last.
-    return Assembly("the runner service", parts, (catalog, acks, http, sampling, worker, resumer, admin),
+    parts = RunnerParts(stores, catalog, http, sampling, executor, worker, resumer, admin)
+    # The catalog before anything reads it; the model client before, and closed after, what asks
+    # the model; the admin endpoints last.
+    return Assembly("the runner service", parts, (catalog, http, sampling, worker, resumer, admin),
                     run=run, ready=ready)

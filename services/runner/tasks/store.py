@@ -5,40 +5,74 @@ A `TaskHandle` is one runner's hold on one task for one attempt. Steps that are 
 write step's `started` record, a state change). A conflicting write means either an operator
 asked to cancel (the change is applied again on the fresh task, which keeps the request) or
 another runner took the task over (`LostOwnership`: stop at once, touch nothing).
+
+Every revision that adds a transition is that transition's `task.*` event: the event-bridge
+makes it from the bucket (services/event_bridge/task_events.py), so nothing here publishes one.
+Each write carries the writer's trace context (`traceparent`) in its headers, which the bridge
+continues in the event, as it did the runner's signal.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from typing import Protocol
+from datetime import datetime
 
 from nats.js import JetStreamContext
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.api import Header
+from nats.js.errors import APIError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from services.runner.errors import LostOwnership
 from services.runner.tasks import statemachine
 from shared.clock import now_iso
 from shared.contracts.task import Task, TaskStep, decode_task, encode_task
+from shared.observability import metrics
 from shared.observability.logs import get_logger
+from shared.observability.trace_context import inject_headers
 
 log = get_logger("aurora.runner.tasks")
 _MAX_CONFLICTS = 20
+_WRONG_LAST_SEQUENCE = (10071, 10164)  # the codes nats-py's KeyValue.update turns into KeyWrongLastSequenceError
+
+Write = Callable[[Task, int], Awaitable[int]]  # (task, last revision) → the new revision
 
 
-class Publish(Protocol):
-    def __call__(self, task: Task) -> Awaitable[None]: ...
+def record_run(task: Task) -> None:
+    """How long the task took, from its creation to this final state (`aurora.run.duration`)."""
+    try:
+        took = (datetime.fromisoformat(task.updated_at) - datetime.fromisoformat(task.created_at)).total_seconds()
+    except ValueError:
+        return
+    metrics.run_duration.record(max(took, 0.0), {"agent": task.agent or f"{task.target.type}/{task.target.id}",
+                                                 "state": task.state})
+
+
+def _written(before: Task | None, after: Task) -> None:
+    """After a write: a transition into a final state is the end of the run, measured."""
+    moved = before is None or len(after.transitions) != len(before.transitions)
+    if moved and after.terminal:
+        record_run(after)
 
 
 class TaskStore:
-    def __init__(self, kv: KeyValue, publish: Publish, *, js: JetStreamContext, bucket: str,
-                 clock: Callable[[], str] = now_iso) -> None:
+    def __init__(self, kv: KeyValue, *, js: JetStreamContext, bucket: str, clock: Callable[[], str] = now_iso) -> None:
         self._kv = kv
-        self._publish = publish
         self._js = js
         self._bucket = bucket
         self.clock = clock
+
+    async def _write(self, task: Task, last: int) -> int:
+        """`KeyValue.update`, with the current span's `traceparent` in the revision's headers (the
+        task event the bridge makes of it continues that trace); nats-py's takes no headers."""
+        headers = inject_headers({Header.EXPECTED_LAST_SUBJECT_SEQUENCE: str(last)})
+        try:
+            ack = await self._js.publish(f"$KV.{self._bucket}.{task.id}", encode_task(task), headers=headers)
+        except APIError as exc:
+            if exc.err_code in _WRONG_LAST_SEQUENCE:
+                raise KeyWrongLastSequenceError(description=exc.description) from exc
+            raise
+        return ack.seq
 
     async def get(self, task_id: str) -> tuple[Task, int] | None:
         try:
@@ -52,10 +86,13 @@ class TaskStore:
     async def create(self, task: Task) -> int | None:
         """Create-only: the revision, or None when the task already exists."""
         try:
-            revision = await self._kv.create(task.id, encode_task(task))
+            revision = await self._write(task, 0)
         except KeyWrongLastSequenceError:
-            return None
-        await self._publish(task)
+            try:  # a deleted task's key: nats-py's create writes over its marker
+                revision = await self._kv.create(task.id, encode_task(task))
+            except KeyWrongLastSequenceError:
+                return None
+        _written(None, task)
         return revision
 
     async def keys(self) -> list[str]:
@@ -90,24 +127,23 @@ class TaskStore:
             if updated is task:
                 return task
             try:
-                await self._kv.update(task_id, encode_task(updated), last=revision)
+                await self._write(updated, revision)
             except KeyWrongLastSequenceError:
                 continue
-            if len(updated.transitions) != len(task.transitions):
-                await self._publish(updated)
+            _written(task, updated)
             return updated
         raise RuntimeError(f"task {task_id} kept changing; try again")
 
     def handle(self, task: Task, revision: int) -> TaskHandle:
-        return TaskHandle(self._kv, self._publish, task, revision, self.clock)
+        return TaskHandle(self._kv, self._write, task, revision, self.clock)
 
 
 class TaskHandle:
     """One attempt's hold on a task; every durable change goes through `update`."""
 
-    def __init__(self, kv: KeyValue, publish: Publish, task: Task, revision: int, clock: Callable[[], str]) -> None:
+    def __init__(self, kv: KeyValue, write: Write, task: Task, revision: int, clock: Callable[[], str]) -> None:
         self._kv = kv
-        self._publish = publish
+        self._write = write
         self._task = task
         self._revision = revision
         self._clock = clock
@@ -159,16 +195,14 @@ class TaskHandle:
             base = statemachine.record_steps(self._task, self._staged, now=self._clock())
             updated = change(base)
             try:
-                self._revision = await self._kv.update(updated.id, encode_task(updated), last=self._revision)
+                self._revision = await self._write(updated, self._revision)
             except KeyWrongLastSequenceError:
                 await self._reload(mine)
                 continue
-            published = len(updated.transitions) != len(self._task.transitions)
+            _written(self._task, updated)
             self._task = updated
             self._staged = []
             self._view = {step.id: step for step in updated.steps}
-            if published:
-                await self._publish(updated)
             return updated
         raise LostOwnership(f"task {self._task.id} kept changing under this runner")
 

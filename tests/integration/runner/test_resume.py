@@ -23,7 +23,7 @@ from services.runner.tasks.store import TaskStore
 from services.runner.wiring import RunnerService, RunnerSetup, build_runner
 from shared.contracts.signals import GATEWAY_APP
 from shared.contracts.subjects import Subjects
-from shared.contracts.task import Task, decode_task
+from shared.contracts.task import decode_task
 from shared.jetstream.streams import tasks_bucket
 from shared.nats.admin_service import admin_request
 from shared.wiring import Connections
@@ -121,10 +121,7 @@ async def test_a_grant_delivered_again_takes_over_the_task_its_resuming_runner_l
     kv = await js.key_value(tasks_bucket(subjects).name)
     await kv.create(run_id, msgspec.json.encode(left))
 
-    async def unpublished(task: Task) -> None:
-        return None
-
-    store = TaskStore(kv, unpublished, js=js, bucket=tasks_bucket(subjects).name)
+    store = TaskStore(kv, js=js, bucket=tasks_bucket(subjects).name)
     resumer = Resumer(js, subjects, store, runner.parts.executor, RunnerConfig(instance="in-process"), stream="unused")
     grant = msgspec.json.encode({
         "header": {"method": "aurora/event", "message_id": f"evt-{approval}", "timestamp": NOW,

@@ -48,7 +48,7 @@ async def test_the_runner_is_built_in_process_takes_a_run_and_stops_whole(nc: NA
     config = RunnerConfig(instance="wired", ack_wait=3.0, tool_timeout=5.0)
     service = await build_runner(RunnerSetup(subjects, config), Connections(nc))
     assert [type(part).__name__ for part in service.order] == [
-        "AgentCatalog", "AckedPublisher", "HttpChatModel", "SamplingServer", "Worker", "Resumer", "StartedBy"]
+        "AgentCatalog", "HttpChatModel", "SamplingServer", "Worker", "Resumer", "StartedBy"]
     js = nc.jetstream()
     await (await js.key_value(agents_bucket(subjects).name)).put(AGENT, json.dumps(PLAYBOOK).encode())
     tasks = await js.key_value(tasks_bucket(subjects).name)
@@ -75,7 +75,7 @@ async def test_the_runner_is_built_in_process_takes_a_run_and_stops_whole(nc: NA
             stop.set()
             await running
     parts = service.parts
-    assert not any(part.started for part in (parts.catalog, parts.acks, parts.model, parts.sampling, parts.worker,
+    assert not any(part.started for part in (parts.catalog, parts.model, parts.sampling, parts.worker,
                                              parts.resumer, parts.admin))
     with pytest.raises(NoRespondersError):  # its admin endpoints and its sampling server are gone
         await nc.request("$SRV.PING.aurora-runner", b"", timeout=2)

@@ -171,7 +171,7 @@ async def test_the_runner_works_with_its_runs_queue_and_its_tasks(connect: Conne
     revision = await stores.tasks.create("r-1", b'{"state": "running"}')
     await stores.tasks.update("r-1", b'{"state": "succeeded"}', last=revision)
     assert (await stores.tasks.get("r-1")).value == b'{"state": "succeeded"}'
-    store = TaskStore(stores.tasks, _no_events, js=js, bucket=tasks_bucket(SUBJECTS).name)
+    store = TaskStore(stores.tasks, js=js, bucket=tasks_bucket(SUBJECTS).name)
     assert await store.keys() == ["r-1"]  # listed without a consumer on the tasks bucket
     mirror: KvMirror[bytes] = KvMirror(stores.agents, bytes, name="agents")  # the catalog's watchers
     await mirror.start()
@@ -179,10 +179,6 @@ async def test_the_runner_works_with_its_runs_queue_and_its_tasks(connect: Conne
     info = await js.consumer_info(stores.runs_stream, "runner")
     assert info.num_ack_pending == 0 and info.num_pending == 0
     await runner.clean()
-
-
-async def _no_events(task: object) -> None:
-    return None
 
 
 def _event(message_id: str, session_id: str) -> dict[str, object]:

@@ -1,4 +1,4 @@
-"""Results into step entries, model turns from the wire and from the log, settings, task events."""
+"""Results into step entries, model turns from the wire and from the log, settings."""
 
 from __future__ import annotations
 
@@ -10,11 +10,9 @@ from services.runner.config import load_runner_settings
 from services.runner.drivers.llm import turn_from_log
 from services.runner.model.client import ChatTurn, ModelFailed, ToolCallProposal, parse_turn
 from services.runner.steps.results import bounded, business_ids, for_model, step_view, truncate
-from services.runner.tasks.events import task_signal
-from services.runner.tasks.statemachine import new_task, transition
 from shared.contracts.task import StepError
 from shared.errors import ConfigError
-from tests.unit.runner.factories import NOW, a_run, a_step, an_event
+from tests.unit.runner.factories import a_step
 
 
 def test_business_ids_are_the_identifier_looking_fields_with_their_paths() -> None:
@@ -75,15 +73,3 @@ def test_settings_fail_fast_naming_the_variable() -> None:
                        ({"AURORA_MODEL_BASE_URL": "llm:8000"}, "AURORA_MODEL_BASE_URL")]:
         with pytest.raises(ConfigError, match=field):
             load_runner_settings(env)
-
-
-def test_a_task_event_is_fixed_by_task_and_transition() -> None:
-    task = new_task(a_run(), an_event(), runner="r1", now=NOW)
-    first = task_signal(task, instance="r1")
-    assert first.type == "task.running" and first.signal_id == f"task-{task.id}-2"
-    assert first.app == "aurora.runner" and first.subject_kind == "task" and first.subject_id == task.id
-    assert first.session_id == "g-1" and first.data["target"] == {"type": "agent", "id": "helper"}
-    done = transition(task, "unverified", by="r1", now=NOW, reason="lost", check="look at X")
-    second = task_signal(done, instance="r1")
-    assert second.type == "task.unverified" and second.data["check"] == "look at X"
-    assert second.signal_id != first.signal_id and task_signal(done, instance="r2").signal_id == second.signal_id
