@@ -7,6 +7,7 @@ for a binding applied a moment ago; it routes in memory and publishes nothing.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
@@ -16,13 +17,15 @@ import msgspec
 from services.router.catalog import decode_agent, decode_pipeline
 from services.router.computed_traces import MAX_LOOKED_AT, ComputedTraces
 from services.router.events import decode_event, encode_document
+from services.router.recorded_traces import MAX_LOOKED_AT as MAX_RECORDS_READ
+from services.router.recorded_traces import RecordedTraces, trace_of
 from services.router.router import RouterStats
 from services.router.selection import RouteTable, StaticProcessors, decide
 from services.router.stores import RouterStores
 from services.router.traces import read_trace
 from shared.contracts.binding import Binding
 from shared.contracts.resource import ResourceError, parse_resource
-from shared.contracts.route import DryRunReply
+from shared.contracts.route import DryRunReply, RouteTrace
 from shared.errors import EnvelopeError
 from shared.jetstream.kvmirror import read_all
 from shared.nats.admin_service import AdminHandler, AdminRequestError
@@ -41,6 +44,7 @@ class RouterAdmin:
         self._instance = instance
         self._clock = clock
         self.computed: ComputedTraces | None = None  # the unstored traces, computed when asked (wiring sets it)
+        self.recorded: RecordedTraces | None = None  # dispatched events' traces, in run records (wiring sets it)
 
     def endpoints(self) -> dict[str, AdminHandler]:
         return {"dry_run": self.dry_run, "trace": self.trace, "health": self.health}
@@ -85,14 +89,30 @@ class RouterAdmin:
         message_id = body.get("message_id")
         if not isinstance(message_id, str) or not message_id:
             raise AdminRequestError("invalid_request", 'send {"message_id": "..."}')
-        found = await read_trace(self._stores.routes, message_id)
-        if found is None and self.computed is not None:
-            found = await self.computed.trace(message_id)
+        found = await read_trace(self._stores.routes, message_id) or await self._unstored(message_id)
         if found is None:
-            looked = f" (nor a task.*/tool.* event of that id among the newest {MAX_LOOKED_AT:,} stream reads)" \
-                if self.computed is not None else ""
+            looked = ""
+            if self.recorded is not None:
+                looked += (f"; no run record of it under a binding saved now, nor among the newest "
+                           f"{MAX_RECORDS_READ:,} run records (a record whose binding is gone is found only "
+                           f"there; records are kept 30 days)")
+            if self.computed is not None:
+                looked += f"; no task.*/tool.* event of that id among the newest {MAX_LOOKED_AT:,} stream reads"
             raise AdminRequestError("not_found", f"no route trace for message {message_id!r}{looked}")
         return msgspec.to_builtins(found)  # type: ignore[no-any-return]
+
+    async def _unstored(self, message_id: str) -> RouteTrace | None:
+        """A trace not in KV_AMP_ROUTES: a dispatched event's, in its run record (exact reads by the
+        bindings saved now first); else read for in the records and the events streams at once."""
+        recorded, computed = self.recorded, self.computed
+        if recorded is not None:
+            record = await recorded.by_bindings(message_id, [b.id for b in await self._saved_bindings()])
+            if record is not None and (trace := trace_of(record)) is not None:
+                return trace
+        from_record, from_events = await asyncio.gather(
+            recorded.by_reading(message_id) if recorded is not None else _nothing(),
+            computed.trace(message_id) if computed is not None else _nothing())
+        return (trace_of(from_record) if from_record is not None else None) or from_events
 
     async def health(self, _: dict[str, Any]) -> dict[str, Any]:
         stats = self._stats
@@ -106,6 +126,10 @@ class RouterAdmin:
             "last_error": stats.last_error,
             **self._catalog(),
         }
+
+
+async def _nothing() -> None:
+    return None
 
 
 def _drafts(drafts: object) -> list[Binding]:

@@ -14,17 +14,16 @@ so (`computed`: true, and the reason begins with "not stored"). Nothing is dispa
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from nats.js import JetStreamContext
 from nats.js.api import RawStreamMsg
-from nats.js.errors import NotFoundError
 
 from services.router.events import decode_event
 from services.router.selection import decide
+from services.router.stream_search import newest_match
 from shared.contracts.route import RouteStatus, RouteTrace
 from shared.contracts.subjects import Subjects
 from shared.errors import EnvelopeError
@@ -34,8 +33,6 @@ from shared.jetstream.streams import events_stream
 # events keep no trace of their own.
 UNTRACED_WHEN_UNROUTED = ("task.", "tool.")
 MAX_LOOKED_AT = 20_000  # message reads at most, newest first (each one platform event of the asked-for kind)
-_WINDOW = 500  # stream sequences one chain of reads goes forward through
-_PARALLEL = 16  # windows read at once (the reads of one window follow each other)
 _TASK_EVENT_ID = "task-"  # the runner's task events' ids (services/runner/tasks/events.py)
 SavedRouting = Callable[[], Any]  # async () -> (RouteTable, Processors), as replay.py's
 
@@ -90,38 +87,9 @@ class ComputedTraces:
 
     async def find_event(self, message_id: str) -> RawStreamMsg | None:
         """The platform event stored under this message id (its kind told by the id's form), or None.
-        The stream is read in windows of `_WINDOW` sequences, `_PARALLEL` windows at once, newest first."""
+        The stream is read newest first, in windows (services/router/stream_search.py)."""
         kind = "task" if message_id.startswith(_TASK_EVENT_ID) else "tool"
         subject = f"{self._subjects.prefix}.evt.*.{kind}.>"
-        state = (await self._js.stream_info(self._stream)).state
-        first, end = max(state.first_seq, 1), state.last_seq
-        budget = [MAX_LOOKED_AT]
-        while end >= first and budget[0] > 0:
-            windows = []
-            for _ in range(_PARALLEL):
-                if end < first:
-                    break
-                windows.append((max(first, end - _WINDOW + 1), end))
-                end = windows[-1][0] - 1
-            found = await asyncio.gather(*(self._in_window(message_id, subject, low, high, budget)
-                                           for low, high in windows))
-            for msg in found:  # the newest window first
-                if msg is not None:
-                    return msg
-        return None
-
-    async def _in_window(self, message_id: str, subject: str, low: int, high: int,
-                         budget: list[int]) -> RawStreamMsg | None:
-        seq = low
-        while seq <= high and budget[0] > 0:
-            budget[0] -= 1  # every read counts, the last of a window too: the bound is on the work
-            try:
-                msg = await self._js.get_msg(self._stream, seq=seq, subject=subject, next=True)
-            except NotFoundError:
-                return None
-            if msg.seq is None or msg.seq > high:
-                return None
-            if (msg.headers or {}).get("Nats-Msg-Id") == message_id:
-                return msg
-            seq = msg.seq + 1
-        return None
+        return await newest_match(self._js, self._stream, subject,
+                                  lambda msg: (msg.headers or {}).get("Nats-Msg-Id") == message_id,
+                                  budget=MAX_LOOKED_AT)

@@ -2,7 +2,8 @@
 
 The event is inlined as the exact bytes that arrived (already validated), so a run never
 re-encodes its event; above `inline_limit` it is referenced in the Object Store instead.
-Every run comes with its run record (`RunRecord`), which the router writes before the run.
+Every run comes with its run record (`RunRecord`), which the router writes before the run; a
+routed app event's trace rides in that record (`route`, services/router/recorded_traces.py).
 """
 
 from __future__ import annotations
@@ -11,13 +12,13 @@ from dataclasses import dataclass
 
 import msgspec
 
+from services.router.recorded_traces import RouteNote, TracedRunRecord
 from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source, Trace
 from shared.contracts.run import (
     DeliveryContext,
     ObjectRef,
     ReplyTarget,
     RunPayload,
-    RunRecord,
     RunTarget,
     method_for,
     run_id_for,
@@ -64,9 +65,10 @@ def reply_target(event: EventEnvelope) -> ReplyTarget | None:
 
 def build_run(event: EventEnvelope, raw: bytes, *, binding_id: str, target: RunTarget, subject: str,
               timestamp: str, router_instance: str, inline_limit: int, store_bucket: str,
-              capabilities: tuple[str, ...] = (), trace: Trace | None = None) -> RunMessage:
+              capabilities: tuple[str, ...] = (), trace: Trace | None = None,
+              route: RouteNote | None = None) -> RunMessage:
     """The run for `target`, carrying `trace` (the router's span, when tracing is on) or else
-    the event's own trace."""
+    the event's own trace; its record carries `route`, the event's route trace, when given."""
     header = event.header
     run_id = run_id_for(header.message_id, binding_id)
     offload = None
@@ -88,11 +90,11 @@ def build_run(event: EventEnvelope, raw: bytes, *, binding_id: str, target: RunT
             synthetic=synthetic,
         ),
     )
-    record = RunRecord(
+    record = TracedRunRecord(
         run_id=run_id, target=target, binding_id=binding_id, event_message_id=header.message_id,
         source_app=header.source.app, source_instance=header.source.instance,
         session_id=event.payload.session_id, reply_target=target_frozen, actor=event.payload.actor,
-        capabilities=capabilities, synthetic=synthetic, event_at=header.timestamp,
+        capabilities=capabilities, synthetic=synthetic, event_at=header.timestamp, route=route,
     )
     return RunMessage(run_id=run_id, subject=subject, data=_encoder.encode(run), offload=offload,
                       record=encode_record(record))

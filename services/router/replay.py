@@ -9,6 +9,9 @@ event and binding), then the trace, marked `replayed`, written only over the rev
 read. So an event is dispatched once per binding however often, and however many at once, it is
 replayed: a trace that says `dispatched` answers "already dispatched"; two replays racing
 publish the same run, which JetStream keeps once, and one of them writes the trace.
+A dispatched app event keeps its trace in its run record (recorded_traces.py), not in KV: asked
+for by id, it is "already dispatched" when a binding saved now has its record (one whose binding
+is gone since is "not found"); `since` passes over it, as over every trace that is not replayable.
 
 Events are chosen by message id, or by time: every event stored since `since` whose trace is
 replayable, at most `MAX_SCANNED` events looked at per request (`next_since` says where to go on).
@@ -30,6 +33,7 @@ from services.router.computed_traces import untraced_type
 from services.router.config import RouterSettings
 from services.router.dispatch import build_run
 from services.router.events import decode_event
+from services.router.recorded_traces import RecordedTraces
 from services.router.selection import Decision, Processors, RouteTable, decide
 from services.router.stores import RouterStores
 from services.router.traces import encode_trace, trace_key
@@ -68,7 +72,7 @@ class _Stored:
 class Replayer:
     def __init__(self, nc: NATS, subjects: Subjects, stores: RouterStores, settings: RouterSettings,
                  saved_routing: SavedRouting, *, capabilities: Mapping[str, tuple[str, ...]] | None = None,
-                 find_untraced: FindEvent | None = None,
+                 find_untraced: FindEvent | None = None, recorded: RecordedTraces | None = None,
                  clock: Callable[[], datetime] = lambda: datetime.now(UTC)) -> None:
         self._js = nc.jetstream()
         self._subjects = subjects
@@ -79,6 +83,7 @@ class Replayer:
         self._clock = clock
         self._stream = events_stream(subjects).name
         self._find_untraced = find_untraced
+        self._recorded = recorded
 
     async def replay(self, body: dict[str, Any]) -> dict[str, Any]:
         ids, since = body.get("message_ids"), body.get("since")
@@ -108,6 +113,11 @@ class Replayer:
     async def _by_id(self, message_id: str, table: RouteTable, processors: Processors,
                      dry_run: bool) -> dict[str, Any]:
         stored = await self._trace(message_id)
+        if stored is None and self._recorded is not None:  # dispatched: its trace is in its run record
+            record = await self._recorded.by_bindings(message_id, (ranked.id for ranked in table.ranked))
+            if record is not None:
+                return _result(message_id, ALREADY, binding_id=record.binding_id,
+                               target=msgspec.to_builtins(record.target), run_id=record.run_id)
         if stored is None and self._find_untraced is not None:
             untraced = await self._find_untraced(message_id)
             if untraced is not None:  # a platform event no binding took: it stored no trace

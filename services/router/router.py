@@ -8,8 +8,8 @@ whose record is missing — publishes its runs (`Nats-Msg-Id` = run id) and wait
 the rest. An event is acked only when its record, its run and its trace were stored.
 A crash anywhere redelivers the event to another router: it routes to the same run id, the
 same record and trace are written again, and JetStream drops the run's copy — nothing lost,
-nothing doubled. A platform `task.*`/`tool.*` event that no binding took stores nothing: its
-trace is computed when asked for (services/router/computed_traces.py).
+nothing doubled. A dispatched app event's trace is a field of its run record (recorded_traces.py);
+a platform `task.*`/`tool.*` event no binding took stores none: computed when asked (computed_traces.py).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ from services.router.catalog import RouteCatalog
 from services.router.computed_traces import trace_stored
 from services.router.dispatch import RunMessage, build_run
 from services.router.events import decode_event
+from services.router.recorded_traces import RouteNote, route_note, trace_in_record
 from services.router.selection import decide
 from services.router.stores import RouterStores
 from services.router.traces import encode_trace, kv_subject, trace_key
@@ -86,7 +87,7 @@ def router_consumer(config: RouterConfig, subjects: Subjects) -> ConsumerConfig:
 class _Work:
     msg: Msg
     key: str
-    trace: bytes  # empty: no trace stored (a platform event no binding took; computed_traces.py)
+    trace: bytes  # empty: no trace of its own (it is in the run record, or computed when asked)
     run: RunMessage | None = None
     invalid: str | None = None
     error: str | None = None
@@ -227,14 +228,18 @@ class Router(Lifecycle[None]):
                               else None) as span:
             decision = decide(event, self._catalog.table, self._catalog, now=now)
             run: RunMessage | None = None
+            route: RouteNote | None = None
             if decision.status == "dispatched":
                 assert decision.target is not None and decision.binding_id is not None
+                if trace_in_record(event.payload.type):  # else stored in KV (recorded_traces.py says why)
+                    route = route_note(decision, event.payload.type, at, self._config.instance)
                 run = build_run(
                     event, raw, binding_id=decision.binding_id, target=decision.target,
                     subject=self._run_subject(decision.target), timestamp=at,
                     router_instance=self._config.instance, inline_limit=self._config.inline_limit,
                     store_bucket=self._stores.run_events_bucket,
                     capabilities=self._capabilities.get(event.header.source.app, ()), trace=span.trace,
+                    route=route,
                 )
             if traced:
                 span.update({"aurora.event.type": event.payload.type, "aurora.route.status": decision.status,
@@ -245,8 +250,8 @@ class Router(Lifecycle[None]):
         self.stats.statuses[decision.status] += 1
         header, payload = event.header, event.payload
         missing = decision.target if decision.status == "processor_not_found" else None
-        if not trace_stored(decision.status, payload.type):
-            return _Work(msg=msg, key="", trace=b"", status=decision.status)
+        if route is not None or not trace_stored(decision.status, payload.type):
+            return _Work(msg=msg, key="", trace=b"", run=run, status=decision.status)
         trace = RouteTrace(
             message_id=header.message_id, status=decision.status, binding_id=decision.binding_id,
             target=decision.target, run_id=run.run_id if run else None, steps=decision.steps,

@@ -15,6 +15,7 @@ from services.router.admin import RouterAdmin
 from services.router.catalog import RouteCatalog
 from services.router.computed_traces import ComputedTraces
 from services.router.config import RouterSettings
+from services.router.recorded_traces import RecordedTraces
 from services.router.replay import Replayer
 from services.router.router import Router
 from services.router.stores import RouterStores, open_stores
@@ -64,8 +65,9 @@ async def build_router(setup: RouterSetup, connections: Connections) -> RouterSe
     router = Router(nc, subjects, catalog, stores, options.router, capabilities=setup.capabilities)
     admin = RouterAdmin(stores, router.stats, catalog.summary, instance=options.router.instance)
     admin.computed = ComputedTraces(connections.js, subjects, admin.saved_routing, instance=options.router.instance)
+    admin.recorded = RecordedTraces(connections.js, stores.run_records_bucket)
     replayer = Replayer(nc, subjects, stores, options, admin.saved_routing, capabilities=setup.capabilities,
-                        find_untraced=admin.computed.find_event)
+                        find_untraced=admin.computed.find_event, recorded=admin.recorded)
     # A person's request is checked again against the users registry (shared/people.py).
     authorize = (await open_registry(connections.js, subjects, setup.plan)).refusal
     resources = [ResourceAdmin(kind_of("Binding"), stores.bindings),

@@ -1,8 +1,10 @@
 """Run records in KV: what the router dispatched, written once, read by the gateway.
 
-A record is a pure function of the event, the binding and the source app's capabilities, so
-writing it again for a redelivered event writes the same bytes. (So records are plain puts: a
-create-only write, with `Nats-Expected-Last-Subject-Sequence`, would be refused for the
+A record's custody fields are a pure function of the event, the binding and the source app's
+capabilities, so writing it again for a redelivered event writes the same custody (the router's
+`route` field, the event's route trace, services/router/recorded_traces.py, says when and by
+which router it was routed last; readers decoding `RunRecord` skip it). (So records are plain
+puts: a create-only write, with `Nats-Expected-Last-Subject-Sequence`, would be refused for the
 redelivered event and hold it back for nothing. Nor do records carry a `Nats-Msg-Id`: headers
 cost the router's hot path more than an identical rewrite costs.) Only run ids that are plain KV keys
 are looked up: a caller's `run_id` with a wildcard or a space is never turned into a subject.

@@ -4,7 +4,8 @@ against raw nats-py pull + ack + publish of the same bytes, on the same nats-ser
 Both sides start from the same N events already stored and stop when the N-th message is in
 their destination stream; both fetch in batches of the same size and pipeline their publishes.
 The raw side does the least a correct forwarder does (one publish with `Nats-Msg-Id`, one ack);
-the router also validates each event, picks a binding, builds the run and writes a route trace.
+the router also validates each event, picks a binding, builds the run and writes its run record,
+which holds the event's route trace (services/router/recorded_traces.py).
 BENCH_N (events, default 20000), BENCH_ROUNDS (default 3), AURORA_ROUTER_BATCH (default 256).
 """
 
@@ -176,8 +177,10 @@ async def bench_router(nc: NATS, events: list[tuple[str, bytes, str]], batch: in
     statuses = dict(service.parts.router.stats.statuses)
     await service.stop()
     assert statuses.get("dispatched") == len(events), statuses
-    assert await stored(js, f"KV_{subjects.stream('ROUTES')}") == len(events), "a trace for every event"
-    return Result("router (validate, select, run + trace, ack)", len(events), clock.seconds,
+    # A trace for every event, in its run record: none of its own.
+    assert await stored(js, f"KV_{subjects.stream('RUN_RECORDS')}") == len(events), "a record for every run"
+    assert await stored(js, f"KV_{subjects.stream('ROUTES')}") == 0, "a dispatched event's trace is in its record"
+    return Result("router (validate, select, run + record with trace, ack)", len(events), clock.seconds,
                   await stored_per_event(js, before, len(events)))
 
 
