@@ -12,10 +12,11 @@ services' own consumer configs, so a new durable is covered the day it is writte
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 from nats.js.api import ConsumerConfig
 
-from services.event_bridge.bridge import BridgeConfig, bridge_consumer, tool_events_consumer
+from services.event_bridge.bridge import BridgeConfig, bridge_consumer, task_events_consumer, tool_events_consumer
 from services.mcp_gateway.approvals.in_chat import answers_consumer
 from services.router.router import RouterConfig, router_consumer
 from services.runner.config import RunnerConfig
@@ -42,12 +43,16 @@ class Durable:
         return str(self.config.durable_name)
 
 
+_EPOCH = datetime(2026, 1, 1, tzinfo=UTC)  # the tasks durable's start: every revision the test writes
+
+
 def platform_durables() -> list[Durable]:
     """Every durable consumer the services create, from their own code."""
     runner = RunnerConfig()
     return [
         Durable("event-bridge", "AMP_SIGNALS", bridge_consumer(BridgeConfig(), SUBJECTS)),
         Durable("event-bridge", "AMP_AUDIT", tool_events_consumer(BridgeConfig(), SUBJECTS)),
+        Durable("event-bridge", "KV_AMP_TASKS", task_events_consumer(BridgeConfig(), SUBJECTS, since=_EPOCH)),
         Durable("router", "AMP_EVENTS", router_consumer(RouterConfig(), SUBJECTS)),
         Durable("mcp-gateway", "AMP_EVENTS", answers_consumer(SUBJECTS)),
         Durable("runner", "AMP_RUNS", runs_consumer(runner, SUBJECTS)),
@@ -98,6 +103,9 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
     "ledger_write": ("write the gateway's call ledger (`$KV.AMP_CALL_LEDGER.…`)", _row(R, R, A, R, R, R, R, R, R)),
     "ledger_read": ("read the gateway's call ledger (`STREAM.MSG.GET.KV_AMP_CALL_LEDGER`); the operator neither",
                     _row(R, R, A, R, R, R, R, R, R)),
+    # The tasks are the runners' to write; the bridge reads their revisions into `task.*` events.
+    "tasks_write": ("write a task (`$KV.AMP_TASKS.…`), whose revisions become `task.*` events",
+                    _row(R, R, R, R, A, R, R, R, R)),
     "edge_read": ("read mcp-edge's tokens or sessions (`STREAM.MSG.GET`, `STREAM.INFO`); the operator neither",
                   _row(R, R, R, R, R, R, A, R, R)),
     # Attack 3 (docs/security.md, "No delivery onto request subjects"): nats-server does not check a

@@ -318,6 +318,8 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
                 request("$JS.API.STREAM.PURGE.AMP_EVENTS", {"filter": "amp.evt.nobody.here"})]
     if key == "ledger_write":  # a JetStream publish is answered (an ack) when it is let through
         return [request(f"$KV.{LEDGER}.calls.matrix-{user}", {"state": "done"})]
+    if key == "tasks_write":  # as the ledger: an ack when let through
+        return [request(f"$KV.AMP_TASKS.matrix-{user}", {"state": "running"})]
     if key == "ledger_read":  # any answer (the entry, or "not found") is the server's, not a refusal
         entry = f"$KV.{LEDGER}.calls.matrix-mcp-gateway"
         return [request(f"$JS.API.STREAM.MSG.GET.KV_{LEDGER}", {"last_by_subj": entry}, must_succeed=False)]
@@ -383,12 +385,14 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
 
 async def _feed(sessions: dict[str, Session]) -> None:
     """One message for every durable to pull: an answer event (router, chat answers and the
-    runners' resume consumer all take `interaction.submitted`), a signal, a run, an audit record."""
+    runners' resume consumer all take `interaction.submitted`), a signal, a run, an audit record,
+    a task's revision."""
     event = SUBJECTS.event("im.polaris.qq", "interaction.submitted")
     await sessions["event-bridge"].nc.jetstream().publish(event, b"{}")
     await sessions["operator"].nc.jetstream().publish(SUBJECTS.signal("im.polaris.qq", "native_event"), b"{}")
     await sessions["router"].nc.jetstream().publish(SUBJECTS.run("agent", "matrix"), b"{}")
     await sessions["mcp-gateway"].nc.jetstream().publish(SUBJECTS.audit("im.polaris.qq"), b"{}")  # an audit record
+    await sessions["runner"].nc.jetstream().publish("$KV.AMP_TASKS.matrix", b"{}")  # a task's revision
     # a tick: the scheduler arms a timer that is due now, and the server fires it
     timers = Timers(sessions["scheduler"].nc.jetstream(), SUBJECTS, schedule_timer_stream_name(), tick_ttl_seconds=60)
     await timers.arm("matrix", datetime.now(UTC))
