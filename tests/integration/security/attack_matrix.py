@@ -106,6 +106,10 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
     # The tasks are the runners' to write; the bridge reads their revisions into `task.*` events.
     "tasks_write": ("write a task (`$KV.AMP_TASKS.…`), whose revisions become `task.*` events",
                     _row(R, R, R, R, A, R, R, R, R)),
+    # The run records decide what a run's tool calls may do (custody): the gateway and mcp-edge read
+    # them, and the router reads back its own, for a routed event's trace kept in its record.
+    "records_read": ("read the run records (`STREAM.MSG.GET.KV_AMP_RUN_RECORDS`)",
+                     _row(R, R, A, A, R, R, A, A, R)),
     "edge_read": ("read mcp-edge's tokens or sessions (`STREAM.MSG.GET`, `STREAM.INFO`); the operator neither",
                   _row(R, R, R, R, R, R, A, R, R)),
     # Attack 3 (docs/security.md, "No delivery onto request subjects"): nats-server does not check a

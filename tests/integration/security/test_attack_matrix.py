@@ -323,6 +323,9 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
     if key == "ledger_read":  # any answer (the entry, or "not found") is the server's, not a refusal
         entry = f"$KV.{LEDGER}.calls.matrix-mcp-gateway"
         return [request(f"$JS.API.STREAM.MSG.GET.KV_{LEDGER}", {"last_by_subj": entry}, must_succeed=False)]
+    if key == "records_read":  # any answer (the record, or "not found") is the server's, not a refusal
+        return [request("$JS.API.STREAM.MSG.GET.KV_AMP_RUN_RECORDS", {"last_by_subj": "$KV.AMP_RUN_RECORDS.x"},
+                        must_succeed=False)]
     if key == "edge_read":
         return [request("$JS.API.STREAM.MSG.GET.KV_AMP_EDGE_TOKENS", {"last_by_subj": "$KV.AMP_EDGE_TOKENS.x"},
                         must_succeed=False),
