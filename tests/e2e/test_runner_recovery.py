@@ -2,7 +2,8 @@
 
 - SIGKILL: the run comes back after the ack wait to another runner, which resumes the task from
   its step log — the model is not asked again for turns it already answered, and a reply the
-  agent already sent is not sent again.
+  agent already sent is not sent again; a playbook's write whose outcome was not yet written is
+  looked up at the gateway, not made again.
 - SIGTERM: a runner lets short runs finish; a long one is handed back at its next step (nak) and
   another runner continues at once, without waiting for the ack wait.
 """
@@ -14,6 +15,7 @@ import json
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import nats
 from nats.aio.client import Client as NATS
@@ -92,6 +94,61 @@ async def test_a_sigkilled_runner_loses_nothing_and_repeats_nothing(tmp_path: Pa
     finally:
         await nc.close()
         fake.stop()
+        next(stack_iter, None)
+
+
+async def test_a_playbook_write_whose_outcome_was_not_yet_written_is_looked_up_not_made_again(
+        tmp_path: Path, subjects: Subjects) -> None:
+    """A playbook's write outcome waits for the task's next change (tool_steps): a runner killed
+    after the write (the agent's reply), during the slow read that follows, leaves the step
+    `started`; the next runner asks the gateway again under the same call id and goes on from
+    the result it recorded."""
+    stack_iter = _stack(tmp_path)
+    stack = next(stack_iter)
+    nc = await nats.connect(stack.url)
+    try:
+        case = f"pbkill-{uuid.uuid4().hex[:6]}"
+        session = f"g-{case}"
+        await apply(nc, subjects, "agents", {
+            "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.slow"],
+            "playbook": {"steps": [
+                {"id": "reply", "tool": "event_reply", "arguments": {"text": "on it"}},
+                {"id": "wait", "tool": f"{ECHO}.slow", "arguments": {"seconds": 4}},
+            ], "answer": "said {{ steps.reply.structured.text }}, slept {{ steps.wait.structured.slept }} s"}})
+        await bind(nc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
+        doc = event("message.received", {"case": case, "text": "check the pump"}, session_id=session)
+        await publish_events(nc.jetstream(), subjects, [doc])
+        task_id = task_id_of(doc, f"b-{case}")
+
+        def replies() -> list[str]:
+            return [r["text"] for r in sent(stack.chat_log) if r.get("session_id") == session]
+
+        async def replied() -> dict[str, Any] | None:
+            found = await task(nc, subjects, task_id)
+            return found if found is not None and replies() == ["on it"] else None
+
+        await poll(replied, timeout=20, what="the agent's reply to reach the chat app")
+        await asyncio.sleep(1.0)  # the runner has the reply's answer and sits in the slow read
+        during = await task(nc, subjects, task_id)
+        assert during is not None
+        holder = str(during["runner"])
+        # The kill lands in the window: the write was made, its outcome is not stored yet.
+        assert during["state"] == "running" and [(s["id"], s["status"]) for s in during["steps"]] == [
+            ("reply", "started")], json.dumps(during["steps"])
+        stack.processes[holder].kill()
+        final = await settled(nc, subjects, task_id, timeout=40)
+
+        ending = {key: final[key] for key in ("state", "error", "answer", "transitions")}
+        assert final["state"] == "succeeded", json.dumps(ending, indent=1)
+        assert final["attempts"] == 2 and final["runner"] != holder
+        assert replies() == ["on it"]  # once, and no second reply: the agent replied itself
+        reply = next(s for s in final["steps"] if s["id"] == "reply")
+        assert reply["classification"] == "ok", reply
+        assert "recovered by asking the gateway again" in (reply["note"] or ""), reply  # looked up, not made again
+        assert final["answer"] == "said on it, slept 4 s" and final["delivered"] is True
+        assert not [s for s in final["steps"] if s["id"] == "deliver"]
+    finally:
+        await nc.close()
         next(stack_iter, None)
 
 
