@@ -25,7 +25,7 @@ from services.router.stores import RouterStores
 from services.router.traces import read_trace
 from shared.contracts.binding import Binding
 from shared.contracts.resource import ResourceError, parse_resource
-from shared.contracts.route import DryRunReply, RouteTrace
+from shared.contracts.route import REPLAYABLE, DryRunReply, RouteTrace
 from shared.errors import EnvelopeError
 from shared.jetstream.kvmirror import read_all
 from shared.nats.admin_service import AdminHandler, AdminRequestError
@@ -89,7 +89,11 @@ class RouterAdmin:
         message_id = body.get("message_id")
         if not isinstance(message_id, str) or not message_id:
             raise AdminRequestError("invalid_request", 'send {"message_id": "..."}')
-        found = await read_trace(self._stores.routes, message_id) or await self._unstored(message_id)
+        found = await read_trace(self._stores.routes, message_id)
+        if found is None or (found.status in REPLAYABLE and not found.replayed):
+            # A replayable trace may be older than the event's run: a delivery that stored it was
+            # not acked and the event came again once a binding took it (its trace then in the record).
+            found = await self._unstored(message_id, exact_only=found is not None) or found
         if found is None:
             looked = ""
             if self.recorded is not None:
@@ -101,7 +105,7 @@ class RouterAdmin:
             raise AdminRequestError("not_found", f"no route trace for message {message_id!r}{looked}")
         return msgspec.to_builtins(found)  # type: ignore[no-any-return]
 
-    async def _unstored(self, message_id: str) -> RouteTrace | None:
+    async def _unstored(self, message_id: str, *, exact_only: bool = False) -> RouteTrace | None:
         """A trace not in KV_AMP_ROUTES: a dispatched event's, in its run record (exact reads by the
         bindings saved now first); else read for in the records and the events streams at once."""
         recorded, computed = self.recorded, self.computed
@@ -109,6 +113,8 @@ class RouterAdmin:
             record = await recorded.by_bindings(message_id, [b.id for b in await self._saved_bindings()])
             if record is not None and (trace := trace_of(record)) is not None:
                 return trace
+        if exact_only:
+            return None
         from_record, from_events = await asyncio.gather(
             recorded.by_reading(message_id) if recorded is not None else _nothing(),
             computed.trace(message_id) if computed is not None else _nothing())

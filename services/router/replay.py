@@ -12,6 +12,8 @@ publish the same run, which JetStream keeps once, and one of them writes the tra
 A dispatched app event keeps its trace in its run record (recorded_traces.py), not in KV: asked
 for by id, it is "already dispatched" when a binding saved now has its record (one whose binding
 is gone since is "not found"); `since` passes over it, as over every trace that is not replayable.
+A replayable trace whose event the routing loop dispatched after all (a delivery stored the trace
+and was not acked; the next found a binding) is "already dispatched": its record holds its trace.
 
 Events are chosen by message id, or by time: every event stored since `since` whose trace is
 replayable, at most `MAX_SCANNED` events looked at per request (`next_since` says where to go on).
@@ -192,6 +194,15 @@ class Replayer:
             return None
         return _Stored(_decode_trace(entry.value), entry.revision)
 
+    async def _routed_since(self, message_id: str, binding_id: str) -> bool:
+        """Whether the routing loop dispatched the event after its replayable trace was stored (a
+        delivery stored the trace, was not acked, and came again once a binding took it): its run
+        record then holds its trace (`route`), which a replay's record never does."""
+        if self._recorded is None:
+            return False
+        record = await self._recorded.by_bindings(message_id, (binding_id,))
+        return record is not None and record.route is not None
+
     # ------------------------------------------------------------------ one event
 
     async def _replay(self, msg: RawStreamMsg, stored: _Stored, table: RouteTable, processors: Processors,
@@ -209,6 +220,8 @@ class Replayer:
             return _result(expected_id, NO_ROUTE, status=decision.status, reason=decision.reason)
         run_id = run_id_for(expected_id, decision.binding_id)
         found = {"binding_id": decision.binding_id, "target": msgspec.to_builtins(decision.target), "run_id": run_id}
+        if await self._routed_since(expected_id, decision.binding_id):
+            return _result(expected_id, ALREADY, **found)
         if dry_run:
             return _result(expected_id, WOULD, **found)
         at = now.isoformat(timespec="milliseconds")

@@ -168,3 +168,35 @@ async def test_a_record_written_before_keeps_decoding_and_its_trace_stays_in_kv(
         assert await trace(nc, subjects, "evt-old-1") == msgspec.json.decode(encode_trace(before))
         assert decode_record((await service.parts.stores.run_records.get("run-old-1")).value or b"") == old
 
+
+
+async def test_a_replayable_trace_older_than_the_events_run_gives_way_to_its_record(
+        nc: NATS, subjects: Subjects) -> None:
+    """A delivery stored `route_not_found` and was not acked; the event came again once a binding
+    took it, and its trace went into its run record. `trace` answers from the record, and a replay
+    (by id, by time) calls the event already dispatched instead of dispatching it again."""
+    js = nc.jetstream()
+    doc = event_doc("message.received", data={"vip": False})
+    message_id = doc["header"]["message_id"]
+    async with running_router(nc, subjects) as service:
+        await apply(nc, subjects, "agents", AGENT)
+        for binding in BINDINGS:
+            await apply(nc, subjects, "bindings", binding)
+        await router_current(nc, subjects)
+        await publish_events(js, subjects, [doc])
+        await poll(lambda: consumer_done(js, subjects), what="the event routed and acked")
+        seq = (await js.stream_info(subjects.stream("EVENTS"))).state.last_seq
+        earlier = RouteTrace(message_id=message_id, status="route_not_found", at="2026-12-05T00:00:00.000+00:00",
+                             router="r0", event_seq=seq, reason="no enabled binding takes 'message.received'")
+        await service.parts.stores.routes.put(message_id, encode_trace(earlier))
+
+        found = await trace(nc, subjects, message_id)
+        assert (found["status"], found["binding_id"]) == ("dispatched", "chat"), found
+        run_id = run_id_for(message_id, "chat")
+        already = {"message_id": message_id, "outcome": "already_dispatched", "binding_id": "chat",
+                   "target": {"type": "agent", "id": "chat"}, "run_id": run_id}
+        by_id = await admin_request(nc, subjects, "router", "replay", {"message_ids": [message_id]})
+        assert by_id["results"] == [already]
+        since = await admin_request(nc, subjects, "router", "replay", {"since": "2000-01-01T00:00:00Z"}, timeout=15)
+        assert since["results"] == [already]
+        assert await stream_count(js, subjects.stream("RUNS")) == 1, "no run dispatched again"
