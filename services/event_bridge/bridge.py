@@ -60,6 +60,7 @@ from shared.observability import tracing
 from shared.observability.logs import get_logger
 from shared.observability.trace_context import derived_ids
 from shared.observability.tracing import messaging
+from shared.streak import FailureStreak
 
 log = get_logger("aurora.event_bridge")
 STAGE = "event_bridge"
@@ -170,20 +171,26 @@ class EventBridge(Lifecycle[None]):
 
     async def _run_tasks(self, stop: asyncio.Event) -> None:
         """`task.*` events, once the tasks bucket exists: the runners create it, and the bridge
-        may only read its stream's info (deploy/nats-auth.conf), so a bridge started first waits."""
-        while not stop.is_set():
+        may only read its stream's info (deploy/nats-auth.conf), so a bridge started first waits.
+        A server that does not answer meanwhile is said as a streak; signals and audit go on."""
+        looking = FailureStreak(log, "looking for the tasks bucket", consumer=TASK_EVENTS_DURABLE)
+        while self._tasks is None and not stop.is_set():
             try:
                 await self._js.stream_info(self._tasks_stream)
+                tasks = await self._tasks_consumer()
+                await tasks.start()
+                self._tasks = tasks
+                looking.worked()
                 break
             except NotFoundError:
-                with suppress(TimeoutError):
-                    await asyncio.wait_for(stop.wait(), TASKS_BUCKET_WAIT)
-        if stop.is_set():
-            return
-        self._tasks = tasks = await self._tasks_consumer()
-        await tasks.start()
-        await tasks.run_batches(stop, self._starter(self._task_events.convert), batch=self._config.batch,
-                                in_flight=1)
+                pass  # no runner has made it yet
+            except Exception as exc:
+                looking.failed(exc)
+            with suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), TASKS_BUCKET_WAIT)
+        if self._tasks is not None and not stop.is_set():
+            await self._tasks.run_batches(stop, self._starter(self._task_events.convert), batch=self._config.batch,
+                                          in_flight=1)
 
     async def _tasks_consumer(self) -> AtLeastOnceConsumer:
         try:  # the start a durable was created with stays its start

@@ -33,7 +33,7 @@ from shared.jetstream.streams import events_stream
 # events keep no trace of their own.
 UNTRACED_WHEN_UNROUTED = ("task.", "tool.")
 MAX_LOOKED_AT = 20_000  # message reads at most, newest first (each one platform event of the asked-for kind)
-_TASK_EVENT_ID = "task-"  # the runner's task events' ids (services/runner/tasks/events.py)
+_TASK_EVENT_ID = "task-"  # task events' ids, task-<task id>-<n> (services/event_bridge/task_events.py)
 SavedRouting = Callable[[], Any]  # async () -> (RouteTable, Processors), as replay.py's
 
 

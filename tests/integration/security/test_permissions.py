@@ -134,7 +134,9 @@ async def test_the_runner_cannot_grant_or_deny_approvals(runner: Session) -> Non
     await runner.refused("amp.admin.approvals.grant", action="subscription")
 
 
-async def test_the_runner_publishes_its_task_events_and_no_other_signal(runner: Session) -> None:
+async def test_the_runner_publishes_its_own_platform_signals_and_no_other(runner: Session) -> None:
+    """Its `interaction.requested.*` signals (its task events the bridge makes from its tasks bucket;
+    a `task.*` signal is still its own to send, as an older runner in an upgrade does)."""
     js = runner.nc.jetstream(timeout=0.5)
     task_event = PlatformEventSignal(signal_id=new_signal_id(), app=RUNNER_APP, observed_at=now_iso(),
                                      type="task.succeeded", data={"task_id": "t-1"})
