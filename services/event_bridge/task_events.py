@@ -3,21 +3,23 @@ task's `task.<state>` event.
 
 The runner keeps every task in KV (`KV_AMP_TASKS`), and each state change is a new revision
 carrying the task's transitions; the event is made here from that revision rather than from a
-signal the runner would publish and store as well (docs/design.md, "Task events from the
-tasks bucket"). The bridge stays the one writer of validated events.
+signal the runner would publish and store as well (docs/services/event-bridge.md, "`task.*`
+events come from the tasks bucket"). The bridge stays the one writer of validated events.
 
 Which transitions are new. The bucket keeps one revision per task, so a bridge that lags (or
 was stopped) may see only a task's newest revision, with several transitions it has not turned
 into events. `TaskEventMaker` remembers, for the last `REMEMBERED` tasks, how many transitions
-of each were stored as events, and makes events for the ones after. A task it does not remember
-(a restarted bridge, one forgotten by the bound, a publish that failed) gets the event of its
-latest transition, and of each earlier one whose time is within the events stream's duplicate
+of each were stored as events (counted once every event of a revision was acknowledged, so a
+revision whose publish failed is redelivered and makes the same events again), and makes events
+for the ones after. A task it does not remember (a restarted bridge, one forgotten by the bound)
+gets the event of its latest transition, and of each earlier one whose time is within the events stream's duplicate
 window: an earlier copy of such an event was stored after its transition, so within the window,
 and JetStream drops it (same `Nats-Msg-Id`). So a consumer may see a task event twice, always
 under the same message id (at-least-once): when the bridge, not remembering the task, meets a
-revision whose latest transition is older than the window (a step recorded long after it). And
-an earlier transition's event is missed only when the bridge lagged behind both its revision and
-the duplicate window (10 minutes).
+revision whose latest transition is older than the window (a step recorded long after it), or,
+with several bridges sharing the durable, when one remembers a task whose later transitions
+another made events of more than the window before. And an earlier transition's event is missed
+only when the bridge lagged behind both its revision and the duplicate window (10 minutes).
 
 Each event is what the runner's signal was: the same id (`task-<task id>-<transition number>`),
 the same fields, mapped by `map_signal`; `instance` is the task's runner and the time is the
@@ -48,7 +50,7 @@ from shared.contracts.subjects import app_token
 from shared.contracts.task import Task, Transition, decode_task
 
 TASK_EVENTS_DURABLE = "event-bridge-tasks"
-REMEMBERED = 100_000  # tasks whose stored events are counted in memory (about 10 MB)
+REMEMBERED = 100_000  # tasks whose stored events are counted in memory (some 15 MB)
 _RUNNER_TOKEN = app_token(RUNNER_APP)
 _NOT_A_PUT = frozenset({"DEL", "PURGE"})
 

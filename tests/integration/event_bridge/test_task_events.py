@@ -3,7 +3,7 @@ the runner's own `TaskStore` writing the revisions: each new transition becomes 
 runner's signal used to be (same id, fields and trace); transitions written while no bridge ran,
 the first revision compacted away, still become their events; a revision seen again (a new
 bridge remembers nothing) stores no second event; a revision with no new transition (a step
-recorded) makes none."""
+recorded) makes none; a revision whose event could not be stored is redelivered and makes it."""
 
 from __future__ import annotations
 
@@ -18,6 +18,7 @@ from nats.js import JetStreamContext
 from nats.js.errors import NotFoundError
 from nats.js.kv import KeyValue
 
+from services.event_bridge.bridge import BridgeConfig
 from services.event_bridge.task_events import TASK_EVENTS_DURABLE
 from services.runner.tasks import statemachine
 from services.runner.tasks.store import TaskHandle, TaskStore
@@ -154,6 +155,24 @@ async def test_a_revision_carries_the_writers_trace_into_its_event(
         await all_processed(js, subjects)
     [event] = await task_events(js, subjects)
     assert event["header"]["trace"]["traceparent"] == traceparent
+
+
+async def test_a_revision_whose_event_was_not_stored_is_redelivered_and_makes_it(
+        nc: NATS, subjects: Subjects, tasks: tuple[TaskStore, KeyValue]) -> None:
+    js, (store, _) = nc.jetstream(), tasks
+    async with running_bridge(nc, subjects, BridgeConfig(backoff=(0.5, 0.5))) as bridge:
+        await all_processed(js, subjects)  # its durable is made: the revision below is its
+        await js.delete_stream(events_stream(subjects).name)  # no event can be stored now
+        await created(store, "run-d")
+        await poll(lambda: _retried(bridge.stats.retried), what="the failed publish retried")
+        await ensure_streams(js, fabric_streams(subjects))
+        await poll(lambda: _count(js, subjects, 1), what="the task.running event, from the redelivered revision")
+        await all_processed(js, subjects)
+    assert ids(await task_events(js, subjects)) == [("task-run-d-2", "task.running")]
+
+
+async def _retried(count: int) -> bool:
+    return count >= 1
 
 
 async def _count(js: JetStreamContext, subjects: Subjects, count: int) -> bool:
