@@ -93,9 +93,19 @@ def task_signal(task: Task, number: int | None = None) -> PlatformEventSignal:
     )
 
 
-def _created_queued(task: Task, number: int) -> bool:
+class _Moves(msgspec.Struct, frozen=True):
+    """What decides which events are due, read without the step log (most revisions add a step
+    and no transition: they are skipped over, not decoded)."""
+
+    id: str
+    transitions: tuple[Transition, ...] = ()
+
+
+_moves = msgspec.json.Decoder(_Moves)
+
+
+def _created_queued(transitions: tuple[Transition, ...], number: int) -> bool:
     """The create's `queued`, written in the same write as its `running` (`new_task`)."""
-    transitions = task.transitions
     return (number == 1 and len(transitions) > 1 and transitions[0].to == "queued"
             and transitions[1].to == "running" and transitions[1].at == transitions[0].at)
 
@@ -125,12 +135,12 @@ class TaskEventMaker:
         if (msg.headers or {}).get("KV-Operation") in _NOT_A_PUT:
             return None
         try:
+            numbers = self._due(_moves.decode(msg.data))
+            if not numbers:
+                return None
             task = decode_task(msg.data)
         except (msgspec.DecodeError, RecursionError) as exc:
             return Rejected(f"malformed task: {exc}")
-        numbers = self._due(task)
-        if not numbers:
-            return None
         events: list[EventEnvelope] = []
         for number in numbers:
             event = map_signal(task_signal(task, number), subject_app_token=_RUNNER_TOKEN)
@@ -140,17 +150,18 @@ class TaskEventMaker:
         count = len(task.transitions)
         return Events(tuple(events), lambda: self.remember(task.id, count))
 
-    def _due(self, task: Task) -> list[int]:
-        count = len(task.transitions)
-        known = self._stored.get(task.id)
+    def _due(self, moves: _Moves) -> list[int]:
+        transitions = moves.transitions
+        count = len(transitions)
+        known = self._stored.get(moves.id)
         if known is not None:
-            self._stored.move_to_end(task.id)
-            return [n for n in range(known + 1, count + 1) if not _created_queued(task, n)]
+            self._stored.move_to_end(moves.id)
+            return [n for n in range(known + 1, count + 1) if not _created_queued(transitions, n)]
         if not count:
             return []
         oldest = self._clock() - self._window
-        recent = [n for n in range(1, count) if _seconds(task.transitions[n - 1].at) >= oldest]
-        return [n for n in [*recent, count] if not _created_queued(task, n)]
+        recent = [n for n in range(1, count) if _seconds(transitions[n - 1].at) >= oldest]
+        return [n for n in [*recent, count] if not _created_queued(transitions, n)]
 
 
 def _seconds(at: str) -> float:
