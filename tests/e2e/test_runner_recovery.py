@@ -21,6 +21,7 @@ import nats
 from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
+from shared.nats.admin_service import admin_request
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
 from tests.harness.runner_stack import RunnerStack as Stack
 from tests.harness.runner_stack import chat_log_of, runner_stack
@@ -147,6 +148,63 @@ async def test_a_playbook_write_whose_outcome_was_not_yet_written_is_looked_up_n
         assert "recovered by asking the gateway again" in (reply["note"] or ""), reply  # looked up, not made again
         assert final["answer"] == "said on it, slept 4 s" and final["delivered"] is True
         assert not [s for s in final["steps"] if s["id"] == "deliver"]
+    finally:
+        await nc.close()
+        next(stack_iter, None)
+
+
+def _counted(stack: Stack, key: str) -> int:
+    """How many times the echo app's counter_increment ran for `key` (its append-only file)."""
+    path = stack.chat_log.with_name("echo-counter.jsonl")
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    return sum(1 for line in lines if line.strip() and json.loads(line)["key"] == key)
+
+
+async def test_a_granted_write_whose_resuming_runner_dies_after_it_is_taken_over(
+        tmp_path: Path, subjects: Subjects) -> None:
+    """A granted write, made by the runner that resumed the task, then that runner SIGKILLed in
+    the slow read after it (the write's outcome not written yet): the grant's event comes again
+    and another runner takes the task over, looks the write up and finishes — made once."""
+    stack_iter = _stack(tmp_path)
+    stack = next(stack_iter)
+    nc = await nats.connect(stack.url)
+    try:
+        case = f"grkill-{uuid.uuid4().hex[:6]}"
+        await apply(nc, subjects, "agents", {
+            "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"],
+            "tools": [f"{ECHO}.counter_increment", f"{ECHO}.slow"],
+            "playbook": {"steps": [
+                {"id": "count", "tool": f"{ECHO}.counter_increment", "arguments": {"key": case}},
+                {"id": "wait", "tool": f"{ECHO}.slow", "arguments": {"seconds": 4}},
+            ], "answer": "counted {{ steps.count.structured.count }}, slept {{ steps.wait.structured.slept }} s"}})
+        await bind(nc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
+        doc = event("message.received", {"case": case, "text": "count"}, session_id=f"g-{case}")
+        await publish_events(nc.jetstream(), subjects, [doc])
+        task_id = task_id_of(doc, f"b-{case}")
+        waiting = await settled(nc, subjects, task_id, timeout=20, states=("awaiting_approval",))
+        await admin_request(nc, subjects, "approvals", "grant", {"id": waiting["approval_id"], "by": "alice"},
+                            timeout=20)
+
+        async def written() -> bool:
+            return _counted(stack, case) == 1
+
+        await poll(written, timeout=20, what="the granted write to reach the echo app")
+        await asyncio.sleep(1.0)  # the resuming runner has the write's answer and sits in the slow read
+        during = await task(nc, subjects, task_id)
+        assert during is not None and during["state"] == "running", during
+        assert [(s["id"], s["status"]) for s in during["steps"]] == [("count", "started")], during["steps"]
+        holder = str(during["runner"])
+        stack.processes[holder].kill()
+        final = await settled(nc, subjects, task_id, timeout=40)
+
+        ending = {key: final[key] for key in ("state", "error", "answer", "attempts", "transitions")}
+        assert final["state"] == "succeeded", json.dumps(ending, indent=1)
+        assert final["attempts"] == 3 and final["runner"] != holder  # run, resumed on the grant, taken over
+        assert _counted(stack, case) == 1  # the write was made once
+        count = next(s for s in final["steps"] if s["id"] == "count")
+        assert "recovered by asking the gateway again" in (count["note"] or ""), count
+        assert final["answer"] == "counted 1, slept 4 s" and final["delivered"] is True
+        assert [r["text"] for r in sent(stack.chat_log) if r.get("session_id") == f"g-{case}"] == [final["answer"]]
     finally:
         await nc.close()
         next(stack_iter, None)

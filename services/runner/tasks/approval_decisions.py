@@ -26,6 +26,9 @@ def on_grant(task: Task, approval_id: str, *, redelivered: bool) -> GrantAction:
     - ignore: anything else (another approval, a task that moved on, a duplicate event).
     """
     if waiting_step(task, approval_id) is None:
+        if redelivered and task.state in ("queued", "running") and _grant_applied(task, approval_id) \
+                and granted_step(task, approval_id) is not None:
+            return "resume"  # its resuming runner died after calling the step again with the grant
         return "wait" if _asking(task) else "ignore"
     if task.state == "awaiting_approval":
         return "decide" if task.approval_id == approval_id else "ignore"
@@ -63,3 +66,10 @@ def waiting_step(task: Task, approval_id: str) -> TaskStep | None:
         if step.approval_id == approval_id and step.classification in ("needs_approval", "unavailable"):
             return step
     return None
+
+
+def granted_step(task: Task, approval_id: str) -> TaskStep | None:
+    """The step a grant is for: still waiting for it, or already called again with it (`started`,
+    or finished) by a runner that resumed the task."""
+    return waiting_step(task, approval_id) or next(
+        (step for step in reversed(task.steps) if step.approval_id == approval_id), None)

@@ -34,7 +34,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from services.runner.config import RunnerConfig
 from services.runner.executor import RetryLater, TaskExecutor
 from services.runner.tasks import interactions, statemachine
-from services.runner.tasks.approval_decisions import granted_reason, on_grant, on_refusal, waiting_step
+from services.runner.tasks.approval_decisions import granted_reason, granted_step, on_grant, on_refusal
 from services.runner.tasks.notices import refused_notice
 from services.runner.tasks.store import TaskStore
 from shared.contracts.envelope import EventEnvelope
@@ -141,8 +141,8 @@ class Resumer(Lifecycle[None]):
             return "nak"  # the decision beat the runner parking the task for it: come back then
         if action == "ignore":
             return "ack"
-        step = waiting_step(task, approval_id)
-        assert step is not None  # on_grant resumes only a task with the waiting step
+        step = granted_step(task, approval_id)
+        assert step is not None  # on_grant resumes only a task with the granted step
         if action == "decide":
             by = str(approval.get("decided_by") or "operator")
             reason = f"{granted_reason(approval_id)} by {by} at {approval.get('decided_at') or '?'}" + _note(approval)

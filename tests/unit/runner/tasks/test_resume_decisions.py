@@ -53,6 +53,16 @@ def test_a_grant_already_applied_is_resumed_only_when_its_resume_died() -> None:
     assert on_refusal(resumed, "apr-1") == "ignore"
 
 
+def test_a_grant_whose_resume_died_after_calling_the_step_again_is_resumed() -> None:
+    claimed = transition(granted(parked()), "running", by="r2", now=NOW)
+    for again in (a_step("book", status="started", side_effect="write", approval_id="apr-1"),  # outcome not written
+                  a_step("book", side_effect="write", classification="ok", approval_id="apr-1")):  # written, not done
+        called = record_steps(claimed, [again], now=NOW)
+        assert on_grant(called, "apr-1", redelivered=True) == "resume", again  # r2 died: the event came again
+        assert on_grant(called, "apr-1", redelivered=False) != "resume"  # r2 may be at it still
+    assert on_grant(claimed, "apr-2", redelivered=True) == "ignore"
+
+
 def test_a_task_that_moved_on_is_left_alone() -> None:
     done = transition(asked(), "succeeded", by="r", now=NOW)
     assert on_grant(done, "apr-1", redelivered=True) == "ignore"
