@@ -211,20 +211,22 @@ def chart(results: dict[str, Any], path: Path) -> None:
 
 
 def paste_into_docs(table: str) -> None:
-    """Replace what stands between docs/benchmarks.md's bench markers with `table`."""
-    page = REPO / "docs" / "benchmarks.md"
-    text = page.read_text(encoding="utf-8")
+    """Replace what stands between the bench markers of docs/benchmarks.md and the README with `table`."""
     begin, end = "<!-- bench:begin -->\n", "<!-- bench:end -->"
-    head, _, rest = text.partition(begin)
-    _, _, tail = rest.partition(end)
-    page.write_text(head + begin + table + end + tail, encoding="utf-8")
+    for page in (REPO / "docs" / "benchmarks.md", REPO / "README.md"):
+        text = page.read_text(encoding="utf-8")
+        head, found, rest = text.partition(begin)
+        if not found:
+            raise SystemExit(f"{page}: no {begin.strip()} marker to put the table under")
+        _, _, tail = rest.partition(end)
+        page.write_text(head + begin + table + end + tail, encoding="utf-8")
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--only", help="comma-separated: " + ",".join(BENCHMARKS))
     parser.add_argument("--render", action="store_true", help="only redraw the table and chart")
-    parser.add_argument("--docs", action="store_true", help="also put the table into docs/benchmarks.md")
+    parser.add_argument("--docs", action="store_true", help="also put the table into docs/benchmarks.md and the README")
     args = parser.parse_args()
     OUT.mkdir(exist_ok=True)
     results_path = OUT / "results.json"
