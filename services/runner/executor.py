@@ -1,13 +1,12 @@
 # Over 300 lines: one task's whole life (attempt, wait, deliver, notify, settle) over one store, read in order.
 """One run, start to end: open (or resume) its task, drive the target, deliver, settle the state.
 
-`handle_run` is what the worker calls for each run message and answers what to do with the
-message: `ack` (the task state is the truth now — finished, or waiting for an approval), `nak`
-(handed back: another runner continues), `retry` (try again later), `drop` (another runner
-holds the task), or `RetryLater(delay)`: a call did not run because its target is unavailable,
-the task is parked `queued` with its `RetryWait`, and the message comes back after `delay` to
-resume it from its step log (`steps/retry.py` says when the waiting stops). `resume` continues a
-stored task without a run message: where a granted approval picks a waiting task up again.
+`handle_run` is what the worker calls for each run message and answers what to do with the message: `ack` (the
+task state is the truth now — finished, or waiting for an approval), `nak` (handed back: another runner
+continues), `retry` (try again later), `drop` (another runner holds the task), or `RetryLater(delay)`: a call did
+not run because its target is unavailable, the task is parked `queued` with its `RetryWait`, and the message comes
+back after `delay` to resume it from its step log (`steps/retry.py` says when the waiting stops). `resume`
+continues a stored task without a run message: where a granted approval picks a waiting task up again.
 """
 
 from __future__ import annotations
@@ -283,9 +282,8 @@ class TaskExecutor:
         if agent is None or not agent.enabled:
             raise StepFailed("unknown_agent", f"agent {target.id} is missing or disabled")
         ctx.agent, ctx.locale = agent.id, agent.locale
-        driver = self._drivers[agent.agent_kind]
-        ctx.driven_by(driver.replayable)
-        return Outcome(answer=await driver.run(ctx, agent))
+        ctx.driven_by(self._drivers[agent.agent_kind].replayable)
+        return Outcome(answer=await self._drivers[agent.agent_kind].run(ctx, agent))
 
     async def _deliver(self, ctx: RunContext, outcome: Outcome, *, notice: bool = False) -> tuple[bool, str | None]:
         """(delivered, problem). No reply target, no delivery — never a guess. A `notice` of how
@@ -390,10 +388,9 @@ class TaskExecutor:
     async def _fail_unreadable(self, run: RunPayload[EventEnvelope], problem: str) -> Decision:
         task = statemachine.new_task(run, None, runner=self._config.instance, now=self._store.clock())
         revision = await self._store.create(task)
-        if revision is None:
-            return "ack"
-        await self._finish(self._store.handle(task, revision), "failed", reason="the event cannot be read",
-                           error=TaskError(code="event_unreadable", message=problem))
+        if revision is not None:  # else another runner made it first, and settles it
+            await self._finish(self._store.handle(task, revision), "failed", reason="the event cannot be read",
+                               error=TaskError(code="event_unreadable", message=problem))
         return "ack"
 
 

@@ -21,10 +21,11 @@ def test_every_platform_durable_has_the_stage_its_service_dead_letters_under() -
     stages = platform_stages(SUBJECTS)
     owners = {"event-bridge": BRIDGE_STAGE, "router": ROUTER_STAGE, "mcp-gateway": GATEWAY_STAGE,
               "runner": RUNNER_STAGE}
-    # Not watched: the scheduler's ticks (below), and the bridge's durable on the audit stream, a
-    # limits stream that keeps every record: one the bridge gave up on is still there, and said
-    # so in the bridge's own dead letter.
-    watched = [d for d in platform_durables() if d.owner != "scheduler" and d.stream != "AMP_AUDIT"]
+    # Not watched: the scheduler's ticks (below), and the bridge's durables on the audit stream and
+    # the tasks bucket, which keep every record and task: one the bridge gave up on is still
+    # there, and said so in the bridge's own dead letter.
+    watched = [d for d in platform_durables()
+               if d.owner != "scheduler" and d.stream not in ("AMP_AUDIT", "KV_AMP_TASKS")]
     assert {(d.stream, d.name): owners[d.owner] for d in watched} == stages
     # The scheduler's ticks are never given up on by the server (unlimited deliveries), so no
     # advisory can be the only trace of one.
