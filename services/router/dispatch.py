@@ -2,8 +2,9 @@
 
 The event is inlined as the exact bytes that arrived (already validated), so a run never
 re-encodes its event; above `inline_limit` it is referenced in the Object Store instead.
-Every run comes with its run record (`RunRecord`), which the router writes before the run; a
-routed app event's trace rides in that record (`route`, services/router/recorded_traces.py).
+The run is its run record (`RunRecord`'s fields and the run's: the one message a routed event
+stores, issue 38); a routed app event's trace rides in it too (`route`,
+services/router/recorded_traces.py).
 """
 
 from __future__ import annotations
@@ -12,32 +13,20 @@ from dataclasses import dataclass
 
 import msgspec
 
-from services.router.recorded_traces import RouteNote, TracedRunRecord
-from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source, Trace
-from shared.contracts.run import (
-    DeliveryContext,
-    ObjectRef,
-    ReplyTarget,
-    RunPayload,
-    RunTarget,
-    method_for,
-    run_id_for,
-)
+from services.router.recorded_traces import NO_EVENT, RouteNote, TracedRunRecord
+from shared.contracts.envelope import EventEnvelope, Header, Source, Trace
+from shared.contracts.run import ObjectRef, ReplyTarget, RunTarget, method_for, run_id_for
 from shared.jetstream.run_records import encode_record
 
 ROUTER_APP = "aurora.router"
-_encoder = msgspec.json.Encoder()
-_RawRunPayload = RunPayload[msgspec.Raw]  # subscripting a generic per call is not free
 
 
 @dataclass(frozen=True, slots=True)
 class RunMessage:
-    """A run ready to publish; when `offload` is set, those bytes go to the Object Store first.
-    `record` is its encoded run record, stored before the run is published."""
+    """A run ready to store: `record` is its run record, which holds the run; when `offload` is
+    set, the event's bytes go to the Object Store first."""
 
     run_id: str
-    subject: str
-    data: bytes
     offload: ObjectRef | None
     record: bytes
 
@@ -63,7 +52,7 @@ def reply_target(event: EventEnvelope) -> ReplyTarget | None:
     )
 
 
-def build_run(event: EventEnvelope, raw: bytes, *, binding_id: str, target: RunTarget, subject: str,
+def build_run(event: EventEnvelope, raw: bytes, *, binding_id: str, target: RunTarget,
               timestamp: str, router_instance: str, inline_limit: int, store_bucket: str,
               capabilities: tuple[str, ...] = (), trace: Trace | None = None,
               route: RouteNote | None = None) -> RunMessage:
@@ -72,29 +61,17 @@ def build_run(event: EventEnvelope, raw: bytes, *, binding_id: str, target: RunT
     header = event.header
     run_id = run_id_for(header.message_id, binding_id)
     offload = None
-    inline: msgspec.Raw | None = msgspec.Raw(raw)
+    inline = msgspec.Raw(raw)
     if len(raw) > inline_limit:
         offload = ObjectRef(bucket=store_bucket, name=header.message_id, size=len(raw))
-        inline = None
-    target_frozen = reply_target(event)
-    synthetic = event.payload.synthetic
-    run = Envelope(
-        header=Header(
-            method=method_for(target.type), message_id=run_id, timestamp=timestamp,
-            source=Source(app=ROUTER_APP, instance=router_instance),
-            trace=trace or header.trace,
-        ),
-        payload=_RawRunPayload(
-            run_id=run_id, target=target, binding_id=binding_id, event=inline, event_ref=offload,
-            delivery=DeliveryContext(reply_target=target_frozen, capabilities=capabilities),
-            synthetic=synthetic,
-        ),
-    )
+        inline = NO_EVENT
+    run_header = Header(method=method_for(target.type), message_id=run_id, timestamp=timestamp,
+                        source=Source(app=ROUTER_APP, instance=router_instance), trace=trace or header.trace)
     record = TracedRunRecord(
         run_id=run_id, target=target, binding_id=binding_id, event_message_id=header.message_id,
         source_app=header.source.app, source_instance=header.source.instance,
-        session_id=event.payload.session_id, reply_target=target_frozen, actor=event.payload.actor,
-        capabilities=capabilities, synthetic=synthetic, event_at=header.timestamp, route=route,
+        session_id=event.payload.session_id, reply_target=reply_target(event), actor=event.payload.actor,
+        capabilities=capabilities, synthetic=event.payload.synthetic, event_at=header.timestamp,
+        header=run_header, event=inline, event_ref=offload, route=route,
     )
-    return RunMessage(run_id=run_id, subject=subject, data=_encoder.encode(run), offload=offload,
-                      record=encode_record(record))
+    return RunMessage(run_id=run_id, offload=offload, record=encode_record(record))

@@ -34,13 +34,17 @@ from nats.js.errors import NotFoundError
 from services.router.computed_traces import UNTRACED_WHEN_UNROUTED
 from services.router.selection import Decision
 from services.router.stream_search import newest_match
+from shared.contracts.envelope import Header
 from shared.contracts.route import RouteStep, RouteTrace
-from shared.contracts.run import RunRecord, run_id_for
-from shared.jetstream.run_records import is_record_key, record_subject
+from shared.contracts.run import ObjectRef, RunRecord, run_id_for
+from shared.jetstream.run_records import is_record_key, record_keys, record_subject
 
 MAX_LOOKED_AT = 20_000  # run records read at most, newest first, for an event whose binding is gone
 MAX_BINDINGS = 2_000  # saved bindings whose run ids are tried exactly (more are left to the stream's reads)
 _PARALLEL_GETS = 64
+
+
+NO_EVENT = msgspec.Raw(b"null")  # a run whose event is referenced (`event_ref`), or a record without a run
 
 
 class RouteNote(msgspec.Struct, frozen=True, kw_only=True):
@@ -55,8 +59,13 @@ class RouteNote(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class TracedRunRecord(RunRecord, frozen=True, kw_only=True):
-    """A run record as the router writes it: with its event's route, when kept here."""
+    """A run record as the router writes it: the run (`shared.contracts.run.RecordedRun`'s fields:
+    the run's header, the event's bytes inline or its reference) and the event's route, when kept
+    here. A record written before runs moved into records has neither run nor, maybe, route."""
 
+    header: Header | None = None
+    event: msgspec.Raw = NO_EVENT  # the event's bytes as they arrived (msgspec decodes no `Raw | None`)
+    event_ref: ObjectRef | None = None
     route: RouteNote | None = None
 
 
@@ -123,11 +132,13 @@ class RecordedTraces:
         return _decoded(found.data) if found is not None and found.data else None
 
     async def _get(self, run_id: str) -> TracedRunRecord | None:
-        try:
-            msg = await self._js.get_msg(self._stream, subject=record_subject(self._bucket, run_id))
-        except NotFoundError:
-            return None
-        return _decoded(msg.data) if msg.data else None  # a deleted record has no data
+        for key in record_keys(run_id):  # a run's record, else one written before runs moved in
+            try:
+                msg = await self._js.get_msg(self._stream, subject=record_subject(self._bucket, key))
+            except NotFoundError:
+                continue
+            return _decoded(msg.data) if msg.data else None  # a deleted record has no data
+        return None
 
 
 def _decoded(data: bytes) -> TracedRunRecord | None:

@@ -4,11 +4,11 @@ An event routed `route_not_found` (no binding took it: e.g. it came before the b
 applied) or `processor_not_found` keeps its trace, which names where the event is kept in the
 events stream (`event_seq`). A replay reads the event back, decides with the bindings, agents and
 pipelines saved now (as a dry run does) and, unless `dry_run`, dispatches it as the routing loop
-would: the run's record, then the run (`Nats-Msg-Id` = run id, the same run id for the same
+would: the run's record, which is the run, created once per run id (the same run id for the same
 event and binding), then the trace, marked `replayed`, written only over the revision the replay
 read. So an event is dispatched once per binding however often, and however many at once, it is
 replayed: a trace that says `dispatched` answers "already dispatched"; two replays racing
-publish the same run, which JetStream keeps once, and one of them writes the trace.
+create the same record, which JetStream keeps once, and one of them writes the trace.
 A dispatched app event keeps its trace in its run record (recorded_traces.py), not in KV: asked
 for by id, it is "already dispatched" when a binding saved now has its record (one whose binding
 is gone since is "not found"); `since` passes over it, as over every trace that is not replayable.
@@ -29,7 +29,7 @@ from typing import Any
 import msgspec
 from nats.aio.client import Client as NATS
 from nats.js.api import RawStreamMsg
-from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
+from nats.js.errors import APIError, KeyNotFoundError, KeyWrongLastSequenceError, NotFoundError
 
 from services.router.computed_traces import untraced_type
 from services.router.config import RouterSettings
@@ -45,7 +45,7 @@ from shared.contracts.route import REPLAYABLE, RouteTrace
 from shared.contracts.run import run_id_for
 from shared.contracts.subjects import Subjects
 from shared.errors import EnvelopeError
-from shared.jetstream.run_records import record_subject
+from shared.jetstream.run_records import CREATE_ONLY, already_stored, run_record_subject
 from shared.jetstream.streams import events_stream
 from shared.nats.admin_service import AdminRequestError
 from shared.observability.logs import get_logger
@@ -225,15 +225,18 @@ class Replayer:
         if dry_run:
             return _result(expected_id, WOULD, **found)
         at = now.isoformat(timespec="milliseconds")
-        run = build_run(event, raw, binding_id=decision.binding_id, target=decision.target,
-                        subject=self._subjects.run(decision.target.type, decision.target.id), timestamp=at,
+        run = build_run(event, raw, binding_id=decision.binding_id, target=decision.target, timestamp=at,
                         router_instance=self._config.instance, inline_limit=self._config.inline_limit,
                         store_bucket=self._stores.run_events_bucket,
                         capabilities=self._capabilities.get(event.header.source.app, ()))
         if run.offload is not None:
             await self._stores.run_events.put(run.offload.name, raw)
-        await self._js.publish(record_subject(self._stores.run_records_bucket, run_id), run.record)
-        await self._js.publish(run.subject, run.data, headers={"Nats-Msg-Id": run_id})
+        try:  # the record is the run: created once (a replay that stopped half-way made it already)
+            await self._js.publish(run_record_subject(self._stores.run_records_bucket, run_id), run.record,
+                                   headers=CREATE_ONLY)
+        except APIError as exc:
+            if not already_stored(exc):
+                raise
         trace = _dispatched_trace(event, stored.trace, decision.binding_id, decision, run_id, at, self._config.instance)
         try:
             await self._stores.routes.update(trace_key(expected_id), encode_trace(trace), last=stored.revision)

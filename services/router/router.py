@@ -1,14 +1,14 @@
 """The routing loop: pull events, decide, publish runs and traces, ack what JetStream stored.
 
 Per batch: every event is validated and routed in memory; large events go to the Object Store;
-invalid ones are dead-lettered; every run's record (what the gateway decides its tool calls
-from) and every trace is published without waiting. Then, while the next batch is fetched and
-routed, the batch waits once for the records' acknowledgements — so no runner ever holds a run
-whose record is missing — publishes its runs (`Nats-Msg-Id` = run id) and waits once for all
-the rest. An event is acked only when its record, its run and its trace were stored.
-A crash anywhere redelivers the event to another router: it routes to the same run id, the
-same record and trace are written again, and JetStream drops the run's copy — nothing lost,
-nothing doubled. A dispatched app event's trace is a field of its run record (recorded_traces.py);
+invalid ones are dead-lettered; every run's record — which is the run (what runners consume and
+the gateway decides its tool calls from: one stored message per routed event, issue 38) — and
+every trace is published without waiting; while the next batch is fetched and routed, the
+batch waits once for all the acknowledgements. An event is acked only when its record and its
+trace were stored. A crash anywhere redelivers the event to another router: it routes to the
+same run id, whose record is created once (create-only: the second write is refused as
+`wrong last sequence`, which counts as stored), and the same trace is written again — nothing
+lost, nothing doubled. A dispatched app event's trace is a field of its run record (recorded_traces.py);
 a platform `task.*`/`tool.*` event no binding took stores none: computed when asked (computed_traces.py).
 """
 
@@ -49,7 +49,7 @@ from shared.jetstream.consume_loop import (
     Retry,
     work_consumer,
 )
-from shared.jetstream.run_records import record_subject
+from shared.jetstream.run_records import CREATE_ONLY, already_stored, run_record_subject
 from shared.jetstream.streams import events_stream
 from shared.lifecycle import Lifecycle
 from shared.nats.ack_batch import AckBatch
@@ -98,7 +98,7 @@ class _Work:
 @dataclass(slots=True)
 class _Batch:
     work: list[_Work]
-    records: AckBatch[_Work]  # run records, awaited before their runs go out
+    records: AckBatch[_Work]  # run records (the runs): one existing already is one stored
     pending: AckBatch[_Work]
 
 
@@ -120,7 +120,6 @@ class Router(Lifecycle[None]):
         self._stores = stores
         self._config = config or RouterConfig()
         self._clock = clock
-        self._run_subjects: dict[RunTarget, str] = {}
         self.stats = RouterStats()
         self._consumer = AtLeastOnceConsumer(
             self._js, subjects, stream=events_stream(subjects).name,
@@ -170,28 +169,23 @@ class Router(Lifecycle[None]):
         publish = self._acks.send
         routes, records = self._stores.routes_bucket, self._stores.run_records_bucket
         timeout = self._config.publish_timeout
-        batch = _Batch(work=work, records=AckBatch(timeout), pending=AckBatch(timeout))
+        batch = _Batch(work=work, records=AckBatch(timeout, success=already_stored), pending=AckBatch(timeout))
         for item in work:
             if item.error is not None:
                 continue
             if item.run is not None:
-                batch.records.add(item, await publish(record_subject(records, item.run.run_id), item.run.record))
+                batch.records.add(item, await publish(run_record_subject(records, item.run.run_id), item.run.record,
+                                                      headers=CREATE_ONLY))
             if item.trace:
                 batch.pending.add(item, await publish(kv_subject(routes, item.key), item.trace))
         return batch
 
     async def _outcomes(self, batch: _Batch) -> list[Outcome]:
-        """Runs go out only once their records are stored (a run whose record could not be
-        stored is not published: its event comes again); then every acknowledgement is
-        awaited and each event's outcome decided."""
-        publish = self._acks.send
+        """Every acknowledgement is awaited and each event's outcome decided (an event whose run
+        record could not be stored comes again)."""
         for item, failure in await batch.records.settle():
             if failure is not None:
                 item.error = f"storing the run record failed: {failure}"
-                continue
-            assert item.run is not None
-            headers = {"Nats-Msg-Id": item.run.run_id}
-            batch.pending.add(item, await publish(item.run.subject, item.run.data, headers=headers))
         for item, failure in await batch.pending.settle():
             if item.error is None and failure is not None:
                 item.error = f"publishing failed: {failure}"
@@ -234,8 +228,7 @@ class Router(Lifecycle[None]):
                 if trace_in_record(event.payload.type):  # else stored in KV (recorded_traces.py says why)
                     route = route_note(decision, event.payload.type, at, self._config.instance)
                 run = build_run(
-                    event, raw, binding_id=decision.binding_id, target=decision.target,
-                    subject=self._run_subject(decision.target), timestamp=at,
+                    event, raw, binding_id=decision.binding_id, target=decision.target, timestamp=at,
                     router_instance=self._config.instance, inline_limit=self._config.inline_limit,
                     store_bucket=self._stores.run_events_bucket,
                     capabilities=self._capabilities.get(event.header.source.app, ()), trace=span.trace,
@@ -261,12 +254,6 @@ class Router(Lifecycle[None]):
         )
         return _Work(msg=msg, key=trace_key(header.message_id), trace=encode_trace(trace), run=run, missing=missing,
                      status=decision.status)
-
-    def _run_subject(self, target: RunTarget) -> str:
-        subject = self._run_subjects.get(target)
-        if subject is None:
-            subject = self._run_subjects[target] = self._subjects.run(target.type, target.id)
-        return subject
 
     async def _offload(self, item: _Work) -> None:
         assert item.run is not None and item.run.offload is not None

@@ -21,7 +21,6 @@ from shared.jetstream.streams import (
     routes_bucket,
     run_events_store,
     run_records_bucket,
-    runs_stream,
 )
 
 
@@ -39,7 +38,7 @@ class RouterStores:
 
 
 async def open_stores(js: JetStreamContext, subjects: Subjects, plan: StreamPlan = DEFAULT_PLAN) -> RouterStores:
-    await ensure_streams(js, [*fabric_streams(subjects), runs_stream(subjects)], plan=plan)
+    await ensure_streams(js, fabric_streams(subjects), plan=plan)  # runs are run records (no AMP_RUNS)
     routes = routes_bucket(subjects)
     events = run_events_store(subjects)
     records = run_records_bucket(subjects)

@@ -44,7 +44,7 @@ from shared.nats.admin_service import start_admin_service
 from shared.observability.logs import get_logger
 from shared.people import open_registry
 from shared.redaction import Redactor
-from shared.wiring import Assembly, Connections, StartedBy
+from shared.wiring import Assembly, Connections, Part, StartedBy
 
 VERSION = "0.1.0"
 log = get_logger("aurora.runner")
@@ -72,6 +72,7 @@ class RunnerParts:
     worker: Worker
     resumer: Resumer
     admin: StartedBy
+    legacy_worker: Worker | None = None  # drains an AMP_RUNS an older deployment left (None: there is none)
 
 
 RunnerService = Assembly[RunnerParts]
@@ -99,6 +100,9 @@ async def build_runner(setup: RunnerSetup, connections: Connections) -> RunnerSe
     sampling = SamplingServer(nc, subjects, catalog, model, config.models, env=config.models.api_keys.get)
     executor = TaskExecutor(store, catalog, drivers, steps, EventSource(js, setup.plan), config)
     worker = Worker(js, subjects, executor, config, stores.runs_stream)
+    # An AMP_RUNS an older deployment left: its runs are run too, until the operator removes it.
+    legacy = None if stores.legacy_runs is None else Worker(js, subjects, executor, config, stores.legacy_runs,
+                                                             legacy=True)
     resumer = Resumer(js, subjects, store, executor, config, stores.events_stream)
     authorize = (await open_registry(js, subjects, setup.plan)).refusal  # a person's roles, checked again
     admin = StartedBy("the runner's admin endpoints", lambda: start_admin_service(
@@ -111,10 +115,10 @@ async def build_runner(setup: RunnerSetup, connections: Connections) -> RunnerSe
 
     async def run(stop: asyncio.Event) -> None:
         """Runs from the queue, and waiting tasks resumed when their approval or answer comes."""
-        await asyncio.gather(worker.run(stop), resumer.run(stop))
+        await asyncio.gather(worker.run(stop), resumer.run(stop), *([legacy.run(stop)] if legacy else []))
 
-    parts = RunnerParts(stores, catalog, http, sampling, executor, worker, resumer, admin)
+    parts = RunnerParts(stores, catalog, http, sampling, executor, worker, resumer, admin, legacy)
     # The catalog before anything reads it; the model client before, and closed after, what asks
     # the model; the admin endpoints last.
-    return Assembly("the runner service", parts, (catalog, http, sampling, worker, resumer, admin),
-                    run=run, ready=ready)
+    order: tuple[Part, ...] = (catalog, http, sampling, worker, *([legacy] if legacy else []), resumer, admin)
+    return Assembly("the runner service", parts, order, run=run, ready=ready)

@@ -1,4 +1,5 @@
-"""The pull loop: one durable consumer on the runs queue, shared by every runner process.
+"""The pull loop: one durable consumer on the runs (the run records that are runs), shared by
+every runner process; a second one drains an AMP_RUNS left by an older deployment.
 
 Each process runs at most `concurrency` runs at once and fetches only as many runs as it has
 free slots, so a busy runner leaves the queue to the others; `max_ack_pending` on the consumer
@@ -14,12 +15,14 @@ import asyncio
 from contextlib import AsyncExitStack
 from dataclasses import dataclass, field
 
+import msgspec
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 from services.runner.config import RunnerConfig
 from services.runner.executor import Decision, InvalidRun, RetryLater, TaskExecutor
-from services.runner.stores import runs_consumer
+from services.runner.stores import legacy_runs_consumer, runs_consumer
+from shared.contracts.run import decode_recorded_run
 from shared.contracts.subjects import Subjects
 from shared.jetstream.consume_loop import (
     ACK,
@@ -44,6 +47,19 @@ _OUTCOMES: dict[str, Outcome] = {"ack": ACK, "nak": HAND_BACK, "term": TERM, "dr
                                      "retry": Retry("")}  # the executor said why in the task and its log
 
 
+_encoder = msgspec.json.Encoder()
+
+
+def run_in_record(data: bytes) -> bytes:
+    """The run a run record holds, as the executor reads a run (the form AMP_RUNS carried)."""
+    if not data:
+        raise InvalidRun("a deleted run record (no run in it)")
+    try:
+        return _encoder.encode(decode_recorded_run(data))
+    except msgspec.DecodeError as exc:  # ValidationError too, and nesting too deep
+        raise InvalidRun(f"not a run record: {exc}") from exc
+
+
 @dataclass
 class WorkerStats(ConsumerStats):
     received: int = 0
@@ -56,13 +72,16 @@ class WorkerStats(ConsumerStats):
 
 class Worker(Lifecycle[None]):
     def __init__(self, js: JetStreamContext, subjects: Subjects, executor: TaskExecutor, config: RunnerConfig,
-                 stream: str) -> None:
-        super().__init__("the runs worker")
+                 stream: str, *, legacy: bool = False) -> None:
+        """`legacy`: the worker drains AMP_RUNS (runs as messages of their own), not the run records."""
+        super().__init__("the AMP_RUNS worker" if legacy else "the runs worker")
         self._executor = executor
         self._config = config
+        self._legacy = legacy
         self._stopping = asyncio.Event()
         self.stats = WorkerStats()
-        self._consumer = AtLeastOnceConsumer(js, subjects, stream=stream, config=runs_consumer(config, subjects),
+        consumer = legacy_runs_consumer(config, subjects) if legacy else runs_consumer(config, subjects)
+        self._consumer = AtLeastOnceConsumer(js, subjects, stream=stream, config=consumer,
                                              stage=STAGE, heartbeat=config.heartbeat, stats=self.stats)
 
     @property
@@ -107,7 +126,8 @@ class Worker(Lifecycle[None]):
     async def _execute(self, msg: Msg) -> Outcome:
         verdict: Decision = "retry"
         try:
-            verdict = await self._executor.handle_run(msg.data, deliveries=msg.metadata.num_delivered,
+            data = msg.data if self._legacy else run_in_record(msg.data)
+            verdict = await self._executor.handle_run(data, deliveries=msg.metadata.num_delivered,
                                                       stopping=self._stopping)
         except InvalidRun as exc:
             self.stats.count("term")

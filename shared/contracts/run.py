@@ -1,4 +1,6 @@
-"""A run on the wire: what the router publishes on `amp.run.<pipeline|agent>.<id>`.
+"""A run: what a runner runs, kept in the run's record (`RecordedRun`, key `run.<run id>` in
+KV_AMP_RUN_RECORDS) — before issue 38 a message of its own on `amp.run.<pipeline|agent>.<id>`
+(AMP_RUNS), which runners still drain after an upgrade (`RunEnvelope`, `decode_run`).
 
 The envelope header is an AMP header with `method` `agent/run` or `pipeline/run` and
 `message_id` = `run_id`. The event travels inline, or — when its encoding is larger than the
@@ -17,7 +19,7 @@ from typing import Generic, Literal, TypeVar
 
 import msgspec
 
-from shared.contracts.envelope import Actor, Envelope, EventEnvelope, decode_bounded
+from shared.contracts.envelope import Actor, Envelope, EventEnvelope, Header, decode_bounded
 
 METHOD_AGENT_RUN = "agent/run"
 METHOD_PIPELINE_RUN = "pipeline/run"
@@ -119,9 +121,32 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
     event_at: str  # the event's timestamp
 
 
+class RecordedRun(RunRecord, frozen=True, kw_only=True):
+    """A run record that is a run (the router writes it with `services.router.recorded_traces.
+    TracedRunRecord`, these fields the same): its header, and the event inline or by reference.
+    Custody decodes it as `RunRecord` and never sees these fields."""
+
+    header: Header
+    event: EventEnvelope | None = None
+    event_ref: ObjectRef | None = None
+
+    def run(self) -> RunEnvelope:
+        """The run as a runner reads it (what AMP_RUNS carried)."""
+        return Envelope(header=self.header, payload=RunPayload(
+            run_id=self.run_id, target=self.target, binding_id=self.binding_id, event=self.event,
+            event_ref=self.event_ref, synthetic=self.synthetic,
+            delivery=DeliveryContext(reply_target=self.reply_target, capabilities=self.capabilities)))
+
+
 _run_decoder = msgspec.json.Decoder(RunEnvelope)
+_recorded_run_decoder = msgspec.json.Decoder(RecordedRun)
 
 
 def decode_run(data: bytes) -> RunEnvelope:
     """Decode a run message; raises msgspec.DecodeError (ValidationError) naming the bad field."""
     return decode_bounded(_run_decoder, data)
+
+
+def decode_recorded_run(data: bytes) -> RunEnvelope:
+    """The run a run record holds; raises msgspec.DecodeError (ValidationError) naming the bad field."""
+    return decode_bounded(_recorded_run_decoder, data).run()

@@ -10,8 +10,9 @@ under the same `Nats-Msg-Id` a stage would have used, so a copy the stage wrote 
 
 What the server still has when an advisory arrives: a message that ran out of deliveries is
 still in its stream (work queues too: nothing acked it); a terminated one is gone from a work
-queue (`AMP_SIGNALS`, `AMP_RUNS`) — which is why the loop writes its dead letter before the
-term — and still there on `AMP_EVENTS` (limits), where the listener's copy is a duplicate
+queue (`AMP_SIGNALS`, an older deployment's `AMP_RUNS`) — which is why the loop writes its dead
+letter before the term — and still there on `AMP_EVENTS` and on the run records' stream
+(`KV_AMP_RUN_RECORDS`, where runs are kept: limits), where the listener's copy is a duplicate
 JetStream drops. Advisories are not stored: the listener must be up when they are sent, so it
 runs in every router process (a queue group: one of them handles each advisory).
 """
@@ -41,26 +42,32 @@ MAX_DELIVERIES = "$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES"
 MSG_TERMINATED = "$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED"
 QUEUE = "aurora-dlq-advisories"
 ATTEMPTS = 4  # over about 3.5 s
-# The streams whose durables are the platform's, by suffix (`AMP_` + suffix).
-WATCHED = ("SIGNALS", "EVENTS", "RUNS")
+
+
+def watched_streams(subjects: Subjects) -> tuple[str, ...]:
+    """The streams whose durables are the platform's: signals, events, the run records (where
+    runs are kept) and AMP_RUNS (an older deployment's runs, drained after an upgrade)."""
+    return (subjects.stream("SIGNALS"), subjects.stream("EVENTS"), "KV_" + subjects.stream("RUN_RECORDS"),
+            subjects.stream("RUNS"))
 
 
 def platform_stages(subjects: Subjects) -> dict[tuple[str, str], str]:
     """(stream, durable) → the stage that dead-letters for it: the same stage names the
     services give their consumer loops (a test checks the two agree)."""
-    signals, events, runs = (subjects.stream(s) for s in WATCHED)
+    signals, events, records, runs = watched_streams(subjects)
     return {
         (signals, "event-bridge"): "event_bridge",
         (events, "router"): "router",
         (events, "gateway-chat-approvals"): "mcp_gateway",
         (events, "runner-resume"): "runner",
+        (records, "runner"): "runner",
         (runs, "runner"): "runner",
     }
 
 
 def advisory_subjects(subjects: Subjects) -> list[str]:
     """What the listener subscribes to: both advisories, for the watched streams only."""
-    return [f"{kind}.{subjects.stream(s)}.*" for kind in (MAX_DELIVERIES, MSG_TERMINATED) for s in WATCHED]
+    return [f"{kind}.{stream}.*" for kind in (MAX_DELIVERIES, MSG_TERMINATED) for stream in watched_streams(subjects)]
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,14 +12,17 @@ publisher stops waiting for them.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from typing import Generic, TypeVar
 
 K = TypeVar("K")
 
 
 class AckBatch(Generic[K]):
-    def __init__(self, timeout: float) -> None:
+    def __init__(self, timeout: float, *, success: Callable[[BaseException], bool] | None = None) -> None:
+        """`success` says which errors mean "stored" (a create-only write of what exists already)."""
         self._timeout = timeout
+        self._success = success
         self._pending: list[tuple[K, asyncio.Future[int]]] = []
 
     def add(self, key: K, ack: asyncio.Future[int]) -> None:
@@ -44,7 +47,9 @@ class AckBatch(Generic[K]):
         if ack.cancelled():
             return "cancelled"
         error = ack.exception()
-        return None if error is None else describe(error)
+        if error is None or (self._success is not None and self._success(error)):
+            return None
+        return describe(error)
 
 
 def describe(exc: BaseException) -> str:

@@ -29,7 +29,7 @@ from tests.harness.apps_config import FAST_RESTART as FAST_RESTART
 from tests.harness.apps_config import stdio as stdio
 from tests.harness.apps_config import write_apps as write_apps
 from tests.harness.processes import logged as logged  # one wait-for-log for every test
-from tests.harness.run_records import dispatched
+from tests.harness.run_records import dispatched, runs_stream_name
 from tests.harness.runner_stack import ALARMS as ALARMS
 from tests.harness.runner_stack import ASSETS as ASSETS
 from tests.harness.runner_stack import CHAT as CHAT
@@ -186,7 +186,7 @@ async def quiet(nc: NATS, subjects: Subjects) -> None:
     answer event handled, every run acknowledged. A reply or call that has not happened by now
     will not happen."""
     await handled(nc, subjects, RESUME)
-    await consumed(nc.jetstream(), subjects.stream("RUNS"), RunnerConfig().durable)
+    await consumed(nc.jetstream(), runs_stream_name(subjects), RunnerConfig().durable)
 
 
 def run_parts(case: str, agent_id: str, *, data: dict[str, Any] | None = None) -> tuple[

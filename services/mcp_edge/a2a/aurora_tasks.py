@@ -31,6 +31,7 @@ from shared.contracts.task import Task, decode_task
 from shared.errors import AuroraError
 from shared.jetstream.consumers import pull_ephemeral
 from shared.jetstream.kvmirror import read_all_without_consumer
+from shared.jetstream.run_records import read_record
 from shared.jetstream.streams import Bucket
 from shared.nats.admin_service import admin_request
 from shared.nats.signal_publisher import publish_signal
@@ -86,11 +87,8 @@ class AuroraTasks:
         """The router's record of the run: who sent its event (source app, actor), which agent."""
         if not _RUN_ID.fullmatch(run_id):
             return None
-        try:
-            entry = await self._records.get(run_id)
-        except KeyNotFoundError:
-            return None
-        return _record.decode(entry.value) if entry.value else None
+        data = await read_record(self._records, run_id)  # a run's record, or one written before runs moved in
+        return _record.decode(data) if data else None
 
     async def approval(self, approval_id: str | None) -> Approval | None:
         if approval_id is None:

@@ -32,7 +32,7 @@ from nats.js.kv import KeyValue
 
 from shared.contracts.run import RunRecord
 from shared.contracts.toolcall import ToolActor, ToolCallContext
-from shared.jetstream.run_records import decode_record, is_record_key
+from shared.jetstream.run_records import decode_record, is_record_key, read_record
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.mcp_gateway.custody")
@@ -145,14 +145,11 @@ class Custody:
         if cached is not None:
             self._cache.move_to_end(run_id)
             return cached
-        try:
-            entry = await self._records.get(run_id)
-        except KeyNotFoundError:
-            return None
-        if entry.value is None:
+        data = await read_record(self._records, run_id)  # a run's record, or one written before runs moved in
+        if data is None:
             return None
         try:
-            record = decode_record(entry.value)
+            record = decode_record(data)
         except (msgspec.ValidationError, msgspec.DecodeError):
             log.error("a run record is unreadable", run=run_id)
             return None

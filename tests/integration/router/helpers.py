@@ -8,7 +8,6 @@ from collections.abc import AsyncIterator, Iterable
 from contextlib import asynccontextmanager
 from typing import Any
 
-import msgspec
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeoutError
@@ -18,10 +17,14 @@ from nats.js.api import AckPolicy, ConsumerConfig
 from services.router.config import RouterSettings
 from services.router.router import RouterConfig
 from services.router.wiring import RouterService, RouterSetup, build_router
-from shared.contracts.run import RunEnvelope
+from shared.contracts.run import RunEnvelope, decode_recorded_run
 from shared.contracts.subjects import Subjects
+from shared.jetstream.run_records import run_records_filter
+from shared.jetstream.streams import run_records_bucket
 from shared.nats.admin_service import admin_request
 from shared.wiring import Connections
+from tests.harness.run_records import run_count as run_count  # how many runs are queued
+from tests.harness.run_records import runs_stream_name
 from tests.harness.waiting import poll as poll  # one poll helper for every test
 
 
@@ -85,20 +88,20 @@ async def stream_count(js: JetStreamContext, stream: str) -> int:
 
 async def drain_runs(js: JetStreamContext, subjects: Subjects, expected: int,
                      durable: str = "test-runs") -> list[tuple[Msg, RunEnvelope]]:
-    """Take every run out of AMP_RUNS, as a runner would (the stream is a work queue)."""
-    stream = subjects.stream("RUNS")
+    """Take every run the router queued, as a runner would (from the run records that are runs)."""
+    stream = runs_stream_name(subjects)
     await js.add_consumer(stream, config=ConsumerConfig(
-        durable_name=durable, ack_policy=AckPolicy.EXPLICIT, max_ack_pending=-1))
+        durable_name=durable, ack_policy=AckPolicy.EXPLICIT, max_ack_pending=-1,
+        filter_subject=run_records_filter(run_records_bucket(subjects).name)))
     sub = await js.pull_subscribe_bind(durable, stream=stream)
     runs: list[tuple[Msg, RunEnvelope]] = []
-    decoder = msgspec.json.Decoder(RunEnvelope)
     while len(runs) < expected:
         try:
             batch = await sub.fetch(min(1000, expected - len(runs)), timeout=2)
         except (TimeoutError, NatsTimeoutError):
             break
         for msg in batch:
-            runs.append((msg, decoder.decode(msg.data)))
+            runs.append((msg, decode_recorded_run(msg.data)))
             await msg.ack()
     return runs
 

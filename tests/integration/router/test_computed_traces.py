@@ -17,6 +17,7 @@ from tests.integration.router.helpers import (
     poll,
     publish_events,
     router_current,
+    run_count,
     running_router,
     stream_count,
 )
@@ -59,7 +60,7 @@ async def test_unrouted_platform_events_store_no_trace_and_are_explained_when_as
         now = await trace(nc, subjects, task_event["header"]["message_id"])
         assert (now["status"], now["binding_id"], now["computed"]) == ("dispatched", "tasks", True), now
         assert now["run_id"] is None
-        assert await stream_count(js, subjects.stream("RUNS")) == 0
+        assert await run_count(js, subjects) == 0
 
         with pytest.raises(AdminRequestError, match="no route trace"):
             await trace(nc, subjects, "task-nobody-1")
@@ -74,7 +75,7 @@ async def test_unrouted_platform_events_store_no_trace_and_are_explained_when_as
         outcomes = {r["message_id"]: r["outcome"] for r in since["results"]}
         assert outcomes[tool_event["header"]["message_id"]] == "dispatched", since
         assert outcomes[task_event["header"]["message_id"]] == "already_dispatched", since
-        assert await stream_count(js, subjects.stream("RUNS")) == 2
+        assert await run_count(js, subjects) == 2
         stored = await trace(nc, subjects, task_event["header"]["message_id"])
         assert (stored["status"], stored["replayed"], stored.get("computed", False)) == ("dispatched", True, False)
 

@@ -12,8 +12,7 @@ from aurora_cli.localnats import LocalNats
 from shared.contracts.subjects import Subjects
 from shared.jetstream.run_events import run_event
 from tests.harness.clients import nats_client
-from tests.integration.router.helpers import apply, drain_runs, poll, publish_events, running_router
-from tests.integration.router.helpers import stream_count as count
+from tests.integration.router.helpers import apply, drain_runs, poll, publish_events, run_count, running_router
 from tests.unit.router.factories import event_doc
 
 MIB = 1024 * 1024
@@ -50,7 +49,7 @@ async def test_one_mib_event_goes_by_reference_and_comes_back_whole(big_nc: NATS
         await publish_events(js, subjects, [doc])
 
         async def one_run() -> bool:
-            return await count(js, subjects.stream("RUNS")) == 1
+            return await run_count(js, subjects) == 1
 
         await poll(one_run, what="the run")
     [(msg, run)] = await drain_runs(js, subjects, 1)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
-from shared.jetstream.streams import ensure_stream, runs_stream
+from shared.jetstream.streams import ensure_bucket, run_records_bucket
 from shared.nats.admin_service import admin_request
 from tests.harness.broker import jetstream_time
 from tests.integration.router.helpers import (
@@ -13,8 +13,8 @@ from tests.integration.router.helpers import (
     poll,
     publish_events,
     router_current,
+    run_count,
     running_router,
-    stream_count,
 )
 from tests.unit.router.factories import event_doc
 
@@ -67,7 +67,7 @@ async def test_an_event_whose_run_cannot_be_stored_is_retried_not_lost(nc: NATS,
         await apply(nc, subjects, "agents", {"id": "chat", "agent_kind": "llm", "events": ["*"]})
         await apply(nc, subjects, "bindings", {"id": "all", "event_pattern": "*",
                                                "target_type": "agent", "target_id": "chat"})
-        await js.delete_stream(subjects.stream("RUNS"))  # runs have nowhere to go
+        await js.delete_key_value(run_records_bucket(subjects).name)  # runs (their records) have nowhere to go
         doc = event_doc("message.received")
         await publish_events(js, subjects, [doc])
 
@@ -77,10 +77,10 @@ async def test_an_event_whose_run_cannot_be_stored_is_retried_not_lost(nc: NATS,
         await poll(retried, what="a failed publish")
         info = await js.consumer_info(subjects.stream("EVENTS"), "router")
         assert info.num_ack_pending == 1 or info.num_redelivered >= 1, "the event was not acked"
-        await ensure_stream(js, runs_stream(subjects))
+        await ensure_bucket(js, run_records_bucket(subjects))
 
         async def one_run() -> bool:
-            return await stream_count(js, subjects.stream("RUNS")) == 1
+            return await run_count(js, subjects) == 1
 
         await poll(one_run, timeout=30, what="the run after the retry")
         assert await _status(nc, subjects, doc["header"]["message_id"]) == "dispatched"

@@ -17,7 +17,7 @@ from shared.contracts.run import run_id_for
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.harness.stack import StackBuilder
-from tests.integration.router.helpers import apply, drain_runs, poll, publish_events, stream_count
+from tests.integration.router.helpers import apply, drain_runs, poll, publish_events, run_count, stream_count
 from tests.unit.router.factories import event_doc
 
 TOTAL = 10_000
@@ -71,7 +71,7 @@ async def test_three_routers_one_killed_exactly_one_run_per_event(nc: NATS, nats
         publishing = asyncio.create_task(publish_events(js, subjects, docs))
 
         async def half_way() -> bool:
-            return await stream_count(js, subjects.stream("RUNS")) >= TOTAL // 2
+            return await run_count(js, subjects) >= TOTAL // 2
 
         await poll(half_way, timeout=60, what="half of the runs")
         # Freeze it first: its outstanding pull still receives events it can no longer ack, so the
@@ -89,7 +89,7 @@ async def test_three_routers_one_killed_exactly_one_run_per_event(nc: NATS, nats
         elapsed = time.monotonic() - started
         info = await js.consumer_info(subjects.stream("EVENTS"), "router")
         assert info.delivered.consumer_seq > info.delivered.stream_seq == TOTAL, "the kill left work to redeliver"
-        assert await stream_count(js, subjects.stream("RUNS")) == TOTAL
+        assert await run_count(js, subjects) == TOTAL
         # One record per run, each holding its event's trace; no trace of its own.
         assert await stream_count(js, f"KV_{subjects.stream('RUN_RECORDS')}") == TOTAL
         assert await stream_count(js, f"KV_{subjects.stream('ROUTES')}") == 0

@@ -23,7 +23,7 @@ from shared.contracts.resource import canonical_json, parse_resource
 from shared.contracts.route import RouteTrace
 from shared.contracts.run import RunRecord, RunTarget, run_id_for
 from shared.contracts.subjects import Subjects
-from shared.jetstream.run_records import decode_record, record_subject
+from shared.jetstream.run_records import decode_record, record_subject, run_record_key
 from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.integration.router.helpers import (
     apply,
@@ -31,6 +31,7 @@ from tests.integration.router.helpers import (
     poll,
     publish_events,
     router_current,
+    run_count,
     running_router,
     stream_count,
 )
@@ -101,7 +102,7 @@ async def test_a_dispatched_app_event_keeps_its_trace_in_its_run_record(nc: NATS
         assert [step["binding_id"] for step in found["steps"]] == ["vip", "chat"], found
 
         # The record is still what the gateway's custody decodes, with nothing more.
-        entry = await (await js.key_value(subjects.stream("RUN_RECORDS"))).get(found["run_id"])
+        entry = await (await js.key_value(subjects.stream("RUN_RECORDS"))).get(run_record_key(found["run_id"]))
         assert entry.value is not None and b'"route":' in entry.value
         record = decode_record(entry.value)
         assert not hasattr(record, "route") and type(record) is RunRecord
@@ -114,7 +115,7 @@ async def test_a_dispatched_app_event_keeps_its_trace_in_its_run_record(nc: NATS
                                         "run_id": found["run_id"]}]
         since = await admin_request(nc, subjects, "router", "replay", {"since": "2000-01-01T00:00:00Z"}, timeout=15)
         assert message_id not in [r["message_id"] for r in since["results"]], since
-        assert await stream_count(js, subjects.stream("RUNS")) == 2, "no run dispatched again"
+        assert await run_count(js, subjects) == 2, "no run dispatched again"
 
 
 async def test_the_record_of_an_event_whose_binding_is_gone_is_found_by_reading_the_records(
@@ -199,4 +200,4 @@ async def test_a_replayable_trace_older_than_the_events_run_gives_way_to_its_rec
         assert by_id["results"] == [already]
         since = await admin_request(nc, subjects, "router", "replay", {"since": "2000-01-01T00:00:00Z"}, timeout=15)
         assert since["results"] == [already]
-        assert await stream_count(js, subjects.stream("RUNS")) == 1, "no run dispatched again"
+        assert await run_count(js, subjects) == 1, "no run dispatched again"

@@ -19,7 +19,7 @@ from shared.contracts.run import run_id_for
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.harness.cli_here import aurora_at as aurora
-from tests.integration.router.helpers import drain_runs, poll, publish_events, stream_count
+from tests.integration.router.helpers import drain_runs, poll, publish_events, run_count
 from tests.unit.router.factories import event_doc
 
 AGENT = "kind: Agent\nid: greeter\nagent_kind: playbook\nevents: ['group.*']\n"
@@ -64,7 +64,7 @@ async def test_an_event_before_its_binding_is_replayed_into_one_run(
                                  "target": {"type": "agent", "id": "greeter"}, "run_id": run_id}
     assert dry["results"][1]["message_id"] == other["header"]["message_id"]
     assert (dry["results"][1]["outcome"], dry["results"][1]["status"]) == ("no_route", "route_not_found")
-    assert await stream_count(nc.jetstream(), subjects.stream("RUNS")) == 0, "a dry run dispatches nothing"
+    assert await run_count(nc.jetstream(), subjects) == 0, "a dry run dispatches nothing"
 
     code, out, err = await aurora(nats_url, "route", "replay", message_id)
     assert code == 0, err

@@ -17,6 +17,7 @@ from tests.integration.router.helpers import (
     drain_runs,
     poll,
     publish_events,
+    run_count,
     running_router,
     setup_resources_min,
     stream_count,
@@ -111,8 +112,7 @@ async def test_every_event_gets_one_status_a_trace_and_at_most_one_run(nc: NATS,
             run_id = run_id_for(doc["header"]["message_id"], found["binding_id"])
             assert found["run_id"] == run_id
             msg, run = runs[run_id]
-            assert msg.subject == f"amp.run.{found['target']['type']}.{found['target']['id']}"
-            assert msg.headers and msg.headers["Nats-Msg-Id"] == run_id
+            assert msg.subject == f"$KV.AMP_RUN_RECORDS.run.{run_id}"  # the run is its record
             assert run.header.message_id == run_id
             assert run.header.method == ("agent/run" if found["target"]["type"] == "agent" else "pipeline/run")
             assert run.payload.event is not None
@@ -142,11 +142,11 @@ async def test_redelivered_event_makes_no_second_run(nc: NATS, subjects: Subject
     await js.publish(subjects.event("im.polaris.qq", "message.received"), doc_again)
     async with running_router(nc, subjects):
         await poll(lambda: consumer_done(js, subjects), what="the copy routed")
-    assert await stream_count(js, subjects.stream("RUNS")) == 1
+    assert await run_count(js, subjects) == 1
 
 
 async def _count(js: Any, subjects: Subjects) -> bool:
-    return await stream_count(js, subjects.stream("RUNS")) == 1
+    return await run_count(js, subjects) == 1
 
 
 async def test_apply_is_idempotent_and_rejects_invalid_bindings(nc: NATS, subjects: Subjects) -> None:
@@ -197,7 +197,7 @@ async def test_dry_run_explains_every_binding_and_dispatches_nothing(nc: NATS, s
         broken = await admin_request(nc, subjects, "router", "dry_run", {"event": {"payload": {}}})
         assert broken["status"] == "invalid_event" and broken["reason"]
 
-        assert await stream_count(js, subjects.stream("RUNS")) == 0
+        assert await run_count(js, subjects) == 0
         assert await stream_count(js, subjects.stream("EVENTS")) == 0
         with pytest.raises(AdminRequestError):
             await admin_request(nc, subjects, "router", "trace", {"message_id": doc["header"]["message_id"]})

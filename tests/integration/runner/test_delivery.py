@@ -9,22 +9,23 @@ import uuid
 from typing import Any
 
 from nats.aio.client import Client as NATS
-from nats.js.errors import NotFoundError
 
+from services.runner.config import RunnerConfig
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
+from tests.harness.run_records import runs_stream_name
 from tests.harness.runner_stack import RunnerStack
 from tests.harness.runs import (
     ECHO,
     apply,
     bind,
     event,
-    poll,
     publish_events,
     sent,
     settled,
     task_id_of,
 )
+from tests.harness.waiting import consumed
 
 
 def echo_agent(agent_id: str, **extra: Any) -> dict[str, Any]:
@@ -85,12 +86,6 @@ async def test_a_write_waits_for_approval_in_the_task_and_the_run_is_acknowledge
     assert step["classification"] == "needs_approval" and step["approval_id"] == task["approval_id"]
     approval = await admin_request(snc, subjects, "approvals", "get", {"id": task["approval_id"]}, timeout=20)
     assert approval["task_id"] == task_id and approval["tool"] == f"{ECHO}.counter_increment"
-    # The run message was acknowledged, so the work queue dropped it: the task is the truth.
-    async def run_gone() -> bool:
-        try:
-            await snc.jetstream().get_last_msg(subjects.stream("RUNS"), subjects.run("agent", f"a-{case}"))
-        except NotFoundError:
-            return True
-        return False
-
-    await poll(run_gone, what="the run message to be acknowledged")
+    # The run (its record) was acknowledged, so no runner is given it again: the task is the truth.
+    await consumed(snc.jetstream(), runs_stream_name(subjects), RunnerConfig().durable,
+                   what="the run to be acknowledged")

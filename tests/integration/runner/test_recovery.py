@@ -22,6 +22,7 @@ from shared.contracts.subjects import Subjects
 from shared.contracts.task import Task, TaskStep, Transition, encode_task
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
 from shared.jetstream.streams import call_ledger_bucket, ensure_bucket, tasks_bucket
+from tests.harness.run_records import queue_run
 from tests.harness.runner_stack import RunnerStack
 from tests.harness.runs import CHAT, ECHO, apply, record_run, run_parts, sent, settled
 from tests.harness.tool_calls import LONG_AGO, echo_counter
@@ -42,8 +43,7 @@ async def _seed_and_publish(nc: NATS, subjects: Subjects, run: RunPayload[EventE
     await kv.create(task.id, encode_task(task))
     message = Envelope(header=Header(method=METHOD_AGENT_RUN, message_id=run.run_id, timestamp=LONG_AGO,
                                      source=Source(app="aurora.router")), payload=run)
-    await js.publish(subjects.run("agent", agent_id), msgspec.json.encode(message),
-                     headers={"Nats-Msg-Id": run.run_id})
+    await queue_run(js, subjects, message)
 
 
 def _playbook_agent(agent_id: str, steps: list[dict[str, Any]], answer: str | None, tools: list[str]) -> dict[str, Any]:

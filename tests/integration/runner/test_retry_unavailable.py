@@ -23,6 +23,7 @@ from shared.contracts.task import decode_task
 from shared.jetstream.streams import tasks_bucket
 from tests.fakes.openai_server import FakeOpenAI
 from tests.harness.cli import aurora_command as cli
+from tests.harness.run_records import runs_stream_name
 from tests.harness.runner_stack import RunnerStack as GatewayStack
 from tests.harness.runner_stack import chat_log_of, runner_stack
 from tests.harness.runs import (
@@ -136,7 +137,7 @@ async def test_replies_wait_for_a_stopped_gateway_and_each_is_delivered_once(
     gateway_stack.processes["gateway"].start()
     finals = await all_in(gnc, subjects, ids, lambda t: t["state"] in TERMINAL, timeout=90,
                           what="every run settled after the gateway came back")
-    await consumed(gnc.jetstream(), subjects.stream("RUNS"), RunnerConfig().durable, timeout=30)
+    await consumed(gnc.jetstream(), runs_stream_name(subjects), RunnerConfig().durable, timeout=30)
     for task_id, session in zip(ids, sessions, strict=True):
         final = finals[task_id]
         assert final["state"] == "succeeded" and final["delivered"] is True, json.dumps(final, indent=1)[:4000]
@@ -157,7 +158,7 @@ async def test_a_wait_survives_a_sigkilled_runner(gateway_stack: GatewayStack, g
                                  **{**old.env, "AURORA_RUNNER_INSTANCE": "runner-after-kill"})
     finals = await all_in(gnc, subjects, ids, lambda t: t["state"] in TERMINAL, timeout=90,
                           what="every run settled by the runner started after the kill")
-    await consumed(gnc.jetstream(), subjects.stream("RUNS"), RunnerConfig().durable, timeout=30)
+    await consumed(gnc.jetstream(), runs_stream_name(subjects), RunnerConfig().durable, timeout=30)
     for task_id, session in zip(ids, sessions, strict=True):
         final = finals[task_id]
         assert final["state"] == "succeeded", json.dumps(final, indent=1)[:4000]
@@ -171,7 +172,7 @@ async def test_a_deadline_passing_while_the_gateway_stays_down_ends_the_task_onc
     ids, sessions = await start_runs(gnc, subjects, gateway_stack, case, 1, retry_unavailable_seconds=3)
     finals = await all_in(gnc, subjects, ids, lambda t: t["state"] in TERMINAL, timeout=60,
                           what="the run ending at its deadline")
-    await consumed(gnc.jetstream(), subjects.stream("RUNS"), RunnerConfig().durable, timeout=30)
+    await consumed(gnc.jetstream(), runs_stream_name(subjects), RunnerConfig().durable, timeout=30)
     final = finals[ids[0]]
     assert final["state"] == "failed", json.dumps(final, indent=1)[:4000]
     assert final["error"]["code"] == "no_gateway" and "deadline passed" in final["error"]["message"]

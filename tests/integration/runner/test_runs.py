@@ -7,7 +7,6 @@ import json
 import uuid
 from datetime import UTC, datetime, timedelta
 
-import msgspec
 from nats.aio.client import Client as NATS
 
 from shared.contracts.envelope import Envelope, Header, Source
@@ -16,6 +15,7 @@ from shared.contracts.subjects import Subjects
 from shared.contracts.task import Task, Transition, encode_task
 from shared.jetstream.deadletter import REASON, STAGE
 from shared.jetstream.streams import tasks_bucket
+from tests.harness.run_records import queue_run
 from tests.harness.runner_stack import RunnerStack
 from tests.harness.runs import (
     ECHO,
@@ -53,8 +53,7 @@ async def test_a_run_for_an_agent_that_is_gone_fails_saying_so(
     _, _, run = run_parts(case, f"nobody-{case}")
     message = Envelope(header=Header(method=METHOD_AGENT_RUN, message_id=run.run_id, timestamp=datetime.now(
         UTC).isoformat(), source=Source(app="aurora.router")), payload=run)
-    await snc.jetstream().publish(subjects.run("agent", f"nobody-{case}"), msgspec.json.encode(message),
-                                  headers={"Nats-Msg-Id": run.run_id})
+    await queue_run(snc.jetstream(), subjects, message)
     task = await settled(snc, subjects, run.run_id)
     assert task["state"] == "failed" and task["error"]["code"] == "unknown_agent"
     assert f"nobody-{case}" in task["error"]["message"]
@@ -74,8 +73,7 @@ async def test_a_run_that_keeps_coming_back_fails_after_its_attempts(
     await kv.create(task.id, encode_task(task))
     message = Envelope(header=Header(method=METHOD_AGENT_RUN, message_id=run.run_id, timestamp=long_ago,
                                      source=Source(app="aurora.router")), payload=run)
-    await snc.jetstream().publish(subjects.run("agent", agent_id), msgspec.json.encode(message),
-                                  headers={"Nats-Msg-Id": run.run_id})
+    await queue_run(snc.jetstream(), subjects, message)
     final = await settled(snc, subjects, run.run_id)
     assert final["state"] == "failed" and final["error"]["code"] == "too_many_attempts", json.dumps(final)[:2000]
 
@@ -83,8 +81,8 @@ async def test_a_run_that_keeps_coming_back_fails_after_its_attempts(
 async def test_a_message_that_is_not_a_run_is_dead_lettered_with_the_reason(
         stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     js = snc.jetstream()
-    subject = subjects.run("agent", f"junk-{uuid.uuid4().hex[:6]}")
-    ack = await js.publish(subject, b'{"header": {"method": "agent/run"}, "payload": 42}')
+    seq = await queue_run(js, subjects, b'{"header": {"method": "agent/run"}, "payload": 42}',
+                          run_id=f"junk-{uuid.uuid4().hex[:6]}")
 
     async def dead_letter() -> dict[str, str] | None:
         try:
@@ -92,7 +90,7 @@ async def test_a_message_that_is_not_a_run_is_dead_lettered_with_the_reason(
         except Exception:
             return None
         headers = dict(found.headers or {})
-        return headers if headers.get("Aurora-Dlq-Sequence") == str(ack.seq) else None
+        return headers if headers.get("Aurora-Dlq-Sequence") == str(seq) else None
 
     headers = await poll(dead_letter, what="the dead letter")
-    assert headers[STAGE] == "runner" and "not a run envelope" in headers[REASON]
+    assert headers[STAGE] == "runner" and "not a run record" in headers[REASON], headers

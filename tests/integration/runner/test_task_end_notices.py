@@ -21,6 +21,7 @@ from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCal
 from shared.jetstream.streams import tasks_bucket
 from shared.nats.admin_service import admin_request
 from tests.harness.chat_approvals import USER, ChatStack, answer_in_chat, asked_in_chat, counter_write_agent
+from tests.harness.run_records import queue_run
 from tests.harness.runs import (
     CHAT,
     ECHO,
@@ -160,7 +161,7 @@ async def test_a_cancel_its_runner_died_before_settling_is_told_by_the_runner_th
     await (await js.key_value(tasks_bucket(subjects).name)).create(task.id, encode_task(task))
     message = Envelope(header=Header(method=METHOD_AGENT_RUN, message_id=run.run_id, timestamp=LONG_AGO,
                                      source=Source(app="aurora.router")), payload=run)
-    await js.publish(subjects.run("agent", agent_id), msgspec.json.encode(message), headers={"Nats-Msg-Id": run.run_id})
+    await queue_run(js, subjects, message)
 
     done = await settled(snc, subjects, run.run_id, timeout=40, states=TERMINAL)
     assert done["state"] == "cancelled" and "cancelled by alice" in done["transitions"][-1]["reason"], done

@@ -18,12 +18,13 @@ from nats.js.errors import KeyNotFoundError
 from services.runner.config import RunnerConfig
 from services.runner.wiring import RunnerSetup, build_runner
 from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
-from shared.contracts.run import METHOD_AGENT_RUN, DeliveryContext, RunPayload, RunTarget
+from shared.contracts.run import METHOD_AGENT_RUN, DeliveryContext, RunEnvelope, RunPayload, RunTarget
 from shared.contracts.subjects import Subjects
 from shared.contracts.task import TERMINAL_STATES, Task, decode_task
 from shared.jetstream.streams import agents_bucket, tasks_bucket
 from shared.nats.admin_service import admin_request
 from shared.wiring import Connections
+from tests.harness.run_records import queue_run
 from tests.harness.waiting import poll
 
 AGENT = "wired-greeter"
@@ -32,7 +33,7 @@ PLAYBOOK = {"kind": "Agent", "id": AGENT, "agent_kind": "playbook", "events": ["
                          "answer": "heard {{ event.data.text }}"}}
 
 
-def a_run(run_id: str) -> bytes:
+def a_run(run_id: str) -> RunEnvelope:
     """An agent run as the router publishes it, its event inline and no reply target."""
     now = datetime.now(UTC).isoformat()
     event = msgspec.convert({"header": {"method": "aurora/event", "message_id": f"evt-{run_id}", "timestamp": now,
@@ -40,8 +41,8 @@ def a_run(run_id: str) -> bytes:
                              "payload": {"type": "message.received", "data": {"text": "hi"}}}, EventEnvelope)
     run = RunPayload(run_id=run_id, target=RunTarget(type="agent", id=AGENT), binding_id="b-wired", event=event,
                      delivery=DeliveryContext())
-    return msgspec.json.encode(Envelope(header=Header(method=METHOD_AGENT_RUN, message_id=run_id, timestamp=now,
-                                                      source=Source(app="aurora.router")), payload=run))
+    return Envelope(header=Header(method=METHOD_AGENT_RUN, message_id=run_id, timestamp=now,
+                                  source=Source(app="aurora.router")), payload=run)
 
 
 async def test_the_runner_is_built_in_process_takes_a_run_and_stops_whole(nc: NATS, subjects: Subjects) -> None:
@@ -66,7 +67,7 @@ async def test_the_runner_is_built_in_process_takes_a_run_and_stops_whole(nc: NA
     async with service:
         running = asyncio.create_task(service.run(stop))
         try:
-            await js.publish(subjects.run("agent", AGENT), a_run(run_id), headers={"Nats-Msg-Id": run_id})
+            await queue_run(js, subjects, a_run(run_id))
             task = await poll(settled, timeout=20, what="the run's task settled")
             assert (task.state, task.answer, task.runner) == ("succeeded", "heard hi", "wired"), task
             listed = await admin_request(nc, subjects, "tasks", "get", {"id": run_id})

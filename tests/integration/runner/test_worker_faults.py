@@ -42,7 +42,9 @@ async def test_runs_meeting_nats_away_are_said_together_and_a_bug_with_its_trace
     spec = runs_stream(subjects)
     await ensure_stream(js, spec)
     executor = FailingOnce()
-    worker = Worker(js, subjects, executor, RunnerConfig(durable="faults"), spec.name)  # type: ignore[arg-type]
+    # The AMP_RUNS drain (runs as messages of their own): the same loop as the run records' worker.
+    worker = Worker(js, subjects, executor, RunnerConfig(durable="faults"), spec.name,  # type: ignore[arg-type]
+                    legacy=True)
     await worker.start()
     names = ["bug-1", "away-1", "away-2", "away-3"]
     for name in names:

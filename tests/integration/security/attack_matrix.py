@@ -20,7 +20,7 @@ from services.event_bridge.bridge import BridgeConfig, bridge_consumer, task_eve
 from services.mcp_gateway.approvals.in_chat import answers_consumer
 from services.router.router import RouterConfig, router_consumer
 from services.runner.config import RunnerConfig
-from services.runner.stores import runs_consumer
+from services.runner.stores import legacy_runs_consumer, runs_consumer
 from services.runner.tasks.resumer import resume_consumer
 from services.scheduler.config import SchedulerSettings
 from services.scheduler.ticks import tick_consumer
@@ -55,7 +55,8 @@ def platform_durables() -> list[Durable]:
         Durable("event-bridge", "KV_AMP_TASKS", task_events_consumer(BridgeConfig(), SUBJECTS, since=_EPOCH)),
         Durable("router", "AMP_EVENTS", router_consumer(RouterConfig(), SUBJECTS)),
         Durable("mcp-gateway", "AMP_EVENTS", answers_consumer(SUBJECTS)),
-        Durable("runner", "AMP_RUNS", runs_consumer(runner, SUBJECTS)),
+        Durable("runner", "KV_AMP_RUN_RECORDS", runs_consumer(runner, SUBJECTS)),  # the runs (issue 38)
+        Durable("runner", "AMP_RUNS", legacy_runs_consumer(runner, SUBJECTS)),  # an older deployment's, drained
         Durable("runner", "AMP_EVENTS", resume_consumer(runner, SUBJECTS)),
         Durable("scheduler", "AMP_SCHEDULE_TIMERS", tick_consumer(SchedulerSettings(), SUBJECTS)),
     ]
@@ -110,6 +111,12 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
     # them, and the router reads back its own, for a routed event's trace kept in its record.
     "records_read": ("read the run records (`STREAM.MSG.GET.KV_AMP_RUN_RECORDS`)",
                      _row(R, R, A, A, R, R, A, A, R)),
+    # A run record is a run (issue 38): only the router writes one, the runners only consume them
+    # through their durable (`steal`, `ack_other`, … cover it for everyone else).
+    "records_write": ("write a run record, which is a run (`$KV.AMP_RUN_RECORDS.run.…`)",
+                      _row(R, R, R, A, R, R, R, R, R)),
+    "runs_publish": ("publish a run on `amp.run.…` (AMP_RUNS, which nothing writes since; the operator: "
+                     "`dlq replay` of an older run)", _row(R, R, R, R, R, R, R, A, R)),
     "edge_read": ("read mcp-edge's tokens or sessions (`STREAM.MSG.GET`, `STREAM.INFO`); the operator neither",
                   _row(R, R, R, R, R, R, A, R, R)),
     # Attack 3 (docs/security.md, "No delivery onto request subjects"): nats-server does not check a

@@ -41,6 +41,7 @@ from shared.jetstream.streams import (
     ensure_bucket,
     ensure_streams,
     fabric_streams,
+    runs_stream,
     schedule_timers_stream,
     schedules_bucket,
     systems_bucket,
@@ -341,8 +342,13 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
                 request("$JS.API.CONSUMER.CREATE.AMP_DLQ.consumer_dlq",
                         {"stream_name": "AMP_DLQ", "config": {"name": "consumer_dlq", "ack_policy": "none"}}),
                 request("$JS.API.DIRECT.GET.KV_AMP_APPROVALS", {"last_by_subj": "$KV.AMP_APPROVALS.x"})]
+    if key == "records_write":
+        return [publish("$KV.AMP_RUN_RECORDS.run.matrix-written")]
+    if key == "runs_publish":
+        return [publish(SUBJECTS.run("agent", "matrix-published"))]
     if key == "advisories":
         return [subscribe("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.AMP_RUNS.*"),
+                subscribe("$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.KV_AMP_RUN_RECORDS.*"),
                 subscribe("$JS.EVENT.ADVISORY.CONSUMER.MSG_TERMINATED.AMP_SIGNALS.*")]
     if key == "work_get":
         return [request(f"$JS.API.STREAM.MSG.GET.{stream}", {"seq": 1}, must_succeed=False)
@@ -393,7 +399,8 @@ async def _feed(sessions: dict[str, Session]) -> None:
     event = SUBJECTS.event("im.polaris.qq", "interaction.submitted")
     await sessions["event-bridge"].nc.jetstream().publish(event, b"{}")
     await sessions["operator"].nc.jetstream().publish(SUBJECTS.signal("im.polaris.qq", "native_event"), b"{}")
-    await sessions["router"].nc.jetstream().publish(SUBJECTS.run("agent", "matrix"), b"{}")
+    await sessions["router"].nc.jetstream().publish("$KV.AMP_RUN_RECORDS.run.matrix", b"{}")  # a run
+    await sessions["operator"].nc.jetstream().publish(SUBJECTS.run("agent", "matrix"), b"{}")  # an older run
     await sessions["mcp-gateway"].nc.jetstream().publish(SUBJECTS.audit("im.polaris.qq"), b"{}")  # an audit record
     await sessions["runner"].nc.jetstream().publish("$KV.AMP_TASKS.matrix", b"{}")  # a task's revision
     # a tick: the scheduler arms a timer that is due now, and the server fires it
@@ -403,6 +410,8 @@ async def _feed(sessions: dict[str, Session]) -> None:
 
 async def test_every_identity_can_do_its_job_and_nothing_the_matrix_refuses(connect: Connect) -> None:
     sessions = {user: await connect(user) for user in IDENTITIES}
+    # An AMP_RUNS an older deployment left (nothing creates it since issue 38): the runners drain it.
+    await ensure_streams(sessions["operator"].nc.jetstream(), [runs_stream(SUBJECTS)])
     ctx = Context()
     mismatches: list[str] = []
     for key, (text, expected) in MATRIX.items():

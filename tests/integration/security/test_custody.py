@@ -25,6 +25,7 @@ from shared.contracts.envelope import Header, Source
 from shared.contracts.run import run_id_for
 from shared.contracts.subjects import Subjects
 from shared.contracts.toolcall import METHOD_CALL, ToolCallEnvelope, ToolCallResult, decode_result
+from shared.jetstream.run_records import run_record_key
 from shared.jetstream.streams import audit_stream, run_records_bucket
 from shared.nats.admin_service import admin_request
 from tests.harness.runner_stack import chat_log_of
@@ -93,7 +94,7 @@ async def dispatched_run(users: dict[str, Session], case: str, agent: dict[str, 
 
     async def recorded() -> bool:
         try:
-            return (await records.get(run_id)).value is not None
+            return (await records.get(run_record_key(run_id))).value is not None
         except KeyNotFoundError:
             return False
 
@@ -288,13 +289,15 @@ async def test_only_the_router_may_write_run_records(custody: Custody, users: di
     forged = json.dumps({"run_id": "forged", "target": {"type": "agent", "id": "power"}}).encode()
     for user in ("runner", "mcp-gateway", "consumer"):
         session = users.get(user) or await custody.session(user)
-        try:
-            await session.nc.publish(f"$KV.{bucket}.forged-{user}", forged)
-            await session.refused(f"$KV.{bucket}.forged-{user}")
+        try:  # neither a record nor a run (a record under `run.`: what the runners would run)
+            for key in (f"forged-{user}", f"run.forged-{user}"):
+                await session.nc.publish(f"$KV.{bucket}.{key}", forged)
+                await session.refused(f"$KV.{bucket}.{key}")
         finally:
             if user not in users:
                 await session.nc.close()
     records = await users["operator"].nc.jetstream().key_value(bucket)
     for user in ("runner", "mcp-gateway", "consumer"):
-        with pytest.raises(KeyNotFoundError):
-            await records.get(f"forged-{user}")
+        for key in (f"forged-{user}", f"run.forged-{user}"):
+            with pytest.raises(KeyNotFoundError):
+                await records.get(key)

@@ -31,6 +31,7 @@ from shared.contracts.subjects import Subjects
 from shared.jetstream.consumers import ephemeral_name
 from shared.jetstream.kvmirror import KvMirror, read_all
 from shared.jetstream.run_events import run_event
+from shared.jetstream.run_records import CREATE_ONLY, run_record_subject
 from shared.jetstream.streams import (
     agents_bucket,
     approvals_bucket,
@@ -40,7 +41,7 @@ from shared.jetstream.streams import (
     ensure_streams,
     fabric_streams,
     run_events_store,
-    runs_stream,
+    run_records_bucket,
     systems_bucket,
     tasks_bucket,
     tools_bucket,
@@ -65,7 +66,7 @@ async def platform(connect: Connect) -> None:
     await ensure_streams(gjs, [audit_stream(SUBJECTS)])
     for bucket in (approvals_bucket, tools_bucket, systems_bucket, agents_bucket):
         await ensure_bucket(gjs, bucket(SUBJECTS))
-    await ensure_streams(router.nc.jetstream(), [runs_stream(SUBJECTS)])
+    await ensure_bucket(router.nc.jetstream(), run_records_bucket(SUBJECTS))  # where runs are kept
     for session in (bridge, gateway, router):
         await session.clean()
 
@@ -161,14 +162,22 @@ async def test_the_runner_works_with_its_runs_queue_and_its_tasks(connect: Conne
     stores = await open_stores(js, SUBJECTS, RUNNER)  # the runner's own start-up: ensure, open, watch
     await ensure_runs_consumer(js, stores, RunnerConfig(), SUBJECTS)
     router = await connect("router")
-    run_subject = SUBJECTS.run("agent", "welcome")
-    await router.nc.jetstream().publish(run_subject, b'{"run_id": "r-1"}', headers={"Nats-Msg-Id": "r-1"})
+    # A run is its run record (issue 38): the router creates it, the runner's durable is given it.
+    run_subject = run_record_subject(run_records_bucket(SUBJECTS).name, "r-1")
+    await router.nc.jetstream().publish(run_subject, b'{"run_id": "r-1"}', headers=CREATE_ONLY)
     pulled = await js.pull_subscribe_bind("runner", stream=stores.runs_stream)
     (run,) = await pulled.fetch(1, timeout=2)
     assert run.subject == run_subject
     await run.in_progress()
     await run.ack()
     await pulled.unsubscribe()
+    # The records are not the runner's to write, nor to read but through its durable.
+    await runner.nc.publish(run_subject, b'{"run_id": "r-1", "forged": true}')
+    await runner.refused(run_subject)
+    runner.errors.clear()
+    with pytest.raises(REFUSED):
+        await js.get_msg(stores.runs_stream, subject=run_subject)
+    runner.errors.clear()
 
     revision = await stores.tasks.create("r-1", b'{"state": "running"}')
     await stores.tasks.update("r-1", b'{"state": "succeeded"}', last=revision)
@@ -227,18 +236,19 @@ async def test_the_runner_cannot_reshape_jetstream(connect: Connect, runner: Ses
     with pytest.raises(REFUSED):
         await js.add_stream(StreamConfig(name="SNOOP", subjects=["_INBOX.>"]))
     await runner.refused("$JS.API.STREAM.CREATE.SNOOP")
-    for verb, call in (("DELETE", js.delete_stream("AMP_RUNS")), ("PURGE", js.purge_stream("AMP_RUNS")),
-                       ("UPDATE", js.update_stream(StreamConfig(name="AMP_RUNS", subjects=["amp.run.>"])))):
+    runs = f"KV_{(await ensure_bucket(js, run_records_bucket(SUBJECTS))).bucket}"  # where the runs are kept
+    for verb, call in (("DELETE", js.delete_stream(runs)), ("PURGE", js.purge_stream(runs)),
+                       ("UPDATE", js.update_stream(StreamConfig(name=runs, subjects=["amp.run.>"])))):
         with pytest.raises(REFUSED):
             await call
-        await runner.refused(f"$JS.API.STREAM.{verb}.AMP_RUNS")
+        await runner.refused(f"$JS.API.STREAM.{verb}.{runs}")
     # The router's cursor on the events stream is not the runner's to change.
     with pytest.raises(REFUSED):
         await js.add_consumer("AMP_EVENTS", ConsumerConfig(durable_name="router", filter_subject="amp.evt.none"))
     await runner.refused("$JS.API.CONSUMER.DURABLE.CREATE.AMP_EVENTS.router")
     ojs = (await connect("operator")).nc.jetstream()
     assert "SNOOP" not in {info.config.name for info in await ojs.streams_info()}
-    assert (await ojs.stream_info("AMP_RUNS")).config.subjects == ["amp.run.>"]
+    assert (await ojs.stream_info(runs)).config.subjects == ["$KV.AMP_RUN_RECORDS.>"]
 
 
 async def test_no_consumer_can_carry_the_bytes_the_runner_writes_to_its_tasks(

@@ -15,7 +15,7 @@ from shared.contracts.agent import Agent
 from shared.contracts.binding import Binding
 from shared.contracts.pipeline import Pipeline
 from shared.contracts.resource import ResourceError, canonical_json, parse_resource
-from shared.contracts.run import RUN_ID_NAMESPACE, RunEnvelope, RunTarget, run_id_for
+from shared.contracts.run import RUN_ID_NAMESPACE, RunTarget, decode_recorded_run, run_id_for
 from shared.resources import kind_named, kind_of
 from tests.unit.router.factories import event, event_doc
 
@@ -123,9 +123,9 @@ def test_run_carries_the_event_inline_or_by_reference(limit: int) -> None:
     doc = event_doc(session_id="s", synthetic=True, data={"text": "你好"})
     raw = msgspec.json.encode(doc)
     run = build_run(decode_event(raw), raw, binding_id="b1", target=RunTarget(type="agent", id="a1"),
-                    subject="amp.run.agent.a1", timestamp="2026-06-19T04:00:00.000+00:00",
+                    timestamp="2026-06-19T04:00:00.000+00:00",
                     router_instance="r1", inline_limit=limit, store_bucket="AMP_RUN_EVENTS")
-    decoded = msgspec.json.decode(run.data, type=RunEnvelope)
+    decoded = decode_recorded_run(run.record)  # the run is its record (issue 38)
     assert decoded.header.method == "agent/run" and decoded.header.message_id == run.run_id
     assert decoded.payload.run_id == run_id_for(doc["header"]["message_id"], "b1")
     assert decoded.payload.synthetic is True
