@@ -26,7 +26,7 @@ from pydantic import BaseModel
 from shared.contracts.audit import AuditRecord
 from shared.contracts.edge_ask import EdgeAnswer, EdgeAsk
 from shared.contracts.mcp_relay import ProcessEvent, RestartRequest, SessionEvent
-from shared.contracts.run import RunEnvelope
+from shared.contracts.run import RecordedRun
 from shared.contracts.sampling import SampleReply, SampleRequest
 from shared.contracts.schedule import TimerBody
 from shared.contracts.signals import SIGNAL_TYPES, Signal
@@ -109,8 +109,9 @@ MESSAGES: tuple[Message, ...] = (
     Message("ToolCallRequest", ToolCallEnvelope, "A tool call (header.method `tools/call`)."),
     Message("ToolCallResult", ToolResultEnvelope, "The envelope reply to every tool call (header.method "
             "`tools/result`); a transport success is not a tool success: read `status`."),
-    Message("Run", RunEnvelope, "A routed run (header.method `agent/run` | `pipeline/run`, "
-            "message_id = run_id).", {"Nats-Msg-Id": "the run_id"}),
+    Message("Run", RecordedRun, "A routed run: its run record, which holds the run (issue 38) — custody's fields, "
+            "the run's header (method `agent/run` | `pipeline/run`, message_id = run_id), the event inline or "
+            "`event_ref`. Created once per run id.", {"Nats-Expected-Last-Subject-Sequence": "0 (create-only)"}),
     Message("AuditRecord", AuditRecord, "One record per tool call; the event-bridge makes the tool.* event of "
             "an executed one (`executed`) from it."),
     Message("SampleRequest", SampleRequest, "An app's sampling/createMessage during an agent's tool call."),
@@ -173,9 +174,12 @@ CHANNELS: tuple[Channel, ...] = (
             "Tool calls of external MCP clients, relayed by mcp-edge (which alone may publish here): "
             "the agent is the bearer token's, the actor the token (kind api); no run.", ("ToolCallRequest",)),
     Channel("toolCallReply", lambda p: None, "The caller's reply inbox for a tool call.", ("ToolCallResult",)),
-    Channel("runs", lambda p: f"{p}.run.{{target_type}}.{{target_id}}", "Routed runs: a work queue for runners.",
-            ("Run",), {"target_type": {"enum": ["agent", "pipeline"]},
-                       "target_id": {"description": "agent or pipeline id as a token"}}, "RUNS"),
+    Channel("runs", lambda p: f"$KV.{Subjects(p).stream('RUN_RECORDS')}.run.{{run_id}}",
+            "Routed runs: each is its run record in the KV_<prefix>_RUN_RECORDS stream (kept 30 days), "
+            "which runners consume with their durable `runner` (filter `run.>`) and the gateway reads for custody. "
+            "Before issue 38 runs were a work queue of their own (`<prefix>.run.<target_type>.<target_id>`, "
+            "AMP_RUNS), which runners still drain where an older deployment left it.",
+            ("Run",), {"run_id": {"description": "the run id (a uuid5 of the event and the binding)"}}),
     Channel("audit", lambda p: f"{p}.audit.{{app}}", "One audit record per tool call.", ("AuditRecord",),
             {"app": _APP}, "AUDIT"),
     Channel("deadLetters", lambda p: f"{p}.dlq.{{stage}}", "Dead letters, with the reason in headers.",

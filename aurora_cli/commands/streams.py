@@ -45,7 +45,8 @@ async def collect(nats_settings: NatsSettings, subjects: Subjects) -> dict[str, 
 
 
 def is_aurora_stream(subjects: Subjects, name: str | None) -> bool:
-    return bool(name) and str(name).startswith(subjects.stream(""))
+    """The platform's streams, and the run records' (where the runs wait: the runners' lag is there)."""
+    return bool(name) and (str(name).startswith(subjects.stream("")) or name == f"KV_{subjects.stream('RUN_RECORDS')}")
 
 
 async def _all_streams(jsm: JetStreamManager) -> list[StreamInfo]:

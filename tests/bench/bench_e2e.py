@@ -3,7 +3,7 @@
 same JetStream hops in the same run.
 
 Aurora: an app's native event (a signal on `amp.sig.<chat>.native_event`) → event-bridge →
-AMP_EVENTS → router → AMP_RUNS → runner (a playbook agent that answers at once) → gateway →
+AMP_EVENTS → router → run record (KV_AMP_RUN_RECORDS) → runner (a playbook agent that answers at once) → gateway →
 supervisor → the chat app: the clock stops when the reply's `tools/call` crosses the chat
 app's relay subject (`….c2s`), which the benchmark watches.
 

@@ -1,11 +1,12 @@
-"""`make bench-router`: events/s from AMP_EVENTS to AMP_RUNS through the router (50 bindings),
+"""`make bench-router`: events/s from AMP_EVENTS to runs through the router (50 bindings),
 against raw nats-py pull + ack + publish of the same bytes, on the same nats-server in one run.
 
 Both sides start from the same N events already stored and stop when the N-th message is in
 their destination stream; both fetch in batches of the same size and pipeline their publishes.
 The raw side does the least a correct forwarder does (one publish with `Nats-Msg-Id`, one ack);
-the router also validates each event, picks a binding, builds the run and writes its run record,
-which holds the event's route trace (services/router/recorded_traces.py).
+the router also validates each event, picks a binding and writes the run's record, which is the
+run (issue 38: runners consume it from KV_AMP_RUN_RECORDS) and holds the event's route trace
+(services/router/recorded_traces.py), create-only.
 BENCH_N (events, default 20000), BENCH_ROUNDS (default 3), AURORA_ROUTER_BATCH (default 256).
 """
 
@@ -171,7 +172,7 @@ async def bench_router(nc: NATS, events: list[tuple[str, bytes, str]], batch: in
     stop = asyncio.Event()
     with Stopwatch() as clock:
         task = asyncio.create_task(service.run(stop), name="bench-router")
-        await wait_for_count(js, subjects.stream("RUNS"), len(events))
+        await wait_for_count(js, f"KV_{subjects.stream('RUN_RECORDS')}", len(events))  # the runs are records
     stop.set()
     await task
     statuses = dict(service.parts.router.stats.statuses)
@@ -180,7 +181,7 @@ async def bench_router(nc: NATS, events: list[tuple[str, bytes, str]], batch: in
     # A trace for every event, in its run record: none of its own.
     assert await stored(js, f"KV_{subjects.stream('RUN_RECORDS')}") == len(events), "a record for every run"
     assert await stored(js, f"KV_{subjects.stream('ROUTES')}") == 0, "a dispatched event's trace is in its record"
-    return Result("router (validate, select, run + record with trace, ack)", len(events), clock.seconds,
+    return Result("router (validate, select, run record = run, with trace, ack)", len(events), clock.seconds,
                   await stored_per_event(js, before, len(events)))
 
 

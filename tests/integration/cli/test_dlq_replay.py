@@ -1,11 +1,11 @@
 """`aurora dlq replay` of an event the router gave up on, once the cause is fixed, makes exactly
 one run; replaying it again makes none.
 
-The event's run could not be stored (`AMP_RUNS` is gone: a migration, an operator's mistake), so
+The event's run could not be stored (its run records bucket is gone: a migration, an operator's mistake), so
 the router retried it and, after `max_deliver` deliveries, dead-lettered it. The router process
 would take minutes to give up (`max_deliver` 10, backoff up to a minute), so the real `Router`
 gives up here in the test's process with `max_deliver` 2, as test_gave_up.py does for the bridge.
-Then a real runner process (which creates `AMP_RUNS` again) and a real router process run, and
+Then a real runner process (which creates the bucket again) and a real router process run, and
 the real CLI replays.
 """
 
@@ -43,7 +43,7 @@ async def _give_up_without_runs_stream(nats_url: str, subjects: Subjects, doc: d
     try:
         js = client.jetstream()
         stores = await open_stores(js, subjects)
-        await js.delete_stream("AMP_RUNS")
+        await js.delete_key_value("AMP_RUN_RECORDS")  # runs are run records (issue 38)
         catalog = RouteCatalog(stores.bindings, stores.agents, stores.pipelines)
         await catalog.start()
         router = Router(client, subjects, catalog, stores, RouterConfig(max_deliver=2, backoff=(1.0,),
@@ -92,9 +92,9 @@ async def test_replaying_an_event_whose_cause_was_fixed_makes_one_run_and_again_
     assert listed["count"] == 1
     (letter,) = listed["dead_letters"]
     assert letter["via"] == "stage" and letter["deliveries"] == 2 and letter["consumer"] == "router"
-    assert "gave up after 2 deliveries" in letter["reason"] and "publishing failed" in letter["reason"]
+    assert "gave up after 2 deliveries" in letter["reason"] and "storing the run record failed" in letter["reason"]
 
-    # The cause is fixed: a runner creates AMP_RUNS again; the routers are back.
+    # The cause is fixed: a runner creates the run records bucket again; the routers are back.
     async with StackBuilder(tmp_path).broker(nats_url).service("runner", "runner", **RUNNER_ENV).router().up():
         assert await _tasks(js) == 0  # nothing ran the event before the replay
 
@@ -112,7 +112,7 @@ async def test_replaying_an_event_whose_cause_was_fixed_makes_one_run_and_again_
 
         task = await poll(finished, timeout=30, what="the replayed event's task to succeed")
         assert task["answer"] == "order seen" and task["attempts"] == 1
-        runs_after_first = (await js.stream_info("AMP_RUNS")).state.last_seq
+        runs_after_first = (await js.stream_info("KV_AMP_RUN_RECORDS")).state.last_seq
 
         # Again (the dead letter was kept): JetStream knows this replay's id and drops it; past its
         # duplicate window the copy would be stored, routed to the same run id and find its task.
@@ -120,8 +120,8 @@ async def test_replaying_an_event_whose_cause_was_fixed_makes_one_run_and_again_
         assert again["replayed"][0]["duplicate"] is True
         events_last = (await js.stream_info("AMP_EVENTS")).state.last_seq
         await consumed(js, "AMP_EVENTS", "router", through=events_last, what="the router to route every replay")
-        await consumed(js, "AMP_RUNS", "runner", what="the runners to finish")
-        assert (await js.stream_info("AMP_RUNS")).state.last_seq == runs_after_first
+        await consumed(js, "KV_AMP_RUN_RECORDS", "runner", what="the runners to finish")
+        assert (await js.stream_info("KV_AMP_RUN_RECORDS")).state.last_seq == runs_after_first
         assert await _tasks(js) == 1
         final = await finished()
         assert final is not None and final["attempts"] == 1

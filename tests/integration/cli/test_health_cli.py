@@ -49,7 +49,7 @@ def test_health_shows_every_instance_and_fails_when_a_service_is_gone(
     assert {a["app"] for a in report["apps"]} >= {"test.chat", "test.echo"}
     assert all(a["session"] == "connected" for a in report["apps"]), report["apps"]
     streams = {s["name"] for s in report["streams"]}
-    assert {"AMP_SIGNALS", "AMP_EVENTS", "AMP_RUNS"} <= streams
+    assert {"AMP_SIGNALS", "AMP_EVENTS", "KV_AMP_RUN_RECORDS"} <= streams and "AMP_RUNS" not in streams
     assert report["problems"] == [] and isinstance(report["dead_letters"], int)
 
     processes["runner-1"].terminate()

@@ -61,7 +61,7 @@ def test_generation_is_deterministic_and_follows_the_prefix() -> None:
 @pytest.mark.parametrize("pattern", [
     r"^amp\.evt\.\{app\}\.\{type\}$", r"^amp\.sig\.\{app\}\.\{kind\}$",
     r"^amp\.mcp\.\{app\}\.\{instance\}\.c2s$", r"^amp\.mcp\.\{app\}\.\{instance\}\.s2c$",
-    r"^amp\.tool\.call$", r"^amp\.run\.\{target_type\}\.\{target_id\}$", r"^amp\.audit\.\{app\}$",
+    r"^amp\.tool\.call$", r"^\$KV\.AMP_RUN_RECORDS\.run\.\{run_id\}$", r"^amp\.audit\.\{app\}$",
     r"^amp\.dlq\.\{stage\}$", r"^amp\.admin\.\{area\}\.\{verb\}$",
 ])
 def test_every_subject_family_of_the_architecture_has_a_channel(pattern: str) -> None:
