@@ -3,10 +3,11 @@ runs (one tool step that sleeps 50 ms in the echo app, through the real supervis
 
 Each runner process runs at most BENCH_CONCURRENCY runs at a time (AURORA_RUNNER_CONCURRENCY,
 default 4), so one runner is bound by waiting on its tool, and more runners should overlap more
-of that waiting: the goal is 4 runners ≥ 3.5 × one. Runs are published straight into AMP_RUNS
-(the router is not what is measured) while the runners' consumer is paused; the clock starts when
-every runner holds its first runs and stops when the work queue is empty, i.e. every run's task
-has settled and its message was acknowledged. Every task is checked to have succeeded.
+of that waiting: the goal is 4 runners ≥ 3.5 × one. Runs are written straight as run records,
+which are the runs (the router is not what is measured), while the runners' consumer is paused;
+the clock starts when every runner holds its first runs and stops when the runners' durable has
+nothing pending or unacknowledged, i.e. every run's task has settled and its record was
+acknowledged. Every task is checked to have succeeded.
 BENCH_RUNS_PER_RUNNER (default 300) runs per runner process, BENCH_ROUNDS (default 2).
 """
 
@@ -19,6 +20,7 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import nats
@@ -26,13 +28,14 @@ from nats.aio.client import Client as NATS
 
 from services.runner.config import RunnerConfig
 from shared.clock import now_iso
-from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
-from shared.contracts.run import METHOD_AGENT_RUN, RunPayload, RunTarget
+from shared.contracts.envelope import EventEnvelope, Header, Source
+from shared.contracts.run import METHOD_AGENT_RUN, RecordedRun, RunTarget
 from shared.contracts.subjects import Subjects
 from shared.contracts.task import decode_task
 from shared.contracts.toolcall import ToolCallEnvelope, ToolCallRequest, encode
 from shared.jetstream.kvmirror import read_all
-from shared.jetstream.streams import tasks_bucket
+from shared.jetstream.run_records import CREATE_ONLY, run_record_subject
+from shared.jetstream.streams import run_records_bucket, tasks_bucket
 from shared.nats.admin_service import admin_request
 from tests.bench.common import Result, best, env_int, record
 from tests.bench.resources import cpu_seconds
@@ -40,7 +43,7 @@ from tests.bench.stacks import bench_stack
 from tests.harness.apps_config import ECHO
 from tests.harness.broker import jetstream_time
 from tests.harness.processes import ServiceProcess, process_children
-from tests.harness.run_records import dispatched
+from tests.harness.run_records import runs_stream_name
 from tests.harness.runner_stack import stack_apps
 from tests.harness.stack import StackBuilder
 
@@ -51,38 +54,44 @@ SUBJECTS = Subjects("amp")
 RUNNERS_DURABLE = RunnerConfig().durable
 
 
-def run_message(n: int, tag: str) -> tuple[str, bytes]:
+def run_record(n: int, tag: str) -> tuple[str, bytes]:
     run_id = f"bench-{tag}-{n:06d}"
     event = msgspec.convert({
         "header": {"method": "aurora/event", "message_id": f"evt-{tag}-{n}", "timestamp": "2026-06-19T12:00:00+08:00",
                    "source": {"app": "bench.source"}},
         "payload": {"type": "sensor.reading", "data": {"n": n}},
     }, EventEnvelope)
-    payload = RunPayload(run_id=run_id, target=RunTarget(type="agent", id=AGENT), binding_id="bench", event=event)
-    envelope = Envelope(header=Header(method=METHOD_AGENT_RUN, message_id=run_id, timestamp="2026-06-19T12:00:00Z",
-                                      source=Source(app="aurora.router")), payload=payload)
-    return run_id, msgspec.json.encode(envelope)
+    header = Header(method=METHOD_AGENT_RUN, message_id=run_id, timestamp="2026-06-19T12:00:00Z",
+                    source=Source(app="aurora.router"))
+    record = RecordedRun(run_id=run_id, target=RunTarget(type="agent", id=AGENT), binding_id="bench",
+                         event_message_id=event.header.message_id, source_app="bench.source",
+                         event_at=event.header.timestamp, header=header, event=event)
+    return run_id, msgspec.json.encode(record)
 
 
 async def publish_runs(nc: NATS, count: int, tag: str) -> list[str]:
     js = nc.jetstream()
-    subject = SUBJECTS.run("agent", AGENT)
-    ids = [run_message(n, tag)[0] for n in range(count)]
-    # Each run's record first, as the router writes it: the gateway acts for recorded runs only.
-    await asyncio.gather(*[dispatched(nc, SUBJECTS, agent=AGENT, run_id=run_id, source_app="bench.source")
-                           for run_id in ids])
+    bucket = run_records_bucket(SUBJECTS).name
+    ids = []
     pending = []
-    for n in range(count):
-        run_id, data = run_message(n, tag)
-        pending.append(await js.publish_async(subject, data, headers={"Nats-Msg-Id": run_id}))
+    for n in range(count):  # each run is its record, as the router writes it (the gateway reads it too)
+        run_id, data = run_record(n, tag)
+        ids.append(run_id)
+        pending.append(await js.publish_async(run_record_subject(bucket, run_id), data, headers=CREATE_ONLY))
     await asyncio.gather(*pending)
     return ids
+
+
+async def waiting(js: Any) -> int:
+    """Runs queued or in work: what the runners' durable has not acknowledged yet."""
+    info = await js.consumer_info(runs_stream_name(SUBJECTS), RUNNERS_DURABLE)
+    return int(info.num_pending + info.num_ack_pending)
 
 
 async def queue_empty(nc: NATS, timeout: float) -> None:
     js = nc.jetstream()
     deadline = time.monotonic() + timeout
-    while (await js.stream_info(SUBJECTS.stream("RUNS"))).state.messages:
+    while await waiting(js):
         if time.monotonic() > deadline:
             raise TimeoutError("the runs did not finish in time")
         await asyncio.sleep(0.02)
@@ -126,7 +135,7 @@ async def measure(nc: NATS, runners: int, runs: int, tag: str, concurrency: int)
     starts at its own moment, which the clock must not count. The result counts the runs still
     queued or in work when the clock starts."""
     js = nc.jetstream()
-    stream = SUBJECTS.stream("RUNS")
+    stream = runs_stream_name(SUBJECTS)
     await js.pause_consumer(stream, RUNNERS_DURABLE, jetstream_time(3600))
     try:
         ids = await publish_runs(nc, runs, tag)
@@ -139,7 +148,7 @@ async def measure(nc: NATS, runners: int, runs: int, tag: str, concurrency: int)
         await asyncio.sleep(0.002)
     started = time.perf_counter()
     # What an early runner finished before the others started is left out, as its time is.
-    counted = (await js.stream_info(stream)).state.messages
+    counted = await waiting(js)
     await queue_empty(nc, timeout=max(60.0, runs * SLEEP * 2))
     seconds = time.perf_counter() - started
     kv = await nc.jetstream().key_value(tasks_bucket(SUBJECTS).name)
