@@ -119,6 +119,19 @@ class Filter:
         return True
 
 
+def run_record_key(letter: DeadLetter, records_bucket: str) -> str | None:
+    """The key of the run record a dead letter holds (`run.<run id>`), or None when it is no run
+    record. A run is replayed by the router (the one writer of records), never published by hand."""
+    kv_prefix = f"$KV.{records_bucket}."
+    if not letter.original_subject.startswith(kv_prefix):
+        return None
+    key = letter.original_subject[len(kv_prefix):]
+    if not key.startswith("run."):
+        raise CliError(f"dead letter {letter.seq} is a run record written before runs were records "
+                       f"({letter.original_subject}): it was never a run, so it is not replayed")
+    return key
+
+
 def replay_target(letter: DeadLetter, prefix: str) -> str:
     """The subject a replay goes to: the original's, which must be one of this installation's."""
     subject = letter.original_subject

@@ -3,8 +3,9 @@
 Read straight from the stream with the operator's JetStream rights (no service answers for
 it: the dead letters matter most when a service is down). `replay` sends a dead letter's
 original bytes and headers back to the subject it came from; the body keeps its message id, so
-the stages downstream recognise work already done (docs/deadletters.md). A replayed dead letter is
-removed from `AMP_DLQ` unless `--keep`.
+the stages downstream recognise work already done (docs/deadletters.md). A dead-lettered run (a
+run record) is not published: the router, the one writer of records, writes it again
+(`router.replay_run`). A replayed dead letter is removed from `AMP_DLQ` unless `--keep`.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from typing import Annotated, Any
 
 import typer
 from nats.aio.client import Client as NATS
+from nats.errors import NoRespondersError
+from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.errors import NotFoundError
 
 from aurora_cli.deadletters import (
@@ -23,6 +26,7 @@ from aurora_cli.deadletters import (
     read_dead_letter,
     replay_headers,
     replay_target,
+    run_record_key,
 )
 from aurora_cli.output import (
     EXIT_USAGE,
@@ -38,6 +42,8 @@ from aurora_cli.output import (
     table,
 )
 from shared.config.settings import Settings
+from shared.jetstream.streams import run_records_bucket
+from shared.nats.admin_service import AdminRequestError, admin_request
 
 app = typer.Typer(help="Dead letters: list, show, replay and purge what a stage gave up on.",
                   no_args_is_help=True)
@@ -107,7 +113,8 @@ def replay(seqs: Annotated[list[int] | None, typer.Argument(metavar="[SEQ]...", 
            keep: Annotated[bool, typer.Option("--keep", help="Leave the dead letter in AMP_DLQ.")] = False,
            json_output: JsonOpt = False) -> None:
     """Send dead letters back to the subject they came from (named by SEQ, or every one the filters
-    match), keeping their bytes and message ids; each replayed one is removed unless --keep."""
+    match), keeping their bytes and message ids; a run (a run record) is written again by the router
+    and delivered to the runners again. Each replayed one is removed unless --keep."""
     chosen = _filter(stage, reason, since, older_than)
     if not seqs and chosen.empty:
         fail("name dead letters by SEQ or choose them with --stage/--reason/--since/--older-than", EXIT_USAGE)
@@ -190,19 +197,44 @@ async def _one(settings: Settings, seq: int) -> DeadLetter:
 
 async def _replay(settings: Settings, seqs: list[int], chosen: Filter, *, keep: bool) -> dict[str, Any]:
     stream = settings.subjects.stream("DLQ")
+    records = run_records_bucket(settings.subjects).name
     async with connected(settings.nats) as nc:
         js = nc.jetstream()
         letters = [await _get(nc, settings, seq) for seq in seqs] if seqs else await _scan(nc, settings, chosen)
-        targets = [(letter, replay_target(letter, settings.subjects.prefix)) for letter in letters]
+        # Every target checked before anything is replayed: a run record goes to the router.
+        targets = [(letter, key, None if key else replay_target(letter, settings.subjects.prefix))
+                   for letter in letters for key in [run_record_key(letter, records)]]
         replayed = []
-        for letter, subject in targets:
-            ack = await js.publish(subject, letter.data, headers=replay_headers(letter, stream))
+        for letter, key, subject in targets:
+            if key is not None:
+                answer = await _replay_run(nc, settings, letter, key)
+                item = {"subject": letter.original_subject, "stream": answer["stream"],
+                        "stored_seq": answer["revision"], "duplicate": False, "run_id": answer["run_id"]}
+            else:
+                assert subject is not None
+                ack = await js.publish(subject, letter.data, headers=replay_headers(letter, stream))
+                item = {"subject": subject, "stream": ack.stream, "stored_seq": None if ack.duplicate else ack.seq,
+                        "duplicate": bool(ack.duplicate)}
             if not keep:
                 await js.delete_msg(stream, letter.seq)
-            replayed.append({"seq": letter.seq, "subject": subject, "stream": ack.stream,
-                             "stored_seq": None if ack.duplicate else ack.seq, "duplicate": bool(ack.duplicate),
-                             "kept": keep})
+            replayed.append({"seq": letter.seq, **item, "kept": keep})
     return {"replayed": replayed}
+
+
+async def _replay_run(nc: NATS, settings: Settings, letter: DeadLetter, key: str) -> dict[str, Any]:
+    """Ask the router to write the run's record again (a new revision the runners' durable delivers)."""
+    subject = settings.subjects.admin("router", "replay_run")
+    try:
+        answer: dict[str, Any] = await admin_request(nc, settings.subjects, "router", "replay_run", {"key": key},
+                                                     timeout=10.0)
+    except AdminRequestError as exc:
+        raise CliError(f"dead letter {letter.seq} not replayed: {exc}") from exc
+    except NoRespondersError as exc:
+        raise CliError(f"dead letter {letter.seq} is a run: the router replays it, and no router is running "
+                       f"(nobody answers {subject})") from exc
+    except (NatsTimeoutError, TimeoutError) as exc:
+        raise CliError(f"dead letter {letter.seq}: the router did not answer {subject} within 10s") from exc
+    return answer
 
 
 async def _purge(settings: Settings, chosen: Filter, *, yes: bool) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from services.router.config import RouterSettings
 from services.router.recorded_traces import RecordedTraces
 from services.router.replay import Replayer
 from services.router.router import Router
+from services.router.run_replay import RunReplayer
 from services.router.stores import RouterStores, open_stores
 from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.subjects import Subjects
@@ -74,7 +75,8 @@ async def build_router(setup: RouterSetup, connections: Connections) -> RouterSe
                  ResourceAdmin(kind_of("Pipeline"), stores.pipelines)]
     if options.serve_agents:
         resources.append(ResourceAdmin(kind_of("Agent"), stores.agents))
-    areas = {"router": {**admin.endpoints(), "replay": replayer.replay},
+    run_replayer = RunReplayer(stores.run_records, stores.run_records_bucket)  # `aurora dlq replay` of a run
+    areas = {"router": {**admin.endpoints(), "replay": replayer.replay, "replay_run": run_replayer.replay_run},
              **{r.kind.area: r.endpoints() for r in resources}}
     endpoints = StartedBy("the router's admin endpoints", lambda: start_admin_service(
         nc, subjects, name="aurora-router", version=VERSION, areas=areas, authorize=authorize,

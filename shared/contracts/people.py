@@ -53,6 +53,7 @@ ROLE_OPERATIONS: dict[str, tuple[Operation, ...]] = {
         ("schedules", "apply"), ("schedules", "delete"), ("schedules", "trigger"), ("schedules", "pause"),
         ("schedules", "resume"),
         ("router", "replay"),  # dispatches stored events again (its dry run too: it reads every event)
+        ("router", "replay_run"),  # a dead-lettered run delivered again (`aurora dlq replay`)
     ),
     "approver": (("approvals", "grant"), ("approvals", "deny")),
     "admin": (("users", "add"), ("users", "disable"), ("policies", "apply"), ("policies", "delete")),
