@@ -135,6 +135,25 @@ def native_event(key: str) -> bytes:
     return encode_signal(NativeEventSignal(signal_id=key, app=CHAT, observed_at=now_iso(), event=event))
 
 
+async def chat_driver(url: str, *, name: str = DRIVER) -> tuple[NATS, Replies, Callable[[str], Awaitable[None]]]:
+    """The chat app's side of a benchmark stack, configured: its connection, the replies it hears
+    on its relay subject, and `send(key)`, which publishes a native event carrying `key`."""
+    nc = await nats.connect(url, pending_size=64 * 1024 * 1024, name=name)
+    await configure(nc)
+    replies = Replies()
+
+    async def seen(msg: Msg) -> None:
+        replies.saw(msg.data)
+
+    await nc.subscribe(SUBJECTS.mcp(CHAT, "default", "c2s"), cb=seen)
+    js = nc.jetstream()
+
+    async def send(key: str) -> None:
+        await js.publish(SUBJECTS.signal(CHAT, "native_event"), native_event(key), headers={"Nats-Msg-Id": key})
+
+    return nc, replies, send
+
+
 def aurora_services(folder: Path) -> Callable[[StackBuilder], StackBuilder]:
     """Every service of the event → reply path, one of each, the chat app logging what it sends."""
 

@@ -17,15 +17,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-import nats
-from nats.aio.msg import Msg
-
-from tests.bench.bench_e2e import DRIVER, SUBJECTS, Replies, aurora_services, burst, configure, native_event, sequential
+from tests.bench.bench_e2e import aurora_services, burst, chat_driver, sequential
 from tests.bench.common import env_int
 from tests.bench.profile import cpu_summary, unwatch
 from tests.bench.resources import cpu_seconds
 from tests.bench.stacks import bench_stack
-from tests.harness.runner_stack import CHAT
 from tests.harness.stack import StackBuilder
 
 SERVICES = ("bridge", "router", "runner", "gateway", "supervisor")
@@ -49,19 +45,7 @@ async def main() -> int:
     tags = tuple(t for t in os.environ.get("BENCH_PROFILE_SERVICES", ",".join(SERVICES)).split(",") if t)
     with tempfile.TemporaryDirectory(prefix="aurora-profile-e2e-") as tmp, \
             bench_stack(Path(tmp), profiled(Path(tmp), tags)) as stack:
-        nc = await nats.connect(stack.url, pending_size=64 * 1024 * 1024, name=DRIVER)
-        await configure(nc)
-        replies = Replies()
-
-        async def seen(msg: Msg) -> None:
-            replies.saw(msg.data)
-
-        await nc.subscribe(SUBJECTS.mcp(CHAT, "default", "c2s"), cb=seen)
-        js = nc.jetstream()
-
-        async def send(key: str) -> None:
-            await js.publish(SUBJECTS.signal(CHAT, "native_event"), native_event(key), headers={"Nats-Msg-Id": key})
-
+        nc, replies, send = await chat_driver(stack.url)
         await sequential("warm-up", send, replies, 50)
         pids = {tag: stack[tag].pid for tag in tags}
         before = {tag: cpu_seconds(pid) for tag, pid in pids.items()}

@@ -20,14 +20,10 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-import nats
-from nats.aio.msg import Msg
-
-from tests.bench.bench_e2e import SUBJECTS, Replies, aurora_services, configure, native_event
+from tests.bench.bench_e2e import aurora_services, chat_driver
 from tests.bench.common import env_int, record
 from tests.bench.resources import cpu_seconds, rss_mib
 from tests.bench.stacks import bench_stack
-from tests.harness.runner_stack import CHAT
 
 GROWTH = 0.05
 CPU_GROWTH = 2.0  # a process's CPU per event may rise at most this much more than the median's
@@ -77,15 +73,7 @@ async def main() -> int:
     rate = env_int("SOAK_RATE", 10)
     with tempfile.TemporaryDirectory(prefix="aurora-soak-") as tmp, \
             bench_stack(Path(tmp), aurora_services(Path(tmp))) as stack:
-        nc = await nats.connect(stack.url)
-        await configure(nc)
-        replies = Replies()
-
-        async def seen(msg: Msg) -> None:
-            replies.saw(msg.data)
-
-        await nc.subscribe(SUBJECTS.mcp(CHAT, "default", "c2s"), cb=seen)
-        js = nc.jetstream()
+        nc, replies, send = await chat_driver(stack.url, name="soak-driver")
         samples: dict[str, list[float]] = {name: [] for name in stack.pids()}
         on_path = dict(stack.pids())
         chat = chat_app_pid(on_path["supervisor"])
@@ -100,7 +88,7 @@ async def main() -> int:
         while (now := time.monotonic()) - started < seconds:
             key = f"evkey-{uuid.uuid4().hex[:12]}"
             pending.append(replies.expect(key))
-            await js.publish(SUBJECTS.signal(CHAT, "native_event"), native_event(key), headers={"Nats-Msg-Id": key})
+            await send(key)
             sent += 1
             if now >= next_sample:
                 next_sample += SAMPLE_EVERY
