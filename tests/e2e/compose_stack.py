@@ -21,11 +21,12 @@ from typing import Any
 import httpx
 import yaml
 
-from aurora_cli.localnats import free_port, nats_server_binary
+from aurora_cli.localnats import nats_server_binary
 from shared.readiness import READY_FILE
 from tests.harness.cli import AURORA
 from tests.harness.cli_here import run_cli_here
 from tests.harness.otlp import OtlpReceiver
+from tests.harness.ports import free_port_run
 from tests.harness.processes import REPO, ServiceProcess
 
 COMPOSE: dict[str, Any] = yaml.safe_load((REPO / "compose.yaml").read_text(encoding="utf-8"))
@@ -104,8 +105,11 @@ class ComposeStack:
         self.logs.mkdir(exist_ok=True)
         self.clean = {k: v for k, v in os.environ.items() if not k.startswith(("NATS_", "AURORA_", "CHAT_"))}
         self.clean["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{self.clean.get('PATH', '')}"
-        self.ports = {4222: free_port(), 8222: free_port(), 8765: free_port(), 8766: free_port(), 8780: free_port(),
-                      4318: free_port()}
+        # Below the kernel's ephemeral range: nats starts seconds after this (creds-init hashes first),
+        # and a port from bind(0) was taken meanwhile by another worker's outgoing connection.
+        published = (4222, 8222, 8765, 8766, 8780, 8795, 4318)
+        first = free_port_run(len(published))
+        self.ports = {port: first + i for i, port in enumerate(published)}
         # Jaeger's place: an OTLP receiver on the port the services export to.
         self.traces = OtlpReceiver(self.ports[4318])
         self.hosts = {name: "127.0.0.1" for name in SERVICES}
