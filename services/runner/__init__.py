@@ -1,8 +1,9 @@
 """The runner: pulls runs, drives agents and pipelines, keeps durable tasks (`python -m services.runner`).
 
 Any number of runner processes share one durable pull consumer on the runs queue (`worker`).
-Each run becomes a task in KV under its run id, created once and changed only by compare-and-set
-(`tasks`, `statemachine`); the task, not the run message, is the truth. A run is driven by its
+Each run becomes a task in KV under its run id, created once (at the run's first durable change:
+a run that ends at once is one revision) and changed only by compare-and-set (`tasks`,
+`statemachine`); the task, not the run message, is the truth. A run is driven by its
 target's driver (`drivers/`: playbook, llm, the message pipeline), every tool call goes through
 the gateway (`toolclient`, `steps`), and the final answer is delivered with `event_reply` only
 when the run has a reply target (`executor`).

@@ -3,6 +3,7 @@
 AuroraError
 └── RunnerError
     ├── LostOwnership      another runner took the task over (its run came back to the queue)
+    │   └── TaskExists     another attempt stored the run's task before this one stored it
     ├── HandBack           the runner is stopping: give the run back at the next step boundary
     ├── CancelRequested    an operator asked the task to stop
     ├── StepFailed         a step ended the run (a template, a model, a refused tool …)
@@ -23,6 +24,11 @@ class RunnerError(AuroraError):
 
 class LostOwnership(RunnerError):
     """The task's attempt changed under us: another runner holds it now; stop without a word."""
+
+
+class TaskExists(LostOwnership):
+    """This attempt's task was not stored yet, and another attempt stored the run's task first:
+    the run goes on from that task as stored (`TaskExecutor.handle_run`)."""
 
 
 class HandBack(RunnerError):

@@ -34,6 +34,7 @@ from services.runner.errors import (
     LostOwnership,
     RunnerError,
     StepFailed,
+    TaskExists,
     Unverified,
 )
 from services.runner.event_source import EventSource
@@ -41,6 +42,7 @@ from services.runner.steps import retry
 from services.runner.steps.tool_steps import ToolSteps
 from services.runner.tasks import notices, statemachine
 from services.runner.tasks.store import TaskHandle, TaskStore
+from services.runner.tasks.watch import watch_task
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import RunPayload, decode_run
 from shared.contracts.task import Task, TaskError, TaskState
@@ -85,7 +87,7 @@ class TaskExecutor:
             run = decode_run(data).payload
         except msgspec.DecodeError as exc:  # ValidationError too, and nesting too deep
             raise InvalidRun(f"not a run envelope: {exc}") from exc
-        # A first delivery almost never has a task yet: try to create it straight away.
+        # A first delivery almost never has a task yet: run it straight away.
         found = None if deliveries <= 1 else await self._store.get(run.run_id)
         if found is None:
             try:
@@ -96,10 +98,10 @@ class TaskExecutor:
                     return "retry"
                 return await self._fail_unreadable(run, str(exc))
             task = statemachine.new_task(run, event, runner=self._config.instance, now=self._store.clock())
-            revision = await self._store.create(task)
-            if revision is not None:
-                return await self._execute(self._store.handle(task, revision), event, stopping)
-            found = await self._store.get(run.run_id)
+            try:  # stored at its first durable change (tasks/store.py): a run that ends at once is one revision
+                return await self._execute(self._store.unstored(task), event, stopping)
+            except TaskExists:
+                found = await self._store.get(run.run_id)
             if found is None:
                 return "retry"
         # A run delivered again means its runner stopped acking it: a task still `running` is taken over.
@@ -163,9 +165,12 @@ class TaskExecutor:
     # -- one attempt ----------------------------------------------------------------------------
     async def _execute(self, handle: TaskHandle, event: EventEnvelope, stopping: asyncio.Event,
                        approvals: Mapping[str, str] | None = None) -> Decision:
-        watch = asyncio.create_task(self._watch_cancel(handle), name=f"cancel-watch-{handle.task.id}")
+        watch = asyncio.create_task(watch_task(handle, heartbeat=self._config.heartbeat),
+                                    name=f"task-watch-{handle.task.id}")
         try:
             return await self._attempt(handle, event, stopping, approvals)
+        except TaskExists:
+            raise  # handle_run goes on from the task as stored
         except LostOwnership as exc:  # also while settling: the other runner's attempt is the one
             log.info("task taken over by another runner", task=handle.task.id, detail=str(exc))
             return "drop"
@@ -223,15 +228,6 @@ class TaskExecutor:
         except StepFailed as exc:
             await self._stopped(handle, ctx, str(exc), TaskError(code=exc.code, message=str(exc)))
             return "ack"
-
-    async def _watch_cancel(self, handle: TaskHandle) -> None:
-        """Notice an operator's cancel request even while the run writes nothing."""
-        while True:
-            await asyncio.sleep(self._config.heartbeat)
-            try:
-                await handle.poll()
-            except Exception as exc:  # a missed poll only delays the cancel to the next write
-                log.debug("cancel poll failed", task=handle.task.id, error=str(exc))
 
     async def _wait(self, handle: TaskHandle, ctx: RunContext, wait: AwaitRetry) -> Decision:
         """Park the task until its next try, or — its deadline passed — end it with the reason."""

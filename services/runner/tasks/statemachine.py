@@ -2,7 +2,8 @@
 
 Nothing here touches NATS; `tasks.TaskHandle` applies these with a compare-and-set. A task is
 created `running` by the runner that took its run (the transitions show it queued first, in the
-same write); `queued` is where a handed-back task or one resuming after an approval waits.
+same write; it is stored at the run's first durable change, tasks/store.py); `queued` is where a
+handed-back task or one resuming after an approval waits.
 """
 
 from __future__ import annotations

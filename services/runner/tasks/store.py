@@ -6,6 +6,15 @@ write step's `started` record, a state change). A conflicting write means either
 asked to cancel (the change is applied again on the fresh task, which keeps the request) or
 another runner took the task over (`LostOwnership`: stop at once, touch nothing).
 
+A new run's task is not written when the run is taken: its first durable change creates it,
+create-only (`TaskStore.unstored`), so a run that ends at once is one revision, its final state
+(issue 38: a stored message less per event). Nothing is lost by the wait: until then the run
+has sent nothing that is not safe to repeat, and a runner that dies leaves nothing but its run
+message, which comes back and runs again from the start. Two attempts of one run (its message
+came back while the first still ran) meet at that create: the later one finds the task stored
+(`TaskExists`) and goes on from it as from a task already there. A run that takes longer is
+stored within a moment anyway (tasks/watch.py), so operators see it running and can cancel it.
+
 Every revision that adds a transition is that transition's `task.*` event: the event-bridge
 makes it from the bucket (services/event_bridge/task_events.py), so nothing here publishes one.
 Each write carries the writer's trace context (`traceparent`) in its headers, which the bridge
@@ -23,7 +32,7 @@ from nats.js.api import Header
 from nats.js.errors import APIError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
-from services.runner.errors import LostOwnership
+from services.runner.errors import LostOwnership, TaskExists
 from services.runner.tasks import statemachine
 from shared.clock import now_iso
 from shared.contracts.task import Task, TaskStep, decode_task, encode_task
@@ -36,6 +45,7 @@ _MAX_CONFLICTS = 20
 _WRONG_LAST_SEQUENCE = (10071, 10164)  # the codes nats-py's KeyValue.update turns into KeyWrongLastSequenceError
 
 Write = Callable[[Task, int], Awaitable[int]]  # (task, last revision) → the new revision
+Create = Callable[[Task], Awaitable[int | None]]  # create-only: the revision, None when it exists
 
 
 def record_run(task: Task) -> None:
@@ -85,15 +95,19 @@ class TaskStore:
 
     async def create(self, task: Task) -> int | None:
         """Create-only: the revision, or None when the task already exists."""
+        revision = await self._create_only(task)
+        if revision is not None:
+            _written(None, task)
+        return revision
+
+    async def _create_only(self, task: Task) -> int | None:
         try:
-            revision = await self._write(task, 0)
+            return await self._write(task, 0)
         except KeyWrongLastSequenceError:
             try:  # a deleted task's key: nats-py's create writes over its marker
-                revision = await self._kv.create(task.id, encode_task(task))
+                return await self._kv.create(task.id, encode_task(task))
             except KeyWrongLastSequenceError:
                 return None
-        _written(None, task)
-        return revision
 
     async def keys(self) -> list[str]:
         """Every task id, from the bucket stream's subjects. Not a KV watcher: a runner may not
@@ -137,13 +151,22 @@ class TaskStore:
     def handle(self, task: Task, revision: int) -> TaskHandle:
         return TaskHandle(self._kv, self._write, task, revision, self.clock)
 
+    def unstored(self, task: Task) -> TaskHandle:
+        """A hold on a new task not written yet: its first durable change creates it, or raises
+        `TaskExists` when another attempt of the run stored the task first."""
+        return TaskHandle(self._kv, self._write, task, 0, self.clock, create=self._create_only)
+
 
 class TaskHandle:
     """One attempt's hold on a task; every durable change goes through `update`."""
 
-    def __init__(self, kv: KeyValue, write: Write, task: Task, revision: int, clock: Callable[[], str]) -> None:
+    def __init__(self, kv: KeyValue, write: Write, task: Task, revision: int, clock: Callable[[], str], *,
+                 create: Create | None = None) -> None:
         self._kv = kv
         self._write = write
+        self._create = create  # how a task not stored yet (revision 0) is created
+        # One write at a time: the watch (tasks/watch.py) may store the task while the run changes it.
+        self._writing = asyncio.Lock()
         self._task = task
         self._revision = revision
         self._clock = clock
@@ -161,6 +184,11 @@ class TaskHandle:
         return self._revision
 
     @property
+    def stored(self) -> bool:
+        """Whether the task is in the bucket (a new run's task is written at its first durable change)."""
+        return self._revision > 0
+
+    @property
     def cancel_requested(self) -> str | None:
         """Who asked this task to stop, as written or as last polled."""
         return self._task.cancel_requested or self._cancel_seen
@@ -171,6 +199,8 @@ class TaskHandle:
 
     async def poll(self) -> None:
         """Look for a cancel request written since this attempt last wrote."""
+        if not self.stored:
+            return  # nobody can have asked: the task is not listed yet
         entry = await self._kv.get(self._task.id)
         if entry.value is not None:
             self._cancel_seen = decode_task(entry.value).cancel_requested or self._cancel_seen
@@ -190,21 +220,40 @@ class TaskHandle:
         return await self.update(lambda task: task)
 
     async def update(self, change: Callable[[Task], Task]) -> Task:
-        mine = (self._task.attempts, self._task.runner)
-        for _ in range(_MAX_CONFLICTS):
-            base = statemachine.record_steps(self._task, self._staged, now=self._clock())
-            updated = change(base)
-            try:
-                self._revision = await self._write(updated, self._revision)
-            except KeyWrongLastSequenceError:
-                await self._reload(mine)
-                continue
-            _written(self._task, updated)
-            self._task = updated
-            self._staged = []
-            self._view = {step.id: step for step in updated.steps}
-            return updated
-        raise LostOwnership(f"task {self._task.id} kept changing under this runner")
+        async with self._writing:
+            if not self.stored:
+                return await self._first(change)
+            mine = (self._task.attempts, self._task.runner)
+            for _ in range(_MAX_CONFLICTS):
+                staged = len(self._staged)
+                updated = change(statemachine.record_steps(self._task, self._staged, now=self._clock()))
+                try:
+                    revision = await self._write(updated, self._revision)
+                except KeyWrongLastSequenceError:
+                    await self._reload(mine)
+                    continue
+                return self._wrote(updated, revision, staged)
+            raise LostOwnership(f"task {self._task.id} kept changing under this runner")
+
+    async def _first(self, change: Callable[[Task], Task]) -> Task:
+        """The task's first write: create-only."""
+        assert self._create is not None, "a handle on a stored task has a revision"
+        staged = len(self._staged)
+        updated = change(statemachine.record_steps(self._task, self._staged, now=self._clock()))
+        revision = await self._create(updated)
+        if revision is None:
+            raise TaskExists(f"task {updated.id} was stored by another attempt of its run first")
+        return self._wrote(updated, revision, staged)
+
+    def _wrote(self, updated: Task, revision: int, staged: int) -> Task:
+        """After a write that carried the first `staged` staged steps (more may have been staged
+        while it was on its way: they wait for the next one)."""
+        _written(self._task, updated)
+        self._task, self._revision = updated, revision
+        self._staged = self._staged[staged:]
+        self._view = {step.id: step for step in updated.steps}
+        self._view.update({step.id: step for step in self._staged})
+        return updated
 
     async def _reload(self, mine: tuple[int, str | None]) -> None:
         try:

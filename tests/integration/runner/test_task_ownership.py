@@ -14,7 +14,7 @@ import msgspec
 import pytest
 from nats.aio.client import Client as NATS
 
-from services.runner.errors import LostOwnership
+from services.runner.errors import LostOwnership, TaskExists
 from services.runner.tasks import statemachine
 from services.runner.tasks.store import TaskHandle, TaskStore
 from shared.contracts.subjects import Subjects
@@ -145,3 +145,46 @@ async def test_a_deleted_task_is_lost_to_its_holder(stored: Stored) -> None:
     await (await stored.nc.jetstream().key_value(stored.bucket)).delete(task.id)
     with pytest.raises(LostOwnership):
         await handle.record(_step("s1", "runner-a"))
+
+
+def _new(run_id: str, runner: str) -> Task:
+    return statemachine.new_task(msgspec.structs.replace(a_run(), run_id=run_id), an_event(), runner=runner, now=NOW)
+
+
+async def test_a_new_runs_task_is_written_at_its_first_durable_change(stored: Stored) -> None:
+    """Taking a run writes nothing; the first durable change creates the task, staged steps in it."""
+    handle = stored.store.unstored(_new("run-lazy", "runner-a"))
+    handle.stage(TaskStep(id="read", kind="tool", name="app.read", status="finished", started_at=NOW,
+                          side_effect="read", classification="ok"))
+    assert not handle.stored and await stored.store.get("run-lazy") is None
+    await handle.poll()  # nothing to poll yet, and no error for it
+
+    written = await handle.record(_step("s1", "runner-a"))
+    kept, kept_revision = await stored.raw("run-lazy")
+    assert handle.stored and kept == written and kept_revision == handle.revision
+    assert [(s.id, s.status) for s in kept.steps] == [("read", "finished"), ("s1", "started")]
+    done = await handle.update(_finish("runner-a", "done"))
+    assert (await stored.raw("run-lazy"))[0] == done and done.state == "succeeded"
+
+
+async def test_two_attempts_of_a_run_not_stored_yet_meet_at_the_create(stored: Stored) -> None:
+    """Its run came back while the first attempt still ran, before either stored the task: the
+    one that writes second learns the task is there (TaskExists) and wrote nothing of its own."""
+    first = stored.store.unstored(_new("run-twice", "runner-a"))
+    second = stored.store.unstored(_new("run-twice", "runner-b"))
+    await first.record(_step("s1", "runner-a"))
+
+    with pytest.raises(TaskExists, match="another attempt"):
+        await second.update(_finish("runner-b", "from b"))
+    kept, kept_revision = await stored.raw("run-twice")
+    assert kept.runner == "runner-a" and kept.state == "running" and kept_revision == first.revision
+    assert not second.stored and [s.arguments for s in kept.steps] == [{"by": "runner-a"}]
+
+
+async def test_a_watch_and_the_run_storing_the_task_at_once_make_one_create(stored: Stored) -> None:
+    """The watch (tasks/watch.py) stores a slow run's task while the run itself writes: one attempt's
+    writes take turns, so neither is refused as another attempt's."""
+    handle = stored.store.unstored(_new("run-shown", "runner-a"))
+    shown, recorded = await asyncio.gather(handle.update(lambda task: task), handle.record(_step("s1", "runner-a")))
+    kept, _ = await stored.raw("run-shown")
+    assert kept == handle.task and [s.id for s in kept.steps] == ["s1"] and shown.runner == recorded.runner

@@ -1,12 +1,14 @@
-"""How many times a run writes its task (issue 38), read off the task bucket's own subject: a
-playbook's write (its reply) waits for the task's next change — three revisions: created, the
-reply `started`, settled with its outcome — while a run a model drove records each write's
-outcome at once, in a pipeline too."""
+"""How many times a run writes its task (issue 38), read off the task bucket's own subject. A new
+run's task is created at its first durable change, not when the run is taken. A playbook's write
+(its reply) waits for the task's next change — two revisions: created with the reply `started`,
+settled with its outcome — while a run a model drove records each write's outcome at once, in a
+pipeline too. A run that takes a while is stored running before it changes anything."""
 
 from __future__ import annotations
 
 import json
 import uuid
+from datetime import datetime
 from typing import Any
 
 from nats.aio.client import Client as NATS
@@ -65,7 +67,7 @@ async def _run(snc: NATS, subjects: Subjects, case: str, target: str,
     return task, await writes.settled()
 
 
-async def test_a_playbook_event_writes_its_task_three_times(
+async def test_a_playbook_event_writes_its_task_twice(
         stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"rev-pb-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {
@@ -74,10 +76,10 @@ async def test_a_playbook_event_writes_its_task_three_times(
                      "answer": "seen {{ steps.look.structured.v }}"}})
     task, revisions = await _run(snc, subjects, case, "agent", f"a-{case}")
     assert task["state"] == "succeeded" and task["delivered"] is True, json.dumps(task, indent=1)[:3000]
-    # created; the reply claimed `started` (the read before it written with it); settled with the
-    # reply's outcome — no revision of its own for that outcome.
+    # created when the reply is claimed `started` (the read before it written with it); settled with
+    # the reply's outcome — no revision of its own for being taken, nor for that outcome.
     assert _shape(revisions, "look", "deliver") == [
-        ("running", (None, None)), ("running", ("finished", "started")), ("succeeded", ("finished", "finished"))]
+        ("running", ("finished", "started")), ("succeeded", ("finished", "finished"))]
 
 
 async def test_a_model_driven_run_records_its_writes_at_once(
@@ -95,8 +97,7 @@ async def test_a_model_driven_run_records_its_writes_at_once(
     assert task["state"] == "succeeded" and task["delivered"] is True, json.dumps(task, indent=1)[:3000]
     # The agent replied itself (`m1.t1`), so no second reply: its outcome has a revision of its own.
     assert _shape(revisions, "m1.t1", "deliver") == [
-        ("running", (None, None)), ("running", ("started", None)), ("running", ("finished", None)),
-        ("succeeded", ("finished", None))]
+        ("running", ("started", None)), ("running", ("finished", None)), ("succeeded", ("finished", None))]
 
 
 async def test_a_pipeline_whose_ai_stage_is_a_model_records_its_reply_at_once(
@@ -113,5 +114,22 @@ async def test_a_pipeline_whose_ai_stage_is_a_model_records_its_reply_at_once(
     task, revisions = await _run(snc, subjects, case, "pipeline", f"p-{case}")
     assert task["state"] == "succeeded" and task["delivered"] is True, json.dumps(task, indent=1)[:3000]
     assert _shape(revisions, "deliver") == [
-        ("running", (None,)), ("running", ("started",)), ("running", ("finished",)), ("succeeded", ("finished",))]
+        ("running", ("started",)), ("running", ("finished",)), ("succeeded", ("finished",))]
+
+
+async def test_a_run_that_takes_a_while_is_stored_running_before_it_changes_anything(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
+    """The model thinks for 3 s: the task is listed `running` within a moment (tasks/watch.py), with
+    no step yet, so an operator sees it and can cancel it; it settles afterwards as usual."""
+    case = f"rev-slow-{uuid.uuid4().hex[:6]}"
+    stack.fake.script(case, lambda chat: Turn(content="thought it over", delay=3.0))
+    await apply(snc, subjects, "agents", {
+        "kind": "Agent", "id": f"a-{case}", "agent_kind": "llm", "events": ["*"], "tools": [f"{ECHO}.echo"],
+        "model": {"base_url": stack.fake.base_url, "model": case}})
+    task, revisions = await _run(snc, subjects, case, "agent", f"a-{case}")
+    assert task["state"] == "succeeded", json.dumps(task, indent=1)[:3000]
+    first = revisions[0]
+    assert (first["state"], first["steps"]) == ("running", []), json.dumps(first, indent=1)[:3000]
+    shown, ended = (datetime.fromisoformat(r["updated_at"]) for r in (first, revisions[-1]))
+    assert (ended - shown).total_seconds() > 1.5, "stored while the model was still thinking"
 

@@ -82,3 +82,25 @@ async def test_the_runner_is_built_in_process_takes_a_run_and_stops_whole(nc: NA
         await nc.request("$SRV.PING.aurora-runner", b"", timeout=2)
     with pytest.raises(NoRespondersError):
         await nc.request(subjects.model_sample, b"{}", timeout=2)
+
+
+async def test_two_deliveries_of_a_run_at_once_store_its_task_once(nc: NATS, subjects: Subjects) -> None:
+    """A run's task is written at its first durable change (services/runner/tasks/store.py): two
+    attempts of one run that both began before either wrote (its message came back meanwhile) meet
+    at that create. The later one finds the task there and goes on from it — here, finished — so
+    the task is written once and both deliveries are acked."""
+    config = RunnerConfig(instance="twice", ack_wait=3.0, tool_timeout=5.0)
+    service = await build_runner(RunnerSetup(subjects, config), Connections(nc))
+    js = nc.jetstream()
+    await (await js.key_value(agents_bucket(subjects).name)).put(AGENT, json.dumps(PLAYBOOK).encode())
+    tasks = await js.key_value(tasks_bucket(subjects).name)
+    run_id = f"run-{uuid.uuid4().hex[:8]}"
+    data = msgspec.json.encode(a_run(run_id))
+    async with service:
+        executor = service.parts.executor
+        verdicts = await asyncio.gather(*(executor.handle_run(data, deliveries=1, stopping=asyncio.Event())
+                                          for _ in range(2)))
+    assert verdicts == ["ack", "ack"]
+    history = await tasks.history(run_id)
+    assert len(history) == 1, [decode_task(entry.value).state for entry in history if entry.value]
+    assert history[0].value is not None and decode_task(history[0].value).state == "succeeded"
