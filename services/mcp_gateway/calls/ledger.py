@@ -6,6 +6,8 @@ caller got before the reply goes out. A caller whose answer was lost asks again 
 call id and learns (`recall`):
 
 - nothing recorded: the gateway never sent it; it runs now, normally;
+- another call under that id (another tool, run or task, or — both digests known — other
+  arguments): `denied` / `call_id_reused`, nothing runs;
 - `done`: the recorded result, and nothing runs again;
 - `executing` at a gateway instance that is alive: `outcome_unknown` / `call_in_progress`, ask
   again later;
@@ -15,7 +17,8 @@ call id and learns (`recall`):
   `outcome_unknown` / `call_in_doubt`, saying what to check. Nobody can know more.
 
 Several gateway instances agree through the KV revisions: one claim wins, the others answer
-from what it wrote. Reads are not recorded: asking again simply reads again.
+from what it wrote. Reads are not recorded: asking again simply reads again. The rules (pure:
+what a call asked again gets) are `ledger_rules`.
 
 Each instance proves it is alive by a heartbeat in the same bucket (`gateways.<instance>`);
 clocks of gateway hosts must agree within `stale_after` (a few seconds).
@@ -25,18 +28,17 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from typing import Literal, TypeAlias
+from typing import TypeAlias
 
 import msgspec
 from nats.js.errors import KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from services.mcp_gateway.calls import classify
+from services.mcp_gateway.calls.ledger_rules import LedgerEntry, answer_for, digest_of, judge, ledger_key
 from shared.clock import now_iso
 from shared.contracts.toolcall import SideEffect, ToolCallRequest, ToolCallResult
 from shared.lifecycle import Lifecycle, cancel_task
@@ -47,48 +49,13 @@ log = get_logger("aurora.mcp_gateway.ledger")
 
 # After the call's own timeout, this long for the executor to give up and the `done` write.
 DEADLINE_GRACE = 10.0
-_KEY_SAFE = re.compile(r"^[A-Za-z0-9_=-]{1,200}$")
-
-
-class LedgerEntry(msgspec.Struct, frozen=True, kw_only=True):
-    state: Literal["executing", "done"]
-    owner: str  # the gateway instance that claimed it
-    tool: str  # as the caller named it
-    run_id: str | None
-    task_id: str | None
-    deduplicates: bool  # the target deduplicates on the idempotency key: safe to send again
-    target: str  # where it runs (app or system), for the sentence a person reads
-    started_at: str
-    deadline: float  # epoch seconds: past it, the call cannot still be running at its owner
-    result: ToolCallResult | None = None
-    finished_at: str | None = None
 
 
 class Heartbeat(msgspec.Struct, frozen=True, kw_only=True):
     at: float
 
 
-Verdict = Literal["done", "in_progress", "in_doubt", "resend", "conflict"]
 Found: TypeAlias = "KeyValue.Entry | Exception | None"  # a call's entry as read; None: there is none
-
-
-def judge(entry: LedgerEntry, request: ToolCallRequest, *, owner_alive: bool, now: float) -> Verdict:
-    """What a call asked again gets, from its entry (pure)."""
-    ctx = request.context
-    if entry.tool != request.tool or entry.run_id != ctx.run_id or entry.task_id != ctx.task_id:
-        return "conflict"
-    if entry.state == "done":
-        return "done"
-    if owner_alive and now < entry.deadline:
-        return "in_progress"
-    return "resend" if entry.deduplicates else "in_doubt"
-
-
-def ledger_key(call_id: str) -> str:
-    """A KV key for any call id (an operator's may hold characters a key may not)."""
-    if _KEY_SAFE.match(call_id):
-        return f"calls.{call_id}"
-    return "calls.h-" + hashlib.sha256(call_id.encode()).hexdigest()
 
 
 def heartbeat_key(instance: str) -> str:
@@ -182,34 +149,14 @@ class CallLedger(Lifecycle[None]):
             log.info("call sent again under its idempotency key", call_id=call_id, tool=entry.tool,
                      abandoned_by=entry.owner)
             return Claim(self, key, call_id, request, revision=found.revision)
-        return answer_for(verdict, entry, call_id)
+        return answer_for(verdict, entry, call_id, request)
 
     def entry_for(self, request: ToolCallRequest, *, side_effect: SideEffect, deduplicates: bool, target: str,
                timeout: float) -> LedgerEntry:
         return LedgerEntry(state="executing", owner=self.instance, tool=request.tool,
                            run_id=request.context.run_id, task_id=request.context.task_id,
                            deduplicates=deduplicates, target=target, started_at=now_iso(),
-                           deadline=self._clock() + timeout + DEADLINE_GRACE)
-
-
-def answer_for(verdict: Verdict, entry: LedgerEntry, call_id: str) -> ToolCallResult:
-    """The reply to a call asked again that does not run (pure)."""
-    side_effect = entry.result.side_effect if entry.result is not None else None
-    if verdict == "done":
-        assert entry.result is not None
-        return entry.result
-    if verdict == "conflict":
-        return classify.failed("denied", "call_id_reused",
-                               f"call id {call_id} was used for another call ({entry.tool}); a new call needs a new id")
-    if verdict == "in_progress":
-        return classify.failed("outcome_unknown", "call_in_progress",
-                               f"call {call_id} ({entry.tool}) is still executing at the gateway since "
-                               f"{entry.started_at}; ask again with the same call id", side_effect=side_effect)
-    return classify.failed(
-        "outcome_unknown", "call_in_doubt",
-        f"the gateway executing call {call_id} ({entry.tool} in {entry.target}, since {entry.started_at}) stopped "
-        f"before it recorded the result, and {entry.target} does not deduplicate on an idempotency key, "
-        "so it was not sent again", side_effect=side_effect)
+                           deadline=self._clock() + timeout + DEADLINE_GRACE, arguments_digest=digest_of(request))
 
 
 def _ledger_unavailable(exc: Exception) -> ToolCallResult:

@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 from nats.aio.client import Client as NATS
 
-from services.mcp_gateway.calls.ledger import LedgerEntry, ledger_key
+from services.mcp_gateway.calls.ledger_rules import LedgerEntry, ledger_key
 from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
 from shared.contracts.run import METHOD_AGENT_RUN, RunPayload
 from shared.contracts.subjects import Subjects

@@ -51,3 +51,18 @@ async def test_an_approved_write_asked_again_gets_its_result_without_a_second_ap
     stolen = await pool.call("echo.counter_increment", {"key": key}, agent=AGENT, call_id=call_id)
     assert stolen["status"] == "denied" and stolen["error"]["code"] == "call_id_reused", stolen
     assert "structured" not in stolen or stolen["structured"] is None
+
+
+async def test_a_write_asked_again_with_other_arguments_is_refused_not_sent(pool: Pool) -> None:
+    """A resumed run's reads may answer differently, so its write asked again under the same call
+    id may carry other arguments: that is another call, refused — the first is not answered as if
+    it were this one, and this one is not sent."""
+    key, other = f"k-{uuid.uuid4().hex[:6]}", f"k-{uuid.uuid4().hex[:6]}"
+    first = await pool.call("echo.counter_increment", {"key": key}, call_id=f"{key}-call")
+    assert first["status"] == "ok" and first["structured"]["count"] == 1, first
+    changed = await pool.call("echo.counter_increment", {"key": other}, call_id=f"{key}-call")
+    assert changed["status"] == "denied" and changed["error"]["code"] == "call_id_reused", changed
+    assert "other arguments" in changed["error"]["message"], changed
+    assert await _count(pool, other) == 0 and await _count(pool, key) == 1
+    same = await pool.call("echo.counter_increment", {"key": key}, call_id=f"{key}-call")
+    assert same == first and await _count(pool, key) == 1

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
-from services.mcp_gateway.calls.ledger import LedgerEntry, answer_for, judge, ledger_key
+from services.mcp_gateway.calls.ledger_rules import LedgerEntry, answer_for, digest_of, judge, ledger_key
 from shared.contracts.toolcall import ToolCallContext, ToolCallRequest, ToolCallResult
 
 REQUEST = ToolCallRequest(tool="chat.send_message", context=ToolCallContext(run_id="r1", task_id="r1"))
@@ -41,6 +42,29 @@ def test_the_answers_say_what_happened() -> None:
     assert busy.error is not None and busy.error.code == "call_in_progress"
     reused = answer_for("conflict", entry(), "c1")
     assert reused.status == "denied" and reused.error is not None and reused.error.code == "call_id_reused"
+
+
+def asking(**arguments: object) -> ToolCallRequest:
+    return ToolCallRequest(tool="chat.send_message", arguments=arguments, context=REQUEST.context)
+
+
+def test_a_call_asked_again_with_other_arguments_is_another_call() -> None:
+    sent = asking(text="pump 3 is at 4 bar", to={"room": "ops", "thread": "t1"})
+    again = asking(to={"thread": "t1", "room": "ops"}, text="pump 3 is at 4 bar")  # the same, keys in another order
+    other = asking(text="pump 3 is at 5 bar", to={"room": "ops", "thread": "t1"})
+    assert digest_of(sent) == digest_of(again) != digest_of(other)
+    recorded = entry(state="done", result=DONE, arguments_digest=digest_of(sent))
+    assert judge(recorded, again, owner_alive=True, now=50.0) == "done"
+    assert judge(recorded, other, owner_alive=True, now=50.0) == "conflict"
+    assert judge(entry(arguments_digest=digest_of(sent)), other, owner_alive=False, now=50.0) == "conflict"
+    # An entry written before digests were kept is judged as before: by tool, run and task.
+    assert judge(entry(state="done", result=DONE), other, owner_alive=True, now=50.0) == "done"
+    reused = answer_for("conflict", recorded, "c1", other)
+    assert reused.status == "denied" and reused.error is not None and reused.error.code == "call_id_reused"
+    assert "other arguments" in reused.error.message and "not sent again" in reused.error.message
+    elsewhere = answer_for("conflict", recorded, "c1", msgspec.structs.replace(
+        other, context=ToolCallContext(run_id="r2", task_id="r2")))
+    assert elsewhere.error is not None and "other arguments" not in elsewhere.error.message
 
 
 def test_any_call_id_makes_a_valid_key() -> None:
