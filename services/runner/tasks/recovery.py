@@ -56,6 +56,10 @@ def pending_lookups(task: Task) -> list[TaskStep]:
 
 
 LOST = "the runner stopped before its outcome was recorded and the gateway audit has no record of the call"
+# A replayable run's write found unrecorded by a resumed attempt (nothing in the step log says
+# whether an earlier attempt sent it), and the gateway could not answer for its call id.
+EARLIER_ATTEMPT = ("an earlier attempt of this task may have sent it before its runner stopped, and neither the "
+                   "gateway's call ledger nor its audit has the outcome of the call")
 ASKED_AGAIN = "outcome not recorded before a crash; recovered by asking the gateway again for call {call_id}"
 # The gateway's answers that say nothing of the call's outcome (see services.runner.tools.client).
 _UNANSWERED = {"no_gateway", "no_reply", "call_in_doubt", "call_in_progress", "bad_reply", "internal_error",
@@ -65,6 +69,12 @@ _UNANSWERED = {"no_gateway", "no_reply", "call_in_doubt", "call_in_progress", "b
 def unanswered(result: ToolCallResult) -> bool:
     """Asked again, the gateway could not say what became of the call."""
     return result.error is not None and result.error.code in _UNANSWERED and result.status != "ok"
+
+
+def not_settled(result: ToolCallResult) -> bool:
+    """A resumed attempt's write made again under its first call's id: the gateway's answer is not
+    its outcome — it could not tell (`unanswered`), or the call id holds a call with other arguments."""
+    return unanswered(result) or (result.error is not None and result.error.code == "call_id_reused")
 
 
 def doubt_of(result: ToolCallResult) -> str | None:
@@ -84,6 +94,36 @@ def unverified_check(step: TaskStep, *, reason: str = LOST, system: str | None =
         f"(step {step.id}, call {step.call_id or '?'}, started {step.started_at}): {reason}; "
         "it was not repeated"
     )
+
+
+OTHER_ARGUMENTS = "an earlier attempt made this call with other arguments; not made again"
+
+
+def arguments_differ_check(step: TaskStep, answer: ToolCallResult) -> str:
+    """The sentence for a resumed attempt's write that the gateway refused as `call_id_reused`: an
+    earlier attempt sent the same step's call with other arguments (its reads answered otherwise)."""
+    what = "the reply" if step.kind == "delivery" else step.name
+    arguments = json.dumps(step.arguments or {}, ensure_ascii=False, sort_keys=True, default=str)
+    said = f" (the gateway answered: {answer.error.message})" if answer.error is not None else ""
+    return (
+        f"check what {what} an earlier attempt of this task sent (step {step.id}, call {step.call_id or '?'}: "
+        f"`aurora audit tail --from-start` lists it under that call id, with its arguments and result): "
+        f"it was sent with other arguments than this attempt's {arguments}{said}; it was not sent again"
+    )
+
+
+def earlier_attempts_began(task: Task) -> str:
+    """Since when a write the step log does not have may have been sent by an earlier attempt:
+    the start of the first of the attempts in a row that ended without a word (each resumed
+    `running` after `running`). Any change the task recorded before carried what its attempt
+    had done; earlier than the call is safe for the audit scan, only slower."""
+    transitions = task.transitions
+    if not transitions:
+        return task.created_at
+    first = len(transitions) - 1
+    while first > 0 and transitions[first - 1].to == "running":
+        first -= 1
+    return transitions[first].at
 
 
 def from_audit(step: TaskStep, record: AuditRecord) -> TaskStep:

@@ -74,6 +74,18 @@ def call_id_for(task_id: str, step_id: str, attempt: int) -> str:
     return str(uuid.uuid5(_CALL_NAMESPACE, f"{task_id}\n{step_id}\n{attempt}"))
 
 
+def step_call_id(task_id: str, step_id: str, attempt: int, *, first: bool, side_effect: str) -> str:
+    """The call id of a step's call. A write's first call (`first`: nothing of the step recorded
+    before) has the same id in every attempt, so a resumed attempt that makes it again is asked
+    under the id the gateway's call ledger knows it by: nothing recorded, it was never sent (the
+    ledger's claim precedes the send) and runs; recorded, the ledger answers and nothing is sent
+    twice. A call made again after a recorded outcome (an approval arrived, the target was
+    unavailable, a read-back found no trace) is a new call: the attempt is in its id. So is every
+    read's: a read repeated is another call, audited on its own (the audit keeps one record per
+    call id)."""
+    return call_id_for(task_id, step_id, 0 if first and side_effect != "read" else attempt)
+
+
 class ToolClient(Protocol):
     async def call(self, request: ToolCallRequest, *, call_id: str, timeout: float,
                    side_effect: str | None, trace: Trace | None = None) -> ToolCallResult: ...

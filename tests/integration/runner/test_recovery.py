@@ -15,35 +15,14 @@ from typing import Any
 import msgspec
 from nats.aio.client import Client as NATS
 
-from services.mcp_gateway.calls.ledger_rules import LedgerEntry, ledger_key
-from shared.contracts.envelope import Envelope, EventEnvelope, Header, Source
-from shared.contracts.run import METHOD_AGENT_RUN, RunPayload
+from shared.contracts.envelope import Header, Source
 from shared.contracts.subjects import Subjects
-from shared.contracts.task import Task, TaskStep, Transition, encode_task
+from shared.contracts.task import TaskStep
 from shared.contracts.toolcall import ToolCallContext, ToolCallEnvelope, ToolCallRequest, decode_result
-from shared.jetstream.streams import call_ledger_bucket, ensure_bucket, tasks_bucket
-from tests.harness.run_records import queue_run
+from tests.harness.left_tasks import abandoned_in_the_ledger, left_by_a_dead_runner
 from tests.harness.runner_stack import RunnerStack
 from tests.harness.runs import CHAT, ECHO, apply, record_run, run_parts, sent, settled
 from tests.harness.tool_calls import LONG_AGO, echo_counter
-
-
-async def _seed_and_publish(nc: NATS, subjects: Subjects, run: RunPayload[EventEnvelope], steps: list[TaskStep],
-                            agent_id: str) -> None:
-    """The task a killed runner left behind (attempt 1 of `dead-runner`), then its run again."""
-    assert run.event is not None
-    task = Task(id=run.run_id, run_id=run.run_id, state="running", target=run.target, binding_id=run.binding_id,
-                created_at=LONG_AGO, updated_at=LONG_AGO, agent=agent_id, event_id=run.event.header.message_id,
-                event_type=run.event.payload.type, session_id=run.event.payload.session_id, source_app=CHAT,
-                delivery=run.delivery, event=run.event, attempts=1, runner="dead-runner", steps=tuple(steps),
-                transitions=(Transition(to="running", at=LONG_AGO, by="dead-runner"),))
-    await record_run(nc, run, subjects)
-    js = nc.jetstream()
-    kv = await js.key_value(tasks_bucket(subjects).name)
-    await kv.create(task.id, encode_task(task))
-    message = Envelope(header=Header(method=METHOD_AGENT_RUN, message_id=run.run_id, timestamp=LONG_AGO,
-                                     source=Source(app="aurora.router")), payload=run)
-    await queue_run(js, subjects, message)
 
 
 def _playbook_agent(agent_id: str, steps: list[dict[str, Any]], answer: str | None, tools: list[str]) -> dict[str, Any]:
@@ -54,15 +33,6 @@ def _playbook_agent(agent_id: str, steps: list[dict[str, Any]], answer: str | No
 def _started_delivery(call_id: str, text: str) -> TaskStep:
     return TaskStep(id="deliver", kind="delivery", name="event_reply", status="started", started_at=LONG_AGO,
                     side_effect="write", arguments={"text": text}, call_id=call_id, timeout_seconds=5.0)
-
-
-async def _abandoned(nc: NATS, subjects: Subjects, call_id: str, tool: str, run_id: str) -> None:
-    """The ledger entry of a call a gateway was executing when it died (a target that does not
-    deduplicate): asked again, it is in doubt."""
-    kv = await ensure_bucket(nc.jetstream(), call_ledger_bucket(subjects))
-    entry = LedgerEntry(state="executing", owner="dead-gateway", tool=tool, run_id=run_id, task_id=run_id,
-                        deduplicates=False, target="echo", started_at=LONG_AGO, deadline=0.0)
-    await kv.create(ledger_key(call_id), msgspec.json.encode(entry))
 
 
 async def test_a_reply_the_gateway_recorded_is_not_sent_again(
@@ -81,7 +51,7 @@ async def test_a_reply_the_gateway_recorded_is_not_sent_again(
             delivery={**msgspec.to_builtins(delivery), "source_app": CHAT})))
     reply = await snc.request(subjects.tool_call, msgspec.json.encode(request), timeout=15)
     assert decode_result(reply.data).payload.status == "ok"
-    await _seed_and_publish(snc, subjects, run, [_started_delivery(call_id, "hello")], agent_id)
+    await left_by_a_dead_runner(snc, subjects, run, [_started_delivery(call_id, "hello")], agent_id)
 
     task = await settled(snc, subjects, run.run_id)
     assert task["state"] == "succeeded" and task["delivered"] is True, json.dumps(task, indent=1)[:3000]
@@ -98,7 +68,7 @@ async def test_a_reply_the_gateway_never_received_is_sent_once(
     await apply(snc, subjects, "agents", _playbook_agent(agent_id, [], "hello", []))
     _, _, run = run_parts(case, agent_id)
     call_id = str(uuid.uuid4())
-    await _seed_and_publish(snc, subjects, run, [_started_delivery(call_id, "hello")], agent_id)
+    await left_by_a_dead_runner(snc, subjects, run, [_started_delivery(call_id, "hello")], agent_id)
 
     task = await settled(snc, subjects, run.run_id)
     assert task["state"] == "succeeded" and task["delivered"] is True, json.dumps(task, indent=1)[:3000]
@@ -114,8 +84,8 @@ async def test_a_reply_the_gateway_died_sending_leaves_the_task_unverified(stack
     await apply(snc, subjects, "agents", _playbook_agent(agent_id, [], "hello", []))
     _, _, run = run_parts(case, agent_id)
     call_id = str(uuid.uuid4())
-    await _abandoned(snc, subjects, call_id, "event_reply", run.run_id)
-    await _seed_and_publish(snc, subjects, run, [_started_delivery(call_id, "hello")], agent_id)
+    await abandoned_in_the_ledger(snc, subjects, call_id, "event_reply", run.run_id)
+    await left_by_a_dead_runner(snc, subjects, run, [_started_delivery(call_id, "hello")], agent_id)
 
     task = await settled(snc, subjects, run.run_id)
     assert task["state"] == "unverified", json.dumps(task, indent=1)[:3000]
@@ -146,8 +116,9 @@ async def test_a_write_the_read_back_finds_is_not_made_again(
     assert await echo_counter(snc, subjects, case, increment=True) == 1  # the write did happen
     _, _, run = run_parts(case, agent_id)
     call_id = str(uuid.uuid4())
-    await _abandoned(snc, subjects, call_id, f"{ECHO}.counter_increment", run.run_id)  # the gateway cannot tell
-    await _seed_and_publish(snc, subjects, run, [_started_count(case, call_id)], agent_id)
+    # the gateway cannot tell
+    await abandoned_in_the_ledger(snc, subjects, call_id, f"{ECHO}.counter_increment", run.run_id)
+    await left_by_a_dead_runner(snc, subjects, run, [_started_count(case, call_id)], agent_id)
 
     task = await settled(snc, subjects, run.run_id)
     assert task["state"] == "succeeded", json.dumps(task, indent=1)[:3000]
@@ -164,8 +135,8 @@ async def test_a_write_the_read_back_does_not_find_is_made_again(
     await apply(snc, subjects, "agents", _counting_agent(agent_id, case))
     _, _, run = run_parts(case, agent_id)
     call_id = str(uuid.uuid4())
-    await _abandoned(snc, subjects, call_id, f"{ECHO}.counter_increment", run.run_id)
-    await _seed_and_publish(snc, subjects, run, [_started_count(case, call_id)], agent_id)
+    await abandoned_in_the_ledger(snc, subjects, call_id, f"{ECHO}.counter_increment", run.run_id)
+    await left_by_a_dead_runner(snc, subjects, run, [_started_count(case, call_id)], agent_id)
 
     task = await settled(snc, subjects, run.run_id)
     # Made again, under the same step — and, being an agent's write, it asks for approval first.

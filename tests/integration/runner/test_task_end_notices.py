@@ -12,7 +12,7 @@ import uuid
 import msgspec
 from nats.aio.client import Client as NATS
 
-from services.runner.tools.client import call_id_for
+from services.runner.tools.client import step_call_id
 from shared.contracts.envelope import Envelope, Header, Source
 from shared.contracts.run import METHOD_AGENT_RUN
 from shared.contracts.subjects import Subjects
@@ -82,7 +82,7 @@ async def test_a_refusal_handled_again_after_a_runner_died_telling_the_user_tell
     entry = await kv.get(task_id)
     assert entry.value is not None
     task = decode_task(entry.value)
-    call_id = call_id_for(task_id, "deliver", task.attempts)
+    call_id = step_call_id(task_id, "deliver", task.attempts, first=True, side_effect="write")
     request = ToolCallEnvelope(
         header=Header(method="tools/call", message_id=call_id, timestamp=LONG_AGO, source=Source(app="aurora.runner")),
         payload=ToolCallRequest(tool="event_reply", arguments={"text": DENIED["zh-CN"]}, context=ToolCallContext(

@@ -1,8 +1,10 @@
 """How many times a run writes its task (issue 38), read off the task bucket's own subject. A new
 run's task is created at its first durable change, not when the run is taken. A playbook's write
-(its reply) waits for the task's next change — two revisions: created with the reply `started`,
-settled with its outcome — while a run a model drove records each write's outcome at once, in a
-pipeline too. A run that takes a while is stored running before it changes anything."""
+(its reply) is not recorded `started` (the gateway's call ledger is its claim) and its outcome
+waits for the task's next change — a playbook event that ends at once writes its task once,
+settled with every outcome — while a run a model drove records each write `started`, then its
+outcome, at once, in a pipeline too. A run that takes a while is stored running before it
+changes anything."""
 
 from __future__ import annotations
 
@@ -67,7 +69,7 @@ async def _run(snc: NATS, subjects: Subjects, case: str, target: str,
     return task, await writes.settled()
 
 
-async def test_a_playbook_event_writes_its_task_twice(
+async def test_a_playbook_event_that_ends_at_once_writes_its_task_once(
         stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
     case = f"rev-pb-{uuid.uuid4().hex[:6]}"
     await apply(snc, subjects, "agents", {
@@ -76,10 +78,11 @@ async def test_a_playbook_event_writes_its_task_twice(
                      "answer": "seen {{ steps.look.structured.v }}"}})
     task, revisions = await _run(snc, subjects, case, "agent", f"a-{case}")
     assert task["state"] == "succeeded" and task["delivered"] is True, json.dumps(task, indent=1)[:3000]
-    # created when the reply is claimed `started` (the read before it written with it); settled with
-    # the reply's outcome — no revision of its own for being taken, nor for that outcome.
-    assert _shape(revisions, "look", "deliver") == [
-        ("running", ("finished", "started")), ("succeeded", ("finished", "finished"))]
+    # created settled, with the read's and the reply's outcomes: the reply is not recorded
+    # `started` first, and neither being taken nor its outcome has a revision of its own.
+    assert _shape(revisions, "look", "deliver") == [("succeeded", ("finished", "finished"))]
+    reply = next(s for s in task["steps"] if s["id"] == "deliver")
+    assert reply["classification"] == "ok" and reply["call_id"], reply
 
 
 async def test_a_model_driven_run_records_its_writes_at_once(

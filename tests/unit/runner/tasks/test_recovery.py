@@ -7,13 +7,17 @@ import pytest
 
 from services.runner.tasks.recovery import (
     action_for,
+    arguments_differ_check,
+    earlier_attempts_began,
     from_audit,
+    not_settled,
     pending_lookups,
     unverified_check,
     waiting_for_approval,
 )
-from services.runner.tasks.statemachine import new_task, record_steps, transition
+from services.runner.tasks.statemachine import claim, new_task, record_steps, transition
 from shared.contracts.audit import AuditRecord
+from shared.contracts.toolcall import ToolCallResult, ToolError
 from tests.unit.runner.factories import NOW, a_run, a_step, an_event
 
 
@@ -61,6 +65,42 @@ def test_the_check_says_what_where_and_why() -> None:
     assert "gateway audit has no record" in check and check.endswith("it was not repeated")
     reply = unverified_check(a_step("deliver", status="started", kind="delivery"), reason="the gateway timed out")
     assert "whether the reply was carried out" in reply and "the gateway timed out" in reply
+
+
+def test_a_resumed_write_sent_before_with_other_arguments_says_what_to_check() -> None:
+    step = a_step("deliver", status="started", kind="delivery", side_effect="write", arguments={"text": "5 bar"},
+                  call_id="call-9")
+    refused = ToolCallResult(status="denied", error=ToolError(code="call_id_reused", message="other arguments"))
+    assert not_settled(refused)
+    check = arguments_differ_check(step, refused)
+    assert check.startswith("check what the reply an earlier attempt of this task sent")
+    assert "call call-9" in check and "aurora audit tail" in check and '{"text": "5 bar"}' in check
+    assert "other arguments" in check and check.endswith("it was not sent again")
+
+
+@pytest.mark.parametrize(("result", "settled"), [
+    (ToolCallResult(status="ok"), True),
+    (ToolCallResult(status="needs_approval"), True),
+    (ToolCallResult(status="unavailable", error=ToolError(code="app_unavailable", message="")), True),
+    (ToolCallResult(status="outcome_unknown", error=ToolError(code="call_in_doubt", message="")), False),
+    (ToolCallResult(status="outcome_unknown", error=ToolError(code="no_reply", message="")), False),
+    (ToolCallResult(status="unavailable", error=ToolError(code="ledger_unavailable", message="")), False),
+])
+def test_what_a_resumed_write_takes_as_its_outcome(result: ToolCallResult, settled: bool) -> None:
+    assert not_settled(result) is not settled
+
+
+def test_an_unrecorded_write_may_have_been_sent_since_the_first_attempt_that_ended_without_a_word() -> None:
+    task = new_task(a_run(), an_event(), runner="r1", now="2026-06-19T12:00:00+08:00")
+    assert earlier_attempts_began(task) == "2026-06-19T12:00:00+08:00"
+    resumed = claim(claim(task, runner="r2", now="2026-06-19T12:01:00+08:00"), runner="r3",
+                    now="2026-06-19T12:02:00+08:00")  # two runners died in a row
+    assert earlier_attempts_began(resumed) == "2026-06-19T12:00:00+08:00"
+    # A wait the task recorded carried what its attempt had done: only what came after counts.
+    waited = transition(resumed, "queued", by="r3", now="2026-06-19T12:03:00+08:00", reason="waiting")
+    again = claim(claim(waited, runner="r4", now="2026-06-19T12:04:00+08:00"), runner="r5",
+                  now="2026-06-19T12:05:00+08:00")
+    assert earlier_attempts_began(again) == "2026-06-19T12:04:00+08:00"
 
 
 def test_the_step_an_approval_resumes_is_the_one_that_asked_for_it() -> None:
