@@ -3,7 +3,7 @@
 - SIGKILL: the run comes back after the ack wait to another runner, which resumes the task from
   its step log — the model is not asked again for turns it already answered, and a reply the
   agent already sent is not sent again; a playbook's write whose outcome was not yet written is
-  looked up at the gateway, not made again.
+  asked of the gateway again under its call id, not made again.
 - SIGTERM: a runner lets short runs finish; a long one is handed back at its next step (nak) and
   another runner continues at once, without waiting for the ack wait.
 """
@@ -20,6 +20,7 @@ from typing import Any
 import nats
 from nats.aio.client import Client as NATS
 
+from services.runner.tools.client import step_call_id
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import admin_request
 from tests.fakes.openai_server import Conversation, FakeOpenAI, Turn
@@ -100,10 +101,11 @@ async def test_a_sigkilled_runner_loses_nothing_and_repeats_nothing(tmp_path: Pa
 
 async def test_a_playbook_write_whose_outcome_was_not_yet_written_is_looked_up_not_made_again(
         tmp_path: Path, subjects: Subjects) -> None:
-    """A playbook's write outcome waits for the task's next change (tool_steps): a runner killed
-    after the write (the agent's reply), during the slow read that follows, leaves the step
-    `started`; the next runner asks the gateway again under the same call id and goes on from
-    the result it recorded."""
+    """A playbook's write is not recorded `started` and its outcome waits for the task's next
+    change (tool_steps): a runner killed after the write (the agent's reply), during the slow read
+    that follows, leaves nothing of it in the task; the next runner takes the same path, makes the
+    write again under the same call id (its first call's id is the same in every attempt), and
+    the gateway's call ledger answers with the result it recorded: sent once."""
     stack_iter = _stack(tmp_path)
     stack = next(stack_iter)
     nc = await nats.connect(stack.url)
@@ -120,6 +122,7 @@ async def test_a_playbook_write_whose_outcome_was_not_yet_written_is_looked_up_n
         doc = event("message.received", {"case": case, "text": "check the pump"}, session_id=session)
         await publish_events(nc.jetstream(), subjects, [doc])
         task_id = task_id_of(doc, f"b-{case}")
+        first_call = step_call_id(task_id, "reply", 1, first=True, side_effect="write")
 
         def replies() -> list[str]:
             return [r["text"] for r in sent(stack.chat_log) if r.get("session_id") == session]
@@ -133,9 +136,9 @@ async def test_a_playbook_write_whose_outcome_was_not_yet_written_is_looked_up_n
         during = await task(nc, subjects, task_id)
         assert during is not None
         holder = str(during["runner"])
-        # The kill lands in the window: the write was made, its outcome is not stored yet.
-        assert during["state"] == "running" and [(s["id"], s["status"]) for s in during["steps"]] == [
-            ("reply", "started")], json.dumps(during["steps"])
+        # The kill lands in the window: the write was made, the task not written since it was created.
+        assert during["state"] == "running" and during["steps"] == [], json.dumps(during["steps"])
+        assert replies() == ["on it"]
         stack.processes[holder].kill()
         final = await settled(nc, subjects, task_id, timeout=40)
 
@@ -144,8 +147,8 @@ async def test_a_playbook_write_whose_outcome_was_not_yet_written_is_looked_up_n
         assert final["attempts"] == 2 and final["runner"] != holder
         assert replies() == ["on it"]  # once, and no second reply: the agent replied itself
         reply = next(s for s in final["steps"] if s["id"] == "reply")
-        assert reply["classification"] == "ok", reply
-        assert "recovered by asking the gateway again" in (reply["note"] or ""), reply  # looked up, not made again
+        # asked again under the first attempt's call id: the ledger's recorded result, not a second send
+        assert reply["classification"] == "ok" and reply["call_id"] == first_call, reply
         assert final["answer"] == "said on it, slept 4 s" and final["delivered"] is True
         assert not [s for s in final["steps"] if s["id"] == "deliver"]
     finally:
