@@ -97,7 +97,8 @@ class TaskExecutor:
                     log.warning("run event unreadable; retrying", run=run.run_id, error=str(exc))
                     return "retry"
                 return await self._fail_unreadable(run, str(exc))
-            task = statemachine.new_task(run, event, runner=self._config.instance, now=self._store.clock())
+            task = statemachine.new_task(run, event, runner=self._config.instance, now=self._store.clock(),
+                                         deliveries=deliveries)
             try:  # stored at its first durable change (tasks/store.py): a run that ends at once is one revision
                 return await self._execute(self._store.unstored(task), event, stopping)
             except TaskExists:

@@ -115,6 +115,9 @@ async def test_a_playbook_write_whose_outcome_was_not_yet_written_is_looked_up_n
         await apply(nc, subjects, "agents", {
             "kind": "Agent", "id": f"a-{case}", "agent_kind": "playbook", "events": ["*"], "tools": [f"{ECHO}.slow"],
             "playbook": {"steps": [
+                # a second's read first: the task's watch stores it (running, nothing done) before
+                # the reply, so the reply's outcome waits for the task's next change (the last)
+                {"id": "first", "tool": f"{ECHO}.slow", "arguments": {"seconds": 1}},
                 {"id": "reply", "tool": "event_reply", "arguments": {"text": "on it"}},
                 {"id": "wait", "tool": f"{ECHO}.slow", "arguments": {"seconds": 4}},
             ], "answer": "said {{ steps.reply.structured.text }}, slept {{ steps.wait.structured.slept }} s"}})
@@ -136,7 +139,8 @@ async def test_a_playbook_write_whose_outcome_was_not_yet_written_is_looked_up_n
         during = await task(nc, subjects, task_id)
         assert during is not None
         holder = str(during["runner"])
-        # The kill lands in the window: the write was made, the task not written since it was created.
+        # The kill lands in the window: the write was made, the task (stored by its watch) has no
+        # step of it — not `started`, not its outcome.
         assert during["state"] == "running" and during["steps"] == [], json.dumps(during["steps"])
         assert replies() == ["on it"]
         stack.processes[holder].kill()

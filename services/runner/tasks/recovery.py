@@ -9,11 +9,21 @@
   for its audit record of that call id, then the step's read-back (`verify`); only when none
   knows, the task becomes `unverified`, saying what to check. Such a step is never called again
   under a new id.
+
+A replayable run's write (a playbook's, a pipeline's text stage's) is not recorded `started`: its
+first call has the same call id in every attempt (`tools.client.step_call_id`), so it is not in the
+log at all when its runner died before the task's next change. The resumed attempt makes it again
+under that id and the ledger answers; when that answer is not the call's outcome
+(`not_settled`: the gateway cannot tell, or `call_id_reused` — an earlier attempt sent the call
+with other arguments) it goes the way of a started write above, the audit scanned from the start
+of the first attempt that ended without a word (`earlier_attempts_began`), or straight to
+`unverified` with `arguments_differ_check` for other arguments.
 """
 
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import msgspec
@@ -112,18 +122,29 @@ def arguments_differ_check(step: TaskStep, answer: ToolCallResult) -> str:
     )
 
 
-def earlier_attempts_began(task: Task) -> str:
+def earlier_attempts_began(task: Task, *, event_at: str) -> str:
     """Since when a write the step log does not have may have been sent by an earlier attempt:
     the start of the first of the attempts in a row that ended without a word (each resumed
-    `running` after `running`). Any change the task recorded before carried what its attempt
-    had done; earlier than the call is safe for the audit scan, only slower."""
+    `running` after `running`) — or, when attempts left no transition at all (a run delivered
+    again whose task was never stored), the event's time (`event_at`), or the task's creation if
+    that is earlier. Any change the task recorded before carried what its attempt had done;
+    earlier than the call is safe for the audit scan, only slower."""
     transitions = task.transitions
-    if not transitions:
-        return task.created_at
+    if sum(1 for t in transitions if t.to == "running") < task.attempts or not transitions:
+        return min(event_at, task.created_at, key=_instant)
     first = len(transitions) - 1
     while first > 0 and transitions[first - 1].to == "running":
         first -= 1
     return transitions[first].at
+
+
+def _instant(at: str) -> datetime:
+    """A time to compare; one that cannot be read is never the earlier (a naive one is UTC)."""
+    try:
+        parsed = datetime.fromisoformat(at)
+    except ValueError:
+        return datetime.max.replace(tzinfo=UTC)
+    return parsed if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
 
 
 def from_audit(step: TaskStep, record: AuditRecord) -> TaskStep:

@@ -24,7 +24,13 @@ from shared.contracts.task import (
 )
 
 
-def new_task(run: RunPayload[EventEnvelope], event: EventEnvelope | None, *, runner: str, now: str) -> Task:
+def new_task(run: RunPayload[EventEnvelope], event: EventEnvelope | None, *, runner: str, now: str,
+             deliveries: int = 1) -> Task:
+    """A run's task as its first attempt starts it. A run delivered again with no task stored is not
+    a first attempt: the earlier ones stopped before their first durable change — after sending a
+    write, maybe (a replayable run's write is claimed in the gateway's ledger, not in the task) —
+    so `attempts` counts them: a write made again is then recovered as a resumed attempt's is, and
+    a read made again gets a new call id (the audit keeps one record per call id)."""
     payload = event.payload if event is not None else None
     return Task(
         id=run.run_id,
@@ -44,7 +50,7 @@ def new_task(run: RunPayload[EventEnvelope], event: EventEnvelope | None, *, run
         # A large event stays in the Object Store: the task keeps the reference, not the bytes.
         event=event if run.event_ref is None else None,
         event_ref=run.event_ref,
-        attempts=1,
+        attempts=max(deliveries, 1),
         runner=runner,
         transitions=(
             Transition(to="queued", at=now, by=runner, reason="run received"),

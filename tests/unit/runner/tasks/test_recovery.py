@@ -91,16 +91,29 @@ def test_what_a_resumed_write_takes_as_its_outcome(result: ToolCallResult, settl
 
 
 def test_an_unrecorded_write_may_have_been_sent_since_the_first_attempt_that_ended_without_a_word() -> None:
+    event_at = "2026-06-19T11:59:59+08:00"
     task = new_task(a_run(), an_event(), runner="r1", now="2026-06-19T12:00:00+08:00")
-    assert earlier_attempts_began(task) == "2026-06-19T12:00:00+08:00"
+    assert earlier_attempts_began(task, event_at=event_at) == "2026-06-19T12:00:00+08:00"
     resumed = claim(claim(task, runner="r2", now="2026-06-19T12:01:00+08:00"), runner="r3",
                     now="2026-06-19T12:02:00+08:00")  # two runners died in a row
-    assert earlier_attempts_began(resumed) == "2026-06-19T12:00:00+08:00"
+    assert earlier_attempts_began(resumed, event_at=event_at) == "2026-06-19T12:00:00+08:00"
     # A wait the task recorded carried what its attempt had done: only what came after counts.
     waited = transition(resumed, "queued", by="r3", now="2026-06-19T12:03:00+08:00", reason="waiting")
     again = claim(claim(waited, runner="r4", now="2026-06-19T12:04:00+08:00"), runner="r5",
                   now="2026-06-19T12:05:00+08:00")
-    assert earlier_attempts_began(again) == "2026-06-19T12:04:00+08:00"
+    assert earlier_attempts_began(again, event_at=event_at) == "2026-06-19T12:04:00+08:00"
+
+
+def test_a_run_delivered_again_with_no_task_stored_is_not_a_first_attempt() -> None:
+    # Its earlier attempts stopped before their first durable change: they left no transition,
+    # so a write they may have sent is looked for from the event's time on.
+    task = new_task(a_run(), an_event(), runner="r2", now="2026-06-19T12:00:30+08:00", deliveries=3)
+    assert task.attempts == 3
+    assert earlier_attempts_began(task, event_at="2026-06-19T04:00:00+00:00") == "2026-06-19T04:00:00+00:00"
+    # an event time that cannot be read, or a later one (a skewed clock): the task's creation
+    assert earlier_attempts_began(task, event_at="not a time") == "2026-06-19T12:00:30+08:00"
+    assert earlier_attempts_began(task, event_at="2026-06-19T12:00:31+08:00") == "2026-06-19T12:00:30+08:00"
+    assert new_task(a_run(), an_event(), runner="r1", now="2026-06-19T12:00:30+08:00").attempts == 1
 
 
 def test_the_step_an_approval_resumes_is_the_one_that_asked_for_it() -> None:
