@@ -9,10 +9,14 @@ the gateway (`toolclient`, `steps`), and the final answer is delivered with `eve
 when the run has a reply target (`executor`).
 
 What makes a crash harmless: reads and model turns may be repeated, so they are written with the
-next durable change; a write is recorded `started` before its call and `finished` after. A task
-resumed from its log (another runner, after the ack wait) reuses every recorded outcome and looks
-up each write left `started` — the gateway's audit of that call id, then the step's read-back —
-and is `unverified`, saying what to check, only when neither knows (`recovery`). Approvals: a
+next durable change; a write is claimed before its call — in an llm run (and for a call made again
+after a recorded outcome) by its `started` record, in a playbook or a pipeline's text stages by
+the gateway's call ledger alone: a write's first call has the same call id in every attempt, so a
+resumed attempt that makes it again gets the ledger's answer (never sent: it runs; sent: its
+result; sent with other arguments: refused, the task `unverified`). A task resumed from its log
+(another runner, after the ack wait) reuses every recorded outcome and looks up each write left
+`started` (or in doubt at the gateway) — the ledger under that call id, its audit, then the
+step's read-back — and is `unverified`, saying what to check, only when none knows (`recovery`). Approvals: a
 write answered `needs_approval` parks the task (`awaiting_approval`) and acks the run;
 `TaskExecutor.resume_task` continues it with the granted approval. A task is taken from the runner
 running it only when the message that started or resumed it came again (that runner stopped
