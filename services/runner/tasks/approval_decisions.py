@@ -3,11 +3,17 @@ stored, so a decision delivered twice, early or late is one outcome (the resumer
 
 from __future__ import annotations
 
-from typing import Literal
+from datetime import UTC, datetime
+from typing import Any, Literal
 
+from shared.clock import parse_iso
 from shared.contracts.task import Task, TaskStep
 
 GrantAction = Literal["decide", "resume", "wait", "ignore"]
+# Seconds after an approval was requested within which the task that asked for it is stored: the
+# runner parks it as soon as the gateway answers, and a run is stored within a second anyway
+# (services/runner/tasks/watch.py); a minute leaves room for a slow machine.
+TASK_STORED_WITHIN = 60.0
 RefusalAction = Literal["cancel", "wait", "ignore"]
 
 
@@ -51,9 +57,27 @@ def on_refusal(task: Task, approval_id: str) -> RefusalAction:
 
 
 def _asking(task: Task) -> bool:
-    """A running task with a call in flight may be about to record that it needs this approval
-    (the gateway created it; the runner has not written the answer yet)."""
-    return task.state == "running" and any(step.status == "started" for step in task.steps)
+    """A running task may have a call in flight that is about to record that it needs this
+    approval (the gateway created it; the runner has not written the answer yet). Its step log
+    cannot tell: a playbook's or a pipeline's first call of a write is not recorded `started`
+    (services/runner/steps/tool_steps.py), so any running task may be asking."""
+    return task.state == "running"
+
+
+def task_may_come(approval: dict[str, Any], *, now: datetime) -> bool:
+    """A decision for a task that is not stored: the run that asked may not have stored it yet (a
+    new run's task is written at its first durable change, and a playbook's write may go out
+    before it). It waits (comes back) for `TASK_STORED_WITHIN` seconds after the approval was
+    requested; a task still not there is gone, and the decision is dropped."""
+    requested = approval.get("requested_at")
+    if not isinstance(requested, str):
+        return False
+    try:
+        at = parse_iso(requested)
+    except ValueError:
+        return False
+    at = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
+    return (now - at).total_seconds() < TASK_STORED_WITHIN
 
 
 def _grant_applied(task: Task, approval_id: str) -> bool:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from contextlib import AsyncExitStack
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import msgspec
@@ -34,7 +35,13 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from services.runner.config import RunnerConfig
 from services.runner.executor import RetryLater, TaskExecutor
 from services.runner.tasks import interactions, statemachine
-from services.runner.tasks.approval_decisions import granted_reason, granted_step, on_grant, on_refusal
+from services.runner.tasks.approval_decisions import (
+    granted_reason,
+    granted_step,
+    on_grant,
+    on_refusal,
+    task_may_come,
+)
 from services.runner.tasks.notices import refused_notice
 from services.runner.tasks.store import TaskStore
 from shared.contracts.envelope import EventEnvelope
@@ -122,18 +129,21 @@ class Resumer(Lifecycle[None]):
             return await self._refused(body, verb)
         return "ack"  # approval.requested: nothing to do
 
-    async def _decided_task(self, approval: dict[str, Any]) -> tuple[str, Task] | None:
-        """The approval's id and the task it was asked for, if both are there."""
+    async def _decided_task(self, approval: dict[str, Any]) -> tuple[str, Task] | Outcome:
+        """The approval's id and the task it was asked for; else what becomes of the decision:
+        it comes back while the task may still be stored (`task_may_come`), else it is dropped."""
         approval_id, task_id = approval.get("id"), approval.get("task_id")
         if not isinstance(approval_id, str) or not isinstance(task_id, str):
-            return None
+            return "ack"
         found = await self._store.get(task_id)
-        return (approval_id, found[0]) if found is not None else None
+        if found is None:
+            return "nak" if task_may_come(approval, now=datetime.now(UTC)) else "ack"
+        return approval_id, found[0]
 
     async def _granted(self, approval: dict[str, Any], redelivered: bool) -> Outcome | RetryLater:
         decided = await self._decided_task(approval)
-        if decided is None:
-            return "ack"
+        if not isinstance(decided, tuple):
+            return decided
         approval_id, task = decided
         task_id = task.id
         action = on_grant(task, approval_id, redelivered=redelivered)
@@ -157,8 +167,8 @@ class Resumer(Lifecycle[None]):
 
     async def _refused(self, approval: dict[str, Any], verb: str) -> Outcome:
         decided = await self._decided_task(approval)
-        if decided is None:
-            return "ack"
+        if not isinstance(decided, tuple):
+            return decided
         approval_id, task = decided
         task_id = task.id
         action = on_refusal(task, approval_id)

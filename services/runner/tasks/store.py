@@ -9,8 +9,10 @@ another runner took the task over (`LostOwnership`: stop at once, touch nothing)
 A new run's task is not written when the run is taken: its first durable change creates it,
 create-only (`TaskStore.unstored`), so a run that ends at once is one revision, its final state
 (issue 38: a stored message less per event). Nothing is lost by the wait: until then the run
-has sent nothing that is not safe to repeat, and a runner that dies leaves nothing but its run
-message, which comes back and runs again from the start. Two attempts of one run (its message
+has sent nothing that is not safe to repeat — reads, model calls, and a playbook's first call of
+a write, which the gateway's call ledger claims under a call id the same in every attempt
+(steps/tool_steps.py) — so a runner that dies leaves its run message, which comes back and runs
+again from the start, a write made again answered from the ledger. Two attempts of one run (its message
 came back while the first still ran) meet at that create: the later one finds the task stored
 (`TaskExists`) and goes on from it as from a task already there. A run that takes longer is
 stored within a moment anyway (tasks/watch.py), so operators see it running and can cancel it.

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 
 import msgspec
 import pytest
@@ -135,3 +136,37 @@ async def test_a_grant_delivered_again_takes_over_the_task_its_resuming_runner_l
     assert (taken.attempts, taken.runner) == (left.attempts + 1, "in-process")
     assert any(t.reason == f"resumed after attempt {left.attempts} (runner stopped-runner) stopped"
                for t in taken.transitions)
+
+
+async def test_a_grant_for_a_task_not_stored_yet_comes_back_and_is_applied_once_it_is(
+        stack: RunnerStack, snc: NATS, subjects: Subjects, runner: RunnerService) -> None:
+    # A new run's task is written at its first durable change, and a playbook's write may leave
+    # before it: a person quick enough (or a program) can grant the approval before the runner
+    # parked the task. The grant waits (nak) for the task instead of being dropped.
+    approval, run_id = f"apr-{uuid.uuid4().hex[:8]}", f"early-{uuid.uuid4().hex[:8]}"
+    js = snc.jetstream()
+    kv = await js.key_value(tasks_bucket(subjects).name)
+    store = TaskStore(kv, js=js, bucket=tasks_bucket(subjects).name)
+    resumer = Resumer(js, subjects, store, runner.parts.executor, RunnerConfig(instance="in-process"), stream="unused")
+
+    def grant(requested_at: str) -> bytes:
+        return msgspec.json.encode({
+            "header": {"method": "aurora/event", "message_id": f"evt-{approval}", "timestamp": NOW,
+                       "source": {"app": GATEWAY_APP}},
+            "payload": {"type": "approval.granted", "data": {
+                "id": approval, "task_id": run_id, "requested_at": requested_at, "decided_by": "alice"}}})
+
+    now = datetime.now(UTC)
+    assert await resumer.handle(grant(now.isoformat())) == "nak"  # not stored yet: it comes back
+    assert await resumer.handle(grant((now - timedelta(minutes=2)).isoformat())) == "ack"  # long gone: dropped
+
+    asked = statemachine.record_steps(
+        statemachine.new_task(msgspec.structs.replace(a_run(), run_id=run_id), an_event(), runner="r0", now=NOW),
+        [a_step("count", side_effect="write", classification="needs_approval", approval_id=approval)], now=NOW)
+    await kv.create(run_id, msgspec.json.encode(
+        statemachine.transition(asked, "awaiting_approval", by="r0", now=NOW, approval_id=approval)))
+    assert await resumer.handle(grant(now.isoformat()), redelivered=True) == "ack"
+    entry = await kv.get(run_id)
+    assert entry.value is not None
+    decided = decode_task(entry.value)
+    assert any(t.reason is not None and t.reason.startswith(granted_reason(approval)) for t in decided.transitions)
