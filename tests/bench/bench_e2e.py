@@ -39,9 +39,11 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
 
+from services.mcp_gateway.calls.ledger import heartbeat_key
 from shared.clock import now_iso
 from shared.contracts.signals import NativeEventSignal, encode_signal
 from shared.contracts.subjects import Subjects
+from shared.jetstream.streams import call_ledger_bucket
 from shared.nats.admin_service import admin_request
 from tests.bench.common import env_int, record, run_on_service_loop
 from tests.bench.counting import MessageCounter, Snapshot, counted, lines, per_unit
@@ -274,6 +276,8 @@ async def main() -> int:
         idle = {name: rss_mib(pid) for name, pid in stack.pids().items()}
         results: dict[str, list[Any]] = {"seq_raw": [], "seq": [], "burst_raw": [], "burst": []}
         counter, counts = MessageCounter(js, stack.monitor_url), Snapshot()
+        ledger = call_ledger_bucket(SUBJECTS).name  # each gateway's heartbeat: one a second, not per event
+        await counter.count_timed(nc, f"KV_{ledger}", f"$KV.{ledger}.{heartbeat_key('*')}")
         cpu_before = {name: cpu_seconds(pid) for name, pid in stack.pids().items()}
         events = 0
         for r in range(rounds):  # interleaved, so drift on a shared machine hits both

@@ -3,7 +3,9 @@ streams `KV_<bucket>`) and how many each process SENT and RECEIVED (per connecti
 nats-server's monitoring endpoint `/connz`).
 
 Stored: a stream's last sequence before and after (every message appended counts, even one a
-work queue has removed since or a KV key's newer revision has replaced). Sent: nats-server's
+work queue has removed since or a KV key's newer revision has replaced), less the writes made by
+the clock rather than by the work (`timed`: each gateway's heartbeat in the call ledger's bucket,
+one a second however many events there are), which are counted beside it. Sent: nats-server's
 `in_msgs` of a connection (what the process published, request and ack messages included), and
 received: its `out_msgs` (what the server delivered to it). Services name their connection
 `aurora-<service>` (shared/service.py); connections of one name are added up.
@@ -23,6 +25,8 @@ from collections.abc import Awaitable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
 T = TypeVar("T")
@@ -42,6 +46,7 @@ class Snapshot:
 
     stored: Mapping[str, int] = field(default_factory=dict)
     traffic: Mapping[str, Traffic] = field(default_factory=dict)
+    timed: Mapping[str, int] = field(default_factory=dict)  # of `stored`, writes made by the clock
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,7 @@ class Counts:
     stored: dict[str, float]
     sent: dict[str, float]
     received: dict[str, float]
+    timed: dict[str, int] = field(default_factory=dict)  # left out of `stored`: how many, not per unit
 
     @property
     def stored_total(self) -> float:
@@ -62,7 +68,7 @@ class Counts:
 
     def as_json(self) -> dict[str, object]:
         return {"stored": self.stored, "stored_total": self.stored_total, "sent": self.sent,
-                "sent_total": self.sent_total, "received": self.received}
+                "sent_total": self.sent_total, "received": self.received, "timed": self.timed}
 
 
 def traffic_by_name(connz: Mapping[str, object]) -> dict[str, Traffic]:
@@ -84,8 +90,11 @@ def per_unit(before: Snapshot, after: Snapshot, *, units: int, ignore: Iterable[
     if units <= 0:
         raise ValueError("units must be positive")
     skipped = set(ignore)
-    stored = {name: (seq - before.stored.get(name, 0)) / units for name, seq in after.stored.items()
-              if name not in skipped and seq != before.stored.get(name, 0)}
+    timed = {name: count - before.timed.get(name, 0) for name, count in after.timed.items()
+             if name not in skipped and count != before.timed.get(name, 0)}
+    grown = {name: seq - before.stored.get(name, 0) - timed.get(name, 0) for name, seq in after.stored.items()
+             if name not in skipped}
+    stored = {name: growth / units for name, growth in grown.items() if growth}
     sent: dict[str, float] = {}
     received: dict[str, float] = {}
     for name, now in after.traffic.items():
@@ -96,7 +105,8 @@ def per_unit(before: Snapshot, after: Snapshot, *, units: int, ignore: Iterable[
             sent[name] = (now.sent - was.sent) / units
         if now.received != was.received:
             received[name] = (now.received - was.received) / units
-    return Counts(dict(sorted(stored.items())), dict(sorted(sent.items())), dict(sorted(received.items())))
+    return Counts(dict(sorted(stored.items())), dict(sorted(sent.items())), dict(sorted(received.items())),
+                  dict(sorted(timed.items())))
 
 
 def add(total: Snapshot, before: Snapshot, after: Snapshot) -> Snapshot:
@@ -108,7 +118,10 @@ def add(total: Snapshot, before: Snapshot, after: Snapshot) -> Snapshot:
     for name, now in after.traffic.items():
         was, sum_ = before.traffic.get(name, Traffic()), traffic.get(name, Traffic())
         traffic[name] = Traffic(sum_.sent + now.sent - was.sent, sum_.received + now.received - was.received)
-    return Snapshot(stored, traffic)
+    timed = dict(total.timed)
+    for name, count in after.timed.items():
+        timed[name] = timed.get(name, 0) + count - before.timed.get(name, 0)
+    return Snapshot(stored, traffic, timed)
 
 
 async def last_sequences(js: JetStreamContext) -> dict[str, int]:
@@ -122,11 +135,23 @@ class MessageCounter:
     def __init__(self, js: JetStreamContext, monitor_url: str) -> None:
         self._js = js
         self._monitor_url = monitor_url.rstrip("/")
+        self._timed: dict[str, int] = {}
+
+    async def count_timed(self, nc: NATS, stream: str, subject: str) -> None:
+        """Count the messages published on `subject` (stored in `stream`) as the clock's writes,
+        left out of the stored counts (a core subscription sees each one the server takes)."""
+        self._timed.setdefault(stream, 0)
+
+        async def seen(_: Msg) -> None:
+            self._timed[stream] += 1
+
+        await nc.subscribe(subject, cb=seen)
+        await nc.flush()
 
     async def snapshot(self) -> Snapshot:
         stored = await last_sequences(self._js)
         connz = await asyncio.to_thread(self._connz)
-        return Snapshot(stored, traffic_by_name(connz))
+        return Snapshot(stored, traffic_by_name(connz), dict(self._timed))
 
     async def settled(self, *, quiet: float = 0.3, timeout: float = 30.0) -> Snapshot:
         """A snapshot once no stream has grown for `quiet` seconds: the writes that follow a
@@ -157,7 +182,9 @@ async def counted(counter: MessageCounter, total: Snapshot, work: Awaitable[T]) 
 
 def lines(title: str, counts: Counts) -> list[str]:
     """The counts as the benchmark prints them."""
+    timed = ", ".join(f"{k} {v}" for k, v in counts.timed.items())
     return [f"  {title}: {counts.stored_total:.2f} stored, {counts.sent_total:.2f} sent",
-            "    stored: " + ", ".join(f"{k} {v:.2f}" for k, v in counts.stored.items()),
+            "    stored: " + ", ".join(f"{k} {v:.2f}" for k, v in counts.stored.items())
+            + (f" (not counted, written by the clock: {timed})" if timed else ""),
             "    sent: " + ", ".join(f"{k} {v:.2f}" for k, v in counts.sent.items()),
             "    received: " + ", ".join(f"{k} {v:.2f}" for k, v in counts.received.items())]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.bench.counting import Snapshot, Traffic, add, per_unit, traffic_by_name
+from tests.bench.counting import Snapshot, Traffic, add, lines, per_unit, traffic_by_name
 from tests.bench.report import rows
 
 
@@ -33,6 +33,21 @@ def test_growth_per_unit_leaves_out_what_is_ignored_or_did_not_change_and_counts
     assert counts.sent == {"aurora-new": 0.5, "aurora-router": 13.0}
     assert counts.received == {"aurora-router": 2.0}
     assert counts.sent_total == 13.5
+
+
+def test_writes_made_by_the_clock_are_left_out_of_the_stored_counts_and_shown_beside_them() -> None:
+    """Each gateway's heartbeat in the ledger's bucket is one write a second, however many events:
+    counted on their subject and taken out of that stream's growth."""
+    before = Snapshot(stored={"KV_AMP_CALL_LEDGER": 50}, timed={"KV_AMP_CALL_LEDGER": 7})
+    after = Snapshot(stored={"KV_AMP_CALL_LEDGER": 253}, timed={"KV_AMP_CALL_LEDGER": 10})
+
+    counts = per_unit(before, after, units=100)
+
+    assert counts.stored == {"KV_AMP_CALL_LEDGER": 2.0} and counts.timed == {"KV_AMP_CALL_LEDGER": 3}
+    assert "(not counted, written by the clock: KV_AMP_CALL_LEDGER 3)" in lines("per event", counts)[1]
+    only_clock = per_unit(before, Snapshot(stored={"KV_AMP_CALL_LEDGER": 53}, timed={"KV_AMP_CALL_LEDGER": 10}),
+                          units=1)
+    assert only_clock.stored == {} and only_clock.stored_total == 0
 
 
 def test_measured_stretches_add_up_and_what_happened_between_them_is_not_counted() -> None:
