@@ -318,6 +318,7 @@ PEOPLE_MATRIX: list[tuple[str, str, tuple[str, str, str, str]]] = [
     ("read: stream info", "$JS.API.STREAM.INFO.AMP_EVENTS", (A, A, A, A)),
     ("change a binding", "amp.admin.bindings.apply.u.{me}", (R, A, R, R)),
     ("replay events that found no route", "amp.admin.router.replay.u.{me}", (R, A, R, R)),
+    ("replay a dead-lettered run", "amp.admin.router.replay_run.u.{me}", (R, A, R, R)),
     ("call a tool as operator", "amp.admin.tools.call.u.{me}", (R, A, R, R)),
     ("edit a draft tool's wording", "amp.admin.tools.edit.u.{me}", (R, A, R, R)),
     ("emit a native event", "amp.sig.im_polaris_echo.native_event", (R, A, R, A)),
