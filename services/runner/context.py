@@ -41,9 +41,6 @@ class RunContext:
     # recorded) and goes on exactly as the first would have. A pipeline's text stages and a
     # playbook are such; once a model chose part of the run it stays False (see `driven_by`).
     replayable: bool = False
-    # A new run's task not stored yet was looked for in the bucket and not found, before its first
-    # write went out (tool_steps): asked once per attempt.
-    looked_for_task: bool = False
 
     @property
     def task_id(self) -> str:

@@ -87,8 +87,10 @@ class TaskExecutor:
             run = decode_run(data).payload
         except msgspec.DecodeError as exc:  # ValidationError too, and nesting too deep
             raise InvalidRun(f"not a run envelope: {exc}") from exc
-        # A first delivery almost never has a task yet: run it straight away.
-        found = None if deliveries <= 1 else await self._store.get(run.run_id)
+        # A run whose task is stored (delivered again, replayed) goes on from it, never over it: its
+        # steps may hold a write made again under another call id, which a first call's id would
+        # not find in the gateway's ledger. A new run's task is written at its first durable change.
+        found = await self._store.get(run.run_id)
         if found is None:
             try:
                 event = await self._events.read(run)

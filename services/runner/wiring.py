@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass, field
-from functools import partial
 
 import httpx
 
@@ -88,8 +87,7 @@ async def build_runner(setup: RunnerSetup, connections: Connections) -> RunnerSe
     steps = ToolSteps(TracedToolClient(NatsToolClient(nc, subjects.tool_call, instance=config.instance)),
                       JetStreamAudit(js, subjects), catalog.side_effect,
                       default_timeout=config.tool_timeout, result_limit=config.step_result_limit,
-                      secrets=sealed_step_secrets(setup.redactor, catalog.input_schema, config.seal_key),
-                      task_stored=partial(_task_stored, store))
+                      secrets=sealed_step_secrets(setup.redactor, catalog.input_schema, config.seal_key))
     http = HttpChatModel(httpx.AsyncClient(limits=httpx.Limits(max_connections=max(config.concurrency * 2, 10))))
     model = TracedChatModel(http)
     history = StreamHistory(js, subjects, window=config.history_window, scan_limit=config.history_scan_limit)
@@ -124,7 +122,3 @@ async def build_runner(setup: RunnerSetup, connections: Connections) -> RunnerSe
     # the model; the admin endpoints last.
     order: tuple[Part, ...] = (catalog, http, sampling, worker, *([legacy] if legacy else []), resumer, admin)
     return Assembly("the runner service", parts, order, run=run, ready=ready)
-
-
-async def _task_stored(store: TaskStore, task_id: str) -> bool:
-    return await store.get(task_id) is not None

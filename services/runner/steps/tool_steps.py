@@ -30,7 +30,7 @@ from typing import Any, Literal
 import msgspec
 
 from services.runner.context import RunContext
-from services.runner.errors import StepFailed, TaskExists, Unverified
+from services.runner.errors import StepFailed, Unverified
 from services.runner.steps.results import bounded, business_ids, error_of, text_of, truncate
 from services.runner.steps.secrets import SealBroken, StepSecrets
 from services.runner.tasks import recovery
@@ -50,12 +50,8 @@ NO_TRACE = "the read-back found no trace of the first call, so it was made again
 
 class ToolSteps:
     def __init__(self, tools: ToolClient, audit: AuditLookup, side_effect_of: Callable[[str], str], *,
-                 default_timeout: float, result_limit: int, secrets: StepSecrets | None = None,
-                 task_stored: Callable[[str], Awaitable[bool]] | None = None) -> None:
+                 default_timeout: float, result_limit: int, secrets: StepSecrets | None = None) -> None:
         self._tools = tools
-        # Is a task of this id in the bucket? Asked once before a write leaves a run whose task is
-        # not stored yet (`_before_unstored_write`); None: never (tests of steps alone).
-        self._task_stored = task_stored
         self.secrets = secrets
         self._audit = audit
         self._side_effect_of = side_effect_of
@@ -111,8 +107,6 @@ class ToolSteps:
         claimed = effect != "read" and (not ctx.replayable or prior is not None)
         if claimed:
             await ctx.handle.record(started)
-        elif effect != "read":
-            await self._before_unstored_write(ctx)
         call = self._tools.call(self._request(ctx, started, arguments, limit), call_id=call_id,
                                 timeout=limit, side_effect=effect, trace=ctx.event.header.trace)
         result = await (ctx.interruptible(call) if effect == "read" else call)
@@ -142,18 +136,6 @@ class ToolSteps:
             # gateway's ledger answers with what it recorded, and nothing is sent twice.
             ctx.handle.stage(finished)
         return finished
-
-    async def _before_unstored_write(self, ctx: RunContext) -> None:
-        """A write about to leave a run whose task is not stored yet (a new run's task is stored at
-        its first durable change, tasks/store.py) with no `started` record to store it first: a
-        task of this run already stored (an earlier attempt's, its run delivered afresh) is gone
-        on from (`TaskExists`), never run over — its steps may hold this write made again under
-        another call id, which a first call's id would not find in the gateway's ledger."""
-        if ctx.handle.stored or ctx.looked_for_task or self._task_stored is None:
-            return
-        if await self._task_stored(ctx.task_id):
-            raise TaskExists(f"task {ctx.task_id} is stored by an earlier attempt of its run")
-        ctx.looked_for_task = True
 
     async def _resumed(self, ctx: RunContext, step: TaskStep, result: ToolCallResult,
                        verify: Verify | None) -> TaskStep | None:
