@@ -10,6 +10,7 @@ apps/config.yml. There is no "call any platform API" tool.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -41,8 +42,10 @@ PLATFORM_TOOLS: dict[str, PlatformTool] = {
         PlatformTool("event_reply", "reply", "write", "Reply in the conversation this event came from.",
                      _schema({"text": {"type": "string", "description": "the reply"},
                               # A question's id travels beside its text, never in it (ids are not
-                              # for the person): the app attaches the answer to it.
-                              "interaction_id": {"type": "string", "maxLength": 256,
+                              # for the person): the app attaches the answer to it. The platform's ids
+                              # (int.…, apr.…, eli.…) are short and blank-free; an answer's event takes
+                              # at most 128 characters, so a longer one could be asked, never answered.
+                              "interaction_id": {"type": "string", "maxLength": 128, "pattern": r"^\S+$",
                                                  "description": "the interaction this reply asks, if a question"}},
                              ["text"])),
         PlatformTool("event_react", "react", "write", "React to the message this event is about.",
@@ -108,6 +111,16 @@ def _target_problem(tool: PlatformTool, target: Mapping[str, Any]) -> Refusal | 
     return None
 
 
+_ANSWERABLE_ID = re.compile(r"^\S{1,128}$")
+
+
+def _answerable(interaction_id: Any) -> str | None:
+    """A question's id an answer can come back under (an answer's event takes 1-128 characters,
+    no blanks): any other is dropped, and the reply goes out as text — a model made up a long id
+    once, and its question could be asked but never answered."""
+    return interaction_id if isinstance(interaction_id, str) and _ANSWERABLE_ID.match(interaction_id) else None
+
+
 def app_arguments(tool: PlatformTool, arguments: Mapping[str, Any], delivery: Mapping[str, Any] | None,
                   app_tool_schema: Mapping[str, Any]) -> dict[str, Any]:
     """The app tool's arguments: the frozen target plus what the agent gave, cut to what the
@@ -117,7 +130,7 @@ def app_arguments(tool: PlatformTool, arguments: Mapping[str, Any], delivery: Ma
         candidate = {"session_id": target.get("session_id"), "conversation": target.get("conversation"),
                      "reply_to": target.get("message_id"), "bot": target.get("bot"),
                      "workspace": target.get("workspace"), "text": arguments.get("text"),
-                     "interaction_id": arguments.get("interaction_id")}
+                     "interaction_id": _answerable(arguments.get("interaction_id"))}
     elif tool.capability == "react":
         candidate = {"session_id": target.get("session_id"), "message_id": target.get("message_id"),
                      "reaction": arguments.get("reaction")}

@@ -52,3 +52,15 @@ def test_a_questions_interaction_id_reaches_an_app_that_takes_it_and_no_other() 
     assert app_arguments(PLATFORM_TOOLS["event_reply"], asked, DELIVERY, text_only) == {
         "session_id": "group_1", "text": asked["text"]}
     assert "interaction_id" in PLATFORM_TOOLS["event_reply"].parameters["properties"]
+
+
+def test_a_question_id_no_answer_could_carry_is_dropped_and_the_reply_goes_as_text() -> None:
+    takes_it = {"type": "object", "properties": {"session_id": {}, "text": {}, "interaction_id": {}}}
+    made_up = ["2019-03-15T21:48:38ZXMzSgjcIaHBJ, 2019-03-15T21:48:38ZXMzSgjcIaHBJ", "x" * 129, "", 7]
+    for interaction_id in made_up:
+        sent = app_arguments(PLATFORM_TOOLS["event_reply"], {"text": "hi", "interaction_id": interaction_id},
+                             DELIVERY, takes_it)
+        assert sent == {"session_id": "group_1", "text": "hi"}, interaction_id
+    longest = "i" * 128
+    assert app_arguments(PLATFORM_TOOLS["event_reply"], {"text": "hi", "interaction_id": longest}, DELIVERY,
+                         takes_it)["interaction_id"] == longest
