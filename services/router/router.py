@@ -19,7 +19,7 @@ import json
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 
 from nats.aio.client import Client as NATS
@@ -35,12 +35,14 @@ from services.router.recorded_traces import RouteNote, route_note, trace_in_reco
 from services.router.selection import decide
 from services.router.stores import RouterStores
 from services.router.traces import encode_trace, kv_subject, trace_key
+from services.router.unrouted import HeldForCatchUp
 from shared.contracts.route import REPLAYABLE, RouteTrace
 from shared.contracts.run import RunTarget
 from shared.contracts.subjects import Subjects
 from shared.errors import EnvelopeError
 from shared.jetstream.consume_loop import (
     ACK,
+    LEAVE,
     AtLeastOnceConsumer,
     BatchPolicy,
     ConsumerStats,
@@ -51,7 +53,7 @@ from shared.jetstream.consume_loop import (
 )
 from shared.jetstream.run_records import CREATE_ONLY, already_stored, run_record_subject
 from shared.jetstream.streams import events_stream
-from shared.lifecycle import Lifecycle
+from shared.lifecycle import Lifecycle, cancel_task
 from shared.nats.ack_batch import AckBatch
 from shared.nats.acked_publish import AckedPublisher
 from shared.observability import tracing
@@ -69,6 +71,9 @@ class RouterConfig(BatchPolicy):
     max_ack_pending: int = 8192
     inline_limit: int = 256 * 1024
     instance: str = "router"
+    # An event no binding took is routed again after one look at the bindings bucket shared by
+    # every such event held meanwhile, at most one look this often (services/router/unrouted.py).
+    catch_up_spacing: float = 0.02
 
 
 @dataclass
@@ -93,6 +98,7 @@ class _Work:
     error: str | None = None
     missing: RunTarget | None = None  # processor_not_found: the target this router did not know
     status: str | None = None  # the route's status (None: an invalid event)
+    held: bool = False  # matched no binding: settled after a look at the bindings (unrouted.py)
 
 
 @dataclass(slots=True)
@@ -126,22 +132,29 @@ class Router(Lifecycle[None]):
             config=router_consumer(self._config, subjects), stage=STAGE,
             fetch_timeout=self._config.fetch_timeout, stats=self.stats,
         )
+        self.unrouted = HeldForCatchUp(self._catalog.bindings_caught_up, self._settle_unrouted,
+                                       spacing=self._config.catch_up_spacing)
 
     async def _start(self, parts: AsyncExitStack) -> None:
         parts.push_async_callback(self._acks.stop)
         await self._acks.start()
         parts.push_async_callback(self._consumer.stop)
         await self._consumer.start()
+        looking = asyncio.create_task(self.unrouted.run(), name="router-unrouted")
+        parts.push_async_callback(cancel_task, looking)
 
     async def run(self, stop: asyncio.Event) -> None:
         """Route until `stop`. While one batch waits for JetStream's acknowledgements, the next
         is fetched and published (at most two batches in flight)."""
         self.require_started()
         await self._consumer.run_batches(stop, self._begin_batch, batch=self._config.batch, in_flight=2)
+        await self.unrouted.flush()  # the events no binding took, held for a look: settled before stopping
 
     async def process(self, msgs: list[Msg]) -> None:
-        """Route one batch to the end: publish, wait for every acknowledgement, settle the events."""
+        """Route one batch to the end: publish, wait for every acknowledgement, settle the events
+        (those no binding took after a look at the bindings)."""
         await self._consumer.finish(msgs, await self._begin_batch(msgs))
+        await self.unrouted.flush()
 
     async def _begin_batch(self, msgs: list[Msg]) -> Callable[[], Awaitable[Sequence[Outcome]]]:
         batch = await self._send(msgs)
@@ -160,18 +173,37 @@ class Router(Lifecycle[None]):
             # A target created a moment ago (another service wrote it; the watch has not brought
             # it yet): route those events again with what the buckets hold now.
             work = [self._reroute(item, now, at) if item.missing is not None else item for item in work]
-        if any(item.status == "route_not_found" for item in work) and await self._catalog.bindings_caught_up():
-            # Likewise a binding applied a moment ago, for events that matched none.
-            work = [self._reroute(item, now, at) if item.status == "route_not_found" else item for item in work]
+        # Likewise a binding applied a moment ago, for events that matched none: held for the next
+        # look at the bindings, one for every such event (unrouted.py); the batch goes on without them.
+        unrouted = [item for item in work if item.status == "route_not_found"]
+        for item in unrouted:
+            item.held = True
+        batch = await self._publish(work)
+        self.unrouted.hold(unrouted)
+        return batch
+
+    async def _settle_unrouted(self, items: list[_Work], bindings_found: bool) -> None:
+        """Route the held events again if the look found bindings the copy lacked, then store
+        and settle them as a batch's are."""
+        now = self._clock()
+        at = now.isoformat(timespec="milliseconds")
+        # New items: the batch they came in still reads its own as held.
+        work = [self._reroute(item, now, at) if bindings_found else replace(item, held=False) for item in items]
+        outcomes = await self._outcomes(await self._publish(work))
+        for item, outcome in zip(work, outcomes, strict=True):
+            await self._consumer.settle(item.msg, outcome)
+
+    async def _publish(self, work: list[_Work]) -> _Batch:
+        """Store each item's run record and trace (the held ones later, after their look)."""
         for item in work:  # the rare path first, one by one
-            if item.run is not None and item.run.offload is not None:
+            if item.run is not None and item.run.offload is not None and not item.held:
                 await self._offload(item)
         publish = self._acks.send
         routes, records = self._stores.routes_bucket, self._stores.run_records_bucket
         timeout = self._config.publish_timeout
         batch = _Batch(work=work, records=AckBatch(timeout, success=already_stored), pending=AckBatch(timeout))
         for item in work:
-            if item.error is not None:
+            if item.error is not None or item.held:
                 continue
             if item.run is not None:
                 batch.records.add(item, await publish(run_record_subject(records, item.run.run_id), item.run.record,
@@ -189,8 +221,9 @@ class Router(Lifecycle[None]):
         for item, failure in await batch.pending.settle():
             if item.error is None and failure is not None:
                 item.error = f"publishing failed: {failure}"
-        # An invalid event is dead-lettered once its trace is stored (the loop does it).
-        return [Retry(item.error) if item.error is not None
+        # An invalid event is dead-lettered once its trace is stored (the loop does it); one held
+        # for a look at the bindings is settled after it (`_settle_unrouted`).
+        return [LEAVE if item.held else Retry(item.error) if item.error is not None
                 else Poison(item.invalid) if item.invalid is not None else ACK
                 for item in batch.work]
 

@@ -232,7 +232,8 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
         leader was away, each failed batch of publishes logged a warning per message."""
         outcomes = await finish()
         for msg, outcome in zip(msgs, outcomes, strict=True):
-            await self.settle(msg, outcome)
+            if outcome is not LEAVE:  # the handler settles it later, or it comes back after the ack wait
+                await self.settle(msg, outcome)
         self._unsaid.say(when_due=self._looping)  # at once when no loop is left to say it later
 
     async def run_each(self, stop: asyncio.Event, handle: MessageHandler, *, concurrency: int) -> None:
