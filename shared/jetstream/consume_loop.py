@@ -36,6 +36,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from shared.contracts.subjects import Subjects
 from shared.jetstream.consumers import ensure_durable
 from shared.jetstream.deadletter import dead_letter
+from shared.jetstream.pulls import fetch_batch
 from shared.lifecycle import Lifecycle, unsubscribe
 from shared.nats.bus import nats_away
 from shared.observability import metrics
@@ -192,7 +193,7 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
     async def _fetch(self, batch: int) -> list[Msg]:
         sub = self.require_started()
         try:
-            msgs = await sub.fetch(batch, timeout=self._fetch_timeout)
+            msgs = await fetch_batch(sub, batch, self._fetch_timeout)
         except (TimeoutError, NatsTimeoutError):
             msgs = []
         except Exception as exc:  # connection trouble: nats-py reconnects, we try again

@@ -1,0 +1,79 @@
+"""A stage that fetches in batches hands a message over as soon as it comes, not when its pull
+request expires (shared/jetstream/pulls.py), and still takes what is waiting as one batch."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+
+from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
+from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
+
+from shared.contracts.subjects import Subjects
+from shared.jetstream.consume_loop import ACK, AtLeastOnceConsumer, Outcome
+from shared.jetstream.pulls import fetch_batch
+
+FETCH_TIMEOUT = 20.0  # a pull request waits this long: a message held back until then is plain to see
+
+
+async def test_a_message_delivered_on_a_pull_left_waiting_is_handed_over_at_once(nc: NATS, subjects: Subjects) -> None:
+    """An earlier fetch can leave its pull request waiting on the server (nats-py took a late
+    status of the one before for its answer). Such a request, older than the loop's own, is the
+    one a new message is delivered on; nats-py's batch fetch then waited for the rest of that
+    request's batch, until it expired, before handing the message over."""
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="PULLS", subjects=["pulls.>"]))
+    config = ConsumerConfig(durable_name="pulls", ack_policy=AckPolicy.EXPLICIT, ack_wait=60, max_deliver=-1)
+    consumer = AtLeastOnceConsumer(js, subjects, stream="PULLS", config=config, stage="test",
+                                   fetch_timeout=FETCH_TIMEOUT)
+    await consumer.start()
+    sub = consumer.require_started()
+    left_waiting = json.dumps({"batch": 256, "expires": int(FETCH_TIMEOUT * 1e9)}).encode()
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.PULLS.pulls", left_waiting, reply=sub._deliver)
+    handed: list[list[bytes]] = []
+    came = asyncio.Event()
+
+    async def begin(msgs: list[Msg]):  # type: ignore[no-untyped-def]
+        handed.append([msg.data for msg in msgs])
+        came.set()
+
+        async def finish() -> list[Outcome]:
+            return [ACK] * len(msgs)
+
+        return finish
+
+    stop = asyncio.Event()
+    loop = asyncio.create_task(consumer.run_batches(stop, begin, batch=256, in_flight=1))
+    try:
+        deadline = time.monotonic() + 10
+        while ((await js.consumer_info("PULLS", "pulls")).num_waiting or 0) < 2:  # the loop's own pull too
+            assert time.monotonic() < deadline, "the consumer never asked for messages"
+            await asyncio.sleep(0.05)
+        sent = time.monotonic()
+        await js.publish("pulls.one", b"first")
+        await asyncio.wait_for(came.wait(), timeout=FETCH_TIMEOUT + 5)
+        waited = time.monotonic() - sent
+    finally:
+        stop.set()
+        await consumer.stop()
+        loop.cancel()
+    assert handed == [[b"first"]]
+    assert waited < FETCH_TIMEOUT / 2, f"held back {waited:.1f} s, until the waiting pull request expired"
+
+
+async def test_what_is_waiting_is_taken_as_one_batch_up_to_its_size(nc: NATS, subjects: Subjects) -> None:
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="PILED", subjects=["piled.>"]))
+    await js.add_consumer("PILED", ConsumerConfig(durable_name="piled", ack_policy=AckPolicy.EXPLICIT))
+    for n in range(12):
+        await js.publish("piled.n", str(n).encode())
+    sub = await js.pull_subscribe_bind("piled", stream="PILED")
+    first = await fetch_batch(sub, 10, 5.0)
+    rest = await fetch_batch(sub, 10, 5.0)
+    assert [m.data for m in first] == [str(n).encode() for n in range(10)]
+    assert [m.data for m in rest] == [b"10", b"11"]
+    for msg in first + rest:
+        await msg.ack()
+    await sub.unsubscribe()
