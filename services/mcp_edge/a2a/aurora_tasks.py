@@ -31,6 +31,7 @@ from shared.contracts.task import Task, decode_task
 from shared.errors import AuroraError
 from shared.jetstream.consumers import pull_ephemeral
 from shared.jetstream.kvmirror import read_all_without_consumer
+from shared.jetstream.pulls import fetch_batch
 from shared.jetstream.run_records import read_record
 from shared.jetstream.streams import Bucket
 from shared.nats.admin_service import admin_request
@@ -126,7 +127,7 @@ class AuroraTasks:
         try:
             while True:
                 try:
-                    messages = await sub.fetch(8, timeout=5.0)
+                    messages = await fetch_batch(sub, 8, 5.0)  # a revision is passed on as it comes
                 except NatsTimeoutError:
                     continue
                 for msg in messages:
