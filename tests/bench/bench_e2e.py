@@ -117,6 +117,17 @@ async def sequential(name: str, send: Callable[[str], Awaitable[None]], replies:
     return Latencies(name, millis)
 
 
+async def paced(send: Callable[[str], Awaitable[None]], replies: Replies, n: int, longest_pause: float) -> Latencies:
+    """Events one at a time after pauses of 0 to `longest_pause` seconds (the same pauses every
+    run), as a chat's users send them: what each stage does once it has waited idle shows here,
+    where back-to-back events never let it wait."""
+    millis: list[float] = []
+    for i in range(max(n, 1)):
+        await asyncio.sleep(longest_pause * ((i * 7919) % 100) / 100)
+        millis += (await sequential("paced", send, replies, 1)).millis
+    return Latencies("paced", millis)
+
+
 async def burst(name: str, send: Callable[[str], Awaitable[None]], replies: Replies, n: int) -> Burst:
     keys = [f"evkey-{uuid.uuid4().hex[:12]}" for _ in range(n)]
     arrivals = [replies.expect(key) for key in keys]
@@ -249,6 +260,8 @@ async def tool_calls(nc: NATS, n: int) -> None:
 async def main() -> int:
     n_seq = env_int("BENCH_SEQ", 200)
     n_burst = env_int("BENCH_BURST", 1000)
+    n_paced = env_int("BENCH_PACED", 30)
+    longest_pause = 1.0
     rounds = env_int("BENCH_ROUNDS", 2)
     with tempfile.TemporaryDirectory(prefix="aurora-bench-e2e-") as tmp, \
             bench_stack(Path(tmp), aurora_services(Path(tmp))) as stack:
@@ -294,6 +307,7 @@ async def main() -> int:
         cpu = {name: (cpu_seconds(pid) - cpu_before[name]) * 1000 / events for name, pid in stack.pids().items()}
         loaded = {name: rss_mib(pid) for name, pid in stack.pids().items()}
         per_event = per_unit(Snapshot(), counts, units=events, ignore=[DRIVER, *raw.streams])
+        pauses = await paced(via_aurora, aurora_replies, n_paced, longest_pause)
         await tool_calls(nc, 5)  # warm-up
         call_cpu_before = {name: cpu_seconds(pid) for name, pid in stack.pids().items()}
         _, call_counts = await counted(counter, Snapshot(), tool_calls(nc, n_seq))
@@ -310,6 +324,8 @@ async def main() -> int:
           f"and {n_burst} at once, best of {rounds}; {os.cpu_count()} CPUs")
     print(f"  latency p50: raw {seq_raw.p50:.2f} ms, aurora {seq.p50:.2f} ms ({seq.p50 / seq_raw.p50:.1f}×); "
           f"p99: raw {seq_raw.p99:.2f} ms, aurora {seq.p99:.2f} ms")
+    print(f"  after pauses of up to {longest_pause:g} s ({n_paced} events): p50 {pauses.p50:.2f} ms, "
+          f"slowest {max(pauses.millis):.2f} ms")
     print(f"  throughput: raw {b_raw.rate:,.0f} events/s, aurora {b.rate:,.0f} events/s ({b.rate / b_raw.rate:.0%})")
     print("  CPU ms per event: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
           + f"; {sum(cpu.values()):.2f} in all")
@@ -320,7 +336,8 @@ async def main() -> int:
     print("  RSS MiB idle → loaded: " + ", ".join(f"{k} {idle[k]:.0f} → {loaded[k]:.0f}" for k in idle))
     record("e2e", {
         "latency_ms": {"raw_p50": seq_raw.p50, "raw_p99": seq_raw.p99, "p50": seq.p50, "p99": seq.p99,
-                       "p50_ratio": seq.p50 / seq_raw.p50},
+                       "p50_ratio": seq.p50 / seq_raw.p50, "paused_p50": pauses.p50,
+                       "paused_slowest": max(pauses.millis), "paused_events": n_paced},
         "throughput": {"raw_per_s": b_raw.rate, "per_s": b.rate, "ratio": b.rate / b_raw.rate},
         "cpu_ms_per_event": cpu, "rss_mib": {"idle": idle, "loaded": loaded},
         "messages_per_event": per_event.as_json(),
