@@ -15,6 +15,8 @@ from datetime import datetime
 from typing import Any
 
 import msgspec
+from nats.aio.msg import Msg
+from nats.errors import NotJSMessageError
 
 from shared.contracts.envelope import METHOD_EVENT, PROTOCOL, EventEnvelope
 from shared.contracts.validation import APP_ID_PATTERN, EVENT_TYPE_PATTERN, MESSAGE_ID_PATTERN
@@ -94,3 +96,27 @@ def encode_document(doc: Any) -> bytes:
         return json.dumps(doc, allow_nan=False, ensure_ascii=False).encode()
     except (TypeError, ValueError) as exc:
         raise EnvelopeError([("(root)", f"not plain JSON data: {exc}")]) from exc
+
+
+def stream_sequence(msg: Msg) -> int | None:
+    """Where the event is kept in the events stream (what a replay reads it back by)."""
+    try:
+        return int(msg.metadata.sequence.stream)
+    except (NotJSMessageError, ValueError, TypeError, AttributeError):  # not a JetStream delivery
+        return None
+
+
+def fallback_id(msg: Msg) -> str:
+    """A trace key for an event too broken to trust: its header id, its stored id, or its
+    stream position."""
+    try:
+        value = json.loads(msg.data)["header"]["message_id"]
+        if isinstance(value, str) and 0 < len(value) <= 128:
+            return value
+    except (ValueError, TypeError, KeyError, RecursionError):
+        pass
+    stored = (msg.headers or {}).get("Nats-Msg-Id")
+    if stored:
+        return stored
+    meta = msg.metadata
+    return f"{meta.stream}:{meta.sequence.stream}"

@@ -15,7 +15,6 @@ a platform `task.*`/`tool.*` event no binding took stores none: computed when as
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from contextlib import AsyncExitStack
@@ -24,13 +23,12 @@ from datetime import UTC, datetime
 
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.errors import NotJSMessageError
 from nats.js.api import ConsumerConfig
 
 from services.router.catalog import RouteCatalog
 from services.router.computed_traces import trace_stored
 from services.router.dispatch import RunMessage, build_run
-from services.router.events import decode_event
+from services.router.events import decode_event, fallback_id, stream_sequence
 from services.router.recorded_traces import RouteNote, route_note, trace_in_record
 from services.router.selection import decide
 from services.router.stores import RouterStores
@@ -239,7 +237,7 @@ class Router(Lifecycle[None]):
         try:
             event = decode_event(raw)
         except EnvelopeError as exc:
-            message_id = _fallback_id(msg)
+            message_id = fallback_id(msg)
             reason = f"invalid event: {exc}"[:1000]
             self.stats.statuses["invalid_event"] += 1
             trace = RouteTrace(message_id=message_id, status="invalid_event", reason=reason, at=at,
@@ -283,7 +281,7 @@ class Router(Lifecycle[None]):
             target=decision.target, run_id=run.run_id if run else None, steps=decision.steps,
             candidates=decision.candidates, reason=decision.reason, event_type=payload.type,
             source_app=header.source.app, synthetic=payload.synthetic, at=at, router=self._config.instance,
-            event_seq=_stream_sequence(msg) if decision.status in REPLAYABLE else None,
+            event_seq=stream_sequence(msg) if decision.status in REPLAYABLE else None,
         )
         return _Work(msg=msg, key=trace_key(header.message_id), trace=encode_trace(trace), run=run, missing=missing,
                      status=decision.status)
@@ -294,27 +292,3 @@ class Router(Lifecycle[None]):
             await self._stores.run_events.put(item.run.offload.name, item.msg.data)
         except Exception as exc:
             item.error = f"storing the large event failed: {exc}"
-
-
-def _stream_sequence(msg: Msg) -> int | None:
-    """Where the event is kept in the events stream (what a replay reads it back by)."""
-    try:
-        return int(msg.metadata.sequence.stream)
-    except (NotJSMessageError, ValueError, TypeError, AttributeError):  # not a JetStream delivery
-        return None
-
-
-def _fallback_id(msg: Msg) -> str:
-    """A trace key for an event too broken to trust: its header id, its stored id, or its
-    stream position."""
-    try:
-        value = json.loads(msg.data)["header"]["message_id"]
-        if isinstance(value, str) and 0 < len(value) <= 128:
-            return value
-    except (ValueError, TypeError, KeyError, RecursionError):
-        pass
-    stored = (msg.headers or {}).get("Nats-Msg-Id")
-    if stored:
-        return stored
-    meta = msg.metadata
-    return f"{meta.stream}:{meta.sequence.stream}"

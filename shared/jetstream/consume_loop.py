@@ -36,7 +36,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from shared.contracts.subjects import Subjects
 from shared.jetstream.consumers import ensure_durable
 from shared.jetstream.deadletter import dead_letter
-from shared.jetstream.pulls import fetch_batch
+from shared.jetstream.pulls import Puller
 from shared.lifecycle import Lifecycle, unsubscribe
 from shared.nats.bus import nats_away
 from shared.observability import metrics
@@ -177,6 +177,7 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
         self._fetching = FailureStreak(log, "fetch", consumer=self.durable)
         self._unsaid = _UnsaidRetries(self.durable)
         self._looping = False  # a loop is fetching, and will say what is held back
+        self._puller: Puller | None = None  # set while started: fetches from the pull subscription
 
     @property
     def durable(self) -> str:
@@ -188,12 +189,14 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
         # Unsubscribed at stop rather than left to `nc.drain()`, which waits for status replies
         # `fetch()` never marks done.
         parts.push_async_callback(unsubscribe, sub)
+        self._puller = Puller(sub)
         return sub
 
     async def _fetch(self, batch: int) -> list[Msg]:
-        sub = self.require_started()
+        self.require_started()
+        assert self._puller is not None
         try:
-            msgs = await fetch_batch(sub, batch, self._fetch_timeout)
+            msgs = await self._puller.fetch(batch, self._fetch_timeout)
         except (TimeoutError, NatsTimeoutError):
             msgs = []
         except Exception as exc:  # connection trouble: nats-py reconnects, we try again

@@ -1,21 +1,19 @@
-"""A batch from a pull consumer, without holding a message back (a workaround of nats-py's fetch).
+"""Batches from a pull consumer, on a pull request kept open (a workaround of nats-py's fetch).
 
-Each fetch is one pull request with `no_wait` and `expires`: nats-server keeps it waiting while
-it has nothing for the consumer, and once it has, delivers up to the batch and ends the request
-at once with a 404 status. The client takes messages until that status, or until one says the
-server held no more for the consumer when it was sent (its `num_pending`).
+A `Puller` keeps one pull request open on the server at a time: `batch` messages, `expires` the
+fetch timeout, without `no_wait`. nats-server delivers each message on it as it comes, until the
+batch is filled or the request expires; each `fetch` hands over what has come as soon as the last
+message says the server held no more for the consumer then (its `num_pending`), and asks again
+only once the open request is used up or has expired. So a trickle of messages costs one request
+a second, not one per message, and no message waits for the rest of a batch.
 
-nats-py's `PullSubscription.fetch(n)` for n > 1 begins the same way, but takes whatever status
-comes first for its request's answer, and a late 408 of an earlier, expired request is often
-that status. It then sends a second request, one without `no_wait`, while its first still waits on
-the server; such a request stays open after a delivery until it expires. The next message went out
-on whichever of them was oldest, and nats-py waited for the rest of that batch until it expired
-(the fetch timeout, a second) before handing the message over. Measured on bench-e2e's stack, with
-pauses of up to 1.5 s between events: one event in five waited 0.2 to 0.7 s in the event-bridge
-(docs/reference/workarounds.md). Here a status that comes before any message while the request
-has not expired is taken as an earlier request's, and waited past; no request is sent without
-`no_wait`, so none stays open after a delivery; and a message after which the server held nothing
-more is handed over without waiting for any status.
+nats-py's `PullSubscription.fetch(n)` for n > 1 held messages back: it takes whatever status
+comes first for its request's answer, and a late 408 of an earlier, expired request often is that
+status; it then sends a second request while the first still waits on the server, and waits, once
+a message has come on either, for the rest of that request's batch until it expires (the fetch
+timeout, a second). Measured on bench-e2e's stack with pauses of up to 1.5 s between events: one
+event in five waited 0.2 to 0.7 s in the event-bridge (docs/reference/workarounds.md). Here a
+status that comes while the open request has not expired is an earlier request's, and passed over.
 """
 
 from __future__ import annotations
@@ -28,52 +26,79 @@ from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 
-_ENDED = ("404", "408")  # nothing (more) for this request, or it expired
+_EXPIRED = "408"
+_NO_MESSAGES = "404"
 _HEARTBEAT = "100"
-_EXPIRY_MARGIN = 0.05  # a status this close to the request's expiry is taken as its own
+# Asked again this long before the open request expires, and a 408 this close to its expiry is
+# taken as its own: the server's clock and ours start the request a little apart.
+_MARGIN = 0.05
 
 
-async def fetch_batch(sub: JetStreamContext.PullSubscription, batch: int, timeout: float) -> list[Msg]:
-    """Up to `batch` messages, handed over as soon as the server has delivered what it held;
-    raises nats-py's TimeoutError when none came within `timeout`, and its APIError for a status
-    that says the consumer cannot be pulled from (deleted, a leader changing, too many waiting)."""
-    # nats-py keeps the pull's inbox subscription, request subject and connection private.
-    inbox = sub._sub
-    loop = asyncio.get_running_loop()
-    expires_at = loop.time() + timeout
-    request = {"batch": batch, "expires": int(timeout * 1_000_000_000), "no_wait": True}
-    await sub._nc.publish(sub._nms, json.dumps(request).encode(), reply=sub._deliver)
-    msgs: list[Msg] = []
-    while len(msgs) < batch:
-        try:
-            msg = await inbox.next_msg(timeout=max(expires_at - loop.time(), 0.0) + _EXPIRY_MARGIN)
-        except TimeoutError:
-            if msgs:
-                break  # the request's end did not come (a reconnect): what came is handed over
-            raise NatsTimeoutError from None
-        status = JetStreamContext.is_status_msg(msg)
-        if status is None:
-            msgs.append(msg)
-            if _pending_after(msg) == 0:  # nothing more was there when it was sent: no need to wait for the end
-                break
-        elif status == _HEARTBEAT:
-            continue
-        elif status in _ENDED:
-            if msgs or loop.time() >= expires_at - _EXPIRY_MARGIN:
-                break
-            # An earlier request's end, come late: this request still waits on the server.
-        else:
-            if msgs:
-                break
-            raise nats.js.errors.APIError.from_msg(msg)
-    if not msgs:
-        raise NatsTimeoutError
-    return msgs
+class Puller:
+    """Fetches from one pull subscription (only a Puller may fetch from it: the open request's
+    messages are counted here)."""
+
+    def __init__(self, sub: JetStreamContext.PullSubscription) -> None:
+        self._sub = sub
+        self._loop = asyncio.get_running_loop()
+        self._open_until = 0.0  # when the open request expires (loop time); 0: none open
+        self._left = 0  # messages still to come on it
+
+    async def fetch(self, batch: int, timeout: float) -> list[Msg]:
+        """Up to `batch` messages, handed over as soon as the server has sent what it held;
+        raises nats-py's TimeoutError when none came within `timeout`, and its APIError for a
+        status that says the consumer cannot be pulled from now (deleted, a leader changing)."""
+        # nats-py keeps the pull's inbox subscription private.
+        inbox = self._sub._sub
+        deadline = self._loop.time() + timeout
+        msgs: list[Msg] = []
+        while len(msgs) < batch:
+            if self._left <= 0 or self._loop.time() >= self._open_until - _MARGIN:
+                if msgs:
+                    break  # the open request is used up: what came is handed over, the next fetch asks
+                await self._ask(batch, max(deadline - self._loop.time(), _MARGIN * 2))
+            try:
+                msg = await inbox.next_msg(timeout=max(min(deadline, self._open_until) - self._loop.time(), 0.0)
+                                           + _MARGIN)
+            except TimeoutError:
+                if msgs or self._loop.time() >= deadline:
+                    break
+                continue  # the open request expired without its 408 (a reconnect): ask again
+            status = JetStreamContext.is_status_msg(msg)
+            if status is None:
+                msgs.append(msg)
+                self._left -= 1
+                if _pending_after(msg) == 0:
+                    break  # nothing more was there when it was sent: no reason to wait
+            elif status == _HEARTBEAT:
+                continue
+            elif status in (_EXPIRED, _NO_MESSAGES):
+                if self._loop.time() >= self._open_until - _MARGIN:
+                    self._left = 0  # the open request's own end
+                    if msgs or self._loop.time() >= deadline:
+                        break
+                # else an earlier request's end, come late: the open one still waits
+            else:  # the request was ended for a reason of the consumer's (409s): ask again later
+                self._left = 0
+                if msgs:
+                    break
+                raise nats.js.errors.APIError.from_msg(msg)
+        if not msgs:
+            raise NatsTimeoutError
+        return msgs
+
+    async def _ask(self, batch: int, timeout: float) -> None:
+        request = {"batch": batch, "expires": int(timeout * 1_000_000_000)}
+        # nats-py keeps the pull's request subject, inbox and connection private.
+        sub = self._sub
+        await sub._nc.publish(sub._nms, json.dumps(request).encode(), reply=sub._deliver)
+        self._open_until = self._loop.time() + timeout
+        self._left = batch
 
 
 def _pending_after(msg: Msg) -> int:
     """How many more messages the server held for the consumer when it sent this one."""
     try:
         return int(msg.metadata.num_pending or 0)
-    except Exception:  # no JetStream reply subject to read it from: wait for the request's end
+    except Exception:  # no JetStream reply subject to read it from: as if more were coming
         return 1

@@ -31,7 +31,7 @@ from shared.contracts.task import Task, decode_task
 from shared.errors import AuroraError
 from shared.jetstream.consumers import pull_ephemeral
 from shared.jetstream.kvmirror import read_all_without_consumer
-from shared.jetstream.pulls import fetch_batch
+from shared.jetstream.pulls import Puller
 from shared.jetstream.run_records import read_record
 from shared.jetstream.streams import Bucket
 from shared.nats.admin_service import admin_request
@@ -124,10 +124,11 @@ class AuroraTasks:
                                 num_replicas=self._tasks.plan.replicas)
         sub = await pull_ephemeral(self._nc.jetstream(), f"KV_{self._tasks.bucket}",
                                    f"$KV.{self._tasks.bucket}.{task_id}", config, owner=self._tasks.plan.owner)
+        puller = Puller(sub)
         try:
             while True:
                 try:
-                    messages = await fetch_batch(sub, 8, 5.0)  # a revision is passed on as it comes
+                    messages = await puller.fetch(8, 5.0)  # a revision is passed on as it comes
                 except NatsTimeoutError:
                     continue
                 for msg in messages:

@@ -13,11 +13,13 @@ class Bindings:
 
     def __init__(self) -> None:
         self.began: list[int] = []  # how many looks had begun, at each look's start
+        self.looking = asyncio.Event()
         self.release = asyncio.Event()
         self.found = False
 
     async def look(self) -> bool:
         self.began.append(len(self.began) + 1)
+        self.looking.set()
         await self.release.wait()
         return self.found
 
@@ -49,8 +51,7 @@ async def test_an_event_that_comes_during_a_look_waits_for_the_next() -> None:
     held = HeldForCatchUp(bindings.look, settle, spacing=0.0)
     held.hold(["first"])
     flushing = asyncio.create_task(held.flush())
-    while not bindings.began:
-        await asyncio.sleep(0)
+    await asyncio.wait_for(bindings.looking.wait(), 5)
     held.hold(["second"])  # came while the first look was made
     bindings.release.set()
     await flushing

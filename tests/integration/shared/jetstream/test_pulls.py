@@ -13,7 +13,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 
 from shared.contracts.subjects import Subjects
 from shared.jetstream.consume_loop import ACK, AtLeastOnceConsumer, Outcome
-from shared.jetstream.pulls import fetch_batch
+from shared.jetstream.pulls import Puller
 
 FETCH_TIMEOUT = 20.0  # a pull request waits this long: a message held back until then is plain to see
 
@@ -70,10 +70,39 @@ async def test_what_is_waiting_is_taken_as_one_batch_up_to_its_size(nc: NATS, su
     for n in range(12):
         await js.publish("piled.n", str(n).encode())
     sub = await js.pull_subscribe_bind("piled", stream="PILED")
-    first = await fetch_batch(sub, 10, 5.0)
-    rest = await fetch_batch(sub, 10, 5.0)
+    puller = Puller(sub)
+    first = await puller.fetch(10, 5.0)
+    rest = await puller.fetch(10, 5.0)
     assert [m.data for m in first] == [str(n).encode() for n in range(10)]
     assert [m.data for m in rest] == [b"10", b"11"]
     for msg in first + rest:
         await msg.ack()
     await sub.unsubscribe()
+
+
+async def test_a_trickle_of_messages_is_carried_by_one_pull_request(nc: NATS, subjects: Subjects) -> None:
+    """Each message is handed over as it comes, and the request stays open for the next: one
+    request, not one per message (the server's work and the stages' messages per event)."""
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="TRICKLE", subjects=["trickle.>"]))
+    await js.add_consumer("TRICKLE", ConsumerConfig(durable_name="trickle", ack_policy=AckPolicy.EXPLICIT))
+    requests: list[bytes] = []
+
+    async def asked(msg: Msg) -> None:
+        requests.append(msg.data)
+
+    watch = await nc.subscribe("$JS.API.CONSUMER.MSG.NEXT.TRICKLE.trickle", cb=asked)
+    sub = await js.pull_subscribe_bind("trickle", stream="TRICKLE")
+    puller = Puller(sub)
+    handed: list[list[bytes]] = []
+    for n in range(5):
+        await js.publish("trickle.n", str(n).encode())
+        msgs = await asyncio.wait_for(puller.fetch(256, FETCH_TIMEOUT), FETCH_TIMEOUT / 2)
+        handed.append([msg.data for msg in msgs])
+        for msg in msgs:
+            await msg.ack()
+    await nc.flush()
+    await watch.unsubscribe()
+    await sub.unsubscribe()
+    assert handed == [[str(n).encode()] for n in range(5)]
+    assert len(requests) == 1, requests
