@@ -16,6 +16,7 @@ from nats.aio.transport import TcpTransport
 from nats.js.api import Header
 
 from shared.config.settings import NatsSettings
+from shared.nats.headers import parse_header_lines
 from shared.observability.logs import get_logger
 from shared.streak import FailureStreak
 
@@ -36,7 +37,12 @@ class Connection(NATS):
     - `publish_refusals`: the publishes nats-server refused it (shared/nats/refusals.py).
     - `closing`: its own process is closing it: nats-py calls `disconnected_cb` on every close, and
       a service's own stop is no warning (it was one line in every service at every stop).
+
+    Its header parser is shared/nats/headers.py's.
     """
+
+    # nats-py's header parser, without a generator over each name's characters (headers.py).
+    _parse_header_lines = staticmethod(parse_header_lines)
 
     def __init__(self) -> None:
         super().__init__()
