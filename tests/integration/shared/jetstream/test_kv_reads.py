@@ -1,0 +1,51 @@
+"""A bucket's latest entry read with one msgspec decode (shared/jetstream/kv_reads.py) is what
+nats-py's own `KeyValue.get` gives, for every kind of entry, on a real nats-server."""
+
+from __future__ import annotations
+
+import pytest
+from nats.aio.client import Client as NATS
+from nats.js.errors import KeyNotFoundError
+from nats.js.kv import KeyValue
+
+from shared.config.stream_plan import DEFAULT_PLAN
+from shared.jetstream.kv_reads import read_entry
+from shared.jetstream.streams import Bucket
+
+
+async def _both(kv: KeyValue, bucket: Bucket, key: str) -> tuple[object, object]:
+    """nats-py's answer and Aurora's, each an entry's fields or the error's type."""
+    answers: list[object] = []
+    for read in (kv.get, bucket.get):  # nats-py's, then Aurora's, on the same bucket
+        try:
+            entry = await read(key)
+            answers.append((entry.key, entry.value, entry.revision, entry.operation))
+        except KeyNotFoundError as exc:
+            answers.append(type(exc))
+    return answers[0], answers[1]
+
+
+async def test_every_kind_of_entry_reads_as_nats_py_reads_it(nc: NATS) -> None:
+    js = nc.jetstream()
+    kv = await js.create_key_value(bucket="READS", history=3)
+    bucket = Bucket(js, "READS", direct=False, plan=DEFAULT_PLAN)
+    await kv.put("plain", b"value")
+    await kv.create("created", b"written create-only: with headers")  # Nats-Expected-Last-Subject-Sequence
+    await kv.put("changed", b"one")
+    await kv.put("changed", b"two")
+    await kv.put("empty", b"")
+    await kv.put("gone", b"x")
+    await kv.delete("gone")
+    await kv.put("purged", b"x")
+    await kv.purge("purged")
+    await kv.put("a.b.c", "nested ü".encode())
+    keys = ["plain", "created", "changed", "empty", "gone", "purged", "a.b.c", "never"]
+    answers = {key: await _both(kv, bucket, key) for key in keys}
+    assert {key: ours for key, (_, ours) in answers.items()} == {key: theirs for key, (theirs, _) in answers.items()}
+    assert answers["changed"][1] == ("changed", b"two", 4, None)
+    assert answers["gone"][1] is KeyNotFoundError and answers["never"][1] is KeyNotFoundError
+
+
+async def test_a_missing_stream_is_an_error_not_an_entry(nc: NATS) -> None:
+    with pytest.raises(KeyNotFoundError):
+        await read_entry(nc.jetstream(), "KV_NO_SUCH", "NO_SUCH", "key")
