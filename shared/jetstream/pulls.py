@@ -21,7 +21,6 @@ from __future__ import annotations
 import asyncio
 import json
 
-import nats.js.errors
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.errors import TimeoutError as NatsTimeoutError
@@ -47,12 +46,15 @@ class Puller:
 
     async def fetch(self, batch: int, timeout: float) -> list[Msg]:
         """Up to `batch` messages, handed over as soon as the server has sent what it held;
-        raises nats-py's TimeoutError when none came within `timeout`, and its APIError for a
-        status that says the consumer cannot be pulled from now (deleted, a leader changing)."""
+        raises nats-py's TimeoutError when none came within `timeout`. A request the server ends
+        (a leader changing, a server shutting down: a 409 or a 503) is asked again at once; one
+        ended again in the same fetch (no leader yet, the consumer deleted) waits out the fetch,
+        as nats-py's fetch did, rather than asking again and again."""
         # nats-py keeps the pull's inbox subscription private.
         inbox = self._sub._sub
         deadline = self._loop.time() + timeout
         msgs: list[Msg] = []
+        ended_once = False
         while len(msgs) < batch:
             if self._left <= 0 or self._loop.time() >= self._open_until - _MARGIN:
                 if msgs:
@@ -79,11 +81,14 @@ class Puller:
                     if msgs or self._loop.time() >= deadline:
                         break
                 # else an earlier request's end, come late: the open one still waits
-            else:  # the request was ended for a reason of the consumer's (409s): ask again later
+            else:  # the server ended the request: a leader changing, a server shutting down (409, 503)
                 self._left = 0
                 if msgs:
                     break
-                raise nats.js.errors.APIError.from_msg(msg)
+                if ended_once:  # twice in one fetch: nothing to pull from now (no leader yet, deleted)
+                    await asyncio.sleep(max(deadline - self._loop.time(), 0.0))  # as nats-py's fetch waited
+                    break
+                ended_once = True  # once is the moment of the change: asked again at once
         if not msgs:
             raise NatsTimeoutError
         return msgs

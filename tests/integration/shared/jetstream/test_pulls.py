@@ -6,9 +6,12 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from typing import Any
 
+import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 
 from shared.contracts.subjects import Subjects
@@ -106,3 +109,50 @@ async def test_a_trickle_of_messages_is_carried_by_one_pull_request(nc: NATS, su
     await sub.unsubscribe()
     assert handed == [[str(n).encode()] for n in range(5)]
     assert len(requests) == 1, requests
+
+
+async def test_a_request_the_server_ends_is_asked_again_once_per_fetch(nc: NATS, subjects: Subjects) -> None:
+    """A leader changing ends the waiting pull request with a 409 (here sent as nats-server sends
+    it): asked again at once, the fetch goes on. The consumer deleted ends it, and the next
+    request finds nobody (a 503): the fetch waits out its time instead of asking again and again."""
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="ENDED", subjects=["ended.>"]))
+    await js.add_consumer("ENDED", ConsumerConfig(durable_name="ended", ack_policy=AckPolicy.EXPLICIT))
+    # The pull requests are counted as they leave: a subscription to their subject would answer
+    # them itself, and nats-server would not say that nobody does.
+    made: list[str] = []
+    publish = nc.publish
+
+    async def counted(subject: str, *args: Any, **kwargs: Any) -> None:
+        if subject == "$JS.API.CONSUMER.MSG.NEXT.ENDED.ended":
+            made.append(subject)
+        await publish(subject, *args, **kwargs)
+
+    nc.publish = counted  # type: ignore[method-assign]
+
+    def asked() -> int:
+        count = len(made)
+        made.clear()
+        return count
+
+    sub = await js.pull_subscribe_bind("ended", stream="ENDED")
+    puller = Puller(sub)
+    fetched = asyncio.create_task(puller.fetch(10, FETCH_TIMEOUT))
+    deadline = time.monotonic() + 10
+    while ((await js.consumer_info("ENDED", "ended")).num_waiting or 0) == 0:
+        assert time.monotonic() < deadline, "the fetch never asked"
+        await asyncio.sleep(0.05)
+    await nc.publish(sub._deliver, b"", headers={"Status": "409", "Description": "Leadership Change"})
+    await js.publish("ended.one", b"after the change")
+    assert [msg.data for msg in await asyncio.wait_for(fetched, FETCH_TIMEOUT / 2)] == [b"after the change"]
+    assert asked() == 2  # the first, ended, and the one asked at once
+
+    fetched = asyncio.create_task(puller.fetch(10, 1.0))
+    await asyncio.sleep(0)
+    await js.delete_consumer("ENDED", "ended")
+    with pytest.raises(NatsTimeoutError):
+        await asyncio.wait_for(fetched, FETCH_TIMEOUT / 2)
+    after_delete = asked()
+    nc.publish = publish  # type: ignore[method-assign]
+    await sub.unsubscribe()
+    assert 1 <= after_delete <= 2, after_delete
