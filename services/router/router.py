@@ -10,6 +10,8 @@ same run id, whose record is created once (create-only: the second write is refu
 `wrong last sequence`, which counts as stored), and the same trace is written again — nothing
 lost, nothing doubled. A dispatched app event's trace is a field of its run record (recorded_traces.py);
 a platform `task.*`/`tool.*` event no binding took stores none: computed when asked (computed_traces.py).
+An event no binding took is held for a look at the bindings shared with every other such event,
+then routed again if the look found bindings the router lacked, and stored and acked (unrouted.py).
 """
 
 from __future__ import annotations
