@@ -21,12 +21,14 @@ from __future__ import annotations
 import asyncio
 import json
 
+import nats.js.errors
 from nats.aio.msg import Msg
 from nats.aio.subscription import Subscription
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 
 _EXPIRED = "408"
+_CONFLICT = "409"
 _NO_MESSAGES = "404"
 _HEARTBEAT = "100"
 # Asked again this long before the open request expires, and a 408 this close to its expiry is
@@ -47,9 +49,10 @@ class Puller:
     async def fetch(self, batch: int, timeout: float) -> list[Msg]:
         """Up to `batch` messages, handed over as soon as the server has sent what it held;
         raises nats-py's TimeoutError when none came within `timeout`. A request the server ends
-        (a leader changing, a server shutting down: a 409 or a 503) is asked again at once; one
-        ended again in the same fetch (no leader yet, the consumer deleted) waits out the fetch,
-        as nats-py's fetch did, rather than asking again and again."""
+        with a 409 (a leader changing, a server shutting down) is asked again at once, and one
+        ended so again in the same fetch waits out the fetch, as nats-py's fetch took a 409 for
+        a timeout; a request nobody answers (503: the consumer or its stream gone) raises
+        nats-py's APIError, as its fetch did."""
         # nats-py keeps the pull's inbox subscription private.
         inbox = self._sub._sub
         deadline = self._loop.time() + timeout
@@ -81,14 +84,19 @@ class Puller:
                     if msgs or self._loop.time() >= deadline:
                         break
                 # else an earlier request's end, come late: the open one still waits
-            else:  # the server ended the request: a leader changing, a server shutting down (409, 503)
+            elif status == _CONFLICT:  # the server ended the request: a leader changing, a server shutting down
                 self._left = 0
                 if msgs:
                     break
-                if ended_once:  # twice in one fetch: nothing to pull from now (no leader yet, deleted)
-                    await asyncio.sleep(max(deadline - self._loop.time(), 0.0))  # as nats-py's fetch waited
+                if ended_once:  # ended again: no leader yet; waited out as nats-py's fetch did, not asked on and on
+                    await asyncio.sleep(max(deadline - self._loop.time(), 0.0))
                     break
                 ended_once = True  # once is the moment of the change: asked again at once
+            else:  # nobody answers the request (503: the consumer or its stream is gone), or worse
+                self._left = 0
+                if msgs:
+                    break
+                raise nats.js.errors.APIError.from_msg(msg)
         if not msgs:
             raise NatsTimeoutError
         return msgs
