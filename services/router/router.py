@@ -196,7 +196,7 @@ class Router(Lifecycle[None]):
     async def _publish(self, work: list[_Work]) -> _Batch:
         """Store each item's run record and trace (the held ones later, after their look)."""
         for item in work:  # the rare path first, one by one
-            if item.run is not None and item.run.offload is not None and not item.held:
+            if item.run is not None and item.run.offload is not None:  # a held item has no run yet
                 await self._offload(item)
         publish = self._acks.send
         routes, records = self._stores.routes_bucket, self._stores.run_records_bucket
