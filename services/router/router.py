@@ -8,11 +8,9 @@ batch waits once for all the acknowledgements. An event is acked only when its r
 trace were stored. A crash anywhere redelivers the event to another router: it routes to the
 same run id, whose record is created once (create-only: the second write is refused as
 `wrong last sequence`, which counts as stored), and the same trace is written again — nothing
-lost, nothing doubled. A dispatched app event's trace is a field of its run record (recorded_traces.py);
-a platform `task.*`/`tool.*` event no binding took stores none: computed when asked (computed_traces.py).
-An event no binding took is held for a look at the bindings shared with every other such event,
-then routed again if the look found bindings the router lacked, and stored and acked (unrouted.py).
-"""
+lost, nothing doubled. A dispatched app event's trace is in its run record (recorded_traces.py);
+a `task.*`/`tool.*` event no binding took stores none: computed when asked (computed_traces.py).
+One no binding took waits for a look at the bindings shared with others (unrouted.py)."""
 
 from __future__ import annotations
 
@@ -167,12 +165,7 @@ class Router(Lifecycle[None]):
     async def _send(self, msgs: list[Msg]) -> _Batch:
         now = self._clock()
         at = now.isoformat(timespec="milliseconds")
-        work = [self._route(msg, now, at) for msg in msgs]
-        missing = {item.missing for item in work if item.missing is not None}
-        if missing and await self._catalog.read_through(missing):
-            # A target created a moment ago (another service wrote it; the watch has not brought
-            # it yet): route those events again with what the buckets hold now.
-            work = [self._reroute(item, now, at) if item.missing is not None else item for item in work]
+        work = await self._targets_read_through([self._route(msg, now, at) for msg in msgs], now, at)
         # Likewise a binding applied a moment ago, for events that matched none: held for the next
         # look at the bindings, one for every such event (unrouted.py); the batch goes on without them.
         unrouted = [item for item in work if item.status == "route_not_found"]
@@ -182,13 +175,24 @@ class Router(Lifecycle[None]):
         self.unrouted.hold(unrouted)
         return batch
 
+    async def _targets_read_through(self, work: list[_Work], now: datetime, at: str) -> list[_Work]:
+        """`work` with the events routed to a target this router did not know routed again if the
+        buckets hold it now (another service wrote it a moment ago; the watch has not brought it yet)."""
+        missing = {item.missing for item in work if item.missing is not None}
+        if missing and await self._catalog.read_through(missing):
+            work = [self._reroute(item, now, at) if item.missing is not None else item for item in work]
+        return work
+
     async def _settle_unrouted(self, items: list[_Work], bindings_found: bool) -> None:
         """Route the held events again if the look found bindings the copy lacked, then store
         and settle them as a batch's are."""
         now = self._clock()
         at = now.isoformat(timespec="milliseconds")
         # New items: the batch they came in still reads its own as held.
-        work = [self._reroute(item, now, at) if bindings_found else replace(item, held=False) for item in items]
+        if bindings_found:  # a binding applied a moment ago may name a target applied with it
+            work = await self._targets_read_through([self._reroute(item, now, at) for item in items], now, at)
+        else:
+            work = [replace(item, held=False) for item in items]
         outcomes = await self._outcomes(await self._publish(work))
         for item, outcome in zip(work, outcomes, strict=True):
             await self._consumer.settle(item.msg, outcome)

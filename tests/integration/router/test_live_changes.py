@@ -91,15 +91,33 @@ async def test_an_event_right_after_its_binding_is_routed_with_it_though_the_wat
     """The binding is acknowledged before its event is published, but the router's watch of the
     bindings has not brought it (paused here, as a lagging one would be): the event matched no
     binding it knew, so the router reads the bucket as it is now and routes the event again."""
+    await _routed_though_watches_lag(nc, subjects, lagging=("BINDINGS",))
+
+
+async def test_an_event_right_after_its_agent_and_binding_is_routed_though_both_watches_lag(
+        nc: NATS, subjects: Subjects) -> None:
+    """As above, and the agent the binding names was written a moment before too: the event routed
+    again with the binding read through has its target read through as well, not routed to a
+    target the router does not know (processor_not_found, the event acknowledged and no run)."""
+    await _routed_though_watches_lag(nc, subjects, lagging=("BINDINGS", "AGENTS"))
+
+
+async def _routed_though_watches_lag(nc: NATS, subjects: Subjects, *, lagging: tuple[str, ...]) -> None:
     js = nc.jetstream()
     async with running_router(nc, subjects):
-        await apply(nc, subjects, "agents", {"id": "fresh", "agent_kind": "llm", "events": ["*"]})
-        bindings = f"KV_{subjects.stream('BINDINGS')}"
-        watches = [info.name for info in await js.consumers_info(bindings)]
-        assert watches, "the router watches its bindings"
-        for name in watches:
-            await js.pause_consumer(bindings, name, jetstream_time(3600))
+        agent = {"id": "fresh", "agent_kind": "llm", "events": ["*"]}
+        if "AGENTS" not in lagging:
+            await apply(nc, subjects, "agents", agent)
+        paused: list[tuple[str, str]] = []
+        for bucket in (f"KV_{subjects.stream(name)}" for name in lagging):
+            watches = [info.name for info in await js.consumers_info(bucket)]
+            assert watches, f"the router watches {bucket}"
+            paused += [(bucket, name) for name in watches]
+        for bucket, name in paused:
+            await js.pause_consumer(bucket, name, jetstream_time(3600))
         try:
+            if "AGENTS" in lagging:
+                await apply(nc, subjects, "agents", agent)
             await apply(nc, subjects, "bindings", {"id": "fresh", "event_pattern": "message.*",
                                                    "target_type": "agent", "target_id": "fresh"})
             doc = event_doc("message.received")
@@ -110,5 +128,5 @@ async def test_an_event_right_after_its_binding_is_routed_with_it_though_the_wat
 
             assert await poll(routed, what="the event's route") == "dispatched"
         finally:
-            for name in watches:
-                await js.resume_consumer(bindings, name)
+            for bucket, name in paused:
+                await js.resume_consumer(bucket, name)
