@@ -28,6 +28,7 @@ from nats.js.kv import KeyValue
 
 from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.jetstream.consumers import pull_ephemeral
+from shared.jetstream.pulls import Puller
 from shared.lifecycle import Lifecycle
 from shared.observability.logs import get_logger
 from shared.streak import FailureStreak
@@ -62,6 +63,7 @@ class BucketWatch(Lifecycle[list[KeyValue.Entry]]):
         self._plan = plan  # its bucket's (`Bucket.plan`): as many replicas, the service's name
         self._initial_timeout = initial_timeout
         self._sub: JetStreamContext.PullSubscription | None = None
+        self._puller: Puller | None = None  # the only fetcher of `_sub`
         self._last = 0  # the last revision seen
         self._stopped = False
         self._grace = grace
@@ -71,14 +73,14 @@ class BucketWatch(Lifecycle[list[KeyValue.Entry]]):
     async def _start(self, parts: AsyncExitStack) -> list[KeyValue.Entry]:
         self._stopped, self._last = False, 0
         parts.push_async_callback(self._end)  # before the open: a read that fails lets the consumer go
-        sub = await self._open()
-        return await self._read_current(sub)
+        sub, puller = await self._open()
+        return await self._read_current(sub, puller)
 
     def initial(self) -> list[KeyValue.Entry]:
         """The bucket's entries (deletions included) as of `start()`."""
         return self.require_started()
 
-    async def _open(self) -> JetStreamContext.PullSubscription:
+    async def _open(self) -> tuple[JetStreamContext.PullSubscription, Puller]:
         if self._last:
             config = ConsumerConfig(deliver_policy=DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=self._last + 1)
         else:
@@ -89,13 +91,14 @@ class BucketWatch(Lifecycle[list[KeyValue.Entry]]):
                                num_replicas=self._plan.replicas)
         self._sub = await pull_ephemeral(self._js, f"KV_{self._bucket}", f"$KV.{self._bucket}.>", config,
                                          owner=self._plan.owner)
-        return self._sub
+        self._puller = Puller(self._sub)
+        return self._sub, self._puller
 
     def _entry(self, msg: Msg) -> KeyValue.Entry:
         self._last = max(self._last, msg.metadata.sequence.stream)
         return entry_of(self._bucket, msg)
 
-    async def _read_current(self, sub: JetStreamContext.PullSubscription) -> list[KeyValue.Entry]:
+    async def _read_current(self, sub: JetStreamContext.PullSubscription, puller: Puller) -> list[KeyValue.Entry]:
         remaining = int((await sub.consumer_info()).num_pending or 0)
         entries: list[KeyValue.Entry] = []
         loop = asyncio.get_running_loop()
@@ -104,7 +107,7 @@ class BucketWatch(Lifecycle[list[KeyValue.Entry]]):
             left = deadline - loop.time()
             if left <= 0:
                 raise NatsTimeoutError
-            for msg in await sub.fetch(min(remaining, 512), timeout=left):
+            for msg in await puller.fetch(min(remaining, 512), timeout=left):
                 entries.append(self._entry(msg))
                 remaining = msg.metadata.num_pending
         return entries
@@ -112,18 +115,16 @@ class BucketWatch(Lifecycle[list[KeyValue.Entry]]):
     async def changes(self) -> AsyncIterator[KeyValue.Entry]:
         """Every change after `initial()`, until `stop()`."""
         self.require_started()
-        want = 1
         while not self._stopped:
-            sub = self._sub or await self._reopen()
-            if sub is None:
+            puller = self._puller or await self._reopen()
+            if puller is None:
                 continue
             try:
-                # Only as many as are pending (else one): once a message came, nats-py's fetch
-                # waits out its timeout for the rest of the batch, which would delay a change.
-                msgs = await sub.fetch(want, timeout=5.0)
+                # A change is handed over as soon as it comes (shared/jetstream/pulls.py), one
+                # pull request open at a time however many changes it brings.
+                msgs = await puller.fetch(256, timeout=5.0)
             except (NatsTimeoutError, TimeoutError):
                 self._working()
-                want = 1
                 continue
             except (ConnectionClosedError, ConnectionDrainingError):
                 return  # the client closed its connection: nothing more will come
@@ -132,17 +133,15 @@ class BucketWatch(Lifecycle[list[KeyValue.Entry]]):
                     return
                 self._interrupted("bucket watch interrupted; reopening", exc)
                 await self._let_go()
-                want = 1
                 await asyncio.sleep(0.5)
                 continue
             self._working()
             for msg in msgs:
                 yield self._entry(msg)
-            want = min(max(msgs[-1].metadata.num_pending, 1), 256) if msgs else 1
 
-    async def _reopen(self) -> JetStreamContext.PullSubscription | None:
+    async def _reopen(self) -> Puller | None:
         try:
-            return await self._open()
+            return (await self._open())[1]
         except (ConnectionClosedError, ConnectionDrainingError):
             self._stopped = True  # the client closed its connection: the watch ends
             return None
@@ -173,7 +172,7 @@ class BucketWatch(Lifecycle[list[KeyValue.Entry]]):
         """Unsubscribe the pull subscription. One merely dropped stays among the connection's
         subscriptions for good, and a message that reaches it later (a pull's status, after a
         reconnect) keeps `nc.drain()` waiting out its timeout when the service stops."""
-        sub, self._sub = self._sub, None
+        sub, self._sub, self._puller = self._sub, None, None
         if sub is not None:
             with suppress(Exception):
                 await sub.unsubscribe()

@@ -10,6 +10,7 @@ import time
 
 import pytest
 from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.kv import KeyValue
 
@@ -130,3 +131,31 @@ async def test_a_watch_is_started_once_stopped_once_and_a_failed_start_lets_its_
         await hasty.start()
     assert len(nc._subs) == subscriptions
     assert not hasty.started
+
+
+async def test_changes_one_after_another_come_at_once_on_one_pull_request(nc: NATS, subjects: Subjects) -> None:
+    """A change is handed over as soon as it comes, and a trickle of them is carried by the one
+    pull request the watch keeps open (shared/jetstream/pulls.py), not one request per change."""
+    kv = await ensure_bucket(nc.jetstream(), agents_bucket(subjects))
+    requests: list[bytes] = []
+
+    async def asked(msg: Msg) -> None:
+        requests.append(msg.data)
+
+    watch = BucketWatch(nc.jetstream(), "AMP_AGENTS")
+    await watch.start()
+    counting = await nc.subscribe("$JS.API.CONSUMER.MSG.NEXT.KV_AMP_AGENTS.>", cb=asked)
+    await nc.flush()
+    try:
+        changes = watch.changes()
+        for n in range(5):
+            started = time.monotonic()
+            await kv.put("a", str(n).encode())
+            entry = await asyncio.wait_for(anext(changes), 2.0)  # not held until the fetch's 5 s timeout
+            assert (entry.key, entry.value) == ("a", str(n).encode())
+            assert time.monotonic() - started < 1.0
+        await nc.flush()
+        assert len(requests) == 1, requests
+    finally:
+        await counting.unsubscribe()
+        await watch.stop()
