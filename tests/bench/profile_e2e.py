@@ -5,13 +5,15 @@ Every service of the event → reply path runs under cProfile on its process's C
 (default 1000) are sent at once, BENCH_ROUNDS times (default 3), and each service's top functions
 are printed in µs of CPU per event, with its Python function calls per event (the figure to
 compare before and after a change on a shared machine: it does not depend on the load).
-BENCH_PROFILE_SERVICES picks the services (comma-separated tags; default all five).
+BENCH_PROFILE_SERVICES picks the services (comma-separated tags; default all five). The
+profiles (`<tag>.prof`, for `python -m pstats`) stay in $BENCH_PROFILE_DIR when it is set.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import shutil
 import signal
 import tempfile
 from collections.abc import Callable
@@ -39,6 +41,13 @@ def profiled(folder: Path, tags: tuple[str, ...]) -> Callable[[StackBuilder], St
     return with_profiler
 
 
+def _keep(folder: Path, keep: Path, tags: tuple[str, ...]) -> None:
+    keep.mkdir(parents=True, exist_ok=True)
+    for tag in tags:
+        shutil.copy(folder / f"{tag}.prof", keep / f"{tag}.prof")
+    print(f"\nprofiles kept in {keep}")
+
+
 async def main() -> int:
     n_burst = env_int("BENCH_BURST", 1000)
     rounds = env_int("BENCH_ROUNDS", 3)
@@ -64,6 +73,8 @@ async def main() -> int:
             print(f"\n{tag}:")
             print("\n".join(line.replace("per tool call", "per event").replace("per call", "per event")
                             for line in cpu_summary(Path(tmp) / f"{tag}.prof", events)))
+        if keep := os.environ.get("BENCH_PROFILE_DIR"):
+            _keep(Path(tmp), Path(keep), tags)
     return 0
 
 
