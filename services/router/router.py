@@ -10,7 +10,7 @@ same run id, whose record is created once (create-only: the second write is refu
 `wrong last sequence`, which counts as stored), and the same trace is written again — nothing
 lost, nothing doubled. A dispatched app event's trace is in its run record (recorded_traces.py);
 a `task.*`/`tool.*` event no binding took stores none: computed when asked (computed_traces.py).
-One no binding took waits for a look at the bindings shared with others (unrouted.py)."""
+An event no binding took waits for a look at the bindings shared with others (unrouted.py)."""
 
 from __future__ import annotations
 
