@@ -180,6 +180,11 @@ bench-gateway: $(STAMP)
 bench-runner: $(STAMP)
 	$(PYTHON) -m tests.bench.bench_runner
 
+## bench-kv-reads: a KV read by direct get vs by message get on one nats-server (wall, client and server CPU)
+.PHONY: bench-kv-reads
+bench-kv-reads: $(STAMP)
+	$(PYTHON) -m tests.bench.bench_kv_reads
+
 ## bench: every benchmark into one report: bench/results.json, bench/results.md (table), bench/results.png
 .PHONY: bench bench-e2e bench-startup soak gateway-memory
 bench: $(STAMP)

@@ -30,7 +30,10 @@ async def test_a_reply_calls_ledger_read_starts_before_the_run_record_is_read(
 
     # Noted in the read loop, as they arrive: two callback subscriptions would each run in a task
     # of their own, and a reply could be noted before the request it answers.
+    # A read is a direct get on one server (the key in its subject), a message get on a cluster
+    # (the key in its body).
     watching = [await subscribe_inline(snc, "$JS.API.STREAM.MSG.GET.>", note),
+                await subscribe_inline(snc, "$JS.API.DIRECT.GET.>", note),
                 await subscribe_inline(snc, "_INBOX.>", note)]
     await snc.flush()
     doc = event("message.received", {"case": case, "text": "hi"}, session_id=f"group-{case}")
@@ -43,7 +46,8 @@ async def test_a_reply_calls_ledger_read_starts_before_the_run_record_is_read(
 
     def position(wanted: str, subject_part: str) -> int:
         return next(i for i, (subject, _, data) in enumerate(seen)
-                    if subject_part in subject and wanted in json.loads(data).get("last_by_subj", ""))
+                    if subject_part in subject and wanted in (subject if not data else
+                                                              json.loads(data).get("last_by_subj", "")))
 
     record_read = position(f".{run_id}", "RUN_RECORDS")
     inbox = seen[record_read][1]

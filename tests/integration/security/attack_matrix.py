@@ -102,14 +102,15 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
                      _row(R, R, R, R, R, R, R, A, R)),
     "reshape": ("update or purge a platform stream (`AMP_EVENTS`)", _row(R, R, R, R, R, R, R, A, R)),
     "ledger_write": ("write the gateway's call ledger (`$KV.AMP_CALL_LEDGER.…`)", _row(R, R, A, R, R, R, R, R, R)),
-    "ledger_read": ("read the gateway's call ledger (`STREAM.MSG.GET.KV_AMP_CALL_LEDGER`); the operator neither",
+    "ledger_read": ("read the gateway's call ledger (`STREAM.MSG.GET` or `DIRECT.GET` of `KV_AMP_CALL_LEDGER`); "
+                    "the operator neither",
                     _row(R, R, A, R, R, R, R, R, R)),
     # The tasks are the runners' to write; the bridge reads their revisions into `task.*` events.
     "tasks_write": ("write a task (`$KV.AMP_TASKS.…`), whose revisions become `task.*` events",
                     _row(R, R, R, R, A, R, R, R, R)),
     # The run records decide what a run's tool calls may do (custody): the gateway and mcp-edge read
     # them, and the router reads back its own, for a routed event's trace kept in its record.
-    "records_read": ("read the run records (`STREAM.MSG.GET.KV_AMP_RUN_RECORDS`)",
+    "records_read": ("read the run records (`STREAM.MSG.GET` or `DIRECT.GET` of `KV_AMP_RUN_RECORDS`)",
                      _row(R, R, A, A, R, R, A, A, R)),
     # A run record is a run (issue 38): only the router writes one, the runners only consume them
     # through their durable (`steal`, `ack_other`, … cover it for everyone else).
@@ -117,7 +118,8 @@ MATRIX: dict[str, tuple[str, dict[str, str]]] = {
                       _row(R, R, R, A, R, R, R, R, R)),
     "runs_publish": ("publish a run on `amp.run.…` (AMP_RUNS, which nothing writes since; the operator: "
                      "`dlq replay` of an older run)", _row(R, R, R, R, R, R, R, A, R)),
-    "edge_read": ("read mcp-edge's tokens or sessions (`STREAM.MSG.GET`, `STREAM.INFO`); the operator neither",
+    "edge_read": ("read mcp-edge's tokens or sessions (`STREAM.MSG.GET`, `DIRECT.GET`, `STREAM.INFO`); "
+                  "the operator neither",
                   _row(R, R, R, R, R, R, A, R, R)),
     # Attack 3 (docs/security.md, "No delivery onto request subjects"): nats-server does not check a
     # push consumer's deliver subject, so where an identity must watch a bucket it writes, it can

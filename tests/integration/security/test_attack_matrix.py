@@ -92,6 +92,12 @@ async def _refused_first(session: Session, start: int, work: asyncio.Future[Any]
     return False
 
 
+def _both_reads(bucket: str, key_subject: str) -> list[Probe]:
+    """A bucket's entry read by message get and by direct get."""
+    return [request(f"$JS.API.STREAM.MSG.GET.KV_{bucket}", {"last_by_subj": key_subject}, must_succeed=False),
+            request(f"$JS.API.DIRECT.GET.KV_{bucket}.{key_subject}", must_succeed=False)]
+
+
 def request(subject: str, body: Any = None, *, must_succeed: bool = True) -> Probe:
     payload = b"" if body is None else json.dumps(body).encode()
 
@@ -321,15 +327,14 @@ def probes(key: str, session: Session, ctx: Context) -> list[Probe]:
         return [request(f"$KV.{LEDGER}.calls.matrix-{user}", {"state": "done"})]
     if key == "tasks_write":  # as the ledger: an ack when let through
         return [request(f"$KV.AMP_TASKS.matrix-{user}", {"state": "running"})]
-    if key == "ledger_read":  # any answer (the entry, or "not found") is the server's, not a refusal
-        entry = f"$KV.{LEDGER}.calls.matrix-mcp-gateway"
-        return [request(f"$JS.API.STREAM.MSG.GET.KV_{LEDGER}", {"last_by_subj": entry}, must_succeed=False)]
-    if key == "records_read":  # any answer (the record, or "not found") is the server's, not a refusal
-        return [request("$JS.API.STREAM.MSG.GET.KV_AMP_RUN_RECORDS", {"last_by_subj": "$KV.AMP_RUN_RECORDS.x"},
-                        must_succeed=False)]
+    # Any answer (the entry, or "not found") is the server's, not a refusal. Buckets on one server
+    # are read by direct get, so each read is tried both ways.
+    if key == "ledger_read":
+        return _both_reads(LEDGER, f"$KV.{LEDGER}.calls.matrix-mcp-gateway")
+    if key == "records_read":
+        return _both_reads("AMP_RUN_RECORDS", "$KV.AMP_RUN_RECORDS.x")
     if key == "edge_read":
-        return [request("$JS.API.STREAM.MSG.GET.KV_AMP_EDGE_TOKENS", {"last_by_subj": "$KV.AMP_EDGE_TOKENS.x"},
-                        must_succeed=False),
+        return [*_both_reads("AMP_EDGE_TOKENS", "$KV.AMP_EDGE_TOKENS.x"),
                 request("$JS.API.STREAM.INFO.KV_AMP_EDGE_SESSIONS", {"subjects_filter": "$KV.AMP_EDGE_SESSIONS.>"})]
     if key == "push_written":
         return [] if user == "consumer" else [_push_onto_request(user, WRITTEN[user])]

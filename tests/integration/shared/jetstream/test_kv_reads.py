@@ -1,16 +1,18 @@
 """A bucket's latest entry read with one msgspec decode (shared/jetstream/kv_reads.py) is what
-nats-py's own `KeyValue.get` gives, for every kind of entry, on a real nats-server."""
+nats-py's own `KeyValue.get` gives, for every kind of entry, on a real nats-server; and a bucket
+Aurora creates on one server is read with direct gets, which answer the same."""
 
 from __future__ import annotations
 
 import pytest
 from nats.aio.client import Client as NATS
+from nats.aio.msg import Msg
 from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from shared.config.stream_plan import DEFAULT_PLAN
 from shared.jetstream.kv_reads import read_entry
-from shared.jetstream.streams import Bucket
+from shared.jetstream.streams import Bucket, BucketSpec, ensure_bucket
 
 
 async def _both(kv: KeyValue, bucket: Bucket, key: str) -> tuple[object, object]:
@@ -29,6 +31,37 @@ async def test_every_kind_of_entry_reads_as_nats_py_reads_it(nc: NATS) -> None:
     js = nc.jetstream()
     kv = await js.create_key_value(bucket="READS", history=3)
     bucket = Bucket(js, "READS", direct=False, plan=DEFAULT_PLAN)
+    answers = await _every_kind(kv, bucket)
+    assert {key: ours for key, (_, ours) in answers.items()} == {key: theirs for key, (theirs, _) in answers.items()}
+    assert answers["changed"][1] == ("changed", b"two", 4, None)
+    assert answers["gone"][1] is KeyNotFoundError and answers["never"][1] is KeyNotFoundError
+
+
+async def test_a_bucket_created_on_one_server_reads_by_direct_get_as_by_message_get(nc: NATS) -> None:
+    """A direct get is answered by the stream's server itself, without the JetStream API's JSON
+    and base64; on one server it reads what was just written, as a message get does."""
+    js = nc.jetstream()
+    direct = await ensure_bucket(js, BucketSpec(name="DIRECT_READS", history=3))
+    assert (await js.stream_info("KV_DIRECT_READS")).config.allow_direct
+    by_message_get = Bucket(js, "DIRECT_READS", direct=False, plan=DEFAULT_PLAN)
+    answers = await _every_kind(direct, by_message_get)
+    assert {key: direct for key, (direct, _) in answers.items()} == {key: got for key, (_, got) in answers.items()}
+    assert answers["changed"][0] == ("changed", b"two", 4, None)
+    asked: list[str] = []
+
+    async def noted(msg: Msg) -> None:
+        asked.append(msg.subject)
+
+    watching = await nc.subscribe("$JS.API.>", cb=noted)
+    await nc.flush()
+    await direct.get("plain")
+    await nc.flush()
+    await watching.unsubscribe()
+    assert asked == ["$JS.API.DIRECT.GET.KV_DIRECT_READS.$KV.DIRECT_READS.plain"], asked
+
+
+async def _every_kind(kv: KeyValue, bucket: Bucket) -> dict[str, tuple[object, object]]:
+    """Every kind of entry written through `kv`, each read through `kv` and `bucket`."""
     await kv.put("plain", b"value")
     await kv.create("created", b"written create-only: with headers")  # Nats-Expected-Last-Subject-Sequence
     await kv.put("changed", b"one")
@@ -40,10 +73,7 @@ async def test_every_kind_of_entry_reads_as_nats_py_reads_it(nc: NATS) -> None:
     await kv.purge("purged")
     await kv.put("a.b.c", "nested ü".encode())
     keys = ["plain", "created", "changed", "empty", "gone", "purged", "a.b.c", "never"]
-    answers = {key: await _both(kv, bucket, key) for key in keys}
-    assert {key: ours for key, (_, ours) in answers.items()} == {key: theirs for key, (theirs, _) in answers.items()}
-    assert answers["changed"][1] == ("changed", b"two", 4, None)
-    assert answers["gone"][1] is KeyNotFoundError and answers["never"][1] is KeyNotFoundError
+    return {key: await _both(kv, bucket, key) for key in keys}
 
 
 async def test_a_missing_stream_is_an_error_not_an_entry(nc: NATS) -> None:

@@ -38,6 +38,8 @@ async def test_every_kind_is_created_with_the_setting_on_a_cluster(cluster_nc: N
     await ensure_object_store(js, run_events_store(subjects), plan=THREE)
     assert (await js.stream_info("AMP_EVENTS")).config.num_replicas == 3
     assert (await js.stream_info("KV_AMP_AGENTS")).config.num_replicas == 3
+    # A direct get may be answered by a replica behind its leader: reads go to the leader.
+    assert not (await js.stream_info("KV_AMP_AGENTS")).config.allow_direct
     assert (await js.stream_info("OBJ_AMP_RUN_EVENTS")).config.num_replicas == 3
     await kv.put("a", b"1")
     watch = BucketWatch(js, kv.bucket, plan=kv.plan)
