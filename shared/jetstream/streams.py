@@ -226,7 +226,7 @@ async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, plan: StreamP
                 storage=StorageType.FILE,
                 replicas=wanted_replicas,
                 # Read by direct get on one server (its own answer, without the JetStream API's
-                # JSON and base64: half the server's CPU per read, docs/benchmarks.md). On a
+                # JSON and base64: a third less server CPU per read, docs/benchmarks.md). On a
                 # cluster every replica answers direct gets, one behind its leader too: reads
                 # there stay message gets, answered by the leader.
                 direct=wanted_replicas == 1,

@@ -45,7 +45,8 @@ async def test_a_bucket_created_on_one_server_reads_by_direct_get_as_by_message_
     assert (await js.stream_info("KV_DIRECT_READS")).config.allow_direct
     by_message_get = Bucket(js, "DIRECT_READS", direct=False, plan=DEFAULT_PLAN)
     answers = await _every_kind(direct, by_message_get)
-    assert {key: direct for key, (direct, _) in answers.items()} == {key: got for key, (_, got) in answers.items()}
+    assert {key: by_direct for key, (by_direct, _) in answers.items()} == {
+        key: by_message for key, (_, by_message) in answers.items()}
     assert answers["changed"][0] == ("changed", b"two", 4, None)
     asked: list[str] = []
 
