@@ -1,8 +1,9 @@
 """A KV entry read with one msgspec decode (a workaround of nats-py's `KeyValue.get`).
 
-For a bucket without direct gets (Aurora's: a direct get may be answered by a lagging replica),
-nats-py asks `STREAM.MSG.GET` and builds the entry through `json.loads`, a dataclass, base64 and,
-for a message with headers, the standard library's email parser. Every entry written create-only
+For a bucket without direct gets (Aurora's on a cluster, where a direct get may be answered by a
+lagging replica, and those created before buckets on one server had them), nats-py asks
+`STREAM.MSG.GET` and builds the entry through `json.loads`, a dataclass, base64 and, for a message
+with headers, the standard library's email parser. Every entry written create-only
 has headers (the expected sequence it was written with): a task, a run record, a ledger claim.
 On bench-e2e's path such reads were about a fifth of the gateway's Python per event (the run's
 record, the call's ledger entry) and the runner's look for a stored task is one too. Here the
