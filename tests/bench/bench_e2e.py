@@ -32,7 +32,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import nats
 from nats.aio.client import Client as NATS
@@ -47,7 +47,7 @@ from shared.jetstream.streams import call_ledger_bucket
 from shared.nats.admin_service import admin_request
 from tests.bench.common import env_int, record, run_on_service_loop
 from tests.bench.counting import MessageCounter, Snapshot, counted, lines, per_unit
-from tests.bench.resources import cpu_seconds, rss_mib
+from tests.bench.resources import CpuMeter, rss_mib
 from tests.bench.stacks import bench_stack
 from tests.harness.runner_stack import CHAT, stack_apps
 from tests.harness.stack import StackBuilder
@@ -56,6 +56,7 @@ SUBJECTS = Subjects("amp")
 SESSION = "load-room"
 DRIVER = "bench-driver"  # this process's connection: the app's side, not counted as Aurora's
 TOOL = "test.echo.echo"  # the tool call counted alone: an operator's call of the echo app's read
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,15 @@ async def burst(name: str, send: Callable[[str], Awaitable[None]], replies: Repl
         await send(key)
     await asyncio.wait_for(asyncio.gather(*arrivals), 300)
     return Burst(name, n, time.perf_counter() - started)
+
+
+async def measured(cpu: CpuMeter, work: Awaitable[T]) -> T:
+    """`work`'s result, its stretch's CPU added to `cpu`."""
+    cpu.start()
+    try:
+        return await work
+    finally:
+        cpu.stop()
 
 
 # --------------------------------------------------------------------------- Aurora
@@ -291,28 +301,31 @@ async def main() -> int:
         counter, counts = MessageCounter(js, stack.monitor_url), Snapshot()
         ledger = call_ledger_bucket(SUBJECTS).name  # each gateway's heartbeat: one a second, not per event
         await counter.count_timed(nc, f"KV_{ledger}", f"$KV.{ledger}.{heartbeat_key('*')}")
-        cpu_before = {name: cpu_seconds(pid) for name, pid in stack.pids().items()}
+        aurora_cpu = CpuMeter(stack.pids())
+        # the baseline's own CPU: its Python is this process; its server is the one Aurora uses
+        raw_cpu = CpuMeter({"nats-server": stack.pids()["nats-server"], "raw nats-py": os.getpid()})
         events = 0
         for r in range(rounds):  # interleaved, so drift on a shared machine hits both
-            results["seq_raw"].append(await sequential("raw nats-py", raw.send, raw_replies, n_seq))
-            seq_run, counts = await counted(counter, counts, sequential("aurora", via_aurora, aurora_replies, n_seq))
+            results["seq_raw"].append(await measured(raw_cpu, sequential("raw nats-py", raw.send, raw_replies, n_seq)))
+            seq_run, counts = await counted(counter, counts, sequential("aurora", via_aurora, aurora_replies, n_seq),
+                                            aurora_cpu)
             results["seq"].append(seq_run)
-            results["burst_raw"].append(await burst("raw nats-py", raw.send, raw_replies, n_burst))
-            burst_run, counts = await counted(counter, counts, burst("aurora", via_aurora, aurora_replies, n_burst))
+            results["burst_raw"].append(await measured(raw_cpu, burst("raw nats-py", raw.send, raw_replies, n_burst)))
+            burst_run, counts = await counted(counter, counts, burst("aurora", via_aurora, aurora_replies, n_burst),
+                                              aurora_cpu)
             results["burst"].append(burst_run)
             events += n_seq + n_burst
             print(f"round {r + 1}/{rounds}: p50 raw {results['seq_raw'][-1].p50:.2f} ms, aurora "
                   f"{results['seq'][-1].p50:.2f} ms; burst raw {results['burst_raw'][-1].rate:,.0f}/s, "
                   f"aurora {results['burst'][-1].rate:,.0f}/s", flush=True)
-        cpu = {name: (cpu_seconds(pid) - cpu_before[name]) * 1000 / events for name, pid in stack.pids().items()}
+        cpu, raw_cpu_per_event = aurora_cpu.ms_per(events), raw_cpu.ms_per(events)
         loaded = {name: rss_mib(pid) for name, pid in stack.pids().items()}
         per_event = per_unit(Snapshot(), counts, units=events, ignore=[DRIVER, *raw.streams])
         pauses = await paced(via_aurora, aurora_replies, n_paced, longest_pause)
         await tool_calls(nc, 5)  # warm-up
-        call_cpu_before = {name: cpu_seconds(pid) for name, pid in stack.pids().items()}
-        _, call_counts = await counted(counter, Snapshot(), tool_calls(nc, n_seq))
-        call_cpu = {name: (cpu_seconds(pid) - call_cpu_before[name]) * 1000 / n_seq
-                    for name, pid in stack.pids().items()}
+        call_meter = CpuMeter(stack.pids())
+        _, call_counts = await counted(counter, Snapshot(), tool_calls(nc, n_seq), call_meter)
+        call_cpu = call_meter.ms_per(n_seq)
         per_call = per_unit(Snapshot(), call_counts, units=n_seq, ignore=[DRIVER, *raw.streams])
         await raw.stop()
         await nc.close()
@@ -328,7 +341,8 @@ async def main() -> int:
           f"slowest {max(pauses.millis):.2f} ms")
     print(f"  throughput: raw {b_raw.rate:,.0f} events/s, aurora {b.rate:,.0f} events/s ({b.rate / b_raw.rate:.0%})")
     print("  CPU ms per event: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
-          + f"; {sum(cpu.values()):.2f} in all")
+          + f"; {sum(cpu.values()):.2f} in all; raw nats-py: "
+          + ", ".join(f"{k} {v:.2f}" for k, v in raw_cpu_per_event.items()))
     print("\n".join(lines("messages per event (counted)", per_event)))
     print("\n".join(lines(f"messages per tool call ({TOOL}, counted)", per_call)))
     print("  CPU ms per tool call: " + ", ".join(f"{k} {v:.2f}" for k, v in call_cpu.items())
@@ -339,7 +353,7 @@ async def main() -> int:
                        "p50_ratio": seq.p50 / seq_raw.p50, "paused_p50": pauses.p50,
                        "paused_slowest": max(pauses.millis), "paused_events": n_paced},
         "throughput": {"raw_per_s": b_raw.rate, "per_s": b.rate, "ratio": b.rate / b_raw.rate},
-        "cpu_ms_per_event": cpu, "rss_mib": {"idle": idle, "loaded": loaded},
+        "cpu_ms_per_event": cpu, "raw_cpu_ms_per_event": raw_cpu_per_event, "rss_mib": {"idle": idle, "loaded": loaded},
         "messages_per_event": per_event.as_json(),
         "tool_call": {"tool": TOOL, "cpu_ms": call_cpu, "messages": per_call.as_json()},
     })

@@ -29,6 +29,8 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 
+from tests.bench.resources import CpuMeter
+
 T = TypeVar("T")
 
 
@@ -173,11 +175,18 @@ class MessageCounter:
         return found
 
 
-async def counted(counter: MessageCounter, total: Snapshot, work: Awaitable[T]) -> tuple[T, Snapshot]:
-    """`work`'s result, and `total` plus what it stored and sent (each side read once settled)."""
+async def counted(counter: MessageCounter, total: Snapshot, work: Awaitable[T],
+                  cpu: CpuMeter | None = None) -> tuple[T, Snapshot]:
+    """`work`'s result, and `total` plus what it stored and sent (each side read once settled);
+    `cpu` measures the same stretch, the writes after the last reply included."""
     before = await counter.settled()
+    if cpu is not None:
+        cpu.start()
     result = await work
-    return result, add(total, before, await counter.settled())
+    after = await counter.settled()
+    if cpu is not None:
+        cpu.stop()
+    return result, add(total, before, after)
 
 
 def lines(title: str, counts: Counts) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 
@@ -24,3 +25,28 @@ def rss_mib(pid: int) -> float:
     except OSError:
         return 0.0
     return 0.0
+
+
+class CpuMeter:
+    """The CPU each named process used during measured stretches only, added up: what ran between
+    them (the baseline's turn on the same nats-server) is not counted."""
+
+    def __init__(self, pids: Mapping[str, int], read: Callable[[int], float] = cpu_seconds) -> None:
+        self._pids = dict(pids)
+        self._read = read
+        self._started: dict[str, float] | None = None
+        self.seconds = {name: 0.0 for name in self._pids}
+
+    def start(self) -> None:
+        self._started = {name: self._read(pid) for name, pid in self._pids.items()}
+
+    def stop(self) -> None:
+        if self._started is None:
+            raise RuntimeError("stop() without start()")
+        for name, pid in self._pids.items():
+            self.seconds[name] += self._read(pid) - self._started[name]
+        self._started = None
+
+    def ms_per(self, units: int) -> dict[str, float]:
+        """Milliseconds per unit (per event, per call), by process."""
+        return {name: seconds * 1000 / units for name, seconds in self.seconds.items()}

@@ -7,6 +7,7 @@ import pytest
 
 from tests.bench.counting import Snapshot, Traffic, add, lines, per_unit, traffic_by_name
 from tests.bench.report import rows
+from tests.bench.resources import CpuMeter
 
 
 def test_connections_of_one_name_are_added_up_and_an_unnamed_one_has_a_name_of_its_own() -> None:
@@ -81,3 +82,35 @@ def test_the_report_shows_the_counts_beside_the_cpu() -> None:
     assert table["messages sent per event"] == ("13.20", "aurora-router 13.20")
     assert table["messages stored per tool call (test.echo.echo)"][0] == "8.00"
     assert table["CPU ms per tool call (test.echo.echo), all processes"][0] == "1.00"
+
+
+def test_cpu_is_added_up_over_the_measured_stretches_only() -> None:
+    """The baseline runs on the same nats-server between Aurora's stretches: its CPU is not Aurora's."""
+    clock = {1: 10.0, 2: 100.0}
+    meter = CpuMeter({"router": 1, "nats-server": 2}, read=lambda pid: clock[pid])
+
+    meter.start()
+    clock[1], clock[2] = 10.5, 101.0
+    meter.stop()
+    clock[1], clock[2] = 11.0, 109.0  # the baseline's turn
+    meter.start()
+    clock[1], clock[2] = 11.25, 109.5
+    meter.stop()
+
+    assert meter.ms_per(5) == {"router": 150.0, "nats-server": 300.0}
+    with pytest.raises(RuntimeError, match="start"):
+        meter.stop()
+
+
+def test_the_report_sets_aurora_s_cpu_beside_the_baseline_s_from_the_same_run() -> None:
+    e2e = {"latency_ms": {"p50": 7.0, "raw_p50": 1.4, "p99": 20.0, "raw_p99": 4.0, "p50_ratio": 5.0},
+           "throughput": {"per_s": 275.0, "raw_per_s": 3043.0, "ratio": 0.09},
+           "cpu_ms_per_event": {"router": 1.5, "nats-server": 1.5},
+           "raw_cpu_ms_per_event": {"nats-server": 0.5, "raw nats-py": 0.25},
+           "rss_mib": {"idle": {"router": 40}, "loaded": {"router": 45}}}
+
+    table = {stage: (aurora, detail, ratio) for stage, aurora, detail, ratio in rows({"e2e": e2e})}
+
+    assert table["CPU ms per event, all processes"] == (
+        "3.00", "0.75 (nats-server 0.50, raw nats-py 0.25); Aurora: router 1.50, nats-server 1.50",
+        "4.0×; goal ≤ 3 ms: met")
