@@ -10,6 +10,10 @@ record, the call's ledger entry) and the runner's look for a stored task is one 
 same request's answer is decoded once with msgspec, and the headers, when there are any, with
 Aurora's header parser (shared/nats/headers.py). The entry and the errors are nats-py's own:
 `KeyNotFoundError` for a key never written, deleted or purged; its API errors for the rest.
+
+`last_sequence` is a bucket's last sequence from the stream-info request `KeyValue.status()`
+makes, decoded for that one field: nats-py builds the whole stream info in dataclasses (client CPU
+per look 171 against 112 µs), and the router looks for each batch of events no binding took.
 """
 
 from __future__ import annotations
@@ -46,6 +50,28 @@ class _Answer(msgspec.Struct):
 
 
 _answer = msgspec.json.Decoder(_Answer)
+
+
+class _State(msgspec.Struct):
+    last_seq: int = 0
+
+
+class _Info(msgspec.Struct):
+    state: _State | None = None
+    error: _Error | None = None
+
+
+_info = msgspec.json.Decoder(_Info)
+
+
+async def last_sequence(kv: KeyValue) -> int:
+    """The bucket's last sequence, as `(await kv.status()).stream_info.state.last_seq` says it."""
+    js = kv._js  # nats-py keeps the bucket's context and stream private
+    reply = await js._nc.request(f"{js._prefix}.STREAM.INFO.{kv._stream}", b"", timeout=js._timeout)
+    info = _info.decode(reply.data)
+    if info.error is not None:
+        raise APIError.from_error(msgspec.structs.asdict(info.error))
+    return info.state.last_seq if info.state is not None else 0
 
 
 async def read_entry(js: JetStreamContext, stream: str, bucket: str, key: str) -> KeyValue.Entry:

@@ -17,6 +17,7 @@ from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from shared.errors import AuroraError
+from shared.jetstream.kv_reads import last_sequence
 from shared.jetstream.kvwatch import BucketWatch
 from shared.jetstream.streams import Bucket
 from shared.lifecycle import Lifecycle, cancel_task
@@ -186,7 +187,7 @@ class KvMirror(Lifecycle[None], Generic[T]):
         """Take in every write the bucket had when asked that the watch has not brought yet (it
         lags behind a write acknowledged a moment ago, or has stalled); True when there were any.
         Costs one stream-info request, and a read of the whole bucket when behind."""
-        last = (await self._kv.status()).stream_info.state.last_seq
+        last = await last_sequence(self._kv)
         if self.revision >= last:
             return False
         for entry in await _entries_now(self._kv):

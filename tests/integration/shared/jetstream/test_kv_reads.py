@@ -1,17 +1,18 @@
 """A bucket's latest entry read with one msgspec decode (shared/jetstream/kv_reads.py) is what
-nats-py's own `KeyValue.get` gives, for every kind of entry, on a real nats-server; and a bucket
-Aurora creates on one server is read with direct gets, which answer the same."""
+nats-py's own `KeyValue.get` gives, for every kind of entry, on a real nats-server; a bucket
+Aurora creates on one server is read with direct gets, which answer the same; and a bucket's last
+sequence is what `KeyValue.status()` says."""
 
 from __future__ import annotations
 
 import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
-from nats.js.errors import KeyNotFoundError
+from nats.js.errors import KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 
 from shared.config.stream_plan import DEFAULT_PLAN
-from shared.jetstream.kv_reads import read_entry
+from shared.jetstream.kv_reads import last_sequence, read_entry
 from shared.jetstream.streams import Bucket, BucketSpec, ensure_bucket
 
 
@@ -80,3 +81,25 @@ async def _every_kind(kv: KeyValue, bucket: Bucket) -> dict[str, tuple[object, o
 async def test_a_missing_stream_is_an_error_not_an_entry(nc: NATS) -> None:
     with pytest.raises(KeyNotFoundError):
         await read_entry(nc.jetstream(), "KV_NO_SUCH", "NO_SUCH", "key")
+
+
+async def test_a_bucket_s_last_sequence_is_the_one_its_status_says_through_writes_deletes_and_purges(nc: NATS) -> None:
+    js = nc.jetstream()
+    kv = await js.create_key_value(bucket="LAST_SEQ", history=1)
+    said: list[tuple[int, int]] = []
+
+    async def both() -> None:
+        said.append((await last_sequence(kv), (await kv.status()).stream_info.state.last_seq))
+
+    await both()  # empty
+    await kv.put("a", b"1")
+    await kv.put("b", b"2")
+    await kv.put("a", b"3")  # replaces a's first revision: the last sequence still grows
+    await both()
+    await kv.delete("b")
+    await kv.purge("a")
+    await both()
+    assert said == [(0, 0), (3, 3), (5, 5)]
+    await js.delete_key_value("LAST_SEQ")
+    with pytest.raises(NotFoundError):
+        await last_sequence(kv)
