@@ -185,6 +185,11 @@ bench-runner: $(STAMP)
 bench-kv-reads: $(STAMP)
 	$(PYTHON) -m tests.bench.bench_kv_reads
 
+## bench-legs: where bench-e2e's p50 goes, leg by leg, Aurora's and raw nats-py's (BENCH_LEGS, BENCH_LEGS_PAUSE_MS)
+.PHONY: bench-legs
+bench-legs: $(STAMP)
+	$(PYTHON) -m tests.bench.legs_e2e
+
 ## bench: every benchmark into one report: bench/results.json, bench/results.md (table), bench/results.png
 .PHONY: bench bench-e2e bench-startup soak gateway-memory
 bench: $(STAMP)

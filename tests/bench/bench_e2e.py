@@ -11,8 +11,9 @@ The baseline, raw nats-py in this process: publish to a signals stream; a pull c
 publishes to an events stream and acks; a second publishes to a runs stream and acks; a third
 sends a request to a responder (the gateway's place), which publishes on a relay subject (the
 supervisor's) — the same three JetStream hops and the request/reply, with no work in any of
-them. Both are measured one event at a time (latency p50/p99) and with BENCH_BURST events
-published at once (events/s). Also reported: CPU milliseconds per event in each process, and
+them. Both are measured one event at a time, each sent once the one before was answered
+(latency p50/p99), one at a time after the same pauses of up to a second (BENCH_PACED events),
+and with BENCH_BURST events published at once (events/s). Also reported: CPU milliseconds per event in each process, and
 each service's resident memory idle and after the load, and the messages counted per event
 and per tool call (tests/bench/counting.py): stored per stream, sent and received per process.
 
@@ -322,6 +323,7 @@ async def main() -> int:
         loaded = {name: rss_mib(pid) for name, pid in stack.pids().items()}
         per_event = per_unit(Snapshot(), counts, units=events, ignore=[DRIVER, *raw.streams])
         pauses = await paced(via_aurora, aurora_replies, n_paced, longest_pause)
+        raw_pauses = await paced(raw.send, raw_replies, n_paced, longest_pause)  # the same pauses
         await tool_calls(nc, 5)  # warm-up
         call_meter = CpuMeter(stack.pids())
         _, call_counts = await counted(counter, Snapshot(), tool_calls(nc, n_seq), call_meter)
@@ -337,8 +339,9 @@ async def main() -> int:
           f"and {n_burst} at once, best of {rounds}; {os.cpu_count()} CPUs")
     print(f"  latency p50: raw {seq_raw.p50:.2f} ms, aurora {seq.p50:.2f} ms ({seq.p50 / seq_raw.p50:.1f}×); "
           f"p99: raw {seq_raw.p99:.2f} ms, aurora {seq.p99:.2f} ms")
-    print(f"  after pauses of up to {longest_pause:g} s ({n_paced} events): p50 {pauses.p50:.2f} ms, "
-          f"slowest {max(pauses.millis):.2f} ms")
+    print(f"  after pauses of up to {longest_pause:g} s ({n_paced} events): p50 raw {raw_pauses.p50:.2f} ms, "
+          f"aurora {pauses.p50:.2f} ms ({pauses.p50 / raw_pauses.p50:.1f}×); slowest raw "
+          f"{max(raw_pauses.millis):.2f} ms, aurora {max(pauses.millis):.2f} ms")
     print(f"  throughput: raw {b_raw.rate:,.0f} events/s, aurora {b.rate:,.0f} events/s ({b.rate / b_raw.rate:.0%})")
     print("  CPU ms per event: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
           + f"; {sum(cpu.values()):.2f} in all; raw nats-py: "
@@ -351,7 +354,8 @@ async def main() -> int:
     record("e2e", {
         "latency_ms": {"raw_p50": seq_raw.p50, "raw_p99": seq_raw.p99, "p50": seq.p50, "p99": seq.p99,
                        "p50_ratio": seq.p50 / seq_raw.p50, "paused_p50": pauses.p50,
-                       "paused_slowest": max(pauses.millis), "paused_events": n_paced},
+                       "paused_slowest": max(pauses.millis), "paused_events": n_paced,
+                       "raw_paused_p50": raw_pauses.p50, "raw_paused_slowest": max(raw_pauses.millis)},
         "throughput": {"raw_per_s": b_raw.rate, "per_s": b.rate, "ratio": b.rate / b_raw.rate},
         "cpu_ms_per_event": cpu, "raw_cpu_ms_per_event": raw_cpu_per_event, "rss_mib": {"idle": idle, "loaded": loaded},
         "messages_per_event": per_event.as_json(),

@@ -90,8 +90,12 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         found.append(("end to end: p99 latency", f"{lat['p99']:.2f} ms", f"{lat['raw_p99']:.2f} ms",
                       _times(lat['p99'] / lat['raw_p99'])))
         if "paused_slowest" in lat:  # one at a time after pauses of up to a second, as users send them
+            raw_paused, ratio = "-", "-"
+            if "raw_paused_p50" in lat:  # the baseline after the same pauses
+                raw_paused = f"{lat['raw_paused_p50']:.2f} ms, {lat['raw_paused_slowest']:.2f} ms"
+                ratio = f"p50 {_times(lat['paused_p50'] / lat['raw_paused_p50'])}"
             found.append((f"end to end after pauses of up to 1 s ({lat['paused_events']} events): p50, slowest",
-                          f"{lat['paused_p50']:.2f} ms, {lat['paused_slowest']:.2f} ms", "-", "-"))
+                          f"{lat['paused_p50']:.2f} ms, {lat['paused_slowest']:.2f} ms", raw_paused, ratio))
         found.append(("end to end: events/s", f"{thr['per_s']:,.0f}", f"{thr['raw_per_s']:,.0f}",
                       f"{thr['ratio']:.0%} (goal ≥ {E2E_THROUGHPUT_GOAL:.0%}: "
                       f"{_verdict(thr['ratio'] >= E2E_THROUGHPUT_GOAL)})"))

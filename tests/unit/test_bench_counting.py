@@ -114,3 +114,16 @@ def test_the_report_sets_aurora_s_cpu_beside_the_baseline_s_from_the_same_run() 
     assert table["CPU ms per event, all processes"] == (
         "3.00", "0.75 (nats-server 0.50, raw nats-py 0.25); Aurora: router 1.50, nats-server 1.50",
         "4.0×; goal ≤ 3 ms: met")
+
+
+def test_the_report_sets_the_paced_p50_beside_the_baseline_s_after_the_same_pauses() -> None:
+    e2e = {"latency_ms": {"p50": 5.0, "raw_p50": 1.0, "p99": 8.0, "raw_p99": 2.0, "p50_ratio": 5.0,
+                          "paused_p50": 6.0, "paused_slowest": 9.0, "paused_events": 30,
+                          "raw_paused_p50": 3.0, "raw_paused_slowest": 4.5},
+           "throughput": {"per_s": 300.0, "raw_per_s": 3000.0, "ratio": 0.1},
+           "cpu_ms_per_event": {"router": 1.0}, "rss_mib": {"idle": {"router": 40}, "loaded": {"router": 45}}}
+
+    table = {stage: (aurora, detail, ratio) for stage, aurora, detail, ratio in rows({"e2e": e2e})}
+
+    assert table["end to end after pauses of up to 1 s (30 events): p50, slowest"] == (
+        "6.00 ms, 9.00 ms", "3.00 ms, 4.50 ms", "p50 2.0×")
