@@ -15,6 +15,7 @@ BENCH_LEGS (default 200) events each.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import statistics
 import sys
 import tempfile
@@ -63,14 +64,19 @@ class Sightings:
 
     def __init__(self) -> None:
         self.first: dict[str, float] = {}
+        self.ended = asyncio.Event()  # the path's last subject seen
 
     def clear(self) -> None:
         self.first.clear()
+        self.ended.clear()
 
     async def watch(self, spy: NATS, legs: tuple[tuple[str, str, str], ...]) -> None:
+        last = legs[-1][0]
         for name, _, subject in legs:
             async def seen(_: Msg, name: str = name) -> None:
                 self.first.setdefault(name, time.perf_counter())
+                if name == last:
+                    self.ended.set()
 
             await spy.subscribe(subject, cb=seen)
         await spy.flush()
@@ -101,7 +107,8 @@ async def walk(send: Callable[[str], Awaitable[None]], replies: Replies, sightin
         sightings.clear()
         started = time.perf_counter()
         trips += (await sequential("legs", send, replies, 1)).millis
-        await asyncio.sleep(0.005)  # a sighting's callback may run just after the reply's
+        with contextlib.suppress(TimeoutError):  # the spy's connection may hear the last a moment later
+            await asyncio.wait_for(sightings.ended.wait(), 0.1)
         for name, ms in leg_times(started, sightings.first, legs).items():
             per_leg[name].append(ms)
     return per_leg, trips
