@@ -13,7 +13,8 @@ sends a request to a responder (the gateway's place), which publishes on a relay
 supervisor's) — the same three JetStream hops and the request/reply, with no work in any of
 them. Both are measured one event at a time, each sent once the one before was answered
 (latency p50/p99), one at a time after the same pauses of up to a second (BENCH_PACED events),
-and with BENCH_BURST events published at once (events/s). Also reported: CPU milliseconds per event in each process, and
+and with BENCH_BURST events published at once (events/s). Also reported: CPU milliseconds per
+event in each process, each side's measured over its own stretches (they share nats-server),
 each service's resident memory idle and after the load, and the messages counted per event
 and per tool call (tests/bench/counting.py): stored per stream, sent and received per process.
 
