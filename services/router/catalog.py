@@ -74,6 +74,11 @@ class RouteCatalog(Lifecycle[None]):
     def pipeline(self, pipeline_id: str) -> PipelineRouting | None:
         return self._pipelines.items.get(pipeline_id)
 
+    @property
+    def bindings_revision(self) -> int:
+        """The bindings bucket's last sequence the copy has taken in (it grows with every change)."""
+        return self._bindings.revision
+
     async def bindings_caught_up(self) -> bool:
         """Take in the bindings written before now that the watch has not brought yet; True when
         there were any (an event routed a moment ago may match one of them). False when the

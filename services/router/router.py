@@ -97,6 +97,7 @@ class _Work:
     missing: RunTarget | None = None  # processor_not_found: the target this router did not know
     status: str | None = None  # the route's status (None: an invalid event)
     held: bool = False  # matched no binding: settled after a look at the bindings (unrouted.py)
+    bindings_seen: int = 0  # the revision of the copy of the bindings a held event was routed with
 
 
 @dataclass(slots=True)
@@ -148,12 +149,6 @@ class Router(Lifecycle[None]):
         await self._consumer.run_batches(stop, self._begin_batch, batch=self._config.batch, in_flight=2)
         await self.unrouted.flush()  # the events no binding took, held for a look: settled before stopping
 
-    async def process(self, msgs: list[Msg]) -> None:
-        """Route one batch to the end: publish, wait for every acknowledgement, settle the events
-        (those no binding took after a look at the bindings)."""
-        await self._consumer.finish(msgs, await self._begin_batch(msgs))
-        await self.unrouted.flush()
-
     async def _begin_batch(self, msgs: list[Msg]) -> Callable[[], Awaitable[Sequence[Outcome]]]:
         batch = await self._send(msgs)
 
@@ -165,12 +160,13 @@ class Router(Lifecycle[None]):
     async def _send(self, msgs: list[Msg]) -> _Batch:
         now = self._clock()
         at = now.isoformat(timespec="milliseconds")
+        seen = self._catalog.bindings_revision
         work = await self._targets_read_through([self._route(msg, now, at) for msg in msgs], now, at)
         # Likewise a binding applied a moment ago, for events that matched none: held for the next
         # look at the bindings, one for every such event (unrouted.py); the batch goes on without them.
         unrouted = [item for item in work if item.status == "route_not_found"]
         for item in unrouted:
-            item.held = True
+            item.held, item.bindings_seen = True, seen
         batch = await self._publish(work)
         self.unrouted.hold(unrouted)
         return batch
@@ -184,12 +180,14 @@ class Router(Lifecycle[None]):
         return work
 
     async def _settle_unrouted(self, items: list[_Work], bindings_found: bool) -> None:
-        """Route the held events again if the look found bindings the copy lacked, then store
-        and settle them as a batch's are."""
+        """Route the held events again if the copy of the bindings is newer now than the one they
+        were routed with (the look found bindings it lacked, or the watch brought them meanwhile),
+        then store and settle them as a batch's are."""
         now = self._clock()
         at = now.isoformat(timespec="milliseconds")
         # New items: the batch they came in still reads its own as held.
-        if bindings_found:  # a binding applied a moment ago may name a target applied with it
+        newer = bindings_found or any(item.bindings_seen < self._catalog.bindings_revision for item in items)
+        if newer:  # a binding applied a moment ago may name a target applied with it
             work = await self._targets_read_through([self._reroute(item, now, at) for item in items], now, at)
         else:
             work = [replace(item, held=False) for item in items]

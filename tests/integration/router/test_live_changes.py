@@ -102,6 +102,51 @@ async def test_an_event_right_after_its_agent_and_binding_is_routed_though_both_
     await _routed_though_watches_lag(nc, subjects, lagging=("BINDINGS", "AGENTS"))
 
 
+async def test_an_event_whose_binding_the_watch_brings_while_it_waits_for_the_look_is_routed_with_it(
+        nc: NATS, subjects: Subjects) -> None:
+    """The event matched no binding the router knew, and while it waited for the look at the
+    bindings the watch brought its binding: the look finds nothing the copy lacks, and the event
+    is routed again all the same, since it was routed with an older copy of the bindings."""
+    js = nc.jetstream()
+    bindings = f"KV_{subjects.stream('BINDINGS')}"
+    async with running_router(nc, subjects, catch_up_spacing=3600.0) as router:  # one look, then none unasked
+        await apply(nc, subjects, "agents", {"id": "fresh", "agent_kind": "llm", "events": ["*"]})
+        primer = event_doc("message.received")  # no binding at all: held, and looked for at once
+        await publish_events(js, subjects, [primer])
+
+        async def primer_settled() -> str | None:
+            return await _status(nc, subjects, primer["header"]["message_id"])
+
+        assert await poll(primer_settled, what="the first look") == "route_not_found"
+        held, catalog = router.parts.router.unrouted, router.parts.catalog
+        watches = [info.name for info in await js.consumers_info(bindings)]
+        for name in watches:
+            await js.pause_consumer(bindings, name, jetstream_time(3600))
+        await apply(nc, subjects, "bindings", {"id": "fresh", "event_pattern": "message.*",
+                                               "target_type": "agent", "target_id": "fresh"})
+        doc = event_doc("message.received")
+        await publish_events(js, subjects, [doc])
+
+        async def waiting() -> bool:
+            return held.held >= 1
+
+        await poll(waiting, what="the event held for the next look")
+        for name in watches:
+            await js.resume_consumer(bindings, name)
+
+        async def brought() -> bool:
+            return catalog.counts()["bindings"] == 1
+
+        await poll(brought, what="the binding brought by the watch")
+        assert held.looks == 1
+        await held.flush()  # the look: the bucket holds nothing the copy lacks now
+
+        async def routed() -> str | None:
+            return await _status(nc, subjects, doc["header"]["message_id"])
+
+        assert await poll(routed, what="the event's route") == "dispatched"
+
+
 async def _routed_though_watches_lag(nc: NATS, subjects: Subjects, *, lagging: tuple[str, ...]) -> None:
     js = nc.jetstream()
     async with running_router(nc, subjects):
