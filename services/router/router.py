@@ -179,15 +179,15 @@ class Router(Lifecycle[None]):
             work = [self._reroute(item, now, at) if item.missing is not None else item for item in work]
         return work
 
-    async def _settle_unrouted(self, items: list[_Work], bindings_found: bool) -> None:
+    async def _settle_unrouted(self, items: list[_Work], _found: bool) -> None:
         """Route the held events again if the copy of the bindings is newer now than the one they
-        were routed with (the look found bindings it lacked, or the watch brought them meanwhile),
-        then store and settle them as a batch's are."""
+        were routed with (bindings the look found, or the watch brought meanwhile: either advances
+        the copy's revision), then store and settle them as a batch's are."""
         now = self._clock()
         at = now.isoformat(timespec="milliseconds")
         # New items: the batch they came in still reads its own as held.
-        newer = bindings_found or any(item.bindings_seen < self._catalog.bindings_revision for item in items)
-        if newer:  # a binding applied a moment ago may name a target applied with it
+        if any(item.bindings_seen < self._catalog.bindings_revision for item in items):
+            # a binding applied a moment ago may name a target applied with it
             work = await self._targets_read_through([self._reroute(item, now, at) for item in items], now, at)
         else:
             work = [replace(item, held=False) for item in items]
