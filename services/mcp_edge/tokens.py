@@ -19,8 +19,9 @@ from nats.js.errors import KeyNotFoundError
 from shared.clock import now_iso
 from shared.contracts.subjects import Subjects
 from shared.errors import AuroraError
+from shared.jetstream.bucket import Bucket
 from shared.jetstream.kvmirror import read_all_without_consumer
-from shared.jetstream.streams import Bucket, BucketSpec
+from shared.jetstream.streams import BucketSpec
 
 PREFIX = "aet"
 _TOKEN = re.compile(r"^aet_([0-9a-f]{16})_([A-Za-z0-9_-]{43})$")

@@ -17,9 +17,9 @@ from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
 from shared.errors import AuroraError
+from shared.jetstream.bucket import Bucket
 from shared.jetstream.kv_reads import last_sequence
 from shared.jetstream.kvwatch import BucketWatch
-from shared.jetstream.streams import Bucket
 from shared.lifecycle import Lifecycle, cancel_task
 from shared.observability.logs import get_logger
 

@@ -25,15 +25,15 @@ from nats.js.api import (
     StorageType,
     StreamConfig,
 )
-from nats.js.errors import APIError, BucketNotFoundError, InvalidKeyError, NotFoundError
-from nats.js.kv import KeyValue, _is_key_valid
+from nats.js.errors import APIError, BucketNotFoundError, NotFoundError
+from nats.js.kv import KeyValue
 from nats.js.object_store import ObjectStore
 
 from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.subjects import Subjects
 from shared.errors import StreamConfigConflict
 from shared.jetstream.api_requests import creating, patiently
-from shared.jetstream.kv_reads import read_entry
+from shared.jetstream.bucket import Bucket
 
 DAY = 24 * 3600.0
 _SUBJECTS_OVERLAP = 10065  # JetStream's err_code for "subjects overlap with an existing stream"
@@ -171,26 +171,6 @@ async def _owners(js: JetStreamContext, subjects: tuple[str, ...]) -> list[str]:
 async def ensure_streams(js: JetStreamContext, specs: list[StreamSpec], *, plan: StreamPlan = DEFAULT_PLAN) -> None:
     for spec in specs:
         await ensure_stream(js, spec, plan=plan)
-
-
-class Bucket(KeyValue):
-    """A KV bucket that keeps its JetStream context where Aurora can use it (nats-py's is
-    private): its watchers are named pull consumers (shared/jetstream/kvwatch.py) placed by its `plan`."""
-
-    def __init__(self, js: JetStreamContext, name: str, *, direct: bool, plan: StreamPlan) -> None:
-        super().__init__(name=name, stream=f"KV_{name}", pre=f"$KV.{name}.", js=js, direct=direct)
-        self.js = js
-        self.bucket = name
-        self.plan = plan
-
-    async def get(self, key: str, revision: int | None = None, validate_keys: bool = True) -> KeyValue.Entry:
-        """nats-py's `get`; the latest entry of a bucket without direct gets is read with one
-        msgspec decode (shared/jetstream/kv_reads.py)."""
-        if revision or self._direct:
-            return await super().get(key, revision, validate_keys)
-        if validate_keys and not _is_key_valid(key):
-            raise InvalidKeyError
-        return await read_entry(self.js, self._stream, self.bucket, key)
 
 
 async def _bucket(js: JetStreamContext, kv: KeyValue, name: str, plan: StreamPlan, *,

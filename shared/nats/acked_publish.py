@@ -41,6 +41,9 @@ class _Ack(msgspec.Struct):
     error: dict[str, Any] | None = None
 
 
+_ack = msgspec.json.Decoder(_Ack)
+
+
 class AckedPublisher(Lifecycle[None]):
     def __init__(self, nc: NATS) -> None:
         super().__init__("the JetStream ack listener")
@@ -115,18 +118,21 @@ class AckedPublisher(Lifecycle[None]):
         future = self._waiting.pop(msg.subject[len(self._prefix):], None)
         if future is None or future.done():
             return  # given up on already
-        if msg.headers and msg.headers.get("Status") == _NO_RESPONDERS:
-            future.set_exception(NoStreamResponseError())
-            return
         try:
-            ack = msgspec.json.decode(msg.data, type=_Ack)
-        except msgspec.MsgspecError as exc:
-            future.set_exception(APIError(description=f"unreadable JetStream ack: {exc}"))
-            return
-        if ack.error is None:
-            future.set_result(ack.seq)
-            return
-        try:
-            APIError.from_error(ack.error)  # raises the error's own class, as `js.publish` does
+            future.set_result(stored_sequence(msg))
         except Exception as exc:
             future.set_exception(exc)
+
+
+def stored_sequence(ack: Msg) -> int:
+    """The stream sequence a JetStream publish's ack gives, or the error `js.publish` raises for it
+    (`NoStreamResponseError` when no stream took the subject, the `APIError` class of its code)."""
+    if ack.headers and ack.headers.get("Status") == _NO_RESPONDERS:
+        raise NoStreamResponseError
+    try:
+        decoded = _ack.decode(ack.data)
+    except msgspec.MsgspecError as exc:
+        raise APIError(description=f"unreadable JetStream ack: {exc}") from exc
+    if decoded.error is not None:
+        APIError.from_error(decoded.error)  # raises the error's own class, as `js.publish` does
+    return decoded.seq

@@ -17,6 +17,7 @@ from nats.js.api import Header
 
 from shared.config.settings import NatsSettings
 from shared.nats.headers import parse_header_lines
+from shared.nats.turn_client import TurnClient
 from shared.observability.logs import get_logger
 from shared.streak import FailureStreak
 
@@ -27,8 +28,9 @@ if TYPE_CHECKING:  # the guard and the refusals watch use the connection; their 
 log = get_logger("aurora.bus")
 
 
-class Connection(NATS):
-    """nats-py's client, with what Aurora keeps per connection (never per process: services built
+class Connection(TurnClient):
+    """nats-py's client (its publishes and requests as shared/nats/turn_client.py makes them), with
+    what Aurora keeps per connection (never per process: services built
     in one process, as tests build them, each keep their own):
 
     - `refusal_sink`: where the stream deliveries its subscriptions refuse are reported

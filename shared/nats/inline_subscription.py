@@ -74,8 +74,14 @@ async def subscribe_inline(nc: NATS, subject: str, handler: Handler, *, queue: s
     """Subscribe `handler` to `subject` (stream deliveries refused, shared/nats/request_guard.py);
     unsubscribe as with any nats-py subscription."""
     subscription = await nc.subscribe(subject, queue=queue)
-    _hand_off(subscription, refusing_deliveries_inline(subject, handler))
+    hand_off(subscription, subject, handler)
     return subscription
+
+
+def hand_off(subscription: Subscription, endpoint: str, handler: Handler) -> None:
+    """From now on each message of `subscription` (made without a callback) goes to `handler`,
+    stream deliveries refused as `endpoint`'s."""
+    _hand_off(subscription, refusing_deliveries_inline(endpoint, handler))
 
 
 def _hand_off(subscription: Subscription, handler: Handler) -> None:

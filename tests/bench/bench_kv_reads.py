@@ -21,7 +21,8 @@ import nats
 from nats.js import JetStreamContext
 
 from aurora_cli.localnats import LocalNats
-from shared.jetstream.streams import Bucket, BucketSpec, ensure_bucket
+from shared.jetstream.bucket import Bucket
+from shared.jetstream.streams import BucketSpec, ensure_bucket
 from tests.bench.common import env_int, record, run_on_service_loop
 from tests.bench.resources import cpu_seconds
 

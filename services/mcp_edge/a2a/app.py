@@ -36,8 +36,8 @@ from services.mcp_edge.http_app import base_url
 from services.mcp_edge.mcp_server import CALLER_STATE, VERSION
 from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
 from shared.contracts.subjects import Subjects
+from shared.jetstream.bucket import Bucket
 from shared.jetstream.streams import (
-    Bucket,
     agents_bucket,
     approvals_bucket,
     bindings_bucket,

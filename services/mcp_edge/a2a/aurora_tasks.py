@@ -29,11 +29,11 @@ from shared.contracts.signals import PlatformEventSignal
 from shared.contracts.subjects import Subjects
 from shared.contracts.task import Task, decode_task
 from shared.errors import AuroraError
+from shared.jetstream.bucket import Bucket
 from shared.jetstream.consumers import pull_ephemeral
 from shared.jetstream.kvmirror import read_all_without_consumer
 from shared.jetstream.pulls import Puller
 from shared.jetstream.run_records import read_record
-from shared.jetstream.streams import Bucket
 from shared.nats.admin_service import admin_request
 from shared.nats.signal_publisher import publish_signal
 from shared.observability.logs import get_logger

@@ -1,9 +1,12 @@
 """A bucket's latest entry read with one msgspec decode (shared/jetstream/kv_reads.py) is what
 nats-py's own `KeyValue.get` gives, for every kind of entry, on a real nats-server; a bucket
-Aurora creates on one server is read with direct gets, which answer the same; and a bucket's last
-sequence is what `KeyValue.status()` says."""
+Aurora creates on one server is read with direct gets, which answer the same, and as nats-py's
+direct get reads them; its revision-checked writes answer as nats-py's (shared/jetstream/bucket.py);
+and a bucket's last sequence is what `KeyValue.status()` says."""
 
 from __future__ import annotations
+
+from collections.abc import Awaitable
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -12,8 +15,9 @@ from nats.js.errors import KeyNotFoundError, NotFoundError
 from nats.js.kv import KeyValue
 
 from shared.config.stream_plan import DEFAULT_PLAN
+from shared.jetstream.bucket import Bucket
 from shared.jetstream.kv_reads import last_sequence, read_entry
-from shared.jetstream.streams import Bucket, BucketSpec, ensure_bucket
+from shared.jetstream.streams import BucketSpec, ensure_bucket
 
 
 async def _both(kv: KeyValue, bucket: Bucket, key: str) -> tuple[object, object]:
@@ -60,6 +64,54 @@ async def test_a_bucket_created_on_one_server_reads_by_direct_get_as_by_message_
     await nc.flush()
     await watching.unsubscribe()
     assert asked == ["$JS.API.DIRECT.GET.KV_DIRECT_READS.$KV.DIRECT_READS.plain"], asked
+
+
+async def test_a_direct_get_reads_every_kind_of_entry_as_nats_py_s_direct_get(nc: NATS) -> None:
+    js = nc.jetstream()
+    ours = await ensure_bucket(js, BucketSpec(name="DIRECT_SAME", history=3))
+    theirs = await js.key_value("DIRECT_SAME")  # nats-py's own, reading by direct get as the stream allows
+    assert ours._direct and theirs._direct
+    answers = await _every_kind(theirs, ours)
+    assert {key: mine for key, (_, mine) in answers.items()} == {key: its for key, (its, _) in answers.items()}
+    assert answers["changed"][1] == ("changed", b"two", 4, None)
+    assert answers["empty"][1] == ("empty", None, 5, None)  # an empty value reads as nats-py gives it
+    assert answers["gone"][1] is KeyNotFoundError and answers["purged"][1] is KeyNotFoundError
+
+
+async def test_revision_checked_writes_answer_as_nats_py_s(nc: NATS) -> None:
+    js = nc.jetstream()
+    ours = await ensure_bucket(js, BucketSpec(name="WRITES_OURS", history=3))
+    await ensure_bucket(js, BucketSpec(name="WRITES_THEIRS", history=3))
+    theirs = await js.key_value("WRITES_THEIRS")
+    missing_ours = Bucket(js, "NO_SUCH_BUCKET", direct=True, plan=DEFAULT_PLAN)
+    missing_theirs = KeyValue(name="NO_SUCH_BUCKET", stream="KV_NO_SUCH_BUCKET", pre="$KV.NO_SUCH_BUCKET.",
+                              js=js, direct=True)
+    said_ours = await _writes(ours, missing_ours)
+    said_theirs = await _writes(theirs, missing_theirs)
+    assert said_ours == said_theirs
+    assert said_ours == [1, "KeyWrongLastSequenceError", 2, "KeyWrongLastSequenceError", 4,
+                         "KeyWrongLastSequenceError", "NoStreamResponseError"]
+
+
+async def _writes(kv: KeyValue, missing: KeyValue) -> list[object]:
+    """What each write gives: its revision, or its error's class name."""
+    said: list[object] = []
+
+    async def write(made: Awaitable[int]) -> None:
+        try:
+            said.append(await made)
+        except Exception as exc:
+            said.append(type(exc).__name__)
+
+    await write(kv.create("a", b"1"))
+    await write(kv.create("a", b"again"))  # there already
+    await write(kv.update("a", b"2", last=1))
+    await write(kv.update("a", b"3", last=1))  # not the last revision
+    await kv.delete("a")  # revision 3
+    await write(kv.create("a", b"4"))  # created again over its delete marker
+    await write(kv.update("never", b"x", last=9))
+    await write(missing.create("a", b"1"))
+    return said
 
 
 async def _every_kind(kv: KeyValue, bucket: Bucket) -> dict[str, tuple[object, object]]:

@@ -11,8 +11,9 @@ from nats.aio.client import Client as NATS
 from services.router.catalog import RouteCatalog
 from shared.contracts.run import RunTarget
 from shared.contracts.subjects import Subjects
+from shared.jetstream.bucket import Bucket
 from shared.jetstream.kvmirror import KvMirror
-from shared.jetstream.streams import Bucket, agents_bucket, bindings_bucket, ensure_bucket, pipelines_bucket
+from shared.jetstream.streams import agents_bucket, bindings_bucket, ensure_bucket, pipelines_bucket
 
 
 async def _frozen_catalog(nc: NATS, subjects: Subjects) -> tuple[RouteCatalog, list[Bucket]]:
