@@ -30,8 +30,8 @@ log = get_logger("aurora.bus")
 
 class Connection(TurnClient):
     """nats-py's client (its publishes and requests as shared/nats/turn_client.py makes them), with
-    what Aurora keeps per connection (never per process: services built
-    in one process, as tests build them, each keep their own):
+    what Aurora keeps per connection (never per process: services built in one process, as tests
+    build them, each keep their own):
 
     - `refusal_sink`: where the stream deliveries its subscriptions refuse are reported
       (shared/nats/request_guard.py); the service's refusal audit, set by its composition root
