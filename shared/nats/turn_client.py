@@ -9,7 +9,7 @@ second future, a callback and a timer). On bench-e2e's path that is some twenty 
 seven requests per event, in the router's and the bridge's acks, the runner's look for the task,
 its tool call and its task's write, and the gateway's reads and ledger writes.
 
-Here, for a connection made by `shared.nats.bus.connect`:
+Here, for a `Connection` (shared/nats/bus.py: every service's and the CLI's):
 
 - `publish` is `shared.nats.write_through.publish`: the message joins nats-py's pending buffer
   as before and is written by one callback once this turn's ready callbacks have run (every
