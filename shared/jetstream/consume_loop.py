@@ -273,17 +273,14 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
         delivered messages were handled."""
         if self.running:
             await asyncio.wait(self.running, timeout=timeout)
-        sub = self.require_started() if self.started else None
-        inbox = getattr(sub, "_sub", None)  # nats-py keeps the pull's inbox subscription private
+        puller = self._puller if self.started else None
         handled = 0
         with suppress(TimeoutError):
             async with asyncio.timeout(timeout):
-                while inbox is not None and inbox.pending_msgs:
-                    msg = await inbox.next_msg(timeout=0.1)
-                    if JetStreamContext.is_status_msg(msg):  # a pull request's status (408, 404)
-                        continue
-                    await self._one(msg, handle)
-                    handled += 1
+                while puller is not None and (delivered := puller.delivered()):
+                    for msg in delivered:
+                        await self._one(msg, handle)
+                        handled += 1
         return handled
 
     async def _one(self, msg: Msg, handle: MessageHandler) -> None:

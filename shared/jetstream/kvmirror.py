@@ -172,9 +172,10 @@ class KvMirror(Lifecycle[None], Generic[T]):
         task = asyncio.create_task(self._follow(watcher), name=f"kv-mirror-{self._name}")
         parts.push_async_callback(cancel_task, task)
         # So the watch is told to stop before the task is cancelled (a second stop does nothing):
-        # on Python 3.11 a cancellation that meets a message arriving at that moment is swallowed
-        # inside nats-py's `next_msg` (`asyncio.wait_for`), and a watch not told to stop would
-        # fetch for ever.
+        # a watch told to stop ends whatever its fetch is waiting on. (On Python 3.11 a
+        # cancellation that met a message arriving at that moment was swallowed inside nats-py's
+        # `next_msg`, `asyncio.wait_for`, which fetches waited in until shared/jetstream/pulls.py
+        # took messages itself; a watch not told to stop then fetched for ever.)
         parts.push_async_callback(watcher.stop)
 
     async def _follow(self, watch: _Watch) -> None:

@@ -14,18 +14,27 @@ a message has come on either, for the rest of that request's batch until it expi
 timeout, a second). Measured on bench-e2e's stack with pauses of up to 1.5 s between events: one
 event in five waited 0.2 to 0.7 s in the event-bridge (docs/reference/workarounds.md). Here a
 status that comes while the open request has not expired is an earlier request's, and passed over.
+
+The pull's inbox hands each message to the `Puller` in the read loop (shared/nats/inline_subscription.py),
+and a fetch that has to wait awaits one future under one timer. nats-py's `next_msg` made a uuid
+(a read of the system's random source), a task, and `asyncio.wait_for`'s task and timer for each
+wait: in a stage that waits for each message, as one does between a chat's events, that was most
+of what taking a message cost.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+from collections import deque
 
 import nats.js.errors
 from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
+from nats.errors import ConnectionClosedError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
+
+from shared.nats.inline_subscription import hand_off_deliveries
 
 _EXPIRED = "408"
 _CONFLICT = "409"
@@ -34,6 +43,8 @@ _HEARTBEAT = "100"
 # Asked again this long before the open request expires, and a 408 this close to its expiry is
 # taken as its own: the server's clock and ours start the request a little apart.
 _MARGIN = 0.05
+# The key of a waiting fetch among the inbox's waits nats-py cancels when the connection closes.
+_WAIT_KEY = "aurora-puller"
 
 
 class Puller:
@@ -45,6 +56,17 @@ class Puller:
         self._loop = asyncio.get_running_loop()
         self._open_until = 0.0  # when the open request expires (loop time); 0: none open
         self._left = 0  # messages still to come on it
+        self._arrived: deque[Msg] = deque()  # delivered on the pull's inbox, not handed over yet
+        self._waiter: asyncio.Future[None] | None = None  # a fetch waiting for the next message
+        # nats-py keeps the pull's inbox subscription private.
+        hand_off_deliveries(sub._sub, self._arrive)
+
+    def delivered(self) -> list[Msg]:
+        """What was delivered and no fetch handed over yet, taken now (statuses left out): for a
+        stage that stops, so another instance need not wait out the ack wait for it."""
+        taken = [msg for msg in self._arrived if JetStreamContext.is_status_msg(msg) is None]
+        self._arrived.clear()
+        return taken
 
     async def fetch(self, batch: int, timeout: float) -> list[Msg]:
         """Up to `batch` messages, handed over as soon as the server has sent what it held;
@@ -53,8 +75,6 @@ class Puller:
         ended so again in the same fetch waits out the fetch, as nats-py's fetch took a 409 for
         a timeout; a request nobody answers (503: the consumer or its stream gone) raises
         nats-py's APIError, as its fetch did."""
-        # nats-py keeps the pull's inbox subscription private.
-        inbox = self._sub._sub
         deadline = self._loop.time() + timeout
         msgs: list[Msg] = []
         ended_once = False
@@ -64,8 +84,7 @@ class Puller:
                     break  # the open request is used up: what came is handed over, the next fetch asks
                 await self._ask(batch, max(deadline - self._loop.time(), _MARGIN * 2))
             try:
-                msg = _queued(inbox) or await inbox.next_msg(
-                    timeout=max(min(deadline, self._open_until) - self._loop.time(), 0.0) + _MARGIN)
+                msg = await self._next(max(min(deadline, self._open_until) - self._loop.time(), 0.0) + _MARGIN)
             except TimeoutError:
                 if msgs or self._loop.time() >= deadline:
                     break
@@ -110,16 +129,41 @@ class Puller:
         self._left = batch
 
 
-def _queued(inbox: Subscription) -> Msg | None:
-    """A message the subscription holds already, taken as `next_msg` takes it, without the id,
-    task and timer `next_msg` makes for each call (most of a batch's messages are there already)."""
-    queue = inbox._pending_queue
-    if queue.empty():
-        return None
-    msg: Msg = queue.get_nowait()
-    inbox._pending_size -= len(msg.data)
-    queue.task_done()
-    return msg
+    def _arrive(self, msg: Msg) -> None:
+        self._arrived.append(msg)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def _next(self, timeout: float) -> Msg:
+        """The next message delivered, waiting up to `timeout` seconds for it; nats-py's errors
+        as its `next_msg` raised them: its TimeoutError, and ConnectionClosedError once the
+        connection is closed (nats-py cancels the wait then)."""
+        if not self._arrived:
+            inbox = self._sub._sub
+            if inbox._conn.is_closed:
+                raise ConnectionClosedError
+            waiter = self._waiter = self._loop.create_future()
+            timer = self._loop.call_later(timeout, _wake, waiter)
+            waits = inbox._pending_next_msgs_calls
+            waits[_WAIT_KEY] = waiter  # type: ignore[assignment]  # a future: all nats-py does is cancel it
+            try:
+                await waiter
+            except asyncio.CancelledError:
+                if inbox._conn.is_closed:
+                    raise ConnectionClosedError from None
+                raise
+            finally:
+                timer.cancel()
+                self._waiter = None
+                waits.pop(_WAIT_KEY, None)
+            if not self._arrived:
+                raise NatsTimeoutError
+        return self._arrived.popleft()
+
+
+def _wake(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 def _pending_after(msg: Msg) -> int:

@@ -84,6 +84,13 @@ def hand_off(subscription: Subscription, endpoint: str, handler: Handler) -> Non
     _hand_off(subscription, refusing_deliveries_inline(endpoint, handler))
 
 
+def hand_off_deliveries(subscription: Subscription, handler: Handler) -> None:
+    """From now on each message of `subscription` (made without a callback) goes to `handler`,
+    stream deliveries included: for the inbox of a pull consumer's own requests
+    (shared/jetstream/pulls.py), whose messages are the stream's deliveries."""
+    _hand_off(subscription, handler)
+
+
 def _hand_off(subscription: Subscription, handler: Handler) -> None:
     """From now on each message of `subscription` goes to `handler`. Those the read loop queued
     while the subscription was being made go first, in order; no await lies in between, so none

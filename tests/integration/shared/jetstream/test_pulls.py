@@ -12,12 +12,14 @@ import nats.js.errors
 import pytest
 from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
+from nats.errors import ConnectionClosedError
 from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 
 from shared.contracts.subjects import Subjects
 from shared.jetstream.consume_loop import ACK, AtLeastOnceConsumer, Outcome
 from shared.jetstream.pulls import Puller
+from shared.nats.bus import open_nats
 
 FETCH_TIMEOUT = 20.0  # a pull request waits this long: a message held back until then is plain to see
 
@@ -172,3 +174,61 @@ async def test_a_request_the_server_ends_is_asked_again_once_per_fetch(nc: NATS,
     await sub.unsubscribe()
     assert isinstance(error, nats.js.errors.ServiceUnavailableError), error
     assert after_delete <= 4, after_delete
+
+
+async def test_a_fetch_waiting_when_its_connection_closes_ends_at_once(nats_url: str) -> None:
+    """The wait of a fetch is one nats-py cancels when its client closes, as its own `next_msg`
+    was: the fetch ends with nats-py's ConnectionClosedError then, not after its timeout (a KV
+    watch ends on it)."""
+    own = await open_nats(servers=nats_url)
+    js = own.jetstream()
+    await js.add_stream(StreamConfig(name="CLOSING", subjects=["closing.>"]))
+    await js.add_consumer("CLOSING", ConsumerConfig(durable_name="closing", ack_policy=AckPolicy.EXPLICIT))
+    puller = Puller(await js.pull_subscribe_bind("closing", stream="CLOSING"))
+    fetch = asyncio.create_task(puller.fetch(8, FETCH_TIMEOUT))
+    deadline = time.monotonic() + 10
+    while ((await js.consumer_info("CLOSING", "closing")).num_waiting or 0) < 1:  # the fetch waits on the server
+        assert time.monotonic() < deadline, "the fetch never asked for messages"
+        await asyncio.sleep(0.05)
+    await own.close()
+    done, _ = await asyncio.wait({fetch}, timeout=FETCH_TIMEOUT / 2)
+    fetch.cancel()
+    assert done, "the fetch waited on after its connection closed"
+    assert isinstance(fetch.exception(), ConnectionClosedError)
+
+
+async def test_what_was_delivered_and_not_handed_over_is_handled_when_a_stage_stops(nc: NATS,
+                                                                                   subjects: Subjects) -> None:
+    """A pull request answered as a stage stops leaves its message in the stage's hands, handed
+    over by no fetch; `handle_delivered` handles it then (the scheduler's ticks), rather than
+    leaving it to come again after the ack wait."""
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="LEFT", subjects=["left.>"]))
+    config = ConsumerConfig(durable_name="left", ack_policy=AckPolicy.EXPLICIT, ack_wait=60, max_deliver=-1)
+    consumer = AtLeastOnceConsumer(js, subjects, stream="LEFT", config=config, stage="test")
+    await consumer.start()
+    sub = consumer.require_started()
+    # A pull request on the stage's inbox that no fetch of its own made: what it brings is delivered
+    # to the stage and waits there.
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.LEFT.left", json.dumps({"batch": 4, "expires": int(5e9)}).encode(),
+                     reply=sub._deliver)
+    await js.publish("left.one", b"delivered")
+    deadline = time.monotonic() + 10
+    while ((await js.consumer_info("LEFT", "left")).num_ack_pending or 0) < 1:
+        assert time.monotonic() < deadline, "the message was never delivered"
+        await asyncio.sleep(0.05)
+    handled: list[bytes] = []
+
+    async def handle(msg: Msg) -> Outcome:
+        handled.append(msg.data)
+        return ACK
+
+    try:
+        count = await consumer.handle_delivered(handle, timeout=5.0)
+    finally:
+        await consumer.stop()
+    assert (count, handled) == (1, [b"delivered"])
+    deadline = time.monotonic() + 10
+    while (await js.consumer_info("LEFT", "left")).num_ack_pending:  # and acknowledged
+        assert time.monotonic() < deadline, "the handled message was never acknowledged"
+        await asyncio.sleep(0.05)
