@@ -42,7 +42,7 @@ from services.runner.steps import retry
 from services.runner.steps.tool_steps import ToolSteps
 from services.runner.tasks import notices, statemachine
 from services.runner.tasks.store import TaskHandle, TaskStore
-from services.runner.tasks.watch import watch_task
+from services.runner.tasks.watch import watch_later
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.run import RunPayload, decode_run
 from shared.contracts.task import Task, TaskError, TaskState
@@ -168,8 +168,7 @@ class TaskExecutor:
     # -- one attempt ----------------------------------------------------------------------------
     async def _execute(self, handle: TaskHandle, event: EventEnvelope, stopping: asyncio.Event,
                        approvals: Mapping[str, str] | None = None) -> Decision:
-        watch = asyncio.create_task(watch_task(handle, heartbeat=self._config.heartbeat),
-                                    name=f"task-watch-{handle.task.id}")
+        watch = watch_later(handle, heartbeat=self._config.heartbeat)
         try:
             return await self._attempt(handle, event, stopping, approvals)
         except TaskExists:

@@ -27,6 +27,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass
+from functools import partial
 
 from nats.aio.msg import Msg
 from nats.errors import TimeoutError as NatsTimeoutError
@@ -37,6 +38,7 @@ from shared.contracts.subjects import Subjects
 from shared.jetstream.consumers import ensure_durable
 from shared.jetstream.deadletter import dead_letter
 from shared.jetstream.pulls import Puller
+from shared.later_task import LaterTask
 from shared.lifecycle import Lifecycle, unsubscribe
 from shared.nats.bus import nats_away
 from shared.observability import metrics
@@ -284,7 +286,8 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
         return handled
 
     async def _one(self, msg: Msg, handle: MessageHandler) -> None:
-        beat = asyncio.create_task(_keep_in_progress(msg, self._heartbeat)) if self._heartbeat else None
+        beat = (LaterTask(self._heartbeat, partial(_keep_in_progress, msg, self._heartbeat), name="in-progress")
+                if self._heartbeat else None)
         outcome = LEAVE
         try:
             outcome = await handle(msg)
@@ -367,11 +370,12 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
 
 
 async def _keep_in_progress(msg: Msg, every: float) -> None:
-    """Tell JetStream the message is still being worked on, every `every` seconds, until
-    cancelled: long work keeps its message without a shorter ack wait."""
+    """Tell JetStream the message is still being worked on now and every `every` seconds, until
+    cancelled: long work keeps its message without a shorter ack wait. Started `every` seconds
+    into the work (`LaterTask`): most work ends sooner and never needs it."""
     while True:
-        await asyncio.sleep(every)
         try:
             await msg.in_progress()
         except Exception as exc:
             log.warning("heartbeat failed", subject=msg.subject, error=str(exc))
+        await asyncio.sleep(every)

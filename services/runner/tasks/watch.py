@@ -10,18 +10,26 @@ run that writes nothing would not see otherwise.
 from __future__ import annotations
 
 import asyncio
+from functools import partial
 
 from services.runner.errors import LostOwnership
 from services.runner.tasks.store import TaskHandle
+from shared.later_task import LaterTask
 from shared.observability.logs import get_logger
 
 log = get_logger("aurora.runner.watch")
 SHOWN_AFTER = 0.5  # seconds: a human does not notice a task listed this late; most runs end sooner
 
 
-async def watch_task(handle: TaskHandle, *, heartbeat: float, shown_after: float = SHOWN_AFTER) -> None:
-    """Until cancelled: store the task after `shown_after` if the run has not, then poll it."""
-    await asyncio.sleep(min(shown_after, heartbeat))
+def watch_later(handle: TaskHandle, *, heartbeat: float) -> LaterTask:
+    """The watch of a run's task, started `SHOWN_AFTER` (or `heartbeat`, if shorter) into the run:
+    most runs end sooner and never need it (shared/later_task.py). Cancel it when the run ends."""
+    return LaterTask(min(SHOWN_AFTER, heartbeat), partial(watch_task, handle, heartbeat=heartbeat),
+                     name=f"task-watch-{handle.task.id}")
+
+
+async def watch_task(handle: TaskHandle, *, heartbeat: float) -> None:
+    """Until cancelled: store the task now if the run has not, then poll it every `heartbeat`."""
     while True:
         try:
             if handle.stored:
