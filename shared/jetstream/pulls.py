@@ -35,6 +35,7 @@ from nats.errors import TimeoutError as NatsTimeoutError
 from nats.js import JetStreamContext
 
 from shared.nats.inline_subscription import hand_off_deliveries
+from shared.nats.turn_client import time_out
 
 _EXPIRED = "408"
 _CONFLICT = "409"
@@ -143,7 +144,7 @@ class Puller:
             if inbox._conn.is_closed:
                 raise ConnectionClosedError
             waiter = self._waiter = self._loop.create_future()
-            timer = self._loop.call_later(timeout, _wake, waiter)
+            timer = self._loop.call_later(timeout, time_out, waiter)
             waits = inbox._pending_next_msgs_calls
             waits[_WAIT_KEY] = waiter  # type: ignore[assignment]  # a future: all nats-py does is cancel it
             try:
@@ -156,14 +157,7 @@ class Puller:
                 timer.cancel()
                 self._waiter = None
                 waits.pop(_WAIT_KEY, None)
-            if not self._arrived:
-                raise NatsTimeoutError
         return self._arrived.popleft()
-
-
-def _wake(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 def _pending_after(msg: Msg) -> int:

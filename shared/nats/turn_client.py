@@ -85,7 +85,7 @@ class TurnClient(NATS):
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Msg] = loop.create_future()
         self._resp_map[token] = future
-        timer = loop.call_later(timeout, _time_out, future)
+        timer = loop.call_later(timeout, time_out, future)
         try:
             await self.publish(subject, payload, reply=self._reply_prefix + token, headers=headers)
             return await future
@@ -94,6 +94,7 @@ class TurnClient(NATS):
             self._resp_map.pop(token, None)
 
 
-def _time_out(future: asyncio.Future[Msg]) -> None:
+def time_out(future: asyncio.Future[Any]) -> None:
+    """A timer's end of a wait: the future, unless answered already, raises nats-py's TimeoutError."""
     if not future.done():
         future.set_exception(nats.errors.TimeoutError())
