@@ -53,7 +53,18 @@ async def test_r3_stream_survives_its_leader_killed_and_the_node_catches_up(
             return True
 
         await poll(created, timeout=30, what="all three nodes to be JetStream peers")
-        for n in range(20):
+
+        async def first_stored() -> bool:
+            # The stream is answered once its replicas elected a leader, a moment after it was
+            # created: until then nobody answers a publish. The id keeps a retried publish one message.
+            try:
+                await js.publish("amp.sig.cltest.native_event", b"0", headers={"Nats-Msg-Id": "cl-0"})
+            except (nats.js.errors.NoStreamResponseError, nats.errors.TimeoutError):
+                return False
+            return True
+
+        await poll(first_stored, timeout=20, what="the stream to take its first message")
+        for n in range(1, 20):
             await js.publish("amp.sig.cltest.native_event", str(n).encode())
         leader = await stream_leader(js, cluster, "CL")  # a created stream has its leader
         assert leader is not None
