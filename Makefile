@@ -200,6 +200,11 @@ bench: $(STAMP)
 bench-e2e: $(STAMP)
 	$(PYTHON) -m tests.bench.bench_e2e
 
+## bench-floor: Aurora's messages made by raw nats-py (one process, then five) beside raw and Aurora, in one run
+.PHONY: bench-floor
+bench-floor: $(STAMP)
+	$(PYTHON) -m tests.bench.bench_floor
+
 ## bench-startup: `aurora --help` CPU and wall time (goal under 0.25 s)
 bench-startup: $(STAMP)
 	$(PYTHON) -m tests.bench.bench_startup

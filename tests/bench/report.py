@@ -24,7 +24,7 @@ from tests.bench.common import RESULTS
 
 REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "bench"
-BENCHMARKS = ("startup", "bridge", "router", "gateway", "runner", "e2e")
+BENCHMARKS = ("startup", "bridge", "router", "gateway", "runner", "e2e", "floor")
 
 
 def machine() -> dict[str, Any]:
@@ -117,6 +117,8 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         rss = e2e["rss_mib"]
         found.append(("RSS MiB idle → loaded", ", ".join(
             f"{k} {rss['idle'][k]:.0f}→{rss['loaded'][k]:.0f}" for k in rss["idle"]), "-", "-"))
+    if floor := results.get("floor"):
+        found += _floor_rows(floor)
     for name, label, unit in (("bridge", "event-bridge: signals/s", "raw nats-py fetch + publish + ack"),
                               ("router", "router: events/s, 50 bindings", "raw nats-py pull + publish + ack")):
         if figures := results.get(name):
@@ -155,6 +157,23 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
         found.append(("`aurora --help` start-up", f"{startup['cpu_s']:.3f} s CPU", f"{startup['wall_s']:.3f} s wall",
                       f"goal ≤ {startup['goal_s']} s: {_verdict(startup['cpu_s'] <= startup['goal_s'])}"))
     return found
+
+
+def _floor_rows(floor: dict[str, Any]) -> list[tuple[str, str, str, str]]:
+    """bench-floor: Aurora's messages made by raw nats-py in five processes, beside raw and Aurora
+    from the same run (tests/bench/bench_floor.py)."""
+    raw, apart, aurora = floor["raw"], floor["processes"], floor["aurora"]
+    label = "Aurora's messages in raw nats-py, 5 processes"
+    return [
+        (f"{label}: events/s", f"{apart['per_s']:,.0f}", f"{raw['per_s']:,.0f} (raw nats-py, same hops)",
+         f"{apart['per_s'] / raw['per_s']:.0%}; Aurora in the same run {aurora['per_s'] / raw['per_s']:.0%}"),
+        (f"{label}: p50 latency", f"{apart['p50_ms']:.2f} ms", f"{raw['p50_ms']:.2f} ms",
+         f"{_times(apart['p50_ms'] / raw['p50_ms'])}; "
+         f"Aurora in the same run {_times(aurora['p50_ms'] / raw['p50_ms'])}"),
+        (f"{label}: CPU ms per event", f"{apart['cpu_ms_total']:.2f}",
+         ", ".join(f"{k} {v:.2f}" for k, v in apart["cpu_ms_per_event"].items()),
+         f"Aurora in the same run {aurora['cpu_ms_total']:.2f} ms"),
+    ]
 
 
 # A whole `make bench` takes well under this; a figure recorded later was measured on its own.

@@ -72,3 +72,20 @@ def test_the_end_to_end_goals_of_issue_38_are_judged_on_the_figures_measured() -
     assert met["end to end: events/s"] == "25% (goal ≥ 25%: met)"
     assert met["CPU ms per event, all processes"] == "goal ≤ 3 ms: met"
     assert met["messages stored per event"] == "goal ≤ 10: met"
+
+
+def test_the_floor_is_said_beside_raw_and_aurora_from_the_same_run() -> None:
+    def side(per_s: float, p50: float, cpu: dict[str, float]) -> dict[str, Any]:
+        return {"per_s": per_s, "p50_ms": p50, "cpu_ms_per_event": cpu, "cpu_ms_total": sum(cpu.values())}
+
+    found = {stage: (aurora, baseline, ratio) for stage, aurora, baseline, ratio in rows({"floor": {
+        "raw": side(2000, 1.5, {"nats-server": 0.4, "raw nats-py": 0.5}),
+        "floor": side(1100, 2.9, {"nats-server": 0.8, "floor nats-py": 1.3}),
+        "processes": side(1200, 3.0, {"nats-server": 0.9, "bridge": 0.5, "router": 0.4}),
+        "aurora": side(300, 4.8, {"nats-server": 1.5, "bridge": 0.8, "router": 0.6})}})}
+    label = "Aurora's messages in raw nats-py, 5 processes"
+    assert found[f"{label}: events/s"] == ("1,200", "2,000 (raw nats-py, same hops)",
+                                           "60%; Aurora in the same run 15%")
+    assert found[f"{label}: p50 latency"] == ("3.00 ms", "1.50 ms", "2.0×; Aurora in the same run 3.2×")
+    assert found[f"{label}: CPU ms per event"] == ("1.80", "nats-server 0.90, bridge 0.50, router 0.40",
+                                                   "Aurora in the same run 2.90 ms")
