@@ -162,7 +162,7 @@ async def main() -> int:
               f"{fig['per_s']:,.0f} events/s ({fig['per_s'] / raw_fig['per_s']:.0%} of raw), "
               f"CPU ms per event {fig['cpu_ms_total']:.2f} ({cpu})")
     stored = {k: v for k, v in apart_counts.stored.items() if k in apart_streams}
-    sent = {k: v for k, v in apart_counts.sent.items() if k.startswith(FLOOR)}
+    sent = {k: v for k, v in apart_counts.sent.items() if k.startswith(f"{FLOOR}-")}
     print(f"  the processes' messages per event (counted): {sum(stored.values()):.2f} stored ("
           + ", ".join(f"{k} {v:.2f}" for k, v in stored.items()) + f"), {sum(sent.values()):.2f} sent ("
           + ", ".join(f"{k} {v:.2f}" for k, v in sent.items()) + ")")
