@@ -25,6 +25,8 @@ acks its batch at once, as bench-e2e's raw baseline (`RawPipeline`) does.
 
 `BENCH_FLOOR_PULLER=1` has every stage fetch with Aurora's `Puller` (shared/jetstream/pulls.py:
 one pull request kept open, each message delivered as it is stored) instead of nats-py's fetch.
+`BENCH_FLOOR_EACH=1` has the runner place take runs as Aurora's runner does (a task each, eight at
+once, fetched as slots free up) instead of working each fetched batch in step.
 
 The places run in this process on one connection (`FloorPipeline(...).start(ROLES)`), or each in
 a process of its own, as Aurora's services do:
@@ -62,6 +64,7 @@ SIZES = {"event": 1000, "record": 1800, "task": 2800, "claim": 410, "done": 700,
 STREAMS = (("SIG", False), ("EVT", False), ("REC", True), ("TASKS", True), ("LEDGER", True), ("AUDIT", False))
 CREATE_ONLY = {"Nats-Expected-Last-Subject-Sequence": "0"}
 STAGE_BATCH = 256
+RUNNER_CONCURRENCY = 8  # Aurora's runner's default (AURORA_RUNNER_CONCURRENCY), for BENCH_FLOOR_EACH
 
 
 def payload(kind: str, key: str) -> bytes:
@@ -120,7 +123,8 @@ class FloorPipeline:
                 await self._nc.subscribe(f"{self._p}.call", cb=self._gateway)
             for stream, work in stages.get(role, []):
                 sub = await self._js.pull_subscribe_bind(f"{stream.lower()}-floor", stream=f"{self._p}_{stream}")
-                self._tasks.append(asyncio.create_task(self._stage(sub, work)))
+                each = os.environ.get("BENCH_FLOOR_EACH") and role == "runner"
+                self._tasks.append(asyncio.create_task(self._each(sub, work) if each else self._stage(sub, work)))
         await self._nc.flush()
 
     async def stop(self) -> None:
@@ -184,6 +188,25 @@ class FloorPipeline:
         request = json.dumps({"last_by_subj": subject}).encode()
         return await self._nc.request(f"$JS.API.DIRECT.GET.{self._p}_{stream}", request, timeout=30)
 
+    async def _each(self, sub: JetStreamContext.PullSubscription, work: Callable[[Msg], Awaitable[Any]]) -> None:
+        """As Aurora's runner takes runs: a task each, at most RUNNER_CONCURRENCY at once, as many
+        fetched as there are free slots, each acked when its work is done."""
+        running: set[asyncio.Task[None]] = set()
+        fetch = Puller(sub).fetch if os.environ.get("BENCH_FLOOR_PULLER") else sub.fetch
+        while True:
+            free = RUNNER_CONCURRENCY - len(running)
+            if free <= 0:
+                await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                continue
+            try:
+                msgs = await fetch(free, timeout=1.0)
+            except (TimeoutError, nats.errors.TimeoutError):
+                continue
+            for m in msgs:
+                task = asyncio.create_task(_one(m, work))
+                running.add(task)
+                task.add_done_callback(running.discard)
+
     async def _stage(self, sub: JetStreamContext.PullSubscription, work: Callable[[Msg], Awaitable[Any]]) -> None:
         fetch = Puller(sub).fetch if os.environ.get("BENCH_FLOOR_PULLER") else sub.fetch
         while True:
@@ -193,6 +216,11 @@ class FloorPipeline:
                 continue
             await asyncio.gather(*(work(m) for m in msgs))
             await asyncio.gather(*(m.ack() for m in msgs))
+
+
+async def _one(msg: Msg, work: Callable[[Msg], Awaitable[Any]]) -> None:
+    await work(msg)
+    await msg.ack()
 
 
 async def serve_role(url: str, prefix: str, role: str) -> int:
