@@ -46,7 +46,14 @@ from tests.bench.bench_e2e import (
 )
 from tests.bench.common import env_int, record, run_on_service_loop
 from tests.bench.counting import MessageCounter, Snapshot, counted, per_unit
-from tests.bench.floor_pipeline import ROLES, FloorPipeline, create_streams, signal_payload
+from tests.bench.floor_pipeline import (
+    ROLES,
+    FloorPipeline,
+    create_streams,
+    relay_subject,
+    signal_payload,
+    signal_subject,
+)
 from tests.bench.resources import CpuMeter
 from tests.bench.stacks import bench_stack
 
@@ -113,13 +120,14 @@ async def main() -> int:
         floor = FloorPipeline(floor_nc, "floor")
         await create_streams(nc.jetstream(), "floor")
         await floor.start(ROLES)
-        apart = FloorPipeline(nc, "apart")  # only its subjects: its places run in their own processes
         apart_streams = await create_streams(nc.jetstream(), "apart")
         server = stack.pids()["nats-server"]
         with role_processes(stack.url, "apart") as role_pids:
             sends = {"raw": (raw.send, raw_replies),
-                     "floor": (signal_sender(nc, floor.signal_subject), await replies_on(nc, floor.relay_subject)),
-                     "processes": (signal_sender(nc, apart.signal_subject), await replies_on(nc, apart.relay_subject)),
+                     "floor": (signal_sender(nc, signal_subject("floor")),
+                               await replies_on(nc, relay_subject("floor"))),
+                     "processes": (signal_sender(nc, signal_subject("apart")),
+                                   await replies_on(nc, relay_subject("apart"))),
                      "aurora": (via_aurora, aurora_replies)}
             for send, replies in sends.values():
                 await sequential("warm-up", send, replies, 30)

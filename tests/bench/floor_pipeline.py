@@ -77,6 +77,21 @@ def signal_payload(key: str) -> bytes:
     return key.encode() + b"|signal"
 
 
+def signal_subject(prefix: str) -> str:
+    """Where the benchmark publishes a pipeline's signals."""
+    return f"{prefix}.sig.x"
+
+
+def relay_subject(prefix: str) -> str:
+    """Where a pipeline's reply reaches the app's side, carrying the event's key."""
+    return f"{prefix}.relay.c2s"
+
+
+def fetcher(sub: JetStreamContext.PullSubscription) -> Callable[..., Awaitable[list[Msg]]]:
+    """nats-py's fetch, or Aurora's `Puller` with BENCH_FLOOR_PULLER."""
+    return Puller(sub).fetch if os.environ.get("BENCH_FLOOR_PULLER") else sub.fetch
+
+
 def key_of(data: bytes) -> str:
     return data.split(b"|", 1)[0].decode()
 
@@ -99,8 +114,9 @@ async def create_streams(js: JetStreamContext, prefix: str) -> list[str]:
 
 class FloorPipeline:
     """Aurora's messages for each event, in raw nats-py, on `nc`. An event is a signal carrying
-    its key (`signal_payload(key)` on `signal_subject`, published by the benchmark's own
-    connection, as the app's are); `relay_subject` carries the key once the event's reply is sent."""
+    its key (`signal_payload(key)` on `signal_subject(prefix)`, published by the benchmark's own
+    connection, as the app's are); `relay_subject(prefix)` carries the key once the event's reply
+    is sent."""
 
     def __init__(self, nc: NATS, prefix: str) -> None:
         self._nc = nc
@@ -108,8 +124,7 @@ class FloorPipeline:
         self._p = prefix
         self._tasks: list[asyncio.Task[None]] = []
         self._calls: set[asyncio.Task[None]] = set()
-        self.signal_subject = f"{prefix}.sig.x"
-        self.relay_subject = f"{prefix}.relay.c2s"
+        self._relay = relay_subject(prefix)
 
     async def start(self, roles: Iterable[str]) -> None:
         """Serve these places (the streams are made already: `create_streams`)."""
@@ -118,7 +133,7 @@ class FloorPipeline:
             "router": [("EVT", self._router)], "runner": [("REC", self._runner)]}
         for role in roles:
             if role == "supervisor":
-                await self._nc.subscribe(self.relay_subject, cb=self._supervisor)
+                await self._nc.subscribe(self._relay, cb=self._supervisor)
             elif role == "gateway":
                 await self._nc.subscribe(f"{self._p}.call", cb=self._gateway)
             for stream, work in stages.get(role, []):
@@ -172,7 +187,7 @@ class FloorPipeline:
         ledger = f"{self._p}.ledger.{key}"
         await asyncio.gather(self._direct_get("LEDGER", ledger), self._direct_get("REC", f"{self._p}.rec.{key}"))
         claimed = await self._js.publish(ledger, payload("claim", key), headers=CREATE_ONLY)
-        await self._nc.request(self.relay_subject, payload("relay", key), timeout=30)
+        await self._nc.request(self._relay, payload("relay", key), timeout=30)
         await msg.respond(payload("call_answer", key))
         await asyncio.gather(
             self._js.publish(ledger, payload("done", key),
@@ -192,7 +207,7 @@ class FloorPipeline:
         """As Aurora's runner takes runs: a task each, at most RUNNER_CONCURRENCY at once, as many
         fetched as there are free slots, each acked when its work is done."""
         running: set[asyncio.Task[None]] = set()
-        fetch = Puller(sub).fetch if os.environ.get("BENCH_FLOOR_PULLER") else sub.fetch
+        fetch = fetcher(sub)
         while True:
             free = RUNNER_CONCURRENCY - len(running)
             if free <= 0:
@@ -208,7 +223,7 @@ class FloorPipeline:
                 task.add_done_callback(running.discard)
 
     async def _stage(self, sub: JetStreamContext.PullSubscription, work: Callable[[Msg], Awaitable[Any]]) -> None:
-        fetch = Puller(sub).fetch if os.environ.get("BENCH_FLOOR_PULLER") else sub.fetch
+        fetch = fetcher(sub)
         while True:
             try:
                 msgs = await fetch(STAGE_BATCH, timeout=1.0)
