@@ -107,8 +107,12 @@ async def drain_runs(js: JetStreamContext, subjects: Subjects, expected: int,
 
 
 async def consumer_done(js: Any, subjects: Subjects) -> bool:
-    info = await js.consumer_info(subjects.stream("EVENTS"), "router")
-    return bool(info.num_pending == 0 and info.num_ack_pending == 0)
+    """Every event stored so far acknowledged by the router. The ack floor is the positive sign:
+    "nothing pending" alone can be read before the server has counted a message just stored."""
+    stream = subjects.stream("EVENTS")
+    last = (await js.stream_info(stream)).state.last_seq
+    info = await js.consumer_info(stream, "router")
+    return bool(info.ack_floor.stream_seq >= last and info.num_pending == 0 and info.num_ack_pending == 0)
 
 
 async def setup_resources_min(nc: NATS, subjects: Subjects) -> None:
