@@ -40,7 +40,9 @@ class ModelDefaults:
 class RunnerConfig:
     instance: str = "runner"
     durable: str = "runner"
-    concurrency: int = 8
+    # Runs wait on models and tools most of their time: 32 at once keeps one process busy, and
+    # under a burst the runs in step share their round trips' reads and writes (docs/benchmarks.md).
+    concurrency: int = 32
     ack_wait: float = 30.0
     max_ack_pending: int = 1000
     max_attempts: int = 10
@@ -74,7 +76,7 @@ def load_runner_settings(env: Mapping[str, str] | None = None) -> RunnerConfig:
     env = os.environ if env is None else env
     return RunnerConfig(
         instance=read_optional(env, "AURORA_RUNNER_INSTANCE") or f"{socket.gethostname()}-{os.getpid()}",
-        concurrency=read_int(env, "AURORA_RUNNER_CONCURRENCY", 8, minimum=1),
+        concurrency=read_int(env, "AURORA_RUNNER_CONCURRENCY", RunnerConfig.concurrency, minimum=1),
         ack_wait=read_float(env, "AURORA_RUNNER_ACK_WAIT_SECONDS", 30.0, minimum=1.0),
         max_ack_pending=read_int(env, "AURORA_RUNNER_MAX_ACK_PENDING", 1000, minimum=1),
         max_attempts=read_int(env, "AURORA_RUNNER_MAX_ATTEMPTS", 10, minimum=1),

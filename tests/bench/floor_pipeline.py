@@ -52,6 +52,7 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, RetentionPolicy, StreamConfig
 
+from services.runner.config import RunnerConfig
 from shared.jetstream.pulls import Puller
 from tests.bench.common import run_on_service_loop
 
@@ -64,7 +65,7 @@ SIZES = {"event": 1000, "record": 1800, "task": 2800, "claim": 410, "done": 700,
 STREAMS = (("SIG", False), ("EVT", False), ("REC", True), ("TASKS", True), ("LEDGER", True), ("AUDIT", False))
 CREATE_ONLY = {"Nats-Expected-Last-Subject-Sequence": "0"}
 STAGE_BATCH = 256
-RUNNER_CONCURRENCY = 8  # Aurora's runner's default (AURORA_RUNNER_CONCURRENCY), for BENCH_FLOOR_EACH
+RUNNER_CONCURRENCY = RunnerConfig.concurrency  # Aurora's runner's default, for BENCH_FLOOR_EACH
 
 
 def payload(kind: str, key: str) -> bytes:
