@@ -19,6 +19,7 @@ import sys
 import anyio
 
 from apps.common import load_startup
+from apps.stdio import serve_stdio
 from shared.config.settings import read_optional
 from shared.errors import SettingsError
 from shared.web_origin import parse_hosts, parse_origins
@@ -76,7 +77,7 @@ async def main(argv: list[str]) -> None:
     async with anyio.create_task_group() as tg:
         if page is not None:
             tg.start_soon(page.run)
-        await app.server.run_stdio_async()
+        await serve_stdio(app.server)
         if page is not None:  # stdin closed: the platform is gone, so is the page
             page.stop()
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import anyio
 
 from apps.common import load_startup
+from apps.stdio import serve_stdio
 
 from .server import IndustrialApp
 
@@ -14,7 +15,7 @@ async def main() -> None:
     startup = load_startup()
     async with anyio.create_task_group() as tg:
         app = IndustrialApp(startup, task_group=tg)
-        await app.server.run_stdio_async()
+        await serve_stdio(app.server)
         tg.cancel_scope.cancel()  # stdin closed: stop the alarm schedule too
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import anyio
 
 from apps.common import load_startup
+from apps.stdio import serve_stdio
 
 from .server import WeatherApp
 
@@ -13,7 +14,7 @@ async def main() -> None:
     startup = load_startup()
     async with anyio.create_task_group() as tg:
         app = WeatherApp(startup, task_group=tg)
-        await app.server.run_stdio_async()
+        await serve_stdio(app.server)
         tg.cancel_scope.cancel()  # stdin closed: stop background emitters too
 
 
