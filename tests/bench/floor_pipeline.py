@@ -25,8 +25,9 @@ acks its batch at once, as bench-e2e's raw baseline (`RawPipeline`) does.
 
 `BENCH_FLOOR_PULLER=1` has every stage fetch with Aurora's `Puller` (shared/jetstream/pulls.py:
 one pull request kept open, each message delivered as it is stored) instead of nats-py's fetch.
-`BENCH_FLOOR_EACH=1` has the runner place take runs as Aurora's runner does (a task each, eight at
-once, fetched as slots free up) instead of working each fetched batch in step.
+`BENCH_FLOOR_EACH=1` has the runner place take runs as Aurora's runner does (a task each, as many
+at once as its default concurrency, fetched as slots free up) instead of working each fetched
+batch in step.
 
 The places run in this process on one connection (`FloorPipeline(...).start(ROLES)`), or each in
 a process of its own, as Aurora's services do:
