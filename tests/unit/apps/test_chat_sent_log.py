@@ -4,11 +4,16 @@ and a send that reads only what others appended since (not the whole file each t
 from __future__ import annotations
 
 import json
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
 from apps.aurora_app_chat.sent import SentLog
+
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
@@ -67,3 +72,17 @@ def test_without_a_file_keys_are_kept_in_memory() -> None:
     first = log.append_once("k1", {"text": "a"})
     assert log.append_once("k1", {"text": "b"}) == first
     assert [r["text"] for r in log.records()] == ["a"]
+
+
+def test_a_line_appended_is_in_the_file_when_the_process_is_killed_right_after(tmp_path: Path) -> None:
+    path = tmp_path / "sent.jsonl"
+    killed_after_append = (
+        "import os, signal, sys\n"
+        "from apps.aurora_app_chat.sent import SentLog\n"
+        "SentLog(sys.argv[1]).append_once('k1', {'text': 'sent before the kill'})\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", killed_after_append, str(path)], cwd=REPO, timeout=30)
+    assert done.returncode == -signal.SIGKILL
+    assert [(r["idempotency_key"], r["text"]) for r in _lines(path)] == [("k1", "sent before the kill")]
+    assert SentLog(path).append_once("k1", {"text": "again"})["text"] == "sent before the kill"
