@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import logging
+import re
+import string
+import sys
 
 import pytest
 from hypothesis import given, settings
@@ -12,7 +15,7 @@ from hypothesis import strategies as st
 
 from shared.contracts.approval import Approval, canonical_args_hash, decision_signal_id, public_view
 from shared.observability.logs import JsonFormatter, configure_logging, get_logger
-from shared.redaction import MARKER, Redactor, is_secret_name, secret_paths
+from shared.redaction import MARKER, Redactor, is_secret_name, may_name_a_secret, secret_paths
 
 SCHEMA = {
     "type": "object",
@@ -104,7 +107,10 @@ def test_decision_ids_depend_on_the_hidden_salt_and_the_verb() -> None:
 KNOWN = "s3cr3t-value-42"
 QUOTED = 'q"uo\\ted-value-77'  # JSON escapes it: the text scrub alone would miss it
 _names = st.sampled_from(["city", "n", "max_tokens", "tags", "Password", "api_key", "X-Api-Key", "to_ken",
-                          "tok\"en", "note", f"k{KNOWN}", "clientSecret", "cookie"])
+                          "tok\"en", "note", f"k{KNOWN}", "clientSecret", "cookie",
+                          # letters and separators only Unicode's rules take for what they stand for
+                          "PAſſWORD", "api\u212aey", "Api\u00a0Key", "client\u3000secret", "prİvate_key",
+                          "prıvate_key"])
 _texts = st.sampled_from(["北京", "plain", f"url?key={KNOWN}", "quote\"d", "back\\slash", f"tab\t{KNOWN}", "token",
                           f"a {QUOTED}"])
 _leaves = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | _texts
@@ -141,3 +147,31 @@ def test_configure_logging_passes_every_line_through_the_services_scrub(capfd: p
         root.handlers[:], root.level = kept, level
     err = capfd.readouterr().err
     assert "calling" in err and "read-at-call-616161" not in err and MARKER in err
+
+
+def test_every_spelling_the_secret_rules_take_case_blind_is_found_by_the_fast_path() -> None:
+    """The fast path looks for the secret words in the case-folded text: it must find every
+    spelling the name rules (case-insensitive regexes) take for a secret, such as `ſ` for `s`,
+    the Kelvin sign for `k`, `İ` and the dotless `ı` for `i`."""
+    names = ("password", "passphrase", "secret", "privatekey", "token", "apikey", "authorization", "credential",
+             "cookie")
+    case_blind = re.compile("[a-z]", re.IGNORECASE)
+    taken = [chr(code) for code in range(sys.maxunicode + 1) if case_blind.fullmatch(chr(code))]
+    assert {"ſ", "\u212a", "İ", "ı"} <= set(taken)
+    for char in taken:
+        letter = next(ascii for ascii in string.ascii_lowercase if re.fullmatch(ascii, char, re.IGNORECASE))
+        for name in (name for name in names if letter in name):
+            spelt = name.replace(letter, char)
+            assert is_secret_name(spelt) and may_name_a_secret(spelt), spelt
+
+
+@pytest.mark.parametrize("text", ['{"PAſſWORD":"x"}', '{"prİvate_key":"x"}', '{"prıvate_key":"x"}',
+                                  '{"api\u212aey":"x"}', '{"client\u3000secret":"x"}',
+                                  '{"Api\u00a0Key":"x"}', '{"to_ken":1}', '{"x-auth-TOKEN":1}'])
+def test_a_text_naming_a_secret_in_any_spelling_is_not_taken_as_plain(text: str) -> None:
+    assert may_name_a_secret(text)
+    assert Redactor().json_text(json.loads(text)) != text
+
+
+def test_plain_text_is_taken_as_plain() -> None:
+    assert not may_name_a_secret('{"conversation_id":"c-1","text":"hello","compass":3}')
