@@ -45,6 +45,9 @@ from nats.micro.request import Request
 SOCKET_BACKLOG_BYTES = 64 * 1024
 
 _HEADER_LINE = b"NATS/1.0\r\n"
+# Each header name as written, once checked: a service sends the same few names on every message.
+_KEYS: dict[str, bytes | None] = {}
+_KEYS_KEPT = 1024
 # Set on a connection while its write is scheduled: an attribute, not a weak set of connections,
 # as it is read at every publish (a weak set's look-up, add and discard are Python calls).
 _SCHEDULED = "_aurora_write_scheduled"
@@ -138,13 +141,28 @@ def _write_pending(nc: NATS, *, backlog: int | None) -> bool:
 
 def _header_block(headers: dict[str, str]) -> bytes | None:
     """The headers as nats-py writes them (None: a key it refuses, which its `publish` reports)."""
-    block = bytearray(_HEADER_LINE)
+    parts = [_HEADER_LINE]
     for name, value in headers.items():
-        key = name.strip()
-        if not key:
-            continue
-        if not _HEADER_KEY_RE.fullmatch(key):
+        try:
+            key = _KEYS[name]
+        except KeyError:
+            key = _learn_key(name)
+        if key is None:
             return None
-        block += key.encode() + b": " + value.strip().translate(_HEADER_VALUE_NEWLINES).encode() + b"\r\n"
-    block += b"\r\n"
-    return bytes(block)
+        if key:
+            text = value.strip()
+            if "\r" in text or "\n" in text:
+                text = text.translate(_HEADER_VALUE_NEWLINES)
+            parts += (key, text.encode(), b"\r\n")
+    parts.append(b"\r\n")
+    return b"".join(parts)
+
+
+def _learn_key(name: str) -> bytes | None:
+    """`name` as nats-py writes it (`Name: `; b"" for a blank name, which it skips; None when it
+    refuses it), kept for the next message while fewer than `_KEYS_KEPT` names are."""
+    key = name.strip()
+    written = (key.encode() + b": " if _HEADER_KEY_RE.fullmatch(key) else None) if key else b""
+    if len(_KEYS) < _KEYS_KEPT:
+        _KEYS[name] = written
+    return written
