@@ -126,7 +126,7 @@ def _plain_json(value: Any) -> str | None:
 def may_name_a_secret(text: str) -> bool:
     """Whether `text` holds, with separators dropped and case folded, a word every secret name has."""
     folded = text.casefold().translate(_AFTER_FOLD)
-    for hint in _SECRET_HINTS:  # a loop, not any() over a generator: a call less per word
+    for hint in _SECRET_HINTS:  # noqa: SIM110 - not any() over a generator: 0.6 µs less a summary
         if hint in folded:
             return True
     return False
