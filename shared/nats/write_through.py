@@ -34,6 +34,7 @@ the PING behind it.
 from __future__ import annotations
 
 import asyncio
+import functools
 
 from nats.aio.client import _HEADER_KEY_RE, _HEADER_VALUE_NEWLINES, _validate_subject
 from nats.aio.client import Client as NATS
@@ -45,9 +46,6 @@ from nats.micro.request import Request
 SOCKET_BACKLOG_BYTES = 64 * 1024
 
 _HEADER_LINE = b"NATS/1.0\r\n"
-# Each header name as written, once checked: a service sends the same few names on every message.
-_KEYS: dict[str, bytes | None] = {}
-_KEYS_KEPT = 1024
 # Set on a connection while its write is scheduled: an attribute, not a weak set of connections,
 # as it is read at every publish (a weak set's look-up, add and discard are Python calls).
 _SCHEDULED = "_aurora_write_scheduled"
@@ -143,10 +141,7 @@ def _header_block(headers: dict[str, str]) -> bytes | None:
     """The headers as nats-py writes them (None: a key it refuses, which its `publish` reports)."""
     parts = [_HEADER_LINE]
     for name, value in headers.items():
-        try:
-            key = _KEYS[name]
-        except KeyError:
-            key = _learn_key(name)
+        key = _written_key(name)
         if key is None:
             return None
         if key:
@@ -158,11 +153,13 @@ def _header_block(headers: dict[str, str]) -> bytes | None:
     return b"".join(parts)
 
 
-def _learn_key(name: str) -> bytes | None:
+# Cached: a service sends the same few header names on every message, and each was stripped,
+# matched against nats-py's key pattern and encoded every time.
+@functools.lru_cache(maxsize=1024)
+def _written_key(name: str) -> bytes | None:
     """`name` as nats-py writes it (`Name: `; b"" for a blank name, which it skips; None when it
-    refuses it), kept for the next message while fewer than `_KEYS_KEPT` names are."""
+    refuses it)."""
     key = name.strip()
-    written = (key.encode() + b": " if _HEADER_KEY_RE.fullmatch(key) else None) if key else b""
-    if len(_KEYS) < _KEYS_KEPT:
-        _KEYS[name] = written
-    return written
+    if not key:
+        return b""
+    return key.encode() + b": " if _HEADER_KEY_RE.fullmatch(key) else None
