@@ -113,9 +113,11 @@ def test_the_console_names_the_credentials_file_aurora_dev_issued_you(nats_url: 
     process = ServiceProcess("aurora_cli.main", service_env(nats_url, AURORA_DEV_DATA_DIR=str(dev)), tmp_path,
                              "console", args=["console", "--port", "0"]).start()
     try:
-        poll_sync(lambda: SERVING.search(process.logs()), timeout=20, what="the console's address")
+        # The warning is the console's next line after its address: waited for, as the two are two writes.
+        poll_sync(lambda: "asks for no credentials: anyone can sign in" in process.logs(), timeout=20,
+                  what="the console's warning about this test's bare server")
+        assert SERVING.search(process.logs())
         assert f"sign in there with your credentials file {mine}" in process.logs()
-        assert "asks for no credentials: anyone can sign in" in process.logs()  # this test's bare server
     finally:
         process.terminate(timeout=10)
 
