@@ -82,7 +82,14 @@ async def test_both_generations_list_call_and_follow_list_changes(
     classic = await session_of(nc, subjects, "test.classic", "connected")
     assert (modern["protocol"], classic["protocol"]) == ("2026-07-28", "2025-11-25")
     assert modern["server_name"] == "aurora-test-stateless" and modern["last_error"] is None, modern
-    shown = {row["app"]: row for row in json.loads(cli(nats_url, "apps", "--json").stdout)}
+
+    async def both_listed() -> dict[str, Any] | None:
+        # The apps bucket the CLI reads is written after the gateway's own state: read until both are there.
+        shown = {row["app"]: row for row in json.loads(cli(nats_url, "apps", "--json").stdout)}
+        listed = all(shown.get(app, {}).get("protocol") for app in ("test.modern", "test.classic"))
+        return shown if listed else None
+
+    shown = await poll(both_listed, what="both apps with their protocol in `aurora apps --json`")
     assert (shown["test.modern"]["protocol"], shown["test.classic"]["protocol"]) == ("2026-07-28", "2025-11-25")
     await added_and_called(nc, subjects, "test.modern")
     await added_and_called(nc, subjects, "test.classic")
