@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from nats.errors import TimeoutError as NatsTimeout
-from nats.js.errors import APIError
+from nats.js.errors import APIError, ServiceUnavailableError
 
 from shared.errors import StreamConfigConflict
 from shared.observability.logs import get_logger
@@ -36,21 +36,46 @@ def _too_few_servers(name: str, replicas: int, exc: APIError) -> StreamConfigCon
 # idempotent), and a server busy at start-up (a loaded machine, a cluster still electing) may
 # answer a JetStream API request only after the client's timeout: a service should not exit then.
 _API_TRIES = 3
+# A JetStream API request may reach no JetStream at all for a moment: a server that has joined its
+# cluster but not yet its JetStream, a stream or consumer whose leader is being elected (nats-py
+# says ServiceUnavailableError). It is asked again for up to this long.
+UNHEARD_WAIT = 30.0
 
 
-async def patiently(call: Callable[[], Awaitable[T]]) -> T:
-    """`call()`, asked again when it times out (for idempotent JetStream API requests only)."""
-    for attempt in range(1, _API_TRIES + 1):
+async def patiently(call: Callable[[], Awaitable[T]], *, unheard_wait: float | None = None) -> T:
+    """`call()`, asked again when it times out, a few times, and while no JetStream answers it, for
+    up to `unheard_wait` seconds (UNHEARD_WAIT); for idempotent JetStream API requests only."""
+    loop = asyncio.get_running_loop()
+    unheard_until: float | None = None
+    timeouts = 0
+    while True:
         try:
             return await call()
         except NatsTimeout:
-            if attempt == _API_TRIES:
+            timeouts += 1
+            if timeouts == _API_TRIES:
                 raise
             # Routine while a cluster elects a leader; the last try's timeout reaches the caller.
-            log.info("a JetStream API request got no answer in time; asking again", attempt=attempt,
+            log.info("a JetStream API request got no answer in time; asking again", attempt=timeouts,
                      tries=_API_TRIES)
-            await asyncio.sleep(0.5 * attempt)
-    raise AssertionError("unreachable")
+            await asyncio.sleep(0.5 * timeouts)
+        except ServiceUnavailableError as exc:
+            if not _unheard(exc):
+                raise
+            now = loop.time()
+            if unheard_until is None:
+                unheard_until = now + (UNHEARD_WAIT if unheard_wait is None else unheard_wait)
+                log.info("no JetStream answered a JetStream API request yet (a server still joining "
+                         "its cluster?); asking again")
+            if now >= unheard_until:
+                raise
+            await asyncio.sleep(0.2)
+
+
+def _unheard(exc: ServiceUnavailableError) -> bool:
+    """nats-py's 503 for a request nobody answered (no code, no description), not a 503 JetStream
+    itself answered (such as "JetStream not enabled for account"), which asking again won't mend."""
+    return exc.err_code is None and exc.description is None
 
 
 async def creating(call: Callable[[], Awaitable[T]], what: str, replicas: int, *,

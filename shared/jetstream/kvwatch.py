@@ -27,6 +27,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from nats.js.kv import KeyValue
 
 from shared.config.stream_plan import DEFAULT_PLAN, StreamPlan
+from shared.jetstream.api_requests import patiently
 from shared.jetstream.consumers import pull_ephemeral
 from shared.jetstream.pulls import Puller
 from shared.lifecycle import Lifecycle
@@ -99,7 +100,7 @@ class BucketWatch(Lifecycle[list[KeyValue.Entry]]):
         return entry_of(self._bucket, msg)
 
     async def _read_current(self, sub: JetStreamContext.PullSubscription, puller: Puller) -> list[KeyValue.Entry]:
-        remaining = int((await sub.consumer_info()).num_pending or 0)
+        remaining = int((await patiently(sub.consumer_info)).num_pending or 0)
         entries: list[KeyValue.Entry] = []
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._initial_timeout

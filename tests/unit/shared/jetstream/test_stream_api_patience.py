@@ -1,5 +1,7 @@
 """A JetStream API request that times out (at start-up, during a leader election) is asked again,
-a few times only, and said at info level: the last try's timeout reaches the caller."""
+a few times only, and said at info level: the last try's timeout reaches the caller. One that no
+JetStream answered (a server still joining its cluster) is asked again for a while; a 503 that
+JetStream itself answered is not."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import logging
 
 import pytest
 from nats.errors import TimeoutError as NatsTimeout
+from nats.js.errors import ServiceUnavailableError
 
 from shared.jetstream import api_requests
 
@@ -37,3 +40,40 @@ async def test_a_server_that_never_answers_is_an_error_after_the_last_try() -> N
     with pytest.raises(NatsTimeout):
         await api_requests.patiently(never)
     assert len(asked) == api_requests._API_TRIES
+
+
+async def test_a_request_no_jetstream_answered_is_asked_again_until_one_does() -> None:
+    asked: list[int] = []
+
+    async def unheard_then_ready() -> str:
+        asked.append(1)
+        if len(asked) < 4:
+            raise ServiceUnavailableError  # nats-py's 503 for a request nobody answered
+        return "info"
+
+    assert await api_requests.patiently(unheard_then_ready) == "info"
+    assert len(asked) == 4
+
+
+async def test_a_request_no_jetstream_ever_answers_is_an_error_after_the_wait() -> None:
+    asked: list[int] = []
+
+    async def never() -> str:
+        asked.append(1)
+        raise ServiceUnavailableError
+
+    with pytest.raises(ServiceUnavailableError):
+        await api_requests.patiently(never, unheard_wait=0.5)
+    assert 2 <= len(asked) <= 5  # asked every 0.2 s within the wait, then the error
+
+
+async def test_a_503_jetstream_itself_answered_is_not_asked_again() -> None:
+    asked: list[int] = []
+
+    async def not_enabled() -> str:
+        asked.append(1)
+        raise ServiceUnavailableError(code=503, err_code=10039, description="jetstream not enabled for account")
+
+    with pytest.raises(ServiceUnavailableError):
+        await api_requests.patiently(not_enabled)
+    assert asked == [1]
