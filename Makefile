@@ -86,8 +86,10 @@ dev: $(STAMP)
 ## test: lint, type-check and the default test suite (unit, integration, e2e)
 # Modules go to the workers in collection order (e2e, then integration, then unit), not by how many
 # tests each has: xdist's reorder put the long one-test e2e modules last, and the run waited on them.
+# Six workers on two CPUs: most tests wait on processes starting and answering; the same suite
+# took 515 s with six and 599 s with four, one after the other on a quiet machine (2026-12-07).
 test: $(STAMP) $(CHROMIUM) $(CJK_FONT) $(INSPECTOR) $(A2A_JS) lint typecheck docs
-	$(PYTEST) -n 4 --dist loadscope --no-loadscope-reorder -m "not slow and not bench and not model and not compose" -q --durations=25
+	$(PYTEST) -n 6 --dist loadscope --no-loadscope-reorder -m "not slow and not bench and not model and not compose" -q --durations=25
 
 lint: $(STAMP)
 	$(BIN)/ruff check shared services aurora_cli apps tests
