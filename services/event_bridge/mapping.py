@@ -53,6 +53,7 @@ from shared.contracts.validation import (
     validate_native_event,
 )
 from shared.errors import EnvelopeError, SubjectError
+from shared.ids import uuid5_text
 from shared.observability.trace_context import root_trace
 
 # Native events without a message_id get one derived from the signal id, so that a signal
@@ -268,7 +269,7 @@ def _complete(signal: NativeEventSignal, native: NativeEvent) -> EventEnvelope:
         header=Header(
             protocol=PROTOCOL,
             method=METHOD_EVENT,
-            message_id=header.message_id or str(uuid.uuid5(_NATIVE_ID_NAMESPACE, signal.signal_id)),
+            message_id=header.message_id or uuid5_text(_NATIVE_ID_NAMESPACE, signal.signal_id),
             timestamp=header.timestamp or signal.observed_at,
             source=Source(app=signal.app, instance=signal.instance),
             trace=trace,

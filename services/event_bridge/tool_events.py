@@ -23,6 +23,7 @@ from services.event_bridge.mapping import Rejected, map_signal
 from shared.contracts.audit import AuditRecord
 from shared.contracts.envelope import EventEnvelope
 from shared.contracts.signals import ToolOutcome, ToolResultSignal
+from shared.ids import uuid5_text
 
 TOOL_EVENTS_DURABLE = "event-bridge-tools"
 _EVENT_ID_NAMESPACE = uuid.UUID("0b7e3f52-52a4-4c0e-8a43-6b1f6d3c9e10")
@@ -41,7 +42,7 @@ def tool_signal(record: AuditRecord) -> ToolResultSignal | None:
         return None
     error = {"code": record.error_code, "message": record.error_message or ""} if record.error_code else None
     return ToolResultSignal(
-        signal_id=str(uuid.uuid5(_EVENT_ID_NAMESPACE, f"{record.call_id}|{record.at}")),
+        signal_id=uuid5_text(_EVENT_ID_NAMESPACE, f"{record.call_id}|{record.at}"),
         app=record.system, instance=record.instance or "default", observed_at=record.at, trace=record.trace,
         tool=record.tool, outcome=outcome_of(record), status=record.status, duration_ms=record.duration_ms,
         call_id=record.call_id, run_id=record.run_id, task_id=record.task_id, agent=record.agent,

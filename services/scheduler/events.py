@@ -13,6 +13,7 @@ from datetime import datetime
 from shared.contracts.envelope import Actor
 from shared.contracts.schedule import EVENT_TYPE, SUBJECT_KIND, Schedule
 from shared.contracts.signals import SCHEDULER_APP, PlatformEventSignal
+from shared.ids import uuid5_text
 from shared.schedule_times import iso
 
 _TICK_IDS = uuid.UUID("6c0f3a52-8f1e-4c57-9a43-5d2f0b7c9e11")
@@ -20,7 +21,7 @@ ACTOR = Actor(id=SCHEDULER_APP, kind="system")
 
 
 def tick_signal_id(prefix: str, schedule_id: str, tick: datetime) -> str:
-    return str(uuid.uuid5(_TICK_IDS, f"{prefix}/{schedule_id}/{iso(tick)}"))
+    return uuid5_text(_TICK_IDS, f"{prefix}/{schedule_id}/{iso(tick)}")
 
 
 def tick_signal(schedule: Schedule, tick: datetime, *, signal_id: str, summary: str) -> PlatformEventSignal:

@@ -13,13 +13,13 @@ context carries the reply target frozen from the event (or none: nobody guesses 
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from typing import Generic, Literal, TypeVar
 
 import msgspec
 
 from shared.contracts.envelope import Actor, Envelope, EventEnvelope, Header, decode_bounded
+from shared.ids import uuid5_text
 
 METHOD_AGENT_RUN = "agent/run"
 METHOD_PIPELINE_RUN = "pipeline/run"
@@ -29,18 +29,10 @@ RunTargetType = Literal["pipeline", "agent"]
 RUN_ID_NAMESPACE = uuid.UUID("8f0e6a52-4c1d-5b7e-9a43-2d6c1f0b7e15")
 
 
-_NAMESPACE = RUN_ID_NAMESPACE.bytes
-
-
 def run_id_for(event_message_id: str, binding_id: str) -> str:
-    """The same event routed by the same binding is always the same run: exactly
-    `str(uuid.uuid5(RUN_ID_NAMESPACE, "<message_id>\\n<binding_id>"))`, computed without the
-    `uuid.UUID` object, which costs more than the rest of the hot path's per-event work."""
-    digest = bytearray(hashlib.sha1(_NAMESPACE + f"{event_message_id}\n{binding_id}".encode()).digest()[:16])
-    digest[6] = (digest[6] & 0x0F) | 0x50  # version 5
-    digest[8] = (digest[8] & 0x3F) | 0x80  # RFC 4122 variant
-    h = digest.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    """The same event routed by the same binding is always the same run:
+    `uuid5(RUN_ID_NAMESPACE, "<message_id>\\n<binding_id>")`."""
+    return uuid5_text(RUN_ID_NAMESPACE, f"{event_message_id}\n{binding_id}")
 
 
 def method_for(target_type: RunTargetType) -> str:

@@ -15,6 +15,7 @@ from shared.contracts.signals import (
     NotificationSignal,
     SignalBase,
 )
+from shared.ids import uuid5_text
 from shared.nats.signal_publisher import new_signal_id
 
 LIST_CHANGED = {
@@ -29,7 +30,7 @@ _RECEIPT_NAMESPACE = uuid.UUID("0b6f4c1e-3d2a-4f59-8e71-5a9c2d4b7e13")
 def receipt_signal_id(receipt: str) -> str:
     """The signal id of an event the supervisor sends until it is confirmed stored: the same for
     every copy, so JetStream keeps one (`Nats-Msg-Id`) and the bridge makes one event of it."""
-    return str(uuid.uuid5(_RECEIPT_NAMESPACE, receipt))
+    return uuid5_text(_RECEIPT_NAMESPACE, receipt)
 
 
 def notification_signal(app_id: str, instance: str, method: str, params: dict[str, Any] | None,

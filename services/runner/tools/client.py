@@ -35,6 +35,7 @@ from shared.contracts.toolcall import (
     decode_result,
     encode,
 )
+from shared.ids import uuid5_text
 
 _CALL_NAMESPACE = uuid.UUID("5d1c9f0e-7b2a-4e61-9c3d-8a4f2e6b1d07")
 # The gateway answers within the call's timeout; this much more is allowed for the wire.
@@ -71,7 +72,7 @@ class _Lost:
 
 def call_id_for(task_id: str, step_id: str, attempt: int) -> str:
     """The envelope id of a step's call: the gateway audits the call under it."""
-    return str(uuid.uuid5(_CALL_NAMESPACE, f"{task_id}\n{step_id}\n{attempt}"))
+    return uuid5_text(_CALL_NAMESPACE, f"{task_id}\n{step_id}\n{attempt}")
 
 
 def step_call_id(task_id: str, step_id: str, attempt: int, *, first: bool, side_effect: str) -> str:
