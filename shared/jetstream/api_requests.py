@@ -33,43 +33,33 @@ def _too_few_servers(name: str, replicas: int, exc: APIError) -> StreamConfigCon
 
 
 # Asking again is safe (reading a stream, or creating one with the same configuration, is
-# idempotent), and a server busy at start-up (a loaded machine, a cluster still electing) may
-# answer a JetStream API request only after the client's timeout: a service should not exit then.
-_API_TRIES = 3
-# A JetStream API request may reach no JetStream at all for a moment: a server that has joined its
-# cluster but not yet its JetStream, a stream or consumer whose leader is being elected (nats-py
-# says ServiceUnavailableError). It is asked again for up to this long.
-UNHEARD_WAIT = 30.0
+# idempotent). A server busy at start-up (a loaded machine, a cluster still electing) may answer a
+# JetStream API request only after the client's timeout, and a request may reach no JetStream at
+# all for a moment (a server that has joined its cluster but not yet its JetStream, a stream or
+# consumer whose leader is being elected: nats-py's ServiceUnavailableError). A service should not
+# exit for either: the request is asked again for up to this long.
+API_PATIENCE = 30.0
 
 
-async def patiently(call: Callable[[], Awaitable[T]], *, unheard_wait: float | None = None) -> T:
-    """`call()`, asked again when it times out, a few times, and while no JetStream answers it, for
-    up to `unheard_wait` seconds (UNHEARD_WAIT); for idempotent JetStream API requests only."""
+async def patiently(call: Callable[[], Awaitable[T]], *, within: float | None = None) -> T:
+    """`call()`, asked again while it times out or no JetStream answers it, for up to `within`
+    seconds (API_PATIENCE); then the last error. For idempotent JetStream API requests only."""
     loop = asyncio.get_running_loop()
-    unheard_until: float | None = None
-    timeouts = 0
+    deadline = loop.time() + (API_PATIENCE if within is None else within)
+    attempt = 0
     while True:
         try:
             return await call()
-        except NatsTimeout:
-            timeouts += 1
-            if timeouts == _API_TRIES:
+        except (NatsTimeout, ServiceUnavailableError) as exc:
+            if isinstance(exc, ServiceUnavailableError) and not _unheard(exc):
                 raise
-            # Routine while a cluster elects a leader; the last try's timeout reaches the caller.
-            log.info("a JetStream API request got no answer in time; asking again", attempt=timeouts,
-                     tries=_API_TRIES)
-            await asyncio.sleep(0.5 * timeouts)
-        except ServiceUnavailableError as exc:
-            if not _unheard(exc):
+            if loop.time() >= deadline:
                 raise
-            now = loop.time()
-            if unheard_until is None:
-                unheard_until = now + (UNHEARD_WAIT if unheard_wait is None else unheard_wait)
-                log.info("no JetStream answered a JetStream API request yet (a server still joining "
-                         "its cluster?); asking again")
-            if now >= unheard_until:
-                raise
-            await asyncio.sleep(0.2)
+            attempt += 1
+            # Routine while a cluster elects a leader or a machine is loaded: said at info level.
+            log.info("a JetStream API request got no answer; asking again", attempt=attempt,
+                     error=type(exc).__name__)
+            await asyncio.sleep(min(0.2 * attempt, 1.0))
 
 
 def _unheard(exc: ServiceUnavailableError) -> bool:

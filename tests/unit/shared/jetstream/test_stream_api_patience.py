@@ -1,7 +1,7 @@
-"""A JetStream API request that times out (at start-up, during a leader election) is asked again,
-a few times only, and said at info level: the last try's timeout reaches the caller. One that no
-JetStream answered (a server still joining its cluster) is asked again for a while; a 503 that
-JetStream itself answered is not."""
+"""A JetStream API request that times out (at start-up, during a leader election, on a loaded
+machine) or that no JetStream answered (a server still joining its cluster) is asked again, said
+at info level, for a while only: then the last error reaches the caller. A 503 that JetStream
+itself answered is not asked again."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ async def test_a_request_that_times_out_twice_is_answered_the_third_time(caplog:
     assert said == [(logging.INFO, 1), (logging.INFO, 2)]
 
 
-async def test_a_server_that_never_answers_is_an_error_after_the_last_try() -> None:
+async def test_a_server_that_never_answers_is_an_error_after_the_wait() -> None:
     asked: list[int] = []
 
     async def never() -> str:
@@ -38,8 +38,8 @@ async def test_a_server_that_never_answers_is_an_error_after_the_last_try() -> N
         raise NatsTimeout
 
     with pytest.raises(NatsTimeout):
-        await api_requests.patiently(never)
-    assert len(asked) == api_requests._API_TRIES
+        await api_requests.patiently(never, within=0.5)
+    assert 2 <= len(asked) <= 5  # asked again after 0.2, 0.4, … s within the wait, then the error
 
 
 async def test_a_request_no_jetstream_answered_is_asked_again_until_one_does() -> None:
@@ -63,8 +63,8 @@ async def test_a_request_no_jetstream_ever_answers_is_an_error_after_the_wait() 
         raise ServiceUnavailableError
 
     with pytest.raises(ServiceUnavailableError):
-        await api_requests.patiently(never, unheard_wait=0.5)
-    assert 2 <= len(asked) <= 5  # asked every 0.2 s within the wait, then the error
+        await api_requests.patiently(never, within=0.5)
+    assert 2 <= len(asked) <= 5
 
 
 async def test_a_503_jetstream_itself_answered_is_not_asked_again() -> None:
