@@ -17,6 +17,7 @@ and with BENCH_BURST events published at once (events/s). Also reported: CPU mil
 event in each process, each side's measured over its own stretches (they share nats-server),
 each service's resident memory idle and after the load, and the messages counted per event
 and per tool call (tests/bench/counting.py): stored per stream, sent and received per process.
+The CPU per event is also given apart for the events sent back to back and those sent at once.
 
 BENCH_SEQ (default 200) sequential events, BENCH_BURST (default 1000), BENCH_ROUNDS (default 2).
 """
@@ -49,7 +50,7 @@ from shared.jetstream.streams import call_ledger_bucket
 from shared.nats.admin_service import admin_request
 from tests.bench.common import env_int, record, run_on_service_loop
 from tests.bench.counting import MessageCounter, Snapshot, counted, lines, per_unit
-from tests.bench.resources import CpuMeter, rss_mib
+from tests.bench.resources import CpuMeter, ms_per_together, rss_mib
 from tests.bench.stacks import bench_stack
 from tests.harness.runner_stack import CHAT, stack_apps
 from tests.harness.stack import StackBuilder
@@ -139,6 +140,11 @@ async def burst(name: str, send: Callable[[str], Awaitable[None]], replies: Repl
         await send(key)
     await asyncio.wait_for(asyncio.gather(*arrivals), 300)
     return Burst(name, n, time.perf_counter() - started)
+
+
+BACK_TO_BACK, AT_ONCE = "back to back", "at once"
+MODES = (BACK_TO_BACK, AT_ONCE)
+
 
 
 async def measured(cpu: CpuMeter, work: Awaitable[T]) -> T:
@@ -303,24 +309,31 @@ async def main() -> int:
         counter, counts = MessageCounter(js, stack.monitor_url), Snapshot()
         ledger = call_ledger_bucket(SUBJECTS).name  # each gateway's heartbeat: one a second, not per event
         await counter.count_timed(nc, f"KV_{ledger}", f"$KV.{ledger}.{heartbeat_key('*')}")
-        aurora_cpu = CpuMeter(stack.pids())
+        # each side's CPU kept apart by how events were sent: one at a time wakes every process for
+        # each message, at once lets each take several per turn
+        aurora_cpu = {mode: CpuMeter(stack.pids()) for mode in MODES}
         # the baseline's own CPU: its Python is this process; its server is the one Aurora uses
-        raw_cpu = CpuMeter({"nats-server": stack.pids()["nats-server"], "raw nats-py": os.getpid()})
-        events = 0
+        raw_cpu = {mode: CpuMeter({"nats-server": stack.pids()["nats-server"], "raw nats-py": os.getpid()})
+                   for mode in MODES}
         for r in range(rounds):  # interleaved, so drift on a shared machine hits both
-            results["seq_raw"].append(await measured(raw_cpu, sequential("raw nats-py", raw.send, raw_replies, n_seq)))
+            results["seq_raw"].append(await measured(raw_cpu[BACK_TO_BACK],
+                                                     sequential("raw nats-py", raw.send, raw_replies, n_seq)))
             seq_run, counts = await counted(counter, counts, sequential("aurora", via_aurora, aurora_replies, n_seq),
-                                            aurora_cpu)
+                                            aurora_cpu[BACK_TO_BACK])
             results["seq"].append(seq_run)
-            results["burst_raw"].append(await measured(raw_cpu, burst("raw nats-py", raw.send, raw_replies, n_burst)))
+            results["burst_raw"].append(await measured(raw_cpu[AT_ONCE],
+                                                       burst("raw nats-py", raw.send, raw_replies, n_burst)))
             burst_run, counts = await counted(counter, counts, burst("aurora", via_aurora, aurora_replies, n_burst),
-                                              aurora_cpu)
+                                              aurora_cpu[AT_ONCE])
             results["burst"].append(burst_run)
-            events += n_seq + n_burst
             print(f"round {r + 1}/{rounds}: p50 raw {results['seq_raw'][-1].p50:.2f} ms, aurora "
                   f"{results['seq'][-1].p50:.2f} ms; burst raw {results['burst_raw'][-1].rate:,.0f}/s, "
                   f"aurora {results['burst'][-1].rate:,.0f}/s", flush=True)
-        cpu, raw_cpu_per_event = aurora_cpu.ms_per(events), raw_cpu.ms_per(events)
+        sent = {BACK_TO_BACK: rounds * n_seq, AT_ONCE: rounds * n_burst}
+        events = sum(sent.values())
+        cpu, raw_cpu_per_event = ms_per_together(aurora_cpu.values(), events), ms_per_together(raw_cpu.values(), events)
+        by_mode = {mode: {"aurora": sum(aurora_cpu[mode].ms_per(sent[mode]).values()),
+                          "raw": sum(raw_cpu[mode].ms_per(sent[mode]).values())} for mode in MODES}
         loaded = {name: rss_mib(pid) for name, pid in stack.pids().items()}
         per_event = per_unit(Snapshot(), counts, units=events, ignore=[DRIVER, *raw.streams])
         pauses = await paced(via_aurora, aurora_replies, n_paced, longest_pause)
@@ -347,6 +360,8 @@ async def main() -> int:
     print("  CPU ms per event: " + ", ".join(f"{k} {v:.2f}" for k, v in cpu.items())
           + f"; {sum(cpu.values()):.2f} in all; raw nats-py: "
           + ", ".join(f"{k} {v:.2f}" for k, v in raw_cpu_per_event.items()))
+    print("  CPU ms per event, all processes, " + "; ".join(
+        f"{mode}: aurora {v['aurora']:.2f}, raw {v['raw']:.2f}" for mode, v in by_mode.items()))
     print("\n".join(lines("messages per event (counted)", per_event)))
     print("\n".join(lines(f"messages per tool call ({TOOL}, counted)", per_call)))
     print("  CPU ms per tool call: " + ", ".join(f"{k} {v:.2f}" for k, v in call_cpu.items())
@@ -358,7 +373,8 @@ async def main() -> int:
                        "paused_slowest": max(pauses.millis), "paused_events": n_paced,
                        "raw_paused_p50": raw_pauses.p50, "raw_paused_slowest": max(raw_pauses.millis)},
         "throughput": {"raw_per_s": b_raw.rate, "per_s": b.rate, "ratio": b.rate / b_raw.rate},
-        "cpu_ms_per_event": cpu, "raw_cpu_ms_per_event": raw_cpu_per_event, "rss_mib": {"idle": idle, "loaded": loaded},
+        "cpu_ms_per_event": cpu, "raw_cpu_ms_per_event": raw_cpu_per_event, "cpu_ms_per_event_by_mode": by_mode,
+        "rss_mib": {"idle": idle, "loaded": loaded},
         "messages_per_event": per_event.as_json(),
         "tool_call": {"tool": TOOL, "cpu_ms": call_cpu, "messages": per_call.as_json()},
     })

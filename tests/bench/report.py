@@ -107,6 +107,10 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             by_process = f"{sum(raw_cpu.values()):.2f} ({raw}); Aurora: {by_process}"
             verdict = f"{_times(sum(cpu.values()) / sum(raw_cpu.values()))}; {verdict}"
         found.append(("CPU ms per event, all processes", f"{sum(cpu.values()):.2f}", by_process, verdict))
+        if by_mode := e2e.get("cpu_ms_per_event_by_mode"):  # one at a time, and at once, apart
+            found.append(("CPU ms per event: " + ", ".join(by_mode), ", ".join(
+                f"{v['aurora']:.2f}" for v in by_mode.values()), ", ".join(f"{v['raw']:.2f}" for v in by_mode.values()),
+                ", ".join(_times(v["aurora"] / v["raw"]) for v in by_mode.values())))
         if counted := e2e.get("messages_per_event"):
             found += _message_rows("per event", counted, E2E_STORED_GOAL)
         if call := e2e.get("tool_call"):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 
 
@@ -50,3 +50,12 @@ class CpuMeter:
     def ms_per(self, units: int) -> dict[str, float]:
         """Milliseconds per unit (per event, per call), by process."""
         return {name: seconds * 1000 / units for name, seconds in self.seconds.items()}
+
+
+def ms_per_together(meters: Iterable[CpuMeter], units: int) -> dict[str, float]:
+    """Milliseconds per unit by process, over every meter's stretches (each kept apart by kind)."""
+    total: dict[str, float] = {}
+    for meter in meters:
+        for name, seconds in meter.seconds.items():
+            total[name] = total.get(name, 0.0) + seconds * 1000 / units
+    return total

@@ -7,7 +7,7 @@ import pytest
 
 from tests.bench.counting import Snapshot, Traffic, add, lines, per_unit, traffic_by_name
 from tests.bench.report import rows
-from tests.bench.resources import CpuMeter
+from tests.bench.resources import CpuMeter, ms_per_together
 
 
 def test_connections_of_one_name_are_added_up_and_an_unnamed_one_has_a_name_of_its_own() -> None:
@@ -127,3 +127,26 @@ def test_the_report_sets_the_paced_p50_beside_the_baseline_s_after_the_same_paus
 
     assert table["end to end after pauses of up to 1 s (30 events): p50, slowest"] == (
         "6.00 ms, 9.00 ms", "3.00 ms, 4.50 ms", "p50 2.0×")
+
+
+def test_the_report_gives_the_cpu_of_events_sent_back_to_back_and_at_once_apart() -> None:
+    e2e = {"latency_ms": {"p50": 5.0, "raw_p50": 1.0, "p99": 8.0, "raw_p99": 2.0, "p50_ratio": 5.0},
+           "throughput": {"per_s": 300.0, "raw_per_s": 3000.0, "ratio": 0.1},
+           "cpu_ms_per_event": {"router": 4.0},
+           "cpu_ms_per_event_by_mode": {"back to back": {"aurora": 8.0, "raw": 2.0},
+                                        "at once": {"aurora": 3.0, "raw": 0.6}},
+           "rss_mib": {"idle": {"router": 40}, "loaded": {"router": 45}}}
+
+    table = {stage: (aurora, detail, ratio) for stage, aurora, detail, ratio in rows({"e2e": e2e})}
+
+    assert table["CPU ms per event: back to back, at once"] == ("8.00, 3.00", "2.00, 0.60", "4.0×, 5.0×")
+
+
+def test_the_cpu_of_stretches_kept_apart_adds_up_per_event() -> None:
+    readings = iter([1.0, 1.5, 2.0, 2.25])
+    apart = [CpuMeter({"router": 1}, read=lambda _pid: next(readings)) for _ in range(2)]
+    for meter in apart:
+        meter.start()
+        meter.stop()
+
+    assert ms_per_together(apart, 5) == {"router": 150.0}
