@@ -34,6 +34,9 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 
 from tests.bench.bench_e2e import (
+    AT_ONCE,
+    BACK_TO_BACK,
+    MODES,
     Burst,
     Latencies,
     RawPipeline,
@@ -54,7 +57,7 @@ from tests.bench.floor_pipeline import (
     signal_payload,
     signal_subject,
 )
-from tests.bench.resources import CpuMeter
+from tests.bench.resources import CpuMeter, ms_per_together
 from tests.bench.stacks import bench_stack
 
 FLOOR = "bench-floor"  # the in-process floor's connection; each place's process adds "-<role>"
@@ -100,9 +103,10 @@ def signal_sender(nc: NATS, subject: str) -> Callable[[str], Awaitable[None]]:
     return send
 
 
-def summary(seqs: list[Latencies], bursts: list[Burst], cpu: dict[str, float]) -> dict[str, Any]:
+def summary(seqs: list[Latencies], bursts: list[Burst], cpu: dict[str, float],
+            by_mode: dict[str, float]) -> dict[str, Any]:
     return {"p50_ms": min(run.p50 for run in seqs), "per_s": max(run.rate for run in bursts),
-            "cpu_ms_per_event": cpu, "cpu_ms_total": sum(cpu.values())}
+            "cpu_ms_per_event": cpu, "cpu_ms_total": sum(cpu.values()), "cpu_ms_total_by_mode": by_mode}
 
 
 async def main() -> int:
@@ -132,24 +136,26 @@ async def main() -> int:
             for send, replies in sends.values():
                 await sequential("warm-up", send, replies, 30)
             here = os.getpid()
-            meters = {"raw": CpuMeter({"nats-server": server, "raw nats-py": here}),
-                      "floor": CpuMeter({"nats-server": server, "floor nats-py": here}),
-                      "processes": CpuMeter({"nats-server": server, **role_pids}),
-                      "aurora": CpuMeter(stack.pids())}
+            pids = {"raw": {"nats-server": server, "raw nats-py": here},
+                    "floor": {"nats-server": server, "floor nats-py": here},
+                    "processes": {"nats-server": server, **role_pids}, "aurora": stack.pids()}
+            # each side's CPU kept apart by how the events were sent (bench_e2e.py says why)
+            meters = {side: {mode: CpuMeter(pids[side]) for mode in MODES} for side in SIDES}
             seqs: dict[str, list[Latencies]] = {side: [] for side in SIDES}
             bursts: dict[str, list[Burst]] = {side: [] for side in SIDES}
             counter, counts = MessageCounter(nc.jetstream(), stack.monitor_url), Snapshot()
             for r in range(rounds):  # interleaved, so drift on a shared machine hits every side
                 for side in SIDES:
                     send, replies = sends[side]
-                    seqs[side].append(await measured(meters[side], sequential(side, send, replies, n_seq)))
+                    one_by_one = sequential(side, send, replies, n_seq)
+                    seqs[side].append(await measured(meters[side][BACK_TO_BACK], one_by_one))
                 for side in SIDES:
                     send, replies = sends[side]
                     if side == "processes":  # counted too: one place per process, as Aurora's are
                         result, counts = await counted(counter, counts, burst(side, send, replies, n_burst),
-                                                       meters[side])
+                                                       meters[side][AT_ONCE])
                     else:
-                        result = await measured(meters[side], burst(side, send, replies, n_burst))
+                        result = await measured(meters[side][AT_ONCE], burst(side, send, replies, n_burst))
                     bursts[side].append(result)
                 print(f"round {r + 1}/{rounds}: p50 " + ", ".join(f"{s} {seqs[s][-1].p50:.2f} ms" for s in SIDES)
                       + "; events/s " + ", ".join(f"{s} {bursts[s][-1].rate:,.0f}" for s in SIDES), flush=True)
@@ -159,7 +165,10 @@ async def main() -> int:
         await raw.stop()
         await floor_nc.close()
         await nc.close()
-    results = {side: summary(seqs[side], bursts[side], meters[side].ms_per(events)) for side in SIDES}
+    sent = {BACK_TO_BACK: rounds * n_seq, AT_ONCE: rounds * n_burst}
+    results = {side: summary(seqs[side], bursts[side], ms_per_together(meters[side].values(), events),
+                             {mode: sum(meters[side][mode].ms_per(sent[mode]).values()) for mode in MODES})
+               for side in SIDES}
     raw_fig = results["raw"]
     print(f"what Aurora's messages cost by themselves: {n_seq} sequential and {n_burst} at once, best of {rounds}; "
           f"{os.cpu_count()} CPUs")
@@ -168,7 +177,8 @@ async def main() -> int:
         cpu = ", ".join(f"{k} {v:.2f}" for k, v in fig["cpu_ms_per_event"].items())
         print(f"  {side}: p50 {fig['p50_ms']:.2f} ms ({fig['p50_ms'] / raw_fig['p50_ms']:.1f}× raw), "
               f"{fig['per_s']:,.0f} events/s ({fig['per_s'] / raw_fig['per_s']:.0%} of raw), "
-              f"CPU ms per event {fig['cpu_ms_total']:.2f} ({cpu})")
+              f"CPU ms per event {fig['cpu_ms_total']:.2f} ({cpu}; "
+              + ", ".join(f"{mode} {ms:.2f}" for mode, ms in fig["cpu_ms_total_by_mode"].items()) + ")")
     stored = {k: v for k, v in apart_counts.stored.items() if k in apart_streams}
     sent = {k: v for k, v in apart_counts.sent.items() if k.startswith(f"{FLOOR}-")}
     print(f"  the processes' messages per event (counted): {sum(stored.values()):.2f} stored ("

@@ -168,7 +168,7 @@ def _floor_rows(floor: dict[str, Any]) -> list[tuple[str, str, str, str]]:
     from the same run (tests/bench/bench_floor.py)."""
     raw, apart, aurora = floor["raw"], floor["processes"], floor["aurora"]
     label = "Aurora's messages in raw nats-py, 5 processes"
-    return [
+    rows = [
         (f"{label}: events/s", f"{apart['per_s']:,.0f}", f"{raw['per_s']:,.0f} (raw nats-py, same hops)",
          f"{apart['per_s'] / raw['per_s']:.0%}; Aurora in the same run {aurora['per_s'] / raw['per_s']:.0%}"),
         (f"{label}: p50 latency", f"{apart['p50_ms']:.2f} ms", f"{raw['p50_ms']:.2f} ms",
@@ -178,6 +178,15 @@ def _floor_rows(floor: dict[str, Any]) -> list[tuple[str, str, str, str]]:
          ", ".join(f"{k} {v:.2f}" for k, v in apart["cpu_ms_per_event"].items()),
          f"Aurora in the same run {aurora['cpu_ms_total']:.2f} ms"),
     ]
+    if "cpu_ms_total_by_mode" in apart:  # one at a time, and at once, apart
+
+        def each(side: dict[str, Any]) -> str:
+            return ", ".join(f"{ms:.2f}" for ms in side["cpu_ms_total_by_mode"].values())
+
+        modes = ", ".join(apart["cpu_ms_total_by_mode"])
+        rows.append((f"{label}: CPU ms per event: {modes}", each(apart), f"{each(raw)} (raw nats-py)",
+                     f"Aurora in the same run {each(aurora)}"))
+    return rows
 
 
 # A whole `make bench` takes well under this; a figure recorded later was measured on its own.

@@ -89,3 +89,16 @@ def test_the_floor_is_said_beside_raw_and_aurora_from_the_same_run() -> None:
     assert found[f"{label}: p50 latency"] == ("3.00 ms", "1.50 ms", "2.0×; Aurora in the same run 3.2×")
     assert found[f"{label}: CPU ms per event"] == ("1.80", "nats-server 0.90, bridge 0.50, router 0.40",
                                                    "Aurora in the same run 2.90 ms")
+
+
+def test_the_floor_s_cpu_of_events_sent_back_to_back_and_at_once_is_said_apart() -> None:
+    def side(cpu: float, back_to_back: float, at_once: float) -> dict[str, Any]:
+        return {"per_s": 1000, "p50_ms": 2.0, "cpu_ms_per_event": {"nats-server": cpu}, "cpu_ms_total": cpu,
+                "cpu_ms_total_by_mode": {"back to back": back_to_back, "at once": at_once}}
+
+    found = {stage: (aurora, baseline, ratio) for stage, aurora, baseline, ratio in rows({"floor": {
+        "raw": side(1.0, 2.0, 0.5), "floor": side(2.0, 4.0, 1.5), "processes": side(2.5, 5.0, 2.0),
+        "aurora": side(3.5, 7.0, 2.75)}})}
+
+    assert found["Aurora's messages in raw nats-py, 5 processes: CPU ms per event: back to back, at once"] == (
+        "5.00, 2.00", "2.00, 0.50 (raw nats-py)", "Aurora in the same run 7.00, 2.75")
