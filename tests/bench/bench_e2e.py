@@ -146,7 +146,6 @@ BACK_TO_BACK, AT_ONCE = "back to back", "at once"
 MODES = (BACK_TO_BACK, AT_ONCE)
 
 
-
 async def measured(cpu: CpuMeter, work: Awaitable[T]) -> T:
     """`work`'s result, its stretch's CPU added to `cpu`."""
     cpu.start()
@@ -329,11 +328,11 @@ async def main() -> int:
             print(f"round {r + 1}/{rounds}: p50 raw {results['seq_raw'][-1].p50:.2f} ms, aurora "
                   f"{results['seq'][-1].p50:.2f} ms; burst raw {results['burst_raw'][-1].rate:,.0f}/s, "
                   f"aurora {results['burst'][-1].rate:,.0f}/s", flush=True)
-        sent = {BACK_TO_BACK: rounds * n_seq, AT_ONCE: rounds * n_burst}
-        events = sum(sent.values())
+        events_by_mode = {BACK_TO_BACK: rounds * n_seq, AT_ONCE: rounds * n_burst}
+        events = sum(events_by_mode.values())
         cpu, raw_cpu_per_event = ms_per_together(aurora_cpu.values(), events), ms_per_together(raw_cpu.values(), events)
-        by_mode = {mode: {"aurora": sum(aurora_cpu[mode].ms_per(sent[mode]).values()),
-                          "raw": sum(raw_cpu[mode].ms_per(sent[mode]).values())} for mode in MODES}
+        by_mode = {mode: {"aurora": sum(aurora_cpu[mode].ms_per(events_by_mode[mode]).values()),
+                          "raw": sum(raw_cpu[mode].ms_per(events_by_mode[mode]).values())} for mode in MODES}
         loaded = {name: rss_mib(pid) for name, pid in stack.pids().items()}
         per_event = per_unit(Snapshot(), counts, units=events, ignore=[DRIVER, *raw.streams])
         pauses = await paced(via_aurora, aurora_replies, n_paced, longest_pause)

@@ -165,9 +165,9 @@ async def main() -> int:
         await raw.stop()
         await floor_nc.close()
         await nc.close()
-    sent = {BACK_TO_BACK: rounds * n_seq, AT_ONCE: rounds * n_burst}
+    events_by_mode = {BACK_TO_BACK: rounds * n_seq, AT_ONCE: rounds * n_burst}
     results = {side: summary(seqs[side], bursts[side], ms_per_together(meters[side].values(), events),
-                             {mode: sum(meters[side][mode].ms_per(sent[mode]).values()) for mode in MODES})
+                             {mode: sum(meters[side][mode].ms_per(events_by_mode[mode]).values()) for mode in MODES})
                for side in SIDES}
     raw_fig = results["raw"]
     print(f"what Aurora's messages cost by themselves: {n_seq} sequential and {n_burst} at once, best of {rounds}; "

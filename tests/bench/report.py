@@ -16,6 +16,7 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -108,9 +109,10 @@ def rows(results: dict[str, Any]) -> list[tuple[str, str, str, str]]:
             verdict = f"{_times(sum(cpu.values()) / sum(raw_cpu.values()))}; {verdict}"
         found.append(("CPU ms per event, all processes", f"{sum(cpu.values()):.2f}", by_process, verdict))
         if by_mode := e2e.get("cpu_ms_per_event_by_mode"):  # one at a time, and at once, apart
-            found.append(("CPU ms per event: " + ", ".join(by_mode), ", ".join(
-                f"{v['aurora']:.2f}" for v in by_mode.values()), ", ".join(f"{v['raw']:.2f}" for v in by_mode.values()),
-                ", ".join(_times(v["aurora"] / v["raw"]) for v in by_mode.values())))
+            found.append(("CPU ms per event: " + ", ".join(by_mode),
+                          _figures(side["aurora"] for side in by_mode.values()),
+                          _figures(side["raw"] for side in by_mode.values()),
+                          ", ".join(_times(side["aurora"] / side["raw"]) for side in by_mode.values())))
         if counted := e2e.get("messages_per_event"):
             found += _message_rows("per event", counted, E2E_STORED_GOAL)
         if call := e2e.get("tool_call"):
@@ -178,15 +180,15 @@ def _floor_rows(floor: dict[str, Any]) -> list[tuple[str, str, str, str]]:
          ", ".join(f"{k} {v:.2f}" for k, v in apart["cpu_ms_per_event"].items()),
          f"Aurora in the same run {aurora['cpu_ms_total']:.2f} ms"),
     ]
-    if "cpu_ms_total_by_mode" in apart:  # one at a time, and at once, apart
-
-        def each(side: dict[str, Any]) -> str:
-            return ", ".join(f"{ms:.2f}" for ms in side["cpu_ms_total_by_mode"].values())
-
-        modes = ", ".join(apart["cpu_ms_total_by_mode"])
-        rows.append((f"{label}: CPU ms per event: {modes}", each(apart), f"{each(raw)} (raw nats-py)",
-                     f"Aurora in the same run {each(aurora)}"))
+    if by_mode := apart.get("cpu_ms_total_by_mode"):  # one at a time, and at once, apart
+        rows.append((f"{label}: CPU ms per event: " + ", ".join(by_mode), _figures(by_mode.values()),
+                     f"{_figures(raw['cpu_ms_total_by_mode'].values())} (raw nats-py)",
+                     f"Aurora in the same run {_figures(aurora['cpu_ms_total_by_mode'].values())}"))
     return rows
+
+
+def _figures(ms: Iterable[float]) -> str:
+    return ", ".join(f"{each:.2f}" for each in ms)
 
 
 # A whole `make bench` takes well under this; a figure recorded later was measured on its own.
