@@ -331,8 +331,8 @@ async def main() -> int:
         events_by_mode = {BACK_TO_BACK: rounds * n_seq, AT_ONCE: rounds * n_burst}
         events = sum(events_by_mode.values())
         cpu, raw_cpu_per_event = ms_per_together(aurora_cpu.values(), events), ms_per_together(raw_cpu.values(), events)
-        by_mode = {mode: {"aurora": sum(aurora_cpu[mode].ms_per(events_by_mode[mode]).values()),
-                          "raw": sum(raw_cpu[mode].ms_per(events_by_mode[mode]).values())} for mode in MODES}
+        by_mode = {mode: {"aurora": aurora_cpu[mode].total_ms_per(events_by_mode[mode]),
+                          "raw": raw_cpu[mode].total_ms_per(events_by_mode[mode])} for mode in MODES}
         loaded = {name: rss_mib(pid) for name, pid in stack.pids().items()}
         per_event = per_unit(Snapshot(), counts, units=events, ignore=[DRIVER, *raw.streams])
         pauses = await paced(via_aurora, aurora_replies, n_paced, longest_pause)

@@ -167,7 +167,7 @@ async def main() -> int:
         await nc.close()
     events_by_mode = {BACK_TO_BACK: rounds * n_seq, AT_ONCE: rounds * n_burst}
     results = {side: summary(seqs[side], bursts[side], ms_per_together(meters[side].values(), events),
-                             {mode: sum(meters[side][mode].ms_per(events_by_mode[mode]).values()) for mode in MODES})
+                             {mode: meters[side][mode].total_ms_per(events_by_mode[mode]) for mode in MODES})
                for side in SIDES}
     raw_fig = results["raw"]
     print(f"what Aurora's messages cost by themselves: {n_seq} sequential and {n_burst} at once, best of {rounds}; "

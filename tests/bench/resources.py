@@ -51,6 +51,10 @@ class CpuMeter:
         """Milliseconds per unit (per event, per call), by process."""
         return {name: seconds * 1000 / units for name, seconds in self.seconds.items()}
 
+    def total_ms_per(self, units: int) -> float:
+        """Milliseconds per unit, every process together."""
+        return sum(self.seconds.values()) * 1000 / units
+
 
 def ms_per_together(meters: Iterable[CpuMeter], units: int) -> dict[str, float]:
     """Milliseconds per unit by process, over every meter's stretches (each kept apart by kind)."""

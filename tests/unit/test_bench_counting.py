@@ -150,3 +150,12 @@ def test_the_cpu_of_stretches_kept_apart_adds_up_per_event() -> None:
         meter.stop()
 
     assert ms_per_together(apart, 5) == {"router": 150.0}
+
+
+def test_the_cpu_of_every_process_together_per_unit() -> None:
+    readings = iter([1.0, 2.0, 1.5, 3.0])  # start: router, nats-server; stop: router, nats-server
+    meter = CpuMeter({"router": 1, "nats-server": 2}, read=lambda _pid: next(readings))
+    meter.start()
+    meter.stop()
+
+    assert meter.total_ms_per(5) == 300.0
