@@ -202,6 +202,11 @@ bench: $(STAMP)
 bench-e2e: $(STAMP)
 	$(PYTHON) -m tests.bench.bench_e2e
 
+## bench-compare: bench-e2e before (BASE, a git revision, default HEAD) and after (this checkout) in turns (BENCH_TURNS, default 3)
+.PHONY: bench-compare
+bench-compare: $(STAMP)
+	BASE="$(BASE)" $(PYTHON) -m tests.bench.compare_e2e
+
 ## bench-floor: Aurora's messages made by raw nats-py (one process, then five) beside raw and Aurora, in one run
 .PHONY: bench-floor
 bench-floor: $(STAMP)
