@@ -88,6 +88,7 @@ dev: $(STAMP)
 # tests each has: xdist's reorder put the long one-test e2e modules last, and the run waited on them.
 # Six workers on two CPUs: most tests wait on processes starting and answering; the same suite
 # took 515 s with six and 599 s with four, one after the other on a quiet machine (2026-12-07).
+# Eight gained nothing more: 566 s, against 521-580 s with six in that day's CI runs.
 test: $(STAMP) $(CHROMIUM) $(CJK_FONT) $(INSPECTOR) $(A2A_JS) lint typecheck docs
 	$(PYTEST) -n 6 --dist loadscope --no-loadscope-reorder -m "not slow and not bench and not model and not compose" -q --durations=25
 
