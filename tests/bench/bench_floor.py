@@ -47,7 +47,7 @@ from tests.bench.bench_e2e import (
     measured,
     sequential,
 )
-from tests.bench.common import env_int, record, run_on_service_loop
+from tests.bench.common import REPO, env_int, record, run_on_service_loop
 from tests.bench.counting import MessageCounter, Snapshot, counted, per_unit
 from tests.bench.floor_pipeline import (
     ROLES,
@@ -62,7 +62,6 @@ from tests.bench.stacks import bench_stack
 
 FLOOR = "bench-floor"  # the in-process floor's connection; each place's process adds "-<role>"
 SIDES = ("raw", "floor", "processes", "aurora")
-REPO = Path(__file__).resolve().parents[2]
 
 
 @contextlib.contextmanager

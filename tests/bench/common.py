@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
@@ -17,6 +19,14 @@ from shared.service import loop_factory
 T = TypeVar("T")
 
 RESULTS = "AURORA_BENCH_RESULTS"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run_benchmark(module: str, results: Path, *, cwd: Path = REPO) -> int:
+    """Run `python -m tests.bench.<module>` from the checkout `cwd` (whose services it starts), its
+    figures recorded into `results`; its exit status."""
+    return subprocess.run([sys.executable, "-m", f"tests.bench.{module}"], cwd=cwd,
+                          env={**os.environ, RESULTS: str(results)}, check=False).returncode
 
 
 def record(benchmark: str, result: dict[str, object]) -> None:

@@ -29,9 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from tests.bench.common import RESULTS, env_int
+from tests.bench.common import REPO, env_int, run_benchmark
 
-REPO = Path(__file__).resolve().parents[2]
 BEFORE, AFTER = "before", "after"
 
 
@@ -128,10 +127,9 @@ def checked_out(revision: str, repo: Path = REPO) -> Iterator[Path]:
 def run_side(tree: Path, side: str, results: Path) -> Figures:
     """bench-e2e from `tree` (its services are that tree's), its figures written to `results`."""
     results.unlink(missing_ok=True)
-    done = subprocess.run([sys.executable, "-m", "tests.bench.bench_e2e"], cwd=tree,
-                          env={**os.environ, RESULTS: str(results)}, check=False)
-    if done.returncode != 0 or not results.exists():
-        raise CompareError(f"bench-e2e failed on the {side} side ({tree}), exit status {done.returncode}")
+    status = run_benchmark("bench_e2e", results, cwd=tree)
+    if status != 0 or not results.exists():
+        raise CompareError(f"bench-e2e failed on the {side} side ({tree}), exit status {status}")
     return figures_of(json.loads(results.read_text()), side)
 
 

@@ -15,11 +15,11 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import IO
 
+from tests.bench.common import REPO
 from tests.bench.round_trips import RAW_RESPONDER, RAW_SUBJECT, RESPONDER, SUBJECT
 from tests.bench.stacks import BenchStack, bench_stack
 from tests.harness.stack import StackBuilder
 
-REPO = Path(__file__).resolve().parents[2]
 ECHO_APP = REPO / "tests" / "apps" / "echo_app.py"
 PROFILED = ("supervisor", "gateway")  # what runs under tests.bench.cpu_profiled when profiled
 

@@ -14,16 +14,14 @@ import contextlib
 import json
 import os
 import platform
-import subprocess
 import sys
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from tests.bench.common import RESULTS
+from tests.bench.common import REPO, run_benchmark
 
-REPO = Path(__file__).resolve().parents[2]
 OUT = REPO / "bench"
 BENCHMARKS = ("startup", "bridge", "router", "gateway", "runner", "e2e", "floor")
 
@@ -44,9 +42,7 @@ def run_all(names: list[str], results: Path) -> list[str]:
     failed = []
     for name in names:
         print(f"=== {name}", flush=True)
-        code = subprocess.run([sys.executable, "-m", f"tests.bench.bench_{name}"], cwd=REPO,
-                              env={**os.environ, RESULTS: str(results)}, check=False).returncode
-        if code != 0:
+        if run_benchmark(f"bench_{name}", results) != 0:
             failed.append(name)
     return failed
 
