@@ -14,16 +14,15 @@ from typing import Any, Protocol
 
 import mcp_types as types
 from mcp import ClientSession
-from mcp.shared.exceptions import MCPError
 
 from services.mcp_gateway.calls.classify import PlainResult
 from services.mcp_gateway.server_requests.callbacks import SessionCallbacks
 from services.mcp_gateway.sessions import calls
 from services.mcp_gateway.sessions.errors import CallTimedOut, InitializeFailed, SessionUnavailable
+from services.mcp_gateway.sessions.initialize_failures import initialize_failure
 from services.mcp_gateway.sessions.waits import Attempt, Lost, race, sole_cause, wait_any
 from services.mcp_gateway.transports import generations
 from services.mcp_gateway.transports.direct import SupportsDirectCalls
-from services.mcp_gateway.transports.streamable_http import ReportsHttpErrors
 from services.mcp_gateway.transports.streams import TransportStreams
 from services.mcp_gateway.transports.tap import tapped
 from shared.config.appconfig import AppConfig
@@ -158,18 +157,11 @@ class AppSession:
         ):
             try:
                 tools = await race(self._handshake(session), attempt.lost, timeout)
-            except TimeoutError as exc:
-                raise InitializeFailed(f"initialize did not finish within {timeout:g}s") from exc
-            except Lost as exc:
-                raise InitializeFailed(f"initialize interrupted: {attempt.reason}") from exc
-            except generations.NegotiationFailed as exc:
-                http = transport.last_http_error if isinstance(transport, ReportsHttpErrors) else None
-                raise InitializeFailed(f"{exc}: {http}" if http else str(exc)) from exc
-            except MCPError as exc:
-                http = transport.last_http_error if isinstance(transport, ReportsHttpErrors) else None
-                detail = f": {http}" if http else ""
-                raise InitializeFailed(f"initialize refused: {exc.message} (code {exc.code}){detail}",
-                                       refused=http is None) from exc
+            except Exception as exc:
+                failure = initialize_failure(exc, transport, attempt.reason, timeout)
+                if failure is None:
+                    raise
+                raise failure from exc
             self.server_info = session.server_info
             attempt.direct = transport.direct if isinstance(transport, SupportsDirectCalls) else None
             if attempt.direct is not None and self._callbacks is not None:

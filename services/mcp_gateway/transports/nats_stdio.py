@@ -3,6 +3,13 @@
 The transport has the shape of the SDK's `stdio_client` (an async context manager yielding a
 read stream of `SessionMessage | Exception` and a write stream of `SessionMessage`), but its
 bytes travel on `<p>.mcp.<app>.<instance>.{c2s,s2c}`, one JSON-RPC message per NATS message.
+
+A relay nobody is at the other end of ends at once: the session's `initialize` goes with a
+reply subject, so when no app-supervisor listens on `…c2s` (none runs the app's process: not
+started yet, between two processes, given up) nats-server says so with a 503 there, and the
+transport closes its read stream with `not_relayed` set. The session is then unavailable with
+that reason at once, instead of when its `health_timeout_seconds` ran out; the supervisor's
+`…proc` event starts the next attempt once a process runs.
 """
 
 from __future__ import annotations
@@ -13,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, suppress
 from dataclasses import dataclass
 from types import TracebackType
+from typing import Protocol, runtime_checkable
 
 import anyio
 from anyio.streams.memory import MemoryObjectSendStream
@@ -35,6 +43,8 @@ from shared.streak import FailureStreak
 log = get_logger("aurora.mcp_gateway.nats_stdio")
 
 RELAY_BACKLOG = 20_000  # messages from one app waiting for its session to read them, at most
+INITIALIZE_TOKEN = "initialize"  # the `unheard` token of the session's `initialize`
+NOT_RELAYED = "no app-supervisor runs the app's process now (the session begins once one has started it)"
 
 
 @dataclass
@@ -58,6 +68,13 @@ def serialize_message(message: SessionMessage) -> bytes:
     return message.message.model_dump_json(by_alias=True, exclude_unset=True).encode()
 
 
+@runtime_checkable
+class ReportsNotRelayed(Protocol):
+    """A transport that knows when nobody relays it: nats-server said so for its `initialize`."""
+
+    not_relayed: bool
+
+
 class NatsStdioTransport(AbstractAsyncContextManager[TransportStreams]):
     """Open the relay for one app instance; closing it unsubscribes and ends both streams.
 
@@ -78,8 +95,14 @@ class NatsStdioTransport(AbstractAsyncContextManager[TransportStreams]):
                                         headers=headers)
 
         self.direct = DirectCalls(publish)
+        # Set when nats-server found nobody listening for the session's `initialize` (the read
+        # stream then ends): see the module.
+        self.not_relayed = False
         self._relay = _relay(nc, subjects, app_id, instance, self.direct, unheard,
-                             relaying or relaying_streak(app_id, instance))
+                             relaying or relaying_streak(app_id, instance), self._nobody_relays)
+
+    def _nobody_relays(self) -> None:
+        self.not_relayed = True
 
     async def __aenter__(self) -> TransportStreams:
         return await self._relay.__aenter__()
@@ -170,16 +193,22 @@ class _FromApp:
                       instance=self._instance, dropped=unread)
 
 
-def _on_unheard(direct: DirectCalls, c2s: str, relaying: FailureStreak) -> Callable[[Msg], None]:
+def _on_unheard(direct: DirectCalls, c2s: str, relaying: FailureStreak,
+                nobody_relays: Callable[[], None]) -> Callable[[Msg], None]:
     """The handler of a relay's `unheard` inbox: a 503 status there (no app-supervisor listens),
     or the supervisor's `NOT_WRITTEN_HEADER`, fails its request at once. While the app's
-    supervisor is away every call fails so: said as one streak, not per call."""
+    supervisor is away every call fails so: said as one streak, not per call. A 503 for the
+    session's `initialize` ends the relay (`nobody_relays`)."""
 
     def on_status(msg: Msg) -> None:
         request_id = unheard_token(msg)
         if request_id is None:
             return
         why = (msg.headers or {}).get(NOT_WRITTEN_HEADER)
+        if request_id == INITIALIZE_TOKEN:
+            if why is None:  # the supervisor never refuses an `initialize`: only nats-server answers here
+                nobody_relays()
+            return
         if not direct.unheard(request_id, c2s, why and f"the app-supervisor did not write it: {why}"):
             return
         if why is None:
@@ -193,15 +222,20 @@ def _on_unheard(direct: DirectCalls, c2s: str, relaying: FailureStreak) -> Calla
 @asynccontextmanager
 async def _relay(
     nc: NATS, subjects: Subjects, app_id: str, instance: str, direct: DirectCalls, unheard: str,
-    relaying: FailureStreak,
+    relaying: FailureStreak, nobody_relays: Callable[[], None],
 ) -> AsyncIterator[TransportStreams]:
     read_writer, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](256)
     write_stream, write_reader = anyio.create_memory_object_stream[SessionMessage](256)
     c2s = subjects.mcp(app_id, instance, "c2s")
     from_app = _FromApp(direct, read_writer, app_id, instance, relaying)
+
+    def not_relayed() -> None:
+        nobody_relays()
+        read_writer.close()  # the session's read ends: nothing will ever come on this relay
+
     sub = await subscribe_inline(nc, subjects.mcp(app_id, instance, "s2c"), from_app.on_message)
     try:
-        statuses = await subscribe_inline(nc, f"{unheard}.*", _on_unheard(direct, c2s, relaying))
+        statuses = await subscribe_inline(nc, f"{unheard}.*", _on_unheard(direct, c2s, relaying, not_relayed))
     except BaseException:
         with suppress(NatsError):
             await sub.unsubscribe()
@@ -212,7 +246,7 @@ async def _relay(
             async for message in write_reader:
                 # The session's inbox goes with its `initialize`: the supervisor then knows the
                 # session began with this generation of the app, whose copies of calls it may write.
-                reply = f"{unheard}.initialize" if _is_initialize(message) else ""
+                reply = f"{unheard}.{INITIALIZE_TOKEN}" if _is_initialize(message) else ""
                 await nc.publish(c2s, serialize_message(message), reply=reply)
             # No `nc.flush()` here: the connection outlives the transport, so its flusher sends
             # what is buffered anyway, and closing the transport cancels this task — a cancelled

@@ -1,5 +1,6 @@
 """Start-up and shutdown of the gateway beside the supervisor: duplicate prefixed names fail
-start-up naming both apps; on SIGTERM every session is closed before its process is stopped."""
+start-up naming both apps; a gateway started before the supervisor serves at once and connects
+each app once its process runs; on SIGTERM every session is closed before its process is stopped."""
 
 from __future__ import annotations
 
@@ -15,7 +16,16 @@ from nats.aio.msg import Msg
 from shared.contracts.subjects import Subjects, app_token
 from shared.nats import write_through
 from tests.harness.stack import Stack
-from tests.integration.mcp_gateway.helpers import echo_app, exited, time_app, weather_app, write_apps
+from tests.integration.mcp_gateway.helpers import (
+    call,
+    cli,
+    echo_app,
+    exited,
+    poll,
+    time_app,
+    weather_app,
+    write_apps,
+)
 
 
 async def test_two_apps_exposing_the_same_prefixed_name_fail_start_up_naming_both(
@@ -43,6 +53,35 @@ async def test_two_apps_exposing_the_same_prefixed_name_fail_start_up_naming_bot
     # The failed gateway closed what it had opened: the supervisor will not wait for it.
     await write_through.flush(nc)
     assert {("a", "closed"), ("b", "closed")} <= set(sessions), sessions
+
+
+async def test_a_gateway_started_before_the_supervisor_serves_at_once_and_connects_once_the_app_runs(
+    nc: NATS, subjects: Subjects, stack: Stack, tmp_path: Path
+) -> None:
+    """As `aurora dev` and compose start them: the supervisor waits for the demo, which waits for
+    the gateway. The app's health timeout is longer than the wait for the gateway to serve, so
+    only nats-server's "no responders" for the `initialize` can end its first attempt in time."""
+    config = write_apps(tmp_path, {"test.echo": echo_app(mcp={"health_timeout_seconds": 120})})
+    gateway = await stack.launch("gateway", apps=config).ready(45)
+
+    shown = cli(stack.url, "apps", "--json")
+    assert shown.returncode == 0, shown.stderr
+    echo = {row["app"]: row for row in json.loads(shown.stdout)}["test.echo"]
+    assert echo["session"] == "unavailable", echo
+    # Not "initialize refused" (the SDK's "Connection closed"), which would ask for a restart.
+    assert echo["last_error"].startswith("initialize not delivered: no app-supervisor runs the app's process"), echo
+
+    stack.launch("supervisor", apps=config)
+
+    async def connected() -> bool:
+        shown = cli(stack.url, "apps", "--json")
+        return shown.returncode == 0 and any(
+            row["app"] == "test.echo" and row["session"] == "connected" for row in json.loads(shown.stdout))
+
+    await poll(connected, timeout=30, interval=0.5, what="the echo app's session connected once its process runs")
+    result = await call(nc, subjects, "test.echo.echo", {"after": "the supervisor"})
+    assert result["status"] == "ok", result
+    assert gateway.alive()
 
 
 async def test_sigterm_to_both_closes_every_session_before_its_process_stops(

@@ -77,7 +77,8 @@ async def test_a_call_nobody_heard_fails_and_counts_against_the_relay_one_not_wr
     relay is not failing: a supervisor is there."""
     direct = DirectCalls(_nothing)
     relaying = relaying_streak("app", "main")
-    on_status = nats_stdio._on_unheard(direct, "amp.mcp.app.main.c2s", relaying)
+    ended: list[str] = []
+    on_status = nats_stdio._on_unheard(direct, "amp.mcp.app.main.c2s", relaying, lambda: ended.append("relay"))
     unheard, nobody = await direct.send("tools/call", {"name": "echo"})
     refused, not_written = await direct.send("tools/call", {"name": "echo"})
 
@@ -91,3 +92,17 @@ async def test_a_call_nobody_heard_fails_and_counts_against_the_relay_one_not_wr
     with pytest.raises(NotDelivered, match="nobody listened"):
         await asyncio.wait_for(nobody, 1)
     assert relaying.failures == 1
+    assert ended == []  # a call nobody heard fails; the relay goes on
+
+
+def test_an_initialize_nobody_heard_ends_the_relay_and_is_no_call_failure() -> None:
+    """nats-server's 503 for the session's `initialize`: no app-supervisor runs the app's process,
+    so the relay ends (the session says why at once); it is not a call, so no streak counts it."""
+    relaying = relaying_streak("app", "main")
+    ended: list[str] = []
+    on_status = nats_stdio._on_unheard(DirectCalls(_nothing), "amp.mcp.app.main.c2s", relaying,
+                                       lambda: ended.append("relay"))
+    on_status(Msg(None, subject=f"_INBOX.abc.{nats_stdio.INITIALIZE_TOKEN}",  # type: ignore[arg-type]
+                  headers={"Status": "503"}))
+    assert ended == ["relay"]
+    assert relaying.failures == 0
