@@ -18,6 +18,10 @@ class CallTimedOut(AuroraError):
 
 
 class InitializeFailed(AuroraError):
-    def __init__(self, reason: str, *, refused: bool = False) -> None:
+    """`refused`: the app answered no (its process is restarted); `undelivered`: no process got
+    the `initialize` (the session waits for one, `connecting`: the app itself failed nothing)."""
+
+    def __init__(self, reason: str, *, refused: bool = False, undelivered: bool = False) -> None:
         super().__init__(reason)
         self.refused = refused
+        self.undelivered = undelivered

@@ -17,7 +17,7 @@ def initialize_failure(exc: Exception, transport: object, lost_reason: str | Non
     handshake (raised as it is)."""
     if isinstance(transport, ReportsNotRelayed) and transport.not_relayed:
         # Nobody relays: the SDK's "Connection closed" and the attempt's loss only followed from it.
-        return InitializeFailed(f"initialize not delivered: {NOT_RELAYED}")
+        return InitializeFailed(f"initialize not delivered: {NOT_RELAYED}", undelivered=True)
     http = transport.last_http_error if isinstance(transport, ReportsHttpErrors) else None
     if isinstance(exc, TimeoutError):
         return InitializeFailed(f"initialize did not finish within {timeout:g}s")

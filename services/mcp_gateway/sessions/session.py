@@ -118,7 +118,9 @@ class AppSession:
             except Exception as raised:  # a transport failure must not end the session task
                 exc = sole_cause(raised)
                 if isinstance(exc, InitializeFailed):
-                    await self._set_status("unavailable", str(exc))
+                    # No process got it: still connecting (no `app.init_failed`; the supervisor
+                    # reports its processes' lifecycle itself).
+                    await self._set_status("connecting" if exc.undelivered else "unavailable", str(exc))
                     if exc.refused:
                         await self._listener.initialize_refused(self, str(exc))
                 else:

@@ -7,9 +7,9 @@ bytes travel on `<p>.mcp.<app>.<instance>.{c2s,s2c}`, one JSON-RPC message per N
 A relay nobody is at the other end of ends at once: the session's `initialize` goes with a
 reply subject, so when no app-supervisor listens on `…c2s` (none runs the app's process: not
 started yet, between two processes, given up) nats-server says so with a 503 there, and the
-transport closes its read stream with `not_relayed` set. The session is then unavailable with
-that reason at once, instead of when its `health_timeout_seconds` ran out; the supervisor's
-`…proc` event starts the next attempt once a process runs.
+transport closes its read stream with `not_relayed` set. The session then says so at once (still
+connecting: the app failed nothing), instead of when its `health_timeout_seconds` ran out; the
+supervisor's `…proc` event starts the next attempt once a process runs.
 """
 
 from __future__ import annotations

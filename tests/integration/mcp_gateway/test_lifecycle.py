@@ -16,6 +16,7 @@ from nats.aio.msg import Msg
 from shared.contracts.subjects import Subjects, app_token
 from shared.nats import write_through
 from tests.harness.stack import Stack
+from tests.harness.tool_pool import read_stream
 from tests.integration.mcp_gateway.helpers import (
     call,
     cli,
@@ -67,8 +68,9 @@ async def test_a_gateway_started_before_the_supervisor_serves_at_once_and_connec
     shown = cli(stack.url, "apps", "--json")
     assert shown.returncode == 0, shown.stderr
     echo = {row["app"]: row for row in json.loads(shown.stdout)}["test.echo"]
-    assert echo["session"] == "unavailable", echo
-    # Not "initialize refused" (the SDK's "Connection closed"), which would ask for a restart.
+    # Still connecting, not "initialize refused" (the SDK's "Connection closed"), which would ask
+    # for a restart, nor unavailable, which would say `app.init_failed` at every start.
+    assert echo["session"] == "connecting", echo
     assert echo["last_error"].startswith("initialize not delivered: no app-supervisor runs the app's process"), echo
 
     stack.launch("supervisor", apps=config)
@@ -82,6 +84,11 @@ async def test_a_gateway_started_before_the_supervisor_serves_at_once_and_connec
     result = await call(nc, subjects, "test.echo.echo", {"after": "the supervisor"})
     assert result["status"] == "ok", result
     assert gateway.alive()
+    # The app's lifecycle as stored for the event-bridge, up to the gateway's `connected`: the
+    # supervisor's process start, and no failure before it.
+    read, _ = await read_stream(nc, subjects.stream("SIGNALS"), "amp.sig.test_echo.lifecycle",
+                                lambda signal: signal["state"] == "connected")
+    assert [signal["state"] for _, signal in read] == ["process_started", "connected"], read
 
 
 async def test_sigterm_to_both_closes_every_session_before_its_process_stops(

@@ -36,11 +36,12 @@ def test_a_relay_nobody_listens_on_is_not_delivered_whatever_followed(raised: Ex
     assert failure is not None
     assert str(failure) == f"initialize not delivered: {NOT_RELAYED}"
     assert not failure.refused  # nothing to restart: no process runs
+    assert failure.undelivered  # the session goes on connecting: the app failed nothing
 
 
 def test_a_relayed_app_that_refuses_initialize_is_refused_and_restarted() -> None:
     failure = initialize_failure(CLOSED, Relay(not_relayed=False), None, 10)
-    assert failure is not None and failure.refused
+    assert failure is not None and failure.refused and not failure.undelivered
     assert str(failure) == "initialize refused: Connection closed (code -32000)"
 
 
