@@ -15,11 +15,11 @@ from nats.aio.msg import Msg
 
 from shared.contracts.subjects import Subjects, app_token
 from shared.nats import write_through
+from tests.harness.cli_here import run_cli_here
 from tests.harness.stack import Stack
 from tests.harness.tool_pool import read_stream
 from tests.integration.mcp_gateway.helpers import (
     call,
-    cli,
     echo_app,
     exited,
     poll,
@@ -65,7 +65,7 @@ async def test_a_gateway_started_before_the_supervisor_serves_at_once_and_connec
     config = write_apps(tmp_path, {"test.echo": echo_app(mcp={"health_timeout_seconds": 120})})
     gateway = await stack.launch("gateway", apps=config).ready(45)
 
-    shown = cli(stack.url, "apps", "--json")
+    shown = run_cli_here(["apps", "--json"], {"NATS_URL": stack.url})
     assert shown.returncode == 0, shown.stderr
     echo = {row["app"]: row for row in json.loads(shown.stdout)}["test.echo"]
     # Still connecting, not "initialize refused" (the SDK's "Connection closed"), which would ask
@@ -76,11 +76,11 @@ async def test_a_gateway_started_before_the_supervisor_serves_at_once_and_connec
     stack.launch("supervisor", apps=config)
 
     async def connected() -> bool:
-        shown = cli(stack.url, "apps", "--json")
+        shown = run_cli_here(["apps", "--json"], {"NATS_URL": stack.url})
         return shown.returncode == 0 and any(
             row["app"] == "test.echo" and row["session"] == "connected" for row in json.loads(shown.stdout))
 
-    await poll(connected, timeout=30, interval=0.5, what="the echo app's session connected once its process runs")
+    await poll(connected, timeout=30, interval=0.2, what="the echo app's session connected once its process runs")
     result = await call(nc, subjects, "test.echo.echo", {"after": "the supervisor"})
     assert result["status"] == "ok", result
     assert gateway.alive()
