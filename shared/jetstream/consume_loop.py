@@ -14,6 +14,9 @@ each message by the `Outcome` the handler returns:
   terminated. A dead letter that cannot be published is retried later, never terminated;
 - `LEAVE`: nothing (abandoned at shutdown; it comes back after the ack wait).
 
+A loop's `stop` ends the fetch waiting at once (`Puller.interrupt`); what the server delivered
+that no fetch handed out is handed back when the consumer stops, for another instance to take.
+
 Two shapes of work: `run_batches` for the hot paths (the bridge and the router publish a whole
 batch, then wait once for JetStream's acks; `pipeline=2` lets the next batch be published while
 the last one settles) and `run_each` for slow work (one task per message, at most `concurrency`
@@ -23,7 +26,6 @@ at once, each kept alive with `in_progress`).
 from __future__ import annotations
 
 import asyncio
-import time
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, suppress
 from dataclasses import dataclass
@@ -38,6 +40,7 @@ from shared.contracts.subjects import Subjects
 from shared.jetstream.consumers import ensure_durable
 from shared.jetstream.deadletter import dead_letter
 from shared.jetstream.pulls import Puller
+from shared.jetstream.unsaid_retries import UnsaidRetries
 from shared.later_task import LaterTask
 from shared.lifecycle import Lifecycle, unsubscribe
 from shared.nats.bus import nats_away
@@ -47,7 +50,6 @@ from shared.streak import FailureStreak
 
 log = get_logger("aurora.consumer")
 FETCH_RETRY_PAUSE = 0.5  # after a fetch that failed (not one that timed out with nothing to fetch)
-RETRIES_SAID_EVERY = 5.0  # a batch's retried messages are said at most this often, with their count
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,31 +134,6 @@ function giving one outcome per message, in order."""
 MessageHandler = Callable[[Msg], Awaitable[Outcome]]
 
 
-class _UnsaidRetries:
-    """Messages retried and not said yet, by reason: said together, with their count and a few
-    subjects, at most every `RETRIES_SAID_EVERY` seconds."""
-
-    def __init__(self, consumer: str) -> None:
-        self._consumer = consumer
-        self._by_reason: dict[str, tuple[int, set[str]]] = {}
-        self._said_at = float("-inf")
-
-    def add(self, reason: str, subject: str) -> None:
-        count, subjects = self._by_reason.get(reason, (0, set()))
-        self._by_reason[reason] = (count + 1, subjects | {subject})
-
-    def say(self, *, when_due: bool = False) -> None:
-        """What is held back; with `when_due`, only once `RETRIES_SAID_EVERY` has passed since the
-        last time."""
-        if not self._by_reason or (when_due and time.monotonic() - self._said_at < RETRIES_SAID_EVERY):
-            return
-        for reason, (count, subjects) in self._by_reason.items():
-            log.warning("messages will be retried", consumer=self._consumer, count=count, error=reason,
-                        subjects=sorted(subjects)[:5])
-        self._by_reason.clear()
-        self._said_at = time.monotonic()
-
-
 class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
     """A durable pull consumer on `stream`, dead-lettering to `<prefix>.dlq.<stage>`; started, it
     holds its pull subscription."""
@@ -177,7 +154,7 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
         self.running: set[asyncio.Task[None]] = set()
         self.stats = stats if stats is not None else ConsumerStats()
         self._fetching = FailureStreak(log, "fetch", consumer=self.durable)
-        self._unsaid = _UnsaidRetries(self.durable)
+        self._unsaid = UnsaidRetries(self.durable)
         self._looping = False  # a loop is fetching, and will say what is held back
         self._puller: Puller | None = None  # set while started: fetches from the pull subscription
 
@@ -188,11 +165,24 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
     async def _start(self, parts: AsyncExitStack) -> JetStreamContext.PullSubscription:
         await ensure_durable(self._js, self._stream, self._config)
         sub = await self._js.pull_subscribe_bind(self.durable, stream=self._stream)
+        # What was delivered and never started is handed back once nothing more can come (after the
+        # unsubscribe below): another instance has it at once, not after the ack wait.
+        parts.push_async_callback(self._hand_back_delivered)
         # Unsubscribed at stop rather than left to `nc.drain()`, which waits for status replies
         # `fetch()` never marks done.
         parts.push_async_callback(unsubscribe, sub)
         self._puller = Puller(sub)
         return sub
+
+    def _interrupter(self, stop: asyncio.Event) -> asyncio.Task[None]:
+        self.require_started()
+        assert self._puller is not None
+        return asyncio.create_task(self._puller.interrupt_when(stop), name=f"{self.durable}-interrupt")
+
+    async def _hand_back_delivered(self) -> None:
+        if self._puller is not None:
+            for msg in self._puller.delivered():
+                await self.settle(msg, HAND_BACK)
 
     async def _fetch(self, batch: int) -> list[Msg]:
         self.require_started()
@@ -216,6 +206,7 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
         (1: each batch is settled before the next fetch)."""
         settling: list[asyncio.Task[None]] = []
         self._looping = True
+        interrupter = self._interrupter(stop)
         try:
             while not stop.is_set():
                 msgs = await self._fetch(batch)
@@ -227,6 +218,7 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
                 while len(settling) >= in_flight:
                     await settling.pop(0)
         finally:
+            interrupter.cancel()
             self._looping = False
             for task in settling:
                 await task
@@ -234,7 +226,7 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
 
     async def finish(self, msgs: list[Msg], finish: Callable[[], Awaitable[Sequence[Outcome]]]) -> None:
         """Wait for a started batch's outcomes and settle each message. Messages retried are said
-        by reason, at most every `RETRIES_SAID_EVERY` seconds (`_UnsaidRetries`): while a stream
+        by reason, at most every `RETRIES_SAID_EVERY` seconds (`UnsaidRetries`): while a stream
         leader was away, each failed batch of publishes logged a warning per message."""
         outcomes = await finish()
         for msg, outcome in zip(msgs, outcomes, strict=True):
@@ -248,6 +240,7 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
         retried are said by reason at most every `RETRIES_SAID_EVERY` seconds, as batches' are:
         while NATS was away, each run in flight had a line of its own."""
         self._looping = True
+        interrupter = self._interrupter(stop)
         try:
             while not stop.is_set():
                 free = concurrency - len(self.running)
@@ -263,6 +256,7 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
                     self.running.add(task)
                     task.add_done_callback(self.running.discard)
         finally:
+            interrupter.cancel()
             self._looping = False
             self._unsaid.say()  # what the last interval left unsaid
 
@@ -308,7 +302,7 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
 
     async def settle(self, msg: Msg, outcome: Outcome) -> None:
         """Apply the one policy; never raises (a message not settled comes back after the ack wait).
-        A message retried is held to be said with others (`_UnsaidRetries`), unless its handler
+        A message retried is held to be said with others (`UnsaidRetries`), unless its handler
         said it already."""
         try:
             await self._settle(msg, outcome)

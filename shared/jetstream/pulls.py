@@ -59,6 +59,7 @@ class Puller:
         self._left = 0  # messages still to come on it
         self._arrived: deque[Msg] = deque()  # delivered on the pull's inbox, not handed over yet
         self._waiter: asyncio.Future[None] | None = None  # a fetch waiting for the next message
+        self._interrupted = False  # the stage stops: no fetch waits or asks any more
         # nats-py keeps the pull's inbox subscription private.
         hand_off_deliveries(sub._sub, self._arrive)
 
@@ -68,6 +69,20 @@ class Puller:
         taken = [msg for msg in self._arrived if JetStreamContext.is_status_msg(msg) is None]
         self._arrived.clear()
         return taken
+
+    def interrupt(self) -> None:
+        """The stage stops: the fetch waiting now ends with what it has (none: its TimeoutError),
+        and every later one at once, without asking. The open request may still deliver until it
+        expires; what it brings is `delivered()`, for the stage to hand back."""
+        self._interrupted = True
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    async def interrupt_when(self, stop: asyncio.Event) -> None:
+        """`interrupt` once `stop` is set: a task beside a stage's loop, so that it stops without
+        waiting out its open request (up to the fetch timeout)."""
+        await stop.wait()
+        self.interrupt()
 
     async def fetch(self, batch: int, timeout: float) -> list[Msg]:
         """Up to `batch` messages, handed over as soon as the server has sent what it held;
@@ -79,9 +94,9 @@ class Puller:
         deadline = self._loop.time() + timeout
         msgs: list[Msg] = []
         ended_once = False
-        while len(msgs) < batch:
+        while len(msgs) < batch and not (self._interrupted and not self._arrived):
             if self._left <= 0 or self._loop.time() >= self._open_until - _MARGIN:
-                if msgs:
+                if msgs or self._interrupted:
                     break  # the open request is used up: what came is handed over, the next fetch asks
                 await self._ask(batch, max(deadline - self._loop.time(), _MARGIN * 2))
             try:
@@ -157,6 +172,8 @@ class Puller:
                 timer.cancel()
                 self._waiter = None
                 waits.pop(_WAIT_KEY, None)
+            if not self._arrived:  # woken by `interrupt`
+                raise TimeoutError
         return self._arrived.popleft()
 
 

@@ -234,3 +234,67 @@ async def test_what_was_delivered_and_not_handed_over_is_handled_when_a_stage_st
     while (await js.consumer_info("LEFT", "left")).num_ack_pending:  # and acknowledged
         assert time.monotonic() < deadline, "the handled message was never acknowledged"
         await asyncio.sleep(0.05)
+
+
+@pytest.mark.parametrize("shape", ["run_each", "run_batches"])
+async def test_a_stage_that_stops_does_not_wait_out_its_open_pull_request(nc: NATS, subjects: Subjects,
+                                                                          shape: str) -> None:
+    """A stop ends the fetch waiting at once: a service stopped in a second or more, each of its
+    loops waiting out the pull request it had open (the fetch timeout)."""
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="STOPS", subjects=["stops.>"]))
+    config = ConsumerConfig(durable_name="stops", ack_policy=AckPolicy.EXPLICIT, ack_wait=60, max_deliver=-1)
+    consumer = AtLeastOnceConsumer(js, subjects, stream="STOPS", config=config, stage="test",
+                                   fetch_timeout=FETCH_TIMEOUT)
+    await consumer.start()
+
+    async def handle(msg: Msg) -> Outcome:
+        return ACK
+
+    async def begin(msgs: list[Msg]):  # type: ignore[no-untyped-def]
+        async def finish() -> list[Outcome]:
+            return [ACK] * len(msgs)
+
+        return finish
+
+    stop = asyncio.Event()
+    loop = asyncio.create_task(consumer.run_each(stop, handle, concurrency=2) if shape == "run_each"
+                               else consumer.run_batches(stop, begin, batch=16, in_flight=1))
+    try:
+        deadline = time.monotonic() + 10
+        while ((await js.consumer_info("STOPS", "stops")).num_waiting or 0) < 1:  # its fetch waits on the server
+            assert time.monotonic() < deadline, "the loop never asked for messages"
+            await asyncio.sleep(0.05)
+        stop.set()
+        done, _ = await asyncio.wait({loop}, timeout=FETCH_TIMEOUT / 2)
+    finally:
+        loop.cancel()
+        await consumer.stop()
+    assert done, "the loop waited out its pull request after the stop"
+    assert loop.exception() is None
+
+
+async def test_what_was_delivered_and_never_started_is_handed_back_when_the_consumer_stops(
+        nc: NATS, subjects: Subjects) -> None:
+    """A message the server delivered as a stage stopped, and no fetch handed over, is handed back
+    (nak) once the stage's consumer stops: another instance has it at once, not after the ack
+    wait (a minute here)."""
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="BACK", subjects=["back.>"]))
+    config = ConsumerConfig(durable_name="back", ack_policy=AckPolicy.EXPLICIT, ack_wait=60, max_deliver=-1)
+    stopping = AtLeastOnceConsumer(js, subjects, stream="BACK", config=config, stage="test")
+    await stopping.start()
+    sub = stopping.require_started()
+    # A pull request on the stage's inbox that no fetch of its own made: what it brings waits there.
+    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.BACK.back", json.dumps({"batch": 4, "expires": int(5e9)}).encode(),
+                     reply=sub._deliver)
+    await js.publish("back.one", b"delivered")
+    deadline = time.monotonic() + 10
+    while ((await js.consumer_info("BACK", "back")).num_ack_pending or 0) < 1:
+        assert time.monotonic() < deadline, "the message was never delivered"
+        await asyncio.sleep(0.05)
+    await nc.flush()  # the flush's answer comes behind the message: the stage has read it
+    await stopping.stop()
+    other = Puller(await js.pull_subscribe_bind("back", stream="BACK"))
+    msgs = await other.fetch(1, 20.0)  # well within the ack wait
+    assert [(m.data, m.metadata.num_delivered) for m in msgs] == [(b"delivered", 2)]
