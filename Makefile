@@ -6,6 +6,12 @@ PYTHON    := $(BIN)/python
 STAMP     := $(VENV)/.installed
 PYTEST    := $(PYTHON) -m pytest
 
+# Bytecode is cached, whatever the machine's environment says (PYTHONDONTWRITEBYTECODE=1 here):
+# without it every test worker rewrote and compiled each test module again (collecting took 14 s
+# of CPU instead of 5), and every service process a test starts compiled its own modules again
+# (the gateway's import 1.4 s of CPU instead of 1.1).
+export PYTHONDONTWRITEBYTECODE :=
+
 .PHONY: install dev test lint typecheck test-unit test-integration test-e2e test-slow \
         asyncapi bench-bridge clean
 
