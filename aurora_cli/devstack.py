@@ -459,6 +459,10 @@ class DevStack:
         with self._print_lock:
             self.console.print(Text(f"!!! {message}", style="bold red"))
 
+    def own_chat_page(self) -> str | None:
+        """The chat page's address, when it is a known port (not CHAT_WEB_PORT=0: any free one)."""
+        return None if self._base_env.get("CHAT_WEB_PORT", "").strip() == "0" else chat_page(self._base_env)
+
     def banner(self, aurora: str = "aurora", *, demo: str | None = None) -> str:
         env = "" if self.port == 4222 and self.host == "127.0.0.1" else f"NATS_URL={self.url} "
         names = ", ".join(r.spec.label for r in self._running if r.process.poll() is None) or "none"

@@ -16,6 +16,7 @@ from nats.errors import NoRespondersError
 
 from aurora_cli import devseed
 from aurora_cli.clienv import DEV_DIR, DEV_DIR_ENV
+from aurora_cli.devpage import wait_for_chat_page
 from aurora_cli.devsecurity import INSECURE_WARNING, LOCAL_ADMIN_ROLES, local_admin_name
 from aurora_cli.devstack import DevStack
 from aurora_cli.output import EXIT_USAGE, CliError, cli_errors, connected
@@ -82,6 +83,8 @@ def dev(
                 register_local_admin(stack)
             demo_line = _seed_demo(stack) if demo else None
             stack.start_held(stop)
+            if demo and (page := stack.own_chat_page()) is not None:
+                wait_for_chat_page(page, stop, stack.alert)
             stack.console.print(stack.banner(_aurora_command(), demo=demo_line), markup=False)
             stack.wait(stop)
     finally:

@@ -1,7 +1,8 @@
 """The chat page's settings reach it through `aurora dev` as a person gives them, exported in the
 shell: each service's environment is scrubbed to its own (shared/config/service_env.py), and the chat
 app, a stdio app of the supervisor, gets AURORA_CHAT_* only because apps/config.yml's `mcp.env`
-references them. A real `aurora dev`, its real chat page over HTTP."""
+references them. A real `aurora dev`, its real chat page over HTTP. Its banner comes once the page
+answers with its app connected (aurora_cli/devpage.py)."""
 
 from __future__ import annotations
 
@@ -34,6 +35,10 @@ def test_the_chat_page_honours_the_chat_settings_exported_before_aurora_dev(tmp_
             return None  # the page is not serving yet
 
     try:
+        # The banner waits for the page: its first step, posting to the page, works at once.
+        dev.wait_until_up(timeout=180)
+        assert httpx.get(f"{base}/healthz", timeout=5).json() == {"ok": True, "connected": True}, \
+            dev.output()[-4000:]
         served = poll_sync(lambda: status_for(f"{NAMED_HOST}:{port}"), timeout=180, interval=0.2,
                            what="the chat page to answer for the host named in AURORA_CHAT_ALLOWED_HOSTS")
         assert served == 200, dev.output()[-4000:]
