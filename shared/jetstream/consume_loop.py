@@ -177,7 +177,7 @@ class AtLeastOnceConsumer(Lifecycle[JetStreamContext.PullSubscription]):
     def _interrupter(self, stop: asyncio.Event) -> asyncio.Task[None]:
         self.require_started()
         assert self._puller is not None
-        return asyncio.create_task(self._puller.interrupt_when(stop), name=f"{self.durable}-interrupt")
+        return self._puller.interrupt_on(stop, name=f"{self.durable}-interrupt")
 
     async def _hand_back_delivered(self) -> None:
         if self._puller is not None:

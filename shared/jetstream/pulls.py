@@ -78,11 +78,17 @@ class Puller:
         if self._waiter is not None and not self._waiter.done():
             self._waiter.set_result(None)
 
-    async def interrupt_when(self, stop: asyncio.Event) -> None:
-        """`interrupt` once `stop` is set: a task beside a stage's loop, so that it stops without
-        waiting out its open request (up to the fetch timeout)."""
-        await stop.wait()
-        self.interrupt()
+    def interrupt_on(self, stop: asyncio.Event, name: str) -> asyncio.Task[None]:
+        """A task that calls `interrupt` once `stop` is set, for a stage's loop to run beside its
+        fetches (and cancel when it ends): the stage stops without waiting out its open request
+        (up to the fetch timeout). A loop run again after an earlier stop fetches again."""
+        self._interrupted = False
+
+        async def interrupt_when_stopped() -> None:
+            await stop.wait()
+            self.interrupt()
+
+        return asyncio.create_task(interrupt_when_stopped(), name=name)
 
     async def fetch(self, batch: int, timeout: float) -> list[Msg]:
         """Up to `batch` messages, handed over as soon as the server has sent what it held;

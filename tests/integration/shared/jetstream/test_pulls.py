@@ -298,3 +298,41 @@ async def test_what_was_delivered_and_never_started_is_handed_back_when_the_cons
     other = Puller(await js.pull_subscribe_bind("back", stream="BACK"))
     msgs = await other.fetch(1, 20.0)  # well within the ack wait
     assert [(m.data, m.metadata.num_delivered) for m in msgs] == [(b"delivered", 2)]
+
+
+@pytest.mark.timeout(60)  # a loop whose fetches end at once never yields: only the timeout ends it
+async def test_a_loop_run_again_after_a_stop_fetches_again(nc: NATS, subjects: Subjects) -> None:
+    """The stop interrupts the consumer's fetches for that loop only: a loop started again on the
+    same consumer takes what comes (it would spin on fetches ending at once otherwise)."""
+    js = nc.jetstream()
+    await js.add_stream(StreamConfig(name="AGAIN", subjects=["again.>"]))
+    config = ConsumerConfig(durable_name="again", ack_policy=AckPolicy.EXPLICIT, ack_wait=60, max_deliver=-1)
+    consumer = AtLeastOnceConsumer(js, subjects, stream="AGAIN", config=config, stage="test",
+                                   fetch_timeout=FETCH_TIMEOUT)
+    await consumer.start()
+    handled: list[bytes] = []
+    came = asyncio.Event()
+
+    async def handle(msg: Msg) -> Outcome:
+        handled.append(msg.data)
+        came.set()
+        return ACK
+
+    try:
+        first = asyncio.Event()
+        loop = asyncio.create_task(consumer.run_each(first, handle, concurrency=1))
+        deadline = time.monotonic() + 10
+        while ((await js.consumer_info("AGAIN", "again")).num_waiting or 0) < 1:  # its fetch waits on the server
+            assert time.monotonic() < deadline, "the loop never asked for messages"
+            await asyncio.sleep(0.05)
+        first.set()
+        await asyncio.wait_for(loop, timeout=FETCH_TIMEOUT / 2)  # interrupted
+        again = asyncio.Event()
+        loop = asyncio.create_task(consumer.run_each(again, handle, concurrency=1))
+        await js.publish("again.one", b"after the restart")
+        await asyncio.wait_for(came.wait(), timeout=FETCH_TIMEOUT / 2)
+        again.set()
+        await asyncio.wait_for(loop, timeout=FETCH_TIMEOUT / 2)
+    finally:
+        await consumer.stop()
+    assert handled == [b"after the restart"]
