@@ -14,6 +14,7 @@ from nats.aio.client import Client as NATS
 from nats.aio.msg import Msg
 from nats.errors import ConnectionClosedError
 from nats.errors import TimeoutError as NatsTimeoutError
+from nats.js import JetStreamContext
 from nats.js.api import AckPolicy, ConsumerConfig, StreamConfig
 
 from shared.contracts.subjects import Subjects
@@ -24,17 +25,54 @@ from shared.nats.bus import open_nats
 FETCH_TIMEOUT = 20.0  # a pull request waits this long: a message held back until then is plain to see
 
 
+async def _started_consumer(js: JetStreamContext, subjects: Subjects, stream: str,
+                            fetch_timeout: float = 1.0) -> AtLeastOnceConsumer:
+    """A started consumer (durable `stream.lower()`, a minute's ack wait) on a new stream of the
+    subjects `<stream.lower()>.>`."""
+    durable = stream.lower()
+    await js.add_stream(StreamConfig(name=stream, subjects=[f"{durable}.>"]))
+    config = ConsumerConfig(durable_name=durable, ack_policy=AckPolicy.EXPLICIT, ack_wait=60, max_deliver=-1)
+    consumer = AtLeastOnceConsumer(js, subjects, stream=stream, config=config, stage="test",
+                                   fetch_timeout=fetch_timeout)
+    await consumer.start()
+    return consumer
+
+
+async def _until_waiting(js: JetStreamContext, stream: str, durable: str, requests: int = 1) -> None:
+    """Until the consumer holds `requests` pull requests waiting on the server."""
+    deadline = time.monotonic() + 10
+    while ((await js.consumer_info(stream, durable)).num_waiting or 0) < requests:
+        assert time.monotonic() < deadline, "the consumer never asked for messages"
+        await asyncio.sleep(0.05)
+
+
+async def _delivered_by_no_fetch(nc: NATS, subjects: Subjects, stream: str) -> AtLeastOnceConsumer:
+    """A started consumer on a new `stream` (durable `stream.lower()`, a minute's ack wait) holding
+    one message the server delivered on a pull request of its inbox that no fetch of its own made,
+    and that the stage has read: it waits there, handed over by no fetch."""
+    js = nc.jetstream()
+    durable = stream.lower()
+    consumer = await _started_consumer(js, subjects, stream)
+    sub = consumer.require_started()
+    await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}",
+                     json.dumps({"batch": 4, "expires": int(5e9)}).encode(), reply=sub._deliver)
+    await js.publish(f"{durable}.one", b"delivered")
+    deadline = time.monotonic() + 10
+    while ((await js.consumer_info(stream, durable)).num_ack_pending or 0) < 1:
+        assert time.monotonic() < deadline, "the message was never delivered"
+        await asyncio.sleep(0.05)
+    # Sent by the server is not yet read by the stage: the flush's answer comes behind the message.
+    await nc.flush()
+    return consumer
+
+
 async def test_a_message_delivered_on_a_pull_left_waiting_is_handed_over_at_once(nc: NATS, subjects: Subjects) -> None:
     """An earlier fetch can leave its pull request waiting on the server (nats-py took a late
     status of the one before for its answer). Such a request, older than the loop's own, is the
     one a new message is delivered on; nats-py's batch fetch then waited for the rest of that
     request's batch, until it expired, before handing the message over."""
     js = nc.jetstream()
-    await js.add_stream(StreamConfig(name="PULLS", subjects=["pulls.>"]))
-    config = ConsumerConfig(durable_name="pulls", ack_policy=AckPolicy.EXPLICIT, ack_wait=60, max_deliver=-1)
-    consumer = AtLeastOnceConsumer(js, subjects, stream="PULLS", config=config, stage="test",
-                                   fetch_timeout=FETCH_TIMEOUT)
-    await consumer.start()
+    consumer = await _started_consumer(js, subjects, "PULLS", fetch_timeout=FETCH_TIMEOUT)
     sub = consumer.require_started()
     left_waiting = json.dumps({"batch": 256, "expires": int(FETCH_TIMEOUT * 1e9)}).encode()
     await nc.publish("$JS.API.CONSUMER.MSG.NEXT.PULLS.pulls", left_waiting, reply=sub._deliver)
@@ -203,22 +241,7 @@ async def test_what_was_delivered_and_not_handed_over_is_handled_when_a_stage_st
     over by no fetch; `handle_delivered` handles it then (the scheduler's ticks), rather than
     leaving it to come again after the ack wait."""
     js = nc.jetstream()
-    await js.add_stream(StreamConfig(name="LEFT", subjects=["left.>"]))
-    config = ConsumerConfig(durable_name="left", ack_policy=AckPolicy.EXPLICIT, ack_wait=60, max_deliver=-1)
-    consumer = AtLeastOnceConsumer(js, subjects, stream="LEFT", config=config, stage="test")
-    await consumer.start()
-    sub = consumer.require_started()
-    # A pull request on the stage's inbox that no fetch of its own made: what it brings is delivered
-    # to the stage and waits there.
-    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.LEFT.left", json.dumps({"batch": 4, "expires": int(5e9)}).encode(),
-                     reply=sub._deliver)
-    await js.publish("left.one", b"delivered")
-    deadline = time.monotonic() + 10
-    while ((await js.consumer_info("LEFT", "left")).num_ack_pending or 0) < 1:
-        assert time.monotonic() < deadline, "the message was never delivered"
-        await asyncio.sleep(0.05)
-    # Sent by the server is not yet read by the stage: the flush's answer comes behind the message.
-    await nc.flush()
+    consumer = await _delivered_by_no_fetch(nc, subjects, "LEFT")
     handled: list[bytes] = []
 
     async def handle(msg: Msg) -> Outcome:
@@ -242,11 +265,7 @@ async def test_a_stage_that_stops_does_not_wait_out_its_open_pull_request(nc: NA
     """A stop ends the fetch waiting at once: a service stopped in a second or more, each of its
     loops waiting out the pull request it had open (the fetch timeout)."""
     js = nc.jetstream()
-    await js.add_stream(StreamConfig(name="STOPS", subjects=["stops.>"]))
-    config = ConsumerConfig(durable_name="stops", ack_policy=AckPolicy.EXPLICIT, ack_wait=60, max_deliver=-1)
-    consumer = AtLeastOnceConsumer(js, subjects, stream="STOPS", config=config, stage="test",
-                                   fetch_timeout=FETCH_TIMEOUT)
-    await consumer.start()
+    consumer = await _started_consumer(js, subjects, "STOPS", fetch_timeout=FETCH_TIMEOUT)
 
     async def handle(msg: Msg) -> Outcome:
         return ACK
@@ -261,10 +280,7 @@ async def test_a_stage_that_stops_does_not_wait_out_its_open_pull_request(nc: NA
     loop = asyncio.create_task(consumer.run_each(stop, handle, concurrency=2) if shape == "run_each"
                                else consumer.run_batches(stop, begin, batch=16, in_flight=1))
     try:
-        deadline = time.monotonic() + 10
-        while ((await js.consumer_info("STOPS", "stops")).num_waiting or 0) < 1:  # its fetch waits on the server
-            assert time.monotonic() < deadline, "the loop never asked for messages"
-            await asyncio.sleep(0.05)
+        await _until_waiting(js, "STOPS", "stops")  # its fetch waits on the server
         stop.set()
         done, _ = await asyncio.wait({loop}, timeout=FETCH_TIMEOUT / 2)
     finally:
@@ -279,22 +295,9 @@ async def test_what_was_delivered_and_never_started_is_handed_back_when_the_cons
     """A message the server delivered as a stage stopped, and no fetch handed over, is handed back
     (nak) once the stage's consumer stops: another instance has it at once, not after the ack
     wait (a minute here)."""
-    js = nc.jetstream()
-    await js.add_stream(StreamConfig(name="BACK", subjects=["back.>"]))
-    config = ConsumerConfig(durable_name="back", ack_policy=AckPolicy.EXPLICIT, ack_wait=60, max_deliver=-1)
-    stopping = AtLeastOnceConsumer(js, subjects, stream="BACK", config=config, stage="test")
-    await stopping.start()
-    sub = stopping.require_started()
-    # A pull request on the stage's inbox that no fetch of its own made: what it brings waits there.
-    await nc.publish("$JS.API.CONSUMER.MSG.NEXT.BACK.back", json.dumps({"batch": 4, "expires": int(5e9)}).encode(),
-                     reply=sub._deliver)
-    await js.publish("back.one", b"delivered")
-    deadline = time.monotonic() + 10
-    while ((await js.consumer_info("BACK", "back")).num_ack_pending or 0) < 1:
-        assert time.monotonic() < deadline, "the message was never delivered"
-        await asyncio.sleep(0.05)
-    await nc.flush()  # the flush's answer comes behind the message: the stage has read it
+    stopping = await _delivered_by_no_fetch(nc, subjects, "BACK")
     await stopping.stop()
+    js = nc.jetstream()
     other = Puller(await js.pull_subscribe_bind("back", stream="BACK"))
     msgs = await other.fetch(1, 20.0)  # well within the ack wait
     assert [(m.data, m.metadata.num_delivered) for m in msgs] == [(b"delivered", 2)]
@@ -305,11 +308,7 @@ async def test_a_loop_run_again_after_a_stop_fetches_again(nc: NATS, subjects: S
     """The stop interrupts the consumer's fetches for that loop only: a loop started again on the
     same consumer takes what comes (it would spin on fetches ending at once otherwise)."""
     js = nc.jetstream()
-    await js.add_stream(StreamConfig(name="AGAIN", subjects=["again.>"]))
-    config = ConsumerConfig(durable_name="again", ack_policy=AckPolicy.EXPLICIT, ack_wait=60, max_deliver=-1)
-    consumer = AtLeastOnceConsumer(js, subjects, stream="AGAIN", config=config, stage="test",
-                                   fetch_timeout=FETCH_TIMEOUT)
-    await consumer.start()
+    consumer = await _started_consumer(js, subjects, "AGAIN", fetch_timeout=FETCH_TIMEOUT)
     handled: list[bytes] = []
     came = asyncio.Event()
 
@@ -321,10 +320,7 @@ async def test_a_loop_run_again_after_a_stop_fetches_again(nc: NATS, subjects: S
     try:
         first = asyncio.Event()
         loop = asyncio.create_task(consumer.run_each(first, handle, concurrency=1))
-        deadline = time.monotonic() + 10
-        while ((await js.consumer_info("AGAIN", "again")).num_waiting or 0) < 1:  # its fetch waits on the server
-            assert time.monotonic() < deadline, "the loop never asked for messages"
-            await asyncio.sleep(0.05)
+        await _until_waiting(js, "AGAIN", "again")  # its fetch waits on the server
         first.set()
         await asyncio.wait_for(loop, timeout=FETCH_TIMEOUT / 2)  # interrupted
         again = asyncio.Event()
