@@ -21,6 +21,7 @@ from shared.contracts.subjects import Subjects
 from shared.jetstream.consume_loop import ACK, AtLeastOnceConsumer, Outcome
 from shared.jetstream.pulls import Puller
 from shared.nats.bus import open_nats
+from tests.harness.waiting import poll
 
 FETCH_TIMEOUT = 20.0  # a pull request waits this long: a message held back until then is plain to see
 
@@ -40,10 +41,10 @@ async def _started_consumer(js: JetStreamContext, subjects: Subjects, stream: st
 
 async def _until_waiting(js: JetStreamContext, stream: str, durable: str, requests: int = 1) -> None:
     """Until the consumer holds `requests` pull requests waiting on the server."""
-    deadline = time.monotonic() + 10
-    while ((await js.consumer_info(stream, durable)).num_waiting or 0) < requests:
-        assert time.monotonic() < deadline, "the consumer never asked for messages"
-        await asyncio.sleep(0.05)
+    async def waiting() -> bool:
+        return ((await js.consumer_info(stream, durable)).num_waiting or 0) >= requests
+
+    await poll(waiting, timeout=10, what=f"{durable} to ask for messages")
 
 
 async def _delivered_by_no_fetch(nc: NATS, subjects: Subjects, stream: str) -> AtLeastOnceConsumer:
@@ -57,10 +58,10 @@ async def _delivered_by_no_fetch(nc: NATS, subjects: Subjects, stream: str) -> A
     await nc.publish(f"$JS.API.CONSUMER.MSG.NEXT.{stream}.{durable}",
                      json.dumps({"batch": 4, "expires": int(5e9)}).encode(), reply=sub._deliver)
     await js.publish(f"{durable}.one", b"delivered")
-    deadline = time.monotonic() + 10
-    while ((await js.consumer_info(stream, durable)).num_ack_pending or 0) < 1:
-        assert time.monotonic() < deadline, "the message was never delivered"
-        await asyncio.sleep(0.05)
+    async def delivered() -> bool:
+        return ((await js.consumer_info(stream, durable)).num_ack_pending or 0) >= 1
+
+    await poll(delivered, timeout=10, what=f"the message to be delivered to {durable}")
     # Sent by the server is not yet read by the stage: the flush's answer comes behind the message.
     await nc.flush()
     return consumer
