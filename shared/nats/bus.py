@@ -26,6 +26,8 @@ if TYPE_CHECKING:  # the guard and the refusals watch use the connection; their 
     from shared.nats.request_guard import RefusalSink
 
 log = get_logger("aurora.bus")
+_SERVER_PING = b"PING\r\n"
+_PONG = b"PONG\r\n"
 
 
 class Connection(TurnClient):
@@ -62,13 +64,21 @@ def tls_context(settings: NatsSettings) -> ssl.SSLContext | None:
 
 
 class _ReplacingTcpTransport(TcpTransport):
-    """nats-py's TCP transport, closing the connection it had before it opens the next one.
+    """nats-py's TCP transport, closing the connection it had before it opens the next one, and
+    answering a server's PING that comes before the handshake's PONG.
 
     nats-py reconnects on one transport object. When a server takes the TCP connection but never
     sends its INFO (a node cut off behind a dead link or a firewall, a node half-way down), the
     attempt times out, and nats-py's next `connect` drops the socket without closing it. That
     leaves it to the garbage collector (`ResourceWarning: unclosed StreamWriter`, an error in a
     test run), and a socket still held by the attempt's exception stays open until then.
+
+    nats-server pings a new client two seconds after it connected. When checking the CONNECT takes
+    longer (a password's bcrypt hash on a loaded machine: 2.4 s, seen on a two-CPU machine running
+    the test suite), that PING comes before the PONG nats-py's handshake waits for: nats-py reads
+    it as the answer, returns from `connect` still connecting, and never sends anything (every
+    JetStream request of the service timed out until it gave up). The handshake's lines are read
+    here, so a PING among them is answered and passed over.
     """
 
     async def connect(self, uri: ParseResult, buffer_size: int, connect_timeout: int) -> None:
@@ -76,6 +86,16 @@ class _ReplacingTcpTransport(TcpTransport):
             if writer is not None and not writer.transport.is_closing():
                 writer.transport.abort()
         await super().connect(uri, buffer_size, connect_timeout)
+
+    async def readline(self) -> bytes:
+        """A line of the handshake (nats-py reads the rest of a connection by `read`); a server's
+        PING is answered at once and the next line read."""
+        line: bytes = await super().readline()  # type: ignore[no-untyped-call]  # nats-py is untyped here
+        while line == _SERVER_PING:
+            self.write(_PONG)  # type: ignore[no-untyped-call]
+            await self.drain()  # type: ignore[no-untyped-call]
+            line = await super().readline()  # type: ignore[no-untyped-call]
+        return line
 
     def __bool__(self) -> bool:
         return True  # made: nats-py makes a transport of its own only when a client has none

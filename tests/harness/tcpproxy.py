@@ -5,7 +5,9 @@ everything else in the network-cut scenario.
 nothing (a peer's connect seems to work and then hears nothing, as across a dead link);
 `blackhole()` keeps the connections open and loses every byte (both ways, or one), as a node
 that dies while holding messages does (neither side hears of it); `heal()` resets those and forwards new
-ones again. What passed each way and what was lost is kept (`to_client`, `to_server`, `lost`,
+ones again; `hold_handshake_ping(seconds)` keeps each new connection's first PING to the server
+that long (as a server slow to check a CONNECT answers late: a password's bcrypt hash on a loaded
+machine). What passed each way and what was lost is kept (`to_client`, `to_server`, `lost`,
 the last MiB of each), so a test can wait for a message to have gone through or been lost.
 
 It runs its own event loop in a thread, so the scenario's loop and blocking calls do not slow it.
@@ -18,6 +20,8 @@ import contextlib
 import threading
 
 from aurora_cli.localnats import free_port
+
+_PING = b"PING\r\n"
 
 
 class TcpProxy:
@@ -35,6 +39,7 @@ class TcpProxy:
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self.held = 0  # connections taken while cut (held open, never answered)
+        self._ping_held = 0.0  # seconds a new connection's first PING to the server waits
 
     @property
     def url(self) -> str:
@@ -71,6 +76,13 @@ class TcpProxy:
         """From now on every byte on the open connections is lost (in the directions given), and
         nobody is told."""
         self._losing = {name for name, lose in (("to_server", to_server), ("to_client", to_client)) if lose}
+
+    def hold_handshake_ping(self, seconds: float) -> None:
+        """From now on, a new connection's first PING to the server (the end of a client's
+        handshake, after its CONNECT) reaches it only after `seconds`: nats-server pings a new
+        client two seconds after it connected, so with more than that its PING comes before the
+        PONG the client waits for, as when checking the CONNECT takes the server that long."""
+        self._ping_held = seconds
 
     def heal(self) -> None:
         """Forward again. The connections made during the cut heard nothing and would wait for
@@ -121,11 +133,18 @@ class TcpProxy:
 
     async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, direction: str) -> None:
         passed = self.to_server if direction == "to_server" else self.to_client
+        hold = self._ping_held if direction == "to_server" else 0.0
         try:
             while not reader.at_eof():
                 data = await reader.read(65536)
                 if not data or self._cut:
                     break
+                if hold and _PING in data:
+                    before, data = data.split(_PING, 1)
+                    _keep(passed, before)
+                    writer.write(before)
+                    await asyncio.sleep(hold)
+                    data, hold = _PING + data, 0.0
                 if direction in self._losing:
                     _keep(self.lost, data)
                     continue
