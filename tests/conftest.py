@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from nats.aio.client import Client as NATS
@@ -12,10 +13,23 @@ from shared.contracts.subjects import Subjects
 from tests.harness.broker import Broker, docker_reachable, start_broker
 from tests.harness.clients import nats_client
 from tests.harness.processes import ServiceProcess
+from tests.harness.scheduling import PackageScheduling, handed_out_first
 from tests.harness.stack import StackBuilder, kind_of_module
 
 _USE_DOCKER = docker_reachable()
 LOG_TAIL_CHARS = 3000
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> PackageScheduling | None:
+    """With `--dist loadscope` (`make test`), packages that share one stack go to one worker
+    whole (tests/harness/scheduling.py)."""
+    return PackageScheduling(config, log) if config.getvalue("dist") == "loadscope" else None
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The packages that share one stack run first (tests/harness/scheduling.py)."""
+    order = handed_out_first([item.nodeid for item in items])
+    items[:] = [items[index] for index in order]
 
 
 @pytest.hookimpl(wrapper=True)

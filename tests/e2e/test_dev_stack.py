@@ -6,6 +6,11 @@
 - The example apps serve their tools (`aurora tools list`, `tools call`), and killing the weather
   app's process is healed without help.
 - `aurora dev` applies deploy/demo/: the asset register's tools answer from its --assets-port.
+- The chat page's settings reach it as a person gives them, exported in the shell before `aurora
+  dev`: each service's environment is scrubbed to its own (shared/config/service_env.py), and the
+  chat app, a stdio app of the supervisor, gets AURORA_CHAT_* only because apps/config.yml's
+  `mcp.env` references them. Its banner comes once the page answers with its app connected
+  (aurora_cli/devpage.py).
 - The demo's bindings (created by `aurora dev`) route `message.received` to the weather desk, whose
   task finishes and replies in the chat app, and `group.member_joined` to the greeter, as
   `aurora route trace` shows.
@@ -21,6 +26,7 @@ import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import httpx
 import nats
 import nats.errors
 import pytest
@@ -28,12 +34,16 @@ from nats.aio.client import Client as NATS
 
 from aurora_cli.localnats import free_port
 from shared.nats import write_through
+from tests.harness.chat_webhook import post_signed
 from tests.harness.cli import Cli, cli_runner, wait_for_bridge_consumer
 from tests.harness.dev_stack import DevProcess
 from tests.harness.processes import descendants
 from tests.harness.waiting import TimedOut, poll
 
 HELLO = json.dumps({"text": "你好"}, ensure_ascii=False)
+NAMED_HOST = "chat.example.test"  # a name the person serves the chat page under (a proxy, /etc/hosts)
+SHELL_SECRET = "webhook-secret-exported-in-the-shell-4242"
+SAY = {"type": "message.received", "session_id": "group_settings", "text": "signed by the shell's secret"}
 
 
 def _alive(pid: int) -> bool:
@@ -45,16 +55,27 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.fixture
-def dev(tmp_path: Path) -> Iterator[DevProcess]:
-    stack = DevProcess(tmp_path / "dev", free_port(), tmp_path / "aurora-dev.out")
+def chat_port() -> int:
+    return free_port()
+
+
+@pytest.fixture
+def dev(tmp_path: Path, chat_port: int) -> Iterator[DevProcess]:
+    """`aurora dev` with the chat page's settings exported in the shell before it."""
+    env = {"CHAT_WEB_PORT": str(chat_port), "AURORA_CHAT_ALLOWED_HOSTS": f"{NAMED_HOST}:{chat_port}",
+           "AURORA_CHAT_WEBHOOK_SECRET": SHELL_SECRET}
+    stack = DevProcess(tmp_path / "dev", free_port(), tmp_path / "aurora-dev.out", env=env)
     try:
         yield stack
     finally:
         stack.kill()
 
 
-async def test_make_dev_emit_tail_and_a_plain_subscriber(dev: DevProcess, tmp_path: Path) -> None:
+async def test_make_dev_emit_tail_and_a_plain_subscriber(dev: DevProcess, chat_port: int, tmp_path: Path) -> None:
     dev.wait_until_up()
+    # Asked the moment the banner is out: its first step, opening the page, works at once.
+    page = f"http://127.0.0.1:{chat_port}"
+    await asyncio.to_thread(_the_chat_page_serves_the_host_the_shell_named, dev, page)
     cli = dev.cli()
     await asyncio.to_thread(wait_for_bridge_consumer, cli)
     children = descendants(dev.process.pid)
@@ -94,6 +115,8 @@ async def test_make_dev_emit_tail_and_a_plain_subscriber(dev: DevProcess, tmp_pa
                                      "--json", "--timeout", "15")
     assert tailed.returncode == 0, tailed.stderr
     assert json.loads(tailed.stdout)["header"]["message_id"] == message_id
+    # After the tail from the start: a message posted to the page is a `message.received` too.
+    await asyncio.to_thread(_the_chat_page_takes_posts_signed_by_the_shells_secret, page)
 
     # The script itself has been run above; the many reads and polls from here run in-process.
     await _the_example_apps_serve_and_heal(dev.cli_here(), dev)
@@ -108,6 +131,24 @@ async def test_make_dev_emit_tail_and_a_plain_subscriber(dev: DevProcess, tmp_pa
     bridge_log = (logs / "event-bridge.log").read_text(encoding="utf-8")
     assert '"msg": "stopped"' in bridge_log and "Traceback" not in bridge_log
     assert (tmp_path / "dev" / "jetstream").is_dir()
+
+
+def _the_chat_page_serves_the_host_the_shell_named(dev: DevProcess, base: str) -> None:
+    assert httpx.get(f"{base}/healthz", timeout=5).json() == {"ok": True, "connected": True}, dev.output()[-4000:]
+    port = base.rsplit(":", 1)[1]
+
+    def status_for(host: str) -> int:
+        return httpx.get(f"{base}/", headers={"host": host}, timeout=5).status_code
+
+    assert status_for(f"{NAMED_HOST}:{port}") == 200, dev.output()[-4000:]
+    assert status_for(f"elsewhere.example.test:{port}") == 403  # the check is on: only that name was added
+
+
+def _the_chat_page_takes_posts_signed_by_the_shells_secret(base: str) -> None:
+    signed = post_signed(base, SAY, SHELL_SECRET)
+    assert signed.status_code == 202, signed.text
+    other = post_signed(base, {**SAY, "text": "another secret"}, "not-the-shells-secret-0123456789")
+    assert other.status_code == 401 and "does not match" in other.json()["error"]["message"], other.text
 
 
 async def _poll_cli(cli: Cli, *args: str, until: Callable[[subprocess.CompletedProcess[str]], bool],
@@ -164,8 +205,9 @@ async def _the_demo_routes_and_answers(cli: Cli) -> None:
                                       "--session", "group_e2e", "--data", message)
     assert emitted.returncode == 0, emitted.stderr
     def answered(result: subprocess.CompletedProcess[str]) -> bool:
-        return result.returncode == 0 and any(
-            t["state"] == "succeeded" and t.get("delivered") for t in json.loads(result.stdout)["items"])
+        return result.returncode == 0 and any(  # the chat page's message of the settings makes one too
+            t["state"] == "succeeded" and t.get("delivered") and t["session_id"] == "group_e2e"
+            for t in json.loads(result.stdout)["items"])
 
     await _poll_cli(cli, "tasks", "list", "--agent", "weather-desk", "--json", until=answered,
                     what="the weather desk's task")

@@ -75,7 +75,8 @@ async def test_an_approval_fits_only_its_own_arguments_and_task(pool: Pool) -> N
     assert fitting["status"] == "ok", fitting
 
 
-async def test_disabling_a_system_takes_its_tools_away_at_once(pool: Pool) -> None:
+async def test_disabling_a_system_takes_its_tools_away_at_once(private_pool: Pool) -> None:
+    pool = private_pool  # it changes what every caller of the gateway sees
     before = await pool.admin("agents", "tools", {"agent": AGENT})
     assert "echo.echo" in {t["name"] for t in before["available"]}
     await pool.admin("systems", "disable", {"name": "echo"})
@@ -90,7 +91,8 @@ async def test_disabling_a_system_takes_its_tools_away_at_once(pool: Pool) -> No
     assert (await pool.call("echo.echo", {"value": 1}, agent=AGENT))["status"] == "ok"
 
 
-async def test_a_deprecated_tool_leaves_the_available_set_and_is_refused(pool: Pool) -> None:
+async def test_a_deprecated_tool_leaves_the_available_set_and_is_refused(private_pool: Pool) -> None:
+    pool = private_pool  # it changes what every caller of the gateway sees
     await pool.admin("tools", "deprecate", {"name": "echo.echo", "note": "replaced"})
     tools = await pool.admin("agents", "tools", {"agent": AGENT})
     assert "echo.echo" not in {t["name"] for t in tools["available"]}
