@@ -76,28 +76,28 @@ async def test_an_approval_fits_only_its_own_arguments_and_task(pool: Pool) -> N
 
 
 async def test_disabling_a_system_takes_its_tools_away_at_once(private_pool: Pool) -> None:
-    pool = private_pool  # it changes what every caller of the gateway sees
-    before = await pool.admin("agents", "tools", {"agent": AGENT})
+    """On a stack of its own: it changes what every caller of the gateway sees."""
+    before = await private_pool.admin("agents", "tools", {"agent": AGENT})
     assert "echo.echo" in {t["name"] for t in before["available"]}
-    await pool.admin("systems", "disable", {"name": "echo"})
+    await private_pool.admin("systems", "disable", {"name": "echo"})
     started = time.monotonic()
-    after = await pool.admin("agents", "tools", {"agent": AGENT})
-    call = await pool.call("echo.echo", {"value": 1}, agent=AGENT)
+    after = await private_pool.admin("agents", "tools", {"agent": AGENT})
+    call = await private_pool.call("echo.echo", {"value": 1}, agent=AGENT)
     assert time.monotonic() - started < 1.0
     assert after["available"] == [] or all(t["name"].startswith(("event_", "platform_")) for t in after["available"])
     assert {e["reason"] for e in after["excluded"] if e["tool"].startswith("echo.")} == {"system_disabled"}
     assert call["status"] == "denied" and call["error"]["code"] == "system_disabled"
-    await pool.admin("systems", "enable", {"name": "echo"})
-    assert (await pool.call("echo.echo", {"value": 1}, agent=AGENT))["status"] == "ok"
+    await private_pool.admin("systems", "enable", {"name": "echo"})
+    assert (await private_pool.call("echo.echo", {"value": 1}, agent=AGENT))["status"] == "ok"
 
 
 async def test_a_deprecated_tool_leaves_the_available_set_and_is_refused(private_pool: Pool) -> None:
-    pool = private_pool  # it changes what every caller of the gateway sees
-    await pool.admin("tools", "deprecate", {"name": "echo.echo", "note": "replaced"})
-    tools = await pool.admin("agents", "tools", {"agent": AGENT})
+    """On a stack of its own: it changes what every caller of the gateway sees."""
+    await private_pool.admin("tools", "deprecate", {"name": "echo.echo", "note": "replaced"})
+    tools = await private_pool.admin("agents", "tools", {"agent": AGENT})
     assert "echo.echo" not in {t["name"] for t in tools["available"]}
     assert any(e["tool"] == "echo.echo" and e["reason"] == "not_published" for e in tools["excluded"])
-    call = await pool.call("echo.echo", {"value": 1}, agent=AGENT)
+    call = await private_pool.call("echo.echo", {"value": 1}, agent=AGENT)
     assert call["status"] == "denied" and call["error"]["code"] == "deprecated"
 
 
