@@ -9,7 +9,6 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from services.mcp_gateway.a2a.card import CardError, drafts_of, read_card, system_of
 from services.mcp_gateway.a2a.imports import plan_skill_merge
 from services.mcp_gateway.admin.fields import Endpoints, text_field
 from services.mcp_gateway.pool.registry import PoolError, ToolPool
@@ -123,6 +122,10 @@ def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: Statu
             body.get("deduplicates")
         if timeout is not None and (not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0):
             raise AdminRequestError("invalid_request", "field 'timeout_seconds': a number of seconds above 0")
+        # Imported here: the A2A SDK costs 0.3 s of CPU that a gateway importing no card would
+        # spend at every start.
+        from services.mcp_gateway.a2a.card import CardError, drafts_of, read_card, system_of
+
         existing = pool.systems.get(name)
         if existing is not None and existing.type != "a2a":
             raise AdminRequestError("conflict", f"system {name!r} is an {existing.type} system")
