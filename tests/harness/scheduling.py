@@ -6,7 +6,7 @@ test of the package: tests/integration/runner/conftest.py, tests/integration/mcp
 …) then started on every worker that got one of the package's modules: six times, the same stack,
 for the edge's tests. The packages below are handed out whole instead: their stack starts once,
 and each is still short beside a worker's share of the run. The gateway's package is not among
-them: its tests take over a quarter of the run, too long for one worker; its stack is shared
+them: its tests take about a quarter of the run's test time, too long for one worker; its stack is shared
 by the modules that land together.
 
 The listed packages are also handed out first, longest first (runner's about 200 test-seconds):

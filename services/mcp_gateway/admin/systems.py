@@ -122,8 +122,8 @@ def system_endpoints(pool: ToolPool, events: PlatformEvents, status_views: Statu
             body.get("deduplicates")
         if timeout is not None and (not isinstance(timeout, int | float) or isinstance(timeout, bool) or timeout <= 0):
             raise AdminRequestError("invalid_request", "field 'timeout_seconds': a number of seconds above 0")
-        # Imported here: the A2A SDK costs 0.3 s of CPU that a gateway importing no card would
-        # spend at every start.
+        # Imported here: the A2A SDK costs 0.3–0.5 s of CPU that a gateway importing no card
+        # would spend at every start.
         from services.mcp_gateway.a2a.card import CardError, drafts_of, read_card, system_of
 
         existing = pool.systems.get(name)

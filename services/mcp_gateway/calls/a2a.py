@@ -26,8 +26,8 @@ class A2AExecutor:
         self._a2a: A2ACalls | None = None
 
     def _calls(self) -> A2ACalls:
-        """Made at the first A2A call: the A2A SDK is imported then (0.3 s of CPU a gateway that
-        calls no remote agent, as most do, would spend at every start)."""
+        """Made at the first A2A call: the A2A SDK is imported then (0.3–0.5 s of CPU that a
+        gateway calling no remote agent, as most do, would spend at every start)."""
         if self._a2a is None:
             from services.mcp_gateway.a2a.executor import A2ACalls
 
@@ -43,4 +43,4 @@ class A2AExecutor:
                                    "registered", side_effect=tool.side_effect)
         # The call id is the idempotency key: the message's id, and in its metadata.
         return await self._calls().execute(system, tool, execution, dict(request.arguments), call_id=call_id,
-                                         timeout=request.timeout_seconds, context=request.context, caller=caller)
+                                           timeout=request.timeout_seconds, context=request.context, caller=caller)
