@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from nats.aio.client import Client as NATS
 
+from aurora_cli.commands.route import TRACE_TIMEOUT
 from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import AdminRequestError, admin_request
 from tests.integration.router.helpers import (
@@ -25,7 +26,9 @@ from tests.unit.router.factories import event_doc
 
 
 async def trace(nc: NATS, subjects: Subjects, message_id: str) -> dict[str, Any]:
-    result: dict[str, Any] = await admin_request(nc, subjects, "router", "trace", {"message_id": message_id})
+    """As `aurora route trace` asks: with its time to read the events stream back."""
+    result: dict[str, Any] = await admin_request(nc, subjects, "router", "trace", {"message_id": message_id},
+                                                 timeout=TRACE_TIMEOUT)
     return result
 
 
@@ -86,6 +89,9 @@ async def test_an_older_untraced_event_is_found_past_the_first_windows_read(nc: 
     later = [event_doc("task.running", app="aurora.runner", message_id=f"task-n{i}-1") for i in range(8_600)]
     async with running_router(nc, subjects):
         await publish_events(js, subjects, [target, *later])  # more than one round of windows after it
+        # Asked once the router has taken them all, as an operator would: under a loaded suite,
+        # 8,600 reads raced by 8,600 routings took over the 5 s an admin request waits by default.
+        await poll(lambda: consumer_done(js, subjects), timeout=60, what="the 8,601 events routed and acked")
         found = await trace(nc, subjects, "task-old-2")
         assert (found["status"], found["computed"], found["event_type"]) == ("route_not_found", True, "task.failed")
         assert found["event_seq"] == 1
