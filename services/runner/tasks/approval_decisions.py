@@ -70,14 +70,17 @@ def task_may_come(approval: dict[str, Any], *, now: datetime) -> bool:
     before it). It waits (comes back) for `TASK_STORED_WITHIN` seconds after the approval was
     requested; a task still not there is gone, and the decision is dropped."""
     requested = approval.get("requested_at")
-    if not isinstance(requested, str):
-        return False
+    return isinstance(requested, str) and within_task_stored(requested, now=now)
+
+
+def within_task_stored(at: str, *, now: datetime) -> bool:
+    """`now` is less than `TASK_STORED_WITHIN` seconds after `at` (an ISO time; unreadable: no)."""
     try:
-        at = parse_iso(requested)
+        when = parse_iso(at)
     except ValueError:
         return False
-    at = at if at.tzinfo is not None else at.replace(tzinfo=UTC)
-    return (now - at).total_seconds() < TASK_STORED_WITHIN
+    when = when if when.tzinfo is not None else when.replace(tzinfo=UTC)
+    return (now - when).total_seconds() < TASK_STORED_WITHIN
 
 
 def _grant_applied(task: Task, approval_id: str) -> bool:

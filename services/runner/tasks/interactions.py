@@ -14,7 +14,8 @@ task without any index: nothing but the task in KV has to survive a restart.
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Any, Literal
 
 import msgspec
 from nats.js import JetStreamContext
@@ -22,10 +23,11 @@ from nats.js import JetStreamContext
 from services.runner.context import RunContext
 from services.runner.errors import AwaitInteraction, AwaitRetry, StepFailed
 from services.runner.steps.tool_steps import ToolSteps
+from services.runner.tasks.approval_decisions import within_task_stored
 from shared.clock import now_iso
 from shared.contracts.signals import RUNNER_APP, PlatformEventSignal
 from shared.contracts.subjects import Subjects
-from shared.contracts.task import StepError, TaskStep
+from shared.contracts.task import StepError, Task, TaskStep
 from shared.i18n import say
 from shared.nats.signal_publisher import publish_signal
 from shared.observability.logs import get_logger
@@ -34,6 +36,7 @@ log = get_logger("aurora.runner.interactions")
 EXECUTABLE_ACTION = "interaction.requested"
 EVENT_REPLY = "event_reply"
 _PREFIX = "ix"
+AnswerAction = Literal["record", "resume", "wait", "ignore"]
 
 
 def interaction_id_for(task_id: str, step_id: str) -> str:
@@ -89,6 +92,33 @@ def answered_step(waiting: TaskStep, value: str, *, by: str | None, at: str) -> 
         error=None if ok else StepError(code="no_such_option", message=f"the answer {value!r} names no option"),
         note=f"answered by {by or 'the user'} at {at}",
     )
+
+
+def on_answer(task: Task | None, step_id: str, interaction_id: str, value: str, *, answered_at: str,
+              redelivered: bool, now: datetime) -> AnswerAction:
+    """What an `interaction.submitted` answer does to the task whose question it answers:
+
+    - record: the task waits for it: record the answer and resume the task;
+    - resume: this answer was recorded and the runner resuming the task stopped (it came again);
+    - wait: the question may be out and the task not parked on it yet (a task is stored at its
+      first durable change, which for a playbook may be the wait itself; a user, or a bot, can
+      answer first): the answer comes back, for `TASK_STORED_WITHIN` seconds after it was given;
+    - ignore: anything else (a task that moved on, another answer recorded, not a question).
+    """
+    if task is None:
+        return "wait" if within_task_stored(answered_at, now=now) else "ignore"
+    waiting = task.step(step_id)
+    if waiting is not None and waiting.kind != "interaction":
+        return "ignore"
+    if waiting is not None and waiting.done:
+        asked = waiting.structured if isinstance(waiting.structured, dict) else {}
+        this_one = asked.get("answered_at") == answered_at and asked.get("value") == value
+        return "resume" if redelivered and this_one and task.state in ("queued", "running") else "ignore"
+    if waiting is not None and task.state == "awaiting_approval" and task.interaction_id == interaction_id:
+        return "record"
+    if task.state in ("queued", "running"):
+        return "wait" if within_task_stored(answered_at, now=now) else "ignore"
+    return "ignore"
 
 
 def _choice_index(options: list[Any], value: str) -> int | None:

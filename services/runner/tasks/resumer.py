@@ -17,6 +17,8 @@ event: it is nak'd with the wait's delay and, delivered again, resumes the task 
 runner dying half way leaves the message to be delivered again (to any runner), which continues
 from the task's state. A second event for the same approval or interaction finds the task no
 longer waiting and does nothing (and the gateway refuses a second use of an approval anyway).
+A decision or an answer that comes before the task is parked for it (the runner has not stored
+the wait yet, or not the task at all) comes back, for a minute, instead of being dropped.
 """
 
 from __future__ import annotations
@@ -210,33 +212,31 @@ class Resumer(Lifecycle[None]):
 
     async def _answered(self, event: EventEnvelope, body: dict[str, Any], redelivered: bool) -> Outcome | RetryLater:
         interaction_id, value = body.get("interaction_id"), body.get("value")
-        parsed = interactions.parse_interaction_id(interaction_id) if isinstance(interaction_id, str) else None
-        if parsed is None or value is None:
+        if not isinstance(interaction_id, str) or value is None:
+            return "ack"
+        parsed = interactions.parse_interaction_id(interaction_id)
+        if parsed is None:
             return "ack"
         task_id, step_id = parsed
         found = await self._store.get(task_id)
-        if found is None:
+        task = found[0] if found is not None else None
+        if task is not None and not _from_its_conversation(task, event, interaction_id):
             return "ack"
-        task = found[0]
-        waiting = task.step(step_id)
-        if waiting is None or waiting.kind != "interaction":
+        at = event.header.timestamp
+        action = interactions.on_answer(task, step_id, interaction_id, str(value), answered_at=at,
+                                        redelivered=redelivered, now=datetime.now(UTC))
+        if action == "wait":  # the answer beat the runner parking the task for it: come back then
+            log.info("an answer came before its task waits for it: it comes back", task=task_id,
+                     interaction=interaction_id, stored=task is not None)
+            return "nak"
+        if action == "ignore":
             return "ack"
-        target = task.delivery.reply_target
-        session = event.payload.session_id
-        if target is not None and event.header.source.app != target.app:
-            log.warning("an answer from another app ignored", task=task_id, interaction=interaction_id,
-                        app=event.header.source.app)
-            return "ack"
-        if target is not None and target.session_id and session and session != target.session_id:
-            log.warning("an answer from another conversation ignored", task=task_id, interaction=interaction_id)
-            return "ack"
-        parked = task.state == "awaiting_approval" and task.interaction_id == interaction_id and not waiting.done
-        if parked:
+        waiting = task.step(step_id) if task is not None else None
+        if action == "record" and waiting is not None:
             actor = event.payload.actor
             by = f"{actor.kind} {actor.id}" if actor is not None else "the user"
-            at = event.header.timestamp
-            answered = interactions.answered_step(waiting, str(value), by=by, at=at)
             reason = f"interaction {interaction_id} answered by {by} at {at}"
+            answered = interactions.answered_step(waiting, str(value), by=by, at=at)
 
             def record(current: Task) -> Task:
                 logged = statemachine.record_steps(current, [answered], now=self._store.clock())
@@ -244,12 +244,24 @@ class Resumer(Lifecycle[None]):
 
             if await self._move_if(task_id, lambda t: t.interaction_id == interaction_id, record) is None:
                 return "ack"
-        elif not (redelivered and task.state in ("queued", "running") and waiting.done):
-            return "ack"
         log.info("interaction answered: resuming the task", task=task_id, interaction=interaction_id)
-        # Not parked: an earlier delivery recorded the answer and its runner stopped mid-resume.
-        verdict = await self._executor.resume_task(task_id, stopping=self._stopping, take_over=not parked)
+        # "resume": an earlier delivery recorded the answer and its runner stopped mid-resume.
+        verdict = await self._executor.resume_task(task_id, stopping=self._stopping, take_over=action == "resume")
         return _settled(verdict)
+
+
+def _from_its_conversation(task: Task, event: EventEnvelope, interaction_id: str) -> bool:
+    """The answer comes from the app and the conversation the question was asked in."""
+    target = task.delivery.reply_target
+    session = event.payload.session_id
+    if target is not None and event.header.source.app != target.app:
+        log.warning("an answer from another app ignored", task=task.id, interaction=interaction_id,
+                    app=event.header.source.app)
+        return False
+    if target is not None and target.session_id and session and session != target.session_id:
+        log.warning("an answer from another conversation ignored", task=task.id, interaction=interaction_id)
+        return False
+    return True
 
 
 def _settled(verdict: object) -> Outcome | RetryLater:

@@ -11,6 +11,7 @@ from typing import Any
 
 from nats.aio.client import Client as NATS
 
+from services.runner.tasks.interactions import interaction_id_for
 from services.runner.tasks.resumer import DURABLE as RESUME
 from shared.contracts.subjects import Subjects
 from tests.harness.runner_stack import RunnerStack, asset_chooser
@@ -105,3 +106,34 @@ async def test_several_matching_assets_ask_the_user_and_the_answer_resumes_the_t
     assert len(searches()) == len(searched_before) + 2 and len(profiles()) == len(profiled_before) + 1
     assert len(await final_replies()) == 1  # one reply, also after everything settled
     await requested.unsubscribe()
+
+
+async def test_an_answer_that_comes_before_its_task_waits_for_it_is_not_lost(
+        stack: RunnerStack, snc: NATS, subjects: Subjects) -> None:
+    """A bot answering at once, or a loaded runner slow to store its wait: the answer reaches the
+    runners before the task is parked on the question (here, before the task is stored at all,
+    as a playbook's task is at its wait), and comes back until it is."""
+    case = f"ix-{uuid.uuid4().hex[:6]}"
+    session = f"s-{case}"
+    await apply(snc, subjects, "agents", asset_chooser(f"a-{case}"))
+    await bind(snc, subjects, f"b-{case}", "message.received", "agent", f"a-{case}", case=case)
+    doc = event("message.received", {"case": case, "text": "which pump?"}, session_id=session)
+    task_id = task_id_of(doc, f"b-{case}")
+    interaction_id = interaction_id_for(task_id, "pick")
+
+    await operator_call(snc, subjects, f"{CHAT}.simulate_interaction_answer",
+                        {"interaction_id": interaction_id, "value": "2", "session_id": session})
+
+    async def came_early() -> bool:
+        return any("an answer came before its task waits for it" in line and interaction_id in line
+                   for name, process in stack.processes.items() if name.startswith("runner")
+                   for line in process.logs().splitlines())
+
+    await poll(came_early, what="a runner telling the early answer to come back")  # not acked: not dropped
+    await publish_events(snc.jetstream(), subjects, [doc])
+    done = await settled(snc, subjects, task_id, timeout=60,
+                         states=("succeeded", "failed", "partial", "cancelled", "unverified"))
+    assert done["state"] == "succeeded", json.dumps(done, indent=1)[:3000]
+    assert "AS-0002" in done["answer"]
+    pick = next(s for s in done["steps"] if s["id"] == "pick")
+    assert pick["structured"]["choice"]["assetCode"] == "AS-0002" and "user u1" in pick["note"]
