@@ -21,15 +21,14 @@ from nats.aio.client import Client as NATS
 from nats.errors import Error as NatsError
 from nats.errors import NoRespondersError
 from nats.errors import TimeoutError as NatsTimeoutError
-from nats.js.errors import KeyNotFoundError, NotFoundError
+from nats.js.errors import NotFoundError
 
-from aurora_cli.commands.apps import merge_health
+from aurora_cli.commands.apps import read_apps
 from aurora_cli.commands.health import discover, service_rows
 from aurora_cli.output import CliError, connected
 from shared.config.settings import NatsSettings
 from shared.contracts.people import may
 from shared.contracts.subjects import Subjects
-from shared.jetstream.streams import apps_bucket
 from shared.lifecycle import Lifecycle
 from shared.nats import write_through
 from shared.nats.admin_service import AdminRequestError, admin_request
@@ -192,7 +191,7 @@ class Platform:
 
     async def apps(self) -> Answer:
         try:
-            return Answer(await read_apps_by_subject(await self._link.client(), self._subjects))
+            return Answer(await read_apps(await self._link.client(), self._subjects))
         except CliError as exc:
             return Answer(error=str(exc))
         except (NatsError, OSError, TimeoutError) as exc:
@@ -252,26 +251,3 @@ def message_id(data: bytes) -> str:
         return str(json.loads(data)["header"]["message_id"])
     except (ValueError, KeyError, TypeError):
         return ""
-
-
-async def read_apps_by_subject(nc: NATS, subjects: Subjects) -> list[dict[str, Any]]:
-    """The apps bucket's rows as `aurora apps` shows them, read the way a person may: the keys
-    from the stream's subjects (listing keys the usual way creates a consumer, which a person's
-    read-only JetStream may not), then each key by a direct get."""
-    bucket = apps_bucket(subjects).name
-    js = nc.jetstream()
-    try:
-        info = await js.stream_info(f"KV_{bucket}", subjects_filter=f"$KV.{bucket}.>")
-    except NotFoundError:
-        return []  # no app has reported yet
-    kv = await js.key_value(bucket)
-    records: dict[str, dict[str, Any]] = {}
-    for subject in sorted(info.state.subjects or {}):
-        key = subject.removeprefix(f"$KV.{bucket}.")
-        try:
-            entry = await kv.get(key)
-        except KeyNotFoundError:  # deleted since: its tombstone is still a subject of the stream
-            continue
-        if entry.value:
-            records[key] = json.loads(entry.value)
-    return merge_health(records)

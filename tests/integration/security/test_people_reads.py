@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from aurora_cli.commands import streams as streams_command
-from aurora_cli.console.platform import read_apps_by_subject
+from aurora_cli.commands.apps import read_apps
 from aurora_cli.people import PRIVATE_STREAMS
 from services.mcp_edge.sessions import sessions_bucket as edge_sessions_bucket
 from services.mcp_edge.tokens import tokens_bucket as edge_tokens_bucket
@@ -122,8 +122,8 @@ async def test_a_person_reads_directly_what_the_cli_and_the_console_show_and_not
     # `aurora events`, the console's backlog; `aurora dlq list|show`
     assert (await js.get_msg("AMP_EVENTS", 1)).data == b'{"event": 1}'
     assert (await js.get_msg("AMP_DLQ", 1)).data == b'{"dead": 1}'
-    # `aurora apps` (the console's way), `aurora tasks show` without a runner
-    apps = await read_apps_by_subject(session.nc, SUBJECTS)
+    # `aurora apps` (and the console), `aurora tasks show` without a runner
+    apps = await read_apps(session.nc, SUBJECTS)
     assert apps, "the apps bucket's rows"
     assert (await (await js.key_value(tasks_bucket(SUBJECTS).name)).get(KEY)).value == b'{"task": 1}'
     # `aurora streams` / `aurora health`: the streams' state (stream and consumer lists: counts only)
