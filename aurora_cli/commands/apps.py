@@ -11,11 +11,12 @@ from typing import Annotated, Any
 
 import typer
 from nats.aio.client import Client as NATS
-from nats.js.errors import KeyNotFoundError, NotFoundError
+from nats.js.errors import BucketNotFoundError
 
 from aurora_cli.output import connected, print_json, run, settings_or_fail, stdout, table
 from shared.config.settings import Settings
 from shared.contracts.subjects import Subjects
+from shared.jetstream.kvmirror import read_all_without_consumer
 from shared.jetstream.streams import apps_bucket
 
 
@@ -104,25 +105,14 @@ async def _collect(settings: Settings) -> list[dict[str, Any]]:
 
 
 async def read_apps(nc: NATS, subjects: Subjects) -> list[dict[str, Any]]:
-    """One row per app instance from the apps bucket; no bucket yet → no apps. The keys come from
-    the bucket stream's subjects, each then read by a get: nats-py's `keys()` watches the bucket
-    and, on a loaded server, can take the consumer's first answer (nothing pending) for an empty
-    bucket while the entries are still on their way, and list no app at all. Reading this way also
-    creates no consumer, which a person's read-only JetStream may not (the console's view)."""
+    """One row per app instance from the apps bucket; no bucket yet → no apps. Read without a
+    consumer (`read_all_without_consumer` says why): a person's read-only JetStream may not make
+    one, and nats-py's `keys()` could list no app at all on a loaded server."""
     bucket = apps_bucket(subjects).name
     js = nc.jetstream()
     try:
-        info = await js.stream_info(f"KV_{bucket}", subjects_filter=f"$KV.{bucket}.>")
-    except NotFoundError:
+        kv = await js.key_value(bucket)
+    except BucketNotFoundError:
         return []  # no app has reported yet
-    kv = await js.key_value(bucket)
-    records: dict[str, dict[str, Any]] = {}
-    for subject in sorted(info.state.subjects or {}):
-        key = subject.removeprefix(f"$KV.{bucket}.")
-        try:
-            entry = await kv.get(key)
-        except KeyNotFoundError:  # deleted since: its tombstone is still a subject of the stream
-            continue
-        if entry.value:
-            records[key] = json.loads(entry.value)
-    return merge_health(records)
+    stored = await read_all_without_consumer(js, bucket, kv)
+    return merge_health({key: json.loads(value) for key, value in stored.items()})
