@@ -32,6 +32,7 @@ from typing import Any
 
 import httpx
 
+from services.mcp_gateway.systems.http_errors import failure_detail
 from services.mcp_gateway.systems.request import RequestBuildError, build_request
 from services.mcp_gateway.systems.secrets import DeclaredSecrets, SecretMissing, UndeclaredSecret
 from shared.contracts.system import AuthHeader, BusinessContract, System
@@ -121,7 +122,7 @@ class HttpExecutor:
             return call.lost("timeout", f"no answer from system {system.name} within {limit:g}s")
         except httpx.TransportError as exc:
             return call.lost("connection_lost", f"the connection to system {system.name} failed: "
-                                                f"{str(exc) or type(exc).__name__}")
+                                                f"{failure_detail(exc)}")
         return call.classify(response, body, complete)
 
 

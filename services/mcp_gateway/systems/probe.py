@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable, Iterable
 
 import httpx
 
+from services.mcp_gateway.systems.http_errors import failure_detail
 from shared.contracts.system import ProbeConfig, System
 from shared.lifecycle import Lifecycle, cancel_task
 
@@ -37,7 +38,7 @@ async def probe(client: httpx.AsyncClient, system: System) -> tuple[bool, str | 
     except (TimeoutError, httpx.TimeoutException):
         return False, f"no answer from {url} within {config.timeout_seconds:g}s"
     except httpx.HTTPError as exc:
-        return False, f"{type(exc).__name__} for {url}: {exc}"
+        return False, f"{type(exc).__name__} for {url}: {failure_detail(exc)}"
     if status >= 500:
         return False, f"{url} answered HTTP {status} {reason}".rstrip()
     return True, None
