@@ -19,6 +19,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 
 SERVER_NAME = "aurora-test-echo"
+IDEMPOTENCY_META_KEY = "aurora/idempotency_key"  # where Aurora's gateway puts a write's key in `_meta`
 STARTUP: dict[str, Any] = json.loads(os.environ.get("AURORA_APP_STARTUP") or "{}")
 
 READ_ONLY = types.ToolAnnotations(read_only_hint=True)
@@ -64,6 +65,16 @@ TOOLS = [
         name="counter_increment",
         description="Increment the per-key counter in $ECHO_COUNTER_FILE.",
         input_schema=_schema({"key": {"type": "string"}}, ["key"]),
+        annotations=WRITE,
+    ),
+    types.Tool(
+        name="keyed_increment",
+        description="Increment the per-key counter once per idempotency key (`_meta`): asked again under a key "
+                    "it has counted, it answers that count and counts nothing. The first time a key comes, after "
+                    "counting: `exit_first` exits (code 3) before answering; `then_sleep` waits that many "
+                    "seconds before answering.",
+        input_schema=_schema({"key": {"type": "string"}, "exit_first": {"type": "boolean"},
+                              "then_sleep": {"type": "number"}}, ["key"]),
         annotations=WRITE,
     ),
     types.Tool(
@@ -119,20 +130,26 @@ def _error(message: str) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)], is_error=True)
 
 
-def _counter(key: str, increment: bool) -> int:
-    """Append-only counter file: one JSON line per increment, under an exclusive flock (multi-process safe)."""
+def _counter(key: str, increment: bool, idempotency_key: str | None = None) -> tuple[int, bool]:
+    """Append-only counter file: one JSON line per increment, under an exclusive flock (multi-process
+    safe). With an `idempotency_key` already counted, nothing is counted: (count, True)."""
     path = os.environ.get("ECHO_COUNTER_FILE") or STARTUP.get("counter_file")
     if not path:
         raise ValueError("ECHO_COUNTER_FILE is not set")
     with open(path, "a+", encoding="utf-8") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
-            if increment:
-                f.write(json.dumps({"key": key, "pid": os.getpid()}) + "\n")
+            f.seek(0)
+            lines = [json.loads(line) for line in f if line.strip()]
+            seen = idempotency_key is not None and any(line.get("idempotency_key") == idempotency_key
+                                                       for line in lines)
+            if increment and not seen:
+                line = {"key": key, "pid": os.getpid(), "idempotency_key": idempotency_key}
+                f.write(json.dumps(line) + "\n")
                 f.flush()
                 os.fsync(f.fileno())
-            f.seek(0)
-            return sum(1 for line in f if line.strip() and json.loads(line)["key"] == key)
+                lines.append(line)
+            return sum(1 for line in lines if line["key"] == key), seen
         finally:
             fcntl.flock(f, fcntl.LOCK_UN)
 
@@ -174,10 +191,25 @@ async def call_tool(
             if params.name == "counter_purge":
                 key = f"purge:{key}"
             try:
-                count = await anyio.to_thread.run_sync(_counter, key, params.name != "counter_get")
+                count, _ = await anyio.to_thread.run_sync(_counter, key, params.name != "counter_get")
             except (OSError, ValueError) as exc:
                 return _error(f"counter unavailable: {exc}")
             return _result({"key": key, "count": count})
+        case "keyed_increment":
+            key, given = args.get("key"), (ctx.meta or {}).get(IDEMPOTENCY_META_KEY)
+            if not isinstance(key, str) or not isinstance(given, str):
+                return _error("key must be a string, and the call must carry an idempotency key")
+            try:
+                count, seen = await anyio.to_thread.run_sync(_counter, key, True, given)
+            except (OSError, ValueError) as exc:
+                return _error(f"counter unavailable: {exc}")
+            if args.get("exit_first") and not seen:
+                sys.stderr.write("echo_app: counted, exiting before the answer\n")
+                sys.stderr.flush()
+                os._exit(3)
+            if isinstance(args.get("then_sleep"), int | float) and not seen:
+                await anyio.sleep(args["then_sleep"])
+            return _result({"key": key, "count": count, "again": seen})
         case "set_password":
             user, password = args.get("user"), args.get("password")
             if not isinstance(user, str) or not isinstance(password, str):

@@ -2,6 +2,13 @@
 
 Whom the call is for goes with it (`CallsInFlight`): an app asking back during the call (a form,
 a model sample) finds its caller by it; the app's progress notes come back in the result.
+
+A write whose app went away during the call (its process died or was restarted, with its
+supervisor or alone) may or may not have run. Where the app deduplicates the tool on Aurora's
+idempotency key (`mcp.idempotency_key_tools`), the call is sent again under the same key once the
+app's session is back, within the call's own time: the app answers with the first result, or runs
+it once; it is sent again twice at most (`RESENDS`). Elsewhere its outcome stays unknown, for
+the caller to check.
 """
 
 from __future__ import annotations
@@ -19,6 +26,13 @@ from services.mcp_gateway.sessions.errors import CallInterrupted, CallTimedOut, 
 from services.mcp_gateway.sessions.session import AppSession
 from shared.contracts.toolcall import IDEMPOTENCY_META_KEY, SideEffect, ToolCallContext, ToolCallRequest, ToolCallResult
 from shared.contracts.tooldef import McpExecution, ToolDefinition
+from shared.observability.logs import get_logger
+
+log = get_logger("aurora.mcp_gateway.calls")
+
+# How often a write its app went away during is sent again: an app that dies on the call itself
+# each time is not sent it without end.
+RESENDS = 2
 
 
 class McpExecutor:
@@ -31,20 +45,45 @@ class McpExecutor:
         session = self.sessions.get((execution.app, execution.instance))
         limit = session.app.mcp.call_timeout_seconds if session is not None else targets.DEFAULT_TIMEOUT
         timeout = targets.call_timeout(request.timeout_seconds, limit)
+        deduplicates = session is not None and execution.tool in session.app.mcp.idempotency_key_tools
         return await self.call_session(session, execution.tool, request.arguments, tool.side_effect, timeout,
-                                       call_id, context=request.context, caller=caller)
+                                       call_id, context=request.context, caller=caller, deduplicates=deduplicates)
 
     async def call_session(
         self, session: AppSession | None, tool: str, arguments: dict[str, Any], side_effect: SideEffect,
         timeout: float, key: str | None = None, *, context: ToolCallContext | None = None,
-        caller: Caller | None = None,
+        caller: Caller | None = None, deduplicates: bool = False,
     ) -> ToolCallResult:
         """`key`: the idempotency key a write carries in `_meta` (apps that accept one deduplicate on it).
         `context`: whom the call is for, which elicitation and sampling requests during it need;
         the app's progress notes (by the call's `progressToken`) come back in the result.
-        `caller`: who made the call, whom what the app asks during it is audited as."""
+        `caller`: who made the call, whom what the app asks during it is audited as.
+        `deduplicates`: the app deduplicates this tool on `key`, so a call its app went away
+        during is sent again under it (the module says when)."""
         if session is None:
             return classify.failed("unavailable", "no_session", "the app has no session", side_effect=side_effect)
+        deadline = time.monotonic() + timeout
+        result = await self._call_once(session, tool, arguments, side_effect, timeout, key, context, caller)
+        if not deduplicates or key is None or side_effect == "read":
+            return result
+        for _ in range(RESENDS):
+            if not went_away(result):
+                break
+            back = self.sessions.get(session.key)
+            if back is None or not await back.ready_within(deadline - time.monotonic()):
+                return result
+            log.info("an app went away during a write; sent again under its idempotency key", app=back.app.name,
+                     tool=tool, call_id=key)
+            again = await self._call_once(back, tool, arguments, side_effect, deadline - time.monotonic(), key,
+                                          context, caller)
+            if again.status == "unavailable":  # not sent this time; the first may have run
+                return result
+            result = again
+        return result
+
+    async def _call_once(self, session: AppSession, tool: str, arguments: dict[str, Any], side_effect: SideEffect,
+                         timeout: float, key: str | None, context: ToolCallContext | None,
+                         caller: Caller | None) -> ToolCallResult:
         with self._calls.running(session.key, tool, context or ToolCallContext(), call_id=key,
                                  timeout=timeout, caller=caller) as running:
             meta: dict[str, Any] = {"progressToken": running.token}
@@ -52,6 +91,11 @@ class McpExecutor:
                 meta[IDEMPOTENCY_META_KEY] = key
             result = await _call_running(session, tool, arguments, side_effect, timeout, meta)
         return msgspec.structs.replace(result, progress=list(running.progress)) if running.progress else result
+
+
+def went_away(result: ToolCallResult) -> bool:
+    """The app went away after a write was sent to it: it may or may not have run."""
+    return result.status == "outcome_unknown" and result.error is not None and result.error.code == "app_went_away"
 
 
 async def _call_running(session: AppSession, tool: str, arguments: dict[str, Any], side_effect: SideEffect,

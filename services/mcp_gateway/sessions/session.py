@@ -82,6 +82,7 @@ class AppSession:
         self._wake = asyncio.Event()
         self._attempt: Attempt | None = None
         self._generation = 0
+        self._status_changed = asyncio.Condition()  # what `ready_within` waits on
         self._refresh: asyncio.Task[None] | None = None
 
     @property
@@ -268,6 +269,24 @@ class AppSession:
         if changed:
             log.info("session state", app=self.app.name, status=status, reason=reason)
             await self._listener.session_state(self, status, reason)
+        async with self._status_changed:
+            self._status_changed.notify_all()
+
+    def _takes_calls(self) -> bool:
+        """Connected on an attempt not lost: `connected` still holds for a moment after its app
+        went away, until the session task has seen the attempt end."""
+        attempt = self._attempt
+        return self.connected and attempt is not None and not attempt.lost.is_set()
+
+    async def ready_within(self, timeout: float) -> bool:
+        """Whether the session takes calls now or comes to within `timeout` seconds (its app
+        restarted and the session connected again)."""
+        try:
+            async with asyncio.timeout(max(timeout, 0.0)), self._status_changed:
+                await self._status_changed.wait_for(self._takes_calls)
+        except TimeoutError:
+            return self._takes_calls()
+        return True
 
     # -- calls from other tasks ------------------------------------------------------------
     async def call_tool(self, tool: str, arguments: dict[str, Any], timeout: float,
