@@ -20,7 +20,7 @@ from services.mcp_gateway.server_requests.callbacks import SessionCallbacks
 from services.mcp_gateway.sessions import calls
 from services.mcp_gateway.sessions.errors import CallTimedOut, InitializeFailed, SessionUnavailable
 from services.mcp_gateway.sessions.initialize_failures import initialize_failure
-from services.mcp_gateway.sessions.waits import Attempt, Lost, race, sole_cause, wait_any
+from services.mcp_gateway.sessions.waits import Attempt, Changes, Lost, race, sole_cause, wait_any
 from services.mcp_gateway.transports import generations
 from services.mcp_gateway.transports.direct import SupportsDirectCalls
 from services.mcp_gateway.transports.streams import TransportStreams
@@ -82,7 +82,7 @@ class AppSession:
         self._wake = asyncio.Event()
         self._attempt: Attempt | None = None
         self._generation = 0
-        self._status_changed = asyncio.Condition()  # what `ready_within` waits on
+        self._status_changes = Changes()  # what `ready_within` waits on
         self._refresh: asyncio.Task[None] | None = None
 
     @property
@@ -91,7 +91,7 @@ class AppSession:
 
     @property
     def connected(self) -> bool:
-        return self.status == "connected" and self._attempt is not None and self._attempt.session is not None
+        return self.status == "connected" and self._attempt is not None and self._attempt.live
 
     # -- signals from the supervisor -------------------------------------------------------
     def process_exited(self, reason: str) -> None:
@@ -269,24 +269,11 @@ class AppSession:
         if changed:
             log.info("session state", app=self.app.name, status=status, reason=reason)
             await self._listener.session_state(self, status, reason)
-        async with self._status_changed:
-            self._status_changed.notify_all()
-
-    def _takes_calls(self) -> bool:
-        """Connected on an attempt not lost: `connected` still holds for a moment after its app
-        went away, until the session task has seen the attempt end."""
-        attempt = self._attempt
-        return self.connected and attempt is not None and not attempt.lost.is_set()
+        await self._status_changes.changed()
 
     async def ready_within(self, timeout: float) -> bool:
-        """Whether the session takes calls now or comes to within `timeout` seconds (its app
-        restarted and the session connected again)."""
-        try:
-            async with asyncio.timeout(max(timeout, 0.0)), self._status_changed:
-                await self._status_changed.wait_for(self._takes_calls)
-        except TimeoutError:
-            return self._takes_calls()
-        return True
+        """Whether the session is connected now or comes to be within `timeout` seconds."""
+        return await self._status_changes.holds_within(lambda: self.connected, timeout)
 
     # -- calls from other tasks ------------------------------------------------------------
     async def call_tool(self, tool: str, arguments: dict[str, Any], timeout: float,

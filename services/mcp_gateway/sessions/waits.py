@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -26,6 +26,12 @@ class Attempt:
     reason: str | None = None
     session: ClientSession | None = None
     direct: DirectCalls | None = None  # tool calls the gateway writes itself (stdio apps over NATS)
+
+    @property
+    def live(self) -> bool:
+        """A session made and not lost. (A session's status says connected for a moment after its
+        attempt was lost, until the session task has seen it end.)"""
+        return self.session is not None and not self.lost.is_set()
 
     def lose(self, reason: str) -> None:
         if not self.lost.is_set():
@@ -82,3 +88,23 @@ async def wait_any(*waits: Awaitable[Any], timeout: float | None = None) -> None
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+class Changes:
+    """Wakes whoever waits for a state to hold each time the state changes."""
+
+    def __init__(self) -> None:
+        self._changed = asyncio.Condition()
+
+    async def changed(self) -> None:
+        async with self._changed:
+            self._changed.notify_all()
+
+    async def holds_within(self, holds: Callable[[], bool], timeout: float) -> bool:
+        """Whether `holds()` is true now or comes to be within `timeout` seconds."""
+        try:
+            async with asyncio.timeout(max(timeout, 0.0)), self._changed:
+                await self._changed.wait_for(holds)
+        except TimeoutError:
+            return holds()
+        return True

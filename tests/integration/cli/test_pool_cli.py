@@ -183,7 +183,7 @@ def test_a_disabled_system_leaves_every_available_set(stack: Stack) -> None:
     stack.apply_agent("disabler", ["test.echo.echo", "im.polaris.qq.get_user_info"])
     systems = {s["name"]: s for s in stack.json("systems")}
     assert systems["test.echo"]["enabled"] is True and systems["test.echo"]["health"] == "connected"
-    assert systems["test.echo"]["tools"] == 12  # every tool of tests/apps/echo_app.py
+    assert systems["test.echo"]["tools"] == 13  # every tool of tests/apps/echo_app.py
     assert "disabled" in stack.ok("systems", "disable", "test.echo")
     try:
         assert {s["name"]: s for s in stack.json("systems")}["test.echo"]["enabled"] is False

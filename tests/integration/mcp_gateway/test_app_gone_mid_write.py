@@ -63,11 +63,11 @@ async def test_a_write_in_flight_when_the_supervisor_dies_with_its_app_is_answer
     await call_until_ok(nc, subjects, "test.echo.echo", {"n": 1}, timeout=40)
     first_pid = await supervised_pid(nc, subjects, "echo")
 
-    in_flight = asyncio.ensure_future(
-        call(nc, subjects, "test.echo.keyed_increment", {"key": "s", "then_sleep": 30}, timeout=40))
     async def counted() -> list[dict[str, object]]:
         return _counted(counter, "s") if counter.exists() else []
 
+    in_flight = asyncio.ensure_future(
+        call(nc, subjects, "test.echo.keyed_increment", {"key": "s", "then_sleep": 30}, timeout=40))
     await poll(counted, what="the write counted")
     supervisor.kill()
     stack.launch("supervisor", apps=config)
