@@ -15,9 +15,13 @@
 |                                                    |                              | (501, 503: tool_error)        |
 
 Whether the request went out is observed, not guessed: httpcore's `trace` extension reports the
-moment the request headers start to be written. Nothing is ever retried here; a write whose
-answer was lost is `outcome_unknown` so the caller verifies before repeating it (with the same
-Idempotency-Key). `HttpOutcome.transport_failure` tells the system's circuit breaker whether the
+moment the request headers start to be written. A write whose answer was lost is `outcome_unknown`
+so the caller verifies before repeating it (with the same Idempotency-Key). One case is sent again
+here: a write carrying the idempotency key of a system or operation that deduplicates on it, whose
+connection failed after it went out (a kept-alive connection the server closed as the request was
+written is the common cause), is sent once more at once, on a new connection, under the same key,
+within the call's time; the system answers with the first result or runs it once. Nothing else is
+retried. `HttpOutcome.transport_failure` tells the system's circuit breaker whether the
 system itself looked unreachable (no connection, timeout, lost connection, HTTP 502/503/504).
 """
 
@@ -38,7 +42,10 @@ from services.mcp_gateway.systems.secrets import DeclaredSecrets, SecretMissing,
 from shared.contracts.system import AuthHeader, BusinessContract, System
 from shared.contracts.toolcall import ToolCallResult, ToolError, ToolStatus
 from shared.contracts.tooldef import HttpExecution, ToolDefinition
+from shared.observability.logs import get_logger
 from shared.redaction import MARKER as REDACTED
+
+log = get_logger("aurora.mcp_gateway.http")
 
 MAX_TEXT_BYTES = 16 * 1024  # of the body shown as a text block
 MAX_BODY_BYTES = 4 * 1024 * 1024  # read at most this much of an answer
@@ -111,19 +118,34 @@ class HttpExecutor:
                                                  extensions={"trace": trace})
         except (httpx.InvalidURL, httpx.UnsupportedProtocol) as exc:
             return call.end("tool_error", "invalid_mapping", f"bad URL for system {system.name}: {exc}")
+        keyed = tool.side_effect != "read" and bool(idempotency_key and key_header)
         try:
             async with asyncio.timeout(limit):
-                response = await self._client.send(request, stream=True)
                 try:
-                    body, complete = await _read_capped(response)
-                finally:
-                    await response.aclose()
+                    response, body, complete = await self._exchange(request)
+                except httpx.TransportError as lost:
+                    if isinstance(lost, httpx.TimeoutException) or not (keyed and call.sent):
+                        raise
+                    log.info("the connection to a system was lost after a write went out; sent again under "
+                             "its idempotency key", system=system.name, tool=tool.name,
+                             error=f"{type(lost).__name__}: {failure_detail(lost)}")
+                    call.resent = True
+                    response, body, complete = await self._exchange(request)
         except (TimeoutError, httpx.TimeoutException):
             return call.lost("timeout", f"no answer from system {system.name} within {limit:g}s")
         except httpx.TransportError as exc:
-            return call.lost("connection_lost", f"the connection to system {system.name} failed: "
+            again = " (sent again under its idempotency key, and lost again)" if call.resent else ""
+            return call.lost("connection_lost", f"the connection to system {system.name} failed{again}: "
                                                 f"{failure_detail(exc)}")
         return call.classify(response, body, complete)
+
+    async def _exchange(self, request: httpx.Request) -> tuple[httpx.Response, bytes, bool]:
+        response = await self._client.send(request, stream=True)
+        try:
+            body, complete = await _read_capped(response)
+        finally:
+            await response.aclose()
+        return response, body, complete
 
 
 class _Call:
@@ -132,6 +154,7 @@ class _Call:
     def __init__(self, system: System, tool: ToolDefinition, started: float) -> None:
         self.system, self.tool, self.started = system, tool, started
         self.sent = False
+        self.resent = False  # sent again after its connection was lost (keyed writes only)
         self.secret: str | None = None
 
     def end(self, status: ToolStatus, code: str | None = None, message: str = "", *,

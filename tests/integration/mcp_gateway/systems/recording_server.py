@@ -41,6 +41,7 @@ class Reply:
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     delay: float = 0.0
+    drop: bool = False  # close the connection without answering (the request was read)
 
     @classmethod
     def json(cls, value: Any, status: int = 200, delay: float = 0.0) -> Reply:
@@ -93,6 +94,9 @@ class RecordingServer:
                 owner.requests.append(request)
                 answer = owner.reply(request)
                 if answer.delay and owner._stopping.wait(answer.delay):
+                    return
+                if answer.drop:
+                    self.close_connection = True
                     return
                 self.send_response(answer.status)
                 for name, value in answer.headers.items():

@@ -15,7 +15,13 @@ from services.mcp_gateway.systems.executor import MAX_TEXT_BYTES, HttpExecutor
 from services.mcp_gateway.systems.secrets import DeclaredSecrets
 from shared.contracts.system import AuthHeader, BusinessContract, System
 from shared.contracts.tooldef import HttpExecution, HttpParam, SideEffect, ToolDefinition
-from tests.integration.mcp_gateway.systems.recording_server import Recorded, RecordingServer, Reply, free_port
+from tests.integration.mcp_gateway.systems.recording_server import (
+    Recorded,
+    RecordingServer,
+    Reply,
+    Responder,
+    free_port,
+)
 
 
 def system_for(url: str, **fields: Any) -> System:
@@ -148,6 +154,57 @@ async def test_a_write_that_times_out_after_sending_is_outcome_unknown(server: R
     await asyncio.sleep(0.3)
     assert len(server.requests) == 1  # the server got it, and it was not sent again
     assert server.requests[0].header("Idempotency-Key") == "task-9:step-1"
+
+
+def drops_the_first_under_each_key() -> Responder:
+    """A system that deduplicates on its key, whose connection closes before its first answer: the
+    first request under a key (or any without one) is read and its connection closed unanswered;
+    under a key it has seen, it answers with what it did then."""
+    seen: set[str] = set()
+
+    def reply(request: Recorded) -> Reply:
+        key = request.header("Idempotency-Key")
+        if key is None or key not in seen:
+            seen.update([key] if key else [])
+            return Reply(drop=True)
+        return Reply.json({"saved": True, "times_done": 1})
+    return reply
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["deduplicating", "not-deduplicating"])
+async def test_a_keyed_write_whose_connection_was_lost_after_sending_is_sent_again_once(
+        server: RecordingServer, client: httpx.AsyncClient, declared: bool) -> None:
+    server.reply = drops_the_first_under_each_key()
+    system = system_for(server.url, idempotency_header="Idempotency-Key") if declared else system_for(server.url)
+    outcome = await HttpExecutor(client).call(system, tool(path="/rules"), {}, idempotency_key="task-9:step-2")
+    if declared:
+        assert outcome.result.status == "ok", outcome.result
+        assert outcome.result.structured == {"saved": True, "times_done": 1}
+        assert [r.header("Idempotency-Key") for r in server.requests] == ["task-9:step-2", "task-9:step-2"]
+        assert not outcome.transport_failure
+    else:  # no key went with it: nothing tells the system it is the same write, so it is not sent again
+        assert outcome.result.status == "outcome_unknown", outcome.result
+        assert outcome.result.error is not None and outcome.result.error.code == "connection_lost"
+        assert len(server.requests) == 1 and outcome.transport_failure
+
+
+async def test_a_keyed_write_lost_twice_is_outcome_unknown_saying_it_was_sent_again(
+        server: RecordingServer, client: httpx.AsyncClient) -> None:
+    server.reply = lambda r: Reply(drop=True)
+    outcome = await HttpExecutor(client).call(system_for(server.url, idempotency_header="Idempotency-Key"),
+                                              tool(path="/rules"), {}, idempotency_key="task-9:step-3")
+    assert outcome.result.status == "outcome_unknown"
+    assert outcome.result.error is not None and outcome.result.error.code == "connection_lost"
+    assert "sent again under its idempotency key, and lost again" in outcome.result.error.message
+    assert len(server.requests) == 2  # once more, not more
+
+
+async def test_a_read_whose_connection_was_lost_is_not_sent_again(server: RecordingServer,
+                                                                  client: httpx.AsyncClient) -> None:
+    server.reply = lambda r: Reply(drop=True)
+    outcome = await HttpExecutor(client).call(system_for(server.url, idempotency_header="Idempotency-Key"),
+                                              tool("GET", "/rules", "read"), {}, idempotency_key="k")
+    assert outcome.result.status == "unavailable" and len(server.requests) == 1
 
 
 async def test_a_read_that_times_out_is_timeout(server: RecordingServer, client: httpx.AsyncClient) -> None:
