@@ -11,13 +11,13 @@ from typing import Annotated, Any
 
 import typer
 from nats.aio.client import Client as NATS
-from nats.js.errors import BucketNotFoundError
+from nats.js.errors import NotFoundError
 
 from aurora_cli.output import connected, print_json, run, settings_or_fail, stdout, table
 from shared.config.settings import Settings
 from shared.contracts.subjects import Subjects
 from shared.jetstream.kvmirror import read_all_without_consumer
-from shared.jetstream.streams import apps_bucket
+from shared.jetstream.streams import apps_bucket, open_bucket
 
 
 def register(app: typer.Typer) -> None:
@@ -108,11 +108,9 @@ async def read_apps(nc: NATS, subjects: Subjects) -> list[dict[str, Any]]:
     """One row per app instance from the apps bucket; no bucket yet → no apps. Read without a
     consumer (`read_all_without_consumer` says why): a person's read-only JetStream may not make
     one, and nats-py's `keys()` could list no app at all on a loaded server."""
-    bucket = apps_bucket(subjects).name
-    js = nc.jetstream()
     try:
-        kv = await js.key_value(bucket)
-    except BucketNotFoundError:
+        bucket = await open_bucket(nc.jetstream(), apps_bucket(subjects).name)
+    except NotFoundError:
         return []  # no app has reported yet
-    stored = await read_all_without_consumer(js, bucket, kv)
+    stored = await read_all_without_consumer(bucket)
     return merge_health({key: json.loads(value) for key, value in stored.items()})

@@ -134,8 +134,7 @@ class TokenStore:
     async def all(self) -> list[TokenRecord]:
         # No consumer at all: mcp-edge writes this bucket, and may not create consumers on it
         # (deploy/nats-auth.conf says why).
-        stored = await read_all_without_consumer(self._kv.js, self._kv.bucket, self._kv)
-        found = [_decoder.decode(value) for value in stored.values()]
+        found = [_decoder.decode(value) for value in (await read_all_without_consumer(self._kv)).values()]
         return sorted(found, key=lambda r: r.created_at)
 
     async def check(self, token: str) -> TokenRecord | str:

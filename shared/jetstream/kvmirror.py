@@ -13,7 +13,6 @@ from typing import Generic, Protocol, TypeVar
 
 import msgspec
 from nats.errors import TimeoutError as NatsTimeoutError
-from nats.js.client import JetStreamContext
 from nats.js.errors import KeyNotFoundError
 from nats.js.kv import KeyValue
 
@@ -125,21 +124,21 @@ async def read_all(kv: KeyValue) -> dict[str, bytes]:
     return found
 
 
-async def read_all_without_consumer(js: JetStreamContext, name: str, kv: KeyValue) -> dict[str, bytes]:
-    """Every live key and value of bucket `name`, read without creating a consumer: the keys from
-    the bucket stream's subjects (stream info), each then by `kv`'s get. For a reader who may not
-    create consumers on the bucket: a person's read-only JetStream (`aurora apps`), or a writer
-    whose push consumer's deliver subject nats-server would not check, so a consumer on bytes one
-    writes could deliver them onto any request subject (shared/nats/request_guard.py). And not
-    nats-py's `keys()`, whose watcher can take its caught-up marker for an empty bucket while the
-    entries are still on their way (nats-io/nats.py#842). One request per key: for small buckets."""
-    prefix = f"$KV.{name}."
-    info = await js.stream_info(f"KV_{name}", subjects_filter=f"{prefix}>")
+async def read_all_without_consumer(bucket: Bucket) -> dict[str, bytes]:
+    """Every live key and value of a bucket, read without creating a consumer: the keys from the
+    bucket stream's subjects (stream info), each then by a get. For a reader who may not create
+    consumers on the bucket: a person's read-only JetStream (`aurora apps`), or a writer whose push
+    consumer's deliver subject nats-server would not check, so a consumer on bytes one writes
+    could deliver them onto any request subject (shared/nats/request_guard.py). And not nats-py's
+    `keys()`, whose watcher can take its caught-up marker for an empty bucket while the entries
+    are still on their way (nats-io/nats.py#842). One request per key: for small buckets."""
+    prefix = f"$KV.{bucket.bucket}."
+    info = await bucket.js.stream_info(f"KV_{bucket.bucket}", subjects_filter=f"{prefix}>")
     found: dict[str, bytes] = {}
     for subject in sorted(info.state.subjects or {}):
         key = subject[len(prefix):]
         try:
-            entry = await kv.get(key)
+            entry = await bucket.get(key)
         except KeyNotFoundError:  # deleted: its tombstone is still a subject of the stream
             continue
         if entry.value:

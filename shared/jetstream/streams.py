@@ -190,6 +190,12 @@ async def _bucket(js: JetStreamContext, kv: KeyValue, name: str, plan: StreamPla
         return Bucket(js, name, direct=bool(status.stream_info.config.allow_direct), plan=plan)
 
 
+async def open_bucket(js: JetStreamContext, name: str, *, plan: StreamPlan = DEFAULT_PLAN) -> Bucket:
+    """An existing KV bucket, never created (a reader's; `NotFoundError` when there is none)."""
+    info = await js.stream_info(f"KV_{name}")
+    return Bucket(js, name, direct=bool(info.config.allow_direct), plan=plan)
+
+
 async def ensure_bucket(js: JetStreamContext, spec: BucketSpec, *, plan: StreamPlan = DEFAULT_PLAN) -> Bucket:
     """Open a KV bucket, creating it if needed; an existing one must keep its history, ttl and
     replicas."""

@@ -103,7 +103,7 @@ class AuroraTasks:
     async def find(self, event_id: str, agent: str) -> Found:
         """The run the event became (and its task, if a runner has it already); nothing if the
         router made no run of it in `find_seconds` (no binding routes the message)."""
-        stored = (await read_all_without_consumer(self._bindings.js, self._bindings.bucket, self._bindings)).values()
+        stored = (await read_all_without_consumer(self._bindings)).values()
         candidates = candidate_task_ids(event_id, routing_bindings(stored), agent)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.find_seconds

@@ -45,26 +45,25 @@ class McpExecutor:
         session = self.sessions.get((execution.app, execution.instance))
         limit = session.app.mcp.call_timeout_seconds if session is not None else targets.DEFAULT_TIMEOUT
         timeout = targets.call_timeout(request.timeout_seconds, limit)
-        deduplicates = session is not None and execution.tool in session.app.mcp.idempotency_key_tools
         return await self.call_session(session, execution.tool, request.arguments, tool.side_effect, timeout,
-                                       call_id, context=request.context, caller=caller, deduplicates=deduplicates)
+                                       call_id, context=request.context, caller=caller)
 
     async def call_session(
         self, session: AppSession | None, tool: str, arguments: dict[str, Any], side_effect: SideEffect,
         timeout: float, key: str | None = None, *, context: ToolCallContext | None = None,
-        caller: Caller | None = None, deduplicates: bool = False,
+        caller: Caller | None = None,
     ) -> ToolCallResult:
         """`key`: the idempotency key a write carries in `_meta` (apps that accept one deduplicate on it).
         `context`: whom the call is for, which elicitation and sampling requests during it need;
         the app's progress notes (by the call's `progressToken`) come back in the result.
         `caller`: who made the call, whom what the app asks during it is audited as.
-        `deduplicates`: the app deduplicates this tool on `key`, so a call its app went away
-        during is sent again under it (the module says when)."""
+        A write whose app went away during it is sent again under `key` where the app deduplicates
+        the tool on it (the module says when)."""
         if session is None:
             return classify.failed("unavailable", "no_session", "the app has no session", side_effect=side_effect)
         deadline = time.monotonic() + timeout
         result = await self._call_once(session, tool, arguments, side_effect, timeout, key, context, caller)
-        if not deduplicates or key is None or side_effect == "read":
+        if key is None or side_effect == "read" or tool not in session.app.mcp.idempotency_key_tools:
             return result
         for _ in range(RESENDS):
             if not went_away(result):

@@ -76,16 +76,14 @@ class PlatformCalls:
         spec, app = call.spec, call.app
         # As for the app's own tools: the ledger's claim must not outlive the caller's patience.
         timeout = targets.call_timeout(request.timeout_seconds, app.mcp.call_timeout_seconds)
-        deduplicates = call.app_tool.tool in app.mcp.idempotency_key_tools
         if claim is not None:
             taken = await claim.take(side_effect=spec.side_effect, target=app.name, timeout=timeout,
-                                     deduplicates=deduplicates)
+                                     deduplicates=call.app_tool.tool in app.mcp.idempotency_key_tools)
             if taken is not None:
                 return taken, False
         sending(request.tool, spec.side_effect)  # from here a failure may follow a call sent
         key = claim.call_id if claim is not None else None
         session = self._mcp.sessions.get(call.app_tool.app_key)
         result = await self._mcp.call_session(session, call.app_tool.tool, call.arguments, spec.side_effect,
-                                              timeout, key, context=request.context, caller=caller,
-                                              deduplicates=deduplicates)
+                                              timeout, key, context=request.context, caller=caller)
         return result, True
