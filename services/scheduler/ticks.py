@@ -104,7 +104,10 @@ def tick_consumer(settings: SchedulerSettings, subjects: Subjects) -> ConsumerCo
 
 
 class TickLoop(Lifecycle[None]):
-    """Pulls ticks from the shared durable and hands each to the `TickHandler`, four at a time."""
+    """Pulls ticks from the shared durable and hands each to the `TickHandler`, `CONCURRENCY`
+    at a time."""
+
+    CONCURRENCY = 4
 
     def __init__(self, js: JetStreamContext, subjects: Subjects, stream: str, handler: TickHandler,
                  settings: SchedulerSettings) -> None:
@@ -120,7 +123,7 @@ class TickLoop(Lifecycle[None]):
 
     async def run(self, stop: asyncio.Event) -> None:
         self.require_started()
-        await self._consumer.run_each(stop, self.handler.handle, concurrency=4)
+        await self._consumer.run_each(stop, self.handler.handle, concurrency=self.CONCURRENCY)
         # Stopping (SIGTERM): the ticks in hand, and those delivered as the last pull expired,
         # take milliseconds; they are finished (events published, next timers armed, acked)
         # rather than left to come back after the ack wait, with no timer armed meanwhile.

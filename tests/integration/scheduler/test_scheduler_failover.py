@@ -19,7 +19,7 @@ from nats.aio.client import Client as NATS
 
 from services.scheduler.config import SchedulerSettings
 from services.scheduler.reconciler import decode_schedule
-from services.scheduler.ticks import DURABLE, TickHandler, tick_consumer
+from services.scheduler.ticks import DURABLE, TickHandler, TickLoop, tick_consumer
 from services.scheduler.timers import Timers, decode_tick
 from shared.contracts.subjects import Subjects
 from shared.jetstream.consume_loop import ACK
@@ -82,23 +82,29 @@ async def ack_pending(nc: NATS, subjects: Subjects) -> int:
     return int((await consumer_info(nc, subjects)).num_ack_pending or 0)
 
 
+async def pull_waiting(nc: NATS, subjects: Subjects) -> bool:
+    return bool((await consumer_info(nc, subjects)).num_waiting)
+
+
 async def off_beat_pull(nc: NATS, subjects: Subjects, victim: ServiceProcess) -> None:
-    """Make `victim` send its next pull request half-way between two ticks: a tick of a schedule
-    that does not exist (which it drops) reaches it there, and it asks for more at once. Its
-    requests last one second (the consumer's fetch timeout), so this one is still waiting when
-    the next real tick fires, instead of expiring on the tick as a request sent right after the
-    previous tick would."""
+    """Make `victim` send its next pull request half-way between two ticks: ticks of a schedule
+    that does not exist (which it drops) reach it there, as many as its loop takes at once, so
+    they use up the request it had open (one asked right after the previous tick, which would
+    expire on the next one) and it asks again. Its requests last one second (the consumer's
+    fetch timeout), so that one is still waiting when the next real tick fires."""
     now = time.time()
     await asyncio.sleep(math.ceil(now) - now + 0.4)  # 0.4 s after a whole second
     before = victim.logs().count(DROPPED)
-    body = json.dumps({"schedule": "off-beat", "tick": iso(datetime.now(UTC))}).encode()
-    await nc.jetstream().publish(subjects.schedule_tick("off-beat"), body)
+    for _ in range(TickLoop.CONCURRENCY):
+        body = json.dumps({"schedule": "off-beat", "tick": iso(datetime.now(UTC))}).encode()
+        await nc.jetstream().publish(subjects.schedule_tick("off-beat"), body)
 
     async def dropped() -> bool:
-        return victim.logs().count(DROPPED) > before
+        return victim.logs().count(DROPPED) >= before + TickLoop.CONCURRENCY
 
-    await poll(dropped, timeout=0.4, what="the victim to drop the off-beat tick", interval=0.01)
-    await asyncio.sleep(0.05)  # its next pull request is sent right after the fetch returned
+    await poll(dropped, timeout=0.4, what="the victim to drop the off-beat ticks", interval=0.01)
+    await poll(lambda: pull_waiting(nc, subjects), timeout=0.1, what="the victim's next pull request",
+               interval=0.01)
 
 
 async def hold_a_tick(nc: NATS, subjects: Subjects, victim: ServiceProcess, other: ServiceProcess) -> None:
