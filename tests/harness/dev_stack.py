@@ -58,7 +58,10 @@ class DevProcess:
     def output(self) -> str:
         return self.log.read_text(encoding="utf-8", errors="replace")
 
-    def wait_until_up(self, timeout: float = 90.0) -> None:
+    def wait_until_up(self, timeout: float = 180.0) -> None:
+        """`aurora dev` starts its eight processes one after another; on two cores shared with the
+        rest of the suite each can take many seconds to start, so the bound is generous (the wait
+        ends as soon as the stack says it is up)."""
         def up() -> bool:
             if "Aurora dev stack is up" in self.output():
                 return True
