@@ -54,6 +54,8 @@ def audit_line(data: bytes) -> str:
                  f"{float(record.get('duration_ms') or 0):.1f}ms"]
         if record.get("synthetic"):
             parts.append("[synthetic]")
+        if record.get("sent_again"):
+            parts.append(f"[sent again x{record['sent_again']}]")
         for key in ("approval_id", "task_id", "session_id"):
             if record.get(key):
                 parts.append(f"{key.removesuffix('_id')}={record[key]}")

@@ -42,4 +42,5 @@ class AuditRecord(msgspec.Struct, frozen=True, kw_only=True):
     # from the audit: those are not made events again).
     executed: bool = False
     instance: str | None = None  # the app instance that ran it
+    sent_again: int = 0  # times sent again under its idempotency key after it was lost in flight (ToolCallResult's)
     trace: Trace | None = None  # the gateway's span for the call, which the `tool.*` event continues

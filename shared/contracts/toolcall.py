@@ -86,6 +86,9 @@ class ToolCallResult(msgspec.Struct, frozen=True, kw_only=True):
     approval_id: str | None = None
     side_effect: SideEffect | None = None
     progress: list[ToolProgress] = msgspec.field(default_factory=list)  # the app's progress notes, in order
+    # How many times a write was sent again under its idempotency key, its app or connection lost
+    # after it went out (0: sent once, or not at all); the answer is the last send's.
+    sent_again: int = 0
 
 
 ToolCallEnvelope = Envelope[ToolCallRequest]

@@ -65,7 +65,7 @@ class McpExecutor:
         result = await self._call_once(session, tool, arguments, side_effect, timeout, key, context, caller)
         if key is None or side_effect == "read" or tool not in session.app.mcp.idempotency_key_tools:
             return result
-        for _ in range(RESENDS):
+        for sent_again in range(1, RESENDS + 1):
             if not went_away(result):
                 break
             back = self.sessions.get(session.key)
@@ -77,7 +77,7 @@ class McpExecutor:
                                           context, caller)
             if again.status == "unavailable":  # not sent this time; the first may have run
                 return result
-            result = again
+            result = msgspec.structs.replace(again, sent_again=sent_again)
         return result
 
     async def _call_once(self, session: AppSession, tool: str, arguments: dict[str, Any], side_effect: SideEffect,

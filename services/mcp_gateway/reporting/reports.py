@@ -49,6 +49,7 @@ class Reporting:
             output_summary=hide.summary(result.structured if result.structured is not None else result.content),
             executed=executed,
             instance=(execution.instance if isinstance(execution, McpExecution) else "default") if executed else None,
+            sent_again=result.sent_again,
             trace=record.trace if executed else None,
         )))
 

@@ -167,6 +167,7 @@ class _Call:
             error=ToolError(code=code, message=self._redact(message)) if code else None,
             duration_ms=round((time.perf_counter() - self.started) * 1000, 3),
             side_effect=self.tool.side_effect,
+            sent_again=1 if self.resent else 0,
         )
         return HttpOutcome(result=result, transport_failure=transport_failure, sent=self.sent)
 

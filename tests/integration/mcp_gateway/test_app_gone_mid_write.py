@@ -13,6 +13,7 @@ from nats.aio.client import Client as NATS
 
 from shared.contracts.subjects import Subjects
 from tests.harness.stack import Stack
+from tests.harness.tool_pool import read_stream
 from tests.integration.mcp_gateway.helpers import call, call_until_ok, echo_app, poll, supervised_pid, write_apps
 
 
@@ -42,11 +43,15 @@ async def test_a_write_its_app_went_away_during(
     if declared:
         assert result["status"] == "ok", result
         assert result["structured"] == {"key": "k", "count": 1, "again": True}  # the restarted app's answer
+        assert result["sent_again"] == 1
         assert "sent again under its idempotency key" in gateway.logs()
+        _, audited = await read_stream(nc, "AMP_AUDIT", subjects.audit("test.echo"),
+                                       lambda record: record["tool"] == "test.echo.keyed_increment")
+        assert audited["status"] == "ok" and audited["sent_again"] == 1, audited  # the audit says so too
         assert await supervised_pid(nc, subjects, "echo") != first_pid
     else:
         assert result["status"] == "outcome_unknown", result
-        assert result["error"]["code"] == "app_went_away"
+        assert result["error"]["code"] == "app_went_away" and result["sent_again"] == 0
 
 
 async def test_a_write_in_flight_when_the_supervisor_dies_with_its_app_is_answered_once(
@@ -74,5 +79,5 @@ async def test_a_write_in_flight_when_the_supervisor_dies_with_its_app_is_answer
     result = await in_flight
 
     assert result["status"] == "ok", result
-    assert result["structured"] == {"key": "s", "count": 1, "again": True}
+    assert result["structured"] == {"key": "s", "count": 1, "again": True} and result["sent_again"] == 1
     assert [line["pid"] for line in _counted(counter, "s")] == [first_pid]

@@ -308,6 +308,8 @@ def test_audit_line() -> None:
     assert denied == ("12:00:01.234  agent:helper  im.polaris.qq.send_message  denied  3.1ms  [synthetic]"
                       "  error=approval_used: approval apr-1 used")
     assert audit_line(b"garbage").startswith("-  (not an audit record)  garbage")
+    resent = audit_line(_record(status="ok", sent_again=1, approval_id=None, task_id=None, input_summary=""))
+    assert resent == "12:00:01.234  agent:helper  im.polaris.qq.send_message  ok  3.1ms  [sent again x1]"
 
 
 def test_audit_json_keeps_the_record_exactly() -> None:

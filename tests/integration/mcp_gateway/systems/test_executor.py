@@ -181,11 +181,11 @@ async def test_a_keyed_write_whose_connection_was_lost_after_sending_is_sent_aga
         assert outcome.result.status == "ok", outcome.result
         assert outcome.result.structured == {"saved": True, "times_done": 1}
         assert [r.header("Idempotency-Key") for r in server.requests] == ["task-9:step-2", "task-9:step-2"]
-        assert not outcome.transport_failure
+        assert not outcome.transport_failure and outcome.result.sent_again == 1
     else:  # no key went with it: nothing tells the system it is the same write, so it is not sent again
         assert outcome.result.status == "outcome_unknown", outcome.result
         assert outcome.result.error is not None and outcome.result.error.code == "connection_lost"
-        assert len(server.requests) == 1 and outcome.transport_failure
+        assert len(server.requests) == 1 and outcome.transport_failure and outcome.result.sent_again == 0
 
 
 async def test_a_keyed_write_lost_twice_is_outcome_unknown_saying_it_was_sent_again(
@@ -196,7 +196,7 @@ async def test_a_keyed_write_lost_twice_is_outcome_unknown_saying_it_was_sent_ag
     assert outcome.result.status == "outcome_unknown"
     assert outcome.result.error is not None and outcome.result.error.code == "connection_lost"
     assert "sent again under its idempotency key, and lost again" in outcome.result.error.message
-    assert len(server.requests) == 2  # once more, not more
+    assert len(server.requests) == 2 and outcome.result.sent_again == 1  # once more, not more
 
 
 async def test_a_read_whose_connection_was_lost_is_not_sent_again(server: RecordingServer,
