@@ -8,7 +8,9 @@ Its skills (the skill a message is for is `aurora.skill` in the message's metada
   each message id it was sent is appended to A2A_AGENT_LOG (one JSON line each);
 - `archive`: fails with `the archive is offline`;
 - `vault`: stops in auth-required with `sign in to the vault first`;
-- `slow`: works for 30 s before it completes (each cancel is appended to A2A_AGENT_LOG too).
+- `slow`: works for 30 s before it completes (each cancel is appended to A2A_AGENT_LOG too);
+- `file`: files `<text>` once per message id, as an agent that deduplicates on message ids does:
+  `filed <text>` the first time, `filed <text> (already filed)` for the same id again.
 With `--token`, every request but the card's must carry `Authorization: Bearer <token>`.
 """
 
@@ -48,6 +50,7 @@ class TestAgent(AgentExecutor):
     def __init__(self, log_file: str | None) -> None:
         self._asked: dict[str, tuple[str, str]] = {}  # task id → (skill, the first message's text)
         self._log_file = log_file
+        self._filed: set[str] = set()  # the message ids `file` has filed
 
     def _log(self, message: Message, skill: str) -> None:
         self._append({"message_id": message.message_id, "skill": skill, "text": words(message),
@@ -91,6 +94,11 @@ class TestAgent(AgentExecutor):
             await asyncio.sleep(30)
             await updater.add_artifact([new_text_part("done at last")], name="answer")
             await updater.complete()
+        elif skill == "file":
+            again = " (already filed)" if message.message_id in self._filed else ""
+            self._filed.add(message.message_id)
+            await updater.add_artifact([new_text_part(f"filed {first}{again}")], name="receipt")
+            await updater.complete()
         elif skill == "vault":
             await updater.requires_auth(said("sign in to the vault first"))
         else:
@@ -111,7 +119,8 @@ def card(port: int, streaming: bool, rest: bool = False) -> AgentCard:
                          tags=["service"]),
               AgentSkill(id="archive", name="Archive", description="Archives a record", tags=["records"]),
               AgentSkill(id="vault", name="Vault", description="Opens the vault", tags=["records"]),
-              AgentSkill(id="slow", name="Slow", description="Takes its time", tags=["records"])]
+              AgentSkill(id="slow", name="Slow", description="Takes its time", tags=["records"]),
+              AgentSkill(id="file", name="File", description="Files a form once per message id", tags=["records"])]
     path, binding = ("rest", "HTTP+JSON") if rest else ("a2a", "JSONRPC")
     interface = AgentInterface(url=f"http://127.0.0.1:{port}/{path}", protocol_binding=binding, protocol_version="1.0")
     return AgentCard(name="Parts desk", description="Answers about spare parts", version="1.0.0",

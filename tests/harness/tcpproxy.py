@@ -3,6 +3,8 @@ everything else in the network-cut scenario.
 
 `cut()` drops every open connection at once and from then on accepts new ones but forwards
 nothing (a peer's connect seems to work and then hears nothing, as across a dead link);
+`lose_next_answer()` closes the next connection on which the target answers, its answer lost
+(the request reached the target: a connection that failed after the request went out);
 `blackhole()` keeps the connections open and loses every byte (both ways, or one), as a node
 that dies while holding messages does (neither side hears of it); `heal()` resets those and forwards new
 ones again; `hold_handshake_ping(seconds)` keeps each new connection's first PING to the server
@@ -40,6 +42,7 @@ class TcpProxy:
         self._writers: set[asyncio.StreamWriter] = set()
         self.held = 0  # connections taken while cut (held open, never answered)
         self._ping_held = 0.0  # seconds a new connection's first PING to the server waits
+        self._answers_to_lose = 0  # answers from the target whose connection is closed instead
 
     @property
     def url(self) -> str:
@@ -76,6 +79,11 @@ class TcpProxy:
         """From now on every byte on the open connections is lost (in the directions given), and
         nobody is told."""
         self._losing = {name for name, lose in (("to_server", to_server), ("to_client", to_client)) if lose}
+
+    def lose_next_answer(self) -> None:
+        """The next answer the target sends, on any connection, is lost and its connection closed
+        (reset) both ways; the connections after it are forwarded as before."""
+        self._answers_to_lose += 1
 
     def hold_handshake_ping(self, seconds: float) -> None:
         """From now on, a new connection's first PING to the server (the end of a client's
@@ -145,6 +153,10 @@ class TcpProxy:
                     writer.write(before)
                     await asyncio.sleep(hold)
                     data, hold = _PING + data, 0.0
+                if direction == "to_client" and self._answers_to_lose:
+                    self._answers_to_lose -= 1
+                    _keep(self.lost, data)
+                    break  # the finally resets the client's side; its end then closes the target's
                 if direction in self._losing:
                     _keep(self.lost, data)
                     continue

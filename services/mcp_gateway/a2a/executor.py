@@ -14,7 +14,9 @@ within the call's timeout, and its end classified as any tool call's.
 | timeout / lost after sending        | a read: timeout / unavailable; a write: outcome_unknown       |
 
 The call's id is the message id and `aurora.idempotency_key` in its metadata; an agent that
-deduplicates on it (the system's `a2a.deduplicates`) makes a call in doubt safe to send again.
+deduplicates on it (the system's `a2a.deduplicates`) makes a call in doubt safe to send again:
+a write whose first message was lost on the way back (the connection failed after it went out,
+before the agent named a task) is sent once more at once, within the call's time.
 """
 
 from __future__ import annotations
@@ -46,6 +48,9 @@ from services.mcp_gateway.systems.secrets import DeclaredSecrets, SecretMissing,
 from shared.contracts.system import AuthHeader, System
 from shared.contracts.toolcall import ToolCallContext, ToolCallResult, ToolError, ToolStatus
 from shared.contracts.tooldef import A2AExecution, ToolDefinition
+from shared.observability.logs import get_logger
+
+log = get_logger("aurora.mcp_gateway.a2a")
 
 _ENDED = {TaskState.TASK_STATE_FAILED: "failed", TaskState.TASK_STATE_REJECTED: "rejected",
           TaskState.TASK_STATE_CANCELED: "canceled"}
@@ -92,13 +97,24 @@ class A2ACalls:
             headers[system.auth.header] = f"{scheme} {secret}" if scheme else secret
         limit = timeout if timeout is not None else system.timeout_seconds
         client, streaming = client_for(system)
-        talk = Conversation(client, headers, asyncio.get_running_loop().time() + limit, streaming,
-                            self._poll_seconds)
+        deadline = asyncio.get_running_loop().time() + limit
+        talk = Conversation(client, headers, deadline, streaming, self._poll_seconds)
         key = (system.name, INSTANCE)
         try:
             with self._calls.running(key, tool.name, context, call_id=call_id, timeout=limit,
                                      caller=caller) as running:
                 async with asyncio.timeout(limit):
+                    try:
+                        return await self._converse(call, talk, system, execution, arguments, call_id,
+                                                    running.token)
+                    except (A2AError, httpx.HTTPError, RemoteProtocolError) as exc:
+                        if not _may_send_again(_failed(call, talk, system.name, exc), talk, system):
+                            raise
+                        log.info("the connection to a remote agent was lost after a write went out; sent again "
+                                 "under its idempotency key", system=system.name, tool=tool.name, call_id=call_id,
+                                 error=f"{type(exc).__name__}: {exc}")
+                    talk = Conversation(client, headers, deadline, streaming, self._poll_seconds)
+                    call.sent_again = 1
                     return await self._converse(call, talk, system, execution, arguments, call_id, running.token)
         except TimeoutError:
             # Out of time: the agent is asked to stop, so a write does not take effect later still.
@@ -189,6 +205,13 @@ def _failed(call: _Call, talk: Conversation, system: str, exc: BaseException) ->
                      task_id=talk.task_id)
 
 
+def _may_send_again(failed: ToolCallResult, talk: Conversation, system: System) -> bool:
+    """A write whose first message went out and whose connection failed before the agent named
+    a task, to an agent that deduplicates on message ids: it answers the same message once."""
+    lost = failed.status == "outcome_unknown" and failed.error is not None and failed.error.code == "connection_lost"
+    return lost and not talk.task_id and system.a2a is not None and system.a2a.deduplicates
+
+
 def _causes(exc: BaseException) -> list[BaseException]:
     chain: list[BaseException] = []
     seen: BaseException | None = exc
@@ -201,13 +224,14 @@ def _causes(exc: BaseException) -> list[BaseException]:
 class _Call:
     def __init__(self, tool: ToolDefinition, started: float) -> None:
         self.tool, self.started = tool, started
+        self.sent_again = 0  # its first message sent once more after a lost connection
 
     def end(self, status: ToolStatus, code: str | None = None, message: str = "", *,
             content: list[dict[str, Any]] | None = None, structured: dict[str, Any] | None = None) -> ToolCallResult:
         return ToolCallResult(status=status, content=content or [], structured=structured,
                               error=ToolError(code=code, message=message) if code else None,
                               duration_ms=round((time.perf_counter() - self.started) * 1000, 3),
-                              side_effect=self.tool.side_effect)
+                              side_effect=self.tool.side_effect, sent_again=self.sent_again)
 
     def lost(self, sent: bool, code: str, message: str, *, task_id: str = "") -> ToolCallResult:
         """No end heard: a read failed; a write sent may have taken effect (verify before repeating:

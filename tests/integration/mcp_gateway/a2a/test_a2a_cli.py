@@ -45,7 +45,7 @@ async def test_import_a2a_reads_the_card_and_lists_the_drafts(pool_stack: Stack,
     done = aurora("systems", "import-a2a", "helpdesk", "--card", card)
     assert done.returncode == 0, done.stderr
     assert f"agent Parts desk at {remote_agents.streaming}/a2a (streams)" in done.stdout
-    assert "5 created" in done.stdout and "helpdesk.lookup" in done.stdout
+    assert "6 created" in done.stdout and "helpdesk.lookup" in done.stdout
     marked = aurora("tools", "mark", "helpdesk.lookup", "--side-effect", "read")
     assert marked.returncode == 0 and marked.stdout.strip().endswith(", read"), marked.stdout + marked.stderr
     shown = aurora("tools", "show", "helpdesk.lookup")

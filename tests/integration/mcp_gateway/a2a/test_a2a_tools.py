@@ -23,12 +23,13 @@ from shared.contracts.subjects import Subjects
 from shared.nats.admin_service import AdminRequestError
 from tests.harness.a2a_agents import agent_log
 from tests.harness.stack import Stack
+from tests.harness.tcpproxy import TcpProxy
 from tests.harness.tool_pool import Pool, audit_records, published_to
 from tests.integration.mcp_edge.helpers import LEGACY, agent, bearer, token
 from tests.integration.mcp_gateway.a2a.helpers import TOKEN_ENV, RemoteAgents
 
 SUBJECTS = Subjects("amp")
-SKILLS = ("archive", "book", "lookup", "slow", "vault")
+SKILLS = ("archive", "book", "file", "lookup", "slow", "vault")
 
 
 def messages_sent(agents: RemoteAgents) -> list[dict[str, Any]]:
@@ -198,3 +199,41 @@ async def test_a_write_out_of_time_has_an_unknown_outcome_and_its_remote_task_is
     entries = agent_log(remote_agents.folder)
     [sent] = [e for e in entries if e.get("message_id") == call_id]
     assert sent["skill"] == "slow" and {"canceled": late["structured"]["task_id"]} in entries
+
+
+@pytest.mark.parametrize("deduplicates", [True, False], ids=["deduplicating", "not-deduplicating"])
+async def test_a_write_whose_answer_was_lost_is_sent_again_only_to_an_agent_that_deduplicates(
+        pnc: NATS, remote_agents: RemoteAgents, deduplicates: bool) -> None:
+    """The message reached the agent and its answer was lost with the connection (a proxy closes
+    it): to an agent that deduplicates on message ids the same message goes once more, and the
+    agent's answer to it is the call's; elsewhere the outcome stays unknown, sent once."""
+    pool = Pool(pnc, SUBJECTS)
+    proxy = TcpProxy(int(remote_agents.polled.rsplit(":", 1)[1])).start()
+    try:
+        base = f"http://{proxy.host}:{proxy.port}"
+        async with httpx.AsyncClient() as http:
+            card = (await http.get(f"{remote_agents.polled}/.well-known/agent-card.json")).json()
+        card["supportedInterfaces"][0]["url"] = f"{base}/a2a"
+        name = "forms" if deduplicates else "papers"
+        await pool.admin("systems", "import_a2a", {"name": name, "card": base, "document": json.dumps(card),
+                                                   "auth": {"value_env": TOKEN_ENV}, "deduplicates": deduplicates})
+        await published_to(pool, f"{name}-clerk", f"{name}.file")
+        form = f"form F-{uuid.uuid4().hex[:6]}"
+        task = f"t-{uuid.uuid4().hex[:8]}"
+        asked = await pool.call(f"{name}.file", {"message": form}, agent=f"{name}-clerk", task_id=task)
+        await pool.admin("approvals", "grant", {"id": asked["approval_id"], "by": "tester"})
+        proxy.lose_next_answer()
+        call_id = f"{task}-approved"
+        done = await pool.call(f"{name}.file", {"message": form}, agent=f"{name}-clerk", task_id=task,
+                               approval_id=asked["approval_id"], call_id=call_id)
+    finally:
+        proxy.stop()
+    assert proxy.lost, "no answer was lost: the test did not cut what it meant to"
+    sent = [m["message_id"] for m in messages_sent(remote_agents) if m["text"] == form]
+    if deduplicates:
+        assert done["status"] == "ok" and done["sent_again"] == 1, done
+        assert done["structured"]["text"] == f"filed {form} (already filed)"  # the agent's answer to the same id
+        assert sent == [call_id, call_id]
+    else:
+        assert done["status"] == "outcome_unknown" and done["error"]["code"] == "connection_lost", done
+        assert done["sent_again"] == 0 and sent == [call_id]
