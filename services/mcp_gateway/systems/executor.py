@@ -129,12 +129,12 @@ class HttpExecutor:
                     log.info("the connection to a system was lost after a write went out; sent again under "
                              "its idempotency key", system=system.name, tool=tool.name,
                              error=f"{type(lost).__name__}: {failure_detail(lost)}")
-                    call.resent = True
+                    call.sent_again = 1
                     response, body, complete = await self._exchange(request)
         except (TimeoutError, httpx.TimeoutException):
             return call.lost("timeout", f"no answer from system {system.name} within {limit:g}s")
         except httpx.TransportError as exc:
-            again = " (sent again under its idempotency key, and lost again)" if call.resent else ""
+            again = " (sent again under its idempotency key, and lost again)" if call.sent_again else ""
             return call.lost("connection_lost", f"the connection to system {system.name} failed{again}: "
                                                 f"{failure_detail(exc)}")
         return call.classify(response, body, complete)
@@ -154,7 +154,7 @@ class _Call:
     def __init__(self, system: System, tool: ToolDefinition, started: float) -> None:
         self.system, self.tool, self.started = system, tool, started
         self.sent = False
-        self.resent = False  # sent again after its connection was lost (keyed writes only)
+        self.sent_again = 0  # sent once more after its connection was lost (keyed writes only)
         self.secret: str | None = None
 
     def end(self, status: ToolStatus, code: str | None = None, message: str = "", *,
@@ -167,7 +167,7 @@ class _Call:
             error=ToolError(code=code, message=self._redact(message)) if code else None,
             duration_ms=round((time.perf_counter() - self.started) * 1000, 3),
             side_effect=self.tool.side_effect,
-            sent_again=1 if self.resent else 0,
+            sent_again=self.sent_again,
         )
         return HttpOutcome(result=result, transport_failure=transport_failure, sent=self.sent)
 
