@@ -41,6 +41,7 @@ from services.mcp_gateway.a2a.remote_task import (
     first_message,
     text_of,
 )
+from services.mcp_gateway.calls import classify
 from services.mcp_gateway.calls.caller import Caller
 from services.mcp_gateway.calls.in_flight import CallsInFlight
 from services.mcp_gateway.server_requests.callbacks import ServerRequests
@@ -108,8 +109,9 @@ class A2ACalls:
                         return await self._converse(call, talk, system, execution, arguments, call_id,
                                                     running.token)
                     except (A2AError, httpx.HTTPError, RemoteProtocolError) as exc:
-                        if not _may_send_again(_failed(call, talk, system.name, exc), talk, system):
-                            raise
+                        failed = _failed(call, talk, system.name, exc)
+                        if not _may_send_again(failed, talk, system):
+                            return failed
                         log.info("the connection to a remote agent was lost after a write went out; sent again "
                                  "under its idempotency key", system=system.name, tool=tool.name, call_id=call_id,
                                  error=f"{type(exc).__name__}: {exc}")
@@ -208,8 +210,8 @@ def _failed(call: _Call, talk: Conversation, system: str, exc: BaseException) ->
 def _may_send_again(failed: ToolCallResult, talk: Conversation, system: System) -> bool:
     """A write whose first message went out and whose connection failed before the agent named
     a task, to an agent that deduplicates on message ids: it answers the same message once."""
-    lost = failed.status == "outcome_unknown" and failed.error is not None and failed.error.code == "connection_lost"
-    return lost and not talk.task_id and system.a2a is not None and system.a2a.deduplicates
+    deduplicates = system.a2a is not None and system.a2a.deduplicates
+    return deduplicates and not talk.task_id and classify.in_doubt(failed, "connection_lost")
 
 
 def _causes(exc: BaseException) -> list[BaseException]:

@@ -99,6 +99,12 @@ def interrupted(duration_ms: float, side_effect: SideEffect, reason: str) -> Too
                   f"{reason}; the {side_effect} may or may not have taken effect", duration_ms, side_effect)
 
 
+def in_doubt(result: ToolCallResult, code: str) -> bool:
+    """A write that went out and whose outcome is unknown for the reason `code` (e.g. its app went
+    away, its connection was lost): one a target that deduplicates may be sent again."""
+    return result.status == "outcome_unknown" and result.error is not None and result.error.code == code
+
+
 def failed(
     status: str, code: str, message: str, duration_ms: float = 0.0, side_effect: SideEffect | None = None
 ) -> ToolCallResult:

@@ -66,7 +66,7 @@ class McpExecutor:
         if key is None or side_effect == "read" or tool not in session.app.mcp.idempotency_key_tools:
             return result
         for sent_again in range(1, RESENDS + 1):
-            if not went_away(result):
+            if not classify.in_doubt(result, "app_went_away"):
                 break
             back = self.sessions.get(session.key)
             if back is None or not await back.ready_within(deadline - time.monotonic()):
@@ -90,11 +90,6 @@ class McpExecutor:
                 meta[IDEMPOTENCY_META_KEY] = key
             result = await _call_running(session, tool, arguments, side_effect, timeout, meta)
         return msgspec.structs.replace(result, progress=list(running.progress)) if running.progress else result
-
-
-def went_away(result: ToolCallResult) -> bool:
-    """The app went away after a write was sent to it: it may or may not have run."""
-    return result.status == "outcome_unknown" and result.error is not None and result.error.code == "app_went_away"
 
 
 async def _call_running(session: AppSession, tool: str, arguments: dict[str, Any], side_effect: SideEffect,
