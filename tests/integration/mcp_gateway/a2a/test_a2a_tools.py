@@ -36,6 +36,14 @@ def messages_sent(agents: RemoteAgents) -> list[dict[str, Any]]:
     return [entry for entry in agent_log(agents.folder) if "message_id" in entry]
 
 
+async def card_served_at(agent: str, base: str) -> str:
+    """The card of the agent at `agent`, its interface moved to `base` (the document to import)."""
+    async with httpx.AsyncClient() as http:
+        card = (await http.get(f"{agent}/.well-known/agent-card.json")).json()
+    card["supportedInterfaces"][0]["url"] = f"{base}/a2a"
+    return json.dumps(card)
+
+
 async def approved(pool: Pool, tool: str, arguments: dict[str, Any], agent_id: str) -> tuple[str, dict[str, Any]]:
     """The agent's call held for approval, granted, and made again: (its call id, its result)."""
     task = f"t-{uuid.uuid4().hex[:8]}"
@@ -176,11 +184,9 @@ async def test_a_remote_question_is_the_callers_elicitation_and_its_answer_goes_
 
 async def test_an_agent_that_cannot_be_reached_was_sent_nothing(pnc: NATS, remote_agents: RemoteAgents) -> None:
     pool = Pool(pnc, SUBJECTS)
-    async with httpx.AsyncClient() as http:
-        card = (await http.get(f"{remote_agents.streaming}/.well-known/agent-card.json")).json()
     closed = f"http://127.0.0.1:{free_port()}"  # nothing listens there
-    card["supportedInterfaces"][0]["url"] = f"{closed}/a2a"
-    await pool.admin("systems", "import_a2a", {"name": "gone", "card": closed, "document": json.dumps(card)})
+    document = await card_served_at(remote_agents.streaming, closed)
+    await pool.admin("systems", "import_a2a", {"name": "gone", "card": closed, "document": document})
     await published_to(pool, "caller-gone", "gone.lookup")
     _, failed = await approved(pool, "gone.lookup", {"message": "anything"}, "caller-gone")
     assert failed["status"] == "unavailable" and failed["error"]["code"] == "connect_failed", failed
@@ -211,11 +217,9 @@ async def test_a_write_whose_answer_was_lost_is_sent_again_only_to_an_agent_that
     proxy = TcpProxy(int(remote_agents.polled.rsplit(":", 1)[1])).start()
     try:
         base = f"http://{proxy.host}:{proxy.port}"
-        async with httpx.AsyncClient() as http:
-            card = (await http.get(f"{remote_agents.polled}/.well-known/agent-card.json")).json()
-        card["supportedInterfaces"][0]["url"] = f"{base}/a2a"
+        document = await card_served_at(remote_agents.polled, base)
         name = "forms" if deduplicates else "papers"
-        await pool.admin("systems", "import_a2a", {"name": name, "card": base, "document": json.dumps(card),
+        await pool.admin("systems", "import_a2a", {"name": name, "card": base, "document": document,
                                                    "auth": {"value_env": TOKEN_ENV}, "deduplicates": deduplicates})
         await published_to(pool, f"{name}-clerk", f"{name}.file")
         form = f"form F-{uuid.uuid4().hex[:6]}"
